@@ -1,0 +1,80 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+  name: "dray",
+  platforms: [.macOS(.v15)],
+  products: [
+    .executable(name: "dray", targets: ["dray"])
+  ],
+  targets: [
+    // MARK: C libraries from Debian, each behind one system-library target
+
+    /// libyaml: the YAML parser under the manifest loader.
+    .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+    /// SQLite: the embedded target database and the run journal.
+    .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    /// libcurl: every HTTP request.
+    .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+    /// yajl: the streaming JSON parser under table loads.
+    .systemLibrary(name: "CYAJL", pkgConfig: "yajl", providers: [.apt(["libyajl-dev"])]),
+    /// OpenSSL's libcrypto: SHA-256 for table names and step fingerprints.
+    .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+    // MARK: Model: plain Sendable values shared by every layer
+
+    /// The resolved job: manifest values, retry policy, durations, secrets.
+    .target(name: "DrayModel", dependencies: ["CCrypto"]),
+    /// JSON documents parsed into `JSONValue` with yajl's tree parser.
+    .target(name: "DrayJSON", dependencies: ["DrayModel", "CYAJL"]),
+
+    // MARK: Manifest loading
+
+    /// YAML node tree with positions, interpolation, validation into `DrayModel`.
+    .target(name: "DrayManifest", dependencies: ["DrayModel", "DrayJSON", "CYAML"]),
+
+    // MARK: Storage, transport, platform client
+
+    /// SQLite connection, physical table names, streaming table loads.
+    .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
+    /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
+    .target(name: "DrayTransport", dependencies: ["DrayModel", "DrayJSON", "CCurl"]),
+    /// The mobile platform's API (platform-api.md): token, schemes, rpc, files.
+    .target(name: "DrayPlatform", dependencies: ["DrayModel", "DrayJSON", "DrayTransport"]),
+
+    // MARK: Engine
+
+    /// Runs a job's steps in order with checkpoints, the lock, the journal and the report.
+    .target(
+      name: "DrayEngine",
+      dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayTransport", "DrayPlatform"]
+    ),
+
+    // MARK: Command line
+
+    /// The `dray` commands, testable in-process.
+    .target(name: "DrayCLI", dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayEngine"]),
+    /// The thin executable.
+    .executableTarget(name: "dray", dependencies: ["DrayCLI"]),
+
+    // MARK: Tests
+
+    /// Fixtures, the emulator launcher, the binary runner.
+    .target(name: "DrayTestSupport", dependencies: ["DrayModel"], path: "Tests/DrayTestSupport"),
+    .testTarget(name: "DrayManifestTests", dependencies: ["DrayManifest", "DrayTestSupport"]),
+    .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),
+    .testTarget(name: "DrayEngineTests", dependencies: ["DrayEngine", "DrayTestSupport"]),
+    .testTarget(name: "DrayCLITests", dependencies: ["DrayCLI", "dray", "DrayTestSupport"]),
+  ]
+)
+
+// Strict settings for every Swift target.
+for target in package.targets where target.type != .system {
+  target.swiftSettings =
+    (target.swiftSettings ?? []) + [
+      .swiftLanguageMode(.v6),
+      .enableUpcomingFeature("ExistentialAny"),
+      .enableUpcomingFeature("InternalImportsByDefault"),
+    ]
+}

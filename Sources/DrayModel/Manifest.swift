@@ -1,0 +1,189 @@
+/// A validated job manifest with every `${...}` resolved and every default applied.
+///
+/// Relative paths stay as written; `resolve(_:)` anchors them at the job folder (the folder
+/// holding the manifest), so a job behaves the same from cron, CI or a shell.
+public struct Manifest: Sendable {
+  /// The newest manifest `version` this build reads.
+  public static let supportedVersion = 1
+
+  /// The manifest file as the user named it.
+  public var path: String
+  /// The job folder: the directory holding the manifest, absolute.
+  public var directory: String
+  public var version: Int
+  /// The job's name: letters, digits, `-`, `_`, `.`; names the lock, the journal and reports.
+  public var job: String
+  public var description: String?
+  public var platform: PlatformSettings?
+  public var auth: Credentials?
+  public var database: DatabaseSettings?
+  public var download: DownloadSettings
+  /// The job-wide retry policy; each step carries its effective policy.
+  public var retry: RetryPolicy
+  public var state: StateSettings
+  public var report: ReportSettings
+  public var steps: [Step]
+  /// Every secret value of the job, for masking.
+  public var redactor: Redactor
+
+  public init(
+    path: String, directory: String, version: Int = Manifest.supportedVersion, job: String,
+    description: String? = nil, platform: PlatformSettings? = nil, auth: Credentials? = nil,
+    database: DatabaseSettings? = nil, download: DownloadSettings = DownloadSettings(),
+    retry: RetryPolicy = .default, state: StateSettings = StateSettings(),
+    report: ReportSettings = ReportSettings(), steps: [Step] = [], redactor: Redactor = Redactor()
+  ) {
+    self.path = path
+    self.directory = directory
+    self.version = version
+    self.job = job
+    self.description = description
+    self.platform = platform
+    self.auth = auth
+    self.database = database
+    self.download = download
+    self.retry = retry
+    self.state = state
+    self.report = report
+    self.steps = steps
+    self.redactor = redactor
+  }
+
+  /// `path` made absolute against the job folder (an absolute `path` is returned as is).
+  public func resolve(_ path: String) -> String {
+    if path.hasPrefix("/") { return path }
+    if path == "." || path.isEmpty { return directory }
+    var relative = Substring(path)
+    while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
+    return directory.hasSuffix("/") ? directory + relative : directory + "/" + relative
+  }
+
+  /// Every step, with the members of `parallel` groups in file order after their group.
+  public var allSteps: [Step] {
+    steps.flatMap { step -> [Step] in
+      if case .parallel(let group) = step.kind { return [step] + group.steps }
+      return [step]
+    }
+  }
+}
+
+/// The `platform:` block: the SDK's `initWithCredentials`.
+public struct PlatformSettings: Sendable, Hashable {
+  /// Server address, e.g. `http://127.0.0.1:8765/`.
+  public var host: String
+  /// API version path segment; `v1` by default.
+  public var apiVersion: String
+  public var environment: String
+  public var project: String
+  public var application: String?
+  /// Device id sent with the token request; `dray-cli` by default.
+  public var device: String
+  public var tls: TLSSettings
+  public var timeouts: Timeouts
+  /// Extra headers sent with every platform call.
+  public var headers: [HTTPHeader]
+
+  public init(
+    host: String, apiVersion: String = "v1", environment: String, project: String,
+    application: String? = nil, device: String = "dray-cli", tls: TLSSettings = TLSSettings(),
+    timeouts: Timeouts = Timeouts(), headers: [HTTPHeader] = []
+  ) {
+    self.host = host
+    self.apiVersion = apiVersion
+    self.environment = environment
+    self.project = project
+    self.application = application
+    self.device = device
+    self.tls = tls
+    self.timeouts = timeouts
+    self.headers = headers
+  }
+}
+
+/// One HTTP header field.
+public struct HTTPHeader: Sendable, Hashable {
+  public var name: String
+  public var value: String
+  public init(_ name: String, _ value: String) {
+    self.name = name
+    self.value = value
+  }
+}
+
+/// TLS settings: verification is on unless turned off explicitly.
+public struct TLSSettings: Sendable, Hashable {
+  /// Verify the server's certificate and host name.
+  public var verify: Bool
+  /// PEM bundle of trusted certificate authorities, replacing the system's.
+  public var caFile: String?
+  public init(verify: Bool = true, caFile: String? = nil) {
+    self.verify = verify
+    self.caFile = caFile
+  }
+}
+
+/// Network time limits.
+public struct Timeouts: Sendable, Hashable {
+  /// Longest time to establish a connection (TCP and TLS).
+  public var connect: Duration
+  /// Longest time for a whole request, answer included; nil for no bound.
+  public var request: Duration?
+  /// Longest time without receiving a byte before the transfer is abandoned.
+  public var idle: Duration
+  public init(connect: Duration = .seconds(10), request: Duration? = nil, idle: Duration = .seconds(60)) {
+    self.connect = connect
+    self.request = request
+    self.idle = idle
+  }
+}
+
+/// The `auth:` block: the SDK's `auth(user, password)`.
+public struct Credentials: Sendable, Hashable {
+  public var username: String
+  public var password: String
+  public init(username: String, password: String) {
+    self.username = username
+    self.password = password
+  }
+}
+
+/// The `database:` block: the SDK's `openBase(path, key)`.
+public struct DatabaseSettings: Sendable, Hashable {
+  /// SQLite file, relative to the job folder.
+  public var path: String
+  public init(path: String) { self.path = path }
+}
+
+/// The `download:` block: where answers stream and whether they resume.
+public struct DownloadSettings: Sendable, Hashable {
+  /// Folder for `.part` files, relative to the job folder.
+  public var path: String
+  /// Resume broken downloads with `X-Range` (platform) or `Range` (other servers).
+  public var resume: Bool
+  public init(path: String = ".dray/downloads", resume: Bool = true) {
+    self.path = path
+    self.resume = resume
+  }
+}
+
+/// The `state:` block: where the run journal and the lock live.
+public struct StateSettings: Sendable, Hashable {
+  /// Folder, relative to the job folder.
+  public var path: String
+  public init(path: String = ".dray") { self.path = path }
+}
+
+/// The `report:` block.
+public struct ReportSettings: Sendable, Hashable {
+  public enum Format: String, Sendable, Hashable, CaseIterable {
+    case json, junit, prometheus
+  }
+  /// Path template; `{job}` and `{run_id}` are replaced. Relative to the job folder.
+  public var path: String
+  /// Formats written besides the JSON report (which is always written).
+  public var formats: [Format]
+  public init(path: String = ".dray/reports/{job}-{run_id}.json", formats: [Format] = [.json]) {
+    self.path = path
+    self.formats = formats
+  }
+}

@@ -1,0 +1,86 @@
+/// How a step retries a call that failed transiently.
+///
+/// The wait before retry `n` (1-based) is
+///
+///     base(n)  = interval                                   (backoff: fixed)
+///     base(n)  = min(max_interval, interval × 2^(n-1))      (backoff: exponential)
+///     wait(n)  = base(n)                                    (jitter: false)
+///     wait(n)  = uniform random in [0, base(n)]             (jitter: true, "full jitter")
+///
+/// For `interval: 1s, backoff: exponential, max_interval: 30s` without jitter the waits are
+/// 1, 2, 4, 8, 16, 30, 30, … seconds. A server's `Retry-After` (RFC 9110 §10.2.3) replaces
+/// the computed wait when it is longer, up to `maxInterval`; a longer demand fails the call.
+/// `maxElapsed`, when set, bounds the time from the first attempt to the start of the last.
+/// Full jitter is the scheme of "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015).
+public struct RetryPolicy: Sendable, Hashable {
+  public enum Backoff: String, Sendable, Hashable, CaseIterable {
+    case fixed, exponential
+  }
+
+  /// Retries after the first attempt (the SDK's `retryCount`); 0 means one attempt only.
+  public var count: Int
+  /// Base wait between attempts (the SDK's `retryIntervalSec`).
+  public var interval: Duration
+  public var backoff: Backoff
+  /// Longest single wait, also the longest `Retry-After` honoured.
+  public var maxInterval: Duration
+  /// Full jitter on the computed wait.
+  public var jitter: Bool
+  /// Longest time from the first attempt to the start of the last one; nil for no bound.
+  public var maxElapsed: Duration?
+
+  public init(
+    count: Int = 3, interval: Duration = .seconds(1), backoff: Backoff = .exponential,
+    maxInterval: Duration = .seconds(30), jitter: Bool = false, maxElapsed: Duration? = nil
+  ) {
+    self.count = count
+    self.interval = interval
+    self.backoff = backoff
+    self.maxInterval = maxInterval
+    self.jitter = jitter
+    self.maxElapsed = maxElapsed
+  }
+
+  /// The default policy: 3 retries, 1 s apart, doubling, at most 30 s.
+  public static let `default` = RetryPolicy()
+
+  /// The wait before retry `retry` (1-based), before any `Retry-After`.
+  /// - Parameters:
+  ///   - retry: 1 for the first retry.
+  ///   - random: returns a value uniformly in [0, 1); used only with `jitter`.
+  public func delay(beforeRetry retry: Int, random: () -> Double = { Double.random(in: 0..<1) })
+    -> Duration
+  {
+    var base: Duration
+    switch backoff {
+    case .fixed:
+      base = interval
+    case .exponential:
+      let exponent = min(max(retry - 1, 0), 62)
+      let factor = Double(UInt64(1) << UInt64(exponent))
+      let seconds = interval.seconds * factor
+      base = seconds >= maxInterval.seconds ? maxInterval : .seconds(seconds)
+    }
+    if base > maxInterval { base = maxInterval }
+    if jitter { base = .seconds(base.seconds * random()) }
+    return base
+  }
+}
+
+extension Duration {
+  /// This duration in seconds, as a Double.
+  public var seconds: Double {
+    let (s, attoseconds) = components
+    return Double(s) + Double(attoseconds) / 1e18
+  }
+
+  /// Human form: `500ms`, `1.5s`, `2m`, `1h`.
+  public var formatted: String {
+    let s = seconds
+    if s < 1 && s > 0 { return "\(Int((s * 1000).rounded()))ms" }
+    if s >= 3600 && s.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(s / 3600))h" }
+    if s >= 60 && s.truncatingRemainder(dividingBy: 60) == 0 { return "\(Int(s / 60))m" }
+    if s == s.rounded() { return "\(Int(s))s" }
+    return "\((s * 1000).rounded() / 1000)s"
+  }
+}

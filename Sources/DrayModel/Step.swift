@@ -1,0 +1,185 @@
+/// One step of a job, with its effective settings.
+public struct Step: Sendable {
+  /// Unique within the job; defaults to the step kind with its position (`schemes-1`) or,
+  /// for steps naming a resource, the resource in lower case.
+  public var id: String
+  public var kind: StepKind
+  /// The effective retry policy: the job's, overridden by the step's `retry:`.
+  public var retry: RetryPolicy
+  /// The effective network time limits: the platform's, overridden by the step's `timeouts:`.
+  public var timeouts: Timeouts
+  /// Where the step starts in the manifest.
+  public var location: SourceLocation
+
+  public init(
+    id: String, kind: StepKind, retry: RetryPolicy = .default, timeouts: Timeouts = Timeouts(),
+    location: SourceLocation
+  ) {
+    self.id = id
+    self.kind = kind
+    self.retry = retry
+    self.timeouts = timeouts
+    self.location = location
+  }
+
+  /// The kind's manifest key, e.g. `table_stream`.
+  public var kindName: String { kind.name }
+}
+
+/// What a step does; one case per manifest step key.
+public enum StepKind: Sendable {
+  /// Fetch resource schemes and create their tables (the SDK's `resources`).
+  case schemes(SchemesStep)
+  /// Load a resource's answer into the database (the SDK's `tableStream`).
+  case tableStream(TableStreamStep)
+  /// Fetch a resource's answer without the database and write it to a file (`table`).
+  case table(TableStep)
+  /// Send a uniform request and save the answer (`request`).
+  case request(RequestStep)
+  /// One file operation on a file-server connection.
+  case files(FilesStep)
+  /// Run SQL statements in the database.
+  case sql(SQLStep)
+  /// Run a query and write its rows, checking expectations.
+  case query(QueryStep)
+  /// Run a group of steps concurrently (the SDK's `*Async` calls).
+  case parallel(ParallelStep)
+
+  /// The manifest key of this kind.
+  public var name: String {
+    switch self {
+    case .schemes: "schemes"
+    case .tableStream: "table_stream"
+    case .table: "table"
+    case .request: "request"
+    case .files: "files"
+    case .sql: "sql"
+    case .query: "query"
+    case .parallel: "parallel"
+    }
+  }
+}
+
+public struct SchemesStep: Sendable, Hashable {
+  /// Resources whose tables to create; nil for every resource the user may read.
+  public var resources: [String]?
+  public init(resources: [String]? = nil) { self.resources = resources }
+}
+
+public struct TableStreamStep: Sendable, Hashable {
+  public var resource: String
+  /// Input parameters, a JSON object; `{}` takes the server's defaults.
+  public var params: JSONValue
+  /// Ask for a delta from the stored version (`X-Delta`).
+  public var delta: Bool
+  /// Send an `X-Transaction-ID`, kept across retries of the call.
+  public var transaction: Bool
+  public init(resource: String, params: JSONValue = .object([]), delta: Bool = false, transaction: Bool = true) {
+    self.resource = resource
+    self.params = params
+    self.delta = delta
+    self.transaction = transaction
+  }
+}
+
+/// File formats for answers written by `table` and rows written by `query`.
+public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
+  case json, ndjson, csv
+}
+
+public struct TableStep: Sendable, Hashable {
+  public var resource: String
+  public var params: JSONValue
+  /// File to write, relative to the job folder.
+  public var output: String
+  public var format: OutputFormat
+  public var transaction: Bool
+  public init(resource: String, params: JSONValue = .object([]), output: String, format: OutputFormat = .json, transaction: Bool = true) {
+    self.resource = resource
+    self.params = params
+    self.output = output
+    self.format = format
+    self.transaction = transaction
+  }
+}
+
+public struct RequestStep: Sendable, Hashable {
+  public var resource: String
+  public var params: JSONValue
+  /// File to save the answer to, relative to the job folder; nil to keep only its size.
+  public var output: String?
+  public var transaction: Bool
+  public init(resource: String, params: JSONValue = .object([]), output: String? = nil, transaction: Bool = true) {
+    self.resource = resource
+    self.params = params
+    self.output = output
+    self.transaction = transaction
+  }
+}
+
+public struct FilesStep: Sendable, Hashable {
+  public enum Action: String, Sendable, Hashable, CaseIterable {
+    case list, meta, get, put, delete
+  }
+  /// The file-server connection (the SDK's mount name), e.g. `nfs4`.
+  public var connection: String
+  public var action: Action
+  /// Path on the server, relative to the connection's root (`.` for the root).
+  public var path: String
+  /// Local file: destination of `get`, source of `put`, where `list` and `meta` write
+  /// their answer. Relative to the job folder and never outside it.
+  public var local: String?
+  /// For `delete`: whether a missing file fails the step.
+  public var missingOK: Bool
+  public init(connection: String, action: Action, path: String, local: String? = nil, missingOK: Bool = false) {
+    self.connection = connection
+    self.action = action
+    self.path = path
+    self.local = local
+    self.missingOK = missingOK
+  }
+}
+
+public struct SQLStep: Sendable, Hashable {
+  /// Statements, `;`-separated, with `{{ table "RESOURCE" "TABLE" }}` templates.
+  public var sql: String
+  public init(sql: String) { self.sql = sql }
+}
+
+public struct QueryStep: Sendable, Hashable {
+  public var sql: String
+  public var output: String?
+  public var format: OutputFormat
+  /// Conditions on the first row's columns, checked in order.
+  public var expect: [Expectation]
+  public init(sql: String, output: String? = nil, format: OutputFormat = .json, expect: [Expectation] = []) {
+    self.sql = sql
+    self.output = output
+    self.format = format
+    self.expect = expect
+  }
+}
+
+/// A condition on a column of a query's first row: `n: { min: 200 }`.
+public struct Expectation: Sendable, Hashable {
+  public var column: String
+  public var min: Double?
+  public var max: Double?
+  public var equals: JSONValue?
+  public init(column: String, min: Double? = nil, max: Double? = nil, equals: JSONValue? = nil) {
+    self.column = column
+    self.min = min
+    self.max = max
+    self.equals = equals
+  }
+}
+
+public struct ParallelStep: Sendable {
+  /// Most steps running at once.
+  public var max: Int
+  public var steps: [Step]
+  public init(max: Int, steps: [Step]) {
+    self.max = max
+    self.steps = steps
+  }
+}
