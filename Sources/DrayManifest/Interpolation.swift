@@ -1,0 +1,127 @@
+internal import Foundation
+
+/// Resolves `${...}` references in manifest strings, after YAML parsing.
+///
+/// - `${NAME}`: the environment variable NAME; an error when it is not set.
+/// - `${NAME:-default}`: NAME when it is set and not empty, otherwise `default` (as in POSIX sh).
+/// - `${file:PATH}`: the contents of PATH (relative to the job folder), without one trailing
+///   newline; always a secret.
+/// - `$$`: a literal `$`. A `$` followed by anything else is kept as is.
+///
+/// Substitution happens on parsed values, never on the manifest's text, so a value that
+/// holds `#`, quotes, `: ` or `$` arrives exactly as it was set.
+struct Interpolator {
+  /// A resolved string and what it drew on.
+  struct Result {
+    var value: String
+    /// True when any part came from `${file:...}` or from a variable listed as secret.
+    var isSecret: Bool
+    /// The secret parts, to register for masking.
+    var secretParts: [String]
+  }
+
+  let environment: [String: String]
+  /// Variables listed in the manifest's `secrets:`.
+  let secretVariables: Set<String>
+  /// The job folder, for `${file:...}`.
+  let directory: String
+
+  /// - Throws: a message naming the variable or file at fault (never a value).
+  func resolve(_ text: String) throws(InterpolationError) -> Result {
+    guard text.contains("$") else { return Result(value: text, isSecret: false, secretParts: []) }
+    var out = ""
+    var secretParts: [String] = []
+    var rest = Substring(text)
+    while let dollar = rest.firstIndex(of: "$") {
+      out += rest[..<dollar]
+      let after = rest.index(after: dollar)
+      if after < rest.endIndex && rest[after] == "$" {
+        out += "$"
+        rest = rest[rest.index(after: after)...]
+        continue
+      }
+      guard after < rest.endIndex, rest[after] == "{" else {
+        out += "$"
+        rest = rest[after...]
+        continue
+      }
+      guard let close = rest[after...].firstIndex(of: "}") else {
+        throw .unterminated
+      }
+      let body = rest[rest.index(after: after)..<close]
+      rest = rest[rest.index(after: close)...]
+      let value: String
+      if body.hasPrefix("file:") {
+        let path = String(body.dropFirst(5))
+        value = try readFile(path)
+        secretParts.append(value)
+      } else {
+        let (name, fallback) = split(body)
+        guard isVariableName(name) else { throw .badName(String(body)) }
+        if let set = environment[name], !(fallback != nil && set.isEmpty) {
+          value = set
+        } else if let fallback {
+          value = fallback
+        } else {
+          throw .unset(name)
+        }
+        if secretVariables.contains(name) { secretParts.append(value) }
+      }
+      out += value
+    }
+    out += rest
+    return Result(value: out, isSecret: !secretParts.isEmpty, secretParts: secretParts)
+  }
+
+  private func split(_ body: Substring) -> (String, String?) {
+    guard let range = body.range(of: ":-") else { return (String(body), nil) }
+    return (String(body[..<range.lowerBound]), String(body[range.upperBound...]))
+  }
+
+  private func isVariableName(_ name: String) -> Bool {
+    guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic) else {
+      return false
+    }
+    return name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+  }
+
+  private func readFile(_ path: String) throws(InterpolationError) -> String {
+    guard !path.isEmpty else { throw .badName("file:") }
+    let full = path.hasPrefix("/") ? path : directory + "/" + path
+    guard let data = FileManager.default.contents(atPath: full) else {
+      throw .unreadableFile(path)
+    }
+    guard var text = String(data: data, encoding: .utf8) else { throw .notUTF8(path) }
+    if text.hasSuffix("\r\n") {
+      text.removeLast(1)
+    } else if text.hasSuffix("\n") {
+      text.removeLast()
+    }
+    return text
+  }
+}
+
+/// Why a `${...}` reference could not be resolved. Messages name variables and files,
+/// never their values.
+enum InterpolationError: Error, CustomStringConvertible {
+  case unset(String)
+  case unterminated
+  case badName(String)
+  case unreadableFile(String)
+  case notUTF8(String)
+
+  var description: String {
+    switch self {
+    case .unset(let name):
+      "environment variable \(name) is not set; set it, or give a default with ${\(name):-default}"
+    case .unterminated:
+      "'${' has no closing '}'; write '$$' for a literal '$'"
+    case .badName(let body):
+      "'${\(body)}' is not a reference; use ${NAME}, ${NAME:-default} or ${file:PATH}, or '$$' for a literal '$'"
+    case .unreadableFile(let path):
+      "cannot read file '\(path)' named by ${file:\(path)}; check that it exists and is readable"
+    case .notUTF8(let path):
+      "file '\(path)' named by ${file:\(path)} is not UTF-8 text"
+    }
+  }
+}

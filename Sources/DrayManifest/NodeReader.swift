@@ -1,0 +1,279 @@
+internal import DrayJSON
+internal import DrayModel
+
+/// Reads typed values from positioned nodes, collecting every problem instead of stopping.
+///
+/// Each accessor returns nil after recording a diagnostic when the node does not hold what
+/// is expected; callers carry on so that one pass reports everything.
+struct NodeReader {
+  var diagnostics: [Diagnostic] = []
+  var redactor = Redactor()
+  let interpolator: Interpolator
+
+  init(interpolator: Interpolator) {
+    self.interpolator = interpolator
+  }
+
+  mutating func error(_ location: SourceLocation, _ message: String) {
+    diagnostics.append(Diagnostic(location, message))
+  }
+
+  // MARK: Mappings
+
+  /// The entries of a mapping node, with unknown keys reported against `known`.
+  mutating func fields(_ node: YAMLNode, _ path: String, known: [String]) -> Fields? {
+    guard case .mapping(let pairs) = node.content else {
+      error(node.location, "\(Self.label(path)) must be a mapping, found \(node.kindDescription)")
+      return nil
+    }
+    var fields = Fields(node: node, path: path)
+    for pair in pairs {
+      let key = pair.key.scalar?.text ?? ""
+      if known.contains(key) {
+        fields.entries[key] = pair
+      } else {
+        error(pair.key.location, Self.unknownKey(key, in: path, known: known))
+      }
+    }
+    return fields
+  }
+
+  static func unknownKey(_ key: String, in path: String, known: [String]) -> String {
+    let place = path.isEmpty ? "at the top level" : "in \(path)"
+    if let suggestion = EditDistance.closest(to: key, among: known) {
+      return "unknown key '\(key)' \(place); did you mean '\(suggestion)'?"
+    }
+    return "unknown key '\(key)' \(place); valid keys: \(known.joined(separator: ", "))"
+  }
+
+  /// "'platform.host'" or "the manifest" for the root.
+  static func label(_ path: String) -> String { path.isEmpty ? "the manifest" : "'\(path)'" }
+
+  // MARK: Scalars
+
+  /// The node's text after interpolation, or nil (with a diagnostic) when it is not a scalar.
+  mutating func text(_ node: YAMLNode, _ path: String, secret: Bool = false) -> (String, YAMLNode.ScalarStyle)? {
+    guard let scalar = node.scalar else {
+      error(node.location, "\(Self.label(path)) must be a \(secret ? "string" : "value"), found \(node.kindDescription)")
+      return nil
+    }
+    do {
+      let result = try interpolator.resolve(scalar.text)
+      for part in result.secretParts { redactor.add(part) }
+      if secret { redactor.add(result.value) }
+      // An interpolated plain scalar resolves like one written out: `count: ${N:-3}` is 3.
+      return (result.value, scalar.style)
+    } catch {
+      self.error(node.location, "\(Self.label(path)): \(error)")
+      return nil
+    }
+  }
+
+  /// A string. Any scalar's text is a string (`no`, `0755`, `12:30` stay as written), but a
+  /// plain null (`~`, `null`, nothing) is refused.
+  mutating func string(_ node: YAMLNode, _ path: String, secret: Bool = false) -> String? {
+    if let scalar = node.scalar, scalar.style == .plain, scalar.tag == nil, CoreSchema.resolve(scalar.text) == .null {
+      error(node.location, "\(Self.label(path)) must be a string, found null")
+      return nil
+    }
+    return text(node, path, secret: secret)?.0
+  }
+
+  /// A non-empty string.
+  mutating func nonEmptyString(_ node: YAMLNode, _ path: String, secret: Bool = false) -> String? {
+    guard let value = string(node, path, secret: secret) else { return nil }
+    if value.isEmpty {
+      error(node.location, "\(Self.label(path)) must not be empty")
+      return nil
+    }
+    return value
+  }
+
+  /// The core-schema value of a plain scalar, after interpolation; quoted scalars are strings.
+  /// A value from `${...}` resolves like a plain scalar even when quoted: `count: "${N:-3}"` is 3.
+  private mutating func resolved(_ node: YAMLNode, _ path: String) -> (CoreSchema.Resolved, String)? {
+    guard let (value, style) = text(node, path) else { return nil }
+    let interpolated = node.scalar?.text.contains("${") ?? false
+    if (style != .plain && !interpolated) || node.scalar?.tag == "tag:yaml.org,2002:str" { return (.string, value) }
+    return (CoreSchema.resolve(value), value)
+  }
+
+  mutating func integer(_ node: YAMLNode, _ path: String, in range: ClosedRange<Int>) -> Int? {
+    guard let (value, text) = resolved(node, path) else { return nil }
+    guard case .integer(let i?) = value else {
+      error(node.location, "\(Self.label(path)) must be an integer, found \(Self.describe(value, text))")
+      return nil
+    }
+    guard range.contains(Int(i)) else {
+      error(node.location, "\(Self.label(path)) must be between \(range.lowerBound) and \(range.upperBound), found \(i)")
+      return nil
+    }
+    return Int(i)
+  }
+
+  mutating func bool(_ node: YAMLNode, _ path: String) -> Bool? {
+    guard let (value, text) = resolved(node, path) else { return nil }
+    guard case .bool(let b) = value else {
+      error(node.location, "\(Self.label(path)) must be true or false, found \(Self.describe(value, text))")
+      return nil
+    }
+    return b
+  }
+
+  /// A duration with a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`.
+  mutating func duration(_ node: YAMLNode, _ path: String) -> Duration? {
+    guard let (value, text) = resolved(node, path) else { return nil }
+    if let d = Self.parseDuration(text) { return d }
+    if case .integer = value {
+      error(node.location, "\(Self.label(path)) needs a unit: write '\(text)s' for \(text) seconds (units: ms, s, m, h)")
+    } else {
+      error(node.location, "\(Self.label(path)) is not a duration: '\(text)'; write a number and a unit: 500ms, 30s, 5m, 1h")
+    }
+    return nil
+  }
+
+  static func parseDuration(_ text: String) -> Duration? {
+    let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+    for (unit, scale) in units where text.hasSuffix(unit) {
+      let number = text.dropLast(unit.count)
+      guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
+        let value = Double(number), value.isFinite, value >= 0
+      else { return nil }
+      return .milliseconds(Int64((value * scale * 1000).rounded()))
+    }
+    return nil
+  }
+
+  mutating func choice<E: RawRepresentable & CaseIterable>(_ node: YAMLNode, _ path: String, as: E.Type) -> E?
+  where E.RawValue == String {
+    guard let text = string(node, path) else { return nil }
+    if let value = E(rawValue: text) { return value }
+    let names = E.allCases.map(\.rawValue)
+    var message = "\(Self.label(path)) must be one of \(names.joined(separator: ", ")), found '\(text)'"
+    if let suggestion = EditDistance.closest(to: text, among: names) { message += "; did you mean '\(suggestion)'?" }
+    error(node.location, message)
+    return nil
+  }
+
+  mutating func stringList(_ node: YAMLNode, _ path: String) -> [String]? {
+    guard case .sequence(let items) = node.content else {
+      error(node.location, "\(Self.label(path)) must be a list, found \(node.kindDescription)")
+      return nil
+    }
+    var out: [String] = []
+    for (i, item) in items.enumerated() {
+      if let s = nonEmptyString(item, "\(path)[\(i)]") { out.append(s) }
+    }
+    return out
+  }
+
+  /// Any node as JSON: mappings become objects, lists arrays, plain scalars their core-schema
+  /// value, quoted scalars strings.
+  mutating func json(_ node: YAMLNode, _ path: String) -> JSONValue? {
+    switch node.content {
+    case .mapping(let pairs):
+      var out: [(key: String, value: JSONValue)] = []
+      for pair in pairs {
+        let key = pair.key.scalar?.text ?? ""
+        if let value = json(pair.value, path.isEmpty ? key : "\(path).\(key)") { out.append((key, value)) }
+      }
+      return .object(out)
+    case .sequence(let items):
+      var out: [JSONValue] = []
+      for (i, item) in items.enumerated() {
+        if let value = json(item, "\(path)[\(i)]") { out.append(value) }
+      }
+      return .array(out)
+    case .scalar:
+      guard let (value, text) = resolved(node, path) else { return nil }
+      switch value {
+      case .null: return .null
+      case .bool(let b): return .bool(b)
+      case .integer(let i?): return .integer(i)
+      case .integer(nil): return .number(text.hasPrefix("+") ? String(text.dropFirst()) : text)
+      case .float(let d):
+        guard d.isFinite else {
+          error(node.location, "\(Self.label(path)): \(text) has no JSON form; quote it to send a string")
+          return nil
+        }
+        return .number(Self.isJSONNumber(text) ? text : "\(d)")
+      case .string: return .string(text)
+      }
+    }
+  }
+
+  /// A JSON object from a mapping node.
+  mutating func jsonObject(_ node: YAMLNode, _ path: String) -> JSONValue? {
+    guard case .mapping = node.content else {
+      error(node.location, "\(Self.label(path)) must be a mapping, found \(node.kindDescription)")
+      return nil
+    }
+    return json(node, path)
+  }
+
+  private static func isJSONNumber(_ text: String) -> Bool {
+    (try? JSONValue(parsing: text)).map { if case .number = $0 { true } else { false } } ?? false
+  }
+
+  private static func describe(_ value: CoreSchema.Resolved, _ text: String) -> String {
+    switch value {
+    case .null: "null"
+    case .bool: "a boolean (\(text))"
+    case .integer: "an integer (\(text))"
+    case .float: "a number (\(text))"
+    case .string: "a string ('\(text)')"
+    }
+  }
+}
+
+/// The entries of one mapping, by key.
+struct Fields {
+  let node: YAMLNode
+  let path: String
+  var entries: [String: YAMLNode.Pair] = [:]
+
+  init(node: YAMLNode, path: String) {
+    self.node = node
+    self.path = path
+  }
+
+  subscript(key: String) -> YAMLNode? { entries[key]?.value }
+
+  /// The dotted path of `key` inside this mapping, for messages.
+  func path(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+  /// The node at `key`, or nil with a "missing required key" diagnostic.
+  func required(_ key: String, _ reader: inout NodeReader) -> YAMLNode? {
+    if let value = entries[key]?.value { return value }
+    let place = path.isEmpty ? "at the top level" : "in \(path)"
+    reader.error(node.location, "missing required key '\(key)' \(place)")
+    return nil
+  }
+}
+
+/// Levenshtein distance for "did you mean" suggestions.
+enum EditDistance {
+  static func distance(_ a: String, _ b: String) -> Int {
+    let a = Array(a.lowercased().unicodeScalars)
+    let b = Array(b.lowercased().unicodeScalars)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+      current[0] = i
+      for j in 1...b.count {
+        current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+      }
+      swap(&previous, &current)
+    }
+    return previous[b.count]
+  }
+
+  /// The closest candidate within a third of the word's length (at least 1, at most 3 edits).
+  static func closest(to word: String, among candidates: [String]) -> String? {
+    let limit = min(3, max(1, word.count / 3))
+    let scored = candidates.map { ($0, distance(word, $0)) }.filter { $0.1 <= limit }
+    return scored.min { $0.1 < $1.1 }?.0
+  }
+}

@@ -1,0 +1,147 @@
+import DrayManifest
+import DrayModel
+import DrayTestSupport
+import Testing
+
+@Suite struct ManifestLoaderTests {
+  let environment = ["FMP_USER": "demo", "FMP_PASSWORD": "p#ss: $x 'q\" w"]
+
+  func load(_ text: String, environment: [String: String]? = nil) throws(ManifestError) -> Manifest {
+    try ManifestLoader(environment: environment ?? self.environment).load(text: text, path: "job.yaml", directory: "/jobs")
+  }
+
+  func errors(_ text: String, environment: [String: String]? = nil) -> [String] {
+    do {
+      _ = try load(text, environment: environment)
+      return []
+    } catch {
+      return error.diagnostics.map(\.description)
+    }
+  }
+
+  @Test func loadsTheISOReferenceJob() throws {
+    let manifest = try ManifestLoader(environment: environment).load(path: Repository.root + "/jobs/iso-reference.yaml")
+    #expect(manifest.job == "iso-reference")
+    #expect(manifest.platform?.host == "http://127.0.0.1:8765/")
+    #expect(manifest.platform?.environment == "DocumentationExampleEnv")
+    #expect(manifest.auth == Credentials(username: "demo", password: "p#ss: $x 'q\" w"))
+    #expect(manifest.steps.map(\.id) == ["schemes", "countries", "currencies", "languages", "subdivisions", "drop-unnamed"])
+    #expect(manifest.directory == Repository.root + "/jobs")
+    #expect(manifest.resolve(manifest.database!.path) == Repository.root + "/jobs/data/iso.sqlite")
+    guard case .tableStream(let step) = manifest.steps[1].kind else {
+      Issue.record("step 2 is not a table_stream")
+      return
+    }
+    #expect(step.resource == "COUNTRIES")
+    #expect(manifest.steps[1].retry == RetryPolicy(count: 5, interval: .seconds(1), backoff: .exponential, maxInterval: .seconds(30)))
+  }
+
+  @Test func secretsFromAuthAreRegisteredForMasking() throws {
+    let manifest = try load(
+      """
+      version: 1
+      job: j
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
+      steps:
+        - request: { resource: R }
+      """)
+    #expect(manifest.redactor.redact("user demo pw p#ss: $x 'q\" w") == "user *** pw ***")
+  }
+
+  @Test func yamlCoreSchemaKeepsTextWhereAStringIsExpected() throws {
+    let manifest = try load(
+      """
+      version: 1
+      job: j
+      description: no
+      platform: { host: "http://h/", environment: on, project: 0755, device: 12:30 }
+      auth: { username: yes, password: 1e3 }
+      steps:
+        - request: { resource: R }
+      """)
+    #expect(manifest.description == "no")
+    #expect(manifest.platform?.environment == "on")
+    #expect(manifest.platform?.project == "0755")
+    #expect(manifest.platform?.device == "12:30")
+    #expect(manifest.auth == Credentials(username: "yes", password: "1e3"))
+  }
+
+  @Test func interpolationDefaultsAndLiteralDollar() throws {
+    let manifest = try load(
+      """
+      version: 1
+      job: j
+      database: { path: "${DATA_DIR:-data}/x.sqlite" }
+      retry: { count: "${RETRIES:-7}" }
+      steps:
+        - sql: "SELECT '$$5', 'a$b'"
+      """, environment: [:])
+    #expect(manifest.database?.path == "data/x.sqlite")
+    guard case .sql(let sql) = manifest.steps[0].kind else { return }
+    #expect(sql.sql == "SELECT '$5', 'a$b'")
+    // A value from ${...} resolves by its text, quoted or not.
+    #expect(manifest.retry.count == 7)
+  }
+
+  @Test func reportsEveryProblemWithItsPosition() {
+    let found = errors(
+      """
+      version: 1
+      job: j
+      platfrom: {}
+      steps:
+        - tabel_stream: { resource: A }
+        - sql: "SELECT 1"
+          retry: { count: ten, interval: 5 }
+      """)
+    #expect(
+      found == [
+        "job.yaml:3:1: error: unknown key 'platfrom' at the top level; did you mean 'platform'?",
+        "job.yaml:5:5: error: unknown key 'tabel_stream' in step; did you mean 'table_stream'?",
+        "job.yaml:5:5: error: step 1 has no kind; give one of: schemes, table_stream, table, request, files, sql, query, parallel",
+        "job.yaml:6:5: error: step 'sql-2' (sql) uses the database; add a 'database' block with a 'path'",
+        "job.yaml:7:21: error: 'steps.sql-2.retry.count' must be an integer, found a string ('ten')",
+        "job.yaml:7:36: error: 'steps.sql-2.retry.interval' needs a unit: write '5s' for 5 seconds (units: ms, s, m, h)",
+      ])
+  }
+
+  @Test func missingVariableIsNamedWithoutAValue() {
+    let found = errors(
+      """
+      version: 1
+      job: j
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: "${NOBODY_SET_THIS}", password: x }
+      steps:
+        - request: { resource: R }
+      """, environment: [:])
+    #expect(
+      found == [
+        "job.yaml:4:19: error: 'auth.username': environment variable NOBODY_SET_THIS is not set; set it, or give a default with ${NOBODY_SET_THIS:-default}"
+      ])
+  }
+
+  @Test func syntaxErrorIsPositioned() {
+    let found = errors("version: 1\njob: j\nsteps:\n  - sql: [1\n")
+    #expect(found.count == 1)
+    #expect(found.first?.hasPrefix("job.yaml:5:1: error: YAML syntax error: did not find expected ',' or ']'") == true)
+  }
+
+  @Test func renderedErrorQuotesTheLineWithACaret() {
+    do {
+      _ = try load("version: 1\njob: j\nstepz: []\n")
+      Issue.record("expected an error")
+    } catch {
+      #expect(
+        error.description == """
+          job.yaml:1:1: error: missing required key 'steps' at the top level
+          version: 1
+          ^
+          job.yaml:3:1: error: unknown key 'stepz' at the top level; did you mean 'steps'?
+          stepz: []
+          ^
+          """)
+    }
+  }
+}
