@@ -1,0 +1,283 @@
+internal import CSQLite
+internal import Foundation
+
+/// An error from SQLite, with its result code, its message and the SQL involved.
+public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+  /// SQLite's extended result code (https://sqlite.org/rescode.html).
+  public var code: Int32
+  public var message: String
+  /// The statement that failed, when there was one.
+  public var sql: String?
+  /// The database file.
+  public var path: String
+
+  public var description: String {
+    var out = "SQLite error \(code) in \(path): \(message)"
+    if let sql { out += " (in: \(sql.count > 200 ? String(sql.prefix(200)) + "…" : sql))" }
+    return out
+  }
+
+  /// True when the error is an interrupt (`sqlite3_interrupt`).
+  public var isInterrupt: Bool { code & 0xff == SQLITE_INTERRUPT }
+}
+
+/// A connection to one SQLite database file.
+///
+/// Not thread-safe: one owner at a time. Opened with the settings dray relies on (see
+/// `docs/store.md`): WAL journal mode, so readers keep seeing the last committed state
+/// during a load; `synchronous=NORMAL`, which in WAL mode never corrupts the database and
+/// keeps every commit through a process crash (only an OS crash or power loss can drop the
+/// last commits, whole); a 10 s busy timeout for concurrent writers.
+public final class Database {
+  let handle: OpaquePointer
+  /// The file path.
+  public let path: String
+  private var statements: [String: Statement] = [:]
+
+  /// Opens (creating when `create`) the database at `path`.
+  /// - Throws: `SQLiteError` naming the path.
+  public init(path: String, create: Bool = true, readOnly: Bool = false) throws(SQLiteError) {
+    var db: OpaquePointer?
+    var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+    if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+    flags |= SQLITE_OPEN_NOMUTEX
+    let rc = sqlite3_open_v2(path, &db, flags, nil)
+    guard rc == SQLITE_OK, let db else {
+      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+      sqlite3_close_v2(db)
+      throw SQLiteError(code: rc, message: message, sql: nil, path: path)
+    }
+    self.handle = db
+    self.path = path
+    sqlite3_extended_result_codes(db, 1)
+    sqlite3_busy_timeout(db, 10_000)
+    if !readOnly {
+      try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+    }
+  }
+
+  deinit {
+    statements.removeAll()
+    sqlite3_close_v2(handle)
+  }
+
+  /// Runs one or more `;`-separated statements without results.
+  /// - Returns: rows changed by the last INSERT, UPDATE or DELETE among them.
+  @discardableResult
+  public func execute(_ sql: String) throws(SQLiteError) -> Int {
+    var changes = 0
+    try forEachStatement(sql) { statement throws(SQLiteError) in
+      while try statement.step() {}
+      changes = Int(sqlite3_changes(handle))
+    }
+    return changes
+  }
+
+  /// Prepares each statement of `sql` in turn and hands it to `body`.
+  public func forEachStatement(_ sql: String, _ body: (Statement) throws(SQLiteError) -> Void) throws(SQLiteError) {
+    let bytes = Array(sql.utf8CString)
+    try bytes.withUnsafeBufferPointer { (buffer) throws(SQLiteError) in
+      var tail: UnsafePointer<CChar>? = buffer.baseAddress
+      while let start = tail, start.pointee != 0 {
+        var raw: OpaquePointer?
+        var next: UnsafePointer<CChar>?
+        let rc = sqlite3_prepare_v2(handle, start, -1, &raw, &next)
+        let text = String(decoding: UnsafeRawBufferPointer(start: start, count: (next ?? start) - start), as: UTF8.self)
+        guard rc == SQLITE_OK else { throw error(rc, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        tail = next
+        guard let raw else { continue }  // whitespace or a comment
+        try body(Statement(raw, database: self, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)))
+      }
+    }
+  }
+
+  /// A prepared statement for `sql`, cached for the connection's life.
+  public func cached(_ sql: String) throws(SQLiteError) -> Statement {
+    if let statement = statements[sql] {
+      statement.reset()
+      return statement
+    }
+    let statement = try prepare(sql)
+    statements[sql] = statement
+    return statement
+  }
+
+  /// Prepares one statement.
+  public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+    var raw: OpaquePointer?
+    let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+    guard rc == SQLITE_OK, let raw else { throw error(rc, sql: sql) }
+    return Statement(raw, database: self, sql: sql)
+  }
+
+  /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`), committing when it returns and
+  /// rolling back when it throws.
+  public func transaction<T>(_ body: () throws -> T) throws -> T {
+    try execute("BEGIN IMMEDIATE")
+    do {
+      let result = try body()
+      try execute("COMMIT")
+      return result
+    } catch {
+      _ = try? execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  /// Rows changed by the most recent statement.
+  public var changes: Int { Int(sqlite3_changes(handle)) }
+
+  /// Makes a running statement on this connection stop with an interrupt error. Safe to call
+  /// from another thread.
+  public func interrupt() { sqlite3_interrupt(handle) }
+
+  /// Runs a query and returns every row as column name → value.
+  public func rows(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) -> [[(String, SQLValue)]] {
+    let statement = try prepare(sql)
+    try statement.bind(values)
+    var out: [[(String, SQLValue)]] = []
+    while try statement.step() {
+      out.append((0..<statement.columnCount).map { (statement.columnName($0), statement.value($0)) })
+    }
+    return out
+  }
+
+  /// Whether a table (or view) named `name` exists in the main schema.
+  public func tableExists(_ name: String) throws(SQLiteError) -> Bool {
+    let statement = try cached("SELECT 1 FROM sqlite_schema WHERE type IN ('table','view') AND name = ?")
+    try statement.bind([.text(name)])
+    return try statement.step()
+  }
+
+  func error(_ rc: Int32, sql: String?) -> SQLiteError {
+    SQLiteError(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path)
+  }
+
+  /// `name` quoted as an SQL identifier, embedded quotes doubled.
+  public static func quote(_ name: String) -> String {
+    "\"" + name.replacing("\"", with: "\"\"") + "\""
+  }
+}
+
+/// A value as SQLite stores it.
+public enum SQLValue: Sendable, Equatable, CustomStringConvertible {
+  case null
+  case integer(Int64)
+  case real(Double)
+  case text(String)
+  case blob([UInt8])
+
+  public var description: String {
+    switch self {
+    case .null: "NULL"
+    case .integer(let i): String(i)
+    case .real(let d): String(d)
+    case .text(let s): s
+    case .blob(let b): "<\(b.count) bytes>"
+    }
+  }
+}
+
+/// A prepared statement. Owned by one thread at a time.
+public final class Statement {
+  let handle: OpaquePointer
+  unowned let database: Database
+  public let sql: String
+
+  init(_ handle: OpaquePointer, database: Database, sql: String) {
+    self.handle = handle
+    self.database = database
+    self.sql = sql
+  }
+
+  deinit { sqlite3_finalize(handle) }
+
+  /// Advances to the next row.
+  /// - Returns: true when a row is available, false when done.
+  @inline(__always)
+  public func step() throws(SQLiteError) -> Bool {
+    let rc = sqlite3_step(handle)
+    if rc == SQLITE_ROW { return true }
+    if rc == SQLITE_DONE { return false }
+    let error = database.error(rc, sql: sql)
+    sqlite3_reset(handle)
+    throw error
+  }
+
+  public func reset() {
+    sqlite3_reset(handle)
+    sqlite3_clear_bindings(handle)
+  }
+
+  public func bind(_ values: [SQLValue]) throws(SQLiteError) {
+    for (i, value) in values.enumerated() { try bind(value, at: Int32(i + 1)) }
+  }
+
+  public func bind(_ value: SQLValue, at index: Int32) throws(SQLiteError) {
+    let rc: Int32
+    switch value {
+    case .null: rc = sqlite3_bind_null(handle, index)
+    case .integer(let i): rc = sqlite3_bind_int64(handle, index, i)
+    case .real(let d): rc = sqlite3_bind_double(handle, index, d)
+    case .text(let s):
+      rc = s.withCString { dray_sqlite3_bind_text_transient(handle, index, $0, Int32(s.utf8.count)) }
+    case .blob(let b):
+      rc = b.withUnsafeBytes {
+        dray_sqlite3_bind_blob_transient(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, Int32($0.count))
+      }
+    }
+    guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+  }
+
+  /// Binds UTF-8 text straight from a buffer (copied by SQLite).
+  @inline(__always)
+  public func bindText(_ pointer: UnsafePointer<UInt8>, count: Int, at index: Int32) throws(SQLiteError) {
+    let rc = pointer.withMemoryRebound(to: CChar.self, capacity: max(count, 1)) {
+      dray_sqlite3_bind_text_transient(handle, index, $0, Int32(count))
+    }
+    guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+  }
+
+  @inline(__always)
+  public func bindInteger(_ value: Int64, at index: Int32) {
+    sqlite3_bind_int64(handle, index, value)
+  }
+
+  @inline(__always)
+  public func bindReal(_ value: Double, at index: Int32) {
+    sqlite3_bind_double(handle, index, value)
+  }
+
+  @inline(__always)
+  public func bindNull(at index: Int32) {
+    sqlite3_bind_null(handle, index)
+  }
+
+  /// Resets the statement after a step, keeping its bindings.
+  @inline(__always)
+  public func rewind() { sqlite3_reset(handle) }
+
+  public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+  public func columnName(_ index: Int) -> String {
+    sqlite3_column_name(handle, Int32(index)).map { String(cString: $0) } ?? ""
+  }
+
+  /// The value of column `index` of the current row.
+  public func value(_ index: Int) -> SQLValue {
+    let i = Int32(index)
+    switch sqlite3_column_type(handle, i) {
+    case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, i))
+    case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, i))
+    case SQLITE_TEXT:
+      let count = Int(sqlite3_column_bytes(handle, i))
+      guard let text = sqlite3_column_text(handle, i) else { return .text("") }
+      return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+    case SQLITE_BLOB:
+      let count = Int(sqlite3_column_bytes(handle, i))
+      guard let blob = sqlite3_column_blob(handle, i) else { return .blob([]) }
+      return .blob(Array(UnsafeRawBufferPointer(start: blob, count: count)))
+    default: return .null
+    }
+  }
+}

@@ -1,0 +1,253 @@
+internal import DrayJSON
+public import DrayModel
+internal import Foundation
+
+/// The target database of a job: physical tables per resource, parameters and output
+/// table, and the bookkeeping that records what each holds (platform-api.md §7).
+///
+/// Bookkeeping tables, created on open:
+/// - `_dray_resources(resource, scheme, fetched_at)`: each resource's scheme as last fetched;
+/// - `_dray_tables(name, resource, params, source_table, content_version, etag, cache_hash,
+///   row_count, loaded_at)`: one row per physical table.
+public final class Store {
+  public let database: Database
+
+  /// Most columns SQLite allows in a table by default (SQLITE_MAX_COLUMN).
+  public static let maxColumns = 2000
+  /// The column holding a cached resource's row id.
+  public static let rowIDColumn = "hhive_id"
+
+  /// Opens or creates the database at `path`, creating its folder.
+  /// - Throws: `SQLiteError`, or `StoreError.cannotCreateFolder`.
+  public init(path: String) throws {
+    let folder = (path as NSString).deletingLastPathComponent
+    if !folder.isEmpty {
+      do {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+      } catch {
+        throw StoreError.cannotCreateFolder(folder)
+      }
+    }
+    database = try Database(path: path)
+    try database.execute(
+      """
+      CREATE TABLE IF NOT EXISTS _dray_resources(
+        resource TEXT PRIMARY KEY, scheme TEXT NOT NULL, fetched_at TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS _dray_tables(
+        name TEXT PRIMARY KEY, resource TEXT NOT NULL, params TEXT NOT NULL,
+        source_table TEXT NOT NULL, content_version TEXT, etag TEXT, cache_hash TEXT,
+        row_count INTEGER NOT NULL DEFAULT 0, loaded_at TEXT);
+      """)
+  }
+
+  // MARK: Names
+
+  /// The physical table name for a resource's output table and parameters:
+  /// `<resource>__<table>` for the default (empty) parameters, otherwise
+  /// `<resource>__<table>__<first 8 hex digits of SHA-256 of the canonical parameters JSON>`
+  /// (platform-api.md §7; canonical JSON: keys sorted, no spaces).
+  public static func tableName(resource: String, table: String, params: JSONValue) -> String {
+    let base = "\(resource)__\(table)"
+    if params.isEmptyObject || params == .null { return base }
+    return base + "__" + SHA256.hex(params.canonicalJSON).prefix(8)
+  }
+
+  // MARK: Schemes and tables
+
+  /// Records `scheme` and creates the tables of its outputs for `params` (the SDK's
+  /// `resources`), leaving existing tables and their rows alone.
+  /// - Returns: the physical table names, by output table name.
+  /// - Throws: `StoreError` for names SQLite cannot hold; `SQLiteError`.
+  @discardableResult
+  public func createTables(for scheme: ResourceScheme, params: JSONValue = .object([])) throws -> [String: String] {
+    try database.transaction { try createTablesInTransaction(for: scheme, params: params) }
+  }
+
+  /// `createTables(for:params:)` inside the caller's open transaction.
+  public func createTablesInTransaction(for scheme: ResourceScheme, params: JSONValue = .object([])) throws -> [String: String] {
+    try Store.check(scheme)
+    try saveScheme(scheme)
+    var names: [String: String] = [:]
+    for table in scheme.outputs {
+      let name = Store.tableName(resource: scheme.name, table: table.name, params: params)
+      try database.execute(Store.createTableSQL(name: name, table: table, cached: scheme.isCached))
+      let record = try database.cached(
+        "INSERT INTO _dray_tables(name, resource, params, source_table) VALUES (?,?,?,?) ON CONFLICT(name) DO NOTHING")
+      try record.bind([.text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name)])
+      _ = try record.step()
+      names[table.name] = name
+    }
+    return names
+  }
+
+  /// The scheme last recorded for `resource`, or nil.
+  public func scheme(for resource: String) throws -> ResourceScheme? {
+    let rows = try database.rows("SELECT scheme FROM _dray_resources WHERE resource = ?", [.text(resource)])
+    guard case .text(let json)? = rows.first?.first?.1 else { return nil }
+    return try Store.decodeScheme(json)
+  }
+
+  func saveScheme(_ scheme: ResourceScheme) throws {
+    let statement = try database.cached(
+      "INSERT INTO _dray_resources(resource, scheme, fetched_at) VALUES (?,?,?) ON CONFLICT(resource) DO UPDATE SET scheme = excluded.scheme, fetched_at = excluded.fetched_at"
+    )
+    try statement.bind([.text(scheme.name), .text(Store.encodeScheme(scheme)), .text(Store.timestamp())])
+    _ = try statement.step()
+  }
+
+  /// `CREATE TABLE IF NOT EXISTS` for one output table. Identifiers are quoted; types map
+  /// TEXT → TEXT, BIGINT → INTEGER, DOUBLE → REAL, and any other name is kept.
+  static func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
+    var columns: [String] = []
+    if cached { columns.append("\(Database.quote(rowIDColumn)) INTEGER PRIMARY KEY") }
+    for column in table.columns {
+      columns.append("\(Database.quote(column.name)) \(declaredType(column.type))")
+    }
+    return "CREATE TABLE IF NOT EXISTS \(Database.quote(name)) (\(columns.joined(separator: ", ")))"
+  }
+
+  /// The SQLite declaration for a platform type name.
+  static func declaredType(_ type: String) -> String {
+    switch type.uppercased() {
+    case "TEXT": return "TEXT"
+    case "BIGINT": return "INTEGER"
+    case "DOUBLE": return "REAL"
+    default:
+      let simple =
+        !type.isEmpty
+        && type.unicodeScalars.allSatisfy {
+          $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_ (),".unicodeScalars.contains($0))
+        }
+      return simple ? type : Database.quote(type)
+    }
+  }
+
+  /// Refuses names SQLite cannot hold as distinct columns, before anything is created.
+  static func check(_ scheme: ResourceScheme) throws(StoreError) {
+    if scheme.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "the resource name is empty") }
+    for table in scheme.outputs {
+      if table.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "an output table has an empty name") }
+      let limit = maxColumns - (scheme.isCached ? 1 : 0)
+      if table.columns.count > limit {
+        throw .badScheme(
+          resource: scheme.name, reason: "output table '\(table.name)' has \(table.columns.count) columns; SQLite allows at most \(limit)")
+      }
+      var seen: [String: String] = [:]
+      if scheme.isCached { seen[rowIDColumn] = rowIDColumn }
+      for column in table.columns {
+        if column.name.isEmpty {
+          throw .badScheme(resource: scheme.name, reason: "output table '\(table.name)' has a column with an empty name")
+        }
+        // SQLite compares identifiers without regard to ASCII case.
+        let folded = String(column.name.map { $0.isASCII ? Character($0.lowercased()) : $0 })
+        if let other = seen[folded] {
+          let reason =
+            other == rowIDColumn
+            ? "output table '\(table.name)' has a column '\(column.name)', which clashes with the row id column '\(rowIDColumn)' of a cached resource"
+            : "output table '\(table.name)' has columns '\(other)' and '\(column.name)', which SQLite cannot tell apart (names differ only in letter case)"
+          throw .badScheme(resource: scheme.name, reason: reason)
+        }
+        seen[folded] = column.name
+      }
+    }
+  }
+
+  // MARK: Bookkeeping
+
+  /// The physical name recorded for a resource's output table and parameters, or nil when
+  /// no such table was created (the SDK's `getTablesName`).
+  public func recordedTable(resource: String, table: String, params: JSONValue) throws -> String? {
+    let name = Store.tableName(resource: resource, table: table, params: params)
+    let rows = try database.rows("SELECT name FROM _dray_tables WHERE name = ?", [.text(name)])
+    return rows.isEmpty ? nil : name
+  }
+
+  /// What the bookkeeping records about one physical table.
+  public struct TableRecord: Sendable, Equatable {
+    public var name: String
+    public var resource: String
+    public var params: String
+    public var sourceTable: String
+    public var contentVersion: String?
+    public var etag: String?
+    public var cacheHash: String?
+    public var rowCount: Int
+    public var loadedAt: String?
+  }
+
+  /// Every recorded physical table, optionally of one resource, by name.
+  public func records(resource: String? = nil) throws -> [TableRecord] {
+    var sql = "SELECT name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at FROM _dray_tables"
+    var values: [SQLValue] = []
+    if let resource {
+      sql += " WHERE resource = ?"
+      values.append(.text(resource))
+    }
+    sql += " ORDER BY name"
+    return try database.rows(sql, values).map { row in
+      func text(_ i: Int) -> String? { if case .text(let s) = row[i].1 { s } else { nil } }
+      func int(_ i: Int) -> Int { if case .integer(let n) = row[i].1 { Int(n) } else { 0 } }
+      return TableRecord(
+        name: text(0) ?? "", resource: text(1) ?? "", params: text(2) ?? "{}", sourceTable: text(3) ?? "",
+        contentVersion: text(4), etag: text(5), cacheHash: text(6), rowCount: int(7), loadedAt: text(8))
+    }
+  }
+
+  /// RFC 3339 UTC time, seconds precision.
+  static func timestamp(_ date: Date = Date()) -> String {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime]
+    return formatter.string(from: date)
+  }
+
+  // MARK: Scheme persistence
+
+  static func encodeScheme(_ scheme: ResourceScheme) -> String {
+    var object: [(key: String, value: JSONValue)] = [("name", .string(scheme.name)), ("type", .string(scheme.type))]
+    if let lifetime = scheme.lifetime { object.append(("lifetime", .integer(Int64(lifetime)))) }
+    object.append(
+      (
+        "output",
+        .array(
+          scheme.outputs.map { table in
+            .object([
+              ("name", .string(table.name)),
+              ("columns", .array(table.columns.map { .object([("name", .string($0.name)), ("type", .string($0.type))]) })),
+            ])
+          })
+      ))
+    return JSONValue.object(object).json
+  }
+
+  static func decodeScheme(_ json: String) throws -> ResourceScheme {
+    let value = try JSONValue(parsing: json)
+    let outputs = (value["output"]?.arrayValue ?? []).map { table in
+      ResourceScheme.Table(
+        name: table["name"]?.stringValue ?? "",
+        columns: (table["columns"]?.arrayValue ?? []).map {
+          ResourceScheme.Column(name: $0["name"]?.stringValue ?? "", type: $0["type"]?.stringValue ?? "TEXT")
+        })
+    }
+    return ResourceScheme(
+      name: value["name"]?.stringValue ?? "", type: value["type"]?.stringValue ?? "tabular",
+      lifetime: value["lifetime"]?.intValue.map { Int($0) }, outputs: outputs, json: json)
+  }
+}
+
+/// Problems with what the store is asked to hold.
+public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
+  case cannotCreateFolder(String)
+  case badScheme(resource: String, reason: String)
+  case unknownResource(String)
+
+  public var description: String {
+    switch self {
+    case .cannotCreateFolder(let folder):
+      "cannot create folder '\(folder)' for the database; check the path and permissions"
+    case .badScheme(let resource, let reason):
+      "resource '\(resource)': \(reason); nothing was created"
+    case .unknownResource(let resource):
+      "resource '\(resource)' has no scheme in the database; add a 'schemes' step before loading it"
+    }
+  }
+}
