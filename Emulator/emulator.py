@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""A local emulator of the mobile platform server, as docs/../shared/platform-api.md describes it.
+
+Python 3 standard library only. Start it on a free port and read the address from the
+first line it prints:
+
+    $ python3 Emulator/emulator.py --port 0
+    dray-emulator listening on http://127.0.0.1:40123/
+
+Serves: the token (POST /api/v1/auth/jwt/obtain/), the schema (GET /api/v1/schema/),
+table data and uniform requests (POST /api/v1/rpc/<resource>/) with ETag, Content-Version,
+Cache-Hash-Value, X-Transaction-ID replay and X-Range resume, and error bodies in the
+platform's shape. Resources come from resources.json: FRUITS and test_resource as in the
+platform's examples, and the ISO code lists Debian's iso-codes package ships as JSON.
+
+Test helpers under /admin/ (no token): GET /admin/requests lists the requests received
+(method, path, headers) and POST /admin/reset clears that log.
+"""
+
+import argparse
+import base64
+import hashlib
+import hmac
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ISO_DIR = "/usr/share/iso-codes/json"
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class Platform:
+    """The emulated server's state: users, resources, tokens, transactions, request log."""
+
+    def __init__(self, config, users, token_lifetime=None):
+        self.environment = config["environment"]
+        self.project = config["project"]
+        self.users = users
+        self.secret = os.urandom(32)
+        self.token_lifetime = token_lifetime
+        self.lock = threading.Lock()
+        self.transactions = {}
+        self.requests = []
+        self.devices = {}
+        self.resources = {}
+        for name, spec in config["resources"].items():
+            self.resources[name] = self.build_resource(name, spec)
+
+    # Resources
+
+    def build_resource(self, name, spec):
+        outputs = []
+        for table_name, table in spec["outputs"].items():
+            columns = [{"name": c[0], "type": c[1], "source": {"name": "PG", "type": c[2]}} for c in table["columns"]]
+            if "iso" in table:
+                rows = self.iso_rows(table["iso"], [c[0] for c in table["columns"]])
+            else:
+                rows = [list(r) for r in table.get("rows", [])]
+            outputs.append({"name": table_name, "columns": columns, "rows": rows})
+        resource = {
+            "name": name,
+            "lifetime": spec.get("lifetime"),
+            "input": spec.get("input", {"scalar": [], "tabular": []}),
+            "outputs": outputs,
+        }
+        return resource
+
+    @staticmethod
+    def iso_rows(iso, columns):
+        with open(os.path.join(ISO_DIR, iso["file"]), encoding="utf-8") as f:
+            entries = json.load(f)[iso["key"]]
+        derived = iso.get("derived", {})
+        rows = []
+        for entry in entries:
+            row = []
+            for column in columns:
+                if column in derived:
+                    source, rule = derived[column]
+                    value = entry.get(source)
+                    if rule == "prefix-" and value is not None:
+                        value = value.split("-")[0]
+                    row.append(value)
+                else:
+                    row.append(entry.get(column))
+            rows.append(row)
+        return rows
+
+    def scheme(self, resource, index):
+        out = {
+            "id": index,
+            "name": resource["name"],
+            "type": "tabular",
+            "input": resource["input"],
+            "output": [
+                {"id": 100 * index + i, "name": t["name"], "columns": t["columns"]}
+                for i, t in enumerate(resource["outputs"])
+            ],
+        }
+        if resource["lifetime"] is not None:
+            out["lifetime"] = resource["lifetime"]
+        return out
+
+    def answer(self, resource, params):
+        """The full answer's body and headers for a resource."""
+        tables = []
+        hashes = []
+        cached = resource["lifetime"] is not None
+        for table in resource["outputs"]:
+            rows = table["rows"]
+            if cached:
+                rows = [[i + 1] + list(r) for i, r in enumerate(rows)]
+            rows = self.filter_rows(rows, table, params, cached)
+            tables.append({"name": table["name"], "data": rows})
+            digest = hashlib.sha256(canonical(rows).encode()).hexdigest()[:16]
+            hashes.append(urllib.parse.quote(f"{table['name']}-Hash:{digest}", safe=""))
+        body = json.dumps(tables, ensure_ascii=False, separators=(",", ":")).encode()
+        headers = {
+            "ETag": '"%s"' % hashlib.sha256(body).hexdigest()[:32],
+            "Content-Version": "v1",
+        }
+        if cached:
+            headers["Cache-Hash-Value"] = ",".join(hashes)
+            headers["Expires"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + resource["lifetime"]))
+        headers["Last-Modified"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(START_TIME))
+        return body, headers
+
+    @staticmethod
+    def filter_rows(rows, table, params, cached):
+        """A scalar parameter named like a column keeps the rows whose column equals it."""
+        names = [c["name"] for c in table["columns"]]
+        for key, value in params.items():
+            if key in names and not isinstance(value, (list, dict)):
+                index = names.index(key) + (1 if cached else 0)
+                rows = [r for r in rows if r[index] == value]
+        return rows
+
+    # Tokens (HS256 JWT)
+
+    def make_token(self, username, device):
+        header = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        now = int(time.time())
+        claims = {"sub": username, "env": self.environment, "project": self.project, "device": device, "iat": now, "jti": uuid.uuid4().hex}
+        if self.token_lifetime is not None:
+            claims["exp"] = now + self.token_lifetime
+        payload = b64url(json.dumps(claims).encode())
+        signature = b64url(hmac.new(self.secret, f"{header}.{payload}".encode(), hashlib.sha256).digest())
+        return f"{header}.{payload}.{signature}"
+
+    def check_token(self, authorization):
+        if not authorization or not authorization.startswith("Bearer "):
+            return None
+        token = authorization[7:].strip()
+        parts = token.split(".")
+        if len(parts) != 3:
+            return None
+        expected = b64url(hmac.new(self.secret, f"{parts[0]}.{parts[1]}".encode(), hashlib.sha256).digest())
+        if not hmac.compare_digest(expected, parts[2]):
+            return None
+        try:
+            claims = json.loads(b64url_decode(parts[1]))
+        except ValueError:
+            return None
+        if "exp" in claims and claims["exp"] <= time.time():
+            return None
+        return claims
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "dray-emulator/1"
+    platform = None  # set by main()
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("emulator: " + fmt % args + "\n")
+
+    # Plumbing
+
+    def read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def send(self, status, body=b"", headers=None, content_type="application/json"):
+        self.send_response(status)
+        if body or status not in (204, 304):
+            self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def send_json(self, status, value, headers=None):
+        self.send(status, json.dumps(value, ensure_ascii=False).encode(), headers)
+
+    def error(self, status, description, originals=None):
+        body = {"code": status, "description": description, "original_descriptions": originals or []}
+        self.send_json(status, body)
+
+    def record(self, body=b""):
+        with self.platform.lock:
+            self.platform.requests.append({
+                "method": self.command,
+                "path": self.path,
+                "headers": {k: v for k, v in self.headers.items()},
+                "body_bytes": len(body),
+            })
+
+    def route(self):
+        parsed = urllib.parse.urlsplit(self.path)
+        return parsed.path, urllib.parse.parse_qs(parsed.query)
+
+    # Methods
+
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def do_PUT(self):
+        self.dispatch("PUT")
+
+    def do_DELETE(self):
+        self.dispatch("DELETE")
+
+    def dispatch(self, method):
+        path, query = self.route()
+        body = self.read_body()
+        if path.startswith("/admin/"):
+            return self.admin(method, path, body)
+        self.record(body)
+        prefix = "/api/v1/"
+        if not path.startswith(prefix):
+            return self.error(404, "Not Found")
+        rest = path[len(prefix):]
+        if rest == "auth/jwt/obtain/" and method == "POST":
+            return self.obtain_token(body)
+        claims = self.platform.check_token(self.headers.get("Authorization"))
+        if claims is None:
+            return self.error(401, "Unauthorized")
+        if rest == "schema/" and method == "GET":
+            return self.schema()
+        if rest.startswith("rpc/") and rest.endswith("/") and method == "POST":
+            return self.rpc(urllib.parse.unquote(rest[4:-1]), body)
+        return self.error(404, "Not Found")
+
+    # Token
+
+    def obtain_token(self, body):
+        fields = {k: v[0] for k, v in urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+        missing = [f for f in ("environment", "project", "username", "password") if not fields.get(f)]
+        if missing:
+            return self.error(400, "Bad Request", [f"missing field: {m}" for m in missing])
+        p = self.platform
+        if fields["environment"] != p.environment or fields["project"] != p.project:
+            return self.error(401, "Unauthorized", ["unknown environment or project"])
+        if p.users.get(fields["username"]) != fields["password"]:
+            return self.error(401, "Unauthorized")
+        device = fields.get("device_id") or self.headers.get("X-Device-Id") or "unknown"
+        with p.lock:
+            p.devices.setdefault(device, fields["username"])
+        self.send_json(200, {"token": p.make_token(fields["username"], device)})
+
+    # Schema
+
+    def schema(self):
+        resources = self.platform.resources
+        out = {name: self.platform.scheme(r, i + 1) for i, (name, r) in enumerate(sorted(resources.items()))}
+        self.send_json(200, out)
+
+    # Table data
+
+    def rpc(self, name, body):
+        resource = self.platform.resources.get(name)
+        if resource is None:
+            return self.error(404, "Not Found", [f"resource {name} does not exist"])
+        try:
+            params = json.loads(body or b"{}")
+        except ValueError as e:
+            return self.error(400, "Bad Request", [f"body is not JSON: {e}"])
+        if not isinstance(params, dict):
+            return self.error(400, "Bad Request", ["body must be a JSON object of parameters"])
+        transaction = self.headers.get("X-Transaction-ID")
+        stored = None
+        if transaction:
+            with self.platform.lock:
+                stored = self.platform.transactions.get(transaction)
+        if stored is None:
+            payload, headers = self.platform.answer(resource, params)
+            if transaction:
+                with self.platform.lock:
+                    self.platform.transactions[transaction] = (payload, headers)
+        else:
+            payload, headers = stored
+        self.send_answer(payload, headers)
+
+    def send_answer(self, payload, headers):
+        """Sends a full answer, or its tail when X-Range (or Range) asks for one."""
+        ranged = self.headers.get("X-Range") or self.headers.get("Range")
+        condition = self.headers.get("If-Match") or self.headers.get("If-Range")
+        if ranged:
+            if condition and condition != headers["ETag"]:
+                if self.headers.get("If-Match"):
+                    return self.error(412, "Precondition Failed")
+                return self.send(200, payload, headers)
+            spec = ranged.strip()
+            if not spec.startswith("bytes=") or not spec.endswith("-"):
+                return self.send(200, payload, headers)
+            try:
+                offset = int(spec[6:-1])
+            except ValueError:
+                return self.send(200, payload, headers)
+            if offset >= len(payload):
+                return self.send(416, b"", dict(headers, **{"Content-Range": f"bytes */{len(payload)}"}))
+            partial = dict(headers, **{"Content-Range": f"bytes {offset}-/*"})
+            return self.send(206, payload[offset:], partial)
+        self.send(200, payload, headers)
+
+    # Admin (tests only)
+
+    def admin(self, method, path, body):
+        p = self.platform
+        if path == "/admin/requests" and method == "GET":
+            with p.lock:
+                return self.send_json(200, list(p.requests))
+        if path == "/admin/reset" and method == "POST":
+            with p.lock:
+                p.requests.clear()
+            return self.send(204)
+        return self.error(404, "Not Found")
+
+
+START_TIME = time.time()
+
+
+def load_users(args):
+    users = {}
+    if args.users:
+        with open(args.users, encoding="utf-8") as f:
+            for entry in json.load(f)["users"]:
+                users[entry["username"]] = entry["password"]
+    for spec in args.user or []:
+        name, _, password = spec.partition(":")
+        users[name] = password
+    return users
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Local emulator of the mobile platform server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--resources", default=os.path.join(HERE, "resources.json"))
+    parser.add_argument("--users", default=os.path.join(HERE, "users.json"), help="JSON file: {\"users\": [{\"username\", \"password\"}]}")
+    parser.add_argument("--user", action="append", help="NAME:PASSWORD, may repeat")
+    parser.add_argument("--token-lifetime", type=int, default=None, help="seconds until tokens expire")
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
+    args = parser.parse_args(argv)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    with open(args.resources, encoding="utf-8") as f:
+        config = json.load(f)
+    Handler.platform = Platform(config, load_users(args), args.token_lifetime)
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server.daemon_threads = True
+    server.verbose = args.verbose
+    host, port = server.server_address[:2]
+    print(f"dray-emulator listening on http://{host}:{port}/", flush=True)
+    if args.exit_on_eof:
+        def watch():
+            sys.stdin.buffer.read()
+            os._exit(0)
+        threading.Thread(target=watch, daemon=True).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
