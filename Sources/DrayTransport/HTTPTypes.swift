@@ -1,0 +1,110 @@
+public import DrayModel
+
+/// Request methods dray sends.
+public enum HTTPMethod: String, Sendable, Hashable, CaseIterable {
+  case get = "GET", post = "POST", put = "PUT", patch = "PATCH", delete = "DELETE", head = "HEAD"
+
+  /// Idempotent methods (RFC 9110 §9.2.2) may be retried after bytes were sent.
+  public var isIdempotent: Bool { self != .post && self != .patch }
+}
+
+/// Header fields in order, with case-insensitive lookup (RFC 9110 §5.1).
+public struct HTTPHeaders: Sendable, Hashable, Sequence {
+  public private(set) var fields: [HTTPHeader] = []
+
+  public init(_ fields: [HTTPHeader] = []) { self.fields = fields }
+
+  public mutating func add(_ name: String, _ value: String) { fields.append(HTTPHeader(name, value)) }
+
+  /// Replaces every field named `name` by one with `value`.
+  public mutating func set(_ name: String, _ value: String) {
+    fields.removeAll { $0.name.lowercased() == name.lowercased() }
+    fields.append(HTTPHeader(name, value))
+  }
+
+  public mutating func remove(_ name: String) {
+    fields.removeAll { $0.name.lowercased() == name.lowercased() }
+  }
+
+  /// The first value of `name`, or nil.
+  public subscript(name: String) -> String? {
+    let lower = name.lowercased()
+    return fields.first { $0.name.lowercased() == lower }?.value
+  }
+
+  public func makeIterator() -> IndexingIterator<[HTTPHeader]> { fields.makeIterator() }
+}
+
+/// What to send as a request body.
+public enum HTTPBody: Sendable, Hashable {
+  case none
+  case bytes([UInt8])
+  /// A file streamed from disk.
+  case file(String)
+}
+
+/// One HTTP request, with the limits it runs under.
+public struct HTTPRequest: Sendable, Hashable {
+  public var method: HTTPMethod
+  public var url: String
+  public var headers: HTTPHeaders
+  public var body: HTTPBody
+  public var timeouts: Timeouts
+  public var tls: TLSSettings
+
+  public init(
+    method: HTTPMethod = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: HTTPBody = .none,
+    timeouts: Timeouts = Timeouts(), tls: TLSSettings = TLSSettings()
+  ) {
+    self.method = method
+    self.url = url
+    self.headers = headers
+    self.body = body
+    self.timeouts = timeouts
+    self.tls = tls
+  }
+}
+
+/// The head of an answer, and how much of its body arrived.
+public struct HTTPResponse: Sendable, Hashable {
+  public var status: Int
+  public var headers: HTTPHeaders
+  /// Body bytes received in this attempt.
+  public var bytesReceived: Int64
+  /// The error body's first bytes (at most 64 KiB) when the status is not 2xx.
+  public var errorBody: [UInt8]
+
+  public init(status: Int, headers: HTTPHeaders, bytesReceived: Int64 = 0, errorBody: [UInt8] = []) {
+    self.status = status
+    self.headers = headers
+    self.bytesReceived = bytesReceived
+    self.errorBody = errorBody
+  }
+}
+
+/// Where a successful answer's body goes. Called on the transfer's thread.
+public protocol ResponseSink: AnyObject {
+  /// Called once per attempt, before any body byte, when the status is 2xx.
+  /// - Throws: to abort the transfer (the error is rethrown from `perform`).
+  func begin(_ response: HTTPResponse) throws
+  /// Called with each piece of the body, in order.
+  func write(_ bytes: UnsafeRawBufferPointer) throws
+}
+
+/// Keeps a small body in memory, up to a limit.
+public final class MemorySink: ResponseSink {
+  public private(set) var bytes: [UInt8] = []
+  public let limit: Int
+
+  /// - Parameter limit: most bytes kept; a longer body fails the transfer. 64 MiB by default.
+  public init(limit: Int = 64 << 20) { self.limit = limit }
+
+  public func begin(_ response: HTTPResponse) throws { bytes.removeAll(keepingCapacity: true) }
+
+  public func write(_ buffer: UnsafeRawBufferPointer) throws {
+    guard bytes.count + buffer.count <= limit else { throw TransportError.bodyTooLarge(limit: limit) }
+    bytes.append(contentsOf: buffer)
+  }
+
+  public var text: String { String(decoding: bytes, as: UTF8.self) }
+}

@@ -1,0 +1,81 @@
+public import Foundation
+
+/// The platform emulator (`Emulator/emulator.py`) as a child process on 127.0.0.1.
+///
+/// Started on port 0; the chosen address is read from the first line it prints. Stopped
+/// when the value is released.
+public final class Emulator: @unchecked Sendable {
+  // @unchecked: the process handle is set once in init and only terminated in deinit.
+  public let url: String
+  public let port: Int
+  private let process: Process
+  /// Held open: the emulator exits when it reads end-of-file, so it never outlives the tests.
+  private let lifeline = Pipe()
+
+  /// Starts the emulator with extra command-line `arguments`.
+  /// - Throws: when python3 cannot start or the emulator prints no address within 10 s.
+  public init(_ arguments: [String] = []) throws {
+    process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", Repository.root + "/Emulator/emulator.py", "--port", "0", "--exit-on-eof"] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.standardError
+    process.standardInput = lifeline
+    try process.run()
+    let handle = output.fileHandleForReading
+    var line = Data()
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+      let byte = handle.readData(ofLength: 1)
+      if byte.isEmpty || byte == Data("\n".utf8) { break }
+      line.append(byte)
+    }
+    let text = String(decoding: line, as: UTF8.self)
+    guard let range = text.range(of: "http://"),
+      let port = Int(text.split(separator: ":").last?.trimmingCharacters(in: CharacterSet(charactersIn: "/ ")) ?? "")
+    else {
+      process.terminate()
+      throw TestSupportError("the emulator printed no address: '\(text)'")
+    }
+    self.url = String(text[range.lowerBound...]).trimmingCharacters(in: .whitespaces)
+    self.port = port
+  }
+
+  deinit {
+    // SIGKILL: a test runner may leave SIGTERM blocked in the child's inherited mask.
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+  }
+
+  /// Calls an admin endpoint (`/admin/...`) and returns the body.
+  @discardableResult
+  public func admin(_ method: String, _ path: String, json: String? = nil) throws -> Data {
+    try Curl.send(method, url + "admin/" + path, headers: json == nil ? [:] : ["Content-Type": "application/json"], body: json)
+  }
+
+  /// The requests the emulator received, as decoded JSON objects.
+  public func requests() throws -> [[String: Any]] {
+    let data = try admin("GET", "requests")
+    return (try JSONSerialization.jsonObject(with: data) as? [[String: Any]]) ?? []
+  }
+}
+
+/// Small HTTP calls for tests, through the `curl` command (no network stack of our own).
+public enum Curl {
+  /// Sends one request and returns the body, whatever the status.
+  public static func send(_ method: String, _ url: String, headers: [String: String] = [:], body: String? = nil) throws -> Data {
+    var arguments = ["-s", "-S", "-X", method]
+    for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["-H", "\(name): \(value)"] }
+    if let body { arguments += ["--data-binary", body] }
+    arguments.append(url)
+    let result = try Command.run("/usr/bin/curl", arguments)
+    guard result.status == 0 else { throw TestSupportError("curl failed: \(result.stderr)") }
+    return Data(result.stdout.utf8)
+  }
+}
+
+public struct TestSupportError: Error, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
+}
