@@ -1,0 +1,128 @@
+internal import DrayEngine
+internal import DrayManifest
+internal import DrayModel
+internal import Foundation
+
+/// The `dray` command line: parses arguments, runs a command, returns the exit code.
+public enum DrayCommandLine {
+  static let usage = """
+    dray: a declarative job runner for mobile platform data
+
+    Usage:
+      dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet] [--verbose]
+      dray validate JOB.yaml...
+      dray plan JOB.yaml
+      dray status JOB.yaml
+      dray tables DATABASE [--resource NAME] [--params JSON]
+      dray query DATABASE SQL
+      dray schema
+      dray version
+
+    Exit codes: 0 success, 1 a step failed, 2 invalid manifest or usage,
+    75 another run of the job holds its lock, 130 interrupted.
+    """
+
+  /// Runs `dray` with `arguments` (without the program name).
+  /// - Returns: the process exit code.
+  public static func main(_ arguments: [String]) -> Int32 {
+    guard let command = arguments.first else {
+      printError(usage)
+      return ExitCode.usage
+    }
+    let rest = Array(arguments.dropFirst())
+    do {
+      switch command {
+      case "run": return try RunCommand.main(rest)
+      case "validate": return try ValidateCommand.main(rest)
+      case "status": return try StatusCommand.main(rest)
+      case "tables": return try TablesCommand.main(rest)
+      case "query": return try QueryCommand.main(rest)
+      case "version", "--version":
+        print("dray \(DrayVersion.current)")
+        return ExitCode.success
+      case "help", "--help", "-h":
+        print(usage)
+        return ExitCode.success
+      default:
+        throw UsageError("unknown command '\(command)'; commands: run, validate, plan, status, tables, query, schema, version")
+      }
+    } catch let error as UsageError {
+      printError("dray: \(error.message)\nRun 'dray help' for usage.")
+      return ExitCode.usage
+    } catch {
+      printError("dray: \(error)")
+      return ExitCode.stepFailed
+    }
+  }
+
+  static func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+  }
+}
+
+/// A command line that does not parse.
+struct UsageError: Error {
+  var message: String
+  init(_ message: String) { self.message = message }
+}
+
+/// Flags and positional arguments of one command.
+struct Arguments {
+  var positional: [String] = []
+  var flags: Set<String> = []
+  var values: [String: String] = [:]
+
+  /// Parses `arguments`; `flags` take no value, `options` take one (`--name value` or
+  /// `--name=value`).
+  init(_ arguments: [String], flags known: Set<String> = [], options: Set<String> = []) throws(UsageError) {
+    var index = 0
+    var onlyPositional = false
+    while index < arguments.count {
+      let argument = arguments[index]
+      index += 1
+      if onlyPositional || !argument.hasPrefix("-") || argument == "-" {
+        positional.append(argument)
+        continue
+      }
+      if argument == "--" {
+        onlyPositional = true
+        continue
+      }
+      var name = argument
+      var value: String?
+      if let equals = argument.firstIndex(of: "=") {
+        name = String(argument[..<equals])
+        value = String(argument[argument.index(after: equals)...])
+      }
+      if known.contains(name) {
+        guard value == nil else { throw UsageError("\(name) takes no value") }
+        flags.insert(name)
+      } else if options.contains(name) {
+        if value == nil {
+          guard index < arguments.count else { throw UsageError("\(name) needs a value") }
+          value = arguments[index]
+          index += 1
+        }
+        values[name] = value
+      } else {
+        let all = (known.union(options)).sorted()
+        throw UsageError("unknown option '\(name)'" + (all.isEmpty ? "" : "; options: \(all.joined(separator: ", "))"))
+      }
+    }
+  }
+}
+
+/// Loads a manifest or prints its diagnostics.
+enum ManifestInput {
+  /// - Returns: the manifest, or nil after printing every problem to standard error.
+  static func load(_ path: String) -> Manifest? {
+    do {
+      return try ManifestLoader().load(path: path)
+    } catch {
+      DrayCommandLine.printError(error.description)
+      let count = error.diagnostics.count
+      DrayCommandLine.printError("\(path): \(count) error\(count == 1 ? "" : "s"); nothing was run")
+      return nil
+    }
+  }
+}

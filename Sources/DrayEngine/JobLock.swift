@@ -1,0 +1,57 @@
+internal import Foundation
+internal import Glibc
+
+/// One run at a time per job: an advisory `flock(2)` on `<state.path>/<job>.lock`.
+///
+/// The kernel drops the lock when its process dies, however it dies, so a lock left by a
+/// dead process is free to take. The file holds the holder's process id and start time for
+/// the message a second run prints.
+final class JobLock {
+  let path: String
+  private let fd: Int32
+
+  /// Who holds a lock.
+  struct Holder: Equatable {
+    var processID: Int
+    var startedAt: String
+  }
+
+  enum Failure: Error {
+    case held(Holder?)
+    case cannotOpen(path: String, detail: String)
+  }
+
+  /// Takes the lock, without waiting.
+  /// - Throws: `Failure.held` naming the holder when another process has it.
+  init(path: String, startedAt: String) throws(Failure) {
+    self.path = path
+    let folder = (path as NSString).deletingLastPathComponent
+    try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw .cannotOpen(path: path, detail: String(cString: strerror(errno))) }
+    if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+      let holder = JobLock.readHolder(fd)
+      close(fd)
+      throw .held(holder)
+    }
+    self.fd = fd
+    let text = "\(getpid()) \(startedAt)\n"
+    _ = ftruncate(fd, 0)
+    _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+  }
+
+  deinit {
+    flock(fd, LOCK_UN)
+    close(fd)
+  }
+
+  private static func readHolder(_ fd: Int32) -> Holder? {
+    var buffer = [UInt8](repeating: 0, count: 256)
+    let n = pread(fd, &buffer, buffer.count, 0)
+    guard n > 0 else { return nil }
+    let parts = String(decoding: buffer.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).split(
+      separator: " ", maxSplits: 1)
+    guard parts.count == 2, let pid = Int(parts[0]) else { return nil }
+    return Holder(processID: pid, startedAt: String(parts[1]))
+  }
+}

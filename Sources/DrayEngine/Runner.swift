@@ -1,0 +1,283 @@
+public import DrayModel
+internal import DrayPlatform
+internal import DrayStore
+internal import DrayTransport
+internal import Foundation
+internal import Synchronization
+
+/// How `dray run` was asked to run.
+public struct RunOptions: Sendable {
+  /// Ignore checkpoints and start a new run.
+  public var fresh = false
+  /// Start at this step, running it and every later one.
+  public var from: String?
+  /// Run only this step.
+  public var only: String?
+
+  public init(fresh: Bool = false, from: String? = nil, only: String? = nil) {
+    self.fresh = fresh
+    self.from = from
+    self.only = only
+  }
+}
+
+/// Exit codes of `dray run` (README, "Exit codes").
+public enum ExitCode {
+  public static let success: Int32 = 0
+  public static let stepFailed: Int32 = 1
+  public static let usage: Int32 = 2
+  /// EX_TEMPFAIL (sysexits.h): another run of the job holds the lock.
+  public static let locked: Int32 = 75
+  public static let interrupted: Int32 = 130
+}
+
+/// Runs a validated job: takes the lock, opens the journal, runs the steps in order with
+/// checkpoints, writes the report.
+public final class Runner {
+  public let manifest: Manifest
+  public let options: RunOptions
+  public let console: Console
+  public let cancellation: Cancellation
+
+  public init(manifest: Manifest, options: RunOptions = RunOptions(), console: Console, cancellation: Cancellation) {
+    self.manifest = manifest
+    self.options = options
+    self.console = console
+    self.cancellation = cancellation
+  }
+
+  /// The journal's path: the job's database, or `<state.path>/<job>.journal.sqlite`.
+  public static func journalPath(for manifest: Manifest) -> String {
+    if let database = manifest.database { return manifest.resolve(database.path) }
+    return manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
+  }
+
+  static func lockPath(for manifest: Manifest) -> String {
+    manifest.resolve(manifest.state.path) + "/\(manifest.job).lock"
+  }
+
+  /// Runs the job. Never throws: every outcome is in the report, whose `exitCode` is the
+  /// process's.
+  public func run() -> RunReport {
+    let startedAt = Date()
+    let runID = Runner.newRunID(startedAt)
+    var report = RunReport(
+      job: manifest.job, runID: runID, manifestPath: manifest.path, manifestFingerprint: Runner.manifestFingerprint(manifest),
+      host: ProcessInfo.processInfo.hostName, startedAt: startedAt, endedAt: startedAt, status: .failed,
+      exitCode: ExitCode.stepFailed, steps: manifest.steps.map { StepReport(id: $0.id, kind: $0.kindName, status: .notRun) })
+
+    let lock: JobLock
+    do {
+      lock = try JobLock(path: Runner.lockPath(for: manifest), startedAt: RunReport.rfc3339(startedAt))
+    } catch {
+      switch error {
+      case .held(let holder):
+        var message = "job '\(manifest.job)' is already running"
+        if let holder { message += " (process \(holder.processID), started \(holder.startedAt))" }
+        message += "; this run changed nothing. Wait for it to finish, or stop it first."
+        report.errorMessage = message
+        report.exitCode = ExitCode.locked
+        console.error(message)
+        return report
+      case .cannotOpen(let path, let detail):
+        return fail(&report, "cannot create the lock file \(path): \(detail); check state.path and permissions")
+      }
+    }
+    defer { withExtendedLifetime(lock) {} }
+
+    if let platform = manifest.platform, !platform.tls.verify {
+      console.warn(
+        "TLS certificate verification is OFF for \(platform.host) (platform.tls.verify: false); anyone on the path can read and change this job's traffic"
+      )
+    }
+
+    let journal: Journal
+    do {
+      journal = try Journal(path: Runner.journalPath(for: manifest))
+    } catch {
+      return fail(&report, "\(error)")
+    }
+
+    var lineage = runID
+    do {
+      if !options.fresh, let last = try journal.lastRun(job: manifest.job), last.status != RunStatus.succeeded.rawValue {
+        lineage = last.lineage
+        report.resumes = last.id
+        if last.status == "running" {
+          try journal.finish(runID: last.id, status: RunStatus.interrupted.rawValue, endedAt: last.startedAt)
+        }
+      }
+      try journal.start(
+        Journal.Run(
+          id: runID, lineage: lineage, job: manifest.job, startedAt: RunReport.rfc3339(startedAt), endedAt: nil,
+          status: "running", manifestFingerprint: report.manifestFingerprint, processID: Int(getpid())))
+    } catch {
+      return fail(&report, "cannot write the run journal at \(journal.path): \(error)")
+    }
+
+    console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
+    let session = manifest.platform.flatMap { platform in
+      manifest.auth.map { PlatformSession(settings: platform, credentials: $0) }
+    }
+    let shared = RunContext(
+      manifest: manifest, runID: runID, lineage: lineage, console: console, cancellation: cancellation,
+      session: session, journal: journal)
+
+    var ranOne = false
+    var stopped: RunStatus?
+    for (index, step) in manifest.steps.enumerated() {
+      if let stopped {
+        report.steps[index].status = .notRun
+        report.steps[index].skipReason = stopped == .interrupted ? "the run was interrupted" : "an earlier step failed"
+        continue
+      }
+      if cancellation.isCancelled {
+        stopped = .interrupted
+        report.steps[index].skipReason = "the run was interrupted"
+        continue
+      }
+      if let reason = skipReason(step, index: index, journal: journal, lineage: lineage, ranOne: ranOne) {
+        report.steps[index].status = .skipped
+        report.steps[index].skipReason = reason
+        console.info("step \(step.id): skipped (\(reason))")
+        if case .parallel(let group) = step.kind {
+          report.steps[index].notes = group.steps.map { "\($0.id): skipped" }
+        }
+        continue
+      }
+      ranOne = true
+      let stepReport = StepRunner(context: shared, step: step, forceRun: options.only != nil || options.from != nil || options.fresh).run()
+      report.steps[index] = stepReport
+      if stepReport.status == .failed { stopped = .failed }
+      if stepReport.status == .interrupted { stopped = .interrupted }
+    }
+    let status: RunStatus = stopped ?? .succeeded
+    report.status = status
+    report.exitCode =
+      switch status {
+      case .succeeded: ExitCode.success
+      case .interrupted: ExitCode.interrupted
+      default: ExitCode.stepFailed
+      }
+    report.endedAt = Date()
+    do {
+      try journal.finish(runID: runID, status: status.rawValue, endedAt: RunReport.rfc3339(report.endedAt))
+    } catch {
+      console.error("cannot record the end of the run in \(journal.path): \(error)")
+    }
+    write(report)
+    return report
+  }
+
+  /// Why a step need not run, or nil when it must.
+  private func skipReason(_ step: Step, index: Int, journal: Journal, lineage: String, ranOne: Bool) -> String? {
+    if let only = options.only { return step.id == only ? nil : "not selected by --only \(only)" }
+    if let from = options.from {
+      let start = manifest.steps.firstIndex { $0.id == from } ?? 0
+      return index < start ? "before --from \(from)" : nil
+    }
+    if options.fresh || ranOne { return nil }
+    guard let checkpoint = try? journal.checkpoint(job: manifest.job, stepID: step.id), checkpoint.lineage == lineage,
+      checkpoint.status == RunStatus.succeeded.rawValue
+    else { return nil }
+    guard checkpoint.fingerprint == step.fingerprint(in: manifest) else { return nil }
+    return "finished in run \(checkpoint.runID), unchanged"
+  }
+
+  private func fail(_ report: inout RunReport, _ message: String) -> RunReport {
+    report.errorMessage = message
+    report.exitCode = ExitCode.stepFailed
+    report.status = .failed
+    report.endedAt = Date()
+    console.error(message)
+    write(report)
+    return report
+  }
+
+  /// Writes the report to its path (temp file, fsync, rename), and any extra formats.
+  private func write(_ report: RunReport) {
+    let path = Runner.reportPath(manifest, runID: report.runID)
+    do {
+      try AtomicFile.write(console.redact(report.json()) + "\n", to: path)
+      console.info("report: \(path)")
+    } catch {
+      console.error("cannot write the run report to \(path): \(error)")
+    }
+  }
+
+  /// The report path with `{job}` and `{run_id}` replaced, absolute.
+  public static func reportPath(_ manifest: Manifest, runID: String) -> String {
+    manifest.resolve(manifest.report.path.replacing("{job}", with: manifest.job).replacing("{run_id}", with: runID))
+  }
+
+  /// A sortable, unique run id: `20261130T114740Z-3f2a9c`.
+  static func newRunID(_ date: Date) -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+    return formatter.string(from: date) + "-" + UUID().uuidString.lowercased().prefix(6)
+  }
+
+  /// SHA-256 of the canonical JSON of every step's definition and the job's name.
+  static func manifestFingerprint(_ manifest: Manifest) -> String {
+    SHA256.hex(JSONValue.object([("job", .string(manifest.job)), ("steps", .array(manifest.steps.map(\.definition)))]).canonicalJSON)
+  }
+}
+
+/// What every step of a run shares.
+final class RunContext: Sendable {
+  let manifest: Manifest
+  let runID: String
+  let lineage: String
+  let console: Console
+  let cancellation: Cancellation
+  let session: PlatformSession?
+  /// The journal's own connection; used from the run's main thread only.
+  nonisolated(unsafe) let journal: Journal
+  /// Serialises write transactions on the target database within this process, so that
+  /// parallel loads wait for each other here instead of meeting SQLITE_BUSY.
+  let databaseWrites = Mutex<Void>(())
+  /// Serialises checkpoints written through the journal's connection.
+  let journalWrites = Mutex<Void>(())
+
+  init(
+    manifest: Manifest, runID: String, lineage: String, console: Console, cancellation: Cancellation, session: PlatformSession?,
+    journal: Journal
+  ) {
+    self.manifest = manifest
+    self.runID = runID
+    self.lineage = lineage
+    self.console = console
+    self.cancellation = cancellation
+    self.session = session
+    self.journal = journal
+  }
+}
+
+/// Writes files whole or not at all.
+enum AtomicFile {
+  /// Writes `text` to a temporary file beside `path`, flushes it to disk, and renames it
+  /// over `path`, creating the folder.
+  static func write(_ text: String, to path: String) throws {
+    try write(Data(text.utf8), to: path)
+  }
+
+  static func write(_ data: Data, to path: String) throws {
+    let folder = (path as NSString).deletingLastPathComponent
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    let temporary = path + ".tmp-\(getpid())"
+    guard FileManager.default.createFile(atPath: temporary, contents: data) else {
+      throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])
+    }
+    let fd = open(temporary, O_RDONLY)
+    if fd >= 0 {
+      fsync(fd)
+      close(fd)
+    }
+    guard rename(temporary, path) == 0 else {
+      unlink(temporary)
+      throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+    }
+  }
+}

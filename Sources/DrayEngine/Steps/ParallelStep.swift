@@ -1,0 +1,51 @@
+internal import DrayModel
+internal import Foundation
+internal import Synchronization
+
+extension StepRunner {
+  /// `parallel`: runs the group's steps on their own threads, at most `max` at once (the
+  /// SDK's asynchronous calls). Each member keeps its own checkpoint; the group fails when
+  /// any member fails, after the running members finish.
+  func runParallel(_ group: ParallelStep, _ report: inout StepReport) throws {
+    let results = Mutex<[Int: StepReport]>([:])
+    let slots = DispatchSemaphore(value: group.max)
+    var threads: [Thread] = []
+    let done = DispatchGroup()
+    for (index, member) in group.steps.enumerated() {
+      slots.wait()
+      if context.cancellation.isCancelled {
+        slots.signal()
+        break
+      }
+      done.enter()
+      let runner = StepRunner(context: context, step: member, forceRun: forceRun)
+      let thread = Thread {
+        let memberReport = runner.run()
+        results.withLock { $0[index] = memberReport }
+        slots.signal()
+        done.leave()
+      }
+      thread.stackSize = 4 << 20
+      threads.append(thread)
+      thread.start()
+    }
+    done.wait()
+    let reports = results.withLock { $0 }
+    report.notes = group.steps.enumerated().map { index, member in
+      "\(member.id): \(reports[index]?.status.rawValue ?? RunStatus.notRun.rawValue)"
+    }
+    for index in group.steps.indices {
+      guard let member = reports[index] else { continue }
+      report.attempts += member.attempts
+      report.bytes += member.bytes
+      report.rows.merge(member.rows) { $1 }
+      report.tables += member.tables
+      report.outputs += member.outputs
+    }
+    report.members = group.steps.indices.compactMap { reports[$0] }
+    let failed = reports.values.filter { $0.status == .failed }.map(\.id).sorted()
+    if !failed.isEmpty { throw StepError.unsupported("steps failed in the group: \(failed.joined(separator: ", "))") }
+    if context.cancellation.isCancelled { throw StepError.unsupported("interrupted") }
+    try recordCheckpoint(report, status: .succeeded)
+  }
+}

@@ -1,0 +1,41 @@
+internal import DrayJSON
+internal import DrayModel
+internal import DrayStore
+
+extension StepRunner {
+  /// `sql`: renders `{{ table ... }}` references and runs the statements in one
+  /// transaction with the step's checkpoint.
+  func runSQL(_ options: SQLStep, _ report: inout StepReport) throws {
+    let store = try openStore()
+    let sql = try render(options.sql, store: store)
+    var statements: [(sql: String, changes: Int)] = []
+    let finished = report
+    try context.databaseWrites.withLock { _ in
+      try store.database.transaction {
+        statements = []
+        try store.database.forEachStatement(sql) { (statement) throws(SQLiteError) in
+          while try statement.step() {}
+          statements.append((statement.sql, store.database.changes))
+        }
+        var done = finished
+        done.statements = statements
+        try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+      }
+    }
+    report.statements = statements
+  }
+
+  /// The SQL with each `{{ table "R" "T" [params] }}` replaced by the quoted physical name.
+  /// - Throws: `StepError.tableNotLoaded` when the table does not exist.
+  func render(_ sql: String, store: Store) throws -> String {
+    let template = try SQLTemplate(parsing: sql)
+    return try template.render { reference in
+      let params = try reference.paramsJSON.map { try JSONValue(parsing: $0) } ?? .object([])
+      let name = Store.tableName(resource: reference.resource, table: reference.table, params: params)
+      guard try store.database.tableExists(name) else {
+        throw StepError.tableNotLoaded(resource: reference.resource, table: reference.table, physical: name)
+      }
+      return Database.quote(name)
+    }
+  }
+}

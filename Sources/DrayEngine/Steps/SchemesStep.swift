@@ -1,0 +1,36 @@
+internal import DrayModel
+internal import DrayPlatform
+internal import DrayStore
+internal import DrayTransport
+
+extension StepRunner {
+  /// `schemes`: fetches the resource schemes and creates one table per output table (the
+  /// SDK's `resources`), recording the checkpoint in the same transaction.
+  func runSchemes(_ options: SchemesStep, _ report: inout StepReport) throws {
+    let client = try platformClient()
+    var attempts: [Attempt] = []
+    var schemes = try client.schemes(policy: step.retry, record: { attempts.append($0) })
+    report.attempts = attempts
+    if let wanted = options.resources {
+      let available = schemes.map(\.name)
+      for name in wanted where !available.contains(name) {
+        throw StepError.resourceNotFound(resource: name, available: available)
+      }
+      schemes = schemes.filter { wanted.contains($0.name) }
+    }
+    let store = try openStore()
+    var tables: [String] = []
+    let finished = report
+    try context.databaseWrites.withLock { _ in
+      try store.database.transaction {
+        for scheme in schemes {
+          tables += try store.createTablesInTransaction(for: scheme).values.sorted()
+        }
+        var done = finished
+        done.tables = tables
+        try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+      }
+    }
+    report.tables = tables
+  }
+}

@@ -1,0 +1,66 @@
+internal import DrayModel
+internal import DrayPlatform
+internal import DrayStore
+internal import DrayTransport
+internal import Foundation
+
+extension StepRunner {
+  /// `table_stream`: posts the parameters to `rpc/<resource>/`, streams the answer to a
+  /// resumable download, and loads it into the resource's table in one transaction with
+  /// the step's checkpoint (the SDK's `tableStream`).
+  func runTableStream(_ options: TableStreamStep, _ report: inout StepReport) throws {
+    let client = try platformClient()
+    let store = try openStore()
+    var attempts: [Attempt] = []
+    defer { report.attempts = attempts }
+    let record: (Attempt) -> Void = { attempts.append($0) }
+
+    var scheme = try store.scheme(for: options.resource)
+    if scheme == nil {
+      let schemes = try client.schemes(policy: step.retry, record: record)
+      guard let found = schemes.first(where: { $0.name == options.resource }) else {
+        throw StepError.resourceNotFound(resource: options.resource, available: schemes.map(\.name))
+      }
+      scheme = found
+    }
+    guard let scheme else { return }
+
+    var deltaFrom: String?
+    if options.delta, let table = scheme.outputs.first {
+      let physical = Store.tableName(resource: scheme.name, table: table.name, params: options.params)
+      deltaFrom = try store.contentVersion(of: physical)
+    }
+    let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    let url = client.session.url("rpc/\(options.resource)/")
+    let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
+    let head = try client.rpc(
+      resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
+      download: download, policy: step.retry, record: record)
+    report.bytes = download.bytesReceived
+    if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+    if options.delta && deltaFrom != nil && !head.isDelta {
+      report.notes.append("asked for a delta from \(deltaFrom!); the server sent full data")
+    }
+
+    let finished = report
+    let stepAttempts = attempts
+    let result = try context.databaseWrites.withLock { _ in
+      try store.load(
+        file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
+        info: Store.AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
+      ) { database in
+        var done = finished
+        done.attempts = stepAttempts
+        try Journal.record(checkpoint(done, status: .succeeded), in: database)
+      }
+    }
+    try? FileManager.default.removeItem(atPath: download.path)
+    report.rows = result.rowCounts.reduce(into: [:]) { $0[result.tables[$1.key] ?? $1.key] = $1.value }
+    report.tables = result.tables.values.sorted()
+    if head.isDelta {
+      let inserted = result.inserted.values.reduce(0, +)
+      let deleted = result.deleted.values.reduce(0, +)
+      report.notes.append("delta \(deltaFrom ?? "?")→\(head.contentVersion ?? "?"): \(inserted) rows inserted, \(deleted) deleted")
+    }
+  }
+}

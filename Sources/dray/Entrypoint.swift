@@ -1,0 +1,4 @@
+import DrayCLI
+import Foundation
+
+exit(DrayCommandLine.main(Array(CommandLine.arguments.dropFirst())))

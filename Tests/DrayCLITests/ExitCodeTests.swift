@@ -1,0 +1,91 @@
+import DrayTestSupport
+import Foundation
+import Testing
+
+@Suite struct ExitCodeTests {
+  func job(_ folder: TemporaryDirectory, host: String, extra: String = "") throws -> String {
+    try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: cli-test
+      platform:
+        host: \(host)
+        environment: DocumentationExampleEnv
+        project: DocumentationExampleProj
+        timeouts: { connect: 2s }
+      auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
+      database: { path: data/db.sqlite }
+      retry: { count: 1, interval: 100ms }
+      steps:
+        - id: schemes
+          schemes: {}
+        - id: fruits
+          table_stream: { resource: FRUITS }
+      \(extra)
+      """)
+  }
+
+  @Test func aGoodRunExitsZeroAndPrintsTheSummary() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let path = try job(folder, host: emulator.url)
+    let result = try Command.dray(["run", path], environment: DemoUser.environment)
+    #expect(result.status == 0, "\(result.output)")
+    #expect(result.stdout.hasPrefix("job cli-test: succeeded in "))
+    #expect(result.stdout.contains("  fruits   table_stream  succeeded  5 rows"))
+  }
+
+  @Test func aWrongPasswordExitsOneNamesTheStepAndNeverPrintsThePassword() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let path = try job(folder, host: emulator.url)
+    let secret = "Sentinel-Pw-93814"
+    let result = try Command.dray(["run", path], environment: ["FMP_USER": "demo", "FMP_PASSWORD": secret])
+    #expect(result.status == 1)
+    #expect(result.stdout.contains("schemes  schemes       failed     sign-in failed: HTTP 401 Unauthorized"))
+    #expect(!result.output.contains(secret))
+    let reports = try FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/reports")
+    #expect(reports.count == 1)
+    let report = try folder.read(".dray/reports/\(reports[0])")
+    #expect(report.contains(#""id":"schemes","kind":"schemes","status":"failed""#))
+    #expect(report.contains("Unauthorized"))
+    #expect(!report.contains(secret))
+  }
+
+  @Test func anUnreachableHostFailsWithinTheTimeoutNamingTheHost() throws {
+    let folder = TemporaryDirectory()
+    // Port 9 (discard) on loopback: nothing listens, so the connection is refused.
+    let path = try job(folder, host: "http://127.0.0.1:9/")
+    let result = try Command.dray(["run", path], environment: DemoUser.environment)
+    #expect(result.status == 1)
+    #expect(result.stdout.contains("cannot connect to 127.0.0.1:9: connection refused"))
+    #expect(result.duration < 10)
+  }
+
+  @Test func anUnknownKeyExitsTwoWithItsPosition() throws {
+    let folder = TemporaryDirectory()
+    let path = try job(folder, host: "http://127.0.0.1:9/", extra: "reprot: { path: x }")
+    let result = try Command.dray(["run", path], environment: DemoUser.environment)
+    #expect(result.status == 2)
+    #expect(result.stderr.hasPrefix("\(path):16:1: error: unknown key 'reprot' at the top level; did you mean 'report'?"))
+    #expect(!FileManager.default.fileExists(atPath: folder.path + "/data"))
+  }
+
+  @Test func aYAMLSyntaxErrorExitsTwoWithItsPosition() throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write("bad.yaml", "version: 1\njob: x\nsteps:\n  - sql: [unclosed\n")
+    let result = try Command.dray(["validate", path])
+    #expect(result.status == 2)
+    #expect(result.stderr.hasPrefix("\(path):5:1: error: YAML syntax error"))
+  }
+
+  @Test func usageErrorsExitTwo() throws {
+    #expect(try Command.dray([]).status == 2)
+    #expect(try Command.dray(["frobnicate"]).status == 2)
+    #expect(try Command.dray(["run"]).status == 2)
+    let version = try Command.dray(["version"])
+    #expect(version.status == 0)
+    #expect(version.stdout.hasPrefix("dray "))
+  }
+}
