@@ -13,8 +13,15 @@ Cache-Hash-Value, X-Transaction-ID replay and X-Range resume, and error bodies i
 platform's shape. Resources come from resources.json: FRUITS and test_resource as in the
 platform's examples, and the ISO code lists Debian's iso-codes package ships as JSON.
 
-Test helpers under /admin/ (no token): GET /admin/requests lists the requests received
-(method, path, headers) and POST /admin/reset clears that log.
+Test helpers under /admin/ (no token):
+    GET  /admin/requests   the requests received (method, path, headers), oldest first
+    POST /admin/reset      clears that log
+    POST /admin/faults     replaces the fault rules with a JSON list (see faults.py)
+    DELETE /admin/faults   removes every fault rule
+    POST /admin/config     {"token_lifetime": seconds} changes settings while running
+
+Generated resources (--generate NAME:ROWS) have 8 mixed-type columns; their answer is
+rendered once to a file under --cache-dir and streamed from disk (see generated.py).
 """
 
 import argparse
@@ -30,6 +37,9 @@ import time
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import generated
+from faults import Faults
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ISO_DIR = "/usr/share/iso-codes/json"
@@ -50,7 +60,9 @@ def canonical(value):
 class Platform:
     """The emulated server's state: users, resources, tokens, transactions, request log."""
 
-    def __init__(self, config, users, token_lifetime=None):
+    def __init__(self, config, users, token_lifetime=None, generate=(), cache_dir=None):
+        self.faults = Faults()
+        self.cache_dir = cache_dir
         self.environment = config["environment"]
         self.project = config["project"]
         self.users = users
@@ -63,6 +75,12 @@ class Platform:
         self.resources = {}
         for name, spec in config["resources"].items():
             self.resources[name] = self.build_resource(name, spec)
+        for name, rows in generate:
+            columns = [{"name": c[0], "type": c[1], "source": {"name": "PG", "type": c[2]}} for c in generated.COLUMNS]
+            self.resources[name] = {
+                "name": name, "lifetime": None, "input": {"scalar": [], "tabular": []},
+                "outputs": [{"name": "output_table", "columns": columns, "rows": []}], "generated_rows": rows,
+            }
 
     # Resources
 
@@ -120,6 +138,9 @@ class Platform:
 
     def answer(self, resource, params):
         """The full answer's body and headers for a resource."""
+        if "generated_rows" in resource:
+            path = generated.answer_file(self.cache_dir, resource["generated_rows"])
+            return FileBody(path), {"ETag": generated.etag(path), "Content-Version": "v1"}
         tables = []
         hashes = []
         cached = resource["lifetime"] is not None
@@ -140,7 +161,7 @@ class Platform:
             headers["Cache-Hash-Value"] = ",".join(hashes)
             headers["Expires"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + resource["lifetime"]))
         headers["Last-Modified"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(START_TIME))
-        return body, headers
+        return BytesBody(body), headers
 
     @staticmethod
     def filter_rows(rows, table, params, cached):
@@ -198,16 +219,37 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def send(self, status, body=b"", headers=None, content_type="application/json"):
+    def send(self, status, body=b"", headers=None, content_type="application/json", offset=0):
+        """Sends a status, headers and a body (bytes or a Body) from `offset`, honouring the
+        request's fault rule (close_after, trickle)."""
+        source = body if isinstance(body, Body) else BytesBody(body)
+        length = source.length - offset
         self.send_response(status)
-        if body or status not in (204, 304):
+        if length or status not in (204, 304):
             self.send_header("Content-Type", content_type)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         self.end_headers()
-        if body and self.command != "HEAD":
-            self.wfile.write(body)
+        if self.command == "HEAD" or length <= 0:
+            return
+        fault = self.fault or {}
+        limit = fault.get("close_after")
+        rate = fault.get("trickle")
+        sent = 0
+        chunk = 64 * 1024 if not rate else max(1, int(rate) // 10)
+        for piece in source.chunks(offset, chunk):
+            if limit is not None and sent + len(piece) >= limit:
+                self.wfile.write(piece[: max(0, limit - sent)])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.wfile.write(piece)
+            sent += len(piece)
+            if rate:
+                self.wfile.flush()
+                time.sleep(len(piece) / rate)
 
     def send_json(self, status, value, headers=None):
         self.send(status, json.dumps(value, ensure_ascii=False).encode(), headers)
@@ -215,6 +257,8 @@ class Handler(BaseHTTPRequestHandler):
     def error(self, status, description, originals=None):
         body = {"code": status, "description": description, "original_descriptions": originals or []}
         self.send_json(status, body)
+
+    fault = None
 
     def record(self, body=b""):
         with self.platform.lock:
@@ -249,6 +293,16 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/admin/"):
             return self.admin(method, path, body)
         self.record(body)
+        self.fault = self.platform.faults.take(path)
+        if self.fault:
+            if self.fault.get("delay"):
+                time.sleep(float(self.fault["delay"]))
+            if self.fault.get("status"):
+                status = int(self.fault["status"])
+                extra = {"Retry-After": str(self.fault["retry_after"])} if "retry_after" in self.fault else {}
+                description = self.fault.get("description", "injected fault")
+                body = json.dumps({"code": status, "description": description, "original_descriptions": []}).encode()
+                return self.send(status, body, extra)
         prefix = "/api/v1/"
         if not path.startswith(prefix):
             return self.error(404, "Not Found")
@@ -316,9 +370,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def send_answer(self, payload, headers):
         """Sends a full answer, or its tail when X-Range (or Range) asks for one."""
+        fault = self.fault or {}
+        if fault.get("change_etag"):
+            headers = dict(headers, ETag='"%s"' % uuid.uuid4().hex)
         ranged = self.headers.get("X-Range") or self.headers.get("Range")
         condition = self.headers.get("If-Match") or self.headers.get("If-Range")
-        if ranged:
+        if ranged and fault.get("answer_416"):
+            return self.send(416, b"", dict(headers, **{"Content-Range": f"bytes */{payload.length}"}))
+        if ranged and not fault.get("ignore_range"):
             if condition and condition != headers["ETag"]:
                 if self.headers.get("If-Match"):
                     return self.error(412, "Precondition Failed")
@@ -330,10 +389,10 @@ class Handler(BaseHTTPRequestHandler):
                 offset = int(spec[6:-1])
             except ValueError:
                 return self.send(200, payload, headers)
-            if offset >= len(payload):
-                return self.send(416, b"", dict(headers, **{"Content-Range": f"bytes */{len(payload)}"}))
+            if offset >= payload.length:
+                return self.send(416, b"", dict(headers, **{"Content-Range": f"bytes */{payload.length}"}))
             partial = dict(headers, **{"Content-Range": f"bytes {offset}-/*"})
-            return self.send(206, payload[offset:], partial)
+            return self.send(206, payload, partial, offset=offset)
         self.send(200, payload, headers)
 
     # Admin (tests only)
@@ -347,7 +406,59 @@ class Handler(BaseHTTPRequestHandler):
             with p.lock:
                 p.requests.clear()
             return self.send(204)
+        if path == "/admin/faults" and method == "POST":
+            try:
+                rules = json.loads(body)
+                p.faults.set(rules if isinstance(rules, list) else [rules])
+            except ValueError as e:
+                return self.error(400, "Bad Request", [str(e)])
+            return self.send(204)
+        if path == "/admin/faults" and method == "DELETE":
+            p.faults.clear()
+            return self.send(204)
+        if path == "/admin/config" and method == "POST":
+            try:
+                config = json.loads(body)
+            except ValueError as e:
+                return self.error(400, "Bad Request", [str(e)])
+            if "token_lifetime" in config:
+                p.token_lifetime = config["token_lifetime"]
+            return self.send(204)
         return self.error(404, "Not Found")
+
+
+class Body:
+    """An answer body: bytes in memory or a file on disk, read in chunks from an offset."""
+
+    length = 0
+
+    def chunks(self, offset, size):
+        raise NotImplementedError
+
+
+class BytesBody(Body):
+    def __init__(self, data):
+        self.data = data
+        self.length = len(data)
+
+    def chunks(self, offset, size):
+        for start in range(offset, self.length, size):
+            yield self.data[start:start + size]
+
+
+class FileBody(Body):
+    def __init__(self, path):
+        self.path = path
+        self.length = os.path.getsize(path)
+
+    def chunks(self, offset, size):
+        with open(self.path, "rb") as f:
+            f.seek(offset)
+            while True:
+                piece = f.read(max(size, 1 << 20) if size >= 65536 else size)
+                if not piece:
+                    return
+                yield piece
 
 
 START_TIME = time.time()
@@ -373,6 +484,10 @@ def main(argv=None):
     parser.add_argument("--users", default=os.path.join(HERE, "users.json"), help="JSON file: {\"users\": [{\"username\", \"password\"}]}")
     parser.add_argument("--user", action="append", help="NAME:PASSWORD, may repeat")
     parser.add_argument("--token-lifetime", type=int, default=None, help="seconds until tokens expire")
+    parser.add_argument("--fault", action="append", default=[], help="a fault rule as JSON (see faults.py), may repeat")
+    parser.add_argument("--generate", action="append", default=[], help="NAME:ROWS, a generated resource of 8 mixed-type columns")
+    parser.add_argument("--cache-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "dray-emulator-cache"),
+                        help="where generated answers are rendered once and kept")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
@@ -380,7 +495,13 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     with open(args.resources, encoding="utf-8") as f:
         config = json.load(f)
-    Handler.platform = Platform(config, load_users(args), args.token_lifetime)
+    generate = []
+    for spec in args.generate:
+        name, _, rows = spec.partition(":")
+        generate.append((name, int(rows)))
+    Handler.platform = Platform(config, load_users(args), args.token_lifetime, generate, args.cache_dir)
+    for rule in args.fault:
+        Handler.platform.faults.add(json.loads(rule))
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.daemon_threads = True
     server.verbose = args.verbose
