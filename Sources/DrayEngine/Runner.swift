@@ -98,14 +98,18 @@ public final class Runner {
       return fail(&report, "\(error)")
     }
 
-    var lineage = runID
+    let plan: ResumePlan
     do {
-      if !options.fresh, let last = try journal.lastRun(job: manifest.job), last.status != RunStatus.succeeded.rawValue {
-        lineage = last.lineage
-        report.resumes = last.id
-        if last.status == "running" {
-          try journal.finish(runID: last.id, status: RunStatus.interrupted.rawValue, endedAt: last.startedAt)
-        }
+      plan = try ResumePlan(manifest: manifest, options: options, journal: journal)
+    } catch {
+      return fail(&report, "cannot read the run journal at \(journal.path): \(error)")
+    }
+    let lineage = plan.resumes?.lineage ?? runID
+    report.resumes = plan.resumes?.id
+    do {
+      if let last = plan.resumes, last.status == "running" {
+        // Its process died without recording an end.
+        try journal.finish(runID: last.id, status: RunStatus.interrupted.rawValue, endedAt: last.startedAt)
       }
       try journal.start(
         Journal.Run(
@@ -123,7 +127,6 @@ public final class Runner {
       manifest: manifest, runID: runID, lineage: lineage, console: console, cancellation: cancellation,
       session: session, journal: journal)
 
-    var ranOne = false
     var stopped: RunStatus?
     for (index, step) in manifest.steps.enumerated() {
       if let stopped {
@@ -136,7 +139,7 @@ public final class Runner {
         report.steps[index].skipReason = "the run was interrupted"
         continue
       }
-      if let reason = skipReason(step, index: index, journal: journal, lineage: lineage, ranOne: ranOne) {
+      if let reason = plan.skipReasons[step.id] {
         report.steps[index].status = .skipped
         report.steps[index].skipReason = reason
         console.info("step \(step.id): skipped (\(reason))")
@@ -145,7 +148,6 @@ public final class Runner {
         }
         continue
       }
-      ranOne = true
       let stepReport = StepRunner(context: shared, step: step, forceRun: options.only != nil || options.from != nil || options.fresh).run()
       report.steps[index] = stepReport
       if stepReport.status == .failed { stopped = .failed }
@@ -167,21 +169,6 @@ public final class Runner {
     }
     write(report)
     return report
-  }
-
-  /// Why a step need not run, or nil when it must.
-  private func skipReason(_ step: Step, index: Int, journal: Journal, lineage: String, ranOne: Bool) -> String? {
-    if let only = options.only { return step.id == only ? nil : "not selected by --only \(only)" }
-    if let from = options.from {
-      let start = manifest.steps.firstIndex { $0.id == from } ?? 0
-      return index < start ? "before --from \(from)" : nil
-    }
-    if options.fresh || ranOne { return nil }
-    guard let checkpoint = try? journal.checkpoint(job: manifest.job, stepID: step.id), checkpoint.lineage == lineage,
-      checkpoint.status == RunStatus.succeeded.rawValue
-    else { return nil }
-    guard checkpoint.fingerprint == step.fingerprint(in: manifest) else { return nil }
-    return "finished in run \(checkpoint.runID), unchanged"
   }
 
   private func fail(_ report: inout RunReport, _ message: String) -> RunReport {
