@@ -40,6 +40,11 @@ public final class Console: Sendable {
 
   public func redact(_ text: String) -> String { redactor.withLock { $0.redact(text) } }
 
+  /// Registers a secret learnt during the run (a platform token) with the redactor.
+  public func addSecret(_ secret: String) {
+    redactor.withLock { $0.add(secret) }
+  }
+
   /// A progress or log line (shown unless quiet).
   public func info(_ message: String) {
     guard level >= .normal else { return }

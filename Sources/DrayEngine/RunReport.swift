@@ -113,12 +113,16 @@ public struct RunReport: Sendable {
   }
 
   static func attemptJSON(_ a: Attempt) -> JSONValue {
-    var o: [(key: String, value: JSONValue)] = [
-      ("number", .integer(Int64(a.number))), ("outcome", .string(a.outcome)),
+    var o: [(key: String, value: JSONValue)] = [("number", .integer(Int64(a.number)))]
+    if let call = a.call { o.append(("call", .string(call))) }
+    o += [
+      ("outcome", .string(a.outcome)),
       ("start_offset_seconds", .number(seconds(a.startOffset))), ("duration_seconds", .number(seconds(a.duration))),
     ]
     if let status = a.status { o.append(("http_status", .integer(Int64(status)))) }
     if let message = a.message { o.append(("message", .string(message))) }
+    if let bytes = a.bytes { o.append(("bytes", .integer(bytes))) }
+    if let offset = a.resumedFrom { o.append(("resumed_from", .integer(offset))) }
     if let wait = a.wait {
       o.append(("wait_seconds", .number(seconds(wait))))
       o.append(("wait_from_retry_after", .bool(a.waitFromRetryAfter)))

@@ -121,7 +121,10 @@ public final class Runner {
 
     console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
     let session = manifest.platform.flatMap { platform in
-      manifest.auth.map { PlatformSession(settings: platform, credentials: $0) }
+      manifest.auth.map { [console] in
+        // Tokens are secrets too: mask them wherever the console and the report print.
+        PlatformSession(settings: platform, credentials: $0, onToken: { console.addSecret($0) })
+      }
     }
     let shared = RunContext(
       manifest: manifest, runID: runID, lineage: lineage, console: console, cancellation: cancellation,

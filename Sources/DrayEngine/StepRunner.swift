@@ -80,7 +80,9 @@ struct StepRunner {
   /// A platform client for this step's thread.
   func platformClient() throws -> PlatformClient {
     guard let session = context.session else { throw StepError.unsupported("step '\(step.id)' needs 'platform' and 'auth'") }
-    return PlatformClient(session: session, cancellation: context.cancellation)
+    let client = PlatformClient(session: session, cancellation: context.cancellation)
+    client.timeouts = step.timeouts
+    return client
   }
 
   /// The target database, opened for this step's thread.

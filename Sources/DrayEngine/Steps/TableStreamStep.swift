@@ -38,6 +38,7 @@ extension StepRunner {
       download: download, policy: step.retry, record: record)
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+    report.notes += download.notes
     if options.delta && deltaFrom != nil && !head.isDelta {
       report.notes.append("asked for a delta from \(deltaFrom!); the server sent full data")
     }
