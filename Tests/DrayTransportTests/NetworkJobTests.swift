@@ -144,13 +144,14 @@ import Testing
     #expect((big["notes"] as? [String])?.contains("resumed a partial download at byte \(kept)") == true)
     #expect((attempts(big).first?["resumed_from"] as? NSNumber)?.int64Value == kept)
 
-    // What the server sent over both runs: at most 5 % more than the answer.
+    // The second run asked for, and the server sent, exactly the bytes the part lacked.
+    // (What the server wrote in the first run also counts bytes still in the socket
+    // buffers when dray died, so it is not compared here; Benchmarks/kill-resume.sh prints it.)
     let requests = try net.requests()
     #expect(requests.count == 2)
     #expect(requests[1]["X-Range"] == "bytes=\(kept)-")
     #expect(requests[1]["X-Transaction-ID"] == requests[0]["X-Transaction-ID"])
-    let served = requests.map(\.responseBytes).reduce(0, +)
-    #expect(Double(served) <= 1.05 * Double(net.serverSize), "served \(served) bytes for \(net.serverSize)")
+    #expect(requests[1].responseBytes == net.serverSize - kept)
 
     // A clean run of the same job elsewhere loads the same rows.
     let clean = TemporaryDirectory("dray-net-clean")
