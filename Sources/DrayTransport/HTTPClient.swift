@@ -81,7 +81,9 @@ public final class HTTPClient {
   private func performOnce(_ request: HTTPRequest, sink: any ResponseSink) throws -> (HTTPResponse, String?) {
     curl_easy_reset(handle)
     errorBuffer[0] = 0
-    let state = TransferState(sink: sink, cancellation: cancellation, progress: progress, idle: request.timeouts.idle)
+    let state = TransferState(
+      handle: handle, sink: sink, cancellation: cancellation, progress: progress, idle: request.timeouts.idle,
+      secure: request.url.lowercased().hasPrefix("https:"))
     var headerList: UnsafeMutablePointer<curl_slist>?
     defer { curl_slist_free_all(headerList) }
     let context = Unmanaged.passUnretained(state).toOpaque()
@@ -269,17 +271,26 @@ private final class TransferState {
   var sinkError: (any Error)?
   var upload: FileHandle?
   var lastProgress: Int64 = -1
-  /// The idle limit, and when a byte last moved either way.
+  /// The idle limit, and when a byte last moved either way. The clock starts once the
+  /// connection (and its TLS handshake) is made: before that the connect limit applies.
   let idle: Duration
+  let handle: UnsafeMutableRawPointer
+  let secure: Bool
+  var connected = false
   var lastActivity = ContinuousClock.now
   var lastSent: curl_off_t = 0
   var idleExpired = false
 
-  init(sink: any ResponseSink, cancellation: Cancellation, progress: ((Int64, Int64?) -> Void)?, idle: Duration) {
+  init(
+    handle: UnsafeMutableRawPointer, sink: any ResponseSink, cancellation: Cancellation, progress: ((Int64, Int64?) -> Void)?,
+    idle: Duration, secure: Bool
+  ) {
+    self.handle = handle
     self.sink = sink
     self.cancellation = cancellation
     self.progress = progress
     self.idle = idle
+    self.secure = secure
   }
 
   static func from(_ ctx: UnsafeMutableRawPointer?) -> TransferState {
@@ -329,6 +340,12 @@ private final class TransferState {
 
   func tick(received now: curl_off_t, total: curl_off_t, sent: curl_off_t) -> Int32 {
     if cancellation.isCancelled { return 1 }
+    if !connected {
+      var time: curl_off_t = 0
+      _ = dray_curl_getinfo_off(handle, secure ? CURLINFO_APPCONNECT_TIME_T : CURLINFO_CONNECT_TIME_T, &time)
+      connected = time > 0 || sawHeaders
+      lastActivity = .now
+    }
     if sent != lastSent {
       lastSent = sent
       lastActivity = .now

@@ -25,6 +25,16 @@ import Testing
     #expect((ContinuousClock.now - start) < .seconds(3))
   }
 
+  @Test func beforeTheConnectionTheIdleLimitDoesNotCount() throws {
+    let listener = try StalledListener()
+    let url = "http://127.0.0.1:\(listener.port)/"
+    let connect = perform(HTTPRequest(url: url, timeouts: Timeouts(connect: .milliseconds(1200), idle: .milliseconds(300))))
+    #expect((connect.error as? TransportError)?.code == "timeout_connect")
+    // A whole-request limit shorter than the connect limit is the one that fires.
+    let whole = perform(HTTPRequest(url: url, timeouts: Timeouts(connect: .seconds(10), request: .milliseconds(400))))
+    #expect(whole.errorText == "\(url) took longer than 400ms (request timeout); raise timeouts.request, or check why the server is slow")
+  }
+
   @Test func aClosedPortIsConnectionRefusedAndNothingWasSent() throws {
     let port = try closedPort()
     let client = HTTPClient()
