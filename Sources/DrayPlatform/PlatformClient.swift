@@ -53,6 +53,7 @@ public final class PlatformClient {
           let response = try perform(sent)
           if (200..<300).contains(response.status) { return response }
           let error = PlatformError.statusError(response, url: response.url.isEmpty ? request.url : response.url)
+            .redacted(by: Redactor([token]))
           if response.status == 401 {
             guard !reauthenticated else { throw PlatformError.unauthorized(error) }
             reauthenticated = true

@@ -135,7 +135,8 @@ public final class PlatformSession: Sendable {
         { _ in
           let response = try client.perform(request, sink: sink)
           guard (200..<300).contains(response.status) else {
-            throw TransportError.httpStatus(PlatformError.statusError(response, url: request.url))
+            let error = PlatformError.statusError(response, url: request.url)
+            throw TransportError.httpStatus(error.redacted(by: Redactor([credentials.password])))
           }
           return response
         }, record: record)

@@ -1,4 +1,4 @@
-internal import DrayModel
+public import DrayModel
 
 /// An error with a stable code for run reports, and a message for people.
 ///
@@ -176,6 +176,16 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
     self.originalDescriptions = originalDescriptions
     self.bodyExcerpt = bodyExcerpt
     self.retryAfter = retryAfter
+  }
+
+  /// This error with every secret of `redactor` masked in what the server said (a careless
+  /// server may echo the request's `Authorization` header or form fields).
+  public func redacted(by redactor: Redactor) -> HTTPStatusError {
+    var out = self
+    out.serverDescription = serverDescription.map(redactor.redact)
+    out.originalDescriptions = originalDescriptions.map(redactor.redact)
+    out.bodyExcerpt = bodyExcerpt.map(redactor.redact)
+    return out
   }
 
   public var description: String {

@@ -100,6 +100,15 @@ import Testing
     #expect(try signIns(net) == 2)
   }
 
+  @Test func aServerEchoingTheTokenNeverPutsItInTheError() throws {
+    let net = try NetworkFixture()
+    try net.faults(#"[{"path": "/api/v1/schema/", "status": 400, "description": "bad", "echo_authorization": true}]"#)
+    let (result, _) = schemes(net.client)
+    let sent = try #require(try net.requests("/api/v1/schema/").first?["Authorization"])
+    #expect(result.errorText == "HTTP 400 Bad Request from \(net.emulator.url)api/v1/schema/: bad; you sent Authorization: Bearer ***")
+    #expect(result.errorText?.contains(sent.dropFirst(7)) == false)
+  }
+
   @Test func aSignInThatKeepsFailingIsNotRetriedAgainByTheCall() throws {
     let net = try NetworkFixture()
     try net.faults(#"[{"path": "/api/v1/auth/jwt/obtain/", "status": 503}]"#)
