@@ -254,7 +254,13 @@ private final class PartFileSink: ResponseSink {
     }
     fd = open(download.partPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
     guard fd >= 0 else { throw TransportError.file(path: download.partPath, detail: String(cString: strerror(errno))) }
-    guard ftruncate(fd, off_t(start)) == 0, lseek(fd, off_t(start), SEEK_SET) == off_t(start) else {
+    // Truncate only a part that is longer than where this answer starts: on ext4, truncating
+    // a file to zero makes its close() start writing back everything written since
+    // (auto_da_alloc), which would hold up the end of every download.
+    var info = stat()
+    guard fstat(fd, &info) == 0, info.st_size <= off_t(start) || ftruncate(fd, off_t(start)) == 0,
+      lseek(fd, off_t(start), SEEK_SET) == off_t(start)
+    else {
       throw TransportError.file(path: download.partPath, detail: String(cString: strerror(errno)))
     }
     let strong = answerETag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
