@@ -35,7 +35,7 @@ public final class PlatformClient {
   ) throws -> HTTPResponse {
     let runner = RetryRunner(policy: policy, cancellation: cancellation)
     var reauthenticated = false
-    /// The token a 401 refused; the next attempt replaces it first.
+    // The token a 401 refused; the next attempt replaces it first.
     var refused: String?
     var request = request
     request.repeatable = request.method.isIdempotent || transactionID != nil
