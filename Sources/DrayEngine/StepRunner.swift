@@ -36,6 +36,10 @@ struct StepRunner {
     switch report.status {
     case .succeeded:
       console.info("step \(step.id): ok in \(took)\(resultSummary(report))")
+      if report.members.isEmpty {
+        for note in report.notes { console.info("step \(step.id): \(note)") }
+        for output in report.outputs { console.info("step \(step.id): wrote \(output)") }
+      }
     case .interrupted:
       console.warn("step \(step.id): interrupted after \(took)")
     default:
@@ -68,10 +72,12 @@ struct StepRunner {
     switch step.kind {
     case .schemes(let s): try runSchemes(s, &report)
     case .tableStream(let t): try runTableStream(t, &report)
+    case .table(let t): try runTable(t, &report)
+    case .request(let r): try runRequest(r, &report)
+    case .files(let f): try runFiles(f, &report)
     case .sql(let s): try runSQL(s, &report)
+    case .query(let q): try runQuery(q, &report)
     case .parallel(let p): try runParallel(p, &report)
-    default:
-      throw StepError.unsupported("step kind '\(step.kindName)' cannot run yet in this version of dray")
     }
   }
 
@@ -121,6 +127,8 @@ struct StepRunner {
     case is SQLiteError: "sqlite_error"
     case is StoreError: "store_error"
     case let e as StepError: e.code
+    case let e as LocalFileError: e.code
+    case let e as FilesError: e.code
     default: "error"
     }
   }
