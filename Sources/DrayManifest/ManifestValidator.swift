@@ -372,7 +372,7 @@ struct ManifestValidator {
       reader.error(node.location, "missing required key 'path' in \(path) (the file on the server for '\(action.rawValue)')")
       return nil
     }
-    if local == nil && (action == .get || action == .put) {
+    if local == nil && f["local"] == nil && (action == .get || action == .put) {
       reader.error(node.location, "missing required key 'local' in \(path) (the local file for '\(action.rawValue)')")
       return nil
     }
