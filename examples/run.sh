@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=${DRAY_REPO:-$(dirname "$here")}
 
-examples() { (cd "$here" && ls -1 ./*.yaml | sed 's|^\./||; s|\.yaml$||' | tr '\n' ' '); }
+examples() { (cd "$here" && ls -1 ./*.yaml | sed 's|^\./||; s|\.yaml$||' | paste -sd ' ' -); }
 if [ $# -lt 1 ]; then
   echo "usage: examples/run.sh NAME [EMULATOR OPTIONS...]; examples: $(examples)" >&2
   exit 2
