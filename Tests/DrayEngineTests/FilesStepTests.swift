@@ -83,6 +83,28 @@ import Testing
     #expect(headers?["If-Match"]?.hasPrefix("\"") == true)
   }
 
+  @Test func aGetThatFailedResumesInTheNextRun() throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/file/nfs4/", "times": 1, "close_after": 30}"#])
+    let folder = TemporaryDirectory()
+    let job =
+      JobText.header(job: "resume-later", emulator: emulator, retry: "{ count: 0 }") + """
+        steps:
+          - id: get
+            files: { connection: nfs4, action: get, path: file.txt, local: file.txt }
+        """
+    let first = try runJob(folder, job).1
+    #expect(first.exitCode == 1)
+    #expect(first.steps[0].errorCode == "body_truncated")
+    #expect(!FileManager.default.fileExists(atPath: folder.path + "/file.txt"))
+    let second = try runJob(folder, job).1
+    #expect(second.exitCode == 0, "\(second.steps.compactMap(\.errorMessage))")
+    #expect(second.resumes == first.runID)
+    #expect(second.steps[0].notes.contains("file.txt: resumed a partial download at byte 30"))
+    #expect(try bytes(folder.path + "/file.txt") == bytes(seed + "/nfs4/file.txt"))
+    let headers = try requests(emulator, "/api/v1/file/nfs4/").last?["headers"] as? [String: String]
+    #expect(headers?["X-Range"] == "bytes=30-")
+  }
+
   @Test func aFolderGetFetchesEveryFileItsListingNames() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
