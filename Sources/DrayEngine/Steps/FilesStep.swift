@@ -34,7 +34,7 @@ extension StepRunner {
       let listing = try files.list(options.path)
       report.notes.append(FileCalls.describe(listing, at: "\(options.connection):\(options.path)"))
       if let destination, let local = options.local {
-        try write(listing.json + "\n", to: destination, in: folder)
+        try write(listing.json + "\n", to: destination)
         report.outputs = [try folder.check(local, role: "local")]
       }
     case .meta:
@@ -42,7 +42,7 @@ extension StepRunner {
       let meta = try files.client.fileMeta(connection: options.connection, path: options.path, policy: step.retry, record: files.record)
       report.notes.append(FileCalls.describeMeta(meta, at: "\(options.connection):\(options.path)"))
       if let destination, let local = options.local {
-        try write(meta.json + "\n", to: destination, in: folder)
+        try write(meta.json + "\n", to: destination)
         report.outputs = [try folder.check(local, role: "local")]
       }
     case .get:
@@ -111,7 +111,8 @@ extension StepRunner {
         + (skipped > 0 ? "; \(skipped) folder\(skipped == 1 ? "" : "s") not fetched (a folder download is not recursive)" : ""))
   }
 
-  private func write(_ text: String, to destination: String, in folder: JobFolder) throws {
+  /// Writes a small answer whole to a path from `JobFolder.output`.
+  private func write(_ text: String, to destination: String) throws {
     let file = try OutputFile(path: destination)
     try file.write(text)
     try file.commit()
