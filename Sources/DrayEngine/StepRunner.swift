@@ -26,7 +26,7 @@ struct StepRunner {
     } catch {
       report.status = context.cancellation.isCancelled ? .interrupted : .failed
       report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: error)
-      report.errorMessage = context.cancellation.isCancelled ? "interrupted by signal \(context.cancellation.signal ?? 0)" : "\(error)"
+      report.errorMessage = context.cancellation.isCancelled ? "interrupted by \(Runner.signalName(context.cancellation))" : "\(error)"
       if report.status == .failed {
         try? recordCheckpoint(report, status: .failed)
       }
@@ -87,6 +87,7 @@ struct StepRunner {
   func openStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.unsupported("step '\(step.id)' needs a 'database'") }
     let store = try Store(path: manifest.resolve(database.path))
+    store.database.stopWhen(context.cancellation)
     return store
   }
 

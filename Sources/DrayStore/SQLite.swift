@@ -1,4 +1,5 @@
 internal import CSQLite
+public import DrayModel
 internal import Foundation
 
 /// An error from SQLite, with its result code, its message and the SQL involved.
@@ -33,6 +34,8 @@ public final class Database {
   /// The file path.
   public let path: String
   private var statements: [String: Statement] = [:]
+  /// Kept alive while the progress handler points at it.
+  private var cancellation: Cancellation?
 
   /// Opens (creating when `create`) the database at `path`.
   /// - Throws: `SQLiteError` naming the path.
@@ -130,6 +133,21 @@ public final class Database {
   /// Makes a running statement on this connection stop with an interrupt error. Safe to call
   /// from another thread.
   public func interrupt() { sqlite3_interrupt(handle) }
+
+  /// Makes statements on this connection stop with an interrupt error
+  /// (`SQLiteError.isInterrupt`) once `cancellation` is cancelled, checked every 1000
+  /// virtual-machine instructions (`sqlite3_progress_handler`), so a long load or query
+  /// stops within milliseconds of a signal. A statement interrupted inside a transaction
+  /// rolls the whole transaction back; short statements such as `COMMIT` and `ROLLBACK`
+  /// never reach the check.
+  public func stopWhen(_ cancellation: Cancellation) {
+    self.cancellation = cancellation
+    sqlite3_progress_handler(
+      handle, 1000,
+      { context in
+        Unmanaged<Cancellation>.fromOpaque(context!).takeUnretainedValue().isCancelled ? 1 : 0
+      }, Unmanaged.passUnretained(cancellation).toOpaque())
+  }
 
   /// Runs a query and returns every row as column name → value.
   public func rows(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) -> [[(String, SQLValue)]] {

@@ -51,6 +51,12 @@ extension StepRunner {
       ) { database in
         var done = finished
         done.attempts = stepAttempts
+        for table in scheme.outputs {
+          let name = Store.tableName(resource: scheme.name, table: table.name, params: options.params)
+          let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
+          if case .integer(let n)? = count { done.rows[name] = Int(n) }
+          done.tables.append(name)
+        }
         try Journal.record(checkpoint(done, status: .succeeded), in: database)
       }
     }
