@@ -117,22 +117,24 @@ public final class Journal {
   public init(path: String, startingFresh: Bool = false) throws(JournalError) {
     self.path = path
     do {
-      let state = try Journal.inspect(path)
-      if state == .empty && startingFresh {
-        unlink(path)
-        unlink(path + "-wal")
-        unlink(path + "-shm")
+      var state = try Journal.inspect(path)
+      if state == .empty {
+        guard startingFresh else { throw JournalError.empty(path: path) }
+        for name in [path, path + "-wal", path + "-shm"] { unlink(name) }
+        state = .missing
       }
-      if state == .missing || (state == .empty && startingFresh) { try Journal.create(at: path) }
+      if state == .missing {
+        try Journal.create(at: path)
+      } else {
+        // Look before writing: opening for writing turns on WAL mode, and a file whose
+        // journal dray cannot trust must stay as it is.
+        _ = try Journal.check(Database(path: path, create: false, readOnly: true))
+      }
       let database = try Database(path: path)
-      let present = try Journal.presentTables(database)
-      if present.isEmpty {
-        _ = try database.transaction { try database.execute(Journal.schema) }
-      } else if present.count < Journal.tables.count {
-        throw JournalError.incomplete(path: path, missing: Journal.tables.filter { !present.contains($0) })
+      _ = try database.transaction {
+        if try Journal.presentTables(database).isEmpty { try database.execute(Journal.schema) }
       }
       try Journal.migrate(database)
-      try Journal.checkShape(database)
       self.database = database
       hasTables = true
     } catch let error as JournalError {
@@ -149,23 +151,32 @@ public final class Journal {
   public init(readingAt path: String) throws(JournalError) {
     self.path = path
     do {
-      let state = try Journal.inspect(path)
-      if state == .missing { throw JournalError.missing(path: path) }
+      switch try Journal.inspect(path) {
+      case .missing: throw JournalError.missing(path: path)
+      case .empty: throw JournalError.empty(path: path)
+      case .usable: break
+      }
       database = try Database(path: path, create: false, readOnly: true)
-      let present = try Journal.presentTables(database)
-      if !present.isEmpty && present.count < Journal.tables.count {
-        throw JournalError.incomplete(path: path, missing: Journal.tables.filter { !present.contains($0) })
-      }
-      hasTables = !present.isEmpty
-      if hasTables {
-        try Journal.checkShape(database, allowingOlder: true)
-        if try !Journal.columns(of: "_dray_runs", in: database).contains("options") { optionsColumn = "''" }
-      }
+      hasTables = try Journal.check(database)
+      if hasTables, try !Journal.columns(of: "_dray_runs", in: database).contains("options") { optionsColumn = "''" }
     } catch let error as JournalError {
       throw error
     } catch {
       throw JournalError.unreadable(path: path, detail: "\(error)")
     }
+  }
+
+  /// Checks the journal tables of `database`, when it has them.
+  /// - Returns: whether it has them.
+  /// - Throws: `JournalError.incomplete` when it has one without the other, `.wrongShape`.
+  private static func check(_ database: Database) throws -> Bool {
+    let present = try presentTables(database)
+    if present.isEmpty { return false }
+    if present.count < tables.count {
+      throw JournalError.incomplete(path: database.path, missing: tables.filter { !present.contains($0) })
+    }
+    try checkShape(database)
+    return true
   }
 
   // MARK: The file
@@ -268,11 +279,13 @@ public final class Journal {
     try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { $0[0].1.text }
   }
 
-  private static func checkShape(_ database: Database, allowingOlder: Bool = false) throws {
+  /// Checks each journal table's columns (a journal from before the `options` column
+  /// passes: opening it for a run adds the column) and pages.
+  private static func checkShape(_ database: Database) throws {
     for table in tables {
       let expected = expectedColumns[table]!
       let found = try columns(of: table, in: database)
-      let older = allowingOlder && table == "_dray_runs" && found == Array(expected.dropLast())
+      let older = table == "_dray_runs" && found == Array(expected.dropLast())
       guard found == expected || older else {
         throw JournalError.wrongShape(path: database.path, table: table, found: found)
       }

@@ -125,6 +125,7 @@ public final class Runner {
     } catch {
       return fail(&report, "cannot write the run journal at \(journal.path): \(error)")
     }
+    CrashPoint.reach("run-recorded")
 
     console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
     let session = manifest.platform.flatMap { platform in
@@ -178,6 +179,7 @@ public final class Runner {
     } catch {
       console.error("cannot record the end of the run in \(journal.path): \(error)")
     }
+    CrashPoint.reach("run-finished")
     if status == .succeeded && options.only == nil { removeDownloads() }
     write(report)
     return report
@@ -191,6 +193,9 @@ public final class Runner {
 
   private func fail(_ report: inout RunReport, _ message: String) -> RunReport {
     report.errorMessage = message
+    for index in report.steps.indices where report.steps[index].status == .notRun {
+      report.steps[index].skipReason = "the run did not start"
+    }
     report.exitCode = ExitCode.stepFailed
     report.status = .failed
     report.endedAt = Date()

@@ -22,6 +22,7 @@ struct StepRunner {
     console.info("step \(step.id): \(step.kindName) \(summary)")
     do {
       try execute(&report)
+      CrashPoint.reach("committed:\(step.id)")
       report.status = .succeeded
     } catch {
       report.status = context.cancellation.isCancelled ? .interrupted : .failed

@@ -1,6 +1,6 @@
 internal import DrayModel
 internal import DrayStore
-internal import Foundation
+public import Foundation
 
 /// What an SQLite database holds, table by table, for comparing two databases: each table's
 /// schema, row count, count of distinct rows, and SHA-256 of its rows sorted by every
@@ -40,32 +40,31 @@ public struct DatabaseDigest: Equatable, Sendable, CustomStringConvertible {
         if case .text(let column) = $0[0].1, !ignored.contains(column) { Database.quote(column) } else { nil }
       }
       let list = columns.joined(separator: ", ")
-      let order = (1...max(1, columns.count)).map(String.init).joined(separator: ", ")
-      let statement = try database.prepare("SELECT \(list) FROM \(Database.quote(name)) ORDER BY \(order)")
-      var text = ""
+      // SQLite renders each row (typed, exact), so that large tables digest at C speed.
+      let rendered = columns.map(DatabaseDigest.renderSQL).joined(separator: " || '|' || ")
+      let statement = try database.prepare(
+        "SELECT \(rendered.isEmpty ? "''" : rendered) FROM \(Database.quote(name)) ORDER BY \(list.isEmpty ? "1" : list)")
+      var bytes: [UInt8] = []
       var count = 0
       while try statement.step() {
         count += 1
-        for index in 0..<columns.count {
-          if index > 0 { text += "|" }
-          text += DatabaseDigest.render(statement.value(index))
-        }
-        text += "\n"
+        if case .text(let line) = statement.value(0) { bytes.append(contentsOf: line.utf8) }
+        bytes.append(0x0A)
       }
       let distinct = try database.rows("SELECT count(*) FROM (SELECT DISTINCT \(list) FROM \(Database.quote(name)))")
       let distinctRows = if case .integer(let n)? = distinct.first?.first?.1 { Int(n) } else { -1 }
-      tables[name] = Table(schema: schema, rows: count, distinctRows: distinctRows, sha256: SHA256.hex(text))
+      tables[name] = Table(schema: schema, rows: count, distinctRows: distinctRows, sha256: SHA256.hex(bytes))
     }
   }
 
-  static func render(_ value: SQLValue) -> String {
-    switch value {
-    case .null: "n"
-    case .integer(let i): "i\(i)"
-    case .real(let d): "r\(String(d.bitPattern, radix: 16))"
-    case .text(let s): "t\(s.utf8.count):\(s)"
-    case .blob(let b): "b" + b.map { String(format: "%02x", $0) }.joined()
-    }
+  /// SQL rendering one column's value with its type: `n`, `i42`, `r` and the 17 significant
+  /// digits that restore a double exactly, `t<bytes>:<text>`, `b<hex>`.
+  static func renderSQL(_ column: String) -> String {
+    """
+    (CASE typeof(\(column)) WHEN 'null' THEN 'n' WHEN 'integer' THEN 'i' || \(column) \
+    WHEN 'real' THEN 'r' || printf('%!.17g', \(column)) \
+    WHEN 'text' THEN 't' || length(CAST(\(column) AS BLOB)) || ':' || \(column) ELSE 'b' || hex(\(column)) END)
+    """
   }
 
   /// Lines naming each table that is missing on one side or differs, with how.
@@ -95,4 +94,39 @@ public struct DatabaseDigest: Equatable, Sendable, CustomStringConvertible {
 
 extension DatabaseDigest {
   fileprivate var keys: Dictionary<String, Table>.Keys { tables.keys }
+}
+
+/// Reads an SQLite file in tests without importing the store.
+public enum SQLiteFile {
+  /// The rows of `sql` on the database at `path` (read-only), each value as text (nil for
+  /// NULL).
+  public static func rows(_ path: String, _ sql: String) throws -> [[String?]] {
+    let database = try Database(path: path, create: false, readOnly: true)
+    return try database.rows(sql).map { row in
+      row.map { if case .null = $0.1 { nil } else { $0.1.description } }
+    }
+  }
+}
+
+/// What a folder of files holds, for comparing two job folders.
+public enum FolderDigest {
+  /// SHA-256 of each regular file under `folder`, by relative path; empty when the folder
+  /// does not exist.
+  public static func sha256(ofFilesUnder folder: String) -> [String: String] {
+    guard let names = FileManager.default.subpaths(atPath: folder) else { return [:] }
+    var digests: [String: String] = [:]
+    for name in names {
+      var isDirectory: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: folder + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue,
+        let data = FileManager.default.contents(atPath: folder + "/" + name)
+      else { continue }
+      digests[name] = SHA256.hex(Array(data))
+    }
+    return digests
+  }
+}
+
+extension FolderDigest {
+  /// SHA-256 of `data`, as 64 lower-case hex digits.
+  public static func sha256(of data: Data) -> String { SHA256.hex(Array(data)) }
 }

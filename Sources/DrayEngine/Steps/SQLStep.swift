@@ -20,6 +20,7 @@ extension StepRunner {
         var done = finished
         done.statements = statements
         try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+        CrashPoint.reach("before-commit:\(step.id)")
       }
     }
     report.statements = statements

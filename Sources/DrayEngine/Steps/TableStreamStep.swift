@@ -36,6 +36,7 @@ extension StepRunner {
     let head = try client.rpc(
       resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
       download: download, policy: step.retry, record: record)
+    CrashPoint.reach("downloaded:\(step.id)")
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
     if options.delta && deltaFrom != nil && !head.isDelta {
@@ -58,6 +59,7 @@ extension StepRunner {
           done.tables.append(name)
         }
         try Journal.record(checkpoint(done, status: .succeeded), in: database)
+        CrashPoint.reach("before-commit:\(step.id)")
       }
     }
     try? FileManager.default.removeItem(atPath: download.path)
