@@ -221,6 +221,20 @@ struct Report {
     #expect(try DatabaseDigest(path: job.database).differences(from: DatabaseDigest(path: clean.database)) == [])
   }
 
+  @Test func aDownloadFinishedButNotLoadedIsConfirmedWithTheServerInsteadOfFetchedAgain() throws {
+    let job = try ResumeJob()
+    let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": "downloaded:countries"])
+    #expect(killed.wait() == .signaled(SIGKILL))
+    let rerun = try job.run()
+    #expect(rerun.status == 0, "\(rerun.output)")
+    let notes = try Report(rerun.stdout).step("countries")["notes"] as? [String]
+    #expect(notes == ["the answer an earlier run downloaded (17067 bytes) is unchanged; not downloaded again"])
+    let requests = try job.rpcRequests("COUNTRIES").map { ($0["headers"] as? [String: String])?["X-Range"] }
+    #expect(requests == [nil, "bytes=17067-"])
+    #expect(try job.rows("SELECT count(*) FROM COUNTRIES__output_table") == [["249"]])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/.dray/downloads").isEmpty)
+  }
+
   @Test func aKillAfterTheRunIsRecordedAsSucceededLeavesAFinishedJob() throws {
     let job = try ResumeJob()
     let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": "run-finished"])

@@ -38,7 +38,11 @@ extension StepRunner {
       download: download, policy: step.retry, record: record)
     CrashPoint.reach("downloaded:\(step.id)")
     report.bytes = download.bytesReceived
-    if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+    if download.bytesResumed > 0 && download.bytesReceived == 0 {
+      report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
+    } else if download.bytesResumed > 0 {
+      report.notes.append("resumed a partial download at byte \(download.bytesResumed)")
+    }
     if options.delta && deltaFrom != nil && !head.isDelta {
       report.notes.append("asked for a delta from \(deltaFrom!); the server sent full data")
     }
@@ -62,7 +66,7 @@ extension StepRunner {
         CrashPoint.reach("before-commit:\(step.id)")
       }
     }
-    try? FileManager.default.removeItem(atPath: download.path)
+    download.removeFinished()
     report.rows = result.rowCounts.reduce(into: [:]) { $0[result.tables[$1.key] ?? $1.key] = $1.value }
     report.tables = result.tables.values.sorted()
     if head.isDelta {
