@@ -219,7 +219,7 @@ public final class Journal {
     let folder = (path as NSString).deletingLastPathComponent
     if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
     let temporary = path + ".new-\(getpid())"
-    unlink(temporary)
+    removeLeftovers(of: path)
     defer {
       unlink(temporary)
       unlink(temporary + "-journal")
@@ -242,6 +242,19 @@ public final class Journal {
     if directory >= 0 {
       fsync(directory)
       close(directory)
+    }
+  }
+
+  /// Removes journals half-built by processes that died before linking them into place
+  /// (`<path>.new-<pid>` of a process that no longer exists).
+  static func removeLeftovers(of path: String) {
+    let folder = (path as NSString).deletingLastPathComponent
+    let prefix = (path as NSString).lastPathComponent + ".new-"
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.isEmpty ? "." : folder)) ?? [] {
+      guard name.hasPrefix(prefix), let pid = Int32(name.dropFirst(prefix.count).prefix { $0.isNumber }) else { continue }
+      if pid == getpid() || kill(pid, 0) != 0 && errno == ESRCH {
+        unlink((folder.isEmpty ? "" : folder + "/") + name)
+      }
     }
   }
 
