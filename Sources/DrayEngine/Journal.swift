@@ -190,10 +190,12 @@ public final class Journal {
   /// journal's path (see `create(at:)`), so both mean the file was damaged. The size check
   /// uses the page size (offset 16) and page count (offset 28) of the database header
   /// (https://sqlite.org/fileformat2.html#the_database_header), and is skipped while a
-  /// write-ahead log holds changes not yet copied into the file.
+  /// write-ahead log or a hot rollback journal holds changes.
   static func inspect(_ path: String) throws(JournalError) -> FileState {
     guard let size = fileSize(path) else { return .missing }
-    let walSize = fileSize(path + "-wal") ?? 0
+    // Changes SQLite has yet to copy into the file (WAL mode) or to roll back out of it (a
+    // hot rollback journal) make its size meaningless until SQLite has opened it.
+    let walSize = (fileSize(path + "-wal") ?? 0) + (fileSize(path + "-journal") ?? 0)
     if size == 0 { return walSize == 0 ? .empty : .usable }
     let header = readPrefix(path, count: 100)
     guard header.count == 100 else { throw .cutOff(path: path, size: size, expected: nil) }
@@ -221,8 +223,7 @@ public final class Journal {
     let temporary = path + ".new-\(getpid())"
     removeLeftovers(of: path)
     defer {
-      unlink(temporary)
-      unlink(temporary + "-journal")
+      for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) }
     }
     do {
       let database = try Database(path: temporary)

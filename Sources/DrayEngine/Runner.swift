@@ -226,7 +226,6 @@ public final class Runner {
     switch cancellation.signal {
     case SIGINT?: "SIGINT"
     case SIGTERM?: "SIGTERM"
-    case SIGHUP?: "SIGHUP"
     case let other?: "signal \(other)"
     case nil: "a request to stop"
     }

@@ -134,9 +134,12 @@ enum StepError: Error, CustomStringConvertible {
   case resourceNotFound(resource: String, available: [String])
   case tableNotLoaded(resource: String, table: String, physical: String)
   case expectation(String)
+  /// An `sql` step's statement that would begin, commit or roll back a transaction.
+  case transactionControl(statement: String)
 
   var code: String {
     switch self {
+    case .transactionControl: "transaction_statement"
     case .unsupported: "unsupported"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
@@ -152,6 +155,8 @@ enum StepError: Error, CustomStringConvertible {
     case .tableNotLoaded(let resource, let table, let physical):
       "{{ table \"\(resource)\" \"\(table)\" }}: table \(physical) does not exist; run the step that loads \(resource) first"
     case .expectation(let m): m
+    case .transactionControl(let statement):
+      "'\(statement)' would end the transaction dray runs the step in; remove it: dray commits the step's statements together with its checkpoint, so that a rerun never repeats them"
     }
   }
 }

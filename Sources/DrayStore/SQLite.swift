@@ -20,6 +20,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
   /// True when the error is an interrupt (`sqlite3_interrupt`).
   public var isInterrupt: Bool { code & 0xff == SQLITE_INTERRUPT }
+
+  /// True when a statement was refused by `Database.refusingTransactionControl`.
+  public var isRefusedTransactionControl: Bool { code & 0xff == SQLITE_AUTH }
 }
 
 /// A connection to one SQLite database file.
@@ -147,6 +150,19 @@ public final class Database {
       { context in
         Unmanaged<Cancellation>.fromOpaque(context!).takeUnretainedValue().isCancelled ? 1 : 0
       }, Unmanaged.passUnretained(cancellation).toOpaque())
+  }
+
+  /// Runs `body` with statements that begin, commit or roll back a transaction (`BEGIN`,
+  /// `COMMIT`, `END`, `ROLLBACK`) refused when prepared, with `SQLiteError.isRefusedTransactionControl`:
+  /// for SQL that must stay inside the caller's transaction. Savepoints stay allowed.
+  /// Uses `sqlite3_set_authorizer` (https://sqlite.org/c3ref/set_authorizer.html).
+  public func refusingTransactionControl<T>(_ body: () throws -> T) rethrows -> T {
+    sqlite3_set_authorizer(
+      handle,
+      { _, action, _, _, _, _ in action == SQLITE_TRANSACTION ? SQLITE_DENY : SQLITE_OK },
+      nil)
+    defer { sqlite3_set_authorizer(handle, nil, nil) }
+    return try body()
   }
 
   /// Runs a query and returns every row as column name → value.

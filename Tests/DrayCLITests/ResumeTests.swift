@@ -185,6 +185,22 @@ struct Report {
       ])
   }
 
+  @Test func anSQLStepMayNotCommitOnItsOwn() throws {
+    let job = try ResumeJob()
+    try job.folder.write(
+      "resume.yaml",
+      ResumeJob.text(host: job.emulator.url).replacing(
+        "sql: CREATE TABLE IF NOT EXISTS tally(n INTEGER); INSERT INTO tally VALUES (1);",
+        with: "sql: CREATE TABLE tally(n INTEGER); INSERT INTO tally VALUES (1); COMMIT; INSERT INTO tally VALUES (2);"))
+    let result = try job.run()
+    #expect(result.status == 1)
+    #expect(
+      result.stdout.contains(
+        "  tally      sql           failed     'COMMIT' would end the transaction dray runs the step in; remove it: dray commits the step's statements together with its checkpoint, so that a rerun never repeats them\n"
+      ))
+    #expect(try job.rows("SELECT name FROM sqlite_schema WHERE name = 'tally'").isEmpty)
+  }
+
   // MARK: Crashes at chosen instants
 
   /// What a rerun after a kill at `point` skips.

@@ -103,8 +103,10 @@ public final class ChildProcess {
   public func wait() -> Termination {
     if let termination { return termination }
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-    let ended = ChildProcess.decode(status)
+    var rc: pid_t
+    repeat { rc = waitpid(pid, &status, 0) } while rc == -1 && errno == EINTR
+    // -1: collected by someone else (it should never be), so its end is unknown.
+    let ended = rc == pid ? ChildProcess.decode(status) : .exited(-1)
     termination = ended
     return ended
   }
