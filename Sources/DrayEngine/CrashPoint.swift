@@ -6,6 +6,7 @@ internal import Glibc
 /// the run reaches `<point>`. Only the exact name matches; unset, it costs one comparison.
 ///
 /// Points, in the order a run meets them (`STEP` is a step id):
+/// - `journal-built`: a new journal is complete beside its path, before it is linked there;
 /// - `run-recorded`: the run's row is committed to the journal, before the first step;
 /// - `downloaded:STEP`: a download is complete on disk, before its load begins;
 /// - `before-commit:STEP`: the step's rows and checkpoint are written, before `COMMIT`;

@@ -236,6 +236,7 @@ public final class Journal {
       fsync(fd)
       close(fd)
     }
+    CrashPoint.reach("journal-built")
     if link(temporary, path) != 0 && errno != EEXIST {
       throw JournalError.unreadable(path: path, detail: "cannot create it: \(String(cString: strerror(errno)))")
     }

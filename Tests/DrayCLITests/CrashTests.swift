@@ -6,20 +6,21 @@ import Testing
 /// Kills `dray run` with SIGKILL at random instants, runs it again until the job completes,
 /// and checks that the database ends exactly as a clean run leaves it.
 ///
-/// The job (`crashJob`) has four loads, one of them a generated resource large enough that
-/// kills land mid-download (the emulator trickles it) and mid-load, a parallel group of two
-/// loads, and two SQL steps, one of them not idempotent (it appends to `load_log` and bumps
-/// a counter): a step run twice, or a load committed twice, shows as extra rows or a wrong
-/// counter.
+/// The job (`crashJob`) has six loads: a generated resource large enough that kills land
+/// mid-download (the emulator trickles it) and mid-load, two loads in a `parallel` group,
+/// and three small ones; and two SQL steps, one of them not idempotent (it appends to
+/// `load_log` and bumps a counter), so that a step run twice, or a load committed twice,
+/// shows as extra rows or a wrong counter.
 ///
-/// Each trial starts in a new folder, is killed one to four times in a row (the later
-/// kills land in resumed runs, with part files and abandoned runs left by the earlier ones),
-/// then runs to completion. Half the kill instants are uniform over the clean run's length;
-/// half fall from 30 ms before to 10 ms after a step's end in the clean run, where a commit and the next
-/// step meet. After the trial the database must equal the clean one table by table (schema,
-/// row count, no duplicate rows, SHA-256 of the sorted rows; the journal tables and load
-/// times left out), the final report must mark as skipped exactly the steps an earlier run
-/// finished, and no run may be left `running`.
+/// Each trial starts in a new folder and is killed one to four times in a row (the later
+/// kills land in resumed runs, with part files and abandoned runs left by the earlier
+/// ones), then runs to completion. Half the kill instants are uniform over what is left of
+/// the clean run's length after the steps already finished; half fall from 30 ms before to
+/// 10 ms after a step's end, where a commit and the next step meet. After the trial the
+/// database must equal the clean one table by table (schema, row count, no duplicate rows,
+/// SHA-256 of the sorted rows; the journal tables and load times left out), files under
+/// `out/` must match, the final report must mark as skipped exactly the steps an earlier
+/// run finished, and no run may be left `running`.
 ///
 /// Environment: `DRAY_CRASH_KILLS` (kills, default 20 so that `make test` stays within its
 /// time budget; `Benchmarks/crash-test.sh` runs 50), `DRAY_CRASH_SEED` (to repeat a failing
@@ -211,7 +212,8 @@ import Testing
     let seconds = Date().timeIntervalSince(began)
     print(
       "crash test: \(landed) kills in \(trials) trials, \(finishedBeforeKill) runs finished before their kill, "
-        + "\(skippedInFinalRuns) steps skipped in final runs, \(resumedDownloads) downloads resumed from a part file, "
+        + "\(skippedInFinalRuns) steps skipped in final runs, \(resumedDownloads) ranged requests for the large answer "
+        + "(resuming a part, or confirming a finished download), "
         + String(format: "%.1f s", seconds))
     for (phase, count) in phases.sorted(by: { $0.key < $1.key }) { print("crash test:   \(count) killed \(phase)") }
     if keep { print("crash test: folders kept in \(root.path)") }

@@ -251,6 +251,17 @@ struct Report {
     #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/.dray/downloads").isEmpty)
   }
 
+  @Test func aKillWhileANewJournalIsBuiltLeavesNoJournalAndTheNextRunStartsClean() throws {
+    let job = try ResumeJob()
+    let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": "journal-built"])
+    #expect(killed.wait() == .signaled(SIGKILL))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/data") == ["resume.sqlite.new-\(killed.pid)"])
+    let rerun = try job.run()
+    #expect(rerun.status == 0, "\(rerun.output)")
+    #expect(try Report(rerun.stdout).lines == ["schemes succeeded", "fruits succeeded", "countries succeeded", "tally succeeded"])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/data") == ["resume.sqlite"])
+  }
+
   @Test func aKillAfterTheRunIsRecordedAsSucceededLeavesAFinishedJob() throws {
     let job = try ResumeJob()
     let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": "run-finished"])
