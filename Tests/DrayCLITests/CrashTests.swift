@@ -8,7 +8,8 @@ import Testing
 ///
 /// The job (`crashJob`) has six loads: a generated resource large enough that kills land
 /// mid-download (the emulator trickles it) and mid-load, two loads in a `parallel` group,
-/// and three small ones; and two SQL steps, one of them not idempotent (it appends to
+/// and three small ones; a file step (`files get`, whose bytes are compared under `out/`);
+/// and two SQL steps, one of them not idempotent (it appends to
 /// `load_log` and bumps a counter), so that a step run twice, or a load committed twice,
 /// shows as extra rows or a wrong counter.
 ///
@@ -64,10 +65,8 @@ import Testing
               table_stream: { resource: LANGUAGES }
       - id: subdivisions
         table_stream: { resource: SUBDIVISIONS }
-      # A file step goes here once `files` runs (issue 6), e.g.
-      #   - id: manual
-      #     files: { action: get, connection: local_storage, path: docs/manual.pdf, local: out/manual.pdf }
-      # `outputDigest` already compares everything under out/ with the clean run.
+      - id: readme
+        files: { action: get, connection: nfs4, path: docs/readme.txt, local: out/readme.txt }
       - id: tally
         sql: |
           CREATE TABLE IF NOT EXISTS tally(n INTEGER NOT NULL);
@@ -78,7 +77,7 @@ import Testing
     """
   }
 
-  static let topLevelSteps = ["schemes", "fruits", "countries", "big", "log-big", "references", "subdivisions", "tally"]
+  static let topLevelSteps = ["schemes", "fruits", "countries", "big", "log-big", "references", "subdivisions", "readme", "tally"]
 
   /// One trial folder: the manifest, its database, and the logs of each process.
   struct Trial {
