@@ -3,7 +3,7 @@
 # loads (one large and trickled, so kills land mid-download and mid-load), a parallel group
 # and SQL steps (one not idempotent), each followed by reruns until the job completes, and
 # the database compared table by table with a clean run's. `make test` runs the same test
-# with 20 kills to stay within its time budget.
+# with the same 50 kills; this script repeats it alone, with other seeds or more kills.
 #
 #   Benchmarks/crash-test.sh                  # 50 kills, a new random seed (printed)
 #   DRAY_CRASH_SEED=1234 Benchmarks/crash-test.sh   # repeat a sequence

@@ -23,8 +23,8 @@ import Testing
 /// `out/` must match, the final report must mark as skipped exactly the steps an earlier
 /// run finished, and no run may be left `running`.
 ///
-/// Environment: `DRAY_CRASH_KILLS` (kills, default 20 so that `make test` stays within its
-/// time budget; `Benchmarks/crash-test.sh` runs 50), `DRAY_CRASH_SEED` (to repeat a failing
+/// Environment: `DRAY_CRASH_KILLS` (kills, default 50, about two minutes on two cores),
+/// `DRAY_CRASH_SEED` (to repeat a failing
 /// sequence; the seed is printed), `DRAY_CRASH_ROWS` (rows of the large resource, default
 /// 40000), `DRAY_CRASH_KEEP=1` keeps the folders.
 @Suite struct CrashTests {
@@ -102,7 +102,7 @@ import Testing
   @Test(.timeLimit(.minutes(10)))
   func killedAtRandomInstantsTheJobEndsAsACleanRunDoes() throws {
     let environment = ProcessInfo.processInfo.environment
-    let kills = Int(environment["DRAY_CRASH_KILLS"] ?? "") ?? 20
+    let kills = Int(environment["DRAY_CRASH_KILLS"] ?? "") ?? 50
     let rows = Int(environment["DRAY_CRASH_ROWS"] ?? "") ?? CrashTests.bigRowsDefault
     let keep = environment["DRAY_CRASH_KEEP"] == "1"
     var random = SeededRandom(seed: SeededRandom.seed(fromEnvironment: "DRAY_CRASH_SEED"))
