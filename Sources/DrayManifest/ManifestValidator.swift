@@ -23,9 +23,12 @@ struct ManifestValidator {
   /// The manifest's text, to place `{{ table }}` problems on their line; may be empty.
   let source: String
   var reader: NodeReader
-  private var stepIDs: [String: SourceLocation] = [:]
+  private var stepIDs: [String: (location: SourceLocation, isDefault: Bool)] = [:]
   /// The SQL of `sql` and `query` steps, with its node, for the template checks.
   private var sqlSources: [(stepID: String, sql: String, node: YAMLNode)] = []
+  /// A `table_stream` step that did not read: templates may name what it would load, so
+  /// "no step loads" is not said (it would only repeat that step's own error).
+  private var hasBrokenLoader = false
 
   init(path: String, directory: String, environment: [String: String], root: YAMLNode, source: String = "") {
     self.path = path
@@ -60,14 +63,15 @@ struct ManifestValidator {
     if let node = top.required("steps", &reader) {
       steps = readSteps(node, "steps", retry: retry, timeouts: timeouts, group: nil)
     }
-    guard let version, let job else { return nil }
+    // The cross-checks run even when `version` or `job` is wrong: one pass reports everything.
     var manifest = Manifest(
-      path: path, directory: directory, version: version, job: job, description: description,
+      path: path, directory: directory, version: version ?? Manifest.supportedVersion, job: job ?? "", description: description,
       platform: platform, auth: auth, database: database, download: download, retry: retry,
       state: state, report: report, steps: steps, redactor: reader.redactor)
     checkRequirements(manifest, top: top)
     checkTemplates(manifest)
     manifest.redactor = reader.redactor
+    guard version != nil, job != nil else { return nil }
     return manifest
   }
 
@@ -401,9 +405,10 @@ struct ManifestValidator {
     let id = explicitID ?? (group.map { "\($0)." } ?? "") + "\(kindName)-\(position)"
     let idLocation = f["id"]?.location ?? node.location
     if let first = stepIDs[id] {
-      reader.error(idLocation, "duplicate step id '\(id)'; it is already used at line \(first.line)")
+      let owner = first.isDefault ? " (the default id of the step there)" : ""
+      reader.error(idLocation, "duplicate step id '\(id)'; it is already used at line \(first.location.line)\(owner)")
     } else {
-      stepIDs[id] = idLocation
+      stepIDs[id] = (idLocation, explicitID == nil)
     }
     let description = f["description"].flatMap { reader.string($0, "steps.\(id).description") }
     let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry) } ?? retry
@@ -420,7 +425,10 @@ struct ManifestValidator {
     case "query": kind = readQuery(kindNode, kindPath)
     default: kind = readParallel(kindNode, kindPath, retry: stepRetry, timeouts: stepTimeouts)
     }
-    guard let kind else { return nil }
+    guard let kind else {
+      if kindName == "table_stream" { hasBrokenLoader = true }
+      return nil
+    }
     noteSQL(kind, id: id, node: kindNode)
     return Step(id: id, kind: kind, retry: stepRetry, timeouts: stepTimeouts, location: node.location, description: description)
   }
@@ -497,8 +505,10 @@ struct ManifestValidator {
     let output = f["output"].flatMap { reader.nonEmptyString($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
     var expectations: [Expectation] = []
-    if let node = f["expect"], case .scalar = node.content {
-      reader.error(node.location, "'\(f.path("expect"))' must be a mapping of column names to conditions, such as n: { min: 1 }")
+    if let node = f["expect"], !node.isMapping {
+      reader.error(
+        node.location,
+        "'\(f.path("expect"))' must be a mapping of column names to conditions, such as n: { min: 1 }, found \(node.kindDescription)")
     } else if let node = f["expect"], case .mapping(let pairs) = node.content {
       for pair in pairs {
         let column = pair.key.scalar?.text ?? ""
@@ -508,7 +518,7 @@ struct ManifestValidator {
         x.min = c["min"].flatMap { number($0, c.path("min")) }
         x.max = c["max"].flatMap { number($0, c.path("max")) }
         x.equals = c["equals"].flatMap { reader.json($0, c.path("equals")) }
-        if c.entries.isEmpty {
+        if case .mapping(let conditions) = pair.value.content, conditions.isEmpty {
           reader.error(pair.value.location, "'\(cpath)' needs at least one of min, max, equals")
         }
         expectations.append(x)
@@ -601,7 +611,8 @@ struct ManifestValidator {
         continue
       }
       for reference in template.references {
-        let at = templateLocation(sql, offset: reference.offset, node: node)
+        // Found only for a reference in error: it searches the manifest's text.
+        var at: SourceLocation { templateLocation(sql, offset: reference.offset, node: node) }
         var params = JSONValue.object([])
         if let text = reference.paramsJSON {
           let parsed = try? JSONValue(parsing: text)
@@ -615,7 +626,7 @@ struct ManifestValidator {
           params = parsed
         }
         let canonical = params.canonicalJSON
-        if loaded.contains(where: { $0.resource == reference.resource && $0.params == canonical }) { continue }
+        if hasBrokenLoader || loaded.contains(where: { $0.resource == reference.resource && $0.params == canonical }) { continue }
         let shown = "{{ table \"\(reference.resource)\" \"\(reference.table)\"\(reference.paramsJSON.map { " '\($0)'" } ?? "") }}"
         var message = "step '\(stepID)': \(shown) names "
         if resources.contains(reference.resource) {
