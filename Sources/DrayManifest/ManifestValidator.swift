@@ -160,6 +160,13 @@ struct ManifestValidator {
       reader.error(node.location, "'\(path)' must be an http:// or https:// address, found '\(host)'")
       return nil
     }
+    // Credentials in the address would be printed wherever the host is; they belong in auth.
+    let authority = host.drop { $0 != "/" }.dropFirst(2).prefix { $0 != "/" }
+    if let at = authority.lastIndex(of: "@") {
+      reader.redactor.add(String(authority[..<at]))  // masked in the quoted source line
+      reader.error(node.location, "'\(path)' must not hold a user name or password; give them in 'auth'")
+      return nil
+    }
     if !host.hasSuffix("/") { host += "/" }
     return host
   }

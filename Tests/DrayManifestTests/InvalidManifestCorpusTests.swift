@@ -88,6 +88,20 @@ import Testing
     }
   }
 
+  @Test func credentialsInTheHostAreMaskedInTheQuotedLine() {
+    do {
+      _ = try ManifestLoader(environment: Self.environment).load(path: Self.folder + "/130-platform-host-with-credentials.yaml")
+      Issue.record("expected an error")
+    } catch {
+      #expect(
+        error.description.replacing(Self.folder + "/", with: "") == """
+          130-platform-host-with-credentials.yaml:4:9: error: 'platform.host' must not hold a user name or password; give them in 'auth'
+            host: https://***@fmp.example.com/
+                  ^
+          """)
+    }
+  }
+
   @Test func aSecretWrittenIntoTheManifestIsNotQuotedBack() throws {
     let text = """
       version: 1
