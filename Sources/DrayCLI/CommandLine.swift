@@ -11,7 +11,7 @@ public enum DrayCommandLine {
     Usage:
       dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet] [--verbose]
       dray validate JOB.yaml...
-      dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP]
+      dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]
       dray status JOB.yaml
       dray tables DATABASE [--resource NAME] [--params JSON]
       dray query DATABASE SQL

@@ -30,7 +30,7 @@ public struct ManifestError: Error, Sendable, CustomStringConvertible {
     self.diagnostics = diagnostics.sorted {
       ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column)
     }
-    self.sourceLines = SourceText.lines(source)
+    self.sourceLines = source.isEmpty ? [] : SourceText.lines(source)
   }
 
   public var description: String {

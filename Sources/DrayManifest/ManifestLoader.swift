@@ -21,8 +21,14 @@ public struct ManifestLoader {
   /// Reads and validates the manifest at `path`.
   /// - Throws: `ManifestError` listing every problem found, each with its position.
   public func load(path: String) throws(ManifestError) -> Manifest {
-    guard let data = FileManager.default.contents(atPath: path) else {
-      let reason = FileManager.default.fileExists(atPath: path) ? "cannot read it (check permissions)" : "no such file"
+    var isFolder: ObjCBool = false
+    guard !(FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue),
+      let data = FileManager.default.contents(atPath: path)
+    else {
+      let reason =
+        isFolder.boolValue
+        ? "it is a folder; name the manifest file"
+        : FileManager.default.fileExists(atPath: path) ? "cannot read it (check permissions)" : "no such file"
       throw ManifestError(diagnostics: [Diagnostic(SourceLocation(file: path, line: 1, column: 1), "cannot open manifest: \(reason)")])
     }
     guard let text = String(validating: data, as: UTF8.self) else {

@@ -55,6 +55,16 @@ import Testing
         \(bad): 1 error; nothing was run
 
         """)
+    let missing = try Command.dray(["validate", folder.path + "/nowhere.yaml", folder.path])
+    #expect(missing.status == 2)
+    #expect(
+      missing.stderr == """
+        \(folder.path)/nowhere.yaml:1:1: error: cannot open manifest: no such file
+        \(folder.path)/nowhere.yaml: 1 error; nothing was run
+        \(folder.path):1:1: error: cannot open manifest: it is a folder; name the manifest file
+        \(folder.path): 1 error; nothing was run
+
+        """)
     let both = try Command.dray(["validate", good, good])
     #expect(both.status == 0)
     #expect(try Command.dray(["validate"]).status == 2)
