@@ -345,7 +345,7 @@ struct ManifestValidator {
     var explicitID: String?
     var idIsValid = true
     if let idNode = pairs.first(where: { $0.key.scalar?.text == "id" })?.value {
-      if let value = reader.nonEmptyString(idNode, "\(stepLabel(id: nil, position: position, group: group)).id") {
+      if let value = reader.nonEmptyString(idNode, "id") {
         if Self.isIdentifier(value) {
           explicitID = value
         } else {
