@@ -91,6 +91,14 @@ import Testing
     #expect(masked == "*** *** *** ***")
   }
 
+  @Test func theProductBriefsDraftManifestValidates() throws {
+    let m = try ManifestLoader(environment: ["FMP_USER": "demo", "FMP_PASSWORD": "pw"]).load(
+      path: Self.validFolder + "/product-brief.yaml")
+    #expect(m.steps.map(\.id) == ["schemes-1", "countries", "fix-up", "check"])
+    #expect(m.report.path == "reports/{job}-{run_id}.json")
+    #expect(m.retry == RetryPolicy(count: 10, interval: .seconds(1), backoff: .exponential, maxInterval: .seconds(30)))
+  }
+
   @Test func yamlCoreSchemaKeepsTextWhereAStringIsExpectedAndQuotedScalarsAreStrings() throws {
     let m = try load(
       """

@@ -51,7 +51,7 @@ import Testing
 
   @Test func theJSONSchemaAcceptsEveryValidManifest() throws {
     let checker = JSONSchemaChecker(root: ManifestSchema.jsonSchema)
-    var files = [Self.validFolder + "/everything.yaml"]
+    var files = ExampleManifests.find(in: Self.validFolder)
     for folder in ["examples", "jobs"] {
       files += ExampleManifests.find(in: Repository.root + "/" + folder)
     }
