@@ -127,21 +127,8 @@ def manifest_5mb_sql():
     )
 
 
-def measure(command, runs):
-    for _ in range(3):  # warm the page cache and the dynamic loader
-        subprocess.run(command, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    times = []
-    cpu = []
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter_ns()
-        done = subprocess.run(command, env=ENVIRONMENT, capture_output=True, text=True)
-        times.append((time.perf_counter_ns() - start) / 1e6)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000)
-        if done.returncode != 0:
-            sys.exit(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
-    times.sort()
+def summary(times, cpu):
+    times = sorted(times)
     return {
         "median": statistics.median(times),
         "min": times[0],
@@ -149,6 +136,27 @@ def measure(command, runs):
         "max": times[-1],
         "cpu": statistics.median(cpu),
     }
+
+
+def measure(commands, runs):
+    """Times each command `runs` times, round-robin, so that a change in the machine's load
+    during the measurement weighs on every command alike."""
+    for _ in range(3):  # warm the page cache and the dynamic loader
+        for command in commands:
+            subprocess.run(command, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    times = [[] for _ in commands]
+    cpu = [[] for _ in commands]
+    for _ in range(runs):
+        for i, command in enumerate(commands):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter_ns()
+            done = subprocess.run(command, env=ENVIRONMENT, capture_output=True, text=True)
+            times[i].append((time.perf_counter_ns() - start) / 1e6)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[i].append(((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000)
+            if done.returncode != 0:
+                sys.exit(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return [summary(t, c) for t, c in zip(times, cpu)]
 
 
 def main():
@@ -179,11 +187,13 @@ def main():
         if check.returncode != 0:
             sys.exit(f"the 200-step manifest does not validate:\n{check.stderr}")
 
-        rows = [
-            ("dray version (process start)", measure([binary, "version"], args.runs)),
-            (f"validate 200 steps ({os.path.getsize(steps_path) // 1024} KB)", measure([binary, "validate", steps_path], args.runs)),
-            (f"validate 5 MB SQL ({os.path.getsize(sql_path) // 1024} KB)", measure([binary, "validate", sql_path], args.runs)),
+        names = [
+            "dray version (process start)",
+            f"validate 200 steps ({os.path.getsize(steps_path) // 1024} KB)",
+            f"validate 5 MB SQL ({os.path.getsize(sql_path) // 1024} KB)",
         ]
+        commands = [[binary, "version"], [binary, "validate", steps_path], [binary, "validate", sql_path]]
+        rows = list(zip(names, measure(commands, args.runs)))
 
     load = os.getloadavg()[0]
     print(f"dray manifest load, whole process, {args.runs} runs each, ms ({binary}; load average {load:.1f} on {os.cpu_count()} CPUs)")
