@@ -466,7 +466,7 @@ struct ManifestValidator {
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {
     guard let f = reader.fields(node, path, known: ManifestSchema.table.names) else { return nil }
     let rp = resourceAndParams(f)
-    let output = f.required("output", &reader).flatMap { reader.nonEmptyString($0, f.path("output")) }
+    let output = f.required("output", &reader).flatMap { jobFolderPath($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
     guard let (resource, params) = rp, let output else { return nil }
@@ -476,7 +476,7 @@ struct ManifestValidator {
   private mutating func readRequest(_ node: YAMLNode, _ path: String) -> StepKind? {
     guard let f = reader.fields(node, path, known: ManifestSchema.request.names) else { return nil }
     let rp = resourceAndParams(f)
-    let output = f["output"].flatMap { reader.nonEmptyString($0, f.path("output")) }
+    let output = f["output"].flatMap { jobFolderPath($0, f.path("output")) }
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
     guard let (resource, params) = rp else { return nil }
     return .request(RequestStep(resource: resource, params: params, output: output, transaction: transaction))
@@ -487,14 +487,14 @@ struct ManifestValidator {
     let connection = f.required("connection", &reader).flatMap { reader.nonEmptyString($0, f.path("connection")) }
     let action = f.required("action", &reader).flatMap { reader.choice($0, f.path("action"), as: FilesStep.Action.self) }
     let remote = f["path"].flatMap { reader.nonEmptyString($0, f.path("path")) }
-    let local = f["local"].flatMap { reader.nonEmptyString($0, f.path("local")) }
+    let local = f["local"].flatMap { jobFolderPath($0, f.path("local")) }
     let missingOK = f["missing_ok"].flatMap { reader.bool($0, f.path("missing_ok")) } ?? false
     guard let connection, let action else { return nil }
     if remote == nil && action != .list {
       reader.error(node.location, "missing required key 'path' in \(path) (the file on the server for '\(action.rawValue)')")
       return nil
     }
-    if local == nil && (action == .get || action == .put) {
+    if local == nil && f["local"] == nil && (action == .get || action == .put) {
       reader.error(node.location, "missing required key 'local' in \(path) (the local file for '\(action.rawValue)')")
       return nil
     }
@@ -509,7 +509,7 @@ struct ManifestValidator {
   private mutating func readQuery(_ node: YAMLNode, _ path: String) -> StepKind? {
     guard let f = reader.fields(node, path, known: ManifestSchema.query.names) else { return nil }
     let sql = f.required("sql", &reader).flatMap { reader.nonEmptyString($0, f.path("sql")) }
-    let output = f["output"].flatMap { reader.nonEmptyString($0, f.path("output")) }
+    let output = f["output"].flatMap { jobFolderPath($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
     var expectations: [Expectation] = []
     if let node = f["expect"], !node.isMapping {
