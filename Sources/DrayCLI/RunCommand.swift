@@ -69,7 +69,8 @@ enum Summary {
       lines.append(
         "  " + step.id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
           + step.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0) + "  "
-          + step.status.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + detail.joined(separator: "; "))
+          + step.status.rawValue.padding(toLength: max(11, step.status.rawValue.count + 2), withPad: " ", startingAt: 0)
+          + detail.joined(separator: "; "))
     }
     if let error = report.errorMessage { lines.append("error: \(error)") }
     lines.append("report: \(reportPath)")

@@ -22,11 +22,12 @@ struct StepRunner {
     console.info("step \(step.id): \(step.kindName) \(summary)")
     do {
       try execute(&report)
+      CrashPoint.reach("committed:\(step.id)")
       report.status = .succeeded
     } catch {
       report.status = context.cancellation.isCancelled ? .interrupted : .failed
       report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: error)
-      report.errorMessage = context.cancellation.isCancelled ? "interrupted by signal \(context.cancellation.signal ?? 0)" : "\(error)"
+      report.errorMessage = context.cancellation.isCancelled ? "interrupted by \(Runner.signalName(context.cancellation))" : "\(error)"
       if report.status == .failed {
         try? recordCheckpoint(report, status: .failed)
       }
@@ -36,6 +37,10 @@ struct StepRunner {
     switch report.status {
     case .succeeded:
       console.info("step \(step.id): ok in \(took)\(resultSummary(report))")
+      if report.members.isEmpty {
+        for note in report.notes { console.info("step \(step.id): \(note)") }
+        for output in report.outputs { console.info("step \(step.id): wrote \(output)") }
+      }
     case .interrupted:
       console.warn("step \(step.id): interrupted after \(took)")
     default:
@@ -68,10 +73,12 @@ struct StepRunner {
     switch step.kind {
     case .schemes(let s): try runSchemes(s, &report)
     case .tableStream(let t): try runTableStream(t, &report)
+    case .table(let t): try runTable(t, &report)
+    case .request(let r): try runRequest(r, &report)
+    case .files(let f): try runFiles(f, &report)
     case .sql(let s): try runSQL(s, &report)
+    case .query(let q): try runQuery(q, &report)
     case .parallel(let p): try runParallel(p, &report)
-    default:
-      throw StepError.unsupported("step kind '\(step.kindName)' cannot run yet in this version of dray")
     }
   }
 
@@ -89,6 +96,7 @@ struct StepRunner {
   func openStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.unsupported("step '\(step.id)' needs a 'database'") }
     let store = try Store(path: manifest.resolve(database.path))
+    store.database.stopWhen(context.cancellation)
     return store
   }
 
@@ -123,6 +131,8 @@ struct StepRunner {
     case is SQLiteError: "sqlite_error"
     case is StoreError: "store_error"
     case let e as StepError: e.code
+    case let e as LocalFileError: e.code
+    case let e as FilesError: e.code
     default: "error"
     }
   }
@@ -134,9 +144,12 @@ enum StepError: Error, CustomStringConvertible {
   case resourceNotFound(resource: String, available: [String])
   case tableNotLoaded(resource: String, table: String, physical: String)
   case expectation(String)
+  /// An `sql` step's statement that would begin, commit or roll back a transaction.
+  case transactionControl(statement: String)
 
   var code: String {
     switch self {
+    case .transactionControl: "transaction_statement"
     case .unsupported: "unsupported"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
@@ -152,6 +165,8 @@ enum StepError: Error, CustomStringConvertible {
     case .tableNotLoaded(let resource, let table, let physical):
       "{{ table \"\(resource)\" \"\(table)\" }}: table \(physical) does not exist; run the step that loads \(resource) first"
     case .expectation(let m): m
+    case .transactionControl(let statement):
+      "'\(statement)' would end the transaction dray runs the step in; remove it: dray commits the step's statements together with its checkpoint, so that a rerun never repeats them"
     }
   }
 }

@@ -27,7 +27,11 @@ internal import Glibc
 /// A weak ETag (`W/"..."`) is never used to resume, and an answer without an ETag cannot be
 /// resumed. A body cut short (also a chunked one) is an error, never "complete"; a finished
 /// part whose size does not add up is discarded. When complete, `complete()` flushes the
-/// file to disk (fsync) and renames it into place.
+/// file to disk (fsync) and renames it into place, and its sidecar is kept as `<path>.json`
+/// until `removeFinished()`: a run killed after the download but before the answer was
+/// used leaves both, and the next attempt turns them back into a part and asks for the bytes
+/// after its end, so that the server confirms the answer is unchanged (`416` with the same
+/// size) instead of sending it again.
 public final class Download {
   public enum ResumeStyle: Sendable {
     /// `X-Range` and `If-Match`.
@@ -47,6 +51,8 @@ public final class Download {
   public let path: String
   public var partPath: String { path + ".part" }
   public var sidecarPath: String { path + ".part.json" }
+  /// The sidecar of a finished answer.
+  public var finishedSidecarPath: String { path + ".json" }
   public let style: ResumeStyle
   /// Resume from an existing part; false always starts from byte 0.
   public let resume: Bool
@@ -72,9 +78,11 @@ public final class Download {
     self.resume = resume
   }
 
-  /// The sidecar left by an earlier attempt for the same URL, or nil.
+  /// The sidecar left by an earlier attempt for the same URL (of a part, or of a finished
+  /// answer not yet used), or nil.
   public func existingSidecar(for url: String) -> Sidecar? {
-    guard resume, let data = FileManager.default.contents(atPath: sidecarPath),
+    let path = FileManager.default.fileExists(atPath: partPath) ? sidecarPath : finishedSidecarPath
+    guard resume, let data = FileManager.default.contents(atPath: path),
       let json = try? JSONValue(parsing: Array(data)), json["url"]?.stringValue == url
     else { return nil }
     return Sidecar(url: url, etag: json["etag"]?.stringValue, transactionID: json["transaction_id"]?.stringValue)
@@ -92,6 +100,13 @@ public final class Download {
       try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
     } catch {
       throw TransportError.file(path: (path as NSString).deletingLastPathComponent, detail: "cannot create the download folder")
+    }
+    if resume && firstAttempt && Download.fileSize(partPath) == nil && Download.fileSize(path) != nil
+      && Download.fileSize(finishedSidecarPath) != nil
+    {
+      // A finished answer an earlier run did not get to use: verify it as a part.
+      rename(finishedSidecarPath, sidecarPath)
+      rename(path, partPath)
     }
     var offset: Int64 = 0
     let sidecar = existingSidecar(for: request.url)
@@ -183,7 +198,13 @@ public final class Download {
     guard rename(partPath, path) == 0 else {
       throw TransportError.file(path: path, detail: String(cString: strerror(errno)))
     }
-    unlink(sidecarPath)
+    if rename(sidecarPath, finishedSidecarPath) != 0 { unlink(finishedSidecarPath) }
+  }
+
+  /// Removes the finished answer and its sidecar, once it has been used.
+  public func removeFinished() {
+    unlink(path)
+    unlink(finishedSidecarPath)
   }
 
   /// Removes the part and its sidecar.

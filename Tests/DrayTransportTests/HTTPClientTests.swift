@@ -173,7 +173,7 @@ import Testing
         == "TLS with \(HTTPClient.hostAndPort(emulator.url)) failed (SSL certificate problem: self-signed certificate); "
         + "check the server's certificate, or set platform.tls.ca_file to the CA that signed it")
     #expect((refused.error as? TransportError)?.code == "tls_failure")
-    #expect(try schemes(TLSSettings(caFile: cert)).get().count == 6)
-    #expect(try schemes(TLSSettings(verify: false)).get().count == 6)
+    #expect(try schemes(TLSSettings(caFile: cert)).get().contains { $0.name == "FRUITS" })
+    #expect(try schemes(TLSSettings(verify: false)).get().contains { $0.name == "FRUITS" })
   }
 }
