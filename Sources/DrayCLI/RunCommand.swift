@@ -32,7 +32,14 @@ enum RunCommand {
       }
     }
     let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
-    let console = Console(level: level, format: format, redactor: SharedRedactor(manifest.redactor))
+    let redactor = SharedRedactor(manifest.redactor)
+    // A password in platform.host reaches the server as `Authorization: Basic` (RFC 7617):
+    // mask it alone and in that form too.
+    if let host = manifest.platform?.host, let url = URLComponents(string: host), let user = url.user, let password = url.password {
+      redactor.add(password)
+      redactor.add(Data("\(user):\(password)".utf8).base64EncodedString())
+    }
+    let console = Console(level: level, format: format, redactor: redactor)
     installSignalHandlers()
     let options = RunOptions(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()
@@ -99,8 +106,9 @@ enum Summary {
     }
     let idWidth = max(4, rows.map(\.id.count).max() ?? 0)
     let kindWidth = max(4, rows.map(\.step.kind.count).max() ?? 0)
+    let statusWidth = max(11, (rows.map(\.step.status.rawValue.count).max() ?? 0) + 2)
     for (id, step) in rows {
-      let status = step.status.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)
+      let status = step.status.rawValue.padding(toLength: statusWidth, withPad: " ", startingAt: 0)
       let line =
         "  " + id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
         + step.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0) + "  " + paint(status, step.status, color)
