@@ -47,7 +47,7 @@ enum RunCommand {
     if report.exitCode != ExitCode.locked && (level > .quiet || report.status != .succeeded) {
       console.print(
         Summary.text(
-          report, files: ReportFiles.paths(manifest, runID: report.runID).map { ($0.format.rawValue, $0.path) },
+          report, files: ReportFiles.paths(manifest, runID: report.runID).map { ($0.format.rawValue, ReportFiles.display($0.path)) },
           color: console.useColorOnOutput))
     }
     return report.exitCode

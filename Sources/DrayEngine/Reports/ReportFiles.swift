@@ -28,6 +28,14 @@ public enum ReportFiles {
     return out
   }
 
+  /// `path` relative to the current directory when it lies inside it, as people typed it;
+  /// otherwise as is.
+  public static func display(_ path: String) -> String {
+    let here = FileManager.default.currentDirectoryPath
+    guard here != "/", path.hasPrefix(here + "/") else { return path }
+    return String(path.dropFirst(here.count + 1))
+  }
+
   /// Writes every file of `report`, logging each path (or why it could not be written).
   static func write(_ report: RunReport, manifest: Manifest, console: Console) {
     for (format, path) in paths(manifest, runID: report.runID) {
@@ -40,7 +48,7 @@ public enum ReportFiles {
       }
       do {
         try AtomicFile.write(console.redact(text), to: path)
-        console.info(format == .json ? "report: \(path)" : "report (\(format.rawValue)): \(path)")
+        console.info(format == .json ? "report: \(display(path))" : "report (\(format.rawValue)): \(display(path))")
       } catch {
         console.error("cannot write the \(format.rawValue) report to \(path): \(error)")
       }
