@@ -60,7 +60,7 @@ let package = Package(
     // MARK: Tests
 
     /// Fixtures, the emulator launcher, the binary runner.
-    .target(name: "DrayTestSupport", dependencies: ["DrayModel"], path: "Tests/DrayTestSupport"),
+    .target(name: "DrayTestSupport", dependencies: ["DrayModel", "DrayStore"], path: "Tests/DrayTestSupport"),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayManifest", "DrayTestSupport"]),
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),

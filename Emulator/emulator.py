@@ -481,6 +481,16 @@ class FileBody(Body):
 START_TIME = time.time()
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A client that goes away mid-answer (killed, cancelled) is routine here, not an error."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
 def load_users(args):
     users = {}
     if args.users:
@@ -522,8 +532,7 @@ def main(argv=None):
     Handler.platform = Platform(config, load_users(args), args.token_lifetime, generate, args.cache_dir, args.files)
     for rule in args.fault:
         Handler.platform.faults.add(json.loads(rule))
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
-    server.daemon_threads = True
+    server = Server((args.host, args.port), Handler)
     server.verbose = args.verbose
     host, port = server.server_address[:2]
     print(f"dray-emulator listening on http://{host}:{port}/", flush=True)

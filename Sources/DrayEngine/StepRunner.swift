@@ -23,11 +23,12 @@ struct StepRunner {
     console.info(summary.isEmpty ? step.kindName : "\(step.kindName) \(summary)", step: step.id)
     do {
       try execute(&report)
+      CrashPoint.reach("committed:\(step.id)")
       report.status = .succeeded
     } catch {
       report.status = context.cancellation.isCancelled ? .interrupted : .failed
       report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: error)
-      report.errorMessage = context.cancellation.isCancelled ? "interrupted by signal \(context.cancellation.signal ?? 0)" : "\(error)"
+      report.errorMessage = context.cancellation.isCancelled ? "interrupted by \(Runner.signalName(context.cancellation))" : "\(error)"
       if report.status == .failed {
         try? recordCheckpoint(report, status: .failed)
       }
@@ -152,6 +153,7 @@ struct StepRunner {
   func openStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.unsupported("step '\(step.id)' needs a 'database'") }
     let store = try Store(path: manifest.resolve(database.path))
+    store.database.stopWhen(context.cancellation)
     return store
   }
 
@@ -199,9 +201,12 @@ enum StepError: Error, CustomStringConvertible {
   case resourceNotFound(resource: String, available: [String])
   case tableNotLoaded(resource: String, table: String, physical: String)
   case expectation(String)
+  /// An `sql` step's statement that would begin, commit or roll back a transaction.
+  case transactionControl(statement: String)
 
   var code: String {
     switch self {
+    case .transactionControl: "transaction_statement"
     case .unsupported: "unsupported"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
@@ -217,6 +222,8 @@ enum StepError: Error, CustomStringConvertible {
     case .tableNotLoaded(let resource, let table, let physical):
       "{{ table \"\(resource)\" \"\(table)\" }}: table \(physical) does not exist; run the step that loads \(resource) first"
     case .expectation(let m): m
+    case .transactionControl(let statement):
+      "'\(statement)' would end the transaction dray runs the step in; remove it: dray commits the step's statements together with its checkpoint, so that a rerun never repeats them"
     }
   }
 }

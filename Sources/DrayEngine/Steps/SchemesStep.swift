@@ -33,6 +33,7 @@ extension StepRunner {
         var done = finished
         done.tables = tables
         try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+        CrashPoint.reach("before-commit:\(step.id)")
       }
     }
     report.tables = tables

@@ -38,8 +38,13 @@ extension StepRunner {
     let head = try client.rpc(
       resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
       download: download, policy: step.retry, record: record)
+    CrashPoint.reach("downloaded:\(step.id)")
     report.bytes = download.bytesReceived
-    if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+    if download.bytesResumed > 0 && download.bytesReceived == 0 {
+      report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
+    } else if download.bytesResumed > 0 {
+      report.notes.append("resumed a partial download at byte \(download.bytesResumed)")
+    }
     if options.delta && deltaFrom != nil && !head.isDelta {
       report.notes.append("asked for a delta from \(deltaFrom!); the server sent full data")
     }
@@ -55,10 +60,17 @@ extension StepRunner {
       ) { database in
         var done = finished
         done.attempts = stepAttempts
+        for table in scheme.outputs {
+          let name = Store.tableName(resource: scheme.name, table: table.name, params: options.params)
+          let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
+          if case .integer(let n)? = count { done.rows[name] = Int(n) }
+          done.tables.append(name)
+        }
         try Journal.record(checkpoint(done, status: .succeeded), in: database)
+        CrashPoint.reach("before-commit:\(step.id)")
       }
     }
-    try? FileManager.default.removeItem(atPath: download.path)
+    download.removeFinished()
     report.rows = result.rowCounts.reduce(into: [:]) { $0[result.tables[$1.key] ?? $1.key] = $1.value }
     report.tables = result.tables.values.sorted()
     if head.isDelta {
