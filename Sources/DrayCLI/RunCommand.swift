@@ -106,9 +106,8 @@ enum Summary {
     }
     let idWidth = max(4, rows.map(\.id.count).max() ?? 0)
     let kindWidth = max(4, rows.map(\.step.kind.count).max() ?? 0)
-    let statusWidth = max(11, (rows.map(\.step.status.rawValue.count).max() ?? 0) + 2)
     for (id, step) in rows {
-      let status = step.status.rawValue.padding(toLength: statusWidth, withPad: " ", startingAt: 0)
+      let status = step.status.rawValue.padding(toLength: max(11, step.status.rawValue.count + 2), withPad: " ", startingAt: 0)
       let line =
         "  " + id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
         + step.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0) + "  " + paint(status, step.status, color)

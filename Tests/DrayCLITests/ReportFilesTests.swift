@@ -180,7 +180,7 @@ import Testing
     let result = try dray.finish()
     #expect(result.status == 130, "\(result.output)")
     #expect(result.stdout.hasPrefix("job nightly: interrupted in "))
-    #expect(result.stdout.contains("\n  languages   table_stream  interrupted  interrupted by signal 2\n"))
+    #expect(result.stdout.contains("\n  languages   table_stream  interrupted  interrupted by SIGINT\n"))
     let files = try job.files(result.stdout)
     #expect(try ReportCheck.problems([files.json, files.junit, files.prometheus]) == "")
 
@@ -188,12 +188,12 @@ import Testing
     #expect(report["status"] as? String == "interrupted" && report["exit_code"] as? Int == 130)
     #expect(Self.steps(report).map { $0["status"] as? String } == ["succeeded", "succeeded", "interrupted", "not_run"])
     #expect(
-      (Self.step(report, "languages")["error"] as? [String: String]) == ["code": "interrupted", "message": "interrupted by signal 2"])
+      (Self.step(report, "languages")["error"] as? [String: String]) == ["code": "interrupted", "message": "interrupted by SIGINT"])
     #expect(Self.step(report, "cheap")["skip_reason"] as? String == "the run was interrupted")
 
     let junit = try String(contentsOfFile: files.junit, encoding: .utf8)
     #expect(junit.contains(#"tests="4" failures="0" errors="1" skipped="1""#))
-    #expect(junit.contains(#"<error type="interrupted" message="interrupted by signal 2"/>"#))
+    #expect(junit.contains(#"<error type="interrupted" message="interrupted by SIGINT"/>"#))
     let prometheus = try String(contentsOfFile: files.prometheus, encoding: .utf8)
     #expect(Self.samples(prometheus, "dray_job_status").contains(#"dray_job_status{job="nightly",status="interrupted"} 1"#))
     #expect(Self.samples(prometheus, "dray_job_last_success_timestamp_seconds").isEmpty)
