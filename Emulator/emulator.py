@@ -41,6 +41,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import changes
+import faults
 import files
 import generated
 from faults import Faults
@@ -309,7 +310,7 @@ class Handler(BaseHTTPRequestHandler):
             if self.fault.get("status"):
                 status = int(self.fault["status"])
                 extra = {"Retry-After": str(self.fault["retry_after"])} if "retry_after" in self.fault else {}
-                description = self.fault.get("description", "injected fault")
+                description = faults.description(self.fault, self.headers, body)
                 body = json.dumps({"code": status, "description": description, "original_descriptions": []}).encode()
                 return self.send(status, body, extra)
         prefix = "/api/v1/"

@@ -129,7 +129,10 @@ public final class Runner {
 
     console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
     let session = manifest.platform.flatMap { platform in
-      manifest.auth.map { PlatformSession(settings: platform, credentials: $0) }
+      manifest.auth.map { [console] in
+        // Tokens are secrets too: mask them wherever the console and the report print.
+        PlatformSession(settings: platform, credentials: $0, onToken: { console.addSecret($0) })
+      }
     }
     let shared = RunContext(
       manifest: manifest, runID: runID, lineage: lineage, console: console, cancellation: cancellation,
@@ -150,7 +153,7 @@ public final class Runner {
       if let reason = plan.skipReasons[step.id] {
         report.steps[index].status = .skipped
         report.steps[index].skipReason = reason
-        console.info("step \(step.id): skipped (\(reason))")
+        console.info("skipped (\(reason))", step: step.id)
         if case .parallel(let group) = step.kind {
           report.steps[index].notes = group.steps.map { "\($0.id): skipped" }
         }
@@ -181,6 +184,7 @@ public final class Runner {
     }
     CrashPoint.reach("run-finished")
     if status == .succeeded && options.only == nil { removeDownloads() }
+    report.recordCheckpointsOfStepsNotRun(journal)
     write(report)
     return report
   }
@@ -206,13 +210,7 @@ public final class Runner {
 
   /// Writes the report to its path (temp file, fsync, rename), and any extra formats.
   private func write(_ report: RunReport) {
-    let path = Runner.reportPath(manifest, runID: report.runID)
-    do {
-      try AtomicFile.write(console.redact(report.json()) + "\n", to: path)
-      console.info("report: \(path)")
-    } catch {
-      console.error("cannot write the run report to \(path): \(error)")
-    }
+    ReportFiles.write(report, manifest: manifest, console: console)
   }
 
   /// The report path with `{job}` and `{run_id}` replaced, absolute.

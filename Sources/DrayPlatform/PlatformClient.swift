@@ -35,6 +35,7 @@ public final class PlatformClient {
       let signInRecord: (Attempt) -> Void = { attempt in
         if attempt.outcome != "ok" {
           var failed = attempt
+          failed.call = "sign-in"
           failed.message = "sign-in: " + (failed.message ?? "")
           record(failed)
         }
