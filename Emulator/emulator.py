@@ -314,7 +314,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.admin(method, path, body)
         self.record(body)
         self.fault = self.platform.faults.take(path)
-        if self.fault and faults.answer_early(self, self.fault):
+        if self.fault and faults.answer_early(self, self.fault, body):
             return
         prefix = "/api/v1/"
         if not path.startswith(prefix):

@@ -9,8 +9,10 @@ next `times` of them (every one when absent); the first rule that applies is use
     status        answer with this HTTP status and a platform error body
     retry_after   send this Retry-After value (seconds or an HTTP-date) with `status`
     description   the error body's description (default "injected fault")
-    echo_authorization  put the request's Authorization header in the error body, as a
+    echo_authorization  add the request's Authorization header to the description, as a
                   careless server would (to test that dray never shows it)
+    echo_headers  likewise for each header named in this list
+    echo_body     likewise for the request's body
     redirect      answer `redirect_status` (default 307) with this Location (absolute, or a
                   path on this server)
 
@@ -42,7 +44,8 @@ import uuid
 
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
-         "redirect", "redirect_status", "stall_after", "stall_for", "chunked", "weak_etag"}
+         "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
+         "weak_etag"}
 
 
 class Faults:
@@ -82,9 +85,9 @@ class Faults:
         return None
 
 
-def answer_early(handler, fault):
-    """Applies the rule's `delay`, `reset`, `redirect` and `status`; True when the request
-    was answered (or dropped) here."""
+def answer_early(handler, fault, body=b""):
+    """Applies the rule's `delay`, `reset`, `redirect` and `status` to a request whose body
+    was `body`; True when the request was answered (or dropped) here."""
     if fault.get("delay"):
         time.sleep(float(fault["delay"]))
     if fault.get("reset"):
@@ -98,11 +101,9 @@ def answer_early(handler, fault):
     if fault.get("status"):
         status = int(fault["status"])
         extra = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
-        description = fault.get("description", "injected fault")
-        if fault.get("echo_authorization"):
-            description += "; you sent Authorization: " + (handler.headers.get("Authorization") or "(none)")
-        body = json.dumps({"code": status, "description": description, "original_descriptions": []}).encode()
-        handler.send(status, body, extra)
+        text = description(fault, handler.headers, body)
+        answer = json.dumps({"code": status, "description": text, "original_descriptions": []}).encode()
+        handler.send(status, answer, extra)
         return True
     return False
 
@@ -155,3 +156,14 @@ def write_body(handler, pieces, fault):
     except (BrokenPipeError, ConnectionResetError):
         # The client went away (a timeout, a kill): nothing more to answer.
         handler.close_connection = True
+
+
+def description(rule, headers, body):
+    """The error body's description for a `status` rule, with what it echoes."""
+    text = rule.get("description", "injected fault")
+    names = (["Authorization"] if rule.get("echo_authorization") else []) + list(rule.get("echo_headers", []))
+    for name in names:
+        text += "; you sent %s: %s" % (name, headers.get(name) or "(none)")
+    if rule.get("echo_body"):
+        text += "; you sent: " + body.decode("utf-8", "replace")
+    return text

@@ -9,7 +9,7 @@ public enum DrayCommandLine {
     dray: a declarative job runner for mobile platform data
 
     Usage:
-      dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet] [--verbose]
+      dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet | --verbose] [--log-format text|json]
       dray validate JOB.yaml...
       dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]
       dray status JOB.yaml

@@ -153,7 +153,7 @@ public final class Runner {
       if let reason = plan.skipReasons[step.id] {
         report.steps[index].status = .skipped
         report.steps[index].skipReason = reason
-        console.info("step \(step.id): skipped (\(reason))")
+        console.info("skipped (\(reason))", step: step.id)
         if case .parallel(let group) = step.kind {
           report.steps[index].notes = group.steps.map { "\($0.id): skipped" }
         }
@@ -184,6 +184,7 @@ public final class Runner {
     }
     CrashPoint.reach("run-finished")
     if status == .succeeded && options.only == nil { removeDownloads() }
+    report.recordCheckpointsOfStepsNotRun(journal)
     write(report)
     return report
   }
@@ -209,13 +210,7 @@ public final class Runner {
 
   /// Writes the report to its path (temp file, fsync, rename), and any extra formats.
   private func write(_ report: RunReport) {
-    let path = Runner.reportPath(manifest, runID: report.runID)
-    do {
-      try AtomicFile.write(console.redact(report.json()) + "\n", to: path)
-      console.info("report: \(path)")
-    } catch {
-      console.error("cannot write the run report to \(path): \(error)")
-    }
+    ReportFiles.write(report, manifest: manifest, console: console)
   }
 
   /// The report path with `{job}` and `{run_id}` replaced, absolute.

@@ -18,8 +18,9 @@ struct StepRunner {
   func run() -> StepReport {
     var report = StepReport(id: step.id, kind: step.kindName, status: .succeeded)
     report.startedAt = Date()
+    report.checkpointBefore = currentCheckpoint()
     let start = ContinuousClock.now
-    console.info("step \(step.id): \(step.kindName) \(summary)")
+    console.info(summary.isEmpty ? step.kindName : "\(step.kindName) \(summary)", step: step.id)
     do {
       try execute(&report)
       CrashPoint.reach("committed:\(step.id)")
@@ -33,19 +34,25 @@ struct StepRunner {
       }
     }
     report.duration = (ContinuousClock.now - start).seconds
+    report.checkpointAfter = currentCheckpoint()
+    console.endProgress(step: step.id)
     let took = String(format: "%.2fs", report.duration)
     switch report.status {
     case .succeeded:
-      console.info("step \(step.id): ok in \(took)\(resultSummary(report))")
+      console.info("ok in \(took)\(resultSummary(report))", step: step.id)
       if report.members.isEmpty {
-        for note in report.notes { console.info("step \(step.id): \(note)") }
-        for output in report.outputs { console.info("step \(step.id): wrote \(output)") }
+        for note in report.notes { console.info(note, step: step.id) }
+        for output in report.outputs { console.info("wrote \(output)", step: step.id) }
       }
     case .interrupted:
-      console.warn("step \(step.id): interrupted after \(took)")
+      console.warn("interrupted after \(took)", step: step.id)
     default:
-      console.error("step \(step.id) (\(step.kindName)) failed after \(took): \(report.errorMessage ?? "")")
+      console.error("\(step.kindName) failed after \(took): \(report.errorMessage ?? "")", step: step.id)
     }
+    for (sql, changes) in report.statements {
+      console.debug("\(changes) rows changed by: \(sql.trimmingCharacters(in: .whitespacesAndNewlines))", step: step.id)
+    }
+    console.debug("checkpoint before: \(describe(report.checkpointBefore)); after: \(describe(report.checkpointAfter))", step: step.id)
     return report
   }
 
@@ -57,6 +64,7 @@ struct StepRunner {
     case .request(let r): r.resource
     case .files(let f): "\(f.action.rawValue) \(f.connection):\(f.path)"
     case .parallel(let p): "\(p.steps.count) steps, at most \(p.max) at once"
+    case .schemes(let s): s.resources?.joined(separator: ", ") ?? ""
     default: ""
     }
   }
@@ -64,9 +72,55 @@ struct StepRunner {
   private func resultSummary(_ report: StepReport) -> String {
     var parts: [String] = []
     if !report.rows.isEmpty { parts.append("\(report.totalRows) rows") }
-    if report.bytes > 0 { parts.append("\(report.bytes) bytes") }
-    if report.attempts.count > 1 { parts.append("\(report.attempts.count) attempts") }
+    if report.bytes > 0 { parts.append(HumanUnits.bytes(report.bytes)) }
+    if report.retries > 0 { parts.append("\(report.retries) \(report.retries == 1 ? "retry" : "retries")") }
     return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
+  }
+
+  /// The step's checkpoint in the journal now, or nil.
+  private func currentCheckpoint() -> CheckpointState? {
+    let found = context.journalWrites.withLock { _ in try? context.journal.checkpoint(job: manifest.job, stepID: step.id) }
+    return found.map(CheckpointState.init)
+  }
+
+  private func describe(_ checkpoint: CheckpointState?) -> String {
+    guard let c = checkpoint else { return "none" }
+    return "\(c.status) in run \(c.runID), fingerprint \(c.fingerprint.prefix(12))"
+  }
+
+  /// Logs an attempt as it ends: a retry at the normal level, every attempt with
+  /// `--verbose`. Steps call it from their `record` closures.
+  func logAttempt(_ attempt: Attempt) {
+    let call = attempt.call.map { "\($0) " } ?? ""
+    let took = String(format: "%.2fs", attempt.duration)
+    if attempt.outcome == "ok" {
+      console.debug("\(call)attempt \(attempt.number): ok" + (attempt.status.map { ", HTTP \($0)" } ?? "") + " in \(took)", step: step.id)
+      return
+    }
+    let what = "\(call)attempt \(attempt.number) failed after \(took): \(attempt.message ?? attempt.outcome)"
+    if let wait = attempt.wait {
+      let source = attempt.waitFromRetryAfter ? " (Retry-After)" : ""
+      console.info(what + "; trying again in \(String(format: "%.2fs", wait))\(source)", step: step.id)
+    } else {
+      console.debug(what, step: step.id)
+    }
+  }
+
+  /// `record` with each attempt marked as made for `call` (a table step's scheme fetch), so
+  /// that the report and the summary tell it from the step's own call.
+  func recording(_ call: String, _ record: @escaping (Attempt) -> Void) -> (Attempt) -> Void {
+    { attempt in
+      var marked = attempt
+      marked.call = marked.call ?? call
+      record(marked)
+    }
+  }
+
+  /// Shows rows as a load inserts them, on a terminal; nil when no progress is shown.
+  func showLoadProgress(_ database: Database) -> InsertedRowsObserver? {
+    guard console.showsProgress else { return nil }
+    let (console, id, kind) = (console, step.id, step.kindName)
+    return database.observeInsertedRows(every: 500) { console.progress(step: id, kind: kind, rows: $0) }
   }
 
   private func execute(_ report: inout StepReport) throws {
@@ -89,6 +143,10 @@ struct StepRunner {
     guard let session = context.session else { throw StepError.unsupported("step '\(step.id)' needs 'platform' and 'auth'") }
     let client = PlatformClient(session: session, cancellation: context.cancellation)
     client.timeouts = step.timeouts
+    if console.showsProgress {
+      let (console, id, kind) = (console, step.id, step.kindName)
+      client.http.progress = { console.progress(step: id, kind: kind, bytes: $0, total: $1) }
+    }
     return client
   }
 

@@ -83,7 +83,7 @@ public final class Download {
   public func existingSidecar(for url: String) -> Sidecar? {
     let path = FileManager.default.fileExists(atPath: partPath) ? sidecarPath : finishedSidecarPath
     guard resume, let data = FileManager.default.contents(atPath: path),
-      let json = try? JSONValue(parsing: Array(data)), json["url"]?.stringValue == url
+      let json = try? JSONValue(parsing: Array(data)), json["url"]?.stringValue == Redactor.maskingURLPasswords(url)
     else { return nil }
     return Sidecar(url: url, etag: json["etag"]?.stringValue, transactionID: json["transaction_id"]?.stringValue)
   }
@@ -214,7 +214,8 @@ public final class Download {
   }
 
   fileprivate func writeSidecar(_ sidecar: Sidecar) throws {
-    var object: [(key: String, value: JSONValue)] = [("url", .string(sidecar.url))]
+    // A URL's password is never written to disk.
+    var object: [(key: String, value: JSONValue)] = [("url", .string(Redactor.maskingURLPasswords(sidecar.url)))]
     if let etag = sidecar.etag { object.append(("etag", .string(etag))) }
     if let id = sidecar.transactionID { object.append(("transaction_id", .string(id))) }
     guard FileManager.default.createFile(atPath: sidecarPath, contents: Data(JSONValue.object(object).json.utf8)) else {

@@ -13,7 +13,8 @@ public struct Attempt: Sendable, Equatable {
   public var duration: Double
   /// `ok`, or the error's stable code (`connection_refused`, `http_503`, ...).
   public var outcome: String
-  /// The HTTP status, when an answer came.
+  /// The HTTP status, when an answer came (the successful attempt's too, when the call
+  /// returns an `HTTPResponse`).
   public var status: Int?
   /// What went wrong, for people.
   public var message: String?
@@ -106,7 +107,7 @@ public struct RetryRunner {
         record(
           Attempt(
             number: number, call: call, startOffset: (attemptStart - start).seconds,
-            duration: (ContinuousClock.now - attemptStart).seconds, outcome: "ok"))
+            duration: (ContinuousClock.now - attemptStart).seconds, outcome: "ok", status: (value as? HTTPResponse)?.status))
         return value
       } catch {
         var entry = Attempt(

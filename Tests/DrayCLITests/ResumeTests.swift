@@ -464,7 +464,7 @@ struct Report {
     #expect(run.wait(timeout: 10) == .exited(130))
     #expect(Date().timeIntervalSince(signalled) < 1.5)
     #expect(run.output.contains("  big        table_stream  interrupted  "))
-    #expect(run.output.contains(" bytes; interrupted by SIGTERM\n"))
+    #expect(run.output.contains(" MiB; interrupted by SIGTERM\n"))
     #expect(try job.rows("SELECT count(*) FROM BIG__output_table") == [["0"]])
     #expect(try job.rows("SELECT step_id FROM _dray_checkpoints WHERE step_id = 'big'").isEmpty)
   }

@@ -41,6 +41,11 @@ import Testing
 
   func attempts(_ step: [String: Any]) -> [[String: Any]] { step["attempts"] as? [[String: Any]] ?? [] }
 
+  /// Every attempt of a step and, for a group, of its members (which hold their own).
+  func allAttempts(_ step: [String: Any]) -> [[String: Any]] {
+    attempts(step) + (step["steps"] as? [[String: Any]] ?? []).flatMap(allAttempts)
+  }
+
   /// The rows of a table, in id order, as the sqlite3 shell prints them, hashed.
   func tableChecksum(_ database: String, _ table: String) throws -> String {
     let result = try Command.run("/usr/bin/sqlite3", [database, "SELECT * FROM \(table) ORDER BY id"])
@@ -81,7 +86,7 @@ import Testing
     if expClaim { #expect(refusals == 0) } else { #expect(refusals >= 1) }
 
     let report = try #require(try reports(net.folder).last?.json)
-    let renewals = steps(report).flatMap(attempts).filter { $0["call"] as? String == "sign-in" }
+    let renewals = steps(report).flatMap(allAttempts).filter { $0["call"] as? String == "sign-in" }
     #expect(renewals.count == 1)
     #expect(renewals.first?["outcome"] as? String == "ok")
     #expect(

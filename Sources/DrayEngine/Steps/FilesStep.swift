@@ -27,7 +27,10 @@ extension StepRunner {
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
     let files = FileCalls(
-      connection: options.connection, client: client, policy: step.retry, record: { attempts.append($0) })
+      connection: options.connection, client: client, policy: step.retry,
+      record: {
+        attempts.append($0); logAttempt($0)
+      })
     switch options.action {
     case .list:
       let destination = try options.local.map { try folder.output($0, role: "local") }

@@ -20,7 +20,10 @@ extension StepRunner {
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
     let head = try client.rpc(
       resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
-      download: download, policy: step.retry, record: { attempts.append($0) })
+      download: download, policy: step.retry,
+      record: {
+        attempts.append($0); logAttempt($0)
+      })
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
     report.notes += download.notes

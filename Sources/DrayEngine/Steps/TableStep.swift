@@ -18,11 +18,13 @@ extension StepRunner {
     let client = try platformClient()
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
-    let record: (Attempt) -> Void = { attempts.append($0) }
+    let record: (Attempt) -> Void = {
+      attempts.append($0); logAttempt($0)
+    }
 
     var columns: [String] = []
     if options.format != .json {
-      let schemes = try client.schemes(policy: step.retry, record: record)
+      let schemes = try client.schemes(policy: step.retry, record: recording("schema", record))
       guard let scheme = schemes.first(where: { $0.name == options.resource }) else {
         throw StepError.resourceNotFound(resource: options.resource, available: schemes.map(\.name))
       }

@@ -13,11 +13,13 @@ extension StepRunner {
     let store = try openStore()
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
-    let record: (Attempt) -> Void = { attempts.append($0) }
+    let record: (Attempt) -> Void = {
+      attempts.append($0); logAttempt($0)
+    }
 
     var scheme = try store.scheme(for: options.resource)
     if scheme == nil {
-      let schemes = try client.schemes(policy: step.retry, record: record)
+      let schemes = try client.schemes(policy: step.retry, record: recording("schema", record))
       guard let found = schemes.first(where: { $0.name == options.resource }) else {
         throw StepError.resourceNotFound(resource: options.resource, available: schemes.map(\.name))
       }
@@ -50,6 +52,8 @@ extension StepRunner {
 
     let finished = report
     let stepAttempts = attempts
+    let loading = showLoadProgress(store.database)
+    defer { loading?.stop() }
     let result = try context.databaseWrites.withLock { _ in
       try store.load(
         file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
