@@ -21,6 +21,12 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
   public var isInterrupt: Bool { code & 0xff == SQLITE_INTERRUPT }
 }
 
+/// Process-wide SQLite settings, applied once before the first connection opens: memory
+/// statistics off (dray never reads them, and they cost a global mutex per allocation).
+private let sqliteConfigured: Void = {
+  _ = dray_sqlite3_disable_memstatus()
+}()
+
 /// A connection to one SQLite database file.
 ///
 /// Not thread-safe: one owner at a time. Opened with the settings dray relies on (see
@@ -37,6 +43,7 @@ public final class Database {
   /// Opens (creating when `create`) the database at `path`.
   /// - Throws: `SQLiteError` naming the path.
   public init(path: String, create: Bool = true, readOnly: Bool = false) throws(SQLiteError) {
+    _ = sqliteConfigured
     var db: OpaquePointer?
     var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
     if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
