@@ -25,11 +25,9 @@ extension StepRunner {
     }
     guard let scheme else { return }
 
-    var deltaFrom: String?
-    if options.delta, let table = scheme.outputs.first {
-      let physical = Store.tableName(resource: scheme.name, table: table.name, params: options.params)
-      deltaFrom = try store.contentVersion(of: physical)
-    }
+    // A delta starts from the version the tables hold; without one (first load, a table
+    // recreated, versions that disagree) the server is asked for full data.
+    let deltaFrom = options.delta ? try store.deltaBase(scheme: scheme, params: options.params) : nil
     let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
@@ -61,6 +59,20 @@ extension StepRunner {
       let inserted = result.inserted.values.reduce(0, +)
       let deleted = result.deleted.values.reduce(0, +)
       report.notes.append("delta \(deltaFrom ?? "?")→\(head.contentVersion ?? "?"): \(inserted) rows inserted, \(deleted) deleted")
+    }
+    for table in result.skippedTables {
+      report.notes.append(
+        "the answer holds table '\(table)', which the stored scheme does not list; its rows were skipped (run a schemes step to pick it up)"
+      )
+    }
+    if result.mismatchCount > 0 {
+      let shown = result.mismatches.prefix(10).map { "  \($0)" }
+      let more = result.mismatchCount - shown.count
+      report.notes.append(
+        ([
+          "\(result.mismatchCount) value\(result.mismatchCount == 1 ? "" : "s") did not fit the column's declared type; each was stored exactly as the answer gave it (docs/store.md):"
+        ]
+          + shown + (more > 0 ? ["  … and \(more) more"] : [])).joined(separator: "\n"))
     }
   }
 }
