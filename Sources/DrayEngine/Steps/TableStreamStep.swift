@@ -27,17 +27,29 @@ extension StepRunner {
 
     // A delta starts from the version the tables hold; without one (first load, a table
     // recreated, versions that disagree) the server is asked for full data.
-    let deltaFrom = options.delta ? try store.deltaBase(scheme: scheme, params: options.params) : nil
+    var deltaFrom = options.delta ? try store.deltaBase(scheme: scheme, params: options.params) : nil
     let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
-    let head = try client.rpc(
-      resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
-      download: download, policy: step.retry, record: record)
+    let head: PlatformClient.AnswerHead
+    do {
+      head = try client.rpc(
+        resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
+        download: download, policy: step.retry, record: record)
+    } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
+      // The server does not know the version held (its history was reset, or the database
+      // came from another server): ask again for full data, as a new transaction.
+      report.notes.append("the server refused a delta from \(deltaFrom!) (\(e)); asked for full data instead")
+      deltaFrom = nil
+      head = try client.rpc(
+        resource: options.resource, params: options.params, delta: nil,
+        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
+        record: record)
+    }
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
-    if options.delta && deltaFrom != nil && !head.isDelta {
-      report.notes.append("asked for a delta from \(deltaFrom!); the server sent full data")
+    if let deltaFrom, !head.isDelta {
+      report.notes.append("asked for a delta from \(deltaFrom); the server sent full data")
     }
 
     let finished = report
