@@ -117,6 +117,26 @@ public final class Database {
     return Statement(raw, database: self, sql: sql)
   }
 
+  /// Prepares `sql`, which must hold exactly one statement (comments and spaces around it
+  /// are fine).
+  /// - Throws: `SQLiteError` from SQLite, or with code `SQLITE_MISUSE` when `sql` holds no
+  ///   statement or more than one.
+  public func prepareOne(_ sql: String) throws(SQLiteError) -> Statement {
+    var statements: [Statement] = []
+    var extra = ""
+    try forEachStatement(sql) { statement throws(SQLiteError) in
+      if statements.isEmpty { statements.append(statement) } else if extra.isEmpty { extra = statement.sql }
+    }
+    guard let statement = statements.first else {
+      throw SQLiteError(code: SQLITE_MISUSE, message: "no SQL statement to run", sql: sql, path: path)
+    }
+    guard extra.isEmpty else {
+      throw SQLiteError(
+        code: SQLITE_MISUSE, message: "one statement at a time; found another after the first: \(extra)", sql: sql, path: path)
+    }
+    return statement
+  }
+
   /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`), committing when it returns and
   /// rolling back when it throws.
   public func transaction<T>(_ body: () throws -> T) throws -> T {

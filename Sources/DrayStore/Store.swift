@@ -200,6 +200,14 @@ public final class Store {
 
   /// Every recorded physical table, optionally of one resource, by name.
   public func records(resource: String? = nil) throws -> [TableRecord] {
+    try Store.records(in: database, resource: resource)
+  }
+
+  /// Every physical table recorded in `database`, optionally of one resource, by name;
+  /// empty when dray never loaded anything there. Reads only, so it works on a connection
+  /// opened read-only.
+  public static func records(in database: Database, resource: String? = nil) throws -> [TableRecord] {
+    guard try database.tableExists("_dray_tables") else { return [] }
     var sql = "SELECT name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at FROM _dray_tables"
     var values: [SQLValue] = []
     if let resource {
