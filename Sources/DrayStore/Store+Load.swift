@@ -45,11 +45,13 @@ extension Store {
   ///
   /// - Parameters:
   ///   - delta: the answer is a delta (its `Content-Version` reads `delta v<n>-v<m>`).
+  ///   - cancellation: checked between 1 MiB pieces of the file; when set, the load stops
+  ///     and throws, and nothing of it is kept.
   /// - Throws: `LoadError` (naming resource, table, row, column), `StoreError`, `SQLiteError`.
   ///   Nothing is changed when it throws.
   public func load(
     file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo,
-    inTransaction: (Database) throws -> Void = { _ in }
+    cancellation: Cancellation? = nil, inTransaction: (Database) throws -> Void = { _ in }
   ) throws -> LoadResult {
     try Store.check(scheme)
     var targets: [String: TableLoader.Target] = [:]
@@ -91,7 +93,7 @@ extension Store {
                 "table \(Database.quote(target.physicalName)) does not have the scheme's columns, so a delta cannot apply to it; load full data (without delta) to recreate it"
             )
           }
-        })
+        }, cancellation: cancellation)
       let outcome = try loader.run(file: file)
       var result = LoadResult(
         rowCounts: [:], inserted: [:], deleted: [:], tables: [:], mismatches: outcome.mismatches,

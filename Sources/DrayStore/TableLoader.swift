@@ -66,6 +66,8 @@ struct TableLoader {
   let replaceTable: (Target) throws -> Void
   /// Throws when a delta cannot apply to the table (its columns are not the scheme's).
   let checkDeltaTarget: (Target) throws -> Void
+  /// Checked between 1 MiB pieces of the file: a cancelled load stops there.
+  let cancellation: Cancellation?
 
   /// Parses the answer in `file` and applies it inside the caller's transaction.
   /// - Throws: `LoadError` naming resource, table, row and column.
@@ -293,6 +295,9 @@ private final class LoadSession {
     var offset = 0
     var previousTail: [UInt8] = []
     while true {
+      if loader.cancellation?.isCancelled == true {
+        throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
+      }
       let count = read(fd, buffer.baseAddress, buffer.count)
       guard count >= 0 else {
         throw LoadError(

@@ -195,3 +195,18 @@ import Testing
     #expect(try fixture.rows("SELECT text FROM R__t WHERE id = 29999") == [[.text("row \"29999\" ☺")]])
   }
 }
+
+extension LoaderTests {
+  @Test func aCancelledLoadStopsAndKeepsNothing() throws {
+    let fixture = try StoreFixture()
+    try fixture.load(LoaderTests.plain, #"[{"name":"t","data":[[1,"a"]]}]"#)
+    let file = try fixture.folder.write("big.json", #"[{"name":"t","data":[[2,"b"],[3,"c"]]}]"#)
+    let cancellation = Cancellation()
+    cancellation.cancel(signal: 2)
+    #expect(throws: LoadError.self) {
+      try fixture.store.load(
+        file: file, scheme: LoaderTests.plain, params: .object([]), delta: false, info: .init(), cancellation: cancellation)
+    }
+    #expect(try fixture.rows("SELECT id, name FROM R__t") == [[.integer(1), .text("a")]])
+  }
+}

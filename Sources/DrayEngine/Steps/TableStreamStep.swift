@@ -57,7 +57,8 @@ extension StepRunner {
     let result = try context.databaseWrites.withLock { _ in
       try store.load(
         file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
-        info: Store.AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
+        info: Store.AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash),
+        cancellation: context.cancellation
       ) { database in
         var done = finished
         done.attempts = stepAttempts
