@@ -101,14 +101,19 @@ extension Store {
       let now = Store.timestamp()
       for table in scheme.outputs {
         let name = targets[table.name]!.physicalName
-        let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
-        let rows = if case .integer(let n)? = count { Int(n) } else { 0 }
+        // A full answer empties a table before refilling it, so its rows are the ones inserted.
+        let refilled = !delta && outcome.replaced.contains(table.name)
+        var rows = outcome.inserted[table.name] ?? 0
+        if !refilled {
+          let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
+          rows = if case .integer(let n)? = count { Int(n) } else { 0 }
+        }
         result.rowCounts[table.name] = rows
         result.inserted[table.name] = outcome.inserted[table.name] ?? 0
         result.deleted[table.name] = outcome.deleted[table.name] ?? 0
         result.tables[table.name] = name
-        // A full answer changes the tables it names; a delta brings every table to its version.
-        guard delta || outcome.touched.contains(table.name) else { continue }
+        // A full answer changes the tables whose data it holds; a delta brings every table to its version.
+        guard delta || refilled else { continue }
         let record = try database.cached(
           """
           INSERT INTO _dray_tables(name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at)

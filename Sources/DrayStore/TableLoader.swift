@@ -42,8 +42,8 @@ struct TableLoader {
   struct Outcome {
     var inserted: [String: Int] = [:]
     var deleted: [String: Int] = [:]
-    /// Tables the answer named (and the scheme lists).
-    var touched: Set<String> = []
+    /// Tables emptied and refilled because the answer held their `data`.
+    var replaced: Set<String> = []
     /// Tables the answer named that the scheme does not list, in order of appearance.
     var skipped: [String] = []
     /// The first `mismatchDetailLimit` values that did not fit their column's type.
@@ -80,7 +80,7 @@ struct TableLoader {
       guard let next = session.pass(after: pass) else { break }
       pass = next
     }
-    session.outcome.touched = Set(session.objects.compactMap { $0.name }.filter { targets[$0] != nil })
+    session.outcome.replaced = session.replaced
     return session.outcome
   }
 }
@@ -536,6 +536,17 @@ private final class LoadSession {
     }
   }
 
+  /// An object as the value of a table object's key: skipped when the key is not dray's.
+  func startObjectValue() -> Int32 {
+    switch cursor.pointee.key {
+    case .other: return skip()
+    case .name: return fail("a table's 'name' must be a string", inRow: false)
+    case .data: return fail("a table's 'data' must be a list", inRow: false)
+    case .insertRows: return fail("a table's 'insert_rows' must be a list", inRow: false)
+    case .deleteIDs: return fail("a table's 'delete_ids' must be a list", inRow: false)
+    }
+  }
+
   func skip() -> Int32 {
     cursor.pointee.place = .skip
     cursor.pointee.depth = 1
@@ -926,9 +937,7 @@ private final class LoadSession {
         case .row: return LoadSession.session(c).startNested(isArray: false)
         case .nested: return LoadSession.session(c).nestedOpen(isArray: false)
         case .tables: return LoadSession.session(c).startObject()
-        case .value:
-          if c.pointee.key == .other { return LoadSession.session(c).skip() }
-          return LoadSession.session(c).fail("a table's '\(c.pointee.key == .name ? "name" : "rows")' cannot be an object", inRow: false)
+        case .value: return LoadSession.session(c).startObjectValue()
         default: return LoadSession.session(c).unexpected("an object")
         }
       },
