@@ -178,9 +178,16 @@ class Platform:
             return [(r[0], r[1:]) for r in rows]
         tables, start, end = self.versions.delta(resource, header, select)
         body = json.dumps(tables, ensure_ascii=False, separators=(",", ":")).encode()
+        # The hash of each table as it stands at the delta's end version, as a full answer gives it.
+        hashes = []
+        for table in resource["outputs"]:
+            rows = self.filter_rows(self.versions.rows(resource, table, end), table, params, True)
+            digest = hashlib.sha256(canonical(rows).encode()).hexdigest()[:16]
+            hashes.append(urllib.parse.quote(f"{table['name']}-Hash:{digest}", safe=""))
         headers = {
             "ETag": '"%s"' % hashlib.sha256(body).hexdigest()[:32],
             "Content-Version": '"delta v%d-v%d"' % (start, end),
+            "Cache-Hash-Value": ",".join(hashes),
             "Expires": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + resource["lifetime"])),
         }
         return BytesBody(body), headers

@@ -8,7 +8,8 @@ pairs; the latest one is what a full answer serves, with `Content-Version: v<lat
 A request with `X-Delta: v<n>-v<m>` or `v<n>-last` gets the change between the two
 snapshots, per table: `delete_ids` holds the row ids that are gone or changed, and
 `insert_rows` the rows that are new or changed (an update is a delete and an insert of
-the same id); the answer's `Content-Version` is `"delta v<n>-v<m>"`. `v0` is the empty
+the same id); the answer's `Content-Version` is `"delta v<n>-v<m>"`, and its
+`Cache-Hash-Value` the hash of each table at v<m>, as a full answer of v<m> gives it. `v0` is the empty
 table, so `v0-last` holds every row. A range that does not parse, runs backwards or names
 a version the server never had answers 400.
 
@@ -72,11 +73,13 @@ class Versions:
             self.sync(resource)
             return len(self.history[resource["name"]])
 
-    def rows(self, resource, table):
-        """The latest rows of `table`, each with its row id first."""
+    def rows(self, resource, table, version=None):
+        """The rows of `table` at `version` (the latest by default), each with its row id first."""
         with self.lock:
             self.sync(resource)
-            return [[i] + list(r) for i, r in self.history[resource["name"]][-1][table["name"]]]
+            history = self.history[resource["name"]]
+            snapshot = history[-1] if version is None else history[version - 1]
+            return [[i] + list(r) for i, r in snapshot[table["name"]]]
 
     def sync(self, resource):
         """Makes a new version when a table's rows no longer match the latest snapshot."""

@@ -62,6 +62,16 @@ import Testing
     try Store(path: folder.path + "/data.sqlite").contentVersion(of: "FRUITS__output_table")
   }
 
+  /// The cache hash recorded for FRUITS, and the one the emulator gives the server's latest
+  /// rows (the first 16 hex digits of SHA-256 of their canonical JSON).
+  func cacheHashes(_ folder: TemporaryDirectory, _ emulator: Emulator) throws -> (local: String?, server: String) {
+    let store = try Store(path: folder.path + "/data.sqlite")
+    let local = try store.records(resource: "FRUITS").first?.cacheHash
+    let answer = try JSONValue(parsing: Array(emulator.admin("GET", "versions/FRUITS")))
+    let rows = answer["tables"]?["output_table"] ?? .array([])
+    return (local, String(SHA256.hex(rows.canonicalJSON).prefix(16)))
+  }
+
   /// The X-Delta header of each rpc call since the last reset, nil for none.
   func deltaHeaders(_ emulator: Emulator) throws -> [String?] {
     defer { _ = try? emulator.admin("POST", "reset") }
@@ -91,6 +101,8 @@ import Testing
     #expect(second.notes.contains("delta v1→v2: 2 rows inserted, 2 deleted"))
     #expect(try localRows(folder) == serverRows(emulator).rows)
     #expect(try localVersion(folder) == "v2")
+    let hashes = try cacheHashes(folder, emulator)
+    #expect(hashes.local == hashes.server)
 
     // v3 and v4 between two refreshes: one delta covers both.
     try change(emulator, #"{"insert": [[7, "fig", 3.5, 0], [8, "lime", 0.3, 1]], "delete": [1]}"#)
