@@ -12,6 +12,8 @@ table data and uniform requests (POST /api/v1/rpc/<resource>/) with ETag, Conten
 Cache-Hash-Value, X-Transaction-ID replay and X-Range resume, and error bodies in the
 platform's shape. Resources come from resources.json: FRUITS and test_resource as in the
 platform's examples, and the ISO code lists Debian's iso-codes package ships as JSON.
+FRUITS_EDIT inserts and deletes FRUITS rows and answers the refreshed table (changes.py).
+File connections `nfs4` and `local_storage` are served from a folder (files.py).
 
 Test helpers under /admin/ (no token):
     GET  /admin/requests   the requests received (method, path, headers), oldest first
@@ -39,6 +41,9 @@ import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import changes
+import faults
+import files
 import generated
 import versions
 from faults import Faults
@@ -62,7 +67,7 @@ def canonical(value):
 class Platform:
     """The emulated server's state: users, resources, tokens, transactions, request log."""
 
-    def __init__(self, config, users, token_lifetime=None, generate=(), cache_dir=None):
+    def __init__(self, config, users, token_lifetime=None, generate=(), cache_dir=None, files_root=None):
         self.faults = Faults()
         self.cache_dir = cache_dir
         self.environment = config["environment"]
@@ -86,6 +91,8 @@ class Platform:
                 "name": name, "lifetime": None, "input": {"scalar": [], "tabular": []},
                 "outputs": [{"name": "output_table", "columns": columns, "rows": []}], "generated_rows": rows,
             }
+        changes.install(self)
+        self.files = files.FileServer(files_root)
 
     # Resources
 
@@ -144,6 +151,9 @@ class Platform:
     def answer(self, resource, params, delta=None):
         """The answer's body and headers for a resource: full data, or for a cached resource
         asked with X-Delta (`delta`), the change since that version (versions.py)."""
+        if "changes" in resource:
+            changes.apply(self, resource, params)
+            params = {}
         if delta and resource["lifetime"] is not None and self.versions.deltas_enabled:
             return self.delta_answer(resource, params, delta)
         if "generated_rows" in resource:
@@ -329,7 +339,7 @@ class Handler(BaseHTTPRequestHandler):
             if self.fault.get("status"):
                 status = int(self.fault["status"])
                 extra = {"Retry-After": str(self.fault["retry_after"])} if "retry_after" in self.fault else {}
-                description = self.fault.get("description", "injected fault")
+                description = faults.description(self.fault, self.headers, body)
                 body = json.dumps({"code": status, "description": description, "original_descriptions": []}).encode()
                 return self.send(status, body, extra)
         prefix = "/api/v1/"
@@ -345,6 +355,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.schema()
         if rest.startswith("rpc/") and rest.endswith("/") and method == "POST":
             return self.rpc(urllib.parse.unquote(rest[4:-1]), body)
+        if rest.startswith(("directory/", "file/")):
+            return self.platform.files.handle(self, method, rest, query, body, FileBody)
         return self.error(404, "Not Found")
 
     # Token
@@ -391,7 +403,7 @@ class Handler(BaseHTTPRequestHandler):
         if stored is None:
             try:
                 payload, headers = self.platform.answer(resource, params, self.headers.get("X-Delta"))
-            except versions.BadDelta as e:
+            except (changes.BadParameters, versions.BadDelta) as e:
                 return self.error(400, "Bad Request", [str(e)])
             if transaction:
                 with self.platform.lock:
@@ -433,6 +445,8 @@ class Handler(BaseHTTPRequestHandler):
         p = self.platform
         if path.startswith("/admin/versions/") or path == "/admin/deltas":
             return p.versions.admin(self, p, method, path, body)
+        if path.startswith("/admin/files/"):
+            return p.files.admin(self, method, path, body)
         if path == "/admin/requests" and method == "GET":
             with p.lock:
                 return self.send_json(200, list(p.requests))
@@ -498,6 +512,16 @@ class FileBody(Body):
 START_TIME = time.time()
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A client that goes away mid-answer (killed, cancelled) is routine here, not an error."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
 def load_users(args):
     users = {}
     if args.users:
@@ -522,6 +546,9 @@ def main(argv=None):
     parser.add_argument("--generate", action="append", default=[], help="NAME:ROWS, a generated resource of 8 mixed-type columns")
     parser.add_argument("--cache-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "dray-emulator-cache"),
                         help="where generated answers are rendered once and kept")
+    parser.add_argument("--files", default=None,
+                        help="folder served as the file connections, one subfolder each, changed in place "
+                             "(default: a fresh copy of Emulator/files)")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
@@ -533,11 +560,10 @@ def main(argv=None):
     for spec in args.generate:
         name, _, rows = spec.partition(":")
         generate.append((name, int(rows)))
-    Handler.platform = Platform(config, load_users(args), args.token_lifetime, generate, args.cache_dir)
+    Handler.platform = Platform(config, load_users(args), args.token_lifetime, generate, args.cache_dir, args.files)
     for rule in args.fault:
         Handler.platform.faults.add(json.loads(rule))
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
-    server.daemon_threads = True
+    server = Server((args.host, args.port), Handler)
     server.verbose = args.verbose
     host, port = server.server_address[:2]
     print(f"dray-emulator listening on http://{host}:{port}/", flush=True)
