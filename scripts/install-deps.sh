@@ -13,6 +13,7 @@ packages=(
   iso-codes            # the emulator's ISO code lists
   sqlite3              # the sqlite3 shell, used by benchmarks and the demo
   curl                 # used by tests and benchmarks
+  openssl              # test certificates for the TLS tests
   python3              # the platform emulator
   python3-jsonschema   # tests: reports against docs/report.schema.json (scripts/check-report.py)
   python3-prometheus-client # tests: Prometheus textfiles through the exposition-format parser

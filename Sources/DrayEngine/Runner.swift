@@ -128,8 +128,11 @@ public final class Runner {
     CrashPoint.reach("run-recorded")
 
     console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
-    let session = manifest.platform.flatMap { platform in
-      manifest.auth.map { [console] in
+    let session = manifest.platform.flatMap { written in
+      var platform = written
+      // A relative CA file is relative to the job folder, like every path of a manifest.
+      platform.tls.caFile = written.tls.caFile.map { manifest.resolve($0) }
+      return manifest.auth.map { [console] in
         // Tokens are secrets too: mask them wherever the console and the report print.
         PlatformSession(settings: platform, credentials: $0, onToken: { console.addSecret($0) })
       }

@@ -90,14 +90,23 @@ public final class PlatformClient {
     return (response, sink.bytes)
   }
 
+  /// Sends a call whose answer is a small JSON document and parses it.
+  /// - Throws: `PlatformError.badAnswer` naming `what` when the answer is not JSON.
+  private func smallJSON(_ request: HTTPRequest, what: String, policy: RetryPolicy, record: (Attempt) -> Void) throws -> JSONValue {
+    let (_, bytes) = try small(request, policy: policy, record: record)
+    guard let json = try? JSONValue(parsing: bytes) else {
+      throw PlatformError.badAnswer(url: request.url, detail: "the \(what) is not JSON")
+    }
+    return json
+  }
+
   // MARK: Schemes (platform-api.md §2)
 
   /// The schemes of every resource the user may read, by name order.
   /// - Throws: `TransportError`, `PlatformError`.
   public func schemes(policy: RetryPolicy, record: (Attempt) -> Void) throws -> [ResourceScheme] {
     let request = request(.get, "schema/")
-    let (_, bytes) = try small(request, policy: policy, record: record)
-    guard let json = try? JSONValue(parsing: bytes), case .object(let resources) = json else {
+    guard case .object(let resources) = try smallJSON(request, what: "schema answer", policy: policy, record: record) else {
       throw PlatformError.badAnswer(url: request.url, detail: "the schema answer is not a JSON object keyed by resource")
     }
     return try resources.map { try PlatformClient.scheme(name: $0.key, $0.value, url: request.url) }.sorted { $0.name < $1.name }
@@ -194,21 +203,13 @@ public final class PlatformClient {
   /// `GET directory/<connection>/?directory=<path>`: the listing's JSON.
   public func listDirectory(connection: String, path: String, policy: RetryPolicy, record: (Attempt) -> Void) throws -> JSONValue {
     let request = request(.get, "directory/\(PlatformClient.pathSegment(connection))/?directory=\(Redactor.percentEncoded(path))")
-    let (_, bytes) = try small(request, policy: policy, record: record)
-    guard let json = try? JSONValue(parsing: bytes) else {
-      throw PlatformError.badAnswer(url: request.url, detail: "the directory listing is not JSON")
-    }
-    return json
+    return try smallJSON(request, what: "directory listing", policy: policy, record: record)
   }
 
   /// `GET file/<connection>/meta/?file=<path>`: the stat dump's JSON.
   public func fileMeta(connection: String, path: String, policy: RetryPolicy, record: (Attempt) -> Void) throws -> JSONValue {
     let request = request(.get, "file/\(PlatformClient.pathSegment(connection))/meta/?file=\(Redactor.percentEncoded(path))")
-    let (_, bytes) = try small(request, policy: policy, record: record)
-    guard let json = try? JSONValue(parsing: bytes) else {
-      throw PlatformError.badAnswer(url: request.url, detail: "the file meta answer is not JSON")
-    }
-    return json
+    return try smallJSON(request, what: "file meta answer", policy: policy, record: record)
   }
 
   /// `GET file/<connection>/?file=<path>` into `download` (resumable).

@@ -36,6 +36,31 @@ import Testing
     #expect(result.stdout.contains("  fruits   table_stream  succeeded  5 rows"))
   }
 
+  @Test func aRelativeCAFileIsReadFromTheJobFolderWhateverTheWorkingDirectory() throws {
+    let folder = TemporaryDirectory()
+    let (cert, key) = try TestCertificate.make(in: folder, subfolder: "certs")
+    let emulator = try Emulator(["--tls-cert", cert, "--tls-key", key])
+    let path = try folder.write(
+      "tls.yaml",
+      """
+      version: 1
+      job: tls-test
+      platform:
+        host: \(emulator.url)
+        environment: DocumentationExampleEnv
+        project: DocumentationExampleProj
+        tls: { ca_file: certs/cert.pem }
+      auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
+      database: { path: data/db.sqlite }
+      steps:
+        - id: fruits
+          table_stream: { resource: FRUITS }
+      """)
+    let result = try Command.dray(["run", path], environment: DemoUser.environment, directory: "/")
+    #expect(result.status == 0, "\(result.output)")
+    #expect(result.stdout.contains("fruits  table_stream  succeeded  5 rows"))
+  }
+
   @Test func aWrongPasswordExitsOneNamesTheStepAndNeverPrintsThePassword() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()

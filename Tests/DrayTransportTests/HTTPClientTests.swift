@@ -144,23 +144,9 @@ import Testing
 
   // MARK: TLS
 
-  /// A self-signed certificate for 127.0.0.1, made with the openssl command.
-  func certificate(_ folder: TemporaryDirectory) throws -> (cert: String, key: String) {
-    let cert = folder.path + "/cert.pem"
-    let key = folder.path + "/key.pem"
-    let result = try Command.run(
-      "/usr/bin/openssl",
-      [
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-        "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-      ])
-    guard result.status == 0 else { throw TestSupportError("openssl failed: \(result.stderr)") }
-    return (cert, key)
-  }
-
   @Test func tlsIsVerifiedAgainstTheCAFileOrFailsClearly() throws {
     let folder = TemporaryDirectory()
-    let (cert, key) = try certificate(folder)
+    let (cert, key) = try TestCertificate.make(in: folder)
     let emulator = try Emulator(["--tls-cert", cert, "--tls-key", key])
     #expect(emulator.url.hasPrefix("https://127.0.0.1:"))
     func schemes(_ tls: TLSSettings) -> Result<[ResourceScheme], any Error> {
