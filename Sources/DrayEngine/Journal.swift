@@ -116,6 +116,7 @@ public final class Journal {
   ///   database, or holds journal tables of another shape.
   public init(path: String, startingFresh: Bool = false) throws(JournalError) {
     self.path = path
+    var recovering = false
     do {
       var state = try Journal.inspect(path)
       if state == .empty {
@@ -128,9 +129,17 @@ public final class Journal {
       } else {
         // Look before writing: opening for writing turns on WAL mode, and a file whose
         // journal dray cannot trust must stay as it is.
-        _ = try Journal.check(Database(path: path, create: false, readOnly: true))
+        do {
+          _ = try Journal.check(Database(path: path, create: false, readOnly: true))
+        } catch let error as SQLiteError where error.isHotJournal {
+          // A write cut short by a crash (say, while a new database was switched to WAL
+          // mode) left SQLite's rollback journal; opening for writing rolls it back, and
+          // the shape is checked after that.
+          recovering = true
+        }
       }
       let database = try Database(path: path)
+      if recovering { _ = try Journal.check(database) }
       _ = try database.transaction {
         if try Journal.presentTables(database).isEmpty { try database.execute(Journal.schema) }
       }

@@ -15,11 +15,20 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
   public var description: String {
     var out = "SQLite error \(code) in \(path): \(message)"
     if let sql { out += " (in: \(sql.count > 200 ? String(sql.prefix(200)) + "…" : sql))" }
+    if isHotJournal {
+      out +=
+        "; a write cut short by a crash left a rollback journal, which only a writer can roll back: the next `dray run` of the job does"
+    }
     return out
   }
 
   /// True when the error is an interrupt (`sqlite3_interrupt`).
   public var isInterrupt: Bool { code & 0xff == SQLITE_INTERRUPT }
+
+  /// True when a read-only connection met a hot rollback journal (SQLITE_READONLY_ROLLBACK):
+  /// a write that a crash cut short, which only a connection that may write can roll back
+  /// (https://sqlite.org/atomiccommit.html, "Hot Rollback Journals").
+  public var isHotJournal: Bool { code == SQLITE_READONLY | (3 << 8) }
 
   /// True when a statement was refused by `Database.refusingTransactionControl`.
   public var isRefusedTransactionControl: Bool { code & 0xff == SQLITE_AUTH }

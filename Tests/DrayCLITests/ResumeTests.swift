@@ -262,6 +262,30 @@ struct Report {
     #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/data") == ["resume.sqlite"])
   }
 
+  /// A kill while a database is in rollback-journal mode (a new database is, until dray
+  /// switches it to WAL) leaves a hot journal; the next run lets SQLite roll it back instead
+  /// of calling the journal unreadable.
+  @Test func aHotRollbackJournalIsRecoveredByTheNextRun() throws {
+    let job = try ResumeJob()
+    #expect(try job.run().status == 0)
+    let script = """
+      import os, sqlite3, sys
+      c = sqlite3.connect(sys.argv[1], isolation_level=None)
+      c.execute("PRAGMA journal_mode=DELETE")
+      c.execute("PRAGMA cache_size=1")
+      c.execute("BEGIN IMMEDIATE")
+      for i in range(5000):
+          c.execute("INSERT INTO tally VALUES (?)", (i,))
+      os._exit(0)  # neither commit nor rollback: the journal stays hot
+      """
+    let cut = try Command.run("/usr/bin/env", ["python3", "-c", script, job.database])
+    #expect(cut.status == 0, "\(cut.output)")
+    #expect(FileManager.default.fileExists(atPath: job.database + "-journal"))
+    let again = try job.run()
+    #expect(again.status == 0, "\(again.output)")
+    #expect(try job.rows("SELECT count(*) FROM tally") == [["2"]])
+  }
+
   @Test func aKillAfterTheRunIsRecordedAsSucceededLeavesAFinishedJob() throws {
     let job = try ResumeJob()
     let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": "run-finished"])
