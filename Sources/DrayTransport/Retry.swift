@@ -55,11 +55,14 @@ public struct RetryRunner {
   /// Calls `attempt` until it succeeds, fails permanently, or retries run out.
   /// - Parameters:
   ///   - attempt: receives the attempt number (1-based).
+  ///   - isTransient: which errors may succeed on another attempt; `TransportError.isTransient`
+  ///     by default (a step with its own status rules says otherwise).
   ///   - mayRetry: a last word on a transient error, e.g. "no byte of a POST was sent".
   ///   - record: receives each attempt's record as it ends.
   /// - Throws: the last attempt's error.
   public func run<T>(
     _ attempt: (Int) throws -> T,
+    isTransient: (TransportError) -> Bool = { $0.isTransient },
     mayRetry: (any Error) -> Bool = { _ in true },
     record: (Attempt) -> Void
   ) throws -> T {
@@ -78,7 +81,7 @@ public struct RetryRunner {
         var entry = Attempt(
           number: number, startOffset: (attemptStart - start).seconds, duration: (ContinuousClock.now - attemptStart).seconds,
           outcome: RetryRunner.code(of: error), status: RetryRunner.status(of: error), message: "\(error)")
-        guard let transport = error as? TransportError, transport.isTransient, number <= policy.count,
+        guard let transport = error as? TransportError, isTransient(transport), number <= policy.count,
           !cancellation.isCancelled, mayRetry(error)
         else {
           record(entry)
