@@ -52,6 +52,7 @@ struct StepRunner {
     case .request(let r): r.resource
     case .files(let f): "\(f.action.rawValue) \(f.connection):\(f.path)"
     case .parallel(let p): "\(p.steps.count) steps, at most \(p.max) at once"
+    case .http(let h): "\(h.method.rawValue) \(h.url)"
     default: ""
     }
   }
@@ -70,6 +71,7 @@ struct StepRunner {
     case .tableStream(let t): try runTableStream(t, &report)
     case .sql(let s): try runSQL(s, &report)
     case .parallel(let p): try runParallel(p, &report)
+    case .http(let h): try runHTTP(h, &report)
     default:
       throw StepError.unsupported("step kind '\(step.kindName)' cannot run yet in this version of dray")
     }
@@ -121,6 +123,7 @@ struct StepRunner {
     case is SQLiteError: "sqlite_error"
     case is StoreError: "store_error"
     case let e as StepError: e.code
+    case let e as HTTPStepError: e.code
     default: "error"
     }
   }
