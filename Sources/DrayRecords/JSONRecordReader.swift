@@ -82,7 +82,9 @@ public struct JSONRecordReader {
             return message.map { String(cString: $0) } ?? "invalid JSON"
           }
           let near = offset + Int(yajl_get_bytes_consumed(parser))
-          throw RecordError("the answer is not valid JSON (\(detail.trimmingCharacters(in: .whitespacesAndNewlines)), near byte \(near))")
+          var reason = detail.trimmingCharacters(in: .whitespacesAndNewlines)
+          if reason.hasSuffix(".") { reason.removeLast() }
+          throw RecordError("the answer is not valid JSON (\(reason), near byte \(near))")
         }
         offset += chunk.count
         if chunk.isEmpty { break }

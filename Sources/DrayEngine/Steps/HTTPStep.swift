@@ -244,7 +244,9 @@ extension StepRunner {
         try table.prepare(columns.map { ($0.name, $0.type) }, widen: false)
       }
       let next = status == nil ? try nextPage(options, current: current, summary: summary, headers: headers) : nil
-      try ledger?.save(advance(summary.records, next))
+      // `advance` must run even without a ledger: it carries the next page to the loop.
+      let progress = advance(summary.records, next)
+      try ledger?.save(progress)
       return summary.records
     }
 
