@@ -16,6 +16,11 @@ extension StepRunner {
   /// step's checkpoint, so readers never see a half-loaded table.
   func runHTTP(_ options: HTTPStep, _ report: inout StepReport) throws {
     let client = HTTPClient(cancellation: context.cancellation)
+    if !options.tls.verify && options.baseURL.lowercased().hasPrefix("https://") {
+      console.warn(
+        "TLS certificate verification is OFF for \(options.baseURL) (steps.\(step.id).http.tls.verify: false); anyone on the path can read and change this step's traffic"
+      )
+    }
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
 
