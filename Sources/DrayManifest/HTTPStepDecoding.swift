@@ -110,6 +110,14 @@ extension ManifestValidator {
       reader.error(node.location, "'\(path)' must not hold a fragment ('#...'); servers never see it")
       return nil
     }
+    guard !url.contains("?") else {
+      reader.error(node.location, "'\(path)' must not hold a query ('?...'); give query parameters in 'query'")
+      return nil
+    }
+    guard !host.contains("@") else {
+      reader.error(node.location, "'\(path)' must not hold credentials (user@host); give them in 'auth'")
+      return nil
+    }
     return url
   }
 

@@ -77,7 +77,7 @@ import Testing
         - http: { base_url: "http://127.0.0.1:9/", load: { table: b, records: /items }, paginate: { offset: { limit: 50 } } }
         - http: { base_url: "http://127.0.0.1:9/", format: xml, load: { table: c }, paginate: { next: /catalog/next } }
         - http: { base_url: "http://127.0.0.1:9/", output: "out/p-{page}.json", paginate: { next: /links/next } }
-        - http: { base_url: "http://127.0.0.1:9/x?y=1", path: "a b/ü", query: { z: "1 2" }, auth: { basic: { username: u, password: pw-Sentinel } } }
+        - http: { base_url: "http://127.0.0.1:9/x/", path: "/a b/ü?v=1", query: { z: "1 2" }, auth: { basic: { username: u, password: pw-Sentinel } } }
       """)
     #expect(manifest.steps.map(\.id) == ["http-1", "http-2", "http-3", "http-4", "http-5"])
     let a = try #require(http(manifest, 0))
@@ -91,7 +91,7 @@ import Testing
     #expect(c.paginate == .next(.xml(try XMLPath(parsing: "/catalog/next"))))
     #expect(try #require(http(manifest, 3)).output == "out/p-{page}.json")
     let e = try #require(http(manifest, 4))
-    #expect(e.url == "http://127.0.0.1:9/x?y=1/a%20b/%C3%BC&z=1%202")
+    #expect(e.url == "http://127.0.0.1:9/x/a%20b/%C3%BC?v=1&z=1%202")
     #expect(e.auth?.authorization == "Basic dTpwdy1TZW50aW5lbA==")
     #expect(manifest.redactor.redact("Authorization: Basic dTpwdy1TZW50aW5lbA==") == "Authorization: Basic ***")
   }
@@ -136,6 +136,8 @@ import Testing
         - http: { base_url: http://h/, paginate: { offset: {} } }
         - http: { base_url: http://h/, tabel: x }
         - http: { base_url: http://h/, output: out/all.json, paginate: { link_header: true } }
+        - http: { base_url: "http://h/?a=1" }
+        - http: { base_url: "https://me:pw@h/" }
       """)
     #expect(
       found == [
@@ -161,6 +163,8 @@ import Testing
         "job.yaml:25:44: error: offset pagination counts the records of each page; add 'load' with 'records' to 'steps.http-4.http'",
         "job.yaml:26:34: error: unknown key 'tabel' in steps.http-5.http; valid keys: method, base_url, path, query, headers, body, auth, tls, format, output, load, paginate, on_status",
         "job.yaml:27:42: error: 'steps.http-6.http.output' must hold {page} when the step paginates, such as out/items-{page}.json: each page is saved to its own file",
+        "job.yaml:28:23: error: 'steps.http-7.http.base_url' must not hold a query ('?...'); give query parameters in 'query'",
+        "job.yaml:29:23: error: 'steps.http-8.http.base_url' must not hold credentials (user@host); give them in 'auth'",
       ])
   }
 
