@@ -49,12 +49,15 @@ extension StepRunner {
       }
     }
 
-    var outputs: [String] = []
     var stoppedEarly = false
+    var fetchedURLs: Set<String> = []
     while let next = progress.next {
       if let maxPages = options.maxPages, progress.pages >= maxPages {
         stoppedEarly = true
         break
+      }
+      guard fetchedURLs.insert(next.url).inserted else {
+        throw HTTPStepError.paginationLoop("the server led back to \(next.url), a page fetched earlier in this run")
       }
       let page = progress.pages + 1
       let fetched = try fetchPage(options, url: next.url, page: page, client: client) { attempts.append($0) }
@@ -67,7 +70,6 @@ extension StepRunner {
         let path = manifest.resolve(output.replacing("{page}", with: String(page)))
         try StepRunner.move(answer, to: path)
         file = path
-        outputs.append(path)
       }
 
       var committed = progress
@@ -89,7 +91,12 @@ extension StepRunner {
     }
 
     report.bytes = progress.bytes
-    report.outputs = outputs
+    if let output = options.output, progress.pages > 0 {
+      // Every page's file, those of a run this one resumes included (a page answered with an
+      // `empty` status has none).
+      report.outputs = (1...progress.pages).map { manifest.resolve(output.replacing("{page}", with: String($0))) }
+        .filter { FileManager.default.fileExists(atPath: $0) }
+    }
     if options.paginate != nil { report.notes.append("\(progress.pages) page\(progress.pages == 1 ? "" : "s")") }
     if stoppedEarly {
       report.notes.append("stopped after paginate.max_pages (\(options.maxPages!)) pages; the server offers more")
