@@ -321,8 +321,11 @@ extension ManifestValidator {
     var records: RecordSelector?
     if let node = f["records"] {
       records = readSelector(node, f.path("records"), format: format, relative: false, attribute: false)
+    } else if format == .json {
+      records = .json(try! JSONPointer(parsing: ""))
     } else {
-      records = format == .json ? .json(try! JSONPointer(parsing: "")) : .xml(try! XMLPath(parsing: "/*/*"))
+      reader.error(
+        node.location, "missing required key 'records' in \(path): the path of the record elements, such as /catalog/item or //item")
     }
     var columns: [HTTPStep.Column]?
     var columnsOK = true

@@ -297,4 +297,25 @@ import Testing
       loop.steps[0].errorMessage == "the next page's link is the page itself (\(server.url)loop); stopping so as not to fetch pages forever"
     )
   }
+
+  @Test func pagesSavedAsFilesAndLoadsRunningInParallel() throws {
+    let server = try RestServer()
+    let report = try run(
+      """
+        - id: pages
+          http: { base_url: "${API}", path: link/items, query: { per_page: 10 }, output: "out/page-{page}.json", paginate: { link_header: true } }
+        - id: both
+          parallel:
+            steps:
+              - id: json
+                http: { base_url: "${API}", path: items, load: { table: items, records: /data }, paginate: { next: /links/next } }
+              - id: xml
+                http: { base_url: "${API}", path: catalog.xml, format: xml, load: { table: catalog, records: //item }, paginate: { next: /catalog/next } }
+      """, server: server)
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    #expect(report.steps[0].outputs == (1...3).map { folder.path + "/out/page-\($0).json" })
+    #expect(try folder.read("out/page-3.json").hasPrefix(#"[{"id": 21, "name": "item-21""#))
+    #expect(report.steps[1].members.map(\.rows) == [["items": 25], ["catalog": 25]])
+    #expect(try rows("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM catalog)") == [[.integer(25), .integer(25)]])
+  }
 }

@@ -75,7 +75,7 @@ import Testing
       """
         - http: { base_url: "http://127.0.0.1:9/", load: { table: a }, paginate: { link_header: true } }
         - http: { base_url: "http://127.0.0.1:9/", load: { table: b, records: /items }, paginate: { offset: { limit: 50 } } }
-        - http: { base_url: "http://127.0.0.1:9/", format: xml, load: { table: c }, paginate: { next: /catalog/next } }
+        - http: { base_url: "http://127.0.0.1:9/", format: xml, load: { table: c, records: //item }, paginate: { next: /catalog/next } }
         - http: { base_url: "http://127.0.0.1:9/", output: "out/p-{page}.json", paginate: { next: /links/next } }
         - http: { base_url: "http://127.0.0.1:9/x/", path: "/a b/ü?v=1", query: { z: "1 2" }, auth: { basic: { username: u, password: pw-Sentinel } } }
       """)
@@ -87,7 +87,7 @@ import Testing
     #expect(a.paginate == .linkHeader)
     #expect(try #require(http(manifest, 1)).paginate == .offset(param: "offset", limitParam: "limit", limit: 50, start: 0))
     let c = try #require(http(manifest, 2))
-    #expect(c.load?.records == .xml(try XMLPath(parsing: "/*/*")))
+    #expect(c.load?.records == .xml(try XMLPath(parsing: "//item")))
     #expect(c.paginate == .next(.xml(try XMLPath(parsing: "/catalog/next"))))
     #expect(try #require(http(manifest, 3)).output == "out/p-{page}.json")
     let e = try #require(http(manifest, 4))
@@ -138,6 +138,7 @@ import Testing
         - http: { base_url: http://h/, output: out/all.json, paginate: { link_header: true } }
         - http: { base_url: "http://h/?a=1" }
         - http: { base_url: "https://me:pw@h/" }
+        - http: { base_url: http://h/, format: xml, load: { table: t } }
       """)
     #expect(
       found == [
@@ -165,6 +166,7 @@ import Testing
         "job.yaml:27:42: error: 'steps.http-6.http.output' must hold {page} when the step paginates, such as out/items-{page}.json: each page is saved to its own file",
         "job.yaml:28:23: error: 'steps.http-7.http.base_url' must not hold a query ('?...'); give query parameters in 'query'",
         "job.yaml:29:23: error: 'steps.http-8.http.base_url' must not hold credentials (user@host); give them in 'auth'",
+        "job.yaml:30:53: error: missing required key 'records' in steps.http-9.http.load: the path of the record elements, such as /catalog/item or //item",
       ])
   }
 
