@@ -64,8 +64,8 @@ let package = Package(
     // MARK: Tests
 
     /// Fixtures, the emulator launcher, the binary runner.
-    .target(name: "DrayTestSupport", dependencies: ["DrayModel"], path: "Tests/DrayTestSupport"),
-    .testTarget(name: "DrayManifestTests", dependencies: ["DrayManifest", "DrayTestSupport"]),
+    .target(name: "DrayTestSupport", dependencies: ["DrayModel", "DrayStore"], path: "Tests/DrayTestSupport"),
+    .testTarget(name: "DrayManifestTests", dependencies: ["DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),

@@ -12,6 +12,8 @@ table data and uniform requests (POST /api/v1/rpc/<resource>/) with ETag, Conten
 Cache-Hash-Value, X-Transaction-ID replay and X-Range resume, and error bodies in the
 platform's shape. Resources come from resources.json: FRUITS and test_resource as in the
 platform's examples, and the ISO code lists Debian's iso-codes package ships as JSON.
+FRUITS_EDIT inserts and deletes FRUITS rows and answers the refreshed table (changes.py).
+File connections `nfs4` and `local_storage` are served from a folder (files.py).
 
 Test helpers under /admin/ (no token):
     GET  /admin/requests   the requests received (method, path, headers), oldest first
@@ -38,6 +40,9 @@ import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import changes
+import faults
+import files
 import generated
 from faults import Faults
 
@@ -60,7 +65,7 @@ def canonical(value):
 class Platform:
     """The emulated server's state: users, resources, tokens, transactions, request log."""
 
-    def __init__(self, config, users, token_lifetime=None, generate=(), cache_dir=None):
+    def __init__(self, config, users, token_lifetime=None, generate=(), cache_dir=None, files_root=None):
         self.faults = Faults()
         self.cache_dir = cache_dir
         self.environment = config["environment"]
@@ -81,6 +86,8 @@ class Platform:
                 "name": name, "lifetime": None, "input": {"scalar": [], "tabular": []},
                 "outputs": [{"name": "output_table", "columns": columns, "rows": []}], "generated_rows": rows,
             }
+        changes.install(self)
+        self.files = files.FileServer(files_root)
 
     # Resources
 
@@ -138,6 +145,9 @@ class Platform:
 
     def answer(self, resource, params):
         """The full answer's body and headers for a resource."""
+        if "changes" in resource:
+            changes.apply(self, resource, params)
+            params = {}
         if "generated_rows" in resource:
             path = generated.answer_file(self.cache_dir, resource["generated_rows"])
             return FileBody(path), {"ETag": generated.etag(path), "Content-Version": "v1"}
@@ -300,7 +310,7 @@ class Handler(BaseHTTPRequestHandler):
             if self.fault.get("status"):
                 status = int(self.fault["status"])
                 extra = {"Retry-After": str(self.fault["retry_after"])} if "retry_after" in self.fault else {}
-                description = self.fault.get("description", "injected fault")
+                description = faults.description(self.fault, self.headers, body)
                 body = json.dumps({"code": status, "description": description, "original_descriptions": []}).encode()
                 return self.send(status, body, extra)
         prefix = "/api/v1/"
@@ -316,6 +326,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.schema()
         if rest.startswith("rpc/") and rest.endswith("/") and method == "POST":
             return self.rpc(urllib.parse.unquote(rest[4:-1]), body)
+        if rest.startswith(("directory/", "file/")):
+            return self.platform.files.handle(self, method, rest, query, body, FileBody)
         return self.error(404, "Not Found")
 
     # Token
@@ -360,7 +372,10 @@ class Handler(BaseHTTPRequestHandler):
             with self.platform.lock:
                 stored = self.platform.transactions.get(transaction)
         if stored is None:
-            payload, headers = self.platform.answer(resource, params)
+            try:
+                payload, headers = self.platform.answer(resource, params)
+            except changes.BadParameters as e:
+                return self.error(400, "Bad Request", [str(e)])
             if transaction:
                 with self.platform.lock:
                     self.platform.transactions[transaction] = (payload, headers)
@@ -399,6 +414,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def admin(self, method, path, body):
         p = self.platform
+        if path.startswith("/admin/files/"):
+            return p.files.admin(self, method, path, body)
         if path == "/admin/requests" and method == "GET":
             with p.lock:
                 return self.send_json(200, list(p.requests))
@@ -464,6 +481,16 @@ class FileBody(Body):
 START_TIME = time.time()
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A client that goes away mid-answer (killed, cancelled) is routine here, not an error."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
 def load_users(args):
     users = {}
     if args.users:
@@ -488,6 +515,9 @@ def main(argv=None):
     parser.add_argument("--generate", action="append", default=[], help="NAME:ROWS, a generated resource of 8 mixed-type columns")
     parser.add_argument("--cache-dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "dray-emulator-cache"),
                         help="where generated answers are rendered once and kept")
+    parser.add_argument("--files", default=None,
+                        help="folder served as the file connections, one subfolder each, changed in place "
+                             "(default: a fresh copy of Emulator/files)")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
@@ -499,11 +529,10 @@ def main(argv=None):
     for spec in args.generate:
         name, _, rows = spec.partition(":")
         generate.append((name, int(rows)))
-    Handler.platform = Platform(config, load_users(args), args.token_lifetime, generate, args.cache_dir)
+    Handler.platform = Platform(config, load_users(args), args.token_lifetime, generate, args.cache_dir, args.files)
     for rule in args.fault:
         Handler.platform.faults.add(json.loads(rule))
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
-    server.daemon_threads = True
+    server = Server((args.host, args.port), Handler)
     server.verbose = args.verbose
     host, port = server.server_address[:2]
     print(f"dray-emulator listening on http://{host}:{port}/", flush=True)

@@ -5,6 +5,11 @@ next `times` of them (every one when absent), and may:
 
     status        answer with this HTTP status and a platform error body
     retry_after   send this Retry-After value (seconds or an HTTP-date) with `status`
+    description   the error body's description (default "injected fault")
+    echo_authorization  add the request's Authorization header to the description, as a
+                  careless server would (to test that dray never shows it)
+    echo_headers  likewise for each header named in this list
+    echo_body     likewise for the request's body
     delay         wait this many seconds before answering
     close_after   send only this many bytes of the body, then close the connection
     trickle       send the body at this many bytes per second
@@ -20,7 +25,7 @@ Example: the next two calls of FRUITS fail with 503 and ask to wait 1 s:
 import threading
 
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
-         "ignore_range", "change_etag", "answer_416", "description"}
+         "ignore_range", "change_etag", "answer_416", "description", "echo_authorization", "echo_headers", "echo_body"}
 
 
 class Faults:
@@ -56,3 +61,14 @@ class Faults:
                     rule["times"] = times - 1
                 return dict(rule)
         return None
+
+
+def description(rule, headers, body):
+    """The error body's description for a `status` rule, with what it echoes."""
+    text = rule.get("description", "injected fault")
+    names = (["Authorization"] if rule.get("echo_authorization") else []) + list(rule.get("echo_headers", []))
+    for name in names:
+        text += "; you sent %s: %s" % (name, headers.get(name) or "(none)")
+    if rule.get("echo_body"):
+        text += "; you sent: " + body.decode("utf-8", "replace")
+    return text

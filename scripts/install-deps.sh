@@ -14,6 +14,9 @@ packages=(
   sqlite3              # the sqlite3 shell, used by benchmarks and the demo
   curl                 # used by tests and benchmarks
   python3              # the platform emulator
+  python3-jsonschema   # tests: reports against docs/report.schema.json (scripts/check-report.py)
+  python3-prometheus-client # tests: Prometheus textfiles through the exposition-format parser
+  bsdutils             # tests: `script`, to run dray on a pseudo-terminal
 )
 
 missing=()

@@ -9,9 +9,9 @@ public enum DrayCommandLine {
     dray: a declarative job runner for mobile platform data
 
     Usage:
-      dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet] [--verbose]
+      dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet | --verbose] [--log-format text|json]
       dray validate JOB.yaml...
-      dray plan JOB.yaml
+      dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]
       dray status JOB.yaml
       dray tables DATABASE [--resource NAME] [--params JSON]
       dray query DATABASE SQL
@@ -34,6 +34,8 @@ public enum DrayCommandLine {
       switch command {
       case "run": return try RunCommand.main(rest)
       case "validate": return try ValidateCommand.main(rest)
+      case "plan": return try PlanCommand.main(rest)
+      case "schema": return try SchemaCommand.main(rest)
       case "status": return try StatusCommand.main(rest)
       case "tables": return try TablesCommand.main(rest)
       case "query": return try QueryCommand.main(rest)

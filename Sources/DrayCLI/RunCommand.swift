@@ -9,9 +9,21 @@ private let runCancellation = Cancellation()
 /// `dray run JOB.yaml`: validate, then run with checkpoints; print the summary.
 enum RunCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
-    let args = try Arguments(arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v"], options: ["--from", "--only"])
+    let args = try Arguments(
+      arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v"], options: ["--from", "--only", "--log-format"])
     guard args.positional.count == 1 else { throw UsageError("run takes one manifest: dray run JOB.yaml") }
     if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
+    let quiet = args.flags.contains("--quiet") || args.flags.contains("-q")
+    let verbose = args.flags.contains("--verbose") || args.flags.contains("-v")
+    if quiet && verbose { throw UsageError("--quiet and --verbose do not go together") }
+    var format = Console.LogFormat.text
+    if let name = args.values["--log-format"] {
+      guard let chosen = Console.LogFormat(rawValue: name) else {
+        throw UsageError(
+          "--log-format \(name): unknown format; formats: \(Console.LogFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+      }
+      format = chosen
+    }
     guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
     let ids = manifest.steps.map(\.id)
     for option in ["--from", "--only"] {
@@ -19,16 +31,24 @@ enum RunCommand {
         throw UsageError("\(option) \(id): no such step; steps: \(ids.joined(separator: ", "))")
       }
     }
-    let level: Console.Level =
-      args.flags.contains("--quiet") || args.flags.contains("-q")
-      ? .quiet
-      : args.flags.contains("--verbose") || args.flags.contains("-v") ? .verbose : .normal
-    let console = Console(level: level, redactor: manifest.redactor)
+    let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
+    let redactor = SharedRedactor(manifest.redactor)
+    // A password in platform.host reaches the server as `Authorization: Basic` (RFC 7617):
+    // mask it alone and in that form too.
+    if let host = manifest.platform?.host, let url = URLComponents(string: host), let user = url.user, let password = url.password {
+      redactor.add(password)
+      redactor.add(Data("\(user):\(password)".utf8).base64EncodedString())
+    }
+    let console = Console(level: level, format: format, redactor: redactor)
     installSignalHandlers()
     let options = RunOptions(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()
-    if report.exitCode != ExitCode.locked {
-      console.print(Summary.text(report, reportPath: Runner.reportPath(manifest, runID: report.runID)))
+    // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
+    if report.exitCode != ExitCode.locked && (level > .quiet || report.status != .succeeded) {
+      console.print(
+        Summary.text(
+          report, files: ReportFiles.paths(manifest, runID: report.runID).map { ($0.format.rawValue, ReportFiles.display($0.path)) },
+          color: console.useColorOnOutput))
     }
     return report.exitCode
   }
@@ -51,28 +71,108 @@ enum RunCommand {
   }
 }
 
-/// The short human summary printed after a run.
+/// The short human summary printed after a run: one screen at most.
+///
+/// ```
+/// job iso-reference: succeeded in 0.28s (run 20261130T120311Z-78795a)
+///   schemes       schemes       succeeded  4 tables
+///   countries     table_stream  succeeded  249 rows; 16.7 KiB
+///   drop-unnamed  sql           succeeded  0 rows changed
+/// total: 249 rows; 16.7 KiB
+/// report: jobs/reports/iso-reference-20261130T120311Z-78795a.json
+/// ```
+///
+/// Members of a `parallel` group are indented under it. "N attempts" appears only when a
+/// step's own call was retried; retries of the sign-in or a scheme fetch are named apart
+/// ("sign-in retried once").
+/// Beyond 25 steps only those that did not succeed are listed. The report's path is the last
+/// line.
 enum Summary {
-  static func text(_ report: RunReport, reportPath: String) -> String {
-    let seconds = String(format: "%.2fs", report.endedAt.timeIntervalSince(report.startedAt))
-    var lines = ["job \(report.job): \(report.status.rawValue) in \(seconds) (run \(report.runID))"]
-    let idWidth = max(4, report.steps.map(\.id.count).max() ?? 0)
-    let kindWidth = max(4, report.steps.map(\.kind.count).max() ?? 0)
+  /// Steps listed in full up to this many.
+  static let maxSteps = 25
+
+  static func text(_ report: RunReport, files: [(format: String, path: String)], color: Bool = false) -> String {
+    let seconds = HumanUnits.duration(report.endedAt.timeIntervalSince(report.startedAt))
+    var lines = ["job \(report.job): \(paint(report.status.rawValue, report.status, color)) in \(seconds) (run \(report.runID))"]
+    var rows: [(id: String, step: StepReport)] = []
     for step in report.steps {
-      var detail: [String] = []
-      if !step.rows.isEmpty { detail.append("\(step.totalRows) rows") }
-      if !step.tables.isEmpty && step.rows.isEmpty { detail.append("\(step.tables.count) tables") }
-      if step.bytes > 0 { detail.append("\(step.bytes) bytes") }
-      if step.attempts.count > 1 { detail.append("\(step.attempts.count) attempts") }
-      if let reason = step.skipReason { detail.append(reason) }
-      if let message = step.errorMessage { detail.append(message) }
-      lines.append(
-        "  " + step.id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
-          + step.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0) + "  "
-          + step.status.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + detail.joined(separator: "; "))
+      rows.append((step.id, step))
+      for member in step.members { rows.append(("  " + member.id, member)) }
     }
+    var hidden: [RunStatus: Int] = [:]
+    if rows.count > maxSteps {
+      for row in rows where row.step.status == .succeeded || row.step.status == .skipped { hidden[row.step.status, default: 0] += 1 }
+      rows = rows.filter { $0.step.status != .succeeded && $0.step.status != .skipped }
+    }
+    let idWidth = max(4, rows.map(\.id.count).max() ?? 0)
+    let kindWidth = max(4, rows.map(\.step.kind.count).max() ?? 0)
+    for (id, step) in rows {
+      let status = step.status.rawValue.padding(toLength: max(11, step.status.rawValue.count + 2), withPad: " ", startingAt: 0)
+      let line =
+        "  " + id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
+        + step.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0) + "  " + paint(status, step.status, color)
+        + details(step).joined(separator: "; ")
+      lines.append(line.trimmingSuffix())
+    }
+    if !hidden.isEmpty {
+      let parts = [(RunStatus.succeeded, "succeeded"), (.skipped, "skipped")].compactMap { status, word in
+        hidden[status].map { "\($0) \(word)" }
+      }
+      lines.append("  (\(parts.joined(separator: " and ")) not listed; the report lists every step)")
+    }
+    let totals = report.totals
+    var total: [String] = []
+    if totals.rows > 0 { total.append("\(totals.rows) rows") }
+    if totals.bytes > 0 { total.append(HumanUnits.bytes(totals.bytes)) }
+    if totals.retries > 0 { total.append("\(totals.retries) \(totals.retries == 1 ? "retry" : "retries")") }
+    if !total.isEmpty { lines.append("total: " + total.joined(separator: "; ")) }
     if let error = report.errorMessage { lines.append("error: \(error)") }
-    lines.append("report: \(reportPath)")
+    for file in files.dropFirst() { lines.append("\(file.format): \(file.path)") }
+    if let json = files.first { lines.append("report: \(json.path)") }
     return lines.joined(separator: "\n")
+  }
+
+  /// `249 rows`, `4 tables`, `16.7 KiB`, `3 attempts`, the skip reason, the error.
+  static func details(_ step: StepReport) -> [String] {
+    var detail: [String] = []
+    if !step.rows.isEmpty { detail.append("\(step.totalRows) rows") }
+    if !step.tables.isEmpty && step.rows.isEmpty { detail.append("\(step.tables.count) tables") }
+    if !step.statements.isEmpty { detail.append("\(step.statements.reduce(0) { $0 + $1.changes }) rows changed") }
+    if step.bytes > 0 { detail.append(HumanUnits.bytes(step.bytes)) }
+    let own = step.ownAttempts
+    if own.attempts > own.calls {
+      detail.append("\(own.attempts) attempts" + (own.calls > 1 ? " over \(own.calls) calls" : ""))
+    }
+    let others = Dictionary(grouping: step.attempts.filter { $0.call != nil }, by: { $0.call ?? "" })
+    for (call, attempts) in others.sorted(by: { $0.key < $1.key }) {
+      let retried = attempts.filter { $0.wait != nil }.count
+      if retried > 0 { detail.append("\(call) retried " + (retried == 1 ? "once" : "\(retried) times")) }
+    }
+    if let reason = step.skipReason { detail.append(reason) }
+    if let message = step.errorMessage { detail.append(message) }
+    return detail
+  }
+
+  /// `text` in the status's colour (ECMA-48 SGR): green, red, yellow, or dim.
+  static func paint(_ text: String, _ status: RunStatus, _ color: Bool) -> String {
+    guard color else { return text }
+    let code =
+      switch status {
+      case .succeeded: "32"
+      case .failed: "31"
+      case .interrupted: "33"
+      case .skipped, .notRun: "2"
+      }
+    let trimmed = text.trimmingSuffix()
+    return "\u{1B}[\(code)m\(trimmed)\u{1B}[0m" + String(repeating: " ", count: text.count - trimmed.count)
+  }
+}
+
+extension String {
+  /// The string without trailing spaces.
+  func trimmingSuffix() -> String {
+    var out = self
+    while out.last == " " { out.removeLast() }
+    return out
   }
 }

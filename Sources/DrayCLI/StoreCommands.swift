@@ -3,38 +3,69 @@ internal import DrayJSON
 internal import DrayModel
 internal import DrayStore
 internal import Foundation
+internal import Glibc
 
-/// `dray status JOB.yaml`: recent runs and each step's checkpoint.
+/// `dray status JOB.yaml [--runs N]`: recent runs and each step's checkpoint, read without
+/// writing anything.
 enum StatusCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, options: ["--runs"])
     guard args.positional.count == 1 else { throw UsageError("status takes one manifest: dray status JOB.yaml") }
     guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
-    let limit = Int(args.values["--runs"] ?? "10") ?? 10
+    let limit = try args.values["--runs"].map { text in
+      guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
+      return n
+    }
     let path = Runner.journalPath(for: manifest)
-    guard FileManager.default.fileExists(atPath: path) else {
+    let journal: Journal
+    do {
+      journal = try Journal(readingAt: path)
+    } catch .missing {
       print("job \(manifest.job): no runs yet (no journal at \(path))")
       return ExitCode.success
+    } catch {
+      DrayCommandLine.printError("dray: \(error)")
+      return ExitCode.stepFailed
     }
-    let journal = try Journal(path: path)
+    print(try text(manifest, journal: journal, limit: limit ?? 10))
+    return ExitCode.success
+  }
+
+  /// The status report of `manifest`'s job from `journal`.
+  static func text(_ manifest: Manifest, journal: Journal, limit: Int) throws -> String {
     let runs = try journal.runs(job: manifest.job, limit: limit)
-    print("job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(path))")
+    var lines = ["job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(journal.path))"]
     for run in runs {
-      print(
-        "  \(run.id)  \(run.status.padding(toLength: 11, withPad: " ", startingAt: 0)) started \(run.startedAt)"
-          + (run.endedAt.map { ", ended \($0)" } ?? ""))
+      var line = "  \(run.id)  \(run.status.padding(toLength: 11, withPad: " ", startingAt: 0)) started \(run.startedAt)"
+      if let ended = run.endedAt { line += ", ended \(ended)" }
+      var notes: [String] = []
+      if !run.options.isEmpty { notes.append(run.options) }
+      if run.lineage != run.id { notes.append("continues \(run.lineage)") }
+      switch run.status {
+      case "abandoned": notes.append("process \(run.processID) ended without recording an end")
+      case "running":
+        notes.append(
+          kill(pid_t(run.processID), 0) == 0 || errno == EPERM
+            ? "process \(run.processID)" : "process \(run.processID) is gone; the next run marks it abandoned")
+      default: break
+      }
+      if !notes.isEmpty { line += "; " + notes.joined(separator: "; ") }
+      lines.append(line)
     }
     let checkpoints = try journal.checkpoints(job: manifest.job)
-    print("checkpoints:")
+    lines.append("checkpoints:")
     for step in manifest.allSteps {
       guard let c = checkpoints.first(where: { $0.stepID == step.id }) else {
-        print("  \(step.id): none")
+        lines.append("  \(step.id): none")
         continue
       }
       let changed = c.fingerprint == step.fingerprint(in: manifest) ? "" : " (definition changed since)"
-      print("  \(step.id): \(c.status) in run \(c.runID) at \(c.finishedAt), \(c.rows) rows, \(c.bytes) bytes\(changed)")
+      lines.append(
+        "  \(step.id): \(c.status) in run \(c.runID) at \(c.finishedAt)"
+          + (c.attempts > 1 ? ", \(c.attempts) attempts" : "") + ", \(c.rows) rows, \(c.bytes) bytes\(changed)"
+      )
     }
-    return ExitCode.success
+    return lines.joined(separator: "\n")
   }
 }
 

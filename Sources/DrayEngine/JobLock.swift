@@ -30,7 +30,12 @@ final class JobLock {
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
     guard fd >= 0 else { throw .cannotOpen(path: path, detail: String(cString: strerror(errno))) }
     if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-      let holder = JobLock.readHolder(fd)
+      // The holder writes its line just after taking the lock; give it a moment.
+      var holder = JobLock.readHolder(fd)
+      for _ in 0..<5 where holder == nil {
+        usleep(20_000)
+        holder = JobLock.readHolder(fd)
+      }
       close(fd)
       throw .held(holder)
     }

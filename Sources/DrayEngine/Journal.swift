@@ -1,17 +1,27 @@
 internal import DrayModel
 public import DrayStore
 internal import Foundation
+internal import Glibc
 
 /// The run journal of a job: its runs, and a checkpoint per step.
 ///
 /// It lives in the job's target database when the job has one (tables `_dray_runs` and
 /// `_dray_checkpoints`), so that a load commits its rows and its checkpoint in one
 /// transaction; a job without a database keeps it in `<state.path>/<job>.journal.sqlite`.
-/// SQLite's own journal makes every write all-or-nothing, so a crash never leaves it
-/// half-written.
+///
+/// A crash can never leave it half-written: every change is one SQLite transaction (WAL
+/// mode), and a new journal file is built beside its path and linked into place only once
+/// its tables exist, so the path never names an empty or half-made file. A journal dray
+/// cannot trust (empty, cut off, not SQLite, tables of another shape, a record it does not
+/// know) is a `JournalError` naming the path and what to do, never a silent fresh start.
+/// See `docs/resume.md`.
 public final class Journal {
   public let path: String
   let database: Database
+  /// False when a journal opened for reading has no journal tables yet.
+  private let hasTables: Bool
+  /// The `options` column, or `''` in a journal opened for reading that predates it.
+  private var optionsColumn = "options"
 
   /// A run as recorded.
   public struct Run: Sendable, Equatable {
@@ -21,10 +31,19 @@ public final class Journal {
     public var job: String
     public var startedAt: String
     public var endedAt: String?
-    /// `running`, `succeeded`, `failed`, `interrupted`.
+    /// One of `Journal.runStatuses`: `running`, `succeeded`, `failed`, `interrupted`, or
+    /// `abandoned` (its process ended without recording an end: killed, crashed, or the
+    /// machine stopped).
     public var status: String
     public var manifestFingerprint: String
     public var processID: Int
+    /// The operator's flags, as given: `--fresh`, `--from STEP`, `--only STEP`; empty for a
+    /// plain run.
+    public var options: String = ""
+
+    /// True for an `--only STEP` run, which a later plain run neither continues nor counts
+    /// as the job's last run.
+    public var isOnly: Bool { options.split(separator: " ").contains("--only") }
   }
 
   /// A step's last recorded state.
@@ -61,35 +80,63 @@ public final class Journal {
     }
   }
 
+  /// Statuses a run row may hold.
+  public static let runStatuses: Set<String> = ["running", "succeeded", "failed", "interrupted", "abandoned"]
+  /// Statuses a checkpoint may hold.
+  public static let checkpointStatuses: Set<String> = ["succeeded", "failed"]
+
   static let schema = """
-    CREATE TABLE IF NOT EXISTS _dray_runs(
+    CREATE TABLE _dray_runs(
       run_id TEXT PRIMARY KEY, lineage TEXT NOT NULL, job TEXT NOT NULL, started_at TEXT NOT NULL,
-      ended_at TEXT, status TEXT NOT NULL, manifest_fingerprint TEXT NOT NULL, pid INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS _dray_checkpoints(
+      ended_at TEXT, status TEXT NOT NULL, manifest_fingerprint TEXT NOT NULL, pid INTEGER NOT NULL,
+      options TEXT NOT NULL DEFAULT '');
+    CREATE TABLE _dray_checkpoints(
       job TEXT NOT NULL, step_id TEXT NOT NULL, run_id TEXT NOT NULL, lineage TEXT NOT NULL,
       fingerprint TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, rows INTEGER NOT NULL,
       bytes INTEGER NOT NULL, outputs TEXT NOT NULL, finished_at TEXT NOT NULL,
       PRIMARY KEY(job, step_id));
     """
 
+  static let tables = ["_dray_runs", "_dray_checkpoints"]
+
   static let expectedColumns: [String: [String]] = [
-    "_dray_runs": ["run_id", "lineage", "job", "started_at", "ended_at", "status", "manifest_fingerprint", "pid"],
+    "_dray_runs": ["run_id", "lineage", "job", "started_at", "ended_at", "status", "manifest_fingerprint", "pid", "options"],
     "_dray_checkpoints": [
       "job", "step_id", "run_id", "lineage", "fingerprint", "status", "attempts", "rows", "bytes", "outputs", "finished_at",
     ],
   ]
 
-  /// Opens the journal at `path`, creating its tables when missing.
-  /// - Throws: `JournalError` when the file is not a usable SQLite database or its journal
-  ///   tables have another shape.
-  public init(path: String) throws(JournalError) {
+  /// Opens the journal at `path` for a run, creating it (or its tables, in an existing
+  /// database) when missing.
+  ///
+  /// - Parameters:
+  ///   - startingFresh: the run ignores checkpoints (`--fresh`), so an empty (0-byte) file
+  ///     at `path` is taken as a new journal instead of an error.
+  /// - Throws: `JournalError` when the file is empty, cut off, not a usable SQLite
+  ///   database, or holds journal tables of another shape.
+  public init(path: String, startingFresh: Bool = false) throws(JournalError) {
     self.path = path
     do {
-      let folder = (path as NSString).deletingLastPathComponent
-      if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
-      database = try Database(path: path)
-      try database.execute(Journal.schema)
-      try Journal.checkShape(database)
+      var state = try Journal.inspect(path)
+      if state == .empty {
+        guard startingFresh else { throw JournalError.empty(path: path) }
+        for name in [path, path + "-wal", path + "-shm"] { unlink(name) }
+        state = .missing
+      }
+      if state == .missing {
+        try Journal.create(at: path)
+      } else {
+        // Look before writing: opening for writing turns on WAL mode, and a file whose
+        // journal dray cannot trust must stay as it is.
+        _ = try Journal.check(Database(path: path, create: false, readOnly: true))
+      }
+      let database = try Database(path: path)
+      _ = try database.transaction {
+        if try Journal.presentTables(database).isEmpty { try database.execute(Journal.schema) }
+      }
+      try Journal.migrate(database)
+      self.database = database
+      hasTables = true
     } catch let error as JournalError {
       throw error
     } catch {
@@ -97,43 +144,235 @@ public final class Journal {
     }
   }
 
-  private static func checkShape(_ database: Database) throws {
-    for (table, expected) in expectedColumns {
-      let columns = try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap {
-        if case .text(let name) = $0[0].1 { name } else { nil }
+  /// Opens an existing journal for reading only (`dray status`, `dray plan`): it creates
+  /// nothing and writes nothing. A database without journal tables reads as no runs.
+  /// - Throws: `JournalError` as `init(path:startingFresh:)` does, and `.missing` when
+  ///   there is no file at `path`.
+  public init(readingAt path: String) throws(JournalError) {
+    self.path = path
+    do {
+      switch try Journal.inspect(path) {
+      case .missing: throw JournalError.missing(path: path)
+      case .empty: throw JournalError.empty(path: path)
+      case .usable: break
       }
-      guard columns == expected else {
-        throw JournalError.wrongShape(path: database.path, table: table, found: columns)
+      database = try Database(path: path, create: false, readOnly: true)
+      hasTables = try Journal.check(database)
+      if hasTables, try !Journal.columns(of: "_dray_runs", in: database).contains("options") { optionsColumn = "''" }
+    } catch let error as JournalError {
+      throw error
+    } catch {
+      throw JournalError.unreadable(path: path, detail: "\(error)")
+    }
+  }
+
+  /// Checks the journal tables of `database`, when it has them.
+  /// - Returns: whether it has them.
+  /// - Throws: `JournalError.incomplete` when it has one without the other, `.wrongShape`.
+  private static func check(_ database: Database) throws -> Bool {
+    let present = try presentTables(database)
+    if present.isEmpty { return false }
+    if present.count < tables.count {
+      throw JournalError.incomplete(path: database.path, missing: tables.filter { !present.contains($0) })
+    }
+    try checkShape(database)
+    return true
+  }
+
+  // MARK: The file
+
+  enum FileState { case missing, empty, usable }
+
+  /// Looks at the file before SQLite does, to tell an empty or cut-off journal from a new one.
+  ///
+  /// SQLite opens a 0-byte file as a new, empty database, and may read a file cut short
+  /// without complaint until it needs a missing page; dray never leaves either at the
+  /// journal's path (see `create(at:)`), so both mean the file was damaged. The size check
+  /// uses the page size (offset 16) and page count (offset 28) of the database header
+  /// (https://sqlite.org/fileformat2.html#the_database_header), and is skipped while a
+  /// write-ahead log or a hot rollback journal holds changes.
+  static func inspect(_ path: String) throws(JournalError) -> FileState {
+    guard let size = fileSize(path) else { return .missing }
+    // Changes SQLite has yet to copy into the file (WAL mode) or to roll back out of it (a
+    // hot rollback journal) make its size meaningless until SQLite has opened it.
+    let walSize = (fileSize(path + "-wal") ?? 0) + (fileSize(path + "-journal") ?? 0)
+    if size == 0 { return walSize == 0 ? .empty : .usable }
+    let header = readPrefix(path, count: 100)
+    guard header.count == 100 else { throw .cutOff(path: path, size: size, expected: nil) }
+    guard header.prefix(16).elementsEqual(Array("SQLite format 3\0".utf8)) else {
+      throw .unreadable(path: path, detail: "it is not an SQLite database")
+    }
+    func be(_ offset: Int, _ count: Int) -> Int64 {
+      header[offset..<offset + count].reduce(0) { $0 << 8 | Int64($1) }
+    }
+    let pageSize = be(16, 2) == 1 ? 65536 : be(16, 2)
+    let pages = be(28, 4)
+    let headerCountValid = be(24, 4) == be(92, 4)
+    if walSize == 0, headerCountValid, pages > 0, size < pageSize * pages {
+      throw .cutOff(path: path, size: size, expected: pageSize * pages)
+    }
+    return .usable
+  }
+
+  /// Builds a journal beside `path` and links it into place, so that `path` names either
+  /// nothing or a whole journal, whenever the process dies. `link(2)` never replaces a file
+  /// made meanwhile by another job sharing the database; that file is used instead.
+  static func create(at path: String) throws {
+    let folder = (path as NSString).deletingLastPathComponent
+    if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+    let temporary = path + ".new-\(getpid())"
+    removeLeftovers(of: path)
+    defer {
+      for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) }
+    }
+    do {
+      let database = try Database(path: temporary)
+      _ = try database.transaction { try database.execute(Journal.schema) }
+      // Back to a rollback journal so that the whole file is in `temporary` when it closes.
+      try database.execute("PRAGMA journal_mode=DELETE")
+    }
+    let fd = open(temporary, O_RDONLY)
+    if fd >= 0 {
+      fsync(fd)
+      close(fd)
+    }
+    CrashPoint.reach("journal-built")
+    if link(temporary, path) != 0 && errno != EEXIST {
+      throw JournalError.unreadable(path: path, detail: "cannot create it: \(String(cString: strerror(errno)))")
+    }
+    let directory = open(folder.isEmpty ? "." : folder, O_RDONLY)
+    if directory >= 0 {
+      fsync(directory)
+      close(directory)
+    }
+  }
+
+  /// Removes journals half-built by processes that died before linking them into place
+  /// (`<path>.new-<pid>` of a process that no longer exists).
+  static func removeLeftovers(of path: String) {
+    let folder = (path as NSString).deletingLastPathComponent
+    let prefix = (path as NSString).lastPathComponent + ".new-"
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.isEmpty ? "." : folder)) ?? [] {
+      guard name.hasPrefix(prefix), let pid = Int32(name.dropFirst(prefix.count).prefix { $0.isNumber }) else { continue }
+      if pid == getpid() || kill(pid, 0) != 0 && errno == ESRCH {
+        unlink((folder.isEmpty ? "" : folder + "/") + name)
       }
     }
-    _ = try database.rows("SELECT count(*) FROM _dray_runs")
-    _ = try database.rows("SELECT count(*) FROM _dray_checkpoints")
   }
+
+  static func fileSize(_ path: String) -> Int64? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return Int64(info.st_size)
+  }
+
+  static func readPrefix(_ path: String, count: Int) -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return [] }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: count)
+    let n = pread(fd, &buffer, count, 0)
+    return n > 0 ? Array(buffer.prefix(n)) : []
+  }
+
+  // MARK: Shape
+
+  private static func presentTables(_ database: Database) throws -> Set<String> {
+    let rows = try database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN ('_dray_runs', '_dray_checkpoints')")
+    return Set(rows.map { $0[0].1.text })
+  }
+
+  /// Brings a journal written by dray 0.1.0 before the `options` column up to date.
+  private static func migrate(_ database: Database) throws {
+    let columns = try columns(of: "_dray_runs", in: database)
+    if columns == Array(expectedColumns["_dray_runs"]!.dropLast()) {
+      try database.execute("ALTER TABLE _dray_runs ADD COLUMN options TEXT NOT NULL DEFAULT ''")
+    }
+  }
+
+  private static func columns(of table: String, in database: Database) throws -> [String] {
+    try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { $0[0].1.text }
+  }
+
+  /// Checks each journal table's columns (a journal from before the `options` column
+  /// passes: opening it for a run adds the column) and pages.
+  private static func checkShape(_ database: Database) throws {
+    for table in tables {
+      let expected = expectedColumns[table]!
+      let found = try columns(of: table, in: database)
+      let older = table == "_dray_runs" && found == Array(expected.dropLast())
+      guard found == expected || older else {
+        throw JournalError.wrongShape(path: database.path, table: table, found: found)
+      }
+      // Reads every page of the table and its index, so a damaged page is found now.
+      let check = try database.rows("PRAGMA quick_check(\(Database.quote(table)))").map { $0[0].1.text }
+      guard check == ["ok"] else {
+        throw JournalError.unreadable(path: database.path, detail: "table \(table) is damaged: \(check.prefix(3).joined(separator: "; "))")
+      }
+    }
+  }
+
+  // MARK: Runs
 
   /// The most recent run of `job`.
   public func lastRun(job: String) throws -> Run? {
     try runs(job: job, limit: 1).first
   }
 
+  /// The most recent run of `job` that was not an `--only` run: the run a plain
+  /// `dray run` continues when it did not succeed.
+  public func lastWholeRun(job: String) throws -> Run? {
+    try select("job = ? AND ' ' || \(optionsColumn) || ' ' NOT LIKE '% --only %'", [.text(job)], limit: 1).first
+  }
+
   /// Recent runs of `job`, newest first.
+  /// - Throws: `JournalError.badRecord` for a status dray does not know; `SQLiteError`.
   public func runs(job: String, limit: Int) throws -> [Run] {
-    try database.rows(
-      "SELECT run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid FROM _dray_runs WHERE job = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
-      [.text(job), .integer(Int64(limit))]
-    ).map { row in
+    try select("job = ?", [.text(job)], limit: limit)
+  }
+
+  private func select(_ condition: String, _ values: [SQLValue], limit: Int) throws -> [Run] {
+    guard hasTables else { return [] }
+    let sql = """
+      SELECT run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, \(optionsColumn)
+      FROM _dray_runs WHERE \(condition) ORDER BY started_at DESC, rowid DESC LIMIT ?
+      """
+    let runs = try database.rows(sql, values + [.integer(Int64(limit))]).map { row in
       Run(
         id: row[0].1.text, lineage: row[1].1.text, job: row[2].1.text, startedAt: row[3].1.text,
         endedAt: row[4].1 == .null ? nil : row[4].1.text, status: row[5].1.text, manifestFingerprint: row[6].1.text,
-        processID: Int(row[7].1.integer))
+        processID: Int(row[7].1.integer), options: row[8].1.text)
+    }
+    for run in runs where !Journal.runStatuses.contains(run.status) {
+      throw JournalError.badRecord(
+        path: path,
+        detail: "run \(run.id) has status '\(run.status)', expected one of \(Journal.runStatuses.sorted().joined(separator: ", "))")
+    }
+    return runs
+  }
+
+  /// Records the start of `run` in one transaction with marking every `running` run of the
+  /// same job `abandoned`: the caller holds the job's lock, so no such run is alive.
+  /// - Returns: the runs marked abandoned.
+  @discardableResult
+  public func begin(_ run: Run) throws -> [Run] {
+    try database.transaction {
+      let stale = try select("job = ? AND status = 'running'", [.text(run.job)], limit: -1)
+      let abandon = try database.prepare("UPDATE _dray_runs SET status = 'abandoned' WHERE job = ? AND status = 'running'")
+      try abandon.bind([.text(run.job)])
+      _ = try abandon.step()
+      try start(run)
+      return stale
     }
   }
 
   public func start(_ run: Run) throws {
     let s = try database.prepare(
-      "INSERT INTO _dray_runs(run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid) VALUES (?,?,?,?,?,?,?,?)")
+      "INSERT INTO _dray_runs(run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, options) VALUES (?,?,?,?,?,?,?,?,?)"
+    )
     try s.bind([
       .text(run.id), .text(run.lineage), .text(run.job), .text(run.startedAt), .null, .text(run.status),
-      .text(run.manifestFingerprint), .integer(Int64(run.processID)),
+      .text(run.manifestFingerprint), .integer(Int64(run.processID)), .text(run.options),
     ])
     _ = try s.step()
   }
@@ -144,14 +383,18 @@ public final class Journal {
     _ = try s.step()
   }
 
+  // MARK: Checkpoints
+
   /// The checkpoint of `stepID`, or nil.
   public func checkpoint(job: String, stepID: String) throws -> Checkpoint? {
     try checkpoints(job: job).first { $0.stepID == stepID }
   }
 
   /// Every checkpoint of `job`.
+  /// - Throws: `JournalError.badRecord` for a status dray does not know; `SQLiteError`.
   public func checkpoints(job: String) throws -> [Checkpoint] {
-    try database.rows(
+    guard hasTables else { return [] }
+    let checkpoints = try database.rows(
       "SELECT job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at FROM _dray_checkpoints WHERE job = ?",
       [.text(job)]
     ).map { row in
@@ -160,6 +403,11 @@ public final class Journal {
         fingerprint: row[4].1.text, status: row[5].1.text, attempts: Int(row[6].1.integer), rows: Int(row[7].1.integer),
         bytes: row[8].1.integer, outputs: row[9].1.text, finishedAt: row[10].1.text)
     }
+    for c in checkpoints where !Journal.checkpointStatuses.contains(c.status) {
+      throw JournalError.badRecord(
+        path: path, detail: "the checkpoint of step \(c.stepID) has status '\(c.status)', expected succeeded or failed")
+    }
+    return checkpoints
   }
 
   /// Records `checkpoint` through `database`, inside the caller's transaction when there is
@@ -187,17 +435,51 @@ public final class Journal {
   }
 }
 
-/// A journal dray cannot trust. Never answered by a silent fresh start.
-public enum JournalError: Error, Sendable, CustomStringConvertible {
+/// A journal dray cannot trust. Never answered by a silent fresh start: each message names
+/// the file and what to do.
+public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
+  /// No file at the path (only when opening for reading).
+  case missing(path: String)
+  /// A 0-byte file: whatever it held is gone, so dray cannot tell which steps ran.
+  case empty(path: String)
+  /// Shorter than its header says (`expected` bytes), or than a header (`expected` nil).
+  case cutOff(path: String, size: Int64, expected: Int64?)
+  /// Not SQLite, damaged, or not readable.
   case unreadable(path: String, detail: String)
+  /// A journal table with other columns than dray's.
   case wrongShape(path: String, table: String, found: [String])
+  /// One journal table without the other.
+  case incomplete(path: String, missing: [String])
+  /// A row dray does not understand.
+  case badRecord(path: String, detail: String)
+
+  /// The journal's path.
+  public var path: String {
+    switch self {
+    case .missing(let path), .empty(let path), .cutOff(let path, _, _), .unreadable(let path, _), .wrongShape(let path, _, _),
+      .incomplete(let path, _), .badRecord(let path, _):
+      path
+    }
+  }
 
   public var description: String {
     switch self {
+    case .missing(let path):
+      "there is no run journal at \(path)"
+    case .empty(let path):
+      "the run journal at \(path) is empty (0 bytes), so dray cannot tell which steps already ran; restore it from a backup, or run again with --fresh to start over"
+    case .cutOff(let path, let size, let expected):
+      "the run journal at \(path) is cut off (\(size) bytes"
+        + (expected.map { ", its header says \($0)" } ?? ", shorter than an SQLite header")
+        + "), so dray cannot tell which steps already ran; restore it from a backup, or move it aside and run again with --fresh to start over"
     case .unreadable(let path, let detail):
       "the run journal at \(path) cannot be read (\(detail)); restore it from a backup, or move it aside and run again with --fresh to start over"
     case .wrongShape(let path, let table, let found):
       "the run journal at \(path) has a table \(table) of another shape (columns: \(found.isEmpty ? "none" : found.joined(separator: ", "))); it was not written by this dray. Move it aside and run again with --fresh"
+    case .incomplete(let path, let missing):
+      "the run journal at \(path) lacks its table\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), so dray cannot tell which steps already ran; restore it from a backup, or move it aside and run again with --fresh to start over"
+    case .badRecord(let path, let detail):
+      "the run journal at \(path) holds a record this dray does not understand (\(detail)); it may come from a newer dray. Use that dray, or move the journal aside and run again with --fresh"
     }
   }
 }

@@ -3,10 +3,33 @@ public import DrayTransport
 public import Foundation
 
 /// How a run or a step ended.
-public enum RunStatus: String, Sendable, Equatable {
+public enum RunStatus: String, Sendable, Equatable, CaseIterable {
   case succeeded, failed, skipped, interrupted
   /// A step the run never reached.
   case notRun = "not_run"
+}
+
+/// A step's checkpoint in the run journal, as the report shows it before and after the step.
+public struct CheckpointState: Sendable, Equatable {
+  /// The run that recorded it.
+  public var runID: String
+  /// `succeeded` or `failed`.
+  public var status: String
+  /// SHA-256 of the step's resolved definition when it was recorded.
+  public var fingerprint: String
+  /// RFC 3339.
+  public var finishedAt: String
+
+  public init(runID: String, status: String, fingerprint: String, finishedAt: String) {
+    self.runID = runID
+    self.status = status
+    self.fingerprint = fingerprint
+    self.finishedAt = finishedAt
+  }
+
+  init(_ checkpoint: Journal.Checkpoint) {
+    self.init(runID: checkpoint.runID, status: checkpoint.status, fingerprint: checkpoint.fingerprint, finishedAt: checkpoint.finishedAt)
+  }
 }
 
 /// What one step did, for the run report.
@@ -36,6 +59,10 @@ public struct StepReport: Sendable {
   public var skipReason: String?
   /// The members of a `parallel` group, in file order.
   public var members: [StepReport] = []
+  /// The step's checkpoint when the run started (nil: none recorded).
+  public var checkpointBefore: CheckpointState?
+  /// The step's checkpoint when the run ended (nil: none recorded).
+  public var checkpointAfter: CheckpointState?
 
   public init(id: String, kind: String, status: RunStatus) {
     self.id = id
@@ -45,6 +72,26 @@ public struct StepReport: Sendable {
 
   /// All rows written, summed over tables.
   public var totalRows: Int { rows.values.reduce(0, +) }
+
+  /// Attempts that were tried again (those followed by a wait and another attempt), in this
+  /// step and its members.
+  public var retries: Int {
+    attempts.filter { $0.wait != nil }.count + members.reduce(0) { $0 + $1.retries }
+  }
+
+  /// Attempts of the step's own calls (not the sign-in or scheme fetch made on their way),
+  /// and how many calls they were.
+  public var ownAttempts: (attempts: Int, calls: Int) {
+    let own = attempts.filter { $0.call == nil }
+    return (own.count, own.filter { $0.number == 1 }.count)
+  }
+
+  /// How many answers came with each HTTP status, over every attempt of the step.
+  public var httpStatuses: [Int: Int] {
+    attempts.reduce(into: [:]) { counts, attempt in
+      if let status = attempt.status { counts[status, default: 0] += 1 }
+    }
+  }
 }
 
 /// The report of one run (format version 1; see docs/report.md).
@@ -91,8 +138,32 @@ public struct RunReport: Sendable {
     if s.errorCode != nil || s.errorMessage != nil {
       o.append(("error", .object([("code", .string(s.errorCode ?? "error")), ("message", .string(s.errorMessage ?? ""))])))
     }
+    o.append(
+      ("http_statuses", .object(s.httpStatuses.sorted { $0.key < $1.key }.map { (String($0.key), .integer(Int64($0.value))) })))
+    o.append(
+      ("checkpoint", .object([("before", checkpointJSON(s.checkpointBefore)), ("after", checkpointJSON(s.checkpointAfter))])))
     if !s.members.isEmpty { o.append(("steps", .array(s.members.map(stepJSON)))) }
     return .object(o)
+  }
+
+  static func checkpointJSON(_ c: CheckpointState?) -> JSONValue {
+    guard let c else { return .null }
+    return .object([
+      ("run_id", .string(c.runID)), ("status", .string(c.status)), ("fingerprint", .string(c.fingerprint)),
+      ("finished_at", .string(c.finishedAt)),
+    ])
+  }
+
+  /// Rows, bytes, attempts and retries over every step (a group counts its members once).
+  public var totals: (rows: Int, bytes: Int64, attempts: Int, retries: Int) {
+    var totals = (rows: 0, bytes: Int64(0), attempts: 0, retries: 0)
+    for step in steps {
+      totals.rows += step.totalRows
+      totals.bytes += step.bytes
+      totals.attempts += step.attempts.count + step.members.reduce(0) { $0 + $1.attempts.count }
+      totals.retries += step.retries
+    }
+    return totals
   }
 
   func topJSON() -> [(key: String, value: JSONValue)] {
@@ -109,12 +180,23 @@ public struct RunReport: Sendable {
       ("status", .string(status.rawValue)), ("exit_code", .integer(Int64(exitCode))),
     ]
     if let errorMessage { top.append(("error", .string(errorMessage))) }
+    let t = totals
+    top.append(
+      (
+        "totals",
+        .object([
+          ("rows", .integer(Int64(t.rows))), ("bytes", .integer(t.bytes)), ("attempts", .integer(Int64(t.attempts))),
+          ("retries", .integer(Int64(t.retries))),
+        ])
+      ))
     return top
   }
 
   static func attemptJSON(_ a: Attempt) -> JSONValue {
-    var o: [(key: String, value: JSONValue)] = [
-      ("number", .integer(Int64(a.number))), ("outcome", .string(a.outcome)),
+    var o: [(key: String, value: JSONValue)] = [("number", .integer(Int64(a.number)))]
+    if let call = a.call { o.append(("call", .string(call))) }
+    o += [
+      ("outcome", .string(a.outcome)),
       ("start_offset_seconds", .number(seconds(a.startOffset))), ("duration_seconds", .number(seconds(a.duration))),
     ]
     if let status = a.status { o.append(("http_status", .integer(Int64(status)))) }

@@ -19,6 +19,11 @@ public struct RunOptions: Sendable {
     self.from = from
     self.only = only
   }
+
+  /// The flags as the journal records them: `--fresh --from STEP`, or empty.
+  var journalText: String {
+    ((fresh ? ["--fresh"] : []) + (from.map { ["--from \($0)"] } ?? []) + (only.map { ["--only \($0)"] } ?? [])).joined(separator: " ")
+  }
 }
 
 /// Exit codes of `dray run` (README, "Exit codes").
@@ -93,7 +98,7 @@ public final class Runner {
 
     let journal: Journal
     do {
-      journal = try Journal(path: Runner.journalPath(for: manifest))
+      journal = try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
     } catch {
       return fail(&report, "\(error)")
     }
@@ -101,27 +106,33 @@ public final class Runner {
     let plan: ResumePlan
     do {
       plan = try ResumePlan(manifest: manifest, options: options, journal: journal)
+    } catch let error as JournalError {
+      return fail(&report, "\(error)")
     } catch {
       return fail(&report, "cannot read the run journal at \(journal.path): \(error)")
     }
-    let lineage = plan.resumes?.lineage ?? runID
+    let lineage = plan.lineage ?? runID
     report.resumes = plan.resumes?.id
     do {
-      if let last = plan.resumes, last.status == "running" {
-        // Its process died without recording an end.
-        try journal.finish(runID: last.id, status: RunStatus.interrupted.rawValue, endedAt: last.startedAt)
-      }
-      try journal.start(
+      let abandoned = try journal.begin(
         Journal.Run(
           id: runID, lineage: lineage, job: manifest.job, startedAt: RunReport.rfc3339(startedAt), endedAt: nil,
-          status: "running", manifestFingerprint: report.manifestFingerprint, processID: Int(getpid())))
+          status: "running", manifestFingerprint: report.manifestFingerprint, processID: Int(getpid()),
+          options: options.journalText))
+      for run in abandoned {
+        console.info("run \(run.id) (process \(run.processID)) ended without recording an end; marked abandoned")
+      }
     } catch {
       return fail(&report, "cannot write the run journal at \(journal.path): \(error)")
     }
+    CrashPoint.reach("run-recorded")
 
     console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
     let session = manifest.platform.flatMap { platform in
-      manifest.auth.map { PlatformSession(settings: platform, credentials: $0) }
+      manifest.auth.map { [console] in
+        // Tokens are secrets too: mask them wherever the console and the report print.
+        PlatformSession(settings: platform, credentials: $0, onToken: { console.addSecret($0) })
+      }
     }
     let shared = RunContext(
       manifest: manifest, runID: runID, lineage: lineage, console: console, cancellation: cancellation,
@@ -142,7 +153,7 @@ public final class Runner {
       if let reason = plan.skipReasons[step.id] {
         report.steps[index].status = .skipped
         report.steps[index].skipReason = reason
-        console.info("step \(step.id): skipped (\(reason))")
+        console.info("skipped (\(reason))", step: step.id)
         if case .parallel(let group) = step.kind {
           report.steps[index].notes = group.steps.map { "\($0.id): skipped" }
         }
@@ -162,17 +173,33 @@ public final class Runner {
       default: ExitCode.stepFailed
       }
     report.endedAt = Date()
+    if status == .interrupted {
+      console.warn(
+        "interrupted by \(Runner.signalName(cancellation)); the run stopped at a safe point and the next 'dray run' resumes it")
+    }
     do {
       try journal.finish(runID: runID, status: status.rawValue, endedAt: RunReport.rfc3339(report.endedAt))
     } catch {
       console.error("cannot record the end of the run in \(journal.path): \(error)")
     }
+    CrashPoint.reach("run-finished")
+    if status == .succeeded && options.only == nil { removeDownloads() }
+    report.recordCheckpointsOfStepsNotRun(journal)
     write(report)
     return report
   }
 
+  /// After a whole run succeeded nothing is left to resume: removes the job's download
+  /// folder (answers left by a run killed between a load's commit and its cleanup).
+  private func removeDownloads() {
+    try? FileManager.default.removeItem(atPath: manifest.resolve(manifest.download.path) + "/\(manifest.job)")
+  }
+
   private func fail(_ report: inout RunReport, _ message: String) -> RunReport {
     report.errorMessage = message
+    for index in report.steps.indices where report.steps[index].status == .notRun {
+      report.steps[index].skipReason = "the run did not start"
+    }
     report.exitCode = ExitCode.stepFailed
     report.status = .failed
     report.endedAt = Date()
@@ -183,18 +210,23 @@ public final class Runner {
 
   /// Writes the report to its path (temp file, fsync, rename), and any extra formats.
   private func write(_ report: RunReport) {
-    let path = Runner.reportPath(manifest, runID: report.runID)
-    do {
-      try AtomicFile.write(console.redact(report.json()) + "\n", to: path)
-      console.info("report: \(path)")
-    } catch {
-      console.error("cannot write the run report to \(path): \(error)")
-    }
+    ReportFiles.write(report, manifest: manifest, console: console)
   }
 
   /// The report path with `{job}` and `{run_id}` replaced, absolute.
   public static func reportPath(_ manifest: Manifest, runID: String) -> String {
     manifest.resolve(manifest.report.path.replacing("{job}", with: manifest.job).replacing("{run_id}", with: runID))
+  }
+
+  /// `SIGINT`, `SIGTERM`, or `signal N` for the signal that cancelled the run; `a request
+  /// to stop` when it was cancelled otherwise.
+  static func signalName(_ cancellation: Cancellation) -> String {
+    switch cancellation.signal {
+    case SIGINT?: "SIGINT"
+    case SIGTERM?: "SIGTERM"
+    case let other?: "signal \(other)"
+    case nil: "a request to stop"
+    }
   }
 
   /// A sortable, unique run id: `20261130T114740Z-3f2a9c`.

@@ -18,29 +18,41 @@ struct StepRunner {
   func run() -> StepReport {
     var report = StepReport(id: step.id, kind: step.kindName, status: .succeeded)
     report.startedAt = Date()
+    report.checkpointBefore = currentCheckpoint()
     let start = ContinuousClock.now
-    console.info("step \(step.id): \(step.kindName) \(summary)")
+    console.info(summary.isEmpty ? step.kindName : "\(step.kindName) \(summary)", step: step.id)
     do {
       try execute(&report)
+      CrashPoint.reach("committed:\(step.id)")
       report.status = .succeeded
     } catch {
       report.status = context.cancellation.isCancelled ? .interrupted : .failed
       report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: error)
-      report.errorMessage = context.cancellation.isCancelled ? "interrupted by signal \(context.cancellation.signal ?? 0)" : "\(error)"
+      report.errorMessage = context.cancellation.isCancelled ? "interrupted by \(Runner.signalName(context.cancellation))" : "\(error)"
       if report.status == .failed {
         try? recordCheckpoint(report, status: .failed)
       }
     }
     report.duration = (ContinuousClock.now - start).seconds
+    report.checkpointAfter = currentCheckpoint()
+    console.endProgress(step: step.id)
     let took = String(format: "%.2fs", report.duration)
     switch report.status {
     case .succeeded:
-      console.info("step \(step.id): ok in \(took)\(resultSummary(report))")
+      console.info("ok in \(took)\(resultSummary(report))", step: step.id)
+      if report.members.isEmpty {
+        for note in report.notes { console.info(note, step: step.id) }
+        for output in report.outputs { console.info("wrote \(output)", step: step.id) }
+      }
     case .interrupted:
-      console.warn("step \(step.id): interrupted after \(took)")
+      console.warn("interrupted after \(took)", step: step.id)
     default:
-      console.error("step \(step.id) (\(step.kindName)) failed after \(took): \(report.errorMessage ?? "")")
+      console.error("\(step.kindName) failed after \(took): \(report.errorMessage ?? "")", step: step.id)
     }
+    for (sql, changes) in report.statements {
+      console.debug("\(changes) rows changed by: \(sql.trimmingCharacters(in: .whitespacesAndNewlines))", step: step.id)
+    }
+    console.debug("checkpoint before: \(describe(report.checkpointBefore)); after: \(describe(report.checkpointAfter))", step: step.id)
     return report
   }
 
@@ -52,6 +64,7 @@ struct StepRunner {
     case .request(let r): r.resource
     case .files(let f): "\(f.action.rawValue) \(f.connection):\(f.path)"
     case .parallel(let p): "\(p.steps.count) steps, at most \(p.max) at once"
+    case .schemes(let s): s.resources?.joined(separator: ", ") ?? ""
     case .http(let h): "\(h.method.rawValue) \(h.url)"
     default: ""
     }
@@ -60,20 +73,68 @@ struct StepRunner {
   private func resultSummary(_ report: StepReport) -> String {
     var parts: [String] = []
     if !report.rows.isEmpty { parts.append("\(report.totalRows) rows") }
-    if report.bytes > 0 { parts.append("\(report.bytes) bytes") }
-    if report.attempts.count > 1 { parts.append("\(report.attempts.count) attempts") }
+    if report.bytes > 0 { parts.append(HumanUnits.bytes(report.bytes)) }
+    if report.retries > 0 { parts.append("\(report.retries) \(report.retries == 1 ? "retry" : "retries")") }
     return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
+  }
+
+  /// The step's checkpoint in the journal now, or nil.
+  private func currentCheckpoint() -> CheckpointState? {
+    let found = context.journalWrites.withLock { _ in try? context.journal.checkpoint(job: manifest.job, stepID: step.id) }
+    return found.map(CheckpointState.init)
+  }
+
+  private func describe(_ checkpoint: CheckpointState?) -> String {
+    guard let c = checkpoint else { return "none" }
+    return "\(c.status) in run \(c.runID), fingerprint \(c.fingerprint.prefix(12))"
+  }
+
+  /// Logs an attempt as it ends: a retry at the normal level, every attempt with
+  /// `--verbose`. Steps call it from their `record` closures.
+  func logAttempt(_ attempt: Attempt) {
+    let call = attempt.call.map { "\($0) " } ?? ""
+    let took = String(format: "%.2fs", attempt.duration)
+    if attempt.outcome == "ok" {
+      console.debug("\(call)attempt \(attempt.number): ok" + (attempt.status.map { ", HTTP \($0)" } ?? "") + " in \(took)", step: step.id)
+      return
+    }
+    let what = "\(call)attempt \(attempt.number) failed after \(took): \(attempt.message ?? attempt.outcome)"
+    if let wait = attempt.wait {
+      let source = attempt.waitFromRetryAfter ? " (Retry-After)" : ""
+      console.info(what + "; trying again in \(String(format: "%.2fs", wait))\(source)", step: step.id)
+    } else {
+      console.debug(what, step: step.id)
+    }
+  }
+
+  /// `record` with each attempt marked as made for `call` (a table step's scheme fetch), so
+  /// that the report and the summary tell it from the step's own call.
+  func recording(_ call: String, _ record: @escaping (Attempt) -> Void) -> (Attempt) -> Void {
+    { attempt in
+      var marked = attempt
+      marked.call = marked.call ?? call
+      record(marked)
+    }
+  }
+
+  /// Shows rows as a load inserts them, on a terminal; nil when no progress is shown.
+  func showLoadProgress(_ database: Database) -> InsertedRowsObserver? {
+    guard console.showsProgress else { return nil }
+    let (console, id, kind) = (console, step.id, step.kindName)
+    return database.observeInsertedRows(every: 500) { console.progress(step: id, kind: kind, rows: $0) }
   }
 
   private func execute(_ report: inout StepReport) throws {
     switch step.kind {
     case .schemes(let s): try runSchemes(s, &report)
     case .tableStream(let t): try runTableStream(t, &report)
+    case .table(let t): try runTable(t, &report)
+    case .request(let r): try runRequest(r, &report)
+    case .files(let f): try runFiles(f, &report)
     case .sql(let s): try runSQL(s, &report)
+    case .query(let q): try runQuery(q, &report)
     case .parallel(let p): try runParallel(p, &report)
     case .http(let h): try runHTTP(h, &report)
-    default:
-      throw StepError.unsupported("step kind '\(step.kindName)' cannot run yet in this version of dray")
     }
   }
 
@@ -82,13 +143,19 @@ struct StepRunner {
   /// A platform client for this step's thread.
   func platformClient() throws -> PlatformClient {
     guard let session = context.session else { throw StepError.unsupported("step '\(step.id)' needs 'platform' and 'auth'") }
-    return PlatformClient(session: session, cancellation: context.cancellation)
+    let client = PlatformClient(session: session, cancellation: context.cancellation)
+    if console.showsProgress {
+      let (console, id, kind) = (console, step.id, step.kindName)
+      client.http.progress = { console.progress(step: id, kind: kind, bytes: $0, total: $1) }
+    }
+    return client
   }
 
   /// The target database, opened for this step's thread.
   func openStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.unsupported("step '\(step.id)' needs a 'database'") }
     let store = try Store(path: manifest.resolve(database.path))
+    store.database.stopWhen(context.cancellation)
     return store
   }
 
@@ -123,6 +190,8 @@ struct StepRunner {
     case is SQLiteError: "sqlite_error"
     case is StoreError: "store_error"
     case let e as StepError: e.code
+    case let e as LocalFileError: e.code
+    case let e as FilesError: e.code
     case let e as HTTPStepError: e.code
     default: "error"
     }
@@ -135,9 +204,12 @@ enum StepError: Error, CustomStringConvertible {
   case resourceNotFound(resource: String, available: [String])
   case tableNotLoaded(resource: String, table: String, physical: String)
   case expectation(String)
+  /// An `sql` step's statement that would begin, commit or roll back a transaction.
+  case transactionControl(statement: String)
 
   var code: String {
     switch self {
+    case .transactionControl: "transaction_statement"
     case .unsupported: "unsupported"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
@@ -153,6 +225,8 @@ enum StepError: Error, CustomStringConvertible {
     case .tableNotLoaded(let resource, let table, let physical):
       "{{ table \"\(resource)\" \"\(table)\" }}: table \(physical) does not exist; run the step that loads \(resource) first"
     case .expectation(let m): m
+    case .transactionControl(let statement):
+      "'\(statement)' would end the transaction dray runs the step in; remove it: dray commits the step's statements together with its checkpoint, so that a rerun never repeats them"
     }
   }
 }

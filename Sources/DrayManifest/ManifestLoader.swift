@@ -21,12 +21,18 @@ public struct ManifestLoader {
   /// Reads and validates the manifest at `path`.
   /// - Throws: `ManifestError` listing every problem found, each with its position.
   public func load(path: String) throws(ManifestError) -> Manifest {
-    guard let data = FileManager.default.contents(atPath: path) else {
-      let reason = FileManager.default.fileExists(atPath: path) ? "cannot read it (check permissions)" : "no such file"
+    var isFolder: ObjCBool = false
+    guard !(FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue),
+      let data = FileManager.default.contents(atPath: path)
+    else {
+      let reason =
+        isFolder.boolValue
+        ? "it is a folder; name the manifest file"
+        : FileManager.default.fileExists(atPath: path) ? "cannot read it (check permissions)" : "no such file"
       throw ManifestError(diagnostics: [Diagnostic(SourceLocation(file: path, line: 1, column: 1), "cannot open manifest: \(reason)")])
     }
-    guard let text = String(data: data, encoding: .utf8) else {
-      throw ManifestError(diagnostics: [Diagnostic(SourceLocation(file: path, line: 1, column: 1), "the manifest is not UTF-8 text")])
+    guard let text = String(validating: data, as: UTF8.self) else {
+      throw ManifestError(diagnostics: [Self.notUTF8(data, path: path)])
     }
     let absolute = URL(fileURLWithPath: path).standardizedFileURL
     return try load(text: text, path: path, directory: absolute.deletingLastPathComponent().path)
@@ -45,14 +51,53 @@ public struct ManifestLoader {
         source: text)
     }
     var validator = ManifestValidator(
-      path: path, directory: directory, environment: environment, root: root)
+      path: path, directory: directory, environment: environment, root: root, source: text)
     let manifest = validator.validate()
     if let manifest, validator.reader.diagnostics.isEmpty {
       return manifest
     }
-    var error = ManifestError(diagnostics: validator.reader.diagnostics, source: text)
-    // A literal secret written into the manifest must not be quoted back.
-    error.sourceLines = error.sourceLines.map { Substring(validator.reader.redactor.redact(String($0))) }
+    // A secret must not be quoted back: not in a message (a wrong-typed value from a secret
+    // variable), not in a source line (a literal password written into the manifest).
+    let redactor = validator.reader.redactor
+    let diagnostics = validator.reader.diagnostics.map { Diagnostic($0.location, redactor.redact($0.message)) }
+    var error = ManifestError(diagnostics: diagnostics, source: text)
+    error.redactor = redactor
     throw error
+  }
+
+  /// The position of the first byte that is not UTF-8, for the error.
+  static func notUTF8(_ data: Data, path: String) -> Diagnostic {
+    var line = 1
+    var lineStart = 0
+    var index = 0
+    let bytes = [UInt8](data)
+    while index < bytes.count {
+      let byte = bytes[index]
+      let length =
+        switch byte {
+        case 0x00...0x7F: 1
+        case 0xC2...0xDF: 2
+        case 0xE0...0xEF: 3
+        case 0xF0...0xF4: 4
+        default: 0
+        }
+      let end = index + length
+      let valid =
+        length > 0 && end <= bytes.count
+        && String(validating: bytes[index..<end], as: UTF8.self) != nil
+      if !valid {
+        let column = (String(validating: bytes[lineStart..<index], as: UTF8.self)?.unicodeScalars.count ?? 0) + 1
+        let hex = String(byte, radix: 16, uppercase: true)
+        return Diagnostic(
+          SourceLocation(file: path, line: line, column: column),
+          "the manifest is not UTF-8 text: byte 0x\(hex.count == 1 ? "0" + hex : hex) here is not UTF-8; save the file as UTF-8")
+      }
+      if byte == UInt8(ascii: "\n") {
+        line += 1
+        lineStart = end
+      }
+      index = end
+    }
+    return Diagnostic(SourceLocation(file: path, line: 1, column: 1), "the manifest is not UTF-8 text")
   }
 }

@@ -2,6 +2,9 @@ internal import DrayJSON
 internal import DrayModel
 
 /// Turns a manifest's node tree into a `Manifest`, recording every problem on the way.
+///
+/// The keys of every mapping come from `ManifestSchema` (the key lists below are checked
+/// against it by the tests); each block and each step kind has its own `read...` function.
 struct ManifestValidator {
   static let topLevelKeys = [
     "version", "job", "description", "secrets", "platform", "auth", "database", "download",
@@ -10,27 +13,41 @@ struct ManifestValidator {
   static let stepKinds = ["schemes", "table_stream", "table", "request", "files", "sql", "query", "http", "parallel"]
   static let stepCommonKeys = ["id", "description", "retry", "timeouts"]
 
+  /// Top-level keys starting with this are ignored: a place to define anchors, as in
+  /// `x-defaults: &defaults { ... }`.
+  static let extensionPrefix = "x-"
+
   let path: String
   let directory: String
   let root: YAMLNode
+  /// The manifest's text, to place `{{ table }}` problems on their line; may be empty.
+  let source: String
   var reader: NodeReader
-  private var stepIDs: [String: SourceLocation] = [:]
+  private var stepIDs: [String: (location: SourceLocation, isDefault: Bool)] = [:]
+  /// The SQL of `sql` and `query` steps, with its node, for the template checks.
+  private var sqlSources: [(stepID: String, sql: String, node: YAMLNode)] = []
+  /// A `table_stream` step that did not read: templates may name what it would load, so
+  /// "no step loads" is not said (it would only repeat that step's own error).
+  private var hasBrokenLoader = false
 
-  init(path: String, directory: String, environment: [String: String], root: YAMLNode) {
+  init(path: String, directory: String, environment: [String: String], root: YAMLNode, source: String = "") {
     self.path = path
     self.directory = directory
     self.root = root
+    self.source = source
     self.reader = NodeReader(interpolator: Interpolator(environment: environment, secretVariables: [], directory: directory))
     // The secrets list decides how everything else is read, so it comes first.
     if case .mapping(let pairs) = root.content, let node = pairs.first(where: { $0.key.scalar?.text == "secrets" })?.value {
       let names = readSecretNames(node)
+      let found = reader.diagnostics
       reader = NodeReader(interpolator: Interpolator(environment: environment, secretVariables: names, directory: directory))
+      reader.diagnostics = found
       for name in names { if let value = environment[name] { reader.redactor.add(value) } }
     }
   }
 
   mutating func validate() -> Manifest? {
-    guard let top = reader.fields(root, "", known: Self.topLevelKeys) else { return nil }
+    guard let top = reader.fields(root, "", known: Self.topLevelKeys, extensionPrefix: Self.extensionPrefix) else { return nil }
     let version = top.required("version", &reader).flatMap { readVersion($0) }
     let job = top.required("job", &reader).flatMap { readJobName($0) }
     let description = top["description"].flatMap { reader.string($0, "description") }
@@ -44,16 +61,17 @@ struct ManifestValidator {
     let timeouts = platform?.timeouts ?? Timeouts()
     var steps: [Step] = []
     if let node = top.required("steps", &reader) {
-      steps = readSteps(node, "steps", retry: retry, timeouts: timeouts, nested: false)
+      steps = readSteps(node, "steps", retry: retry, timeouts: timeouts, group: nil)
     }
-    guard let version, let job else { return nil }
+    // The cross-checks run even when `version` or `job` is wrong: one pass reports everything.
     var manifest = Manifest(
-      path: path, directory: directory, version: version, job: job, description: description,
+      path: path, directory: directory, version: version ?? Manifest.supportedVersion, job: job ?? "", description: description,
       platform: platform, auth: auth, database: database, download: download, retry: retry,
       state: state, report: report, steps: steps, redactor: reader.redactor)
     checkRequirements(manifest, top: top)
     checkTemplates(manifest)
     manifest.redactor = reader.redactor
+    guard version != nil, job != nil else { return nil }
     return manifest
   }
 
@@ -66,8 +84,14 @@ struct ManifestValidator {
     }
     var names: Set<String> = []
     for item in items {
-      guard let text = item.scalar?.text, !text.isEmpty, !text.contains("$") else {
-        reader.error(item.location, "'secrets' lists environment variable names, such as API_TOKEN")
+      guard let text = item.scalar?.text, Interpolator.isVariableName(text) else {
+        var message = "'secrets' lists environment variable names, such as API_TOKEN"
+        if let text = item.scalar?.text, text.hasPrefix("${"), text.hasSuffix("}") {
+          message += "; write the name without '${' and '}'"
+        } else {
+          message += ", found \(item.scalar.map { "'\($0.text)'" } ?? item.kindDescription)"
+        }
+        reader.error(item.location, message)
         continue
       }
       names.insert(text)
@@ -76,7 +100,11 @@ struct ManifestValidator {
   }
 
   private mutating func readVersion(_ node: YAMLNode) -> Int? {
-    guard let version = reader.integer(node, "version", in: 1...Int.max) else { return nil }
+    guard let version = reader.integer(node, "version", in: Int.min...Int.max) else { return nil }
+    if version < 1 {
+      reader.error(node.location, "'version' must be \(Manifest.supportedVersion), the manifest format this dray reads; found \(version)")
+      return nil
+    }
     if version > Manifest.supportedVersion {
       reader.error(
         node.location,
@@ -105,8 +133,7 @@ struct ManifestValidator {
 
   private mutating func readPlatform(_ node: YAMLNode) -> PlatformSettings? {
     guard
-      let f = reader.fields(
-        node, "platform", known: ["host", "api_version", "environment", "project", "application", "device", "tls", "timeouts", "headers"])
+      let f = reader.fields(node, "platform", known: ManifestSchema.platform.names)
     else { return nil }
     let host = f.required("host", &reader).flatMap { readHost($0, f.path("host")) }
     let environment = f.required("environment", &reader).flatMap { reader.nonEmptyString($0, f.path("environment")) }
@@ -115,7 +142,7 @@ struct ManifestValidator {
     let application = f["application"].flatMap { reader.string($0, f.path("application")) }
     let device = f["device"].flatMap { reader.nonEmptyString($0, f.path("device")) } ?? "dray-cli"
     var tls = TLSSettings()
-    if let node = f["tls"], let t = reader.fields(node, f.path("tls"), known: ["verify", "ca_file"]) {
+    if let node = f["tls"], let t = reader.fields(node, f.path("tls"), known: ManifestSchema.tls.names) {
       if let v = t["verify"].flatMap({ reader.bool($0, t.path("verify")) }) { tls.verify = v }
       tls.caFile = t["ca_file"].flatMap { reader.nonEmptyString($0, t.path("ca_file")) }
     }
@@ -133,12 +160,19 @@ struct ManifestValidator {
       reader.error(node.location, "'\(path)' must be an http:// or https:// address, found '\(host)'")
       return nil
     }
+    // Credentials in the address would be printed wherever the host is; they belong in auth.
+    let authority = host.drop { $0 != "/" }.dropFirst(2).prefix { $0 != "/" }
+    if let at = authority.lastIndex(of: "@") {
+      reader.redactor.add(String(authority[..<at]))  // masked in the quoted source line
+      reader.error(node.location, "'\(path)' must not hold a user name or password; give them in 'auth'")
+      return nil
+    }
     if !host.hasSuffix("/") { host += "/" }
     return host
   }
 
   /// Header names whose values are always masked.
-  static let secretHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
+  static let secretHeaders = HTTPHeader.secretNames
 
   private mutating func readHeaders(_ node: YAMLNode, _ path: String) -> [HTTPHeader]? {
     guard case .mapping(let pairs) = node.content else {
@@ -161,7 +195,7 @@ struct ManifestValidator {
   }
 
   private mutating func readTimeouts(_ node: YAMLNode, _ path: String, base: Timeouts) -> Timeouts? {
-    guard let f = reader.fields(node, path, known: ["connect", "request", "idle"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.timeouts.names) else { return nil }
     var t = base
     if let d = f["connect"].flatMap({ reader.duration($0, f.path("connect")) }) { t.connect = d }
     if let d = f["request"].flatMap({ reader.duration($0, f.path("request")) }) { t.request = d }
@@ -170,7 +204,7 @@ struct ManifestValidator {
   }
 
   private mutating func readAuth(_ node: YAMLNode) -> Credentials? {
-    guard let f = reader.fields(node, "auth", known: ["username", "password", "password_file"]) else { return nil }
+    guard let f = reader.fields(node, "auth", known: ManifestSchema.auth.names) else { return nil }
     let username = f.required("username", &reader).flatMap { reader.nonEmptyString($0, "auth.username", secret: true) }
     var password: String?
     switch (f["password"], f["password_file"]) {
@@ -183,7 +217,7 @@ struct ManifestValidator {
           password = try Interpolator(environment: [:], secretVariables: [], directory: directory).resolve("${file:\(full)}").value
           reader.redactor.add(password!)
         } catch {
-          reader.error(file.location, "cannot read auth.password_file '\(path)'; check that it exists and is readable")
+          reader.error(file.location, "'auth.password_file': cannot read file '\(path)'; check that it exists and is readable")
         }
       }
     case (_?, let file?):
@@ -196,13 +230,13 @@ struct ManifestValidator {
   }
 
   private mutating func readDatabase(_ node: YAMLNode) -> DatabaseSettings? {
-    guard let f = reader.fields(node, "database", known: ["path"]) else { return nil }
+    guard let f = reader.fields(node, "database", known: ManifestSchema.database.names) else { return nil }
     guard let path = f.required("path", &reader).flatMap({ reader.nonEmptyString($0, "database.path") }) else { return nil }
     return DatabaseSettings(path: path)
   }
 
   private mutating func readDownload(_ node: YAMLNode) -> DownloadSettings? {
-    guard let f = reader.fields(node, "download", known: ["path", "resume"]) else { return nil }
+    guard let f = reader.fields(node, "download", known: ManifestSchema.download.names) else { return nil }
     var d = DownloadSettings()
     if let p = f["path"].flatMap({ reader.nonEmptyString($0, "download.path") }) { d.path = p }
     if let r = f["resume"].flatMap({ reader.bool($0, "download.resume") }) { d.resume = r }
@@ -210,15 +244,18 @@ struct ManifestValidator {
   }
 
   private mutating func readState(_ node: YAMLNode) -> StateSettings? {
-    guard let f = reader.fields(node, "state", known: ["path"]) else { return nil }
+    guard let f = reader.fields(node, "state", known: ManifestSchema.state.names) else { return nil }
     guard let p = f["path"].flatMap({ reader.nonEmptyString($0, "state.path") }) else { return StateSettings() }
     return StateSettings(path: p)
   }
 
   private mutating func readReport(_ node: YAMLNode) -> ReportSettings? {
-    guard let f = reader.fields(node, "report", known: ["path", "formats"]) else { return nil }
+    guard let f = reader.fields(node, "report", known: ManifestSchema.report.names) else { return nil }
     var r = ReportSettings()
-    if let p = f["path"].flatMap({ reader.nonEmptyString($0, "report.path") }) { r.path = p }
+    if let node = f["path"], let p = reader.nonEmptyString(node, "report.path") {
+      checkPlaceholders(p, node: node)
+      r.path = p
+    }
     if let node = f["formats"] {
       if case .sequence(let items) = node.content {
         r.formats = items.enumerated().compactMap { reader.choice($1, "report.formats[\($0)]", as: ReportSettings.Format.self) }
@@ -229,9 +266,30 @@ struct ManifestValidator {
     return r
   }
 
+  /// The placeholders a report path may hold.
+  static let reportPlaceholders = ["job", "run_id"]
+
+  /// Every `{name}` in the report path must be a known placeholder.
+  private mutating func checkPlaceholders(_ path: String, node: YAMLNode) {
+    var rest = Substring(path)
+    while let open = rest.firstIndex(of: "{") {
+      guard let close = rest[open...].firstIndex(of: "}") else {
+        reader.error(node.location, "'report.path' has a '{' without '}'; placeholders are {job} and {run_id}")
+        return
+      }
+      let name = String(rest[rest.index(after: open)..<close])
+      if !Self.reportPlaceholders.contains(name) {
+        var message = "'report.path' holds an unknown placeholder '{\(name)}'"
+        if let s = EditDistance.closest(to: name, among: Self.reportPlaceholders) { message += "; did you mean '{\(s)}'?" }
+        reader.error(node.location, message + " (placeholders: {job}, {run_id})")
+      }
+      rest = rest[rest.index(after: close)...]
+    }
+  }
+
   /// A `retry:` block over `base`: keys given replace the base's.
   private mutating func readRetry(_ node: YAMLNode, _ path: String, base: RetryPolicy) -> RetryPolicy {
-    guard let f = reader.fields(node, path, known: ["count", "interval", "backoff", "max_interval", "jitter", "max_elapsed"]) else {
+    guard let f = reader.fields(node, path, known: ManifestSchema.retry.names) else {
       return base
     }
     var r = base
@@ -250,32 +308,91 @@ struct ManifestValidator {
 
   // MARK: Steps
 
-  private mutating func readSteps(_ node: YAMLNode, _ path: String, retry: RetryPolicy, timeouts: Timeouts, nested: Bool) -> [Step] {
+  /// Reads a list of steps. `group` is the id of the `parallel` step holding them, if any.
+  private mutating func readSteps(_ node: YAMLNode, _ path: String, retry: RetryPolicy, timeouts: Timeouts, group: String?) -> [Step] {
     guard case .sequence(let items) = node.content else {
       reader.error(node.location, "'\(path)' must be a list of steps, found \(node.kindDescription)")
       return []
     }
     if items.isEmpty {
-      reader.error(node.location, "'\(path)' is empty; a job needs at least one step")
+      reader.error(node.location, "'\(path)' is empty; \(group == nil ? "a job" : "a parallel group") needs at least one step")
     }
     var steps: [Step] = []
     for (index, item) in items.enumerated() {
-      if let step = readStep(item, "\(path)[\(index)]", position: index + 1, retry: retry, timeouts: timeouts, nested: nested) {
+      if let step = readStep(item, position: index + 1, retry: retry, timeouts: timeouts, group: group) {
         steps.append(step)
       }
     }
     return steps
   }
 
-  private mutating func readStep(_ node: YAMLNode, _ path: String, position: Int, retry: RetryPolicy, timeouts: Timeouts, nested: Bool)
-    -> Step?
-  {
-    let kinds = nested ? Self.stepKinds.filter { $0 != "parallel" } : Self.stepKinds
-    guard let f = reader.fields(node, "step", known: Self.stepCommonKeys + kinds) else { return nil }
+  /// How messages name a step: `step 'countries'`, or `step 3` (`step 2 of 'group'`) when it
+  /// has no usable id.
+  private func stepLabel(id: String?, position: Int, group: String?) -> String {
+    if let id { return "step '\(id)'" }
+    return "step \(position)" + (group.map { " of '\($0)'" } ?? "")
+  }
+
+  private mutating func readStep(_ node: YAMLNode, position: Int, retry: RetryPolicy, timeouts: Timeouts, group: String?) -> Step? {
+    guard case .mapping(let pairs) = node.content else {
+      reader.error(
+        node.location,
+        "\(stepLabel(id: nil, position: position, group: group)) must be a mapping with one step kind, such as '- sql: SELECT 1', "
+          + "found \(node.kindDescription)")
+      return nil
+    }
+    // The id names the step in every later message, so it is read first.
+    var explicitID: String?
+    var idIsValid = true
+    if let idNode = pairs.first(where: { $0.key.scalar?.text == "id" })?.value {
+      if let value = reader.nonEmptyString(idNode, "id") {
+        if Self.isIdentifier(value) {
+          explicitID = value
+        } else {
+          reader.error(idNode.location, "step id may hold letters, digits, '-', '_' and '.' only, found '\(value)'")
+          idIsValid = false
+        }
+      } else {
+        idIsValid = false
+      }
+    }
+    let label = stepLabel(id: explicitID, position: position, group: group)
+
+    let kinds = Self.stepKinds
+    var f = Fields(node: node, path: label)
+    var unknown: [YAMLNode.Pair] = []
+    for pair in pairs {
+      let key = pair.key.scalar?.text ?? ""
+      if Self.stepCommonKeys.contains(key) || kinds.contains(key) {
+        f.entries[key] = pair
+      } else {
+        unknown.append(pair)
+      }
+    }
     let given = kinds.filter { f[$0] != nil }
+    // An unknown key of a step without a kind is most likely a misspelt or unknown kind: one
+    // message says so, instead of two.
+    var kindReported = false
+    for pair in unknown {
+      let key = pair.key.scalar?.text ?? ""
+      if let suggestion = EditDistance.closest(to: key, among: Self.stepCommonKeys + kinds) {
+        reader.error(pair.key.location, "unknown key '\(key)' in \(label); did you mean '\(suggestion)'?")
+        kindReported = kindReported || kinds.contains(suggestion)
+      } else if given.isEmpty {
+        reader.error(pair.key.location, "unknown step kind '\(key)' in \(label); step kinds: \(kinds.joined(separator: ", "))")
+        kindReported = true
+      } else if case .mapping(let options, _) = ManifestSchema.stepKinds[given[0]]?.value, options.names.contains(key) {
+        reader.error(pair.key.location, "'\(key)' is an option of \(given[0]); indent it under '\(given[0])' in \(label)")
+      } else {
+        let valid = (Self.stepCommonKeys + [given[0]]).joined(separator: ", ")
+        reader.error(pair.key.location, "unknown key '\(key)' in \(label); valid keys: \(valid) (a step's options go inside its kind)")
+      }
+    }
     guard given.count == 1, let kindName = given.first, let kindNode = f[kindName] else {
       if given.isEmpty {
-        reader.error(node.location, "step \(position) has no kind; give one of: \(kinds.joined(separator: ", "))")
+        if !kindReported {
+          reader.error(node.location, "\(label) has no kind; give one of: \(kinds.joined(separator: ", "))")
+        }
       } else {
         reader.error(
           f.entries[given[1]]!.key.location,
@@ -283,23 +400,24 @@ struct ManifestValidator {
       }
       return nil
     }
-    let id: String
-    if let idNode = f["id"] {
-      guard let value = reader.nonEmptyString(idNode, "\(path).id") else { return nil }
-      guard Self.isIdentifier(value) else {
-        reader.error(idNode.location, "step id may hold letters, digits, '-', '_' and '.' only, found '\(value)'")
-        return nil
-      }
-      id = value
-    } else {
-      id = "\(kindName)-\(position)"
+    if group != nil && kindName == "parallel" {
+      reader.error(
+        f.entries[kindName]!.key.location,
+        "a parallel group cannot hold another parallel group; list its steps in the group '\(group!)' instead")
+      return nil
     }
+    guard idIsValid else { return nil }
+    // A member of a group without an id is named after the group, so that it cannot clash
+    // with a top-level step's default id: `all-sales.table_stream-2`.
+    let id = explicitID ?? (group.map { "\($0)." } ?? "") + "\(kindName)-\(position)"
     let idLocation = f["id"]?.location ?? node.location
     if let first = stepIDs[id] {
-      reader.error(idLocation, "duplicate step id '\(id)'; it is already used at line \(first.line)")
+      let owner = first.isDefault ? " (the default id of the step there)" : ""
+      reader.error(idLocation, "duplicate step id '\(id)'; it is already used at line \(first.location.line)\(owner)")
     } else {
-      stepIDs[id] = idLocation
+      stepIDs[id] = (idLocation, explicitID == nil)
     }
+    let description = f["description"].flatMap { reader.string($0, "steps.\(id).description") }
     let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry) } ?? retry
     let stepTimeouts = f["timeouts"].flatMap { readTimeouts($0, "steps.\(id).timeouts", base: timeouts) } ?? timeouts
     let kindPath = "steps.\(id).\(kindName)"
@@ -315,13 +433,17 @@ struct ManifestValidator {
     case "http": kind = readHTTP(kindNode, kindPath)
     default: kind = readParallel(kindNode, kindPath, retry: stepRetry, timeouts: stepTimeouts)
     }
-    guard let kind else { return nil }
-    return Step(id: id, kind: kind, retry: stepRetry, timeouts: stepTimeouts, location: node.location)
+    guard let kind else {
+      if kindName == "table_stream" { hasBrokenLoader = true }
+      return nil
+    }
+    noteSQL(kind, id: id, node: kindNode)
+    return Step(id: id, kind: kind, retry: stepRetry, timeouts: stepTimeouts, location: node.location, description: description)
   }
 
   private mutating func readSchemes(_ node: YAMLNode, _ path: String) -> StepKind? {
     if let s = node.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null { return .schemes(SchemesStep()) }
-    guard let f = reader.fields(node, path, known: ["resources"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.schemes.names) else { return nil }
     let resources = f["resources"].flatMap { reader.stringList($0, f.path("resources")) }
     return .schemes(SchemesStep(resources: resources))
   }
@@ -334,7 +456,7 @@ struct ManifestValidator {
   }
 
   private mutating func readTableStream(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ["resource", "params", "delta", "transaction"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.tableStream.names) else { return nil }
     let rp = resourceAndParams(f)
     let delta = f["delta"].flatMap { reader.bool($0, f.path("delta")) } ?? false
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
@@ -343,9 +465,9 @@ struct ManifestValidator {
   }
 
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ["resource", "params", "output", "format", "transaction"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.table.names) else { return nil }
     let rp = resourceAndParams(f)
-    let output = f.required("output", &reader).flatMap { reader.nonEmptyString($0, f.path("output")) }
+    let output = f.required("output", &reader).flatMap { jobFolderPath($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
     guard let (resource, params) = rp, let output else { return nil }
@@ -353,27 +475,27 @@ struct ManifestValidator {
   }
 
   private mutating func readRequest(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ["resource", "params", "output", "transaction"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.request.names) else { return nil }
     let rp = resourceAndParams(f)
-    let output = f["output"].flatMap { reader.nonEmptyString($0, f.path("output")) }
+    let output = f["output"].flatMap { jobFolderPath($0, f.path("output")) }
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
     guard let (resource, params) = rp else { return nil }
     return .request(RequestStep(resource: resource, params: params, output: output, transaction: transaction))
   }
 
   private mutating func readFiles(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ["connection", "action", "path", "local", "missing_ok"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.files.names) else { return nil }
     let connection = f.required("connection", &reader).flatMap { reader.nonEmptyString($0, f.path("connection")) }
     let action = f.required("action", &reader).flatMap { reader.choice($0, f.path("action"), as: FilesStep.Action.self) }
     let remote = f["path"].flatMap { reader.nonEmptyString($0, f.path("path")) }
-    let local = f["local"].flatMap { reader.nonEmptyString($0, f.path("local")) }
+    let local = f["local"].flatMap { jobFolderPath($0, f.path("local")) }
     let missingOK = f["missing_ok"].flatMap { reader.bool($0, f.path("missing_ok")) } ?? false
     guard let connection, let action else { return nil }
     if remote == nil && action != .list {
       reader.error(node.location, "missing required key 'path' in \(path) (the file on the server for '\(action.rawValue)')")
       return nil
     }
-    if local == nil && (action == .get || action == .put) {
+    if local == nil && f["local"] == nil && (action == .get || action == .put) {
       reader.error(node.location, "missing required key 'local' in \(path) (the local file for '\(action.rawValue)')")
       return nil
     }
@@ -386,23 +508,25 @@ struct ManifestValidator {
   }
 
   private mutating func readQuery(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ["sql", "output", "format", "expect"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.query.names) else { return nil }
     let sql = f.required("sql", &reader).flatMap { reader.nonEmptyString($0, f.path("sql")) }
-    let output = f["output"].flatMap { reader.nonEmptyString($0, f.path("output")) }
+    let output = f["output"].flatMap { jobFolderPath($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
     var expectations: [Expectation] = []
-    if let node = f["expect"], case .scalar = node.content {
-      reader.error(node.location, "'\(f.path("expect"))' must be a mapping of column names to conditions, such as n: { min: 1 }")
+    if let node = f["expect"], !node.isMapping {
+      reader.error(
+        node.location,
+        "'\(f.path("expect"))' must be a mapping of column names to conditions, such as n: { min: 1 }, found \(node.kindDescription)")
     } else if let node = f["expect"], case .mapping(let pairs) = node.content {
       for pair in pairs {
         let column = pair.key.scalar?.text ?? ""
         let cpath = "\(f.path("expect")).\(column)"
-        guard let c = reader.fields(pair.value, cpath, known: ["min", "max", "equals"]) else { continue }
+        guard let c = reader.fields(pair.value, cpath, known: ManifestSchema.expectation.names) else { continue }
         var x = Expectation(column: column)
         x.min = c["min"].flatMap { number($0, c.path("min")) }
         x.max = c["max"].flatMap { number($0, c.path("max")) }
         x.equals = c["equals"].flatMap { reader.json($0, c.path("equals")) }
-        if x.min == nil && x.max == nil && x.equals == nil {
+        if case .mapping(let conditions) = pair.value.content, conditions.isEmpty {
           reader.error(pair.value.location, "'\(cpath)' needs at least one of min, max, equals")
         }
         expectations.append(x)
@@ -424,76 +548,154 @@ struct ManifestValidator {
   }
 
   private mutating func readParallel(_ node: YAMLNode, _ path: String, retry: RetryPolicy, timeouts: Timeouts) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ["max", "steps"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.parallel.names) else { return nil }
     let max = f["max"].flatMap { reader.integer($0, f.path("max"), in: 1...64) } ?? 4
     guard let stepsNode = f.required("steps", &reader) else { return nil }
-    let steps = readSteps(stepsNode, f.path("steps"), retry: retry, timeouts: timeouts, nested: true)
+    let id = String(path.dropFirst("steps.".count).dropLast(".parallel".count))
+    let steps = readSteps(stepsNode, f.path("steps"), retry: retry, timeouts: timeouts, group: id)
     return .parallel(ParallelStep(max: max, steps: steps))
   }
 
   // MARK: Cross-checks
 
-  /// Steps that talk to the platform need `platform` and `auth`; steps on tables need `database`.
+  /// Steps that talk to the platform need `platform` and `auth`; steps on tables need
+  /// `database`. Each missing block is reported once, at the first step that needs it.
   private mutating func checkRequirements(_ manifest: Manifest, top: Fields) {
-    for step in manifest.allSteps {
-      switch step.kind {
-      case .schemes, .tableStream, .table, .request, .files:
-        if manifest.platform == nil && top["platform"] == nil {
-          reader.error(step.location, "step '\(step.id)' (\(step.kindName)) calls the platform; add a 'platform' block")
-        }
-        if manifest.auth == nil && top["auth"] == nil {
-          reader.error(step.location, "step '\(step.id)' (\(step.kindName)) calls the platform; add an 'auth' block")
-        }
-      default: break
+    let steps = manifest.allSteps
+    let callsPlatform: (Step) -> Bool = {
+      switch $0.kind {
+      case .schemes, .tableStream, .table, .request, .files: true
+      default: false
       }
-      switch step.kind {
-      case .schemes, .tableStream, .sql, .query:
-        if manifest.database == nil && top["database"] == nil {
-          reader.error(step.location, "step '\(step.id)' (\(step.kindName)) uses the database; add a 'database' block with a 'path'")
+    }
+    let usesDatabase: (Step) -> Bool = {
+      switch $0.kind {
+      case .schemes, .tableStream, .sql, .query: true
+      default: false
+      }
+    }
+    if let step = steps.first(where: callsPlatform) {
+      let missing = ["platform", "auth"].filter { top[$0] == nil }
+      if !missing.isEmpty {
+        let blocks =
+          missing.count == 2 ? "the 'platform' and 'auth' blocks" : missing[0] == "auth" ? "an 'auth' block" : "a 'platform' block"
+        reader.error(step.location, "step '\(step.id)' (\(step.kindName)) calls the platform; add \(blocks)")
+      }
+    }
+    if top["database"] == nil, let step = steps.first(where: usesDatabase) {
+      reader.error(step.location, "step '\(step.id)' (\(step.kindName)) uses the database; add a 'database' block with a 'path'")
+    }
+  }
+
+  /// Remembers the SQL of a `sql` or `query` step for `checkTemplates`.
+  private mutating func noteSQL(_ kind: StepKind, id: String, node: YAMLNode) {
+    switch kind {
+    case .sql(let step):
+      sqlSources.append((id, step.sql, node))
+    case .query(let step):
+      if case .mapping(let pairs) = node.content, let sql = pairs.first(where: { $0.key.scalar?.text == "sql" })?.value {
+        sqlSources.append((id, step.sql, sql))
+      }
+    default:
+      break
+    }
+  }
+
+  /// Every `{{ table "R" "T" }}` must be well formed and name a resource (with the same
+  /// parameters) that some `table_stream` step loads. Problems point at the `{{` itself when
+  /// it can be found in the manifest's text.
+  private mutating func checkTemplates(_ manifest: Manifest) {
+    var loaded: [(resource: String, params: String)] = []
+    for step in manifest.allSteps {
+      if case .tableStream(let t) = step.kind { loaded.append((t.resource, t.params.canonicalJSON)) }
+    }
+    let resources = Array(Set(loaded.map(\.resource))).sorted()
+    for (stepID, sql, node) in sqlSources {
+      let template: SQLTemplate
+      do {
+        template = try SQLTemplate(parsing: sql)
+      } catch {
+        reader.error(templateLocation(sql, offset: error.offset, node: node), "step '\(stepID)': \(error.message)")
+        continue
+      }
+      for reference in template.references {
+        // Found only for a reference in error: it searches the manifest's text.
+        var at: SourceLocation { templateLocation(sql, offset: reference.offset, node: node) }
+        var params = JSONValue.object([])
+        if let text = reference.paramsJSON {
+          let parsed = try? JSONValue(parsing: text)
+          guard let parsed, case .object = parsed else {
+            reader.error(
+              at,
+              "step '\(stepID)': the parameters '\(text)' of {{ table \"\(reference.resource)\" \"\(reference.table)\" }} are not a JSON object; "
+                + "write them as JSON in single quotes, such as '{\"region\":\"EU\"}'")
+            continue
+          }
+          params = parsed
         }
-      default: break
+        let canonical = params.canonicalJSON
+        if hasBrokenLoader || loaded.contains(where: { $0.resource == reference.resource && $0.params == canonical }) { continue }
+        let shown = "{{ table \"\(reference.resource)\" \"\(reference.table)\"\(reference.paramsJSON.map { " '\($0)'" } ?? "") }}"
+        var message = "step '\(stepID)': \(shown) names "
+        if resources.contains(reference.resource) {
+          let given = loaded.filter { $0.resource == reference.resource }.map { $0.params == "{}" ? "none" : $0.params }
+          message +=
+            "parameters \(canonical) that no table_stream step of \(reference.resource) loads (loaded: \(given.joined(separator: ", ")))"
+        } else {
+          message += "a resource that no table_stream step loads"
+          if let s = EditDistance.closest(to: reference.resource, among: resources) {
+            message += "; did you mean '\(s)'?"
+          } else if resources.isEmpty {
+            message += "; add a table_stream step for \(reference.resource) before this step"
+          } else {
+            message += " (loaded: \(resources.joined(separator: ", ")))"
+          }
+        }
+        reader.error(at, message)
       }
     }
   }
 
-  /// Every `{{ table "R" "T" }}` must name a resource some `table_stream` step loads.
-  private mutating func checkTemplates(_ manifest: Manifest) {
-    var loaded: Set<String> = []
-    for step in manifest.allSteps {
-      if case .tableStream(let t) = step.kind { loaded.insert(t.resource + "\u{0}" + t.params.canonicalJSON) }
-    }
-    for step in manifest.allSteps {
-      let sql: String
-      switch step.kind {
-      case .sql(let s): sql = s.sql
-      case .query(let q): sql = q.sql
-      default: continue
-      }
-      do {
-        for reference in try SQLTemplate(parsing: sql).references {
-          var params = JSONValue.object([])
-          if let text = reference.paramsJSON {
-            do {
-              params = try JSONValue(parsing: text)
-            } catch {
-              reader.error(
-                step.location,
-                "step '\(step.id)': the parameters of {{ table \"\(reference.resource)\" ... }} are not a JSON object: \(error.message)")
-              continue
-            }
-          }
-          if !loaded.contains(reference.resource + "\u{0}" + params.canonicalJSON) {
-            let loaders = loaded.map { String($0.split(separator: "\u{0}").first ?? "") }
-            var message = "step '\(step.id)': {{ table \"\(reference.resource)\" \"\(reference.table)\" }} names a resource"
-            message += reference.paramsJSON == nil ? "" : " and parameters"
-            message += " that no table_stream step loads"
-            if let s = EditDistance.closest(to: reference.resource, among: Array(Set(loaders))) { message += "; did you mean '\(s)'?" }
-            reader.error(step.location, message)
-          }
+  /// Where the `{{` at `offset` (in Unicode scalars) of `sql` stands in the manifest: the
+  /// k-th `{{` of the node's text is the k-th `{{` of the source from the node on (YAML
+  /// escapes and folding never make or break a `{{`). Falls back to the node's position
+  /// when the text was changed by `${...}` or cannot be matched.
+  private func templateLocation(_ sql: String, offset: Int, node: YAMLNode) -> SourceLocation {
+    guard let raw = node.scalar?.text, !source.isEmpty else { return node.location }
+    let scalars = Array(sql.unicodeScalars)
+    func countOpenings(_ s: ArraySlice<Unicode.Scalar>) -> Int {
+      var n = 0
+      var i = s.startIndex
+      while i + 1 < s.endIndex {
+        if s[i] == "{" && s[i + 1] == "{" {
+          n += 1
+          i += 2
+        } else {
+          i += 1
         }
-      } catch {
-        reader.error(step.location, "step '\(step.id)': \(error.message)")
+      }
+      return n
+    }
+    guard offset <= scalars.count, countOpenings(scalars[...]) == countOpenings(Array(raw.unicodeScalars)[...]) else {
+      return node.location
+    }
+    var remaining = countOpenings(scalars[..<offset])
+    var lineNumber = 0
+    for line in SourceText.lines(source) {
+      lineNumber += 1
+      guard lineNumber >= node.location.line else { continue }
+      let chars = Array(line.unicodeScalars)
+      var i = lineNumber == node.location.line ? node.location.column - 1 : 0
+      while i + 1 < chars.count {
+        if chars[i] == "{" && chars[i + 1] == "{" {
+          if remaining == 0 { return SourceLocation(file: node.location.file, line: lineNumber, column: i + 1) }
+          remaining -= 1
+          i += 2
+        } else {
+          i += 1
+        }
       }
     }
+    return node.location
   }
 }

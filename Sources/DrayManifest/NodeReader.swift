@@ -20,8 +20,9 @@ struct NodeReader {
 
   // MARK: Mappings
 
-  /// The entries of a mapping node, with unknown keys reported against `known`.
-  mutating func fields(_ node: YAMLNode, _ path: String, known: [String]) -> Fields? {
+  /// The entries of a mapping node, with unknown keys reported against `known`; keys
+  /// starting with `extensionPrefix` (when given) are skipped silently.
+  mutating func fields(_ node: YAMLNode, _ path: String, known: [String], extensionPrefix: String? = nil) -> Fields? {
     guard case .mapping(let pairs) = node.content else {
       error(node.location, "\(Self.label(path)) must be a mapping, found \(node.kindDescription)")
       return nil
@@ -31,6 +32,8 @@ struct NodeReader {
       let key = pair.key.scalar?.text ?? ""
       if known.contains(key) {
         fields.entries[key] = pair
+      } else if let prefix = extensionPrefix, key.hasPrefix(prefix) {
+        continue
       } else {
         error(pair.key.location, Self.unknownKey(key, in: path, known: known))
       }
@@ -54,7 +57,7 @@ struct NodeReader {
   /// The node's text after interpolation, or nil (with a diagnostic) when it is not a scalar.
   mutating func text(_ node: YAMLNode, _ path: String, secret: Bool = false) -> (String, YAMLNode.ScalarStyle)? {
     guard let scalar = node.scalar else {
-      error(node.location, "\(Self.label(path)) must be a \(secret ? "string" : "value"), found \(node.kindDescription)")
+      error(node.location, "\(Self.label(path)) must be a string, found \(node.kindDescription)")
       return nil
     }
     do {
@@ -122,9 +125,10 @@ struct NodeReader {
 
   /// A duration with a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`.
   mutating func duration(_ node: YAMLNode, _ path: String) -> Duration? {
-    guard let (value, text) = resolved(node, path) else { return nil }
+    guard let (_, text) = resolved(node, path) else { return nil }
     if let d = Self.parseDuration(text) { return d }
-    if case .integer = value {
+    let isBareNumber = !text.isEmpty && text.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") } && Double(text) != nil
+    if isBareNumber {
       error(node.location, "\(Self.label(path)) needs a unit: write '\(text)s' for \(text) seconds (units: ms, s, m, h)")
     } else {
       error(node.location, "\(Self.label(path)) is not a duration: '\(text)'; write a number and a unit: 500ms, 30s, 5m, 1h")
@@ -251,21 +255,28 @@ struct Fields {
   }
 }
 
-/// Levenshtein distance for "did you mean" suggestions.
+/// Edit distance for "did you mean" suggestions.
 enum EditDistance {
+  /// The optimal string alignment distance (Damerau-Levenshtein without repeated edits of one
+  /// substring), case-insensitive: insertions, deletions, substitutions and swaps of two
+  /// neighbours cost 1 each, so `retyr` is 1 from `retry`.
   static func distance(_ a: String, _ b: String) -> Int {
     let a = Array(a.lowercased().unicodeScalars)
     let b = Array(b.lowercased().unicodeScalars)
     if a.isEmpty { return b.count }
     if b.isEmpty { return a.count }
+    var beforePrevious = [Int](repeating: 0, count: b.count + 1)
     var previous = Array(0...b.count)
     var current = [Int](repeating: 0, count: b.count + 1)
     for i in 1...a.count {
       current[0] = i
       for j in 1...b.count {
         current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+          current[j] = min(current[j], beforePrevious[j - 2] + 1)
+        }
       }
-      swap(&previous, &current)
+      (beforePrevious, previous, current) = (previous, current, beforePrevious)
     }
     return previous[b.count]
   }

@@ -50,6 +50,11 @@ public struct YAMLNode: Sendable {
     }
   }
 
+  public var isMapping: Bool {
+    if case .mapping = content { return true }
+    return false
+  }
+
   public var scalar: Scalar? {
     if case .scalar(let s) = content { return s }
     return nil

@@ -108,6 +108,12 @@ public struct HTTPHeader: Sendable, Hashable {
     self.name = name
     self.value = value
   }
+
+  /// Header names (lower case) whose values are credentials, masked in every output.
+  public static let secretNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "x-api-key", "x-auth-token"]
+
+  /// Whether this header's value is a credential.
+  public var isSecret: Bool { HTTPHeader.secretNames.contains(name.lowercased()) }
 }
 
 /// TLS settings: verification is on unless turned off explicitly.

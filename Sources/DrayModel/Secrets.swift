@@ -1,3 +1,5 @@
+internal import Synchronization
+
 /// The secret values of a job, and the one place that masks them.
 ///
 /// Every value from `auth`, from `${file:...}`, and from variables named in the manifest's
@@ -28,14 +30,37 @@ public struct Redactor: Sendable {
     secrets.sort { $0.count > $1.count }
   }
 
-  /// `text` with every registered secret replaced by `***`.
+  /// `text` with every registered secret replaced by `***`, and the password of every URL
+  /// that carries one (`https://user:password@host/`, RFC 3986 §3.2.1) masked too, whether
+  /// or not it was registered.
   public func redact(_ text: String) -> String {
-    guard !secrets.isEmpty else { return text }
     var out = text
     for secret in secrets where out.contains(secret) {
       out = out.replacing(secret, with: Redactor.mask)
     }
-    return out
+    return Redactor.maskingURLPasswords(out)
+  }
+
+  /// `text` with the password part of each URL's user information replaced by `***`:
+  /// `http://user:pw@host/` becomes `http://user:***@host/`.
+  public static func maskingURLPasswords(_ text: String) -> String {
+    guard text.contains("://") else { return text }
+    var out = ""
+    var rest = Substring(text)
+    while let scheme = rest.firstRange(of: "://") {
+      out += rest[..<scheme.upperBound]
+      rest = rest[scheme.upperBound...]
+      // The authority ends at the path, query or fragment, or where the URL itself ends.
+      let end = rest.firstIndex { "/?#".contains($0) || $0.isWhitespace || "\"'<>`".contains($0) } ?? rest.endIndex
+      let authority = rest[..<end]
+      if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":"),
+        authority[authority.index(after: colon)..<at] != Substring(mask)
+      {
+        out += authority[...colon] + mask
+        rest = rest[at...]
+      }
+    }
+    return out + rest
   }
 
   /// Percent-encoding as `application/x-www-form-urlencoded` writes it (RFC 3986 unreserved
@@ -55,4 +80,39 @@ public struct Redactor: Sendable {
     }
     return out
   }
+}
+
+/// The job's `Redactor`, shared by every output of a run and able to learn secrets while the
+/// run goes on.
+///
+/// Some secrets only exist at run time (the bearer token the platform hands out at sign-in);
+/// the console, the report files and error messages all read this one object, so a secret
+/// added from any thread masks every line written after it.
+public final class SharedRedactor: Sendable {
+  private let redactor: Mutex<Redactor>
+
+  public init(_ redactor: Redactor = Redactor()) {
+    self.redactor = Mutex(redactor)
+  }
+
+  /// Registers `secret` (see `Redactor.add(_:)`).
+  public func add(_ secret: String) {
+    redactor.withLock { $0.add(secret) }
+  }
+
+  /// Registers every secret of `other`.
+  public func add(contentsOf other: Redactor) {
+    redactor.withLock { mine in
+      for secret in other.secrets { mine.add(secret) }
+    }
+  }
+
+  /// `text` with every secret known so far masked.
+  public func redact(_ text: String) -> String {
+    let current = redactor.withLock { $0 }
+    return current.redact(text)
+  }
+
+  /// The secrets known so far.
+  public var current: Redactor { redactor.withLock { $0 } }
 }

@@ -1,7 +1,8 @@
 /// One step of a job, with its effective settings.
 public struct Step: Sendable {
-  /// Unique within the job; defaults to the step kind with its position (`schemes-1`) or,
-  /// for steps naming a resource, the resource in lower case.
+  /// Unique within the job; defaults to the step kind with its 1-based position
+  /// (`schemes-1`), prefixed for a member of a `parallel` group by the group's id
+  /// (`all-sales.table_stream-2`).
   public var id: String
   public var kind: StepKind
   /// The effective retry policy: the job's, overridden by the step's `retry:`.
@@ -10,16 +11,19 @@ public struct Step: Sendable {
   public var timeouts: Timeouts
   /// Where the step starts in the manifest.
   public var location: SourceLocation
+  /// What the step is for, as the manifest says; no part of its fingerprint.
+  public var description: String?
 
   public init(
     id: String, kind: StepKind, retry: RetryPolicy = .default, timeouts: Timeouts = Timeouts(),
-    location: SourceLocation
+    location: SourceLocation, description: String? = nil
   ) {
     self.id = id
     self.kind = kind
     self.retry = retry
     self.timeouts = timeouts
     self.location = location
+    self.description = description
   }
 
   /// The kind's manifest key, e.g. `table_stream`.

@@ -35,6 +35,7 @@ public final class PlatformClient {
       let signInRecord: (Attempt) -> Void = { attempt in
         if attempt.outcome != "ok" {
           var failed = attempt
+          failed.call = "sign-in"
           failed.message = "sign-in: " + (failed.message ?? "")
           record(failed)
         }
@@ -200,14 +201,16 @@ public final class PlatformClient {
   }
 
   /// `DELETE file/<connection>/?file=<path>`.
-  /// - Returns: false when the server answered 404 (no such file).
-  public func deleteFile(connection: String, path: String, policy: RetryPolicy, record: (Attempt) -> Void) throws -> Bool {
+  /// - Returns: nil when the file was deleted; the server's answer when it was 404 (no such
+  ///   file), for the caller to report or accept.
+  /// - Throws: `TransportError`, `PlatformError` for every other failure.
+  public func deleteFile(connection: String, path: String, policy: RetryPolicy, record: (Attempt) -> Void) throws -> HTTPStatusError? {
     let request = request(.delete, "file/\(PlatformClient.pathSegment(connection))/?file=\(Redactor.percentEncoded(path))")
     do {
       _ = try small(request, policy: policy, record: record)
-      return true
+      return nil
     } catch TransportError.httpStatus(let e) where e.status == 404 {
-      return false
+      return e
     }
   }
 

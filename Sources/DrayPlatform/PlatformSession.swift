@@ -9,9 +9,13 @@ internal import Synchronization
 /// Holds the platform settings, the credentials and the current token. A 401 from any call
 /// leads to one new token, shared by every call that met the same stale token
 /// (platform-api.md §1, our rule).
+///
+/// Every token obtained is passed to `onToken`, so that the run can mask it in logs and
+/// reports like any other secret.
 public final class PlatformSession: Sendable {
   public let settings: PlatformSettings
   let credentials: Credentials
+  private let onToken: (@Sendable (String) -> Void)?
   private let state = Mutex<State>(State())
   /// Serialises sign-ins so that concurrent 401s share one.
   private let signIn = Mutex<Void>(())
@@ -21,9 +25,13 @@ public final class PlatformSession: Sendable {
     var signIns = 0
   }
 
-  public init(settings: PlatformSettings, credentials: Credentials) {
+  /// - Parameters:
+  ///   - onToken: called with every new token (for example to register it with the run's
+  ///     `Redactor`), during the sign-in; it must not call back into the session.
+  public init(settings: PlatformSettings, credentials: Credentials, onToken: (@Sendable (String) -> Void)? = nil) {
     self.settings = settings
     self.credentials = credentials
+    self.onToken = onToken
   }
 
   /// Sign-ins so far (the first, plus re-authentications).
@@ -45,6 +53,7 @@ public final class PlatformSession: Sendable {
     try signIn.withLock { _ in
       if let current = state.withLock({ $0.token }), current != stale { return current }
       let token = try obtainToken(client: client, runner: runner, record: record)
+      onToken?(token)
       state.withLock {
         $0.token = token
         $0.signIns += 1

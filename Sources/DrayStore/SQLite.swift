@@ -1,4 +1,5 @@
 internal import CSQLite
+public import DrayModel
 internal import Foundation
 
 /// An error from SQLite, with its result code, its message and the SQL involved.
@@ -19,6 +20,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
   /// True when the error is an interrupt (`sqlite3_interrupt`).
   public var isInterrupt: Bool { code & 0xff == SQLITE_INTERRUPT }
+
+  /// True when a statement was refused by `Database.refusingTransactionControl`.
+  public var isRefusedTransactionControl: Bool { code & 0xff == SQLITE_AUTH }
 }
 
 /// A connection to one SQLite database file.
@@ -33,6 +37,8 @@ public final class Database {
   /// The file path.
   public let path: String
   private var statements: [String: Statement] = [:]
+  /// Kept alive while the progress handler points at it.
+  private var cancellation: Cancellation?
 
   /// Opens (creating when `create`) the database at `path`.
   /// - Throws: `SQLiteError` naming the path.
@@ -130,6 +136,34 @@ public final class Database {
   /// Makes a running statement on this connection stop with an interrupt error. Safe to call
   /// from another thread.
   public func interrupt() { sqlite3_interrupt(handle) }
+
+  /// Makes statements on this connection stop with an interrupt error
+  /// (`SQLiteError.isInterrupt`) once `cancellation` is cancelled, checked every 1000
+  /// virtual-machine instructions (`sqlite3_progress_handler`), so a long load or query
+  /// stops within milliseconds of a signal. A statement interrupted inside a transaction
+  /// rolls the whole transaction back; short statements such as `COMMIT` and `ROLLBACK`
+  /// never reach the check.
+  public func stopWhen(_ cancellation: Cancellation) {
+    self.cancellation = cancellation
+    sqlite3_progress_handler(
+      handle, 1000,
+      { context in
+        Unmanaged<Cancellation>.fromOpaque(context!).takeUnretainedValue().isCancelled ? 1 : 0
+      }, Unmanaged.passUnretained(cancellation).toOpaque())
+  }
+
+  /// Runs `body` with statements that begin, commit or roll back a transaction (`BEGIN`,
+  /// `COMMIT`, `END`, `ROLLBACK`) refused when prepared, with `SQLiteError.isRefusedTransactionControl`:
+  /// for SQL that must stay inside the caller's transaction. Savepoints stay allowed.
+  /// Uses `sqlite3_set_authorizer` (https://sqlite.org/c3ref/set_authorizer.html).
+  public func refusingTransactionControl<T>(_ body: () throws -> T) rethrows -> T {
+    sqlite3_set_authorizer(
+      handle,
+      { _, action, _, _, _, _ in action == SQLITE_TRANSACTION ? SQLITE_DENY : SQLITE_OK },
+      nil)
+    defer { sqlite3_set_authorizer(handle, nil, nil) }
+    return try body()
+  }
 
   /// Runs a query and returns every row as column name → value.
   public func rows(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) -> [[(String, SQLValue)]] {

@@ -16,7 +16,11 @@ internal import Glibc
 /// from byte 0; a `412` (the answer changed) discards the part and asks again from 0; a `416`
 /// is checked against the size in its `Content-Range`. A weak ETag (`W/"..."`) is never used
 /// to resume. Error bodies never reach the file. When the answer is complete the file is
-/// flushed to disk (fsync) and renamed into place.
+/// flushed to disk (fsync) and renamed into place, and its sidecar kept as `<path>.json`
+/// until `removeFinished()`: a run killed after the download but before the answer was
+/// used leaves both, and the next attempt turns them back into a part and asks for the bytes
+/// after its end, so that the server confirms the answer is unchanged (`416` with the same
+/// size) instead of sending it again.
 public final class Download {
   public enum ResumeStyle: Sendable {
     /// `X-Range` and `If-Match`.
@@ -36,6 +40,8 @@ public final class Download {
   public let path: String
   public var partPath: String { path + ".part" }
   public var sidecarPath: String { path + ".part.json" }
+  /// The sidecar of a finished answer.
+  public var finishedSidecarPath: String { path + ".json" }
   public let style: ResumeStyle
   /// Resume from an existing part; false always starts from byte 0.
   public let resume: Bool
@@ -53,10 +59,12 @@ public final class Download {
     self.resume = resume
   }
 
-  /// The sidecar left by an earlier attempt for the same URL, or nil.
+  /// The sidecar left by an earlier attempt for the same URL (of a part, or of a finished
+  /// answer not yet used), or nil.
   public func existingSidecar(for url: String) -> Sidecar? {
-    guard resume, let data = FileManager.default.contents(atPath: sidecarPath),
-      let json = try? JSONValue(parsing: Array(data)), json["url"]?.stringValue == url
+    let path = FileManager.default.fileExists(atPath: partPath) ? sidecarPath : finishedSidecarPath
+    guard resume, let data = FileManager.default.contents(atPath: path),
+      let json = try? JSONValue(parsing: Array(data)), json["url"]?.stringValue == Redactor.maskingURLPasswords(url)
     else { return nil }
     return Sidecar(url: url, etag: json["etag"]?.stringValue, transactionID: json["transaction_id"]?.stringValue)
   }
@@ -68,6 +76,13 @@ public final class Download {
   /// - Throws: `TransportError`.
   public func attempt(_ request: HTTPRequest, client: HTTPClient, transactionID: String?) throws -> HTTPResponse {
     try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    if resume && firstAttempt && Download.fileSize(partPath) == nil && Download.fileSize(path) != nil
+      && Download.fileSize(finishedSidecarPath) != nil
+    {
+      // A finished answer an earlier run did not get to use: verify it as a part.
+      rename(finishedSidecarPath, sidecarPath)
+      rename(path, partPath)
+    }
     var offset: Int64 = 0
     var sidecar = existingSidecar(for: request.url)
     if let s = sidecar, let etag = s.etag, !etag.hasPrefix("W/") {
@@ -118,7 +133,13 @@ public final class Download {
     guard rename(partPath, path) == 0 else {
       throw TransportError.file(path: path, detail: String(cString: strerror(errno)))
     }
-    unlink(sidecarPath)
+    if rename(sidecarPath, finishedSidecarPath) != 0 { unlink(finishedSidecarPath) }
+  }
+
+  /// Removes the finished answer and its sidecar, once it has been used.
+  public func removeFinished() {
+    unlink(path)
+    unlink(finishedSidecarPath)
   }
 
   /// Removes the part and its sidecar.
@@ -128,7 +149,8 @@ public final class Download {
   }
 
   fileprivate func writeSidecar(_ sidecar: Sidecar) {
-    var object: [(key: String, value: JSONValue)] = [("url", .string(sidecar.url))]
+    // A URL's password is never written to disk.
+    var object: [(key: String, value: JSONValue)] = [("url", .string(Redactor.maskingURLPasswords(sidecar.url)))]
     if let etag = sidecar.etag { object.append(("etag", .string(etag))) }
     if let id = sidecar.transactionID { object.append(("transaction_id", .string(id))) }
     _ = FileManager.default.createFile(atPath: sidecarPath, contents: Data(JSONValue.object(object).json.utf8))

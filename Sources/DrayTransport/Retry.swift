@@ -5,13 +5,16 @@ public import Foundation
 public struct Attempt: Sendable, Equatable {
   /// 1 for the first attempt.
   public var number: Int
+  /// Which call: nil for the step's own call, `sign-in` for a token request made on its way.
+  public var call: String?
   /// Seconds from the start of the call to the start of this attempt.
   public var startOffset: Double
   /// Seconds the attempt took.
   public var duration: Double
   /// `ok`, or the error's stable code (`connection_refused`, `http_503`, ...).
   public var outcome: String
-  /// The HTTP status, when an answer came.
+  /// The HTTP status, when an answer came (the successful attempt's too, when the call
+  /// returns an `HTTPResponse`).
   public var status: Int?
   /// What went wrong, for people.
   public var message: String?
@@ -21,10 +24,11 @@ public struct Attempt: Sendable, Equatable {
   public var waitFromRetryAfter: Bool
 
   public init(
-    number: Int, startOffset: Double, duration: Double, outcome: String, status: Int? = nil, message: String? = nil, wait: Double? = nil,
-    waitFromRetryAfter: Bool = false
+    number: Int, call: String? = nil, startOffset: Double, duration: Double, outcome: String, status: Int? = nil,
+    message: String? = nil, wait: Double? = nil, waitFromRetryAfter: Bool = false
   ) {
     self.number = number
+    self.call = call
     self.startOffset = startOffset
     self.duration = duration
     self.outcome = outcome
@@ -75,7 +79,7 @@ public struct RetryRunner {
         record(
           Attempt(
             number: number, startOffset: (attemptStart - start).seconds, duration: (ContinuousClock.now - attemptStart).seconds,
-            outcome: "ok"))
+            outcome: "ok", status: (value as? HTTPResponse)?.status))
         return value
       } catch {
         var entry = Attempt(

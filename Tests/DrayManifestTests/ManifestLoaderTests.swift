@@ -98,8 +98,7 @@ import Testing
     #expect(
       found == [
         "job.yaml:3:1: error: unknown key 'platfrom' at the top level; did you mean 'platform'?",
-        "job.yaml:5:5: error: unknown key 'tabel_stream' in step; did you mean 'table_stream'?",
-        "job.yaml:5:5: error: step 1 has no kind; give one of: schemes, table_stream, table, request, files, sql, query, http, parallel",
+        "job.yaml:5:5: error: unknown key 'tabel_stream' in step 1; did you mean 'table_stream'?",
         "job.yaml:6:5: error: step 'sql-2' (sql) uses the database; add a 'database' block with a 'path'",
         "job.yaml:7:21: error: 'steps.sql-2.retry.count' must be an integer, found a string ('ten')",
         "job.yaml:7:36: error: 'steps.sql-2.retry.interval' needs a unit: write '5s' for 5 seconds (units: ms, s, m, h)",
@@ -124,8 +123,11 @@ import Testing
 
   @Test func syntaxErrorIsPositioned() {
     let found = errors("version: 1\njob: j\nsteps:\n  - sql: [1\n")
-    #expect(found.count == 1)
-    #expect(found.first?.hasPrefix("job.yaml:5:1: error: YAML syntax error: did not find expected ',' or ']'") == true)
+    #expect(
+      found == [
+        "job.yaml:5:1: error: expected ',' or ']' in the [ ] list opened at line 4, column 10; "
+          + "inside { } and [ ], quote a value that holds '{', '}', '[', ']' or ','"
+      ])
   }
 
   @Test func renderedErrorQuotesTheLineWithACaret() {

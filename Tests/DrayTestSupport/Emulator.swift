@@ -54,6 +54,14 @@ public final class Emulator: @unchecked Sendable {
     try Curl.send(method, url + "admin/" + path, headers: json == nil ? [:] : ["Content-Type": "application/json"], body: json)
   }
 
+  /// The folder holding the emulator's file connections, one subfolder each (`nfs4`, ...).
+  public func filesRoot() throws -> String {
+    let data = try admin("GET", "files/root")
+    let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+    guard let root = object?["root"] as? String else { throw TestSupportError("no files root in \(String(decoding: data, as: UTF8.self))") }
+    return root
+  }
+
   /// The requests the emulator received, as decoded JSON objects.
   public func requests() throws -> [[String: Any]] {
     let data = try admin("GET", "requests")

@@ -5,7 +5,8 @@ internal import Synchronization
 extension StepRunner {
   /// `parallel`: runs the group's steps on their own threads, at most `max` at once (the
   /// SDK's asynchronous calls). Each member keeps its own checkpoint; the group fails when
-  /// any member fails, after the running members finish.
+  /// any member fails, after the running members finish. The group's report sums its
+  /// members' bytes, rows, tables and outputs; their attempts stay with each member.
   func runParallel(_ group: ParallelStep, _ report: inout StepReport) throws {
     let results = Mutex<[Int: StepReport]>([:])
     let slots = DispatchSemaphore(value: group.max)
@@ -42,7 +43,6 @@ extension StepRunner {
     }
     for index in group.steps.indices {
       guard let member = reports[index] else { continue }
-      report.attempts += member.attempts
       report.bytes += member.bytes
       report.rows.merge(member.rows) { $1 }
       report.tables += member.tables

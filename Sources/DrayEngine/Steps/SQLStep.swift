@@ -1,6 +1,7 @@
 internal import DrayJSON
 internal import DrayModel
 internal import DrayStore
+internal import Foundation
 
 extension StepRunner {
   /// `sql`: renders `{{ table ... }}` references and runs the statements in one
@@ -13,13 +14,22 @@ extension StepRunner {
     try context.databaseWrites.withLock { _ in
       try store.database.transaction {
         statements = []
-        try store.database.forEachStatement(sql) { (statement) throws(SQLiteError) in
-          while try statement.step() {}
-          statements.append((statement.sql, store.database.changes))
+        do {
+          // A COMMIT in the step's SQL would commit its first statements without the
+          // checkpoint, and a rerun would repeat them.
+          try store.database.refusingTransactionControl {
+            try store.database.forEachStatement(sql) { (statement) throws(SQLiteError) in
+              while try statement.step() {}
+              statements.append((statement.sql, store.database.changes))
+            }
+          }
+        } catch let error as SQLiteError where error.isRefusedTransactionControl {
+          throw StepError.transactionControl(statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")))
         }
         var done = finished
         done.statements = statements
         try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+        CrashPoint.reach("before-commit:\(step.id)")
       }
     }
     report.statements = statements

@@ -9,7 +9,11 @@ extension StepRunner {
   func runSchemes(_ options: SchemesStep, _ report: inout StepReport) throws {
     let client = try platformClient()
     var attempts: [Attempt] = []
-    var schemes = try client.schemes(policy: step.retry, record: { attempts.append($0) })
+    var schemes = try client.schemes(
+      policy: step.retry,
+      record: {
+        attempts.append($0); logAttempt($0)
+      })
     report.attempts = attempts
     if let wanted = options.resources {
       let available = schemes.map(\.name)
@@ -29,6 +33,7 @@ extension StepRunner {
         var done = finished
         done.tables = tables
         try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+        CrashPoint.reach("before-commit:\(step.id)")
       }
     }
     report.tables = tables

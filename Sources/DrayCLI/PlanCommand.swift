@@ -1,0 +1,406 @@
+internal import DrayEngine
+internal import DrayJSON
+internal import DrayModel
+internal import DrayStore
+internal import Foundation
+
+/// `dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]`: the resolved job and
+/// what a run with the same options would do, without running anything.
+///
+/// Reads the manifest, the files it names through `${file:...}`, and the run journal when
+/// one exists (opened read-only first, so a plan never creates a database or a table).
+/// Every line passes through the job's `Redactor`.
+enum PlanCommand {
+  static func main(_ arguments: [String]) throws -> Int32 {
+    let args = try Arguments(arguments, flags: ["--fresh", "--json"], options: ["--from", "--only"])
+    guard args.positional.count == 1 else { throw UsageError("plan takes one manifest: dray plan JOB.yaml") }
+    if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
+    guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
+    let ids = manifest.steps.map(\.id)
+    for option in ["--from", "--only"] {
+      if let id = args.values[option], !ids.contains(id) {
+        throw UsageError("\(option) \(id): no such step; steps: \(ids.joined(separator: ", "))")
+      }
+    }
+    let options = RunOptions(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
+    let resume: ResumePlan
+    do {
+      resume = try ResumePlan(manifest: manifest, options: options, journal: try existingJournal(manifest))
+    } catch {
+      DrayCommandLine.printError(
+        manifest.redactor.redact("dray: cannot read the run journal at \(Runner.journalPath(for: manifest)): \(error)"))
+      return ExitCode.stepFailed
+    }
+    let plan = JobPlan(manifest: manifest, resume: resume, schemes: recordedSchemes(manifest))
+    let text = args.flags.contains("--json") ? plan.json.indentedJSON : plan.text
+    print(manifest.redactor.redact(text))
+    return ExitCode.success
+  }
+
+  /// The schemes the job's database holds from earlier runs, by resource; empty when it has
+  /// none (nothing is created). They give the exact names of every output table.
+  static func recordedSchemes(_ manifest: Manifest) -> [String: ResourceScheme] {
+    guard let database = manifest.database.map({ manifest.resolve($0.path) }), FileManager.default.fileExists(atPath: database),
+      let probe = try? Database(path: database, create: false, readOnly: true),
+      (try? probe.tableExists("_dray_resources")) == true, (try? probe.tableExists("_dray_tables")) == true,
+      let store = try? Store(path: database)
+    else { return [:] }
+    var schemes: [String: ResourceScheme] = [:]
+    for step in manifest.allSteps {
+      var resources: [String] = []
+      switch step.kind {
+      case .schemes(let s): resources = s.resources ?? []
+      case .tableStream(let t): resources = [t.resource]
+      default: resources = JobPlan.references(step).map(\.resource)
+      }
+      for resource in resources where schemes[resource] == nil {
+        if let scheme = try? store.scheme(for: resource) { schemes[resource] = scheme }
+      }
+    }
+    return schemes
+  }
+
+  /// The job's journal when its file and tables exist; nil otherwise (nothing is created).
+  static func existingJournal(_ manifest: Manifest) throws -> Journal? {
+    let path = Runner.journalPath(for: manifest)
+    guard FileManager.default.fileExists(atPath: path) else { return nil }
+    let probe = try Database(path: path, create: false, readOnly: true)
+    guard try probe.tableExists("_dray_runs"), try probe.tableExists("_dray_checkpoints") else { return nil }
+    return try Journal(path: path)
+  }
+}
+
+/// The resolved job as `dray plan` shows it.
+struct JobPlan {
+  let manifest: Manifest
+  let resume: ResumePlan
+  /// Physical table names known from `{{ table }}` references, by resource and canonical
+  /// parameters JSON, in the order first referenced.
+  let knownTables: [String: [String]]
+  /// Schemes recorded in the job's database by earlier runs, by resource.
+  let schemes: [String: ResourceScheme]
+
+  init(manifest: Manifest, resume: ResumePlan, schemes: [String: ResourceScheme] = [:]) {
+    self.manifest = manifest
+    self.resume = resume
+    self.schemes = schemes
+    var known: [String: [String]] = [:]
+    for step in manifest.allSteps {
+      for reference in Self.references(step) {
+        let key = reference.resource + "\u{0}" + reference.params.canonicalJSON
+        let name = Store.tableName(resource: reference.resource, table: reference.table, params: reference.params)
+        if !(known[key]?.contains(name) ?? false) { known[key, default: []].append(name) }
+      }
+    }
+    knownTables = known
+  }
+
+  // MARK: Facts
+
+  /// The `{{ table }}` references of a `sql` or `query` step, with parsed parameters.
+  static func references(_ step: Step) -> [(resource: String, table: String, params: JSONValue)] {
+    let sql: String
+    switch step.kind {
+    case .sql(let s): sql = s.sql
+    case .query(let q): sql = q.sql
+    default: return []
+    }
+    // The manifest validated, so every template parses.
+    guard let template = try? SQLTemplate(parsing: sql) else { return [] }
+    return template.references.map { reference in
+      let params = reference.paramsJSON.flatMap { try? JSONValue(parsing: $0) } ?? .object([])
+      return (reference.resource, reference.table, params)
+    }
+  }
+
+  /// The SQL with physical table names in place of templates.
+  static func renderedSQL(_ sql: String) -> String {
+    guard let template = try? SQLTemplate(parsing: sql) else { return sql }
+    return template.render { reference in
+      let params = reference.paramsJSON.flatMap { try? JSONValue(parsing: $0) } ?? .object([])
+      return Store.tableName(resource: reference.resource, table: reference.table, params: params)
+    }
+  }
+
+  /// The tables a step creates, fills or reads, by physical name: from the scheme recorded
+  /// by an earlier run, else from `{{ table }}` references, else `RESOURCE__<table>` (one per
+  /// output table of a scheme not fetched yet).
+  func tables(_ step: Step) -> [String] {
+    func forResource(_ resource: String, _ params: JSONValue) -> [String] {
+      if let scheme = schemes[resource], !scheme.outputs.isEmpty {
+        return scheme.outputs.map { Store.tableName(resource: resource, table: $0.name, params: params) }
+      }
+      return knownTables[resource + "\u{0}" + params.canonicalJSON]
+        ?? [Store.tableName(resource: resource, table: "<table>", params: params)]
+    }
+    switch step.kind {
+    case .schemes(let s):
+      let resources = s.resources ?? []
+      return resources.flatMap { forResource($0, .object([])) }
+    case .tableStream(let t):
+      return forResource(t.resource, t.params)
+    case .sql, .query:
+      var out: [String] = []
+      for r in Self.references(step) {
+        let name = Store.tableName(resource: r.resource, table: r.table, params: r.params)
+        if !out.contains(name) { out.append(name) }
+      }
+      return out
+    default:
+      return []
+    }
+  }
+
+  /// Whether the step calls the network (and so uses its retry policy and timeouts).
+  static func callsNetwork(_ step: Step) -> Bool {
+    switch step.kind {
+    case .sql, .query: false
+    default: true
+    }
+  }
+
+  /// Why a run would skip the step; nil when it runs. Members of a group share the group's.
+  func skipReason(_ step: Step, group: Step?) -> String? {
+    resume.skipReasons[(group ?? step).id]
+  }
+
+  // MARK: Text
+
+  var text: String {
+    var lines: [String] = []
+    lines.append("job \(manifest.job)" + (manifest.description.map { ": \($0)" } ?? ""))
+    var rows: [(String, String)] = [("manifest", "\(manifest.path) (version \(manifest.version))")]
+    if let p = manifest.platform {
+      let base = p.host + "api/\(p.apiVersion)/"
+      var detail = "environment \(p.environment), project \(p.project)"
+      if let application = p.application { detail += ", application \(application)" }
+      detail += ", device \(p.device)"
+      rows.append(("platform", "\(base) (\(detail))"))
+      rows.append(
+        ("tls", p.tls.verify ? "verify certificates" + (p.tls.caFile.map { " against \(manifest.resolve($0))" } ?? "") : "NOT VERIFIED"))
+      if !p.headers.isEmpty {
+        rows.append(("headers", p.headers.map { "\($0.name): \(Self.headerValue($0))" }.joined(separator: ", ")))
+      }
+    }
+    if manifest.auth != nil { rows.append(("auth", "user \(Redactor.mask), password \(Redactor.mask)")) }
+    if let database = manifest.database { rows.append(("database", manifest.resolve(database.path))) }
+    rows.append(
+      ("downloads", manifest.resolve(manifest.download.path) + (manifest.download.resume ? ", resumed when broken" : ", not resumed")))
+    rows.append(("journal", Runner.journalPath(for: manifest)))
+    rows.append(("report", reportPath + " (\(manifest.report.formats.map(\.rawValue).joined(separator: ", ")))"))
+    rows.append(("resume", resumeSummary))
+    lines += Self.aligned(rows, indent: "  ")
+    lines.append("")
+    let skipped = manifest.steps.filter { resume.skipReasons[$0.id] != nil }.count
+    var heading = "steps: \(manifest.steps.count)"
+    if skipped > 0 { heading += "; a run now skips \(skipped) and runs \(manifest.steps.count - skipped)" }
+    lines.append(heading)
+    for (index, step) in manifest.steps.enumerated() {
+      lines += stepLines(step, number: "\(index + 1)", group: nil)
+    }
+    if manifest.allSteps.contains(where: { tables($0).contains { $0.contains("<table>") } }) {
+      lines.append("")
+      lines.append("<table> stands for each output table of a resource whose scheme has not been fetched yet.")
+    }
+    return lines.joined(separator: "\n")
+  }
+
+  /// The report path with `{job}` filled in; `{run_id}` is known when the run starts.
+  private var reportPath: String {
+    manifest.resolve(manifest.report.path.replacing("{job}", with: manifest.job))
+  }
+
+  private var resumeSummary: String {
+    if let run = resume.resumes {
+      return "continues run \(run.id) (\(run.status), started \(run.startedAt))"
+    }
+    return "no unfinished run to continue; a run starts afresh"
+  }
+
+  private func stepLines(_ step: Step, number: String, group: Step?) -> [String] {
+    let indent = String(repeating: " ", count: 2 + (group == nil ? 0 : 4))
+    let action = skipReason(step, group: group).map { "skip, \($0)" } ?? "run"
+    var lines = ["", "\(indent)\(number). \(step.id) (\(step.kindName)): \(action)"]
+    if let description = step.description { lines.append("\(indent)   \(description)") }
+    var rows: [(String, String)] = []
+    switch step.kind {
+    case .sql(let s):
+      rows.append(("sql", Self.renderedSQL(s.sql)))
+    case .query(let q):
+      rows.append(("sql", Self.renderedSQL(q.sql)))
+      if let output = q.output { rows.append(("output", manifest.resolve(output) + " (\(q.format.rawValue))")) }
+      for e in q.expect {
+        var conditions: [String] = []
+        if let min = e.min { conditions.append(">= \(Self.number(min))") }
+        if let max = e.max { conditions.append("<= \(Self.number(max))") }
+        if let equals = e.equals { conditions.append("= \(equals.json)") }
+        rows.append(("expect", "\(e.column) " + conditions.joined(separator: " and ")))
+      }
+    case .parallel(let p):
+      rows.append(("max", "\(p.max) at once"))
+    default:
+      if case .object(let pairs) = step.kind.options {
+        for (key, value) in pairs {
+          switch (key, value) {
+          case ("output", .string(let path)), ("local", .string(let path)): rows.append((key, manifest.resolve(path)))
+          case (_, .string(let s)): rows.append((key, s))
+          case (_, .array(let items)) where items.allSatisfy({ if case .string = $0 { true } else { false } }):
+            rows.append((key, items.compactMap { if case .string(let s) = $0 { s } else { nil } }.joined(separator: ", ")))
+          default: rows.append((key, value.json))
+          }
+        }
+      }
+      if case .schemes(let s) = step.kind, s.resources == nil {
+        rows.append(("resources", "every resource the user may read"))
+      }
+    }
+    let tables = tables(step)
+    if !tables.isEmpty { rows.append(("tables", tables.joined(separator: ", "))) }
+    if Self.callsNetwork(step) {
+      rows.append(("retry", Self.retryText(step.retry)))
+      rows.append(("timeouts", Self.timeoutsText(step.timeouts)))
+    } else {
+      rows.append(("retry", "none (no network calls)"))
+    }
+    lines += Self.aligned(rows, indent: indent + "   ")
+    if case .parallel(let p) = step.kind {
+      for (index, member) in p.steps.enumerated() {
+        lines += stepLines(member, number: "\(number).\(index + 1)", group: step)
+      }
+    }
+    return lines
+  }
+
+  static func headerValue(_ header: HTTPHeader) -> String {
+    header.isSecret ? Redactor.mask : header.value
+  }
+
+  /// `count 5, interval 1s, backoff exponential, max_interval 30s, jitter false (waits 1s, 2s, 4s, 8s, 16s)`
+  static func retryText(_ r: RetryPolicy) -> String {
+    var text = "count \(r.count), interval \(r.interval.formatted), backoff \(r.backoff.rawValue), max_interval \(r.maxInterval.formatted)"
+    text += ", jitter \(r.jitter)"
+    if let elapsed = r.maxElapsed { text += ", max_elapsed \(elapsed.formatted)" }
+    guard r.count > 0 else { return text + " (one attempt, no retry)" }
+    let shown = min(r.count, 6)
+    var waits = (1...shown).map { r.delay(beforeRetry: $0, random: { 1 }).formatted }
+    if r.count > shown { waits.append("...") }
+    return text + " (waits \(r.jitter ? "up to " : "")\(waits.joined(separator: ", ")))"
+  }
+
+  static func timeoutsText(_ t: Timeouts) -> String {
+    "connect \(t.connect.formatted), request \(t.request?.formatted ?? "no limit"), idle \(t.idle.formatted)"
+  }
+
+  static func number(_ d: Double) -> String {
+    d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
+  }
+
+  /// `name  value` rows with the values lined up; a value's later lines are indented under
+  /// its first, and long SQL is cut after `maxLines` lines.
+  static func aligned(_ rows: [(String, String)], indent: String, maxLines: Int = 12) -> [String] {
+    let width = rows.map(\.0.count).max() ?? 0
+    var out: [String] = []
+    for (name, value) in rows {
+      let pad = indent + name + String(repeating: " ", count: width - name.count + 2)
+      var valueLines = value.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+      while valueLines.count > 1 && valueLines.last?.trimmingCharacters(in: .whitespaces).isEmpty == true { valueLines.removeLast() }
+      if valueLines.count > maxLines {
+        let more = valueLines.count - maxLines
+        valueLines = Array(valueLines.prefix(maxLines)) + ["... \(more) more line\(more == 1 ? "" : "s")"]
+      }
+      for (i, line) in valueLines.enumerated() {
+        out.append((i == 0 ? pad : String(repeating: " ", count: pad.count)) + line)
+      }
+    }
+    return out
+  }
+
+  // MARK: JSON
+
+  var json: JSONValue {
+    var pairs: [(key: String, value: JSONValue)] = [
+      ("job", .string(manifest.job)),
+      ("description", manifest.description.map { .string($0) } ?? .null),
+      ("manifest", .string(manifest.path)),
+      ("version", .integer(Int64(manifest.version))),
+    ]
+    if let p = manifest.platform {
+      pairs.append(
+        (
+          "platform",
+          .object([
+            ("host", .string(p.host)), ("api_version", .string(p.apiVersion)), ("environment", .string(p.environment)),
+            ("project", .string(p.project)), ("application", p.application.map { .string($0) } ?? .null),
+            ("device", .string(p.device)),
+            ("tls", .object([("verify", .bool(p.tls.verify)), ("ca_file", p.tls.caFile.map { .string(manifest.resolve($0)) } ?? .null)])),
+            ("headers", .object(p.headers.map { (key: $0.name, value: .string(Self.headerValue($0))) })),
+          ])
+        ))
+    }
+    if manifest.auth != nil {
+      pairs.append(("auth", .object([("username", .string(Redactor.mask)), ("password", .string(Redactor.mask))])))
+    }
+    pairs += [
+      ("database", manifest.database.map { .string(manifest.resolve($0.path)) } ?? .null),
+      ("download", .object([("path", .string(manifest.resolve(manifest.download.path))), ("resume", .bool(manifest.download.resume))])),
+      ("journal", .string(Runner.journalPath(for: manifest))),
+      (
+        "report",
+        .object([
+          ("path", .string(reportPath)),
+          ("formats", .array(manifest.report.formats.map { .string($0.rawValue) })),
+        ])
+      ),
+      ("resumes", resume.resumes.map { .string($0.id) } ?? .null),
+      ("steps", .array(manifest.steps.map { stepJSON($0, group: nil) })),
+    ]
+    return .object(pairs)
+  }
+
+  private func stepJSON(_ step: Step, group: Step?) -> JSONValue {
+    var options = step.kind.options
+    if case .object(var pairs) = options {
+      pairs.removeAll { $0.key == "steps" }
+      if let index = pairs.firstIndex(where: { $0.key == "sql" }), case .string(let sql) = pairs[index].value {
+        pairs[index].value = .string(Self.renderedSQL(sql))
+      }
+      options = .object(pairs)
+    }
+    let reason = skipReason(step, group: group)
+    var pairs: [(key: String, value: JSONValue)] = [
+      ("id", .string(step.id)),
+      ("kind", .string(step.kindName)),
+      ("description", step.description.map { .string($0) } ?? .null),
+      ("line", .integer(Int64(step.location.line))),
+      ("action", .string(reason == nil ? "run" : "skip")),
+      ("skip_reason", reason.map { .string($0) } ?? .null),
+      ("options", options),
+      ("tables", .array(tables(step).map { .string($0) })),
+    ]
+    if Self.callsNetwork(step) {
+      let r = step.retry
+      let t = step.timeouts
+      pairs.append(
+        (
+          "retry",
+          .object([
+            ("count", .integer(Int64(r.count))), ("interval", .string(r.interval.formatted)), ("backoff", .string(r.backoff.rawValue)),
+            ("max_interval", .string(r.maxInterval.formatted)), ("jitter", .bool(r.jitter)),
+            ("max_elapsed", r.maxElapsed.map { .string($0.formatted) } ?? .null),
+          ])
+        ))
+      pairs.append(
+        (
+          "timeouts",
+          .object([
+            ("connect", .string(t.connect.formatted)), ("request", t.request.map { .string($0.formatted) } ?? .null),
+            ("idle", .string(t.idle.formatted)),
+          ])
+        ))
+    }
+    if case .parallel(let p) = step.kind {
+      pairs.append(("steps", .array(p.steps.map { stepJSON($0, group: step) })))
+    }
+    return .object(pairs)
+  }
+}

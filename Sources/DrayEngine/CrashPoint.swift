@@ -1,0 +1,25 @@
+internal import Foundation
+internal import Glibc
+
+/// Named instants where a test can make `dray run` die as `kill -9` would, to check what a
+/// crash there leaves: `DRAY_TEST_CRASH_AT=<point>` sends SIGKILL to the process itself when
+/// the run reaches `<point>`. Only the exact name matches; unset, it costs one comparison.
+///
+/// Points, in the order a run meets them (`STEP` is a step id):
+/// - `journal-built`: a new journal is complete beside its path, before it is linked there;
+/// - `run-recorded`: the run's row is committed to the journal, before the first step;
+/// - `downloaded:STEP`: a download is complete on disk, before its load begins;
+/// - `before-commit:STEP`: the step's rows and checkpoint are written, before `COMMIT`;
+/// - `committed:STEP`: the step's transaction is committed, before the next step;
+/// - `run-finished`: the run's end is recorded in the journal, before the report.
+enum CrashPoint {
+  private static let target = ProcessInfo.processInfo.environment["DRAY_TEST_CRASH_AT"]
+
+  /// Dies here when `DRAY_TEST_CRASH_AT` names `point`.
+  static func reach(_ point: @autoclosure () -> String) {
+    guard let target, target == point() else { return }
+    kill(getpid(), SIGKILL)
+    // SIGKILL cannot be caught or blocked; this is never reached.
+    _exit(137)
+  }
+}

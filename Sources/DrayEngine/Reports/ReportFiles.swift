@@ -1,0 +1,75 @@
+public import DrayModel
+internal import Foundation
+
+/// The files a run's report is written to, and the writing.
+///
+/// The JSON report (docs/report.md) is always written, to `report.path` with `{job}` and
+/// `{run_id}` replaced. `report.formats` may add:
+///
+/// - `junit`: JUnit XML beside it, the same path with `.json` replaced by `.junit.xml`
+///   (`JUnitReport`);
+/// - `prometheus`: `<job>.prom` in the same folder, one file per job rewritten by each run,
+///   for node_exporter's textfile collector (`PrometheusReport`).
+///
+/// Each file is written whole or not at all (a temporary file beside it, flushed, renamed),
+/// and every byte passes through the run's `Redactor`.
+public enum ReportFiles {
+  /// Every file a run of `manifest` writes, the JSON report first.
+  public static func paths(_ manifest: Manifest, runID: String) -> [(format: ReportSettings.Format, path: String)] {
+    let json = Runner.reportPath(manifest, runID: runID)
+    var out: [(format: ReportSettings.Format, path: String)] = [(.json, json)]
+    if manifest.report.formats.contains(.junit) {
+      let base = json.hasSuffix(".json") ? String(json.dropLast(5)) : json
+      out.append((.junit, base + ".junit.xml"))
+    }
+    if manifest.report.formats.contains(.prometheus) {
+      out.append((.prometheus, (json as NSString).deletingLastPathComponent + "/\(manifest.job).prom"))
+    }
+    return out
+  }
+
+  /// `path` relative to the current directory when it lies inside it, as people typed it;
+  /// otherwise as is.
+  public static func display(_ path: String) -> String {
+    let here = FileManager.default.currentDirectoryPath
+    guard here != "/", path.hasPrefix(here + "/") else { return path }
+    return String(path.dropFirst(here.count + 1))
+  }
+
+  /// Writes every file of `report`, logging each path (or why it could not be written).
+  static func write(_ report: RunReport, manifest: Manifest, console: Console) {
+    for (format, path) in paths(manifest, runID: report.runID) {
+      let text: String
+      switch format {
+      case .json: text = report.json() + "\n"
+      case .junit: text = JUnitReport(report: report, redactor: console.redactor).xml
+      case .prometheus:
+        text = PrometheusReport(report: report, previousSuccess: PrometheusReport.lastSuccess(inFile: path)).text
+      }
+      do {
+        try AtomicFile.write(console.redact(text), to: path)
+        console.info(format == .json ? "report: \(display(path))" : "report (\(format.rawValue)): \(display(path))")
+      } catch {
+        console.error("cannot write the \(format.rawValue) report to \(path): \(error)")
+      }
+    }
+  }
+}
+
+extension RunReport {
+  /// Reads from `journal` the checkpoint of every step the run did not run (skipped, or
+  /// never reached), for their `checkpoint.before` and `checkpoint.after`: unchanged by this
+  /// run, so both are the journal's.
+  mutating func recordCheckpointsOfStepsNotRun(_ journal: Journal) {
+    guard let checkpoints = try? journal.checkpoints(job: job) else { return }
+    func fill(_ step: inout StepReport) {
+      if step.status == .skipped || step.status == .notRun {
+        let state = checkpoints.first { $0.stepID == step.id }.map(CheckpointState.init)
+        step.checkpointBefore = state
+        step.checkpointAfter = state
+      }
+      for index in step.members.indices { fill(&step.members[index]) }
+    }
+    for index in steps.indices { fill(&steps[index]) }
+  }
+}

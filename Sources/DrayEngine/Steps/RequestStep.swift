@@ -1,0 +1,39 @@
+internal import DrayModel
+internal import DrayPlatform
+internal import DrayTransport
+internal import Foundation
+
+extension StepRunner {
+  /// `request`: the uniform request (platform-api.md §4): posts the parameters to
+  /// `rpc/<resource>/` and saves the answer as is to `output`, or only counts its bytes
+  /// when there is no `output`. With `transaction` (the default) one `X-Transaction-ID` is
+  /// kept across every retry, so a resource that changes data runs once.
+  func runRequest(_ options: RequestStep, _ report: inout StepReport) throws {
+    let folder = try JobFolder(manifest.directory)
+    let destination = try options.output.map { try folder.output($0, role: "output") }
+    let client = try platformClient()
+    var attempts: [Attempt] = []
+    defer { report.attempts = attempts }
+
+    let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    let url = client.session.url("rpc/\(options.resource)/")
+    let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
+    let head = try client.rpc(
+      resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
+      download: download, policy: step.retry,
+      record: {
+        attempts.append($0); logAttempt($0)
+      })
+    report.bytes = download.bytesReceived
+    if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+    if let transactionID { report.notes.append("transaction \(transactionID)") }
+    if let version = head.contentVersion { report.notes.append("content version \(version)") }
+    if let destination, let output = options.output {
+      try folder.place(download.path, at: destination)
+      report.outputs = [try folder.check(output, role: "output")]
+    } else {
+      try? FileManager.default.removeItem(atPath: download.path)
+    }
+    try recordCheckpoint(report, status: .succeeded)
+  }
+}

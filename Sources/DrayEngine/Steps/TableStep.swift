@@ -1,0 +1,86 @@
+internal import DrayJSON
+internal import DrayModel
+internal import DrayPlatform
+internal import DrayTransport
+internal import Foundation
+
+extension StepRunner {
+  /// `table`: posts the parameters to `rpc/<resource>/`, streams the answer to a resumable
+  /// download and writes it to `output` without touching the database (the SDK's `table`).
+  ///
+  /// Formats: `json` keeps the answer byte for byte as the server sent it (after checking it
+  /// is a list of tables); `ndjson` and `csv` write one line per row of the answer's only
+  /// table, with the column names of the resource's scheme (led by `hhive_id` for a cached
+  /// resource, whose rows carry that row id first). See `RowWriter`.
+  func runTable(_ options: TableStep, _ report: inout StepReport) throws {
+    let folder = try JobFolder(manifest.directory)
+    let destination = try folder.output(options.output, role: "output")
+    let client = try platformClient()
+    var attempts: [Attempt] = []
+    defer { report.attempts = attempts }
+    let record: (Attempt) -> Void = {
+      attempts.append($0); logAttempt($0)
+    }
+
+    var columns: [String] = []
+    if options.format != .json {
+      let schemes = try client.schemes(policy: step.retry, record: recording("schema", record))
+      guard let scheme = schemes.first(where: { $0.name == options.resource }) else {
+        throw StepError.resourceNotFound(resource: options.resource, available: schemes.map(\.name))
+      }
+      guard scheme.outputs.count == 1, let table = scheme.outputs.first else {
+        throw StepError.unsupported(
+          "resource '\(options.resource)' has \(scheme.outputs.count) output tables (\(scheme.outputs.map(\.name).joined(separator: ", "))); a \(options.format.rawValue) file holds one table: use format: json"
+        )
+      }
+      columns = (scheme.lifetime == nil ? [] : ["hhive_id"]) + table.columns.map(\.name)
+    }
+
+    let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    let url = client.session.url("rpc/\(options.resource)/")
+    let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
+    _ = try client.rpc(
+      resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
+      download: download, policy: step.retry, record: record)
+    report.bytes = download.bytesReceived
+    if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+    defer { try? FileManager.default.removeItem(atPath: download.path) }
+
+    var rows: [String: Int] = [:]
+    var current = ""
+    do {
+      if options.format == .json {
+        try AnswerReader(path: download.path).read(
+          table: { current = $0 },
+          row: { _ in rows["\(options.resource).\(current)", default: 0] += 1 })
+        try folder.place(download.path, at: destination)
+      } else {
+        var writer = try RowWriter(format: options.format, columns: columns, file: OutputFile(path: destination))
+        try AnswerReader(path: download.path).read(
+          table: { name in
+            guard current.isEmpty else {
+              throw StepError.unsupported(
+                "resource '\(options.resource)' answered a second table '\(name)'; a \(options.format.rawValue) file holds one table: use format: json"
+              )
+            }
+            current = name
+          },
+          row: { values in
+            guard values.count == columns.count else {
+              throw StepError.unsupported(
+                "row \(writer.count + 1) of \(options.resource) '\(current)' has \(values.count) values; its scheme has \(columns.count) columns (\(columns.joined(separator: ", ")))"
+              )
+            }
+            try writer.write(values)
+          })
+        rows["\(options.resource).\(current.isEmpty ? "output_table" : current)"] = writer.count
+        try writer.finish()
+      }
+    } catch let error as AnswerReadError {
+      throw StepError.unsupported("the answer of \(options.resource) is not a table answer: \(error)")
+    }
+    report.rows = rows
+    report.outputs = [try folder.check(options.output, role: "output")]
+    try recordCheckpoint(report, status: .succeeded)
+  }
+}

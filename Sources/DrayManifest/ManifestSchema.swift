@@ -1,0 +1,350 @@
+public import DrayModel
+
+/// The manifest language, declared once: every key of every mapping, what it holds, whether
+/// it is required, its default and a one-line summary.
+///
+/// Three things are derived from this declaration so that they cannot drift apart:
+/// - the validator's known keys (`ManifestValidator` asks for `ManifestSchema.platform.names`
+///   and so on, and reports any other key as unknown, with a "did you mean");
+/// - the JSON Schema printed by `dray schema` (`jsonSchema`), for editors;
+/// - the key reference (`keyReference`), which the tests compare row by row with
+///   `docs/manifest.md`.
+///
+/// Defaults are read from the model's own defaults (`RetryPolicy.default`, `Timeouts()`, ...),
+/// never restated.
+public enum ManifestSchema {
+  /// One key of a mapping.
+  public struct Key: Sendable {
+    public var name: String
+    public var value: Value
+    public var required: Bool
+    /// The default as JSON (`3`, `"1s"`, `true`); nil when the key has none.
+    public var defaultValue: JSONValue?
+    /// What the key means, in one line.
+    public var summary: String
+    /// For an override block (a step's `retry`), the block whose values its keys default to.
+    public var overrides: String?
+
+    init(
+      _ name: String, _ value: Value, required: Bool = false, default defaultValue: JSONValue? = nil, overrides: String? = nil,
+      _ summary: String
+    ) {
+      self.name = name
+      self.value = value
+      self.required = required
+      self.defaultValue = defaultValue
+      self.overrides = overrides
+      self.summary = summary
+    }
+  }
+
+  /// What a key holds.
+  public indirect enum Value: Sendable {
+    /// Any scalar's text (`no`, `0755` and `12:30` stay as written); null is refused.
+    case string(nonEmpty: Bool)
+    /// An integer within bounds.
+    case integer(ClosedRange<Int>)
+    /// An integer or a decimal number.
+    case number
+    case boolean
+    /// A number and a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`.
+    case duration
+    /// One of a closed set of words.
+    case choice([String])
+    case list(Value)
+    /// A mapping with a closed set of keys, and rules between them.
+    case mapping([Key], rules: [Rule] = [])
+    /// A mapping whose keys are free (header names, column names), each holding `Value`.
+    case dictionary(Value)
+    /// Any YAML value, read as JSON.
+    case json
+    /// A mapping read as a JSON object.
+    case jsonObject
+    /// A list of steps; `nested` for the members of a `parallel` group (which cannot be groups).
+    case steps(nested: Bool)
+    /// Nothing (`schemes:` or `schemes: {}`) or `Value`.
+    case optional(Value)
+  }
+
+  /// A rule between keys of one mapping that the key list alone cannot say.
+  public enum Rule: Sendable {
+    /// Exactly one of these keys is given.
+    case exactlyOne([String])
+    /// `key` is required when `when` holds one of `values`.
+    case requiredWhen(key: String, when: String, values: [String])
+  }
+
+  // MARK: The declaration
+
+  /// Keys of the manifest's top level.
+  public static let top: [Key] = [
+    Key("version", .integer(1...Manifest.supportedVersion), required: true, "Manifest format version; this dray reads 1."),
+    Key(
+      "job", .string(nonEmpty: true), required: true, "The job's name: letters, digits, '-', '_', '.'; names the lock, journal and reports."
+    ),
+    Key("description", .string(nonEmpty: false), "What the job is for, for people."),
+    Key("secrets", .list(.string(nonEmpty: true)), "Environment variables whose values are masked in every output."),
+    Key("platform", .mapping(platform), "The platform server to sign in to (the SDK's initWithCredentials)."),
+    Key("auth", .mapping(auth, rules: [.exactlyOne(["password", "password_file"])]), "Credentials (the SDK's auth)."),
+    Key("database", .mapping(database), "The SQLite database the job fills (the SDK's openBase)."),
+    Key("download", .mapping(download), "Where answers stream to, and whether broken downloads resume."),
+    Key("retry", .mapping(retry), "The job's retry policy; a step's own 'retry' overrides single keys."),
+    Key("state", .mapping(state), "Where the lock (and, without a database, the run journal) live."),
+    Key("report", .mapping(report), "Where the run report is written, and in which formats."),
+    Key("steps", .steps(nested: false), required: true, "The steps, run in file order."),
+  ]
+
+  public static let platform: [Key] = [
+    Key("host", .string(nonEmpty: true), required: true, "Server address, http:// or https://; a missing trailing '/' is added."),
+    Key("api_version", .string(nonEmpty: true), default: .string("v1"), "API version path segment: calls go to HOST/api/API_VERSION/."),
+    Key("environment", .string(nonEmpty: true), required: true, "The platform environment."),
+    Key("project", .string(nonEmpty: true), required: true, "The platform project."),
+    Key("application", .string(nonEmpty: false), "The application name, when the project has several."),
+    Key("device", .string(nonEmpty: true), default: .string("dray-cli"), "Device id sent with the token request."),
+    Key("tls", .mapping(tls), "TLS certificate checks."),
+    Key("timeouts", .mapping(timeouts), "Network time limits of every platform call; a step's 'timeouts' overrides single keys."),
+    Key("headers", .dictionary(.string(nonEmpty: false)), "Extra HTTP headers sent with every platform call."),
+  ]
+
+  public static let tls: [Key] = [
+    Key("verify", .boolean, default: .bool(TLSSettings().verify), "Verify the server's certificate and host name."),
+    Key("ca_file", .string(nonEmpty: true), "PEM file of trusted certificate authorities, replacing the system's."),
+  ]
+
+  public static let timeouts: [Key] = [
+    Key("connect", .duration, default: duration(Timeouts().connect), "Longest time to set up a connection (TCP and TLS)."),
+    Key("request", .duration, "Longest time for a whole call, answer included; no limit when not set."),
+    Key("idle", .duration, default: duration(Timeouts().idle), "Longest time without a byte received before a transfer is abandoned."),
+  ]
+
+  public static let auth: [Key] = [
+    Key("username", .string(nonEmpty: true), required: true, "User name; masked in every output."),
+    Key("password", .string(nonEmpty: false), "Password; masked in every output. Give this or 'password_file'."),
+    Key("password_file", .string(nonEmpty: true), "File holding the password (one trailing newline dropped); give this or 'password'."),
+  ]
+
+  public static let database: [Key] = [
+    Key("path", .string(nonEmpty: true), required: true, "SQLite file, relative to the job folder; created when missing.")
+  ]
+
+  public static let download: [Key] = [
+    Key("path", .string(nonEmpty: true), default: .string(DownloadSettings().path), "Folder for partial downloads (.part files)."),
+    Key("resume", .boolean, default: .bool(DownloadSettings().resume), "Resume a broken download instead of starting again."),
+  ]
+
+  public static let retry: [Key] = [
+    Key("count", .integer(0...1000), default: .integer(Int64(RetryPolicy.default.count)), "Retries after the first attempt; 0 for none."),
+    Key("interval", .duration, default: duration(RetryPolicy.default.interval), "Wait before the first retry."),
+    Key(
+      "backoff", .choice(RetryPolicy.Backoff.allCases.map(\.rawValue)), default: .string(RetryPolicy.default.backoff.rawValue),
+      "fixed: every wait is 'interval'; exponential: the wait doubles each retry."),
+    Key(
+      "max_interval", .duration, default: duration(RetryPolicy.default.maxInterval),
+      "Longest single wait, and longest Retry-After honoured."),
+    Key(
+      "jitter", .boolean, default: .bool(RetryPolicy.default.jitter), "Wait a random time between 0 and the computed wait (full jitter)."),
+    Key("max_elapsed", .duration, "Longest time from the first attempt to the start of the last; no limit when not set."),
+  ]
+
+  public static let state: [Key] = [
+    Key(
+      "path", .string(nonEmpty: true), default: .string(StateSettings().path),
+      "Folder of the lock file and of a database-less job's journal.")
+  ]
+
+  public static let report: [Key] = [
+    Key(
+      "path", .string(nonEmpty: true), default: .string(ReportSettings().path),
+      "Report file; {job} and {run_id} are replaced. Relative to the job folder."),
+    Key(
+      "formats", .list(.choice(ReportSettings.Format.allCases.map(\.rawValue))),
+      default: .array(ReportSettings().formats.map { .string($0.rawValue) }),
+      "Report formats written; the JSON report is always written."),
+  ]
+
+  /// Keys every step may have besides its kind.
+  public static let stepCommon: [Key] = [
+    Key("id", .string(nonEmpty: true), "Unique step id: letters, digits, '-', '_', '.'; defaults to the kind and position, e.g. sql-3."),
+    Key("description", .string(nonEmpty: false), "What the step is for, for people."),
+    Key("retry", .mapping(retry), overrides: "retry", "Overrides keys of the job's retry policy for this step."),
+    Key("timeouts", .mapping(timeouts), overrides: "platform.timeouts", "Overrides keys of platform.timeouts for this step."),
+  ]
+
+  /// The step kinds: each step has exactly one of these keys.
+  public static let stepKinds: [Key] = [
+    Key("schemes", .optional(.mapping(schemes)), "Fetch resource schemes and create their tables (the SDK's resources)."),
+    Key("table_stream", .mapping(tableStream), "Load a resource's answer into the database (the SDK's tableStream)."),
+    Key("table", .mapping(table), "Fetch a resource's answer and write it to a file, without the database (the SDK's table)."),
+    Key("request", .mapping(request), "Send a uniform request; keep or save the answer (the SDK's request)."),
+    Key(
+      "files",
+      .mapping(
+        files,
+        rules: [
+          .requiredWhen(key: "path", when: "action", values: ["meta", "get", "put", "delete"]),
+          .requiredWhen(key: "local", when: "action", values: ["get", "put"]),
+        ]), "One file operation on a file-server connection."),
+    Key("sql", .string(nonEmpty: true), "SQL statements, with {{ table \"RESOURCE\" \"TABLE\" }} for physical table names."),
+    Key("query", .mapping(query), "Run a query, write its rows to a file, check expectations on the first row."),
+    Key("parallel", .mapping(parallel), "Run a group of steps concurrently (the SDK's *Async calls)."),
+  ]
+
+  public static let schemes: [Key] = [
+    Key("resources", .list(.string(nonEmpty: true)), "Resources whose tables to create; every readable resource when not set.")
+  ]
+
+  static let resourceKeys: [Key] = [
+    Key("resource", .string(nonEmpty: true), required: true, "The resource's name on the platform."),
+    Key("params", .jsonObject, default: .object([]), "Input parameters; {} takes the server's defaults."),
+  ]
+
+  static let transactionKey = Key(
+    "transaction", .boolean, default: .bool(true), "Send an X-Transaction-ID kept across retries, so a retry never runs twice.")
+
+  static let outputFormat = Value.choice(OutputFormat.allCases.map(\.rawValue))
+
+  public static let tableStream: [Key] =
+    resourceKeys + [
+      Key("delta", .boolean, default: .bool(false), "Ask only for the changes since the stored version (X-Delta)."),
+      transactionKey,
+    ]
+
+  public static let table: [Key] =
+    resourceKeys + [
+      Key("output", .string(nonEmpty: true), required: true, "File to write, relative to the job folder."),
+      Key("format", outputFormat, default: .string(OutputFormat.json.rawValue), "Format of the file."),
+      transactionKey,
+    ]
+
+  public static let request: [Key] =
+    resourceKeys + [
+      Key("output", .string(nonEmpty: true), "File to save the answer to; only its size is kept when not set."),
+      transactionKey,
+    ]
+
+  public static let files: [Key] = [
+    Key("connection", .string(nonEmpty: true), required: true, "The file-server connection (the SDK's mount name), e.g. local_storage."),
+    Key("action", .choice(FilesStep.Action.allCases.map(\.rawValue)), required: true, "The operation."),
+    Key("path", .string(nonEmpty: true), "Path on the server; required except for list (default: the root)."),
+    Key("local", .string(nonEmpty: true), "Local file: required for get (destination) and put (source)."),
+    Key("missing_ok", .boolean, default: .bool(false), "For delete: a missing file does not fail the step."),
+  ]
+
+  public static let query: [Key] = [
+    Key("sql", .string(nonEmpty: true), required: true, "One SELECT, with {{ table ... }} templates."),
+    Key("output", .string(nonEmpty: true), "File the rows are written to; not written when not set."),
+    Key("format", outputFormat, default: .string(OutputFormat.json.rawValue), "Format of the file."),
+    Key("expect", .dictionary(.mapping(expectation)), "Conditions on the first row, by column name; a failed one fails the step."),
+  ]
+
+  public static let expectation: [Key] = [
+    Key("min", .number, "The column's value is at least this."),
+    Key("max", .number, "The column's value is at most this."),
+    Key("equals", .json, "The column's value equals this."),
+  ]
+
+  public static let parallel: [Key] = [
+    Key("max", .integer(1...64), default: .integer(4), "Most steps running at once."),
+    Key("steps", .steps(nested: true), required: true, "The steps of the group; any kind but parallel."),
+  ]
+
+  static func duration(_ d: Duration) -> JSONValue { .string(d.formatted) }
+}
+
+extension [ManifestSchema.Key] {
+  /// The keys' names, in declaration order.
+  public var names: [String] { map(\.name) }
+
+  /// The key named `name`.
+  public subscript(name: String) -> ManifestSchema.Key? { first { $0.name == name } }
+}
+
+// MARK: - Key reference
+
+extension ManifestSchema {
+  /// One row of the key reference: a key's dotted path and how it reads.
+  public struct KeyReference: Sendable, Equatable {
+    /// `platform.tls.verify`, `steps[].table_stream.resource`, `steps[].query.expect.<column>.min`.
+    public var path: String
+    /// `string`, `integer (0 to 1000)`, `duration`, `one of: fixed, exponential`, ...
+    public var type: String
+    /// `required`, the default in manifest syntax (`3`, `1s`, `true`), `as retry.count` for
+    /// a key of an override block, or `-` for none.
+    public var defaultText: String
+    public var summary: String
+
+    /// The default as `docs/manifest.md` shows it: values and key paths in backticks.
+    public var defaultCell: String {
+      switch defaultText {
+      case "-", "required": defaultText
+      case let text where text.hasPrefix("as "): "as `\(text.dropFirst(3))`"
+      default: "`\(defaultText)`"
+      }
+    }
+  }
+
+  /// Every key of the language with its path, type and default, depth first in declaration
+  /// order. `docs/manifest.md` holds exactly these rows.
+  public static var keyReference: [KeyReference] {
+    var out: [KeyReference] = []
+    func walk(_ keys: [Key], _ prefix: String, overriding: String?) {
+      for key in keys {
+        let path = prefix.isEmpty ? key.name : "\(prefix).\(key.name)"
+        let defaultText =
+          key.required ? "required" : overriding.map { "as \($0).\(key.name)" } ?? key.defaultValue.map(yamlText) ?? "-"
+        out.append(KeyReference(path: path, type: typeName(key.value), defaultText: defaultText, summary: key.summary))
+        walkValue(key.value, path, overriding: key.overrides)
+      }
+    }
+    func walkValue(_ value: Value, _ path: String, overriding: String?) {
+      switch value {
+      case .mapping(let keys, _): walk(keys, path, overriding: overriding)
+      case .optional(let inner): walkValue(inner, path, overriding: nil)
+      case .dictionary(let inner): walkValue(inner, path + ".<name>", overriding: nil)
+      case .steps(nested: false):
+        walk(stepCommon, path + "[]", overriding: nil)
+        walk(stepKinds, path + "[]", overriding: nil)
+      default: break
+      }
+    }
+    walk(top, "", overriding: nil)
+    return out
+  }
+
+  /// A default in manifest syntax.
+  static func yamlText(_ value: JSONValue) -> String {
+    switch value {
+    case .string(let s): s
+    case .array(let items): "[" + items.map(yamlText).joined(separator: ", ") + "]"
+    default: value.json
+    }
+  }
+
+  /// The type of a value in words, for the reference and messages.
+  public static func typeName(_ value: Value) -> String {
+    switch value {
+    case .string(nonEmpty: true): "string"
+    case .string(nonEmpty: false): "string (may be empty)"
+    case .integer(let range) where range.count == 1: "integer (\(range.lowerBound))"
+    case .integer(let range): "integer (\(range.lowerBound) to \(range.upperBound))"
+    case .number: "number"
+    case .boolean: "boolean"
+    case .duration: "duration"
+    case .choice(let words): "one of: " + words.joined(separator: ", ")
+    case .list(let inner): "list of " + plural(typeName(inner))
+    case .mapping: "mapping"
+    case .dictionary(let inner): "mapping of names to " + plural(typeName(inner))
+    case .json: "any value"
+    case .jsonObject: "mapping (JSON object)"
+    case .steps(nested: false): "list of steps"
+    case .steps(nested: true): "list of steps (not parallel)"
+    case .optional(let inner): typeName(inner) + " or empty"
+    }
+  }
+
+  private static func plural(_ type: String) -> String {
+    if type.hasPrefix("one of:") { return "words, each " + type }
+    if type.hasPrefix("string") { return "strings" + type.dropFirst("string".count) }
+    return type + "s"
+  }
+}

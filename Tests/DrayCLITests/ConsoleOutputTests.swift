@@ -1,0 +1,146 @@
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// What `dray run` prints for people: timestamped plain lines off a terminal, JSON lines,
+/// quiet and verbose, and live progress with colour on a terminal (a pseudo-terminal from
+/// `script(1)`).
+@Suite struct ConsoleOutputTests {
+  struct Job {
+    let folder = TemporaryDirectory("dray-console")
+    let emulator: Emulator
+    var manifest: String { folder.path + "/job.yaml" }
+
+    init() throws {
+      emulator = try Emulator()
+      try folder.write(
+        "job.yaml",
+        JobText.header(job: "console", emulator: emulator, database: "data/db.sqlite") + """
+          steps:
+            - id: schemes
+              schemes: { resources: [FRUITS, COUNTRIES] }
+            - id: countries
+              table_stream: { resource: COUNTRIES }
+
+          """)
+    }
+
+    func run(_ options: [String] = []) throws -> Command.Result {
+      try Command.dray(["run", manifest] + options)
+    }
+  }
+
+  /// `text` with times such as `0.21s` replaced by `N.NNs`, run ids by `RUN`, the job folder by `JOB`.
+  static func plain(_ text: String, _ job: Job) throws -> String {
+    var out = text.replacing(job.folder.path, with: "JOB")
+    out = out.replacing(try Regex(#"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}"#), with: "RUN")
+    return out.replacing(try Regex(#"[0-9]+\.[0-9]{2}s"#), with: "N.NNs")
+  }
+
+  @Test func offATerminalEveryLogLineIsTimestampedAndPlain() throws {
+    let job = try Job()
+    let result = try job.run()
+    #expect(result.status == 0, "\(result.output)")
+    #expect(!result.output.contains("\r") && !result.output.contains("\u{1B}"))
+    let stamp = try Regex(#"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z "#)
+    let lines = result.stderr.split(separator: "\n").map(String.init)
+    #expect(lines.allSatisfy { $0.prefixMatch(of: stamp) != nil }, "\(result.stderr)")
+    let messages = try lines.map { try Self.plain(String($0.dropFirst(25)), job) }
+    #expect(
+      messages == [
+        "run RUN of job console",
+        "step schemes: schemes FRUITS, COUNTRIES",
+        "step schemes: ok in N.NNs",
+        "step countries: table_stream COUNTRIES",
+        "step countries: ok in N.NNs (249 rows, 16.7 KiB)",
+        "report: JOB/.dray/reports/console-RUN.json",
+      ])
+    #expect(
+      try Self.plain(result.stdout, job) == """
+        job console: succeeded in N.NNs (run RUN)
+          schemes    schemes       succeeded  2 tables
+          countries  table_stream  succeeded  249 rows; 16.7 KiB
+        total: 249 rows; 16.7 KiB
+        report: JOB/.dray/reports/console-RUN.json
+
+        """)
+  }
+
+  @Test func jsonLogLinesAreOneObjectEach() throws {
+    let job = try Job()
+    let result = try job.run(["--log-format", "json", "--verbose"])
+    #expect(result.status == 0, "\(result.output)")
+    let objects = try result.stderr.split(separator: "\n").map {
+      try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+    }
+    #expect(objects.allSatisfy { Set($0.keys) == ["time", "level", "step", "message"] })
+    #expect(objects.first?["step"] is NSNull)
+    #expect(objects.first?["level"] as? String == "info")
+    let countries = objects.filter { $0["step"] as? String == "countries" }
+    #expect(
+      try countries.map { "\($0["level"] ?? "") " + (try Self.plain($0["message"] as? String ?? "", job)) }.prefix(3) == [
+        "info table_stream COUNTRIES", "debug attempt 1: ok, HTTP 200 in N.NNs", "info ok in N.NNs (249 rows, 16.7 KiB)",
+      ])
+    let runID = try #require(Self.runID(result.stdout))
+    let last = try #require(countries.last?["message"] as? String)
+    #expect(last.hasPrefix("checkpoint before: none; after: succeeded in run \(runID), fingerprint "))
+  }
+
+  static func runID(_ summary: String) -> String? {
+    summary.firstMatch(of: #/\(run ([0-9]{8}T[0-9]{6}Z-[0-9a-f]{6})\)/#).map { String($0.1) }
+  }
+
+  @Test func quietPrintsNothingForAGoodRunAndTheProblemForABadOne() throws {
+    let job = try Job()
+    let good = try job.run(["--quiet"])
+    #expect(good.status == 0)
+    #expect(good.stdout == "" && good.stderr == "")
+    try job.emulator.admin("POST", "faults", json: #"[{"path": "/api/v1/rpc/COUNTRIES/", "status": 404, "description": "gone"}]"#)
+    let bad = try job.run(["--quiet"])
+    #expect(bad.status == 1)
+    let url = job.emulator.url + "api/v1/rpc/COUNTRIES/"
+    #expect(
+      try Self.plain(bad.stderr, job).hasSuffix(
+        " error: step countries: table_stream failed after N.NNs: HTTP 404 Not Found from \(url): gone\n"))
+    #expect(bad.stdout.hasPrefix("job console: failed in "))
+  }
+
+  @Test func quietAndVerboseOrAnUnknownLogFormatAreUsageErrors() throws {
+    let job = try Job()
+    let both = try job.run(["--quiet", "--verbose"])
+    #expect(both.status == 2)
+    #expect(both.stderr == "dray: --quiet and --verbose do not go together\nRun 'dray help' for usage.\n")
+    let xml = try job.run(["--log-format", "xml"])
+    #expect(xml.status == 2)
+    #expect(xml.stderr == "dray: --log-format xml: unknown format; formats: text, json\nRun 'dray help' for usage.\n")
+  }
+
+  /// Runs `dray run` on a pseudo-terminal and returns everything it wrote there.
+  func onATerminal(_ job: Job, environment: [String: String]) throws -> Command.Result {
+    let command = "'\(Repository.drayBinary)' run '\(job.manifest)'"
+    return try Command.run("/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"], environment: environment)
+  }
+
+  @Test func onATerminalProgressIsRedrawnInPlaceAndStatusesAreColoured() throws {
+    let job = try Job()
+    // COUNTRIES (17067 bytes) trickles at 6000 bytes/s: about 3 s of progress.
+    try job.emulator.admin("POST", "faults", json: #"[{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 6000}]"#)
+    let result = try onATerminal(job, environment: ["TERM": "xterm-256color", "NO_COLOR": ""])
+    #expect(result.status == 0, "\(result.output)")
+    let screen = result.stdout
+    // No timestamps on a terminal; progress lines redrawn with carriage return and erase-line.
+    #expect(screen.contains("step countries: table_stream COUNTRIES\r\n"))
+    #expect(screen.contains("\r\u{1B}[K  countries  table_stream  "))
+    let progress = try Regex(#"  countries  table_stream  [0-9.]+ KiB of 16\.7 KiB  [0-9]+%  [0-9.]+ KiB/s  [0-9.]+s left"#)
+    #expect(screen.contains(progress), "\(screen.debugDescription)")
+    #expect(screen.contains("\r\u{1B}[Kstep countries: ok in "))
+    #expect(screen.contains("  countries  table_stream  \u{1B}[32msucceeded\u{1B}[0m  249 rows; 16.7 KiB"))
+
+    try job.emulator.admin("POST", "faults", json: #"[{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 6000}]"#)
+    let plain = try onATerminal(job, environment: ["TERM": "xterm-256color", "NO_COLOR": "1"])
+    #expect(plain.status == 0, "\(plain.output)")
+    #expect(plain.stdout.contains("\r\u{1B}[K  countries  table_stream  "))
+    #expect(!plain.stdout.contains("\u{1B}[3"))
+    #expect(plain.stdout.contains("  countries  table_stream  succeeded  249 rows; 16.7 KiB"))
+  }
+}

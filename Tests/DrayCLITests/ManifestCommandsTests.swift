@@ -1,0 +1,209 @@
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// `dray validate`, `dray plan` and `dray schema`, run as the built binary.
+@Suite struct ManifestCommandsTests {
+  static let secrets = ["FMP_USER": "plan-user", "FMP_PASSWORD": "Sentinel-Pw-5521", "API_TOKEN": "Sentinel-Token-7730"]
+
+  static let planJob = """
+    version: 1
+    job: plan-test
+    description: Fruits for the plan tests.
+    platform:
+      host: http://127.0.0.1:9
+      environment: Env
+      project: Proj
+      headers: { Authorization: "Bearer ${API_TOKEN}", X-Trace: on }
+    auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
+    database: { path: data/db.sqlite }
+    retry: { count: 2, interval: 500ms }
+    steps:
+      - id: fruits
+        table_stream: { resource: FRUITS, params: { region: EU } }
+        timeouts: { idle: 5s }
+      - id: clean
+        sql: DELETE FROM {{ table "FRUITS" "output_table" '{"region":"EU"}' }} WHERE price IS NULL
+    """
+
+  /// A job without the platform whose second step fails, to leave an unfinished run.
+  static let failingJob = """
+    version: 1
+    job: resume-test
+    database: { path: data/db.sqlite }
+    steps:
+      - id: create
+        sql: CREATE TABLE IF NOT EXISTS t(a)
+      - id: broken
+        sql: SELECT * FROM no_such_table
+      - id: after
+        sql: SELECT 1
+    """
+
+  @Test func validateChecksEveryFileAndExitsTwoWhenAnyIsInvalid() throws {
+    let folder = TemporaryDirectory()
+    let good = try folder.write("good.yaml", Self.failingJob)
+    let bad = try folder.write("bad.yaml", "version: 1\njob: bad\nsteps:\n  - tabel_stream: { resource: A }\n")
+    let result = try Command.dray(["validate", good, bad], environment: Self.secrets)
+    #expect(result.status == 2)
+    #expect(result.stdout == "\(good): ok (job resume-test, 3 steps)\n")
+    #expect(
+      result.stderr == """
+        \(bad):4:5: error: unknown key 'tabel_stream' in step 1; did you mean 'table_stream'?
+          - tabel_stream: { resource: A }
+            ^
+        \(bad): 1 error; nothing was run
+
+        """)
+    let missing = try Command.dray(["validate", folder.path + "/nowhere.yaml", folder.path])
+    #expect(missing.status == 2)
+    #expect(
+      missing.stderr == """
+        \(folder.path)/nowhere.yaml:1:1: error: cannot open manifest: no such file
+        \(folder.path)/nowhere.yaml: 1 error; nothing was run
+        \(folder.path):1:1: error: cannot open manifest: it is a folder; name the manifest file
+        \(folder.path): 1 error; nothing was run
+
+        """)
+    let both = try Command.dray(["validate", good, good])
+    #expect(both.status == 0)
+    #expect(try Command.dray(["validate"]).status == 2)
+  }
+
+  @Test func planShowsTheResolvedJobWithSecretsMasked() throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write("job.yaml", Self.planJob)
+    let result = try Command.dray(["plan", path], environment: Self.secrets)
+    #expect(result.status == 0, "\(result.output)")
+    let dir = folder.path
+    #expect(
+      result.stdout == """
+        job plan-test: Fruits for the plan tests.
+          manifest   \(path) (version 1)
+          platform   http://127.0.0.1:9/api/v1/ (environment Env, project Proj, device dray-cli)
+          tls        verify certificates
+          headers    Authorization: ***, X-Trace: on
+          auth       user ***, password ***
+          database   \(dir)/data/db.sqlite
+          downloads  \(dir)/.dray/downloads, resumed when broken
+          journal    \(dir)/data/db.sqlite
+          report     \(dir)/.dray/reports/plan-test-{run_id}.json (json)
+          resume     no unfinished run to continue; a run starts afresh
+
+        steps: 2
+
+          1. fruits (table_stream): run
+             resource     FRUITS
+             params       {"region":"EU"}
+             delta        false
+             transaction  true
+             tables       FRUITS__output_table__b655ebc6
+             retry        count 2, interval 500ms, backoff exponential, max_interval 30s, jitter false (waits 500ms, 1s)
+             timeouts     connect 10s, request no limit, idle 5s
+
+          2. clean (sql): run
+             sql     DELETE FROM FRUITS__output_table__b655ebc6 WHERE price IS NULL
+             tables  FRUITS__output_table__b655ebc6
+             retry   none (no network calls)
+
+        """)
+    for secret in Self.secrets.values { #expect(!result.output.contains(secret)) }
+    // A plan touches nothing: no database, no state folder.
+    #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["job.yaml"])
+  }
+
+  @Test func planJSONHoldsTheSameFacts() throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write("job.yaml", Self.planJob)
+    let result = try Command.dray(["plan", "--json", path], environment: Self.secrets)
+    #expect(result.status == 0, "\(result.output)")
+    for secret in Self.secrets.values { #expect(!result.output.contains(secret)) }
+    let plan = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    #expect(plan["job"] as? String == "plan-test")
+    #expect((plan["auth"] as? [String: String]) == ["username": "***", "password": "***"])
+    let steps = try #require(plan["steps"] as? [[String: Any]])
+    #expect(steps.map { $0["id"] as? String } == ["fruits", "clean"])
+    #expect(steps[0]["action"] as? String == "run")
+    #expect(steps[0]["tables"] as? [String] == ["FRUITS__output_table__b655ebc6"])
+    let retry = try #require(steps[0]["retry"] as? [String: Any])
+    #expect(retry["count"] as? Int == 2)
+    #expect(retry["interval"] as? String == "500ms")
+    #expect((steps[0]["timeouts"] as? [String: Any])?["idle"] as? String == "5s")
+    #expect((steps[1]["options"] as? [String: Any])?["sql"] as? String == "DELETE FROM FRUITS__output_table__b655ebc6 WHERE price IS NULL")
+    #expect(steps[1]["retry"] == nil)
+  }
+
+  @Test func planShowsWhichStepsAResumeWouldSkip() throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write("job.yaml", Self.failingJob)
+    let run = try Command.dray(["run", path])
+    #expect(run.status == 1, "\(run.output)")
+    // "job resume-test: failed in 0.08s (run 20261130T122859Z-fc1ddc)"
+    let firstLine = try #require(run.stdout.split(separator: "\n").first)
+    let runID = try #require(firstLine.split(separator: "(run ").last?.dropLast().description)
+
+    let plan = try Command.dray(["plan", path])
+    #expect(plan.status == 0, "\(plan.output)")
+    #expect(plan.stdout.contains("  resume     continues run \(runID) (failed, started "))
+    #expect(plan.stdout.contains("steps: 3; a run now skips 1 and runs 2\n"))
+    #expect(plan.stdout.contains("  1. create (sql): skip, finished in run \(runID), unchanged\n"))
+    #expect(plan.stdout.contains("  2. broken (sql): run\n"))
+    #expect(plan.stdout.contains("  3. after (sql): run\n"))
+
+    let fresh = try Command.dray(["plan", "--fresh", path])
+    #expect(fresh.stdout.contains("  1. create (sql): run\n"))
+    #expect(fresh.stdout.contains("  resume     no unfinished run to continue; a run starts afresh\n"))
+    let only = try Command.dray(["plan", "--only", "after", path])
+    #expect(only.stdout.contains("  1. create (sql): skip, not selected by --only after\n"))
+    let unknown = try Command.dray(["plan", "--from", "nowhere", path])
+    #expect(unknown.status == 2)
+    #expect(unknown.stderr.hasPrefix("dray: --from nowhere: no such step; steps: create, broken, after"))
+  }
+
+  @Test func afterARunThePlanNamesEveryTableFromTheRecordedSchemes() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: tables-test
+      platform: { host: "\(emulator.url)", environment: DocumentationExampleEnv, project: DocumentationExampleProj }
+      auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
+      database: { path: data/db.sqlite }
+      steps:
+        - id: schemes
+          schemes: { resources: [FRUITS, CURRENCIES] }
+        - id: currencies
+          table_stream: { resource: CURRENCIES }
+      """)
+    let before = try Command.dray(["plan", path], environment: DemoUser.environment)
+    #expect(before.stdout.contains("     tables     FRUITS__<table>, CURRENCIES__<table>\n"))
+    #expect(before.stdout.hasSuffix("<table> stands for each output table of a resource whose scheme has not been fetched yet.\n"))
+    let run = try Command.dray(["run", path], environment: DemoUser.environment)
+    #expect(run.status == 0, "\(run.output)")
+    let after = try Command.dray(["plan", path], environment: DemoUser.environment)
+    #expect(after.stdout.contains("     tables     FRUITS__output_table, CURRENCIES__output_table\n"))
+    #expect(after.stdout.contains("     tables       CURRENCIES__output_table\n"))
+    #expect(!after.stdout.contains("<table>"))
+    // The last run succeeded: nothing to continue, every step runs again.
+    #expect(after.stdout.contains("steps: 2\n"))
+  }
+
+  @Test func planOfAnInvalidManifestExitsTwo() throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write("job.yaml", "version: 1\njob: j\n")
+    let result = try Command.dray(["plan", path])
+    #expect(result.status == 2)
+    #expect(result.stderr.hasPrefix("\(path):1:1: error: missing required key 'steps' at the top level"))
+  }
+
+  @Test func schemaPrintsTheCommittedJSONSchema() throws {
+    let result = try Command.dray(["schema"])
+    #expect(result.status == 0)
+    #expect(result.stdout == (try String(contentsOfFile: Repository.root + "/docs/manifest.schema.json", encoding: .utf8)))
+    let schema = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    #expect(schema["$schema"] as? String == "http://json-schema.org/draft-07/schema#")
+    #expect(try Command.dray(["schema", "extra"]).status == 2)
+  }
+}

@@ -1,0 +1,518 @@
+import DrayTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// A small job in its own folder: schemes, two loads and a step that is not idempotent
+/// (`tally` gains a row each time it runs), run by the built `dray`.
+struct ResumeJob {
+  let folder = TemporaryDirectory("dray-resume")
+  let emulator: Emulator
+  var manifest: String { folder.path + "/resume.yaml" }
+  var database: String { folder.path + "/data/resume.sqlite" }
+  var lockFile: String { folder.path + "/.dray/resume.lock" }
+
+  static func text(host: String, fruits: String = "{ resource: FRUITS }") -> String {
+    """
+    version: 1
+    job: resume
+    platform:
+      host: "\(host)"
+      environment: DocumentationExampleEnv
+      project: DocumentationExampleProj
+      timeouts: { connect: 2s }
+    auth: { username: demo, password: demo-password }
+    database: { path: data/resume.sqlite }
+    retry: { count: 2, interval: 10ms }
+    steps:
+      - id: schemes
+        schemes: {}
+      - id: fruits
+        table_stream: \(fruits)
+      - id: countries
+        table_stream: { resource: COUNTRIES }
+      - id: tally
+        sql: CREATE TABLE IF NOT EXISTS tally(n INTEGER); INSERT INTO tally VALUES (1);
+
+    """
+  }
+
+  init(_ emulatorArguments: [String] = [], fruits: String = "{ resource: FRUITS }") throws {
+    emulator = try Emulator(emulatorArguments)
+    try write(fruits: fruits)
+  }
+
+  func write(fruits: String = "{ resource: FRUITS }") throws {
+    try folder.write("resume.yaml", ResumeJob.text(host: emulator.url, fruits: fruits))
+  }
+
+  func run(_ options: [String] = [], environment: [String: String] = [:]) throws -> Command.Result {
+    try Command.dray(["run", manifest] + options, environment: environment)
+  }
+
+  func start(_ options: [String] = [], name: String, environment: [String: String] = [:]) throws -> ChildProcess {
+    try ChildProcess.dray(["run", manifest] + options, environment: environment, logPrefix: folder.path + "/" + name)
+  }
+
+  func rows(_ sql: String) throws -> [[String?]] { try SQLiteFile.rows(database, sql) }
+
+  /// Requests the emulator received for `resource`'s table data.
+  func rpcRequests(_ resource: String) throws -> [[String: Any]] {
+    try emulator.requests().filter { ($0["path"] as? String) == "/api/v1/rpc/\(resource)/" }
+  }
+}
+
+/// The report a run printed the path of, as JSON.
+struct Report {
+  let json: [String: Any]
+
+  init(_ output: String) throws {
+    let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("report: ") })
+    let data = try #require(FileManager.default.contents(atPath: String(line.dropFirst("report: ".count))))
+    json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+  }
+
+  var runID: String { json["run_id"] as? String ?? "" }
+  var status: String { json["status"] as? String ?? "" }
+  var resumes: String? { json["resumes"] as? String }
+  var steps: [[String: Any]] { json["steps"] as? [[String: Any]] ?? [] }
+
+  /// `id status [skip reason]` for each step.
+  var lines: [String] {
+    steps.map { step in
+      [step["id"] as? String, step["status"] as? String, step["skip_reason"] as? String].compactMap { $0 }.joined(separator: " ")
+    }
+  }
+
+  func step(_ id: String) -> [String: Any] { steps.first { $0["id"] as? String == id } ?? [:] }
+}
+
+@Suite struct ResumeTests {
+  // MARK: Failing steps
+
+  @Test func aResourceThatAnswers500UntilRetriesRunOutStopsTheRunAndTheNextRunStartsAtThatStep() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
+    let first = try job.run()
+    #expect(first.status == 1)
+    let url = job.emulator.url + "api/v1/rpc/COUNTRIES/"
+    #expect(
+      first.stdout.contains("  countries  table_stream  failed     3 attempts; HTTP 500 Internal Server Error from \(url): injected fault"))
+    #expect(first.stdout.contains("  tally      sql           not_run    an earlier step failed"))
+    let failed = try Report(first.stdout)
+    #expect(failed.status == "failed")
+    #expect((failed.step("countries")["attempts"] as? [Any])?.count == 3)
+    #expect(try job.rows("SELECT name FROM sqlite_schema WHERE name = 'tally'").isEmpty)
+    #expect(try job.rows("SELECT status FROM _dray_runs") == [["failed"]])
+    #expect(
+      try job.rows("SELECT step_id, status FROM _dray_checkpoints ORDER BY rowid") == [
+        ["schemes", "succeeded"], ["fruits", "succeeded"], ["countries", "failed"],
+      ])
+
+    try job.emulator.admin("DELETE", "faults")
+    let second = try job.run()
+    #expect(second.status == 0, "\(second.output)")
+    let resumed = try Report(second.stdout)
+    #expect(resumed.resumes == failed.runID)
+    #expect(
+      resumed.lines == [
+        "schemes skipped finished in run \(failed.runID), unchanged", "fruits skipped finished in run \(failed.runID), unchanged",
+        "countries succeeded", "tally succeeded",
+      ])
+    #expect(second.stdout.contains("  schemes    schemes       skipped    finished in run \(failed.runID), unchanged"))
+    #expect(try job.rpcRequests("FRUITS").count == 1)
+    #expect(try job.rows("SELECT count(*) FROM COUNTRIES__output_table") == [["249"]])
+    #expect(try job.rows("SELECT count(*) FROM tally") == [["1"]])
+  }
+
+  @Test func aChangedStepRunsAgainWithEveryStepAfterIt() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
+    let first = try job.run()
+    #expect(first.status == 1)
+    try job.emulator.admin("DELETE", "faults")
+    try job.write(fruits: "{ resource: FRUITS, transaction: false }")
+    let second = try job.run()
+    #expect(second.status == 0, "\(second.output)")
+    let firstID = try Report(first.stdout).runID
+    #expect(
+      try Report(second.stdout).lines == [
+        "schemes skipped finished in run \(firstID), unchanged", "fruits succeeded", "countries succeeded", "tally succeeded",
+      ])
+    #expect(try job.rpcRequests("FRUITS").count == 2)
+    #expect(try job.rows("SELECT count(*) FROM FRUITS__output_table") == [["5"]])
+  }
+
+  @Test func operatorFlagsOnlyFromAndFresh() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500, "times": 3}"#])
+    let failed = try Report(try job.run().stdout)
+    #expect(failed.status == "failed")
+
+    // --only re-runs one step; the next plain run continues the failed run after it.
+    let only = try job.run(["--only", "countries"])
+    #expect(only.status == 0, "\(only.output)")
+    let onlyReport = try Report(only.stdout)
+    #expect(
+      onlyReport.lines == [
+        "schemes skipped not selected by --only countries", "fruits skipped not selected by --only countries",
+        "countries succeeded", "tally skipped not selected by --only countries",
+      ])
+    let plain = try job.run()
+    #expect(plain.status == 0, "\(plain.output)")
+    let plainReport = try Report(plain.stdout)
+    #expect(plainReport.resumes == failed.runID)
+    #expect(
+      plainReport.lines == [
+        "schemes skipped finished in run \(failed.runID), unchanged", "fruits skipped finished in run \(failed.runID), unchanged",
+        "countries skipped finished in run \(onlyReport.runID), unchanged", "tally succeeded",
+      ])
+    #expect(try job.rows("SELECT count(*) FROM tally") == [["1"]])
+
+    // --from runs a step and every later one, even after a success.
+    let from = try job.run(["--from", "countries"])
+    #expect(from.status == 0)
+    #expect(
+      try Report(from.stdout).lines == [
+        "schemes skipped before --from countries", "fruits skipped before --from countries", "countries succeeded", "tally succeeded",
+      ])
+    #expect(try job.rows("SELECT count(*) FROM tally") == [["2"]])
+
+    // --fresh runs everything.
+    let fresh = try job.run(["--fresh"])
+    #expect(fresh.status == 0)
+    #expect(try Report(fresh.stdout).lines == ["schemes succeeded", "fruits succeeded", "countries succeeded", "tally succeeded"])
+    #expect(
+      try job.rows("SELECT options FROM _dray_runs ORDER BY rowid") == [
+        [""], ["--only countries"], [""], ["--from countries"], ["--fresh"],
+      ])
+  }
+
+  @Test func anSQLStepMayNotCommitOnItsOwn() throws {
+    let job = try ResumeJob()
+    try job.folder.write(
+      "resume.yaml",
+      ResumeJob.text(host: job.emulator.url).replacing(
+        "sql: CREATE TABLE IF NOT EXISTS tally(n INTEGER); INSERT INTO tally VALUES (1);",
+        with: "sql: CREATE TABLE tally(n INTEGER); INSERT INTO tally VALUES (1); COMMIT; INSERT INTO tally VALUES (2);"))
+    let result = try job.run()
+    #expect(result.status == 1)
+    #expect(
+      result.stdout.contains(
+        "  tally      sql           failed     'COMMIT' would end the transaction dray runs the step in; remove it: dray commits the step's statements together with its checkpoint, so that a rerun never repeats them\n"
+      ))
+    #expect(try job.rows("SELECT name FROM sqlite_schema WHERE name = 'tally'").isEmpty)
+  }
+
+  // MARK: Crashes at chosen instants
+
+  /// What a rerun after a kill at `point` skips.
+  static let crashPoints: [(point: String, skipped: [String])] = [
+    ("run-recorded", []),
+    ("downloaded:countries", ["schemes", "fruits"]),
+    ("before-commit:countries", ["schemes", "fruits"]),
+    ("committed:countries", ["schemes", "fruits", "countries"]),
+    ("before-commit:tally", ["schemes", "fruits", "countries"]),
+    ("committed:tally", ["schemes", "fruits", "countries", "tally"]),
+  ]
+
+  @Test(arguments: ResumeTests.crashPoints.map(\.point))
+  func aKillAtEachInstantLeavesWhatACleanRunLeaves(point: String) throws {
+    let skipped = try #require(ResumeTests.crashPoints.first { $0.point == point }?.skipped)
+    let job = try ResumeJob()
+    let clean = ResumeJob(sharing: job)
+    #expect(try clean.run().status == 0)
+
+    let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": point])
+    #expect(killed.wait() == .signaled(SIGKILL))
+    let rerun = try job.run()
+    #expect(rerun.status == 0, "\(rerun.output)")
+    let report = try Report(rerun.stdout)
+    let abandoned = try #require(try job.rows("SELECT run_id, status FROM _dray_runs ORDER BY rowid").first)
+    #expect(abandoned[1] == "abandoned")
+    #expect(report.resumes == abandoned[0])
+    #expect(
+      report.lines
+        == ["schemes", "fruits", "countries", "tally"].map { id in
+          skipped.contains(id) ? "\(id) skipped finished in run \(abandoned[0]!), unchanged" : "\(id) succeeded"
+        })
+    #expect(rerun.stderr.contains("run \(abandoned[0]!) (process \(killed.pid)) ended without recording an end; marked abandoned"))
+    #expect(try DatabaseDigest(path: job.database).differences(from: DatabaseDigest(path: clean.database)) == [])
+  }
+
+  @Test func aDownloadFinishedButNotLoadedIsConfirmedWithTheServerInsteadOfFetchedAgain() throws {
+    let job = try ResumeJob()
+    let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": "downloaded:countries"])
+    #expect(killed.wait() == .signaled(SIGKILL))
+    let rerun = try job.run()
+    #expect(rerun.status == 0, "\(rerun.output)")
+    let notes = try Report(rerun.stdout).step("countries")["notes"] as? [String]
+    #expect(notes == ["the answer an earlier run downloaded (17067 bytes) is unchanged; not downloaded again"])
+    let requests = try job.rpcRequests("COUNTRIES").map { ($0["headers"] as? [String: String])?["X-Range"] }
+    #expect(requests == [nil, "bytes=17067-"])
+    #expect(try job.rows("SELECT count(*) FROM COUNTRIES__output_table") == [["249"]])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/.dray/downloads").isEmpty)
+  }
+
+  @Test func aKillWhileANewJournalIsBuiltLeavesNoJournalAndTheNextRunStartsClean() throws {
+    let job = try ResumeJob()
+    let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": "journal-built"])
+    #expect(killed.wait() == .signaled(SIGKILL))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/data") == ["resume.sqlite.new-\(killed.pid)"])
+    let rerun = try job.run()
+    #expect(rerun.status == 0, "\(rerun.output)")
+    #expect(try Report(rerun.stdout).lines == ["schemes succeeded", "fruits succeeded", "countries succeeded", "tally succeeded"])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/data") == ["resume.sqlite"])
+  }
+
+  @Test func aKillAfterTheRunIsRecordedAsSucceededLeavesAFinishedJob() throws {
+    let job = try ResumeJob()
+    let killed = try job.start(name: "killed", environment: ["DRAY_TEST_CRASH_AT": "run-finished"])
+    #expect(killed.wait() == .signaled(SIGKILL))
+    #expect(try job.rows("SELECT status FROM _dray_runs") == [["succeeded"]])
+    #expect(try job.rows("SELECT count(*) FROM tally") == [["1"]])
+    // The report was not written yet; the journal is the record.
+    #expect(!FileManager.default.fileExists(atPath: job.folder.path + "/.dray/reports"))
+  }
+
+  // MARK: One run at a time
+
+  @Test func aSecondRunWhileTheFirstHoldsTheLockExits75AndChangesNothing() throws {
+    // COUNTRIES (17067 bytes) trickles at 4000 bytes/s: the first run holds the lock ~4 s.
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    let first = try job.start(name: "first")
+    #expect(first.waitUntil { first.errors.contains("step countries: table_stream") })
+    let holder = try job.folder.read(".dray/resume.lock").trimmingCharacters(in: .whitespacesAndNewlines)
+    let startedAt = String(holder.split(separator: " ").last ?? "")
+    #expect(holder == "\(first.pid) \(startedAt)")
+
+    let second = try job.run()
+    #expect(second.status == 75)
+    #expect(second.stdout == "")
+    #expect(
+      second.stderr.hasSuffix(
+        "error: job 'resume' is already running (process \(first.pid), started \(startedAt)); this run changed nothing. Wait for it to finish, or stop it first.\n"
+      ))
+    #expect(first.wait() == .exited(0))
+    let report = try Report(first.output)
+    #expect((report.json["started_at"] as? String) == startedAt)
+    #expect(try job.rows("SELECT run_id FROM _dray_runs") == [[report.runID]])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/.dray/reports").count == 1)
+    #expect(try job.rows("SELECT count(*) FROM tally") == [["1"]])
+  }
+
+  @Test func aHeldLockLeavesEveryFileAsItWas() throws {
+    let job = try ResumeJob()
+    #expect(try job.run().status == 0)
+    let fd = open(job.lockFile, O_RDWR)
+    defer { close(fd) }
+    #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+    _ = ftruncate(fd, 0)
+    _ = "4242 2026-11-30T08:00:00.000Z\n".withCString { pwrite(fd, $0, strlen($0), 0) }
+    let before = ResumeTests.snapshot(job.folder.path)
+
+    let second = try job.run()
+    #expect(second.status == 75)
+    #expect(
+      second.stderr.hasSuffix(
+        "error: job 'resume' is already running (process 4242, started 2026-11-30T08:00:00.000Z); this run changed nothing. Wait for it to finish, or stop it first.\n"
+      ))
+    #expect(ResumeTests.snapshot(job.folder.path) == before)
+  }
+
+  @Test func aLockLeftByADeadProcessIsTakenOver() throws {
+    let job = try ResumeJob()
+    try job.folder.write(".dray/resume.lock", "999999 2026-11-30T08:00:00.000Z\n")
+    let result = try job.run()
+    #expect(result.status == 0, "\(result.output)")
+    let holder = try job.folder.read(".dray/resume.lock")
+    #expect(!holder.hasPrefix("999999 "))
+  }
+
+  /// Path, size, modification time and SHA-256 of every file under `folder`, leaving out
+  /// SQLite's shared-memory index and empty write-ahead logs, which readers may create.
+  static func snapshot(_ folder: String) -> [String] {
+    (FileManager.default.subpaths(atPath: folder) ?? []).sorted().compactMap { name in
+      var info = stat()
+      stat(folder + "/" + name, &info)
+      if name.hasSuffix("-shm") || (name.hasSuffix("-wal") && info.st_size == 0) { return nil }
+      let digest = FileManager.default.contents(atPath: folder + "/" + name).map { FolderDigest.sha256(of: $0) } ?? "-"
+      return "\(name) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(digest)"
+    }
+  }
+
+  // MARK: Journals dray cannot trust
+
+  enum Damage: String, CaseIterable, Sendable {
+    case empty, cutOff, notSQLite, wrongShape, missingTable, unknownStatus
+  }
+
+  @Test(arguments: Damage.allCases)
+  func aDamagedJournalIsAClearErrorAndNoStepRuns(damage: Damage) throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
+    #expect(try job.run().status == 1)
+    let path = job.database
+    var expected: String
+    switch damage {
+    case .empty:
+      try Data().write(to: URL(fileURLWithPath: path))
+      expected =
+        "the run journal at \(path) is empty (0 bytes), so dray cannot tell which steps already ran; restore it from a backup, or run again with --fresh to start over"
+    case .cutOff:
+      let size = try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+      truncate(path, off_t(size / 2))
+      expected =
+        "the run journal at \(path) is cut off (\(size / 2) bytes, its header says \(size)), so dray cannot tell which steps already ran; restore it from a backup, or move it aside and run again with --fresh to start over"
+    case .notSQLite:
+      try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
+      expected =
+        "the run journal at \(path) cannot be read (it is not an SQLite database); restore it from a backup, or move it aside and run again with --fresh to start over"
+    case .wrongShape:
+      try FileManager.default.removeItem(atPath: path)
+      try ResumeTests.sqlite(path, "CREATE TABLE _dray_runs(id TEXT); CREATE TABLE _dray_checkpoints(step TEXT);")
+      expected =
+        "the run journal at \(path) has a table _dray_runs of another shape (columns: id); it was not written by this dray. Move it aside and run again with --fresh"
+    case .missingTable:
+      try ResumeTests.sqlite(path, "DROP TABLE _dray_checkpoints")
+      expected =
+        "the run journal at \(path) lacks its table _dray_checkpoints, so dray cannot tell which steps already ran; restore it from a backup, or move it aside and run again with --fresh to start over"
+    case .unknownStatus:
+      try ResumeTests.sqlite(path, "UPDATE _dray_runs SET status = 'paused'")
+      let runID = try #require(try job.rows("SELECT run_id FROM _dray_runs").first?[0])
+      expected =
+        "the run journal at \(path) holds a record this dray does not understand (run \(runID) has status 'paused', expected one of abandoned, failed, interrupted, running, succeeded); it may come from a newer dray. Use that dray, or move the journal aside and run again with --fresh"
+    }
+    try job.emulator.admin("DELETE", "faults")
+    try job.emulator.admin("POST", "reset")
+    let before = ResumeTests.snapshot(job.folder.path + "/data")
+
+    let result = try job.run()
+    #expect(result.status == 1)
+    #expect(result.stderr.contains("error: " + expected + "\n"), "\(result.stderr)")
+    #expect(result.stdout.contains("error: " + expected + "\n"))
+    #expect(try job.emulator.requests().isEmpty, "no step may run")
+    #expect(ResumeTests.snapshot(job.folder.path + "/data") == before)
+    if damage == .empty {
+      #expect(try job.run(["--fresh"]).status == 0)
+    }
+  }
+
+  /// Runs `sql` on the database at `path` with Python's sqlite3 (a writer other than dray).
+  static func sqlite(_ path: String, _ sql: String) throws {
+    let result = try Command.run(
+      "/usr/bin/env",
+      ["python3", "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.close()", path, sql])
+    #expect(result.status == 0, "\(result.stderr)")
+  }
+
+  // MARK: Signals
+
+  @Test(arguments: [SIGINT, SIGTERM])
+  func aSignalStopsTheRunAtASafePointWithExit130AndTheNextRunResumesThePartFile(signal: Int32) throws {
+    let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    let run = try job.start(name: "signalled")
+    let part = job.folder.path + "/.dray/downloads/resume"
+    #expect(
+      run.waitUntil {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: part)) ?? []
+        return names.contains { $0.hasSuffix(".part") && (ResumeTests.size(part + "/" + $0) ?? 0) >= 2000 }
+      })
+    run.send(signal)
+    let ended = run.wait(timeout: 5)
+    #expect(ended == .exited(130))
+    #expect(run.output.hasPrefix("job resume: interrupted in "))
+    #expect(run.output.contains("  countries  table_stream  interrupted  interrupted by \(name)\n"))
+    #expect(run.output.contains("  tally      sql           not_run    the run was interrupted\n"))
+    #expect(run.errors.contains("warning: interrupted by \(name); the run stopped at a safe point and the next 'dray run' resumes it\n"))
+    let report = try Report(run.output)
+    #expect(report.status == "interrupted")
+    #expect(report.json["exit_code"] as? Int == 130)
+    #expect(report.step("countries")["status"] as? String == "interrupted")
+    #expect((report.step("countries")["error"] as? [String: Any])?["code"] as? String == "interrupted")
+    #expect(try job.rows("SELECT status FROM _dray_runs") == [["interrupted"]])
+
+    try job.emulator.admin("DELETE", "faults")
+    let rerun = try job.run()
+    #expect(rerun.status == 0, "\(rerun.output)")
+    let resumed = try Report(rerun.stdout)
+    #expect(resumed.resumes == report.runID)
+    #expect(
+      resumed.lines.prefix(2) == [
+        "schemes skipped finished in run \(report.runID), unchanged", "fruits skipped finished in run \(report.runID), unchanged",
+      ])
+    let notes = resumed.step("countries")["notes"] as? [String] ?? []
+    #expect(notes.contains { $0.hasPrefix("resumed a partial download at byte ") })
+    let ranged = try job.rpcRequests("COUNTRIES").compactMap { ($0["headers"] as? [String: String])?["X-Range"] }
+    #expect(ranged.count == 1)
+    #expect(try job.rows("SELECT count(*) FROM COUNTRIES__output_table") == [["249"]])
+  }
+
+  @Test func aSignalDuringALoadRollsItBackAtOnce() throws {
+    let job = try ResumeJob(["--generate", "BIG:200000"])
+    try job.folder.write(
+      "resume.yaml",
+      ResumeJob.text(host: job.emulator.url).replacing(
+        "  - id: tally\n", with: "  - id: big\n    table_stream: { resource: BIG }\n  - id: tally\n"))
+    let run = try job.start(name: "signalled")
+    let downloads = job.folder.path + "/.dray/downloads/resume"
+    #expect(
+      run.waitUntil(timeout: 60) {
+        ((try? FileManager.default.contentsOfDirectory(atPath: downloads)) ?? []).contains {
+          $0.hasPrefix("big-") && $0.hasSuffix(".answer")
+        }
+      })
+    let signalled = Date()
+    run.send(SIGTERM)
+    #expect(run.wait(timeout: 10) == .exited(130))
+    #expect(Date().timeIntervalSince(signalled) < 1.5)
+    #expect(run.output.contains("  big        table_stream  interrupted  "))
+    #expect(run.output.contains(" MiB; interrupted by SIGTERM\n"))
+    #expect(try job.rows("SELECT count(*) FROM BIG__output_table") == [["0"]])
+    #expect(try job.rows("SELECT step_id FROM _dray_checkpoints WHERE step_id = 'big'").isEmpty)
+  }
+
+  static func size(_ path: String) -> Int? {
+    (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+  }
+
+  // MARK: Status
+
+  @Test func statusListsRunsAndCheckpoints() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
+    #expect(try job.run().status == 1)
+    try job.emulator.admin("DELETE", "faults")
+    #expect(try job.run().status == 0)
+    let runs = try job.rows("SELECT run_id, started_at, ended_at FROM _dray_runs ORDER BY rowid")
+    let checkpoints = try job.rows("SELECT step_id, run_id, finished_at FROM _dray_checkpoints")
+    func finished(_ id: String) -> String { (checkpoints.first { $0[0] == id }?[2] ?? "") ?? "" }
+    let (first, second) = (runs[0][0]!, runs[1][0]!)
+    let status = try Command.dray(["status", job.manifest])
+    #expect(status.status == 0)
+    #expect(
+      status.stdout == """
+        job resume: 2 recent runs (journal \(job.database))
+          \(second)  succeeded   started \(runs[1][1]!), ended \(runs[1][2]!); continues \(first)
+          \(first)  failed      started \(runs[0][1]!), ended \(runs[0][2]!)
+        checkpoints:
+          schemes: succeeded in run \(first) at \(finished("schemes")), 0 rows, 0 bytes
+          fruits: succeeded in run \(first) at \(finished("fruits")), 5 rows, 138 bytes
+          countries: succeeded in run \(second) at \(finished("countries")), 249 rows, 17067 bytes
+          tally: succeeded in run \(second) at \(finished("tally")), 0 rows, 0 bytes
+
+        """)
+  }
+
+  @Test func statusOfAJobNeverRunCreatesNothing() throws {
+    let job = try ResumeJob()
+    let status = try Command.dray(["status", job.manifest])
+    #expect(status.status == 0)
+    #expect(status.stdout == "job resume: no runs yet (no journal at \(job.database))\n")
+    #expect(!FileManager.default.fileExists(atPath: job.folder.path + "/data"))
+  }
+}
+
+extension ResumeJob {
+  /// Another folder for the same job against the same emulator.
+  init(sharing other: ResumeJob) {
+    emulator = other.emulator
+    try? write()
+  }
+}

@@ -1,0 +1,178 @@
+import DrayTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// Known sentinel secrets, one of each kind a job has, run through jobs that succeed, fail to
+/// sign in, meet server errors that echo them back, run verbosely and in JSON, and are
+/// interrupted; then every output stream and every file the runs left is searched for them.
+@Suite struct SecretScanTests {
+  /// One sentinel per source of secrets. Their characters need escaping in a form body, a
+  /// JSON string and a URL, so that every encoding is exercised.
+  struct Sentinels {
+    let tag = String(UUID().uuidString.prefix(8)).lowercased()
+    /// `auth.username`, from an environment variable.
+    var user: String { "sentinel-user-\(tag)" }
+    /// `auth.password`, from `${file:secrets/password.txt}`.
+    var password: String { "Sentinel+Pw/\(tag)=\"x\"" }
+    /// A variable listed under `secrets:`, sent as a header and written in SQL.
+    var apiKey: String { "Sentinel-Key-\(tag)" }
+    /// A variable listed under `secrets:`, the password of the platform's URL.
+    var proxyPassword: String { "SentinelProxy\(tag)" }
+
+    var all: [(name: String, value: String)] {
+      [("auth.username", user), ("auth.password", password), ("API_KEY", apiKey), ("PROXY_PASSWORD", proxyPassword)]
+    }
+  }
+
+  /// The forms a secret takes on the wire and in files: as is, percent-encoded (a form body,
+  /// a URL), JSON-escaped, XML-escaped, and inside an `Authorization: Basic` value.
+  static func forms(_ value: String) -> [String] {
+    var allowed = CharacterSet.alphanumerics
+    allowed.insert(charactersIn: "-._~")
+    let percent = value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    let json = value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
+    let xml = value.replacing("&", with: "&amp;").replacing("\"", with: "&quot;")
+    return Array(Set([value, percent, json, xml]))
+  }
+
+  struct Scan {
+    var sentinels: [(name: String, form: String)] = []
+    var hits: [String] = []
+
+    mutating func look(in data: Data, _ place: String) {
+      for sentinel in sentinels where data.range(of: Data(sentinel.form.utf8)) != nil {
+        hits.append("\(sentinel.name) in \(place)")
+      }
+    }
+  }
+
+  @Test func noSentinelSecretReachesAnyOutputOrFile() throws {
+    let s = Sentinels()
+    let outside = TemporaryDirectory("dray-secrets-users")
+    let users = try outside.write(
+      "users.json", #"{"users": [{"username": "\#(s.user)", "password": "\#(s.password.replacing("\"", with: "\\\""))"}]}"#)
+    let emulator = try Emulator(["--users", users])
+    let folder = TemporaryDirectory("dray-secrets")
+    try folder.write("secrets/password.txt", s.password + "\n")
+    let host = emulator.url.replacing("http://", with: "http://proxy:${PROXY_PASSWORD}@")
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: secret-scan
+      secrets: [API_KEY, PROXY_PASSWORD]
+      platform:
+        host: "\(host)"
+        environment: DocumentationExampleEnv
+        project: DocumentationExampleProj
+        headers: { X-Sentinel-Key: "${API_KEY}" }
+      auth: { username: "${FMP_USER}", password: "${file:secrets/password.txt}" }
+      database: { path: data/db.sqlite }
+      retry: { count: 2, interval: 50ms, backoff: fixed }
+      steps:
+        - id: schemes
+          schemes: { resources: [FRUITS, LANGUAGES] }
+        - id: fruits
+          table_stream: { resource: FRUITS }
+        - id: fruits-file
+          table: { resource: FRUITS, output: out/fruits.json }
+        - id: note
+          sql: "-- checked with key ${API_KEY}\\nCREATE TABLE IF NOT EXISTS seen(n INTEGER);"
+        - id: languages
+          table_stream: { resource: LANGUAGES }
+      report: { path: "reports/{job}-{run_id}.json", formats: [json, junit, prometheus] }
+
+      """)
+    let environment = ["FMP_USER": s.user, "API_KEY": s.apiKey, "PROXY_PASSWORD": s.proxyPassword]
+    var outputs: [(String, Command.Result)] = []
+    func run(_ name: String, _ faults: String, _ options: [String], status: Int32) throws -> Command.Result {
+      try emulator.admin("POST", "faults", json: faults)
+      let result = try Command.dray(["run", manifest, "--fresh"] + options, environment: environment)
+      #expect(result.status == status, "\(name): \(result.output)")
+      outputs.append((name, result))
+      return result
+    }
+    let echoAll = #""echo_authorization": true, "echo_headers": ["X-Sentinel-Key"], "echo_body": true"#
+
+    // Succeeds after a sign-in and a table call whose errors echo what they were sent.
+    let verbose = try run(
+      "a verbose run that succeeds",
+      #"[{"path": "/api/v1/auth/", "times": 1, "status": 503, \#(echoAll)}, {"path": "/api/v1/rpc/FRUITS/", "times": 1, "status": 500, \#(echoAll)}]"#,
+      ["--verbose"], status: 0)
+    #expect(verbose.stderr.contains("you sent Authorization: Bearer ***; you sent X-Sentinel-Key: ***"))
+    #expect(verbose.stderr.contains("&username=***&password=***&device_id=dray-cli"))
+    #expect(verbose.stderr.contains("rows changed by: -- checked with key ***"))
+    #expect(verbose.stderr.contains("http://proxy:***@127.0.0.1:"))
+    let json = try run(
+      "a run logging JSON",
+      #"[{"path": "/api/v1/rpc/FRUITS/", "times": 1, "status": 500, \#(echoAll)}]"#, ["--verbose", "--log-format", "json"], status: 0)
+    #expect(json.stderr.contains(#"you sent Authorization: Bearer ***"#))
+    // Sign-in refused, the refusal echoing the form with the password.
+    let refused = try run(
+      "a run whose sign-in is refused", #"[{"path": "/api/v1/auth/", "status": 401, \#(echoAll)}]"#, [], status: 1)
+    #expect(refused.stdout.contains("sign-in failed: HTTP 401 Unauthorized from http://proxy:***@127.0.0.1:"))
+    #expect(refused.stdout.contains("&username=***&password=***"))
+    // Every table call fails with an error that echoes the token and the header.
+    let failing = try run(
+      "a run whose table calls fail", #"[{"path": "/api/v1/rpc/", "status": 500, \#(echoAll)}]"#, ["--verbose"], status: 1)
+    #expect(failing.stdout.contains("you sent Authorization: Bearer ***; you sent X-Sentinel-Key: ***"))
+    // Interrupted during a slow download, leaving a partial answer and its sidecar.
+    try emulator.admin("POST", "faults", json: #"[{"path": "/api/v1/rpc/LANGUAGES/", "trickle": 40000}]"#)
+    let downloads = folder.path + "/.dray/downloads/secret-scan"
+    let dray = try BackgroundDray(
+      ["run", manifest, "--fresh", "--verbose"], environment: environment, logPrefix: outside.path + "/interrupted")
+    try dray.wait(for: "a partial download of LANGUAGES") {
+      (try? FileManager.default.contentsOfDirectory(atPath: downloads))?.contains {
+        $0.hasPrefix("languages-") && $0.hasSuffix(".part.json")
+      }
+        == true
+    }
+    dray.send(SIGINT)
+    let interrupted = try dray.finish()
+    #expect(interrupted.status == 130, "\(interrupted.output)")
+    outputs.append(("an interrupted run", interrupted))
+
+    // The tokens the platform handed out are secrets too.
+    var tokens = Set<String>()
+    for request in try emulator.requests() {
+      if let value = (request["headers"] as? [String: String])?["Authorization"], value.hasPrefix("Bearer ") {
+        tokens.insert(String(value.dropFirst(7)))
+      }
+    }
+    #expect(tokens.count >= 4)
+
+    var scan = Scan()
+    for sentinel in s.all {
+      for form in Self.forms(sentinel.value) { scan.sentinels.append((sentinel.name, form)) }
+    }
+    scan.sentinels.append(("the Basic credentials of the URL", Data("proxy:\(s.proxyPassword)".utf8).base64EncodedString()))
+    for (index, token) in tokens.sorted().enumerated() { scan.sentinels.append(("token \(index + 1)", token)) }
+
+    for (name, result) in outputs {
+      scan.look(in: Data(result.stdout.utf8), "the standard output of \(name)")
+      scan.look(in: Data(result.stderr.utf8), "the standard error of \(name)")
+    }
+    // Every file the runs left in the job folder: reports in every format, the target
+    // database with the journal (and its WAL), the downloads folder, output files.
+    var scanned: [String] = []
+    let walker = FileManager.default.enumerator(atPath: folder.path)
+    while let relative = walker?.nextObject() as? String {
+      let path = folder.path + "/" + relative
+      var isDirectory: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+        !relative.hasPrefix("secrets/")
+      else { continue }
+      scan.look(in: try Data(contentsOf: URL(fileURLWithPath: path)), relative)
+      scanned.append(relative)
+    }
+    #expect(scan.hits == [])
+    // The scan saw what it had to see.
+    let kinds = [".json", ".junit.xml", ".prom", ".sqlite", ".part", ".part.json"]
+    for kind in kinds {
+      #expect(scanned.contains { $0.hasSuffix(kind) }, "no \(kind) file among \(scanned)")
+    }
+    #expect(scanned.filter { $0.hasPrefix("reports/") && $0.hasSuffix(".json") }.count == 5)
+    #expect(scanned.contains("data/db.sqlite"))
+  }
+}

@@ -1,0 +1,46 @@
+import DrayEngine
+import DrayModel
+import DrayStore
+import DrayTestSupport
+import Foundation
+import Testing
+
+@Suite struct ParallelStepTests {
+  @Test func aGroupRunsItsMembersAtOnceAndReportsThemInFileOrderWithRealTimings() throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/", "delay": 0.3}"#])
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      JobText.header(job: "group", emulator: emulator, database: "data/db.sqlite") + """
+        steps:
+          - id: schemes
+            schemes: { resources: [FRUITS, test_resource, CURRENCIES] }
+          - id: group
+            parallel:
+              max: 4
+              steps:
+                - id: fruits
+                  table_stream: { resource: FRUITS }
+                - id: test
+                  table_stream: { resource: test_resource }
+                - id: currencies
+                  table_stream: { resource: CURRENCIES }
+                - id: fruits-file
+                  table: { resource: FRUITS, output: out/fruits.json }
+        """)
+    #expect(report.exitCode == 0, "\(report.steps.flatMap(\.members).compactMap(\.errorMessage))")
+    let group = report.steps[1]
+    #expect(group.members.map(\.id) == ["fruits", "test", "currencies", "fruits-file"])
+    #expect(group.members.allSatisfy { $0.status == .succeeded })
+    #expect(group.members.allSatisfy { $0.duration >= 0.3 })
+    let starts = group.members.compactMap(\.startedAt)
+    let ends = group.members.compactMap { member in member.startedAt.map { $0.addingTimeInterval(member.duration) } }
+    #expect(starts.count == 4)
+    #expect(starts.max()! < ends.min()!, "every member started before the first one ended")
+    #expect(group.duration < group.members.map(\.duration).reduce(0, +) * 0.6)
+    #expect(group.notes == ["fruits: succeeded", "test: succeeded", "currencies: succeeded", "fruits-file: succeeded"])
+    #expect(group.rows["FRUITS__output_table"] == 5)
+    #expect(group.rows["FRUITS.output_table"] == 5)
+    #expect(group.outputs == ["out/fruits.json"])
+  }
+}

@@ -1,0 +1,157 @@
+import DrayModel
+import DrayTransport
+import Foundation
+import Testing
+
+@testable import DrayEngine
+
+/// The redactor, the units people read, and the JUnit and Prometheus texts of a report made
+/// by hand.
+@Suite struct ReportFormatTests {
+  @Test func aURLPasswordIsMaskedEvenWhenItIsNoKnownSecret() {
+    let redactor = Redactor()
+    #expect(redactor.redact("from http://proxy:hunter22@10.0.0.1:8080/api/v1/") == "from http://proxy:***@10.0.0.1:8080/api/v1/")
+    #expect(redactor.redact("https://a:b@h/ and ftp://c:d@e") == "https://a:***@h/ and ftp://c:***@e")
+    #expect(redactor.redact("http://user@host/x:y@z") == "http://user@host/x:y@z")
+    #expect(redactor.redact(#""http://u:p@h""#) == #""http://u:***@h""#)
+    #expect(redactor.redact("no url: a:b@c") == "no url: a:b@c")
+  }
+
+  @Test func aSecretIsMaskedInEveryFormItTakesOnTheWire() {
+    let redactor = Redactor(["pa ss/\"w\""])
+    #expect(redactor.redact("password=pa%20ss%2F%22w%22&x=1") == "password=***&x=1")
+    #expect(redactor.redact(#"{"p":"pa ss/\"w\""}"#) == #"{"p":"***"}"#)
+    #expect(redactor.redact("pa ss/\"w\"") == "***")
+  }
+
+  @Test func secretsLearntOnAnyThreadMaskEveryLineWrittenAfter() {
+    let shared = SharedRedactor(Redactor(["first-secret"]))
+    DispatchQueue.concurrentPerform(iterations: 64) { i in
+      shared.add("token-\(i)-abcdef")
+      #expect(shared.redact("Bearer token-\(i)-abcdef and first-secret") == "Bearer *** and ***")
+    }
+    #expect((0..<64).allSatisfy { shared.redact("token-\($0)-abcdef") == "***" })
+  }
+
+  @Test func sizesDurationsAndCountsReadAsPeopleWriteThem() {
+    #expect(HumanUnits.bytes(0) == "0 bytes")
+    #expect(HumanUnits.bytes(1023) == "1023 bytes")
+    #expect(HumanUnits.bytes(17067) == "16.7 KiB")
+    #expect(HumanUnits.bytes(3 << 20) == "3.0 MiB")
+    #expect(HumanUnits.bytes(5 << 30 + 1 << 29) == "5.5 GiB")
+    #expect(HumanUnits.duration(0.4219) == "0.42s")
+    #expect(HumanUnits.duration(12.4) == "12s")
+    #expect(HumanUnits.duration(185) == "3m05s")
+    #expect(HumanUnits.duration(7260) == "2h01m")
+    #expect(HumanUnits.count(1_234_567) == "1,234,567")
+    #expect(HumanUnits.count(-12) == "-12")
+  }
+
+  @Test func aProgressLineSaysBytesPercentRateAndTimeLeft() {
+    let start = ContinuousClock.now
+    var entry = ProgressBoard.Entry(step: "countries", kind: "table_stream", startedAt: start)
+    entry.download(bytes: 0, total: 4 << 20, at: start)
+    entry.download(bytes: 1 << 20, total: 4 << 20, at: start + .seconds(2))
+    #expect(entry.detail(now: start + .seconds(2)) == "1.0 MiB of 4.0 MiB  25%  512.0 KiB/s  6.00s left")
+    var board = ProgressBoard()
+    board.entries = [entry]
+    #expect(board.draw(now: start + .seconds(2), width: 40) == "  countries  table_stream  1.0 MiB of 4")
+    #expect(board.erase() == "\r\u{1B}[K")
+    #expect(board.erase() == "")
+  }
+
+  static func report() -> RunReport {
+    let start = Date(timeIntervalSince1970: 1_796_040_000)
+    var loaded = StepReport(id: "countries", kind: "table_stream", status: .succeeded)
+    loaded.duration = 1.5
+    loaded.rows = ["COUNTRIES__output_table": 249]
+    loaded.bytes = 17067
+    loaded.attempts = [
+      Attempt(number: 1, startOffset: 0, duration: 0.01, outcome: "http_503", status: 503, message: "HTTP 503 <busy> & \"x\"", wait: 1),
+      Attempt(number: 2, startOffset: 1.01, duration: 0.2, outcome: "ok", status: 200),
+    ]
+    var failed = StepReport(id: "fix-up", kind: "sql", status: .failed)
+    failed.duration = 0.004
+    failed.errorCode = "sqlite_error"
+    failed.errorMessage = "no such table: x"
+    var later = StepReport(id: "check", kind: "query", status: .notRun)
+    later.skipReason = "an earlier step failed"
+    return RunReport(
+      job: "iso \"ref\"", runID: "20261130T120000Z-abcdef", manifestPath: "jobs/iso.yaml",
+      manifestFingerprint: String(repeating: "0", count: 64),
+      host: "etl-1", startedAt: start, endedAt: start.addingTimeInterval(2.25), status: .failed, exitCode: 1,
+      steps: [loaded, failed, later])
+  }
+
+  @Test func thePrometheusTextfileHoldsEveryMetricWithTheJobLabel() {
+    let text = PrometheusReport(report: Self.report(), previousSuccess: 1_795_953_600.5).text
+    #expect(
+      text == """
+        # HELP dray_job_last_success_timestamp_seconds Unix time when the job last succeeded.
+        # TYPE dray_job_last_success_timestamp_seconds gauge
+        dray_job_last_success_timestamp_seconds{job="iso \\"ref\\""} 1795953600.500
+        # HELP dray_job_last_run_timestamp_seconds Unix time when the job's latest run ended.
+        # TYPE dray_job_last_run_timestamp_seconds gauge
+        dray_job_last_run_timestamp_seconds{job="iso \\"ref\\""} 1796040002.250
+        # HELP dray_job_duration_seconds Duration of the job's latest run.
+        # TYPE dray_job_duration_seconds gauge
+        dray_job_duration_seconds{job="iso \\"ref\\""} 2.250
+        # HELP dray_job_status 1 for the status of the job's latest run, 0 for the other statuses.
+        # TYPE dray_job_status gauge
+        dray_job_status{job="iso \\"ref\\"",status="succeeded"} 0
+        dray_job_status{job="iso \\"ref\\"",status="failed"} 1
+        dray_job_status{job="iso \\"ref\\"",status="interrupted"} 0
+        # HELP dray_job_exit_code Exit code of the job's latest run.
+        # TYPE dray_job_exit_code gauge
+        dray_job_exit_code{job="iso \\"ref\\""} 1
+        # HELP dray_job_rows Rows written by the job's latest run, summed over its steps.
+        # TYPE dray_job_rows gauge
+        dray_job_rows{job="iso \\"ref\\""} 249
+        # HELP dray_job_bytes Body bytes received and sent by the job's latest run.
+        # TYPE dray_job_bytes gauge
+        dray_job_bytes{job="iso \\"ref\\""} 17067
+        # HELP dray_job_retries Attempts that were retries in the job's latest run.
+        # TYPE dray_job_retries gauge
+        dray_job_retries{job="iso \\"ref\\""} 1
+        # HELP dray_job_steps Steps of the job's latest run with each status.
+        # TYPE dray_job_steps gauge
+        dray_job_steps{job="iso \\"ref\\"",status="succeeded"} 1
+        dray_job_steps{job="iso \\"ref\\"",status="failed"} 1
+        dray_job_steps{job="iso \\"ref\\"",status="skipped"} 0
+        dray_job_steps{job="iso \\"ref\\"",status="interrupted"} 0
+        dray_job_steps{job="iso \\"ref\\"",status="not_run"} 1
+
+        """)
+  }
+
+  @Test func theJUnitDocumentHasACaseForEveryStepAndEscapesWhatItQuotes() {
+    let xml = JUnitReport(report: Self.report(), redactor: SharedRedactor(Redactor(["busy"]))).xml
+    #expect(
+      xml == """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <testsuites name="dray" tests="3" failures="1" errors="0" skipped="1" time="2.250">
+          <testsuite name="iso &quot;ref&quot;" id="0" package="dray" hostname="etl-1" tests="3" failures="1" errors="0" skipped="1" time="2.250" timestamp="2026-11-30T12:00:00">
+            <properties>
+              <property name="run_id" value="20261130T120000Z-abcdef"/>
+              <property name="status" value="failed"/>
+              <property name="exit_code" value="1"/>
+              <property name="manifest" value="jobs/iso.yaml"/>
+              <property name="manifest_fingerprint" value="\(String(repeating: "0", count: 64))"/>
+              <property name="dray_version" value="\(DrayVersion.current)"/>
+            </properties>
+            <testcase classname="iso &quot;ref&quot;" name="countries" time="1.500">
+              <system-out>table_stream, 249 rows, 17067 bytes, 1 retry
+        attempt 1: http_503: HTTP 503 &lt;***&gt; &amp; "x"; waited 1.000s</system-out>
+            </testcase>
+            <testcase classname="iso &quot;ref&quot;" name="fix-up" time="0.004">
+              <failure type="sqlite_error" message="no such table: x">sql</failure>
+            </testcase>
+            <testcase classname="iso &quot;ref&quot;" name="check" time="0.000">
+              <skipped message="an earlier step failed"/>
+            </testcase>
+          </testsuite>
+        </testsuites>
+
+        """)
+  }
+}

@@ -1,0 +1,106 @@
+import DrayEngine
+import DrayModel
+import DrayStore
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// FRUITS as the emulator answers it: a cached resource, so each row leads with its row id.
+let fruitsAnswer =
+  #"[{"name":"output_table","data":[[1,1,"apple",0.52,1],[2,2,"pear",null,0],[3,3,"plum",1.25,1],[4,4,"quince",2.1,0],[5,5,"cherry",4.75,1]]}]"#
+
+@Suite struct TableAndRequestStepTests {
+  @Test func tableWritesTheAnswerAsJSONLinesOrCSVWithTheSchemesColumnNames() throws {
+    let emulator = try Emulator(["--generate", "GENERATED:6"])
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      JobText.header(job: "tables", emulator: emulator) + """
+        steps:
+          - id: json
+            table: { resource: FRUITS, output: out/fruits.json }
+          - id: ndjson
+            table: { resource: FRUITS, output: out/fruits.ndjson, format: ndjson }
+          - id: csv
+            table: { resource: test_resource, output: out/test.csv, format: csv }
+          - id: generated
+            table: { resource: GENERATED, output: out/generated.csv, format: csv }
+          - id: region
+            table: { resource: FRUITS, params: { name: plum }, output: out/plum.csv, format: csv }
+        """)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try text(folder.path + "/out/fruits.json") == fruitsAnswer)
+    #expect(report.steps[0].rows == ["FRUITS.output_table": 5])
+    #expect(report.steps[0].outputs == ["out/fruits.json"])
+    #expect(
+      try text(folder.path + "/out/fruits.ndjson") == """
+        {"hhive_id":1,"id":1,"name":"apple","price":0.52,"in_season":1}
+        {"hhive_id":2,"id":2,"name":"pear","price":null,"in_season":0}
+        {"hhive_id":3,"id":3,"name":"plum","price":1.25,"in_season":1}
+        {"hhive_id":4,"id":4,"name":"quince","price":2.1,"in_season":0}
+        {"hhive_id":5,"id":5,"name":"cherry","price":4.75,"in_season":1}
+
+        """)
+    #expect(try text(folder.path + "/out/test.csv") == "id,value\r\n1,one\r\n2,two\r\n3,three\r\n")
+    let generated = try text(folder.path + "/out/generated.csv").components(separatedBy: "\r\n")
+    #expect(generated.count == 8)
+    #expect(generated[0] == "id,code,name,amount,quantity,active,created,note")
+    #expect(generated[1].hasPrefix("1,C0000001,beta theta,"))
+    #expect(generated[1].hasSuffix(#","note ""1"" with, comma""#))
+    #expect(generated[5].hasSuffix(",2005-06-06,"))  // row 5's note is null: an empty field
+    #expect(try text(folder.path + "/out/plum.csv") == "hhive_id,id,name,price,in_season\r\n3,3,plum,1.25,1\r\n")
+  }
+
+  @Test func aResourceWithoutThatTableNamesTheChoices() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      JobText.header(job: "missing", emulator: emulator) + """
+        steps:
+          - id: nope
+            table: { resource: FRUIT, output: out/f.csv, format: csv }
+        """)
+    #expect(report.exitCode == 1)
+    #expect(
+      report.steps[0].errorMessage
+        == "resource 'FRUIT' is not in the server's schema for this user; it offers: COUNTRIES, CURRENCIES, FRUITS, FRUITS_EDIT, LANGUAGES, SUBDIVISIONS, test_resource"
+    )
+    #expect(!FileManager.default.fileExists(atPath: folder.path + "/out/f.csv"))
+  }
+
+  @Test func requestSavesTheAnswerAsIsAndAWriteRunsOnceThoughItsAnswerBroke() throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/FRUITS_EDIT/", "times": 1, "close_after": 20}"#])
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      JobText.header(job: "requests", emulator: emulator) + """
+        steps:
+          - id: add-kiwi
+            request:
+              resource: FRUITS_EDIT
+              params: { insert: [[6, kiwi, 0.9, 1]], delete: [[2]] }
+              output: out/edit.json
+          - id: fruits
+            request: { resource: FRUITS, output: out/fruits.json }
+          - id: status
+            request: { resource: test_resource }
+        """)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(
+      try text(folder.path + "/out/edit.json")
+        == #"[{"name":"output_table","data":[[1,"apple",0.52,1],[3,"plum",1.25,1],[4,"quince",2.1,0],[5,"cherry",4.75,1],[6,"kiwi",0.9,1]]}]"#
+    )
+    #expect(report.steps[0].attempts.map(\.outcome) == ["body_truncated", "ok"])
+    let edits = try requests(emulator, "/api/v1/rpc/FRUITS_EDIT/").map { $0["headers"] as? [String: String] ?? [:] }
+    #expect(edits.count == 2)
+    #expect(edits[0]["X-Transaction-ID"] != nil && edits[0]["X-Transaction-ID"] == edits[1]["X-Transaction-ID"])
+    #expect(edits[1]["X-Range"] == "bytes=20-")
+    #expect(
+      try text(folder.path + "/out/fruits.json")
+        == #"[{"name":"output_table","data":[[1,1,"apple",0.52,1],[2,3,"plum",1.25,1],[3,4,"quince",2.1,0],[4,5,"cherry",4.75,1],[5,6,"kiwi",0.9,1]]}]"#
+    )
+    #expect(report.steps[2].bytes == 66)
+    #expect(report.steps[2].outputs.isEmpty)
+  }
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+"""Checks dray's report files: JSON reports against docs/report.schema.json (JSON Schema
+2020-12), JUnit XML for well-formedness and its counters, Prometheus textfiles with the
+exposition-format parser of prometheus_client.
+
+    /usr/bin/python3 scripts/check-report.py FILE...
+
+Each FILE is checked by its name: *.json, *.junit.xml or *.prom. Prints one line per
+problem and exits 1 when there is any. Needs Debian's python3-jsonschema and
+python3-prometheus-client (scripts/install-deps.sh), hence /usr/bin/python3.
+"""
+
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+from jsonschema import Draft202012Validator
+from prometheus_client.parser import text_string_to_metric_families
+
+SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "report.schema.json")
+
+
+def check_json(path, validator):
+    with open(path, encoding="utf-8") as f:
+        report = json.load(f)
+    return [f"{path}: /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(report)]
+
+
+def check_junit(path):
+    problems = []
+    root = ET.parse(path).getroot()
+    if root.tag != "testsuites":
+        return [f"{path}: the root is <{root.tag}>, not <testsuites>"]
+    for suite in root.findall("testsuite"):
+        cases = suite.findall("testcase")
+        counted = {
+            "tests": len(cases),
+            "failures": sum(1 for c in cases if c.find("failure") is not None),
+            "errors": sum(1 for c in cases if c.find("error") is not None),
+            "skipped": sum(1 for c in cases if c.find("skipped") is not None),
+        }
+        for name, n in counted.items():
+            if suite.get(name) != str(n):
+                problems.append(f"{path}: testsuite {name}={suite.get(name)}, but it holds {n}")
+        for attribute in ("name", "timestamp", "hostname", "time"):
+            if suite.get(attribute) is None:
+                problems.append(f"{path}: testsuite has no {attribute}")
+    return problems
+
+
+def check_prometheus(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    families = list(text_string_to_metric_families(text))
+    problems = []
+    for family in families:
+        if family.type != "gauge":
+            problems.append(f"{path}: {family.name} is a {family.type}")
+        for sample in family.samples:
+            if "job" not in sample.labels:
+                problems.append(f"{path}: {sample.name} has no job label")
+    if not families:
+        problems.append(f"{path}: no metric")
+    return problems
+
+
+def main(paths):
+    with open(SCHEMA, encoding="utf-8") as f:
+        schema = json.load(f)
+    Draft202012Validator.check_schema(schema)
+    validator = Draft202012Validator(schema)
+    problems = []
+    for path in paths:
+        try:
+            if path.endswith(".junit.xml"):
+                problems += check_junit(path)
+            elif path.endswith(".json"):
+                problems += check_json(path, validator)
+            elif path.endswith(".prom"):
+                problems += check_prometheus(path)
+            else:
+                problems.append(f"{path}: not a report file name")
+        except Exception as e:  # a file that does not even parse
+            problems.append(f"{path}: {type(e).__name__}: {e}")
+    for line in problems:
+        print(line)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
