@@ -2,10 +2,6 @@ internal import DrayModel
 
 /// Reading the `http` step (docs/http.md).
 extension ManifestValidator {
-  static let httpKeys = [
-    "method", "base_url", "path", "query", "headers", "body", "auth", "tls", "format", "output", "load", "paginate", "on_status",
-  ]
-
   /// Query parameters and form fields whose values are masked like passwords.
   static let secretParameterNames: Set<String> = [
     "api_key", "apikey", "access_token", "token", "key", "password", "secret", "client_secret", "signature", "sig",
@@ -16,14 +12,15 @@ extension ManifestValidator {
   }
 
   mutating func readHTTP(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: Self.httpKeys) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.http.names) else { return nil }
     var ok = true
     func need<T>(_ value: T?, present: Bool) -> T? {
       if value == nil && present { ok = false }
       return value
     }
 
-    let method = f["method"].flatMap { readHTTPMethod($0, f.path("method")) } ?? .get
+    let method =
+      need(f["method"].flatMap { reader.choice($0, f.path("method"), as: HTTPStep.Method.self) }, present: f["method"] != nil) ?? .get
     let baseURL = f.required("base_url", &reader).flatMap { readBaseURL($0, f.path("base_url")) }
     if baseURL == nil { ok = false }
     let urlPath = need(f["path"].flatMap { readURLPath($0, f.path("path")) }, present: f["path"] != nil)
@@ -86,16 +83,6 @@ extension ManifestValidator {
   }
 
   // MARK: Request
-
-  private mutating func readHTTPMethod(_ node: YAMLNode, _ path: String) -> HTTPStep.Method? {
-    guard let text = reader.string(node, path) else { return nil }
-    if let method = HTTPStep.Method(rawValue: text.uppercased()) { return method }
-    let names = HTTPStep.Method.allCases.map(\.rawValue)
-    var message = "'\(path)' must be one of \(names.joined(separator: ", ")), found '\(text)'"
-    if let suggestion = EditDistance.closest(to: text.uppercased(), among: names) { message += "; did you mean '\(suggestion)'?" }
-    reader.error(node.location, message)
-    return nil
-  }
 
   private mutating func readBaseURL(_ node: YAMLNode, _ path: String) -> String? {
     guard let url = reader.nonEmptyString(node, path) else { return nil }
@@ -198,7 +185,7 @@ extension ManifestValidator {
   }
 
   private mutating func readBody(_ node: YAMLNode, _ path: String) -> HTTPStep.Body? {
-    guard let f = reader.fields(node, path, known: ["json", "form"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.httpBody.names) else { return nil }
     switch (f["json"], f["form"]) {
     case (let json?, nil):
       return reader.json(json, f.path("json")).map { .json($0) }
@@ -213,7 +200,7 @@ extension ManifestValidator {
   }
 
   private mutating func readHTTPAuth(_ node: YAMLNode, _ path: String) -> HTTPStep.Auth? {
-    let kinds = ["bearer", "bearer_file", "basic"]
+    let kinds = ManifestSchema.httpAuth.names
     guard let f = reader.fields(node, path, known: kinds) else { return nil }
     let given = kinds.filter { f[$0] != nil }
     guard given.count == 1 else {
@@ -232,7 +219,7 @@ extension ManifestValidator {
     case "bearer_file":
       return readSecretFile(f["bearer_file"]!, f.path("bearer_file")).map { .bearer(token: $0) }
     default:
-      guard let b = reader.fields(f["basic"]!, f.path("basic"), known: ["username", "password", "password_file"]) else { return nil }
+      guard let b = reader.fields(f["basic"]!, f.path("basic"), known: ManifestSchema.httpBasic.names) else { return nil }
       let username = b.required("username", &reader).flatMap { reader.nonEmptyString($0, b.path("username"), secret: true) }
       var password: String?
       switch (b["password"], b["password_file"]) {
@@ -267,10 +254,10 @@ extension ManifestValidator {
   }
 
   private mutating func readHTTPTLS(_ node: YAMLNode, _ path: String) -> TLSSettings? {
-    guard let t = reader.fields(node, path, known: ["verify", "ca_file"]) else { return nil }
+    guard let t = reader.fields(node, path, known: ManifestSchema.tls.names) else { return nil }
     var tls = TLSSettings()
     if let v = t["verify"].flatMap({ reader.bool($0, t.path("verify")) }) { tls.verify = v }
-    tls.caFile = t["ca_file"].flatMap { reader.nonEmptyString($0, t.path("ca_file")) }.map { $0.hasPrefix("/") ? $0 : directory + "/" + $0 }
+    tls.caFile = t["ca_file"].flatMap { reader.nonEmptyString($0, t.path("ca_file")) }
     return tls
   }
 
@@ -309,7 +296,7 @@ extension ManifestValidator {
   }
 
   private mutating func readLoad(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> HTTPStep.Load? {
-    guard let f = reader.fields(node, path, known: ["table", "records", "columns"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.httpLoad.names) else { return nil }
     var table = f.required("table", &reader).flatMap { reader.nonEmptyString($0, f.path("table")) }
     if let name = table, let tableNode = f["table"] {
       let lower = name.lowercased()
@@ -369,7 +356,7 @@ extension ManifestValidator {
         }
         columns.append(HTTPStep.Column(name: name, type: type))
       } else {
-        guard let c = reader.fields(pair.value, cpath, known: ["type", "from"]) else {
+        guard let c = reader.fields(pair.value, cpath, known: ManifestSchema.httpColumn.names) else {
           ok = false
           continue
         }
@@ -386,20 +373,14 @@ extension ManifestValidator {
   }
 
   private mutating func readColumnType(_ node: YAMLNode, _ path: String) -> ColumnType? {
-    guard let text = reader.string(node, path) else { return nil }
-    if let type = ColumnType(rawValue: text.uppercased()) { return type }
-    let names = ColumnType.allCases.map(\.rawValue)
-    var message = "'\(path)' must be one of \(names.joined(separator: ", ")), found '\(text)'"
-    if let suggestion = EditDistance.closest(to: text.uppercased(), among: names) { message += "; did you mean '\(suggestion)'?" }
-    reader.error(node.location, message)
-    return nil
+    reader.choice(node, path, as: ColumnType.self)
   }
 
   private mutating func readPagination(_ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?)
     -> HTTPStep.Pagination?
   {
     let kinds = ["next", "link_header", "offset", "cursor"]
-    guard let f = reader.fields(node, path, known: kinds + ["max_pages"]) else { return nil }
+    guard let f = reader.fields(node, path, known: ManifestSchema.httpPaginate.names) else { return nil }
     maxPages = f["max_pages"].flatMap { reader.integer($0, f.path("max_pages"), in: 1...Int(Int32.max)) }
     if f["max_pages"] != nil && maxPages == nil { return nil }
     let given = kinds.filter { f[$0] != nil }
@@ -429,18 +410,18 @@ extension ManifestValidator {
       if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
         return .offset(param: "offset", limitParam: "limit", limit: 100, start: 0)
       }
-      guard let o = reader.fields(value, f.path("offset"), known: ["param", "limit_param", "limit", "start"]) else { return nil }
+      guard let o = reader.fields(value, f.path("offset"), known: ManifestSchema.httpOffset.names) else { return nil }
       let param = o["param"].flatMap { reader.nonEmptyString($0, o.path("param")) }
       let limitParam = o["limit_param"].flatMap { reader.nonEmptyString($0, o.path("limit_param")) }
       let limit = o["limit"].flatMap { reader.integer($0, o.path("limit"), in: 1...1_000_000) }
-      let start = o["start"].flatMap { reader.integer($0, o.path("start"), in: 0...Int(Int64.max / 2)) }
+      let start = o["start"].flatMap { reader.integer($0, o.path("start"), in: 0...Int(Int32.max)) }
       let bad =
         (o["param"] != nil && param == nil) || (o["limit_param"] != nil && limitParam == nil)
         || (o["limit"] != nil && limit == nil) || (o["start"] != nil && start == nil)
       if bad { return nil }
       return .offset(param: param ?? "offset", limitParam: limitParam ?? "limit", limit: limit ?? 100, start: start ?? 0)
     default:
-      guard let c = reader.fields(value, f.path("cursor"), known: ["param", "from"]) else { return nil }
+      guard let c = reader.fields(value, f.path("cursor"), known: ManifestSchema.httpCursor.names) else { return nil }
       let param = c["param"].flatMap { reader.nonEmptyString($0, c.path("param")) }
       let from = c.required("from", &reader).flatMap {
         readSelector($0, c.path("from"), format: format, relative: false, attribute: true)

@@ -31,7 +31,7 @@ import Testing
       """
         - id: items
           http:
-            method: post
+            method: POST
             base_url: https://api.example.com/v2/
             path: /items/search
             query: { status: active, ids: [1, 2], api_key: k-Sentinel-0815 }
@@ -42,7 +42,7 @@ import Testing
             load:
               table: items
               records: /data/items
-              columns: { id: INTEGER, owner: { type: text, from: /owner/name } }
+              columns: { id: INTEGER, owner: { type: TEXT, from: /owner/name } }
             paginate: { cursor: { param: after, from: /meta/next }, max_pages: 50 }
             on_status: { 404: empty, 422: fail, 5xx: retry }
       """)

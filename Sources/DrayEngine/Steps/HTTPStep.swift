@@ -210,9 +210,11 @@ extension StepRunner {
       break
     }
     if let auth = options.auth { headers.set("Authorization", auth.authorization) }
+    var tls = options.tls
+    tls.caFile = tls.caFile.map { manifest.resolve($0) }
     return HTTPRequest(
       method: HTTPMethod(rawValue: options.method.rawValue) ?? .get, url: url, headers: headers, body: body,
-      timeouts: step.timeouts, tls: options.tls)
+      timeouts: step.timeouts, tls: tls)
   }
 
   /// A non-2xx answer as an error whose message ends with the answer's body.
