@@ -24,12 +24,12 @@ import Testing
             load: { table: items, records: /data }
             paginate: { next: /links/next }
       """)
-    let first = try BackgroundProcess(Repository.drayBinary, ["run", job], environment: ["API": server.url])
-    let waiting = try BackgroundProcess.wait(timeout: 30) { try server.requests().contains { $0.path.contains("page=3") } }
-    #expect(waiting, "dray never asked for page 3: \(first.output)")
+    let first = try ChildProcess.dray(["run", job], environment: ["API": server.url], logPrefix: folder.path + "/first")
+    let asked = first.waitUntil(timeout: 30) { (try? server.requests().contains { $0.path.contains("page=3") }) ?? false }
+    #expect(asked, "dray never asked for page 3: \(first.errors)")
     // dray asks for page 3 only after page 2's rows and ledger entry are committed.
-    first.killHard()
-    #expect(first.process.terminationReason == .uncaughtSignal)
+    first.send(SIGKILL)
+    #expect(first.wait() == .signaled(SIGKILL))
 
     let database = try Database(path: folder.path + "/data/rest.sqlite")
     #expect(
