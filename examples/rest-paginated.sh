@@ -6,11 +6,13 @@
 #   examples/rest-paginated.sh --rule '{"path": "/items", "query": {"page": "3"}, "status": 503, "times": 2}'
 #
 # Options go to Emulator/rest_server.py (--items N, --rule JSON: delays and canned statuses
-# to watch retries). Files land in examples/out/rest-paginated/.
-# Environment: DRAY_BINARY (default .build/debug/dray, built when missing).
+# to watch retries). Files land in examples/out/rest-paginated/. `examples/run.sh rest-paginated`
+# comes here too.
+# Environment: DRAY_BINARY (default .build/debug/dray, built when missing), DRAY_REPO (the
+# repository holding Emulator/, default this folder's parent).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(dirname "$here")
+repo=${DRAY_REPO:-$(dirname "$here")}
 
 dray=${DRAY_BINARY:-$repo/.build/debug/dray}
 if [ ! -x "$dray" ]; then
