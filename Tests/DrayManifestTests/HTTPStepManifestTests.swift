@@ -139,6 +139,7 @@ import Testing
         - http: { base_url: "http://h/?a=1" }
         - http: { base_url: "https://me:pw@h/" }
         - http: { base_url: http://h/, format: xml, load: { table: t } }
+        - http: { base_url: http://h/, output: ../elsewhere.json }
       """)
     #expect(
       found == [
@@ -167,6 +168,7 @@ import Testing
         "job.yaml:28:23: error: 'steps.http-7.http.base_url' must not hold a query ('?...'); give query parameters in 'query'",
         "job.yaml:29:23: error: 'steps.http-8.http.base_url' must not hold credentials (user@host); give them in 'auth'",
         "job.yaml:30:53: error: missing required key 'records' in steps.http-9.http.load: the path of the record elements, such as /catalog/item or //item",
+        "job.yaml:31:42: error: 'steps.http-10.http.output': '../elsewhere.json' leads outside the job folder (through '..'); a step reads and writes files only inside the job folder",
       ])
   }
 

@@ -18,9 +18,11 @@ extension StepRunner {
     let client = HTTPClient(cancellation: context.cancellation)
     if !options.tls.verify && options.baseURL.lowercased().hasPrefix("https://") {
       console.warn(
-        "TLS certificate verification is OFF for \(options.baseURL) (steps.\(step.id).http.tls.verify: false); anyone on the path can read and change this step's traffic"
-      )
+        "TLS certificate verification is OFF for \(options.baseURL) (steps.\(step.id).http.tls.verify: false); anyone on the path can read and change this step's traffic",
+        step: step.id)
     }
+    // Page files stay inside the job folder (`JobFolder`).
+    let folder = try options.output.map { _ in try JobFolder(manifest.directory) }
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
 
@@ -39,7 +41,7 @@ extension StepRunner {
     if let ledger, let saved = try ledger.resumable() {
       progress = saved
       report.notes.append("resumed after page \(saved.pages) (\(saved.rows) rows already in)")
-      console.info("step \(step.id): resuming after page \(saved.pages)")
+      console.info("resuming after page \(saved.pages)", step: step.id)
     } else if let ledger {
       try context.databaseWrites.withLock { _ in
         try ledger.database.transaction {
@@ -66,9 +68,9 @@ extension StepRunner {
       // Save the answer first: a kill before the page's commit fetches it again and
       // overwrites the same file.
       var file = fetched.file
-      if let output = options.output, let answer = fetched.file {
-        let path = manifest.resolve(output.replacing("{page}", with: String(page)))
-        try StepRunner.move(answer, to: path)
+      if let output = options.output, let folder, let answer = fetched.file {
+        let path = try folder.output(output.replacing("{page}", with: String(page)), role: "output")
+        try folder.place(answer, at: path)
         file = path
       }
 
@@ -86,16 +88,16 @@ extension StepRunner {
       if options.output == nil, let answer = fetched.file { try? FileManager.default.removeItem(atPath: answer) }
       progress = committed
       if options.paginate != nil {
-        console.info("step \(step.id): page \(page): \(found) records\(fetched.status.map { " (HTTP \($0): empty)" } ?? "")")
+        console.info("page \(page): \(found) records\(fetched.status.map { " (HTTP \($0): empty)" } ?? "")", step: step.id)
       }
     }
 
     report.bytes = progress.bytes
-    if let output = options.output, progress.pages > 0 {
+    if let output = options.output, let folder, progress.pages > 0 {
       // Every page's file, those of a run this one resumes included (a page answered with an
       // `empty` status has none).
-      report.outputs = (1...progress.pages).map { manifest.resolve(output.replacing("{page}", with: String($0))) }
-        .filter { FileManager.default.fileExists(atPath: $0) }
+      report.outputs = try (1...progress.pages).map { try folder.check(output.replacing("{page}", with: String($0)), role: "output") }
+        .filter { FileManager.default.fileExists(atPath: folder.root + "/" + $0) }
     }
     if options.paginate != nil { report.notes.append("\(progress.pages) page\(progress.pages == 1 ? "" : "s")") }
     if stoppedEarly {
@@ -179,13 +181,14 @@ extension StepRunner {
         var entry = attempt
         if options.paginate != nil { entry.message = entry.message.map { "page \(page): \($0)" } }
         record(entry)
+        logAttempt(entry)
       })
     guard (200..<300).contains(response.status) else {
       download.discard()
       return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived)
     }
     try download.complete()
-    if download.bytesResumed > 0 { console.info("step \(step.id): resumed page \(page) at byte \(download.bytesResumed)") }
+    if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
     return FetchedPage(
       file: download.path, status: nil, headers: response.headers, contentType: response.headers["Content-Type"],
       bytes: download.bytesReceived)
@@ -347,17 +350,6 @@ extension StepRunner {
       }
       throw HTTPStepError.badAnswer(page: options.paginate == nil ? nil : page, url: url, message: message)
     }
-  }
-
-  /// Moves a finished answer to `path`, replacing what is there, creating the folder.
-  static func move(_ file: String, to path: String) throws {
-    let folder = (path as NSString).deletingLastPathComponent
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    if rename(file, path) == 0 { return }
-    // Another file system: copy, then remove.
-    try? FileManager.default.removeItem(atPath: path)
-    try FileManager.default.copyItem(atPath: file, toPath: path)
-    try? FileManager.default.removeItem(atPath: file)
   }
 }
 
