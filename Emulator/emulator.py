@@ -21,6 +21,7 @@ Test helpers under /admin/ (no token):
     POST /admin/faults     replaces the fault rules with a JSON list (see faults.py)
     DELETE /admin/faults   removes every fault rule
     POST /admin/config     {"token_lifetime": seconds} changes settings while running
+    GET|POST /admin/versions/<NAME>, POST /admin/deltas   versions and deltas (versions.py)
 
 Generated resources (--generate NAME:ROWS) have 8 mixed-type columns; their answer is
 rendered once to a file under --cache-dir and streamed from disk (see generated.py).
@@ -44,6 +45,7 @@ import changes
 import faults
 import files
 import generated
+import versions
 from faults import Faults
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -78,8 +80,11 @@ class Platform:
         self.requests = []
         self.devices = {}
         self.resources = {}
+        self.versions = versions.Versions()
         for name, spec in config["resources"].items():
             self.resources[name] = self.build_resource(name, spec)
+            if self.resources[name]["lifetime"] is not None:
+                self.versions.register(self.resources[name])
         for name, rows in generate:
             columns = [{"name": c[0], "type": c[1], "source": {"name": "PG", "type": c[2]}} for c in generated.COLUMNS]
             self.resources[name] = {
@@ -143,11 +148,14 @@ class Platform:
             out["lifetime"] = resource["lifetime"]
         return out
 
-    def answer(self, resource, params):
-        """The full answer's body and headers for a resource."""
+    def answer(self, resource, params, delta=None):
+        """The answer's body and headers for a resource: full data, or for a cached resource
+        asked with X-Delta (`delta`), the change since that version (versions.py)."""
         if "changes" in resource:
             changes.apply(self, resource, params)
             params = {}
+        if delta and resource["lifetime"] is not None and self.versions.deltas_enabled:
+            return self.delta_answer(resource, params, delta)
         if "generated_rows" in resource:
             path = generated.answer_file(self.cache_dir, resource["generated_rows"])
             return FileBody(path), {"ETag": generated.etag(path), "Content-Version": "v1"}
@@ -157,7 +165,7 @@ class Platform:
         for table in resource["outputs"]:
             rows = table["rows"]
             if cached:
-                rows = [[i + 1] + list(r) for i, r in enumerate(rows)]
+                rows = self.versions.rows(resource, table)
             rows = self.filter_rows(rows, table, params, cached)
             tables.append({"name": table["name"], "data": rows})
             digest = hashlib.sha256(canonical(rows).encode()).hexdigest()[:16]
@@ -165,12 +173,33 @@ class Platform:
         body = json.dumps(tables, ensure_ascii=False, separators=(",", ":")).encode()
         headers = {
             "ETag": '"%s"' % hashlib.sha256(body).hexdigest()[:32],
-            "Content-Version": "v1",
+            "Content-Version": "v%d" % self.versions.latest(resource) if cached else "v1",
         }
         if cached:
             headers["Cache-Hash-Value"] = ",".join(hashes)
             headers["Expires"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + resource["lifetime"]))
         headers["Last-Modified"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(START_TIME))
+        return BytesBody(body), headers
+
+    def delta_answer(self, resource, params, header):
+        """A delta answer (platform-api.md §3); raises versions.BadDelta for a bad range."""
+        def select(table, pairs):
+            rows = self.filter_rows([[i] + list(r) for i, r in pairs], table, params, True)
+            return [(r[0], r[1:]) for r in rows]
+        tables, start, end = self.versions.delta(resource, header, select)
+        body = json.dumps(tables, ensure_ascii=False, separators=(",", ":")).encode()
+        # The hash of each table as it stands at the delta's end version, as a full answer gives it.
+        hashes = []
+        for table in resource["outputs"]:
+            rows = self.filter_rows(self.versions.rows(resource, table, end), table, params, True)
+            digest = hashlib.sha256(canonical(rows).encode()).hexdigest()[:16]
+            hashes.append(urllib.parse.quote(f"{table['name']}-Hash:{digest}", safe=""))
+        headers = {
+            "ETag": '"%s"' % hashlib.sha256(body).hexdigest()[:32],
+            "Content-Version": '"delta v%d-v%d"' % (start, end),
+            "Cache-Hash-Value": ",".join(hashes),
+            "Expires": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + resource["lifetime"])),
+        }
         return BytesBody(body), headers
 
     @staticmethod
@@ -373,8 +402,8 @@ class Handler(BaseHTTPRequestHandler):
                 stored = self.platform.transactions.get(transaction)
         if stored is None:
             try:
-                payload, headers = self.platform.answer(resource, params)
-            except changes.BadParameters as e:
+                payload, headers = self.platform.answer(resource, params, self.headers.get("X-Delta"))
+            except (changes.BadParameters, versions.BadDelta) as e:
                 return self.error(400, "Bad Request", [str(e)])
             if transaction:
                 with self.platform.lock:
@@ -414,6 +443,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def admin(self, method, path, body):
         p = self.platform
+        if path.startswith("/admin/versions/") or path == "/admin/deltas":
+            return p.versions.admin(self, p, method, path, body)
         if path.startswith("/admin/files/"):
             return p.files.admin(self, method, path, body)
         if path == "/admin/requests" and method == "GET":

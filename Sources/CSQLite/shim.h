@@ -8,3 +8,10 @@ static inline int dray_sqlite3_bind_text_transient(sqlite3_stmt *s, int i, const
 static inline int dray_sqlite3_bind_blob_transient(sqlite3_stmt *s, int i, const void *v, int n) {
   return sqlite3_bind_blob(s, i, v, n, SQLITE_TRANSIENT);
 }
+
+// sqlite3_config is variadic, which Swift cannot call. Turning memory statistics off
+// (https://sqlite.org/c3ref/c_config_covering_index_scan.html#sqliteconfigmemstatus) spares
+// a global mutex on every allocation; it must run before SQLite initialises.
+static inline int dray_sqlite3_disable_memstatus(void) {
+  return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}

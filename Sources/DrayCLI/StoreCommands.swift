@@ -69,17 +69,25 @@ enum StatusCommand {
   }
 }
 
-/// `dray tables DATABASE [--resource R] [--params JSON]`: the SDK's getTablesName (with a
-/// resource) or every recorded table (getTableNamesInDatabase).
+/// `dray tables DATABASE [--resource R [--params JSON] [--table T]] [--json]`: physical
+/// table names, as the SDK's `getTableNamesInDatabase` (every table dray recorded) and
+/// `getTablesName` (the tables of one resource and parameter set) give them.
+///
+/// Prints one name per line, or with `--json` the bookkeeping of each table. Reads the
+/// database without changing it. Exits 1 when `--resource` names tables that were never
+/// loaded, 2 for a wrong command line or a missing database.
 enum TablesCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, flags: ["--json"], options: ["--resource", "--params", "--table"])
     guard args.positional.count == 1 else {
-      throw UsageError("tables takes one database: dray tables DATABASE [--resource NAME] [--params JSON]")
+      throw UsageError("tables takes one database: dray tables DATABASE [--resource NAME [--params JSON] [--table NAME]] [--json]")
     }
     let path = args.positional[0]
     guard FileManager.default.fileExists(atPath: path) else { throw UsageError("no database at \(path)") }
-    let store = try Store(path: path)
+    let resource = args.values["--resource"]
+    if resource == nil && (args.values["--params"] != nil || args.values["--table"] != nil) {
+      throw UsageError("--params and --table choose among the tables of one resource; add --resource NAME")
+    }
     var params = JSONValue.object([])
     if let text = args.values["--params"] {
       do {
@@ -89,47 +97,121 @@ enum TablesCommand {
       }
       guard case .object = params else { throw UsageError("--params must be a JSON object, such as '{\"region\":\"EU\"}'") }
     }
-    var records = try store.records(resource: args.values["--resource"])
-    if args.values["--resource"] != nil {
+    let database = try Database(path: path, create: false, readOnly: true)
+    var records = try Store.records(in: database, resource: resource)
+    if let resource {
       records = records.filter { $0.params == params.canonicalJSON }
+      if let table = args.values["--table"] { records = records.filter { $0.sourceTable == table } }
+      if records.isEmpty {
+        let table = args.values["--table"] ?? "output_table"
+        let name = Store.tableName(resource: resource, table: table, params: params)
+        DrayCommandLine.printError(
+          "dray: \(path) holds no table of resource '\(resource)'\(args.values["--table"].map { ", output table '\($0)'" } ?? "") for params \(params.canonicalJSON); a schemes or table_stream step would create \(Database.quote(name))"
+        )
+        return ExitCode.stepFailed
+      }
     }
-    if let table = args.values["--table"] { records = records.filter { $0.sourceTable == table } }
-    for record in records {
-      print(
-        "\(record.name)\t\(record.resource)\t\(record.sourceTable)\t\(record.params)\t\(record.rowCount) rows\t\(record.contentVersion ?? "-")"
-      )
+    if args.flags.contains("--json") {
+      print(JSONValue.array(records.map(TablesCommand.json)).json)
+    } else {
+      for record in records { print(record.name) }
     }
     return ExitCode.success
   }
+
+  static func json(_ record: Store.TableRecord) -> JSONValue {
+    func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+    return .object([
+      ("name", .string(record.name)), ("resource", .string(record.resource)), ("table", .string(record.sourceTable)),
+      ("params", (try? JSONValue(parsing: record.params)) ?? .string(record.params)), ("rows", .integer(Int64(record.rowCount))),
+      ("content_version", text(record.contentVersion)), ("etag", text(record.etag)), ("cache_hash", text(record.cacheHash)),
+      ("loaded_at", text(record.loadedAt)),
+    ])
+  }
 }
 
-/// `dray query DATABASE SQL`: the SDK's query answer shape,
-/// `{"status":"ok","result":{"database":{"records":[...]}}}`, or `{"status":"error",...}`.
+/// `dray query DATABASE SQL`: runs one statement on a read-only connection and prints the
+/// SDK's `query` answer, `{"status":"ok","result":{"database":{"records":[{column: value}]}}}`,
+/// or `{"status":"error","error":"<SQLite's message>"}` with exit code 1.
+///
+/// Values: INTEGER as a JSON integer (exact), REAL as the shortest JSON number that reads
+/// back as the same double (infinities as null), TEXT as a string, NULL as null, BLOB as a
+/// base64 string. Records stream out as the statement steps, so memory stays flat whatever
+/// the row count; an error after the first 1 MiB of output was written cannot turn into the
+/// error shape: the output stops there, the error goes to standard error, the exit code is 1.
 enum QueryCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments)
     guard args.positional.count == 2 else { throw UsageError("query takes a database and SQL: dray query DATABASE 'SELECT ...'") }
     let path = args.positional[0]
     guard FileManager.default.fileExists(atPath: path) else { throw UsageError("no database at \(path)") }
+    let output = Output()
     do {
       let database = try Database(path: path, create: false, readOnly: true)
-      let rows = try database.rows(args.positional[1])
-      let records = JSONValue.array(rows.map { row in .object(row.map { ($0.0, QueryCommand.json($0.1)) }) })
-      print(JSONValue.object([("status", .string("ok")), ("result", .object([("database", .object([("records", records)]))]))]).json)
+      let statement = try database.prepareOne(args.positional[1])
+      let names = (0..<statement.columnCount).map { statement.columnName($0) }.map { name -> [UInt8] in
+        var key = ""
+        JSONValue.writeString(name, to: &key)
+        return Array(key.utf8) + [UInt8(ascii: ":")]
+      }
+      output.append(#"{"status":"ok","result":{"database":{"records":["#)
+      var first = true
+      while try statement.step() {
+        output.append(first ? "{" : ",{")
+        first = false
+        for (index, name) in names.enumerated() {
+          if index > 0 { output.append(",") }
+          output.bytes.append(contentsOf: name)
+          QueryCommand.append(statement.value(index), to: output)
+        }
+        output.append("}")
+        output.flushIfFull()
+      }
+      output.append("]}}}\n")
+      output.flush()
       return ExitCode.success
     } catch {
-      print(JSONValue.object([("status", .string("error")), ("error", .string("\(error)"))]).json)
+      let message = error.message
+      if output.flushed {
+        output.flush()
+        DrayCommandLine.printError("\ndray: the query failed after its first records were printed: \(message)")
+      } else {
+        print(JSONValue.object([("status", .string("error")), ("error", .string(message))]).json)
+      }
       return ExitCode.stepFailed
     }
   }
 
-  static func json(_ value: SQLValue) -> JSONValue {
+  static func append(_ value: SQLValue, to output: Output) {
     switch value {
-    case .null: .null
-    case .integer(let i): .integer(i)
-    case .real(let d): d.isFinite ? .number("\(d)") : .null
-    case .text(let s): .string(s)
-    case .blob(let b): .string(Data(b).base64EncodedString())
+    case .null: output.append("null")
+    case .integer(let i): output.append(String(i))
+    case .real(let d): output.append(d.isFinite ? "\(d)" : "null")
+    case .text(let s):
+      var text = ""
+      JSONValue.writeString(s, to: &text)
+      output.append(text)
+    case .blob(let b): output.append("\"" + Data(b).base64EncodedString() + "\"")
+    }
+  }
+
+  /// Standard output, written in 1 MiB pieces.
+  final class Output {
+    var bytes: [UInt8] = []
+    /// True once anything was written.
+    var flushed = false
+
+    func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    func flushIfFull() {
+      if bytes.count >= 1 << 20 { flush() }
+    }
+
+    func flush() {
+      guard !bytes.isEmpty else { return }
+      FileHandle.standardOutput.write(Data(bytes))
+      bytes.removeAll(keepingCapacity: true)
+      flushed = true
     }
   }
 }

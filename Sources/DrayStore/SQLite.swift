@@ -25,6 +25,12 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
   public var isRefusedTransactionControl: Bool { code & 0xff == SQLITE_AUTH }
 }
 
+/// Process-wide SQLite settings, applied once before the first connection opens: memory
+/// statistics off (dray never reads them, and they cost a global mutex per allocation).
+private let sqliteConfigured: Void = {
+  _ = dray_sqlite3_disable_memstatus()
+}()
+
 /// A connection to one SQLite database file.
 ///
 /// Not thread-safe: one owner at a time. Opened with the settings dray relies on (see
@@ -43,6 +49,7 @@ public final class Database {
   /// Opens (creating when `create`) the database at `path`.
   /// - Throws: `SQLiteError` naming the path.
   public init(path: String, create: Bool = true, readOnly: Bool = false) throws(SQLiteError) {
+    _ = sqliteConfigured
     var db: OpaquePointer?
     var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
     if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
@@ -114,6 +121,26 @@ public final class Database {
     let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
     guard rc == SQLITE_OK, let raw else { throw error(rc, sql: sql) }
     return Statement(raw, database: self, sql: sql)
+  }
+
+  /// Prepares `sql`, which must hold exactly one statement (comments and spaces around it
+  /// are fine).
+  /// - Throws: `SQLiteError` from SQLite, or with code `SQLITE_MISUSE` when `sql` holds no
+  ///   statement or more than one.
+  public func prepareOne(_ sql: String) throws(SQLiteError) -> Statement {
+    var statements: [Statement] = []
+    var extra = ""
+    try forEachStatement(sql) { statement throws(SQLiteError) in
+      if statements.isEmpty { statements.append(statement) } else if extra.isEmpty { extra = statement.sql }
+    }
+    guard let statement = statements.first else {
+      throw SQLiteError(code: SQLITE_MISUSE, message: "no SQL statement to run", sql: sql, path: path)
+    }
+    guard extra.isEmpty else {
+      throw SQLiteError(
+        code: SQLITE_MISUSE, message: "one statement at a time; found another after the first: \(extra)", sql: sql, path: path)
+    }
+    return statement
   }
 
   /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`), committing when it returns and

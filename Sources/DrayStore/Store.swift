@@ -12,7 +12,8 @@ internal import Foundation
 public final class Store {
   public let database: Database
 
-  /// Most columns SQLite allows in a table by default (SQLITE_MAX_COLUMN).
+  /// Most columns SQLite allows in a table by default (SQLITE_MAX_COLUMN,
+  /// https://sqlite.org/limits.html); Debian's library keeps the default.
   public static let maxColumns = 2000
   /// The column holding a cached resource's row id.
   public static let rowIDColumn = "hhive_id"
@@ -70,6 +71,7 @@ public final class Store {
     var names: [String: String] = [:]
     for table in scheme.outputs {
       let name = Store.tableName(resource: scheme.name, table: table.name, params: params)
+      try claim(name, resource: scheme.name, table: table.name, params: params)
       try database.execute(Store.createTableSQL(name: name, table: table, cached: scheme.isCached))
       let record = try database.cached(
         "INSERT INTO _dray_tables(name, resource, params, source_table) VALUES (?,?,?,?) ON CONFLICT(name) DO NOTHING")
@@ -78,6 +80,21 @@ public final class Store {
       names[table.name] = name
     }
     return names
+  }
+
+  /// Refuses a physical name that another resource, table or parameter set already holds:
+  /// `A__b` + `c` and `A` + `b__c` give the same name, and SQLite compares table names
+  /// without regard to ASCII case, so `FRUITS` and `fruits` would share a table.
+  func claim(_ name: String, resource: String, table: String, params: JSONValue) throws {
+    let rows = try database.rows(
+      "SELECT name, resource, source_table, params FROM _dray_tables WHERE name = ? COLLATE NOCASE", [.text(name)])
+    for row in rows {
+      let values = row.map(\.1)
+      if values == [.text(name), .text(resource), .text(table), .text(params.canonicalJSON)] { continue }
+      let other = values.map(\.description)
+      throw StoreError.nameClash(
+        name: name, resource: resource, table: table, otherResource: other[1], otherTable: other[2], otherParams: other[3])
+    }
   }
 
   /// The scheme last recorded for `resource`, or nil.
@@ -95,36 +112,42 @@ public final class Store {
     _ = try statement.step()
   }
 
-  /// `CREATE TABLE IF NOT EXISTS` for one output table. Identifiers are quoted; types map
-  /// TEXT → TEXT, BIGINT → INTEGER, DOUBLE → REAL, and any other name is kept.
+  /// `CREATE TABLE IF NOT EXISTS` for one output table: the row id column `hhive_id INTEGER
+  /// PRIMARY KEY` first for a cached resource, then the scheme's columns in order, quoted
+  /// and declared without a type.
+  ///
+  /// No declared type means no column affinity (https://sqlite.org/datatype3.html §3.1,
+  /// "BLOB" affinity), so SQLite stores every bound value as it is bound and never turns
+  /// text into a number or a big integer into a rounded REAL. The loader applies the
+  /// scheme's types itself (docs/store.md, "Values"); the scheme, with its types, stays in
+  /// `_dray_resources`.
   static func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
     var columns: [String] = []
     if cached { columns.append("\(Database.quote(rowIDColumn)) INTEGER PRIMARY KEY") }
-    for column in table.columns {
-      columns.append("\(Database.quote(column.name)) \(declaredType(column.type))")
-    }
+    for column in table.columns { columns.append(Database.quote(column.name)) }
     return "CREATE TABLE IF NOT EXISTS \(Database.quote(name)) (\(columns.joined(separator: ", ")))"
   }
 
-  /// The SQLite declaration for a platform type name.
-  static func declaredType(_ type: String) -> String {
-    switch type.uppercased() {
-    case "TEXT": return "TEXT"
-    case "BIGINT": return "INTEGER"
-    case "DOUBLE": return "REAL"
-    default:
-      let simple =
-        !type.isEmpty
-        && type.unicodeScalars.allSatisfy {
-          $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_ (),".unicodeScalars.contains($0))
-        }
-      return simple ? type : Database.quote(type)
-    }
+  /// True when the physical table exists with exactly the columns `createTableSQL` gives it.
+  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+    let rows = try database.rows("SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", [.text(name)])
+    var expected: [[SQLValue]] = []
+    if cached { expected.append([.text(Store.rowIDColumn), .text("INTEGER"), .integer(1)]) }
+    for column in table.columns { expected.append([.text(column.name), .text(""), .integer(0)]) }
+    return rows.map { $0.map(\.1) } == expected
   }
 
-  /// Refuses names SQLite cannot hold as distinct columns, before anything is created.
+  /// Refuses names SQLite cannot hold as distinct columns, before anything is created:
+  /// an empty resource, table or column name; two columns whose names differ only in ASCII
+  /// letter case (SQLite compares identifiers that way); a column named like the row id
+  /// column of a cached resource; more columns than SQLite allows (SQLITE_MAX_COLUMN,
+  /// https://sqlite.org/limits.html). Every other name, quotes, spaces, reserved words and
+  /// any script included, is quoted and kept exactly.
   static func check(_ scheme: ResourceScheme) throws(StoreError) {
     if scheme.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "the resource name is empty") }
+    if "\(scheme.name)__".lowercased().hasPrefix("sqlite_") {
+      throw .badScheme(resource: scheme.name, reason: "SQLite reserves table names that start with 'sqlite_'")
+    }
     for table in scheme.outputs {
       if table.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "an output table has an empty name") }
       let limit = maxColumns - (scheme.isCached ? 1 : 0)
@@ -177,6 +200,14 @@ public final class Store {
 
   /// Every recorded physical table, optionally of one resource, by name.
   public func records(resource: String? = nil) throws -> [TableRecord] {
+    try Store.records(in: database, resource: resource)
+  }
+
+  /// Every physical table recorded in `database`, optionally of one resource, by name;
+  /// empty when dray never loaded anything there. Reads only, so it works on a connection
+  /// opened read-only.
+  public static func records(in database: Database, resource: String? = nil) throws -> [TableRecord] {
+    guard try database.tableExists("_dray_tables") else { return [] }
     var sql = "SELECT name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at FROM _dray_tables"
     var values: [SQLValue] = []
     if let resource {
@@ -239,6 +270,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
   case cannotCreateFolder(String)
   case badScheme(resource: String, reason: String)
   case unknownResource(String)
+  case nameClash(name: String, resource: String, table: String, otherResource: String, otherTable: String, otherParams: String)
 
   public var description: String {
     switch self {
@@ -248,6 +280,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
       "resource '\(resource)': \(reason); nothing was created"
     case .unknownResource(let resource):
       "resource '\(resource)' has no scheme in the database; add a 'schemes' step before loading it"
+    case .nameClash(let name, let resource, let table, let otherResource, let otherTable, let otherParams):
+      "resource '\(resource)': output table '\(table)' would be stored as \(Database.quote(name)), which already holds output table '\(otherTable)' of resource '\(otherResource)' (params \(otherParams)); SQLite table names ignore ASCII case, so the two cannot share the database; nothing was created"
     }
   }
 }

@@ -1,107 +1,87 @@
 internal import CSQLite
 internal import CYAJL
-public import DrayModel
+internal import DrayModel
 internal import Foundation
 
-/// Loads a table answer (platform-api.md §3) from a file into the store, streaming.
+#if canImport(Glibc)
+  internal import Glibc
+#endif
+
+/// Applies a table answer (platform-api.md §3) from a file to the store, streaming.
 ///
-/// The answer is parsed by yajl in 256 KiB chunks and each value is bound straight into a
-/// prepared INSERT, so memory stays bounded whatever the answer's size. Both shapes are read:
+/// yajl parses the file in 1 MiB chunks and each value is bound straight into a prepared
+/// INSERT, so memory stays bounded whatever the answer's size. Both shapes are read:
 ///
 ///     [{"name": "output_table", "data": [[1, "apple", 0.52], ...]}, ...]            (full)
 ///     [{"name": "output_table", "insert_rows": [...], "delete_ids": [3, 7]}, ...]  (delta)
 ///
-/// A full answer replaces each named table's rows; a delta deletes `delete_ids` (by the row
-/// id `hhive_id`), then inserts `insert_rows`. Everything happens inside the caller's
-/// transaction (see `Store.load`), so readers never see a half-loaded table.
+/// JSON objects are unordered, so the keys of a table object may come in any order. The
+/// loader applies what it can in one pass over the file and reads the file again for what
+/// had to wait (at most three passes, each streaming):
+/// - full answer: `data` whose table `name` comes later is loaded in a second pass;
+/// - delta answer: every `delete_ids` is applied before any `insert_rows` (else an update,
+///   a delete and an insert of the same row id, would lose the new row), so the inserts
+///   come from a second pass, and `delete_ids` before their table's `name` from a pass of
+///   their own. A table that holds `data` in a delta answer (the server sent full data for
+///   it) is emptied with the deletes and refilled with the inserts.
 ///
-/// Values: an integer that fits Int64 binds as INTEGER, never through a Double; a larger
-/// integer binds as TEXT with its exact digits; other numbers bind as REAL; strings as
-/// TEXT; booleans as 0/1; null as NULL; a nested array or object as its JSON text.
+/// An insert for a row id the table already holds replaces that row. Tables the scheme does
+/// not list are skipped and reported. Values follow the rule in `docs/store.md`.
 struct TableLoader {
-  enum Mode { case full, delta }
-
+  /// One output table of the resource, as the loader fills it.
   struct Target {
+    var sourceName: String
     var physicalName: String
-    var columns: Int
+    /// Names and platform types of the row's values, the row id first for a cached resource.
+    var columns: [ResourceScheme.Column]
+    var kinds: [ColumnKind]
     var cached: Bool
   }
 
-  /// Rows inserted and deleted per source table.
-  struct Counts: Equatable {
-    var inserted = 0
-    var deleted = 0
+  /// What the answer did, per output table (source names).
+  struct Outcome {
+    var inserted: [String: Int] = [:]
+    var deleted: [String: Int] = [:]
+    /// Tables emptied and refilled because the answer held their `data`.
+    var replaced: Set<String> = []
+    /// Tables the answer named that the scheme does not list, in order of appearance.
+    var skipped: [String] = []
+    /// The first `mismatchDetailLimit` values that did not fit their column's type.
+    var mismatches: [ValueMismatch] = []
+    /// Every value that did not fit, counted.
+    var mismatchCount = 0
   }
+
+  /// How many mismatches are described one by one; the rest are only counted.
+  static let mismatchDetailLimit = 100
 
   let database: Database
   let resource: String
-  let mode: Mode
-  /// Physical tables by source table name.
+  /// By source table name.
   let targets: [String: Target]
+  /// The answer is a delta (its Content-Version says so).
+  let isDelta: Bool
+  /// Empties a table before a full answer refills it (recreating it when its columns are
+  /// not the scheme's).
+  let replaceTable: (Target) throws -> Void
+  /// Throws when a delta cannot apply to the table (its columns are not the scheme's).
+  let checkDeltaTarget: (Target) throws -> Void
+  /// Checked between 1 MiB pieces of the file: a cancelled load stops there.
+  let cancellation: Cancellation?
 
-  /// Parses the answer in `file` and applies it.
-  /// - Returns: counts per source table named in the answer.
+  /// Parses the answer in `file` and applies it inside the caller's transaction.
   /// - Throws: `LoadError` naming resource, table, row and column.
-  func run(file: String) throws -> [String: Counts] {
-    guard let input = FileHandle(forReadingAtPath: file) else {
-      throw LoadError(resource: resource, message: "cannot read the downloaded answer at \(file)")
-    }
-    defer { try? input.close() }
-    let state = ParseState(loader: self)
-    let context = Unmanaged.passUnretained(state).toOpaque()
-    var callbacks = yajl_callbacks(
-      yajl_null: { ctx in ParseState.from(ctx).scalar(.null) },
-      yajl_boolean: { ctx, value in ParseState.from(ctx).scalar(.bool(value != 0)) },
-      yajl_integer: nil,
-      yajl_double: nil,
-      yajl_number: { ctx, text, length in
-        ParseState.from(ctx).scalar(.number(UnsafeRawPointer(text!).assumingMemoryBound(to: UInt8.self), length))
-      },
-      yajl_string: { ctx, text, length in
-        ParseState.from(ctx).scalar(.string(text ?? UnsafePointer(bitPattern: 1)!, length))
-      },
-      yajl_start_map: { ctx in ParseState.from(ctx).startContainer(isArray: false) },
-      yajl_map_key: { ctx, text, length in
-        ParseState.from(ctx).key(text ?? UnsafePointer(bitPattern: 1)!, length)
-      },
-      yajl_end_map: { ctx in ParseState.from(ctx).endContainer(isArray: false) },
-      yajl_start_array: { ctx in ParseState.from(ctx).startContainer(isArray: true) },
-      yajl_end_array: { ctx in ParseState.from(ctx).endContainer(isArray: true) })
-    guard let parser = yajl_alloc(&callbacks, nil, context) else {
-      throw LoadError(resource: resource, message: "out of memory starting the JSON parser")
-    }
-    defer { yajl_free(parser) }
-    var offset = 0
+  func run(file: String) throws -> Outcome {
+    let session = LoadSession(loader: self)
+    defer { session.close() }
+    var pass = LoadSession.Pass.main
     while true {
-      let chunk = input.readData(ofLength: 256 * 1024)
-      let status: yajl_status
-      if chunk.isEmpty {
-        status = yajl_complete_parse(parser)
-      } else {
-        status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
-      }
-      if status == yajl_status_client_canceled {
-        throw state.failure ?? LoadError(resource: resource, message: "load stopped")
-      }
-      if status == yajl_status_error {
-        let detail = chunk.withUnsafeBytes { buffer in
-          let message = yajl_get_error(parser, 0, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), buffer.count)
-          defer { yajl_free_error(parser, message) }
-          return message.map { String(cString: $0) } ?? "invalid JSON"
-        }
-        let consumed = chunk.isEmpty ? 0 : Int(yajl_get_bytes_consumed(parser))
-        var message =
-          "the answer is not valid JSON (\(detail.trimmingCharacters(in: .whitespacesAndNewlines)), near byte \(offset + consumed))"
-        if chunk.isEmpty { message = "the answer ends before its JSON is complete (\(offset) bytes); the download was cut short" }
-        throw LoadError(resource: resource, table: state.tableName, row: state.rowPosition, column: state.columnPosition, message: message)
-      }
-      offset += chunk.count
-      if chunk.isEmpty { break }
+      try session.parse(file: file, pass: pass)
+      guard let next = session.pass(after: pass) else { break }
+      pass = next
     }
-    if !state.sawTopArray {
-      throw LoadError(resource: resource, message: "the answer is empty; expected a JSON list of tables")
-    }
-    return state.counts
+    session.outcome.replaced = session.replaced
+    return session.outcome
   }
 }
 
@@ -130,423 +110,896 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
   }
 }
 
-/// The streaming state behind yajl's callbacks.
-private final class ParseState {
-  enum Value {
-    case null
-    case bool(Bool)
-    case number(UnsafePointer<UInt8>, Int)
-    case string(UnsafePointer<UInt8>, Int)
-  }
+// MARK: - The hot state
 
-  enum Place {
-    case start, tables, table, tableValue, rows, row, deleteIDs, skip, done
-  }
+/// Where the parser is in the answer.
+private enum Place: UInt8 {
+  /// Before the top-level list.
+  case start
+  /// In the top-level list, between table objects.
+  case tables
+  /// In a table object, between keys.
+  case object
+  /// After a key of a table object, before its value.
+  case value
+  /// In a list of rows being loaded, between rows.
+  case rows
+  /// In a row being loaded.
+  case row
+  /// In a nested array or object inside a row (kept as JSON text).
+  case nested
+  /// In a `delete_ids` list being applied.
+  case ids
+  /// In a value being skipped.
+  case skip
+  /// After the top-level list.
+  case done
+}
 
-  let loader: TableLoader
+/// The keys of a table object the loader knows.
+private enum Key: UInt8 { case name, data, insertRows, deleteIDs, other }
+
+/// The state yajl's callbacks update for every value. Only trivial fields, reached through
+/// a raw pointer: the per-value path does no reference counting and no exclusivity checks.
+private struct Cursor {
   var place = Place.start
-  var key = ""
-  var skipDepth = 0
-  /// Depth inside a nested array or object value of a row; 0 outside.
-  var nestedDepth = 0
-  var nested = ""
-  var nestedNeedsComma: [Bool] = []
-  var tableName: String?
-  var target: TableLoader.Target?
-  var insert: Statement?
-  var deleteByID: Statement?
-  var rowIndex = 0
-  var columnIndex = 0
-  var sawTopArray = false
-  var counts: [String: TableLoader.Counts] = [:]
-  var cleared: Set<String> = []
-  var failure: LoadError?
+  var key = Key.other
+  /// Depth inside a skipped value, or inside a nested value of a row.
+  var depth = 0
+  /// The prepared INSERT of the rows being loaded.
+  var insert: OpaquePointer?
+  var kinds: UnsafeMutablePointer<ColumnKind>?
+  /// Values per row.
+  var width = 0
+  /// Values bound so far in the current row.
+  var column = 0
+  /// 1-based number of the current row in its list.
+  var row = 0
+  /// Rows inserted from the current list.
+  var inserted = 0
+  /// The current row's text values, copied here and bound without a copy (`SQLITE_STATIC`)
+  /// when the row is complete: SQLite then allocates nothing per value.
+  var arena: UnsafeMutablePointer<UInt8>
+  var arenaUsed = 0
+  var arenaCapacity: Int
+  /// Column, offset and length of each text value in `arena`, in the order met.
+  var texts: UnsafeMutablePointer<PendingText>?
+  var textCount = 0
+  var session: Unmanaged<LoadSession>
 
-  init(loader: TableLoader) { self.loader = loader }
-
-  static func from(_ ctx: UnsafeMutableRawPointer?) -> ParseState {
-    Unmanaged<ParseState>.fromOpaque(ctx!).takeUnretainedValue()
-  }
-
-  var rowPosition: Int? { place == .row || place == .rows ? rowIndex + 1 : nil }
-  var columnPosition: Int? { place == .row ? columnIndex + 1 : nil }
-
-  func fail(_ message: String, row: Bool = true) -> Int32 {
-    failure = LoadError(
-      resource: loader.resource, table: tableName, row: row ? rowPosition : nil, column: row ? columnPosition : nil,
-      message: message)
-    return 0
-  }
-
-  func key(_ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
-    if nestedDepth > 0 {
-      appendNestedSeparator()
-      JSONValue.writeString(String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self), to: &nested)
-      nested += ":"
-      nestedNeedsComma[nestedNeedsComma.count - 1] = false
-      return 1
-    }
-    if place == .skip { return 1 }
-    guard place == .table else { return fail("unexpected key in the answer") }
-    key = String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self)
-    place = .tableValue
-    return 1
-  }
-
-  func startContainer(isArray: Bool) -> Int32 {
-    if nestedDepth > 0 || place == .row {
-      if nestedDepth == 0 {
-        nested = ""
-        nestedNeedsComma = []
-      } else {
-        appendNestedSeparator()
-      }
-      nestedDepth += 1
-      nested += isArray ? "[" : "{"
-      nestedNeedsComma.append(false)
-      return 1
-    }
-    switch place {
-    case .start:
-      guard isArray else { return fail("the answer must be a JSON list of tables, found an object", row: false) }
-      sawTopArray = true
-      place = .tables
-    case .tables:
-      guard !isArray else { return fail("each element of the answer must be an object with 'name' and 'data'", row: false) }
-      place = .table
-      tableName = nil
-      target = nil
-    case .tableValue:
-      let wantsRows = loader.mode == .full ? key == "data" : key == "insert_rows"
-      if isArray && (wantsRows || (loader.mode == .full && key == "insert_rows")) {
-        if key == "insert_rows" && loader.mode == .full {
-          return fail("the answer is a delta (insert_rows) but a full answer was asked for", row: false)
-        }
-        guard target != nil else {
-          return fail("the answer lists rows before the table's 'name'; dray needs 'name' first", row: false)
-        }
-        place = .rows
-        rowIndex = counts[tableName!]?.inserted ?? 0
-      } else if isArray && key == "delete_ids" && loader.mode == .delta {
-        guard target != nil else {
-          return fail("the answer lists delete_ids before the table's 'name'; dray needs 'name' first", row: false)
-        }
-        place = .deleteIDs
-      } else if isArray && key == "data" && loader.mode == .delta {
-        // A server may answer a delta request with full data: handled by the caller, who
-        // checks Content-Version; here rows in 'data' replace the table.
-        return fail("the answer holds full data ('data') where a delta was expected", row: false)
-      } else {
-        place = .skip
-        skipDepth = 1
-      }
-    case .rows:
-      guard isArray else { return fail("each row must be a JSON list of values, found an object") }
-      place = .row
-      columnIndex = 0
-    case .skip:
-      skipDepth += 1
-    default:
-      return fail("unexpected \(isArray ? "list" : "object") in the answer")
-    }
-    return 1
-  }
-
-  func endContainer(isArray: Bool) -> Int32 {
-    if nestedDepth > 0 {
-      nested += isArray ? "]" : "}"
-      nestedDepth -= 1
-      nestedNeedsComma.removeLast()
-      if nestedDepth == 0 {
-        return nested.withUTF8 { bindText($0.baseAddress!, $0.count) }
-      }
-      return 1
-    }
-    switch place {
-    case .row:
-      return finishRow()
-    case .rows, .deleteIDs:
-      place = .table
-    case .table:
-      guard tableName != nil else { return fail("an element of the answer has no 'name'", row: false) }
-      place = .tables
-    case .tables:
-      place = .done
-    case .skip:
-      skipDepth -= 1
-      if skipDepth == 0 { place = .table }
-    default:
-      return fail("unexpected end of \(isArray ? "list" : "object")")
-    }
-    return 1
-  }
-
-  private func appendNestedSeparator() {
-    if nestedNeedsComma[nestedNeedsComma.count - 1] { nested += "," }
-    nestedNeedsComma[nestedNeedsComma.count - 1] = true
-  }
-
-  func scalar(_ value: Value) -> Int32 {
-    if nestedDepth > 0 {
-      appendNestedSeparator()
-      switch value {
-      case .null: nested += "null"
-      case .bool(let b): nested += b ? "true" : "false"
-      case .number(let p, let n): nested += String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
-      case .string(let p, let n):
-        JSONValue.writeString(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self), to: &nested)
-      }
-      return 1
-    }
-    switch place {
-    case .row:
-      return bind(value)
-    case .deleteIDs:
-      return deleteRow(value)
-    case .tableValue:
-      if key == "name" {
-        guard case .string(let p, let n) = value else { return fail("a table's 'name' must be a string", row: false) }
-        return selectTable(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
-      }
-      place = .table
-    case .skip:
-      break
-    default:
-      return fail("unexpected value in the answer")
-    }
-    return 1
-  }
-
-  private func selectTable(_ name: String) -> Int32 {
-    place = .table
-    tableName = name
-    guard let target = loader.targets[name] else {
-      let known = loader.targets.keys.sorted().joined(separator: ", ")
-      return fail("the answer has table '\(name)', which the resource's scheme does not list (it lists: \(known))", row: false)
-    }
-    self.target = target
-    do {
-      let quoted = Database.quote(target.physicalName)
-      if loader.mode == .full && !cleared.contains(name) {
-        try loader.database.execute("DELETE FROM \(quoted)")
-        cleared.insert(name)
-      }
-      let placeholders = Array(repeating: "?", count: target.columns).joined(separator: ",")
-      insert = try loader.database.prepare("INSERT INTO \(quoted) VALUES (\(placeholders))")
-      if target.cached {
-        deleteByID = try loader.database.prepare("DELETE FROM \(quoted) WHERE \(Database.quote(Store.rowIDColumn)) = ?")
-      }
-    } catch {
-      return fail("\(error)", row: false)
-    }
-    if counts[name] == nil { counts[name] = TableLoader.Counts() }
-    return 1
-  }
-
-  private func bind(_ value: Value) -> Int32 {
-    guard let target, let insert else { return 0 }
-    guard columnIndex < target.columns else {
-      return fail("the row has more values than the table's \(target.columns) columns")
-    }
-    let index = Int32(columnIndex + 1)
-    switch value {
-    case .null:
-      insert.bindNull(at: index)
-    case .bool(let b):
-      insert.bindInteger(b ? 1 : 0, at: index)
-    case .number(let p, let n):
-      if let integer = ParseState.parseInteger(p, n) {
-        insert.bindInteger(integer, at: index)
-      } else if ParseState.isInteger(p, n) {
-        // Beyond Int64: keep every digit as text.
-        if bindText(p, n) == 0 { return 0 }
-        return 1
-      } else {
-        var buffer = [CChar](repeating: 0, count: n + 1)
-        for i in 0..<n { buffer[i] = CChar(bitPattern: p[i]) }
-        insert.bindReal(strtod(buffer, nil), at: index)
-      }
-    case .string(let p, let n):
-      if bindText(p, n) == 0 { return 0 }
-      return 1
-    }
-    columnIndex += 1
-    return 1
-  }
-
-  private func bindText(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int32 {
-    guard let insert, let target else { return 0 }
-    guard columnIndex < target.columns else {
-      return fail("the row has more values than the table's \(target.columns) columns")
-    }
-    do {
-      try insert.bindText(p, count: n, at: Int32(columnIndex + 1))
-    } catch {
-      return fail("\(error)")
-    }
-    columnIndex += 1
-    return 1
-  }
-
-  private func finishRow() -> Int32 {
-    guard let target, let insert, let tableName else { return 0 }
-    guard columnIndex == target.columns else {
-      return fail(
-        "the row has \(columnIndex) values; the table has \(target.columns) columns\(target.cached ? " (a row id, then the scheme's columns)" : "")"
-      )
-    }
-    do {
-      _ = try insert.step()
-    } catch {
-      return fail("\(error)")
-    }
-    insert.rewind()
-    counts[tableName, default: TableLoader.Counts()].inserted += 1
-    rowIndex += 1
-    place = .rows
-    return 1
-  }
-
-  private func deleteRow(_ value: Value) -> Int32 {
-    guard case .number(let p, let n) = value, let id = ParseState.parseInteger(p, n) else {
-      return fail("delete_ids holds row ids (integers)", row: false)
-    }
-    guard let deleteByID, let tableName else { return fail("delete_ids for a resource without row ids", row: false) }
-    deleteByID.bindInteger(id, at: 1)
-    do {
-      _ = try deleteByID.step()
-    } catch {
-      return fail("\(error)", row: false)
-    }
-    counts[tableName, default: TableLoader.Counts()].deleted += loader.database.changes
-    deleteByID.rewind()
-    return 1
-  }
-
-  /// True when the number text has no fraction or exponent.
-  static func isInteger(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
-    for i in 0..<n where p[i] == UInt8(ascii: ".") || p[i] == UInt8(ascii: "e") || p[i] == UInt8(ascii: "E") {
-      return false
-    }
-    return true
-  }
-
-  /// The number as Int64 when it is an integer that fits; nil otherwise.
-  @inline(__always)
-  static func parseInteger(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int64? {
-    var i = 0
-    let negative = n > 0 && p[0] == UInt8(ascii: "-")
-    if negative { i = 1 }
-    guard i < n else { return nil }
-    var value: Int64 = 0
-    while i < n {
-      let digit = Int64(p[i]) - 48
-      guard digit >= 0 && digit <= 9 else { return nil }
-      let (m, o1) = value.multipliedReportingOverflow(by: 10)
-      let (s, o2) = negative ? m.subtractingReportingOverflow(digit) : m.addingReportingOverflow(digit)
-      if o1 || o2 { return nil }
-      value = s
-      i += 1
-    }
-    return value
+  init(session: LoadSession, arena: UnsafeMutablePointer<UInt8>, capacity: Int) {
+    self.session = Unmanaged.passUnretained(session)
+    self.arena = arena
+    self.arenaCapacity = capacity
   }
 }
 
-extension Store {
-  /// What a load changed.
-  public struct LoadResult: Sendable, Equatable {
-    /// Rows in each physical table after the load, by source table name.
-    public var rowCounts: [String: Int]
-    /// Rows inserted, by source table name.
-    public var inserted: [String: Int]
-    /// Rows deleted by a delta, by source table name.
-    public var deleted: [String: Int]
-    /// Physical table names, by source table name.
-    public var tables: [String: String]
+/// A text value of the current row, waiting in the cursor's arena.
+private struct PendingText {
+  var column: Int32
+  var offset: Int
+  var length: Int
+}
+
+/// Everything off the per-value path: passes, tables, statements, errors, reports.
+private final class LoadSession {
+  enum Pass { case main, removals, inserts }
+
+  /// What one table object of the answer holds, learned on the first pass.
+  struct Object {
+    var name: String?
+    var hasRows = false
+    var hasData = false
+    /// Rows that could not load on the pass that met them (full answer, `name` after `data`).
+    var rowsDeferred = false
+    /// `delete_ids` met before the table's name.
+    var idsDeferred = false
   }
 
-  /// Version and validators of an answer, recorded in the bookkeeping.
-  public struct AnswerInfo: Sendable, Equatable {
-    public var contentVersion: String?
-    public var etag: String?
-    public var cacheHash: String?
-    public init(contentVersion: String? = nil, etag: String? = nil, cacheHash: String? = nil) {
-      self.contentVersion = contentVersion
-      self.etag = etag
-      self.cacheHash = cacheHash
-    }
+  /// Prepared statements of one table.
+  struct Statements {
+    var insert: Statement
+    var deleteByID: Statement?
+    var kinds: UnsafeMutablePointer<ColumnKind>
+    var texts: UnsafeMutablePointer<PendingText>
   }
 
-  /// Loads the answer in `file` for `scheme` and `params` in one transaction, creating
-  /// missing tables. `inTransaction` runs before the commit, for the caller's checkpoint, so
-  /// that rows and checkpoint commit together or not at all.
-  /// - Parameters:
-  ///   - delta: the answer is a delta (`insert_rows`, `delete_ids`) rather than full data.
-  /// - Throws: `LoadError` (naming resource, table, row, column), `StoreError`, `SQLiteError`.
-  public func load(
-    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo,
-    inTransaction: (Database) throws -> Void = { _ in }
-  ) throws -> LoadResult {
-    try Store.check(scheme)
-    var targets: [String: TableLoader.Target] = [:]
-    for table in scheme.outputs {
-      targets[table.name] = TableLoader.Target(
-        physicalName: Store.tableName(resource: scheme.name, table: table.name, params: params),
-        columns: table.columns.count + (scheme.isCached ? 1 : 0), cached: scheme.isCached)
+  let loader: TableLoader
+  let cursor: UnsafeMutablePointer<Cursor>
+  let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+  var pass = Pass.main
+  var objects: [Object] = []
+  var index = -1
+  var nameSeen = false
+  var statements: [String: Statements] = [:]
+  var replaced: Set<String> = []
+  var deltaChecked: Set<String> = []
+  var outcome = TableLoader.Outcome()
+  var failure: LoadError?
+  var nested: [UInt8] = []
+  var nestedNeedsComma: [Bool] = []
+  var nestedIsArray = true
+
+  init(loader: TableLoader) {
+    self.loader = loader
+    cursor = UnsafeMutablePointer<Cursor>.allocate(capacity: 1)
+    let capacity = 64 * 1024
+    cursor.initialize(to: Cursor(session: self, arena: UnsafeMutablePointer<UInt8>.allocate(capacity: capacity), capacity: capacity))
+  }
+
+  func close() {
+    for s in statements.values {
+      s.kinds.deallocate()
+      s.texts.deallocate()
     }
-    return try database.transaction {
-      try saveScheme(scheme)
-      for table in scheme.outputs {
-        let name = targets[table.name]!.physicalName
-        try database.execute(Store.createTableSQL(name: name, table: table, cached: scheme.isCached))
+    statements.removeAll()
+    cursor.pointee.arena.deallocate()
+    cursor.deinitialize(count: 1)
+    cursor.deallocate()
+    buffer.deallocate()
+  }
+
+  /// Makes room for `count` more bytes in the arena (between binds, so nothing bound moves).
+  func growArena(_ count: Int) {
+    let c = cursor.pointee
+    var capacity = c.arenaCapacity * 2
+    while capacity < c.arenaUsed + count { capacity *= 2 }
+    let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+    bigger.update(from: c.arena, count: c.arenaUsed)
+    c.arena.deallocate()
+    cursor.pointee.arena = bigger
+    cursor.pointee.arenaCapacity = capacity
+  }
+
+  var current: Object {
+    get { objects[index] }
+    set { objects[index] = newValue }
+  }
+
+  var target: TableLoader.Target? { current.name.flatMap { loader.targets[$0] } }
+
+  /// The pass that must follow `pass`, or nil when the answer is applied.
+  func pass(after pass: Pass) -> Pass? {
+    if loader.isDelta {
+      if pass == .main && objects.contains(where: { $0.idsDeferred }) { return .removals }
+      if pass != .inserts && objects.contains(where: { $0.hasRows && $0.name.flatMap { loader.targets[$0] } != nil }) {
+        return .inserts
       }
-      let loader = TableLoader(database: database, resource: scheme.name, mode: delta ? .delta : .full, targets: targets)
-      let counts = try loader.run(file: file)
-      var result = LoadResult(rowCounts: [:], inserted: [:], deleted: [:], tables: [:])
-      let now = Store.timestamp()
-      for table in scheme.outputs {
-        let name = targets[table.name]!.physicalName
-        let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
-        let rows = if case .integer(let n)? = count { Int(n) } else { 0 }
-        let record = try database.cached(
-          """
-          INSERT INTO _dray_tables(name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at)
-          VALUES (?,?,?,?,?,?,?,?,?)
-          ON CONFLICT(name) DO UPDATE SET content_version = excluded.content_version, etag = excluded.etag,
-            cache_hash = excluded.cache_hash, row_count = excluded.row_count, loaded_at = excluded.loaded_at
-          """)
-        let hash = info.cacheHash.flatMap { Store.cacheHash(for: table.name, in: $0) }
-        try record.bind([
-          .text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name),
-          info.contentVersion.map { .text($0) } ?? .null, info.etag.map { .text($0) } ?? .null,
-          hash.map { .text($0) } ?? .null, .integer(Int64(rows)), .text(now),
-        ])
-        _ = try record.step()
-        result.rowCounts[table.name] = rows
-        result.inserted[table.name] = counts[table.name]?.inserted ?? 0
-        result.deleted[table.name] = counts[table.name]?.deleted ?? 0
-        result.tables[table.name] = name
-      }
-      try inTransaction(database)
-      return result
+      return nil
     }
-  }
-
-  /// The hash for `table` from a `Cache-Hash-Value` header: comma-separated, URL-encoded
-  /// `<table>-Hash:<hash>` entries (platform-api.md §3).
-  static func cacheHash(for table: String, in header: String) -> String? {
-    for entry in header.split(separator: ",") {
-      let decoded = entry.trimmingCharacters(in: .whitespaces).removingPercentEncoding ?? String(entry)
-      let prefix = "\(table)-Hash:"
-      if decoded.hasPrefix(prefix) { return String(decoded.dropFirst(prefix.count)) }
+    if pass == .main && objects.contains(where: { $0.rowsDeferred && $0.name.flatMap { loader.targets[$0] } != nil }) {
+      return .inserts
     }
     return nil
   }
 
-  /// The content version recorded for a physical table, e.g. `v6`.
-  public func contentVersion(of physicalName: String) throws -> String? {
-    let rows = try database.rows("SELECT content_version FROM _dray_tables WHERE name = ?", [.text(physicalName)])
-    if case .text(let v)? = rows.first?.first?.1 { return v }
-    return nil
+  // MARK: Reading the file
+
+  func parse(file: String, pass: Pass) throws {
+    self.pass = pass
+    index = -1
+    cursor.pointee.place = .start
+    cursor.pointee.insert = nil
+    cursor.pointee.arenaUsed = 0
+    cursor.pointee.textCount = 0
+    let fd = open(file, O_RDONLY)
+    guard fd >= 0 else {
+      throw LoadError(resource: loader.resource, message: "cannot read the downloaded answer at \(file)")
+    }
+    defer { Glibc.close(fd) }
+    var callbacks = LoadSession.callbacks()
+    guard let parser = yajl_alloc(&callbacks, nil, UnsafeMutableRawPointer(cursor)) else {
+      throw LoadError(resource: loader.resource, message: "out of memory starting the JSON parser")
+    }
+    defer { yajl_free(parser) }
+    var offset = 0
+    var previousTail: [UInt8] = []
+    while true {
+      if loader.cancellation?.isCancelled == true {
+        throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
+      }
+      let count = read(fd, buffer.baseAddress, buffer.count)
+      guard count >= 0 else {
+        throw LoadError(
+          resource: loader.resource, message: "cannot read the downloaded answer at \(file): \(String(cString: strerror(errno)))")
+      }
+      let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+      let status =
+        count == 0
+        ? yajl_complete_parse(parser) : yajl_parse(parser, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
+      if status == yajl_status_client_canceled {
+        throw failure ?? LoadError(resource: loader.resource, message: "the load stopped")
+      }
+      if status == yajl_status_error {
+        throw syntaxError(parser, bytes: bytes, previousTail: previousTail, offset: offset, atEnd: count == 0)
+      }
+      if count == 0 { break }
+      offset += count
+      previousTail = Array(bytes.suffix(16))
+    }
+    if pass == .main && cursor.pointee.place == .start {
+      throw LoadError(resource: loader.resource, message: "the answer is empty; expected a JSON list of tables")
+    }
+  }
+
+  /// The error for JSON yajl refuses, naming NaN and Infinity, which are not JSON.
+  func syntaxError(_ parser: yajl_handle, bytes: UnsafeRawBufferPointer, previousTail: [UInt8], offset: Int, atEnd: Bool) -> LoadError {
+    let c = cursor.pointee
+    let inRow = c.place == .row || c.place == .nested
+    let row = inRow || c.place == .rows ? c.row + (c.place == .rows ? 1 : 0) : nil
+    let column = inRow ? c.column + 1 : nil
+    let table = index >= 0 && index < objects.count ? objects[index].name : nil
+    if atEnd && offset == 0 {
+      return LoadError(resource: loader.resource, message: "the answer is empty; expected a JSON list of tables")
+    }
+    if atEnd {
+      return LoadError(
+        resource: loader.resource, table: table, row: row, column: column,
+        message: "the answer ends before its JSON is complete (\(offset) bytes); the download was cut short")
+    }
+    let consumed = Int(yajl_get_bytes_consumed(parser))
+    // The offending token starts at most a byte before the point yajl stopped at.
+    let start = max(0, consumed - 1)
+    var window = consumed - 1 < 0 ? previousTail : []
+    window += bytes[min(start, bytes.count)..<min(bytes.count, start + 12)]
+    let text = String(decoding: window, as: UTF8.self)
+    let token = ["NaN", "-Infinity", "Infinity", "-NaN", "nan", "inf", "-inf"].first { text.hasPrefix($0) }
+    if let token {
+      return LoadError(
+        resource: loader.resource, table: table, row: row, column: column,
+        message: "\(token) is not a JSON number; the answer is refused (JSON has no NaN or Infinity)")
+    }
+    let detail = bytes.withMemoryRebound(to: UInt8.self) { b in
+      let message = yajl_get_error(parser, 0, b.baseAddress, b.count)
+      defer { yajl_free_error(parser, message) }
+      return message.map { String(cString: $0) } ?? "invalid JSON"
+    }
+    return LoadError(
+      resource: loader.resource, table: table, row: row, column: column,
+      message: "the answer is not valid JSON (\(detail.trimmingCharacters(in: .whitespacesAndNewlines)), near byte \(offset + consumed))")
+  }
+
+  // MARK: Failing
+
+  /// Records the error that stops the load, placed at the current table, row and value
+  /// (`inRow`), or at the current row as a whole (`wholeRow`), and returns 0 to stop yajl.
+  func fail(_ message: String, inRow: Bool = true, wholeRow: Bool = false) -> Int32 {
+    let c = cursor.pointee
+    let rowKnown = inRow && (c.place == .row || c.place == .nested || c.place == .rows)
+    failure = LoadError(
+      resource: loader.resource, table: index >= 0 ? current.name : nil, row: rowKnown ? c.row + (c.place == .rows ? 1 : 0) : nil,
+      column: rowKnown && c.place != .rows && !wholeRow ? c.column + 1 : nil, message: message)
+    return 0
+  }
+
+  /// Stops the load with `error`, kept as it is when it already names its place.
+  func fail(_ error: any Error) -> Int32 {
+    if let error = error as? LoadError {
+      failure = error
+      return 0
+    }
+    return fail("\(error)", inRow: false)
+  }
+
+  func stepFailed(_ rc: Int32) -> Int32 {
+    let message = String(cString: sqlite3_errmsg(loader.database.handle))
+    // SQLITE_CONSTRAINT_PRIMARYKEY, a macro Swift does not import (https://sqlite.org/rescode.html).
+    if rc == SQLITE_CONSTRAINT | (6 << 8), target?.cached == true {
+      return fail("the row's id (\(Store.rowIDColumn)) is already in the table's data; row ids must be unique", wholeRow: true)
+    }
+    return fail("SQLite refused the row: \(message)", wholeRow: true)
+  }
+
+  func tooManyValues() -> Int32 {
+    let c = cursor.pointee
+    return fail("the row has more than \(c.width) values; the table has \(LoadSession.describeWidth(target, c.width))")
+  }
+
+  static func describeWidth(_ target: TableLoader.Target?, _ width: Int) -> String {
+    let cached = target?.cached == true
+    return "\(width) column\(width == 1 ? "" : "s")\(cached ? " (a row id, then the scheme's columns)" : "")"
+  }
+
+  func badRowID(_ found: String) -> Int32 {
+    fail("the row id (\(Store.rowIDColumn)) must be an integer of at most 64 bits; found \(found)")
+  }
+
+  // MARK: Structure
+
+  func startTopList() -> Int32 {
+    cursor.pointee.place = .tables
+    return 1
+  }
+
+  func startObject() -> Int32 {
+    index += 1
+    if pass == .main { objects.append(Object()) }
+    guard index < objects.count else { return fail("the answer changed while it was being read", inRow: false) }
+    nameSeen = false
+    cursor.pointee.place = .object
+    return 1
+  }
+
+  func endObject() -> Int32 {
+    if current.name == nil { return fail("an element of the answer has no 'name'", inRow: false) }
+    cursor.pointee.place = .tables
+    return 1
+  }
+
+  func key(_ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+    let key: Key
+    switch String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self) {
+    case "name": key = .name
+    case "data": key = .data
+    case "insert_rows": key = .insertRows
+    case "delete_ids": key = .deleteIDs
+    default: key = .other
+    }
+    cursor.pointee.key = key
+    cursor.pointee.place = .value
+    return 1
+  }
+
+  /// A scalar as the value of a table object's key.
+  func scalarValue(isString: Bool, _ text: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
+    let key = cursor.pointee.key
+    cursor.pointee.place = .object
+    switch key {
+    case .name:
+      guard isString, let text else { return fail("a table's 'name' must be a string", inRow: false) }
+      return setName(String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self))
+    case .data, .insertRows, .deleteIDs:
+      let name = key == .data ? "data" : key == .insertRows ? "insert_rows" : "delete_ids"
+      return fail("a table's '\(name)' must be a list", inRow: false)
+    case .other:
+      return 1
+    }
+  }
+
+  func setName(_ name: String) -> Int32 {
+    if nameSeen { return fail("a table object has 'name' twice", inRow: false) }
+    nameSeen = true
+    guard pass == .main else { return 1 }
+    current.name = name
+    guard let target = loader.targets[name] else {
+      if !outcome.skipped.contains(name) { outcome.skipped.append(name) }
+      return 1
+    }
+    // `data` met before the name: empty the table now; its rows load on a later pass.
+    if current.hasData { return replace(target) }
+    return 1
+  }
+
+  func replace(_ target: TableLoader.Target) -> Int32 {
+    guard !replaced.contains(target.sourceName) else { return 1 }
+    replaced.insert(target.sourceName)
+    do {
+      if let old = statements.removeValue(forKey: target.sourceName) {
+        old.kinds.deallocate()
+        old.texts.deallocate()
+      }
+      try loader.replaceTable(target)
+    } catch {
+      return fail(error)
+    }
+    return 1
+  }
+
+  /// A list as the value of a table object's key: load it, or skip it for a later pass.
+  func startList() -> Int32 {
+    let key = cursor.pointee.key
+    let target = self.target
+    switch (key, loader.isDelta) {
+    case (.insertRows, false), (.deleteIDs, false):
+      return fail(
+        "the answer holds a delta ('\(key == .insertRows ? "insert_rows" : "delete_ids")') but its Content-Version does not say so; refusing to apply it",
+        inRow: false)
+    case (.data, false):
+      if pass == .main {
+        current.hasData = true
+        guard let target else {
+          if current.name == nil { current.rowsDeferred = true }
+          return skip()
+        }
+        if replace(target) == 0 { return 0 }
+        return startRows(target, upsert: false)
+      }
+      return current.rowsDeferred && target != nil ? startRows(target!, upsert: false) : skip()
+    case (.data, true), (.insertRows, true):
+      if pass == .main {
+        current.hasRows = true
+        if key == .data {
+          current.hasData = true
+          if let target, replace(target) == 0 { return 0 }
+        }
+      }
+      guard pass == .inserts, let target else { return skip() }
+      return startRows(target, upsert: true)
+    case (.deleteIDs, true):
+      switch pass {
+      case .main:
+        guard current.name != nil else {
+          current.idsDeferred = true
+          return skip()
+        }
+      case .removals:
+        guard current.idsDeferred else { return skip() }
+      case .inserts:
+        return skip()
+      }
+      guard let target else { return skip() }
+      return startIDs(target)
+    case (.name, _):
+      return fail("a table's 'name' must be a string", inRow: false)
+    case (.other, _):
+      return skip()
+    }
+  }
+
+  /// An object as the value of a table object's key: skipped when the key is not dray's.
+  func startObjectValue() -> Int32 {
+    switch cursor.pointee.key {
+    case .other: return skip()
+    case .name: return fail("a table's 'name' must be a string", inRow: false)
+    case .data: return fail("a table's 'data' must be a list", inRow: false)
+    case .insertRows: return fail("a table's 'insert_rows' must be a list", inRow: false)
+    case .deleteIDs: return fail("a table's 'delete_ids' must be a list", inRow: false)
+    }
+  }
+
+  func skip() -> Int32 {
+    cursor.pointee.place = .skip
+    cursor.pointee.depth = 1
+    return 1
+  }
+
+  func statements(for target: TableLoader.Target, upsert: Bool) throws -> Statements {
+    if let s = statements[target.sourceName] { return s }
+    let quoted = Database.quote(target.physicalName)
+    let placeholders = Array(repeating: "?", count: target.columns.count).joined(separator: ",")
+    let verb = upsert ? "INSERT OR REPLACE INTO" : "INSERT INTO"
+    let insert = try loader.database.prepare("\(verb) \(quoted) VALUES (\(placeholders))")
+    let delete =
+      target.cached ? try loader.database.prepare("DELETE FROM \(quoted) WHERE \(Database.quote(Store.rowIDColumn)) = ?") : nil
+    let kinds = UnsafeMutablePointer<ColumnKind>.allocate(capacity: max(1, target.kinds.count))
+    kinds.initialize(from: target.kinds, count: target.kinds.count)
+    let texts = UnsafeMutablePointer<PendingText>.allocate(capacity: max(1, target.kinds.count))
+    let s = Statements(insert: insert, deleteByID: delete, kinds: kinds, texts: texts)
+    statements[target.sourceName] = s
+    return s
+  }
+
+  func startRows(_ target: TableLoader.Target, upsert: Bool) -> Int32 {
+    do {
+      if upsert && !deltaChecked.contains(target.sourceName) && !replaced.contains(target.sourceName) {
+        try loader.checkDeltaTarget(target)
+        deltaChecked.insert(target.sourceName)
+      }
+      let s = try statements(for: target, upsert: upsert)
+      cursor.pointee.insert = s.insert.handle
+      cursor.pointee.kinds = s.kinds
+      cursor.pointee.texts = s.texts
+      cursor.pointee.width = target.columns.count
+    } catch {
+      return fail(error)
+    }
+    cursor.pointee.place = .rows
+    cursor.pointee.row = 0
+    cursor.pointee.inserted = 0
+    return 1
+  }
+
+  func endRows() -> Int32 {
+    let c = cursor.pointee
+    if let name = current.name { outcome.inserted[name, default: 0] += c.inserted }
+    cursor.pointee.insert = nil
+    cursor.pointee.place = .object
+    return 1
+  }
+
+  func startIDs(_ target: TableLoader.Target) -> Int32 {
+    guard target.cached else {
+      return fail(
+        "the answer deletes rows by id from table \(target.sourceName), whose resource has no row ids (it is not cached)", inRow: false)
+    }
+    do {
+      if !deltaChecked.contains(target.sourceName) && !replaced.contains(target.sourceName) {
+        try loader.checkDeltaTarget(target)
+        deltaChecked.insert(target.sourceName)
+      }
+      _ = try statements(for: target, upsert: true)
+    } catch {
+      return fail(error)
+    }
+    cursor.pointee.place = .ids
+    cursor.pointee.row = 0
+    return 1
+  }
+
+  func deleteID(_ text: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
+    cursor.pointee.row += 1
+    guard let text, NumberText.isInteger(text, length), let id = NumberText.int64(text, length) else {
+      let shown = text.map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "a non-number"
+      return fail("delete_ids holds row ids (integers of at most 64 bits); item \(cursor.pointee.row) is \(shown)", inRow: false)
+    }
+    guard let name = current.name, let delete = statements[name]?.deleteByID else { return 0 }
+    sqlite3_bind_int64(delete.handle, 1, id)
+    let rc = sqlite3_step(delete.handle)
+    sqlite3_reset(delete.handle)
+    guard rc == SQLITE_DONE else { return stepFailed(rc) }
+    outcome.deleted[name, default: 0] += Int(sqlite3_changes(loader.database.handle))
+    return 1
+  }
+
+  func unexpected(_ what: String) -> Int32 {
+    switch cursor.pointee.place {
+    case .start: fail("the answer must be a JSON list of tables, found \(what)", inRow: false)
+    case .tables: fail("each element of the answer must be an object with 'name' and 'data', found \(what)", inRow: false)
+    case .rows: fail("each row must be a JSON list of values, found \(what)")
+    case .ids: fail("delete_ids holds row ids (integers), found \(what)", inRow: false)
+    default: fail("unexpected \(what) in the answer", inRow: false)
+    }
+  }
+
+  // MARK: Nested values inside a row, kept as JSON text
+
+  func startNested(isArray: Bool) -> Int32 {
+    nested.removeAll(keepingCapacity: true)
+    nestedNeedsComma.removeAll(keepingCapacity: true)
+    nestedIsArray = isArray
+    nested.append(isArray ? UInt8(ascii: "[") : UInt8(ascii: "{"))
+    nestedNeedsComma.append(false)
+    cursor.pointee.place = .nested
+    cursor.pointee.depth = 1
+    return 1
+  }
+
+  private func separator() {
+    if nestedNeedsComma[nestedNeedsComma.count - 1] { nested.append(UInt8(ascii: ",")) }
+    nestedNeedsComma[nestedNeedsComma.count - 1] = true
+  }
+
+  func nestedOpen(isArray: Bool) -> Int32 {
+    separator()
+    nested.append(isArray ? UInt8(ascii: "[") : UInt8(ascii: "{"))
+    nestedNeedsComma.append(false)
+    cursor.pointee.depth += 1
+    return 1
+  }
+
+  func nestedClose(isArray: Bool) -> Int32 {
+    nested.append(isArray ? UInt8(ascii: "]") : UInt8(ascii: "}"))
+    nestedNeedsComma.removeLast()
+    cursor.pointee.depth -= 1
+    guard cursor.pointee.depth == 0 else { return 1 }
+    cursor.pointee.place = .row
+    let found = nestedIsArray ? "an array" : "an object"
+    return nested.withUnsafeBufferPointer { LoadSession.bindText(cursor, $0.baseAddress!, $0.count, found: found, textColumnAccepts: true) }
+  }
+
+  func nestedKey(_ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+    separator()
+    appendString(text, length)
+    nested.append(UInt8(ascii: ":"))
+    nestedNeedsComma[nestedNeedsComma.count - 1] = false
+    return 1
+  }
+
+  func nestedScalar(_ bytes: String) -> Int32 {
+    separator()
+    nested.append(contentsOf: bytes.utf8)
+    return 1
+  }
+
+  func nestedNumber(_ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+    separator()
+    nested.append(contentsOf: UnsafeBufferPointer(start: text, count: length))
+    return 1
+  }
+
+  func nestedString(_ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+    separator()
+    appendString(text, length)
+    return 1
+  }
+
+  private func appendString(_ text: UnsafePointer<UInt8>, _ length: Int) {
+    var out = ""
+    JSONValue.writeString(String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self), to: &out)
+    nested.append(contentsOf: out.utf8)
+  }
+
+  // MARK: Mismatches
+
+  func mismatch(found: String, value: @autoclosure () -> String, storedAs: String) {
+    outcome.mismatchCount += 1
+    guard outcome.mismatches.count < TableLoader.mismatchDetailLimit, let target else { return }
+    let c = cursor.pointee
+    var text = value()
+    if text.count > 64 { text = String(text.prefix(63)) + "…" }
+    let column = target.columns[c.column]
+    outcome.mismatches.append(
+      ValueMismatch(
+        table: target.sourceName, row: c.row, column: c.column + 1, columnName: column.name, declaredType: column.type,
+        found: found, value: text, storedAs: storedAs))
+  }
+
+  static func text(_ p: UnsafePointer<UInt8>, _ n: Int) -> String {
+    String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+  }
+
+  // MARK: Binding (the per-value path)
+
+  @inline(__always)
+  static func session(_ c: UnsafeMutablePointer<Cursor>) -> LoadSession { c.pointee.session.takeUnretainedValue() }
+
+  @inline(__always)
+  static func bindText(
+    _ c: UnsafeMutablePointer<Cursor>, _ p: UnsafePointer<UInt8>, _ n: Int, found: String, textColumnAccepts: Bool
+  ) -> Int32 {
+    let column = c.pointee.column
+    guard column < c.pointee.width else { return session(c).tooManyValues() }
+    let kind = c.pointee.kinds![column]
+    if kind == .rowID { return session(c).badRowID(found) }
+    stage(c, column, p, n)
+    let fits = kind == .any || (kind == .text && textColumnAccepts)
+    if !fits { session(c).mismatch(found: found, value: text(p, n), storedAs: "text") }
+    c.pointee.column = column + 1
+    return 1
+  }
+
+  /// Copies a text value into the row's arena, to be bound when the row is complete.
+  @inline(__always)
+  static func stage(_ c: UnsafeMutablePointer<Cursor>, _ column: Int, _ p: UnsafePointer<UInt8>, _ n: Int) {
+    if c.pointee.arenaUsed + n > c.pointee.arenaCapacity { session(c).growArena(n) }
+    let offset = c.pointee.arenaUsed
+    (c.pointee.arena + offset).update(from: p, count: n)
+    c.pointee.arenaUsed = offset + n
+    c.pointee.texts![c.pointee.textCount] = PendingText(column: Int32(column + 1), offset: offset, length: n)
+    c.pointee.textCount += 1
+  }
+
+  @inline(__always)
+  static func bindString(_ c: UnsafeMutablePointer<Cursor>, _ p: UnsafePointer<UInt8>?, _ n: Int) -> Int32 {
+    let column = c.pointee.column
+    guard column < c.pointee.width else { return session(c).tooManyValues() }
+    let kind = c.pointee.kinds![column]
+    if kind == .rowID { return session(c).badRowID("a string") }
+    // A NULL pointer would bind SQL NULL; "" must stay an empty string.
+    let pointer = p ?? emptyText
+    stage(c, column, pointer, n)
+    if kind == .integer || kind == .real {
+      session(c).mismatch(found: "a string", value: JSONValue.quoted(text(pointer, n)), storedAs: "text")
+    }
+    c.pointee.column = column + 1
+    return 1
+  }
+
+  // nonisolated(unsafe): one byte, written once here and only read afterwards.
+  nonisolated(unsafe) static let emptyText: UnsafePointer<UInt8> = {
+    let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+    p.initialize(to: 0)
+    return UnsafePointer(p)
+  }()
+
+  @inline(__always)
+  static func bindNumber(_ c: UnsafeMutablePointer<Cursor>, _ p: UnsafePointer<UInt8>, _ n: Int) -> Int32 {
+    let column = c.pointee.column
+    guard column < c.pointee.width else { return session(c).tooManyValues() }
+    let kind = c.pointee.kinds![column]
+    let statement = c.pointee.insert
+    let index = Int32(column + 1)
+    if NumberText.isInteger(p, n) {
+      if let value = NumberText.int64(p, n) {
+        if kind == .real {
+          let real = Double(value)
+          if Int64(exactly: real) == value {
+            sqlite3_bind_double(statement, index, real)
+          } else {
+            sqlite3_bind_int64(statement, index, value)
+            session(c).mismatch(found: "an integer a double cannot hold exactly", value: text(p, n), storedAs: "integer")
+          }
+        } else {
+          sqlite3_bind_int64(statement, index, value)
+          if kind == .text { session(c).mismatch(found: "an integer", value: text(p, n), storedAs: "integer") }
+        }
+        c.pointee.column = column + 1
+        return 1
+      }
+      // Beyond 64 bits: exact digits as text, unless a DOUBLE column's double holds them exactly.
+      if kind == .rowID { return session(c).badRowID(text(p, n)) }
+      if kind == .real {
+        let real = NumberText.strtodCopy(p, n)
+        if NumberText.isExact(real, integerText: p, n) {
+          sqlite3_bind_double(statement, index, real)
+          c.pointee.column = column + 1
+          return 1
+        }
+      }
+      return bindText(c, p, n, found: "an integer beyond 64 bits", textColumnAccepts: false)
+    }
+    if kind == .rowID { return session(c).badRowID(text(p, n)) }
+    let real = NumberText.double(p, n)
+    guard real.isFinite else { return bindText(c, p, n, found: "a number beyond the range of a double", textColumnAccepts: false) }
+    sqlite3_bind_double(statement, index, real)
+    if kind == .integer || kind == .text { session(c).mismatch(found: "a real number", value: text(p, n), storedAs: "real") }
+    c.pointee.column = column + 1
+    return 1
+  }
+
+  @inline(__always)
+  static func bindBool(_ c: UnsafeMutablePointer<Cursor>, _ value: Bool) -> Int32 {
+    let column = c.pointee.column
+    guard column < c.pointee.width else { return session(c).tooManyValues() }
+    let kind = c.pointee.kinds![column]
+    if kind == .rowID { return session(c).badRowID("a boolean") }
+    sqlite3_bind_int64(c.pointee.insert, Int32(column + 1), value ? 1 : 0)
+    if kind == .real || kind == .text { session(c).mismatch(found: "a boolean", value: value ? "true" : "false", storedAs: "integer") }
+    c.pointee.column = column + 1
+    return 1
+  }
+
+  @inline(__always)
+  static func bindNull(_ c: UnsafeMutablePointer<Cursor>) -> Int32 {
+    let column = c.pointee.column
+    guard column < c.pointee.width else { return session(c).tooManyValues() }
+    if c.pointee.kinds![column] == .rowID { return session(c).badRowID("null") }
+    sqlite3_bind_null(c.pointee.insert, Int32(column + 1))
+    c.pointee.column = column + 1
+    return 1
+  }
+
+  @inline(__always)
+  static func endRow(_ c: UnsafeMutablePointer<Cursor>) -> Int32 {
+    guard c.pointee.column == c.pointee.width else { return session(c).shortRow() }
+    let statement = c.pointee.insert
+    let arena = c.pointee.arena
+    for i in 0..<c.pointee.textCount {
+      let text = c.pointee.texts![i]
+      // A NULL destructor is SQLITE_STATIC: the arena outlives the step.
+      let rc = sqlite3_bind_text(
+        statement, text.column, UnsafeRawPointer(arena + text.offset).assumingMemoryBound(to: CChar.self), Int32(text.length), nil)
+      guard rc == SQLITE_OK else { return session(c).stepFailed(rc) }
+    }
+    c.pointee.textCount = 0
+    c.pointee.arenaUsed = 0
+    let rc = sqlite3_step(statement)
+    sqlite3_reset(statement)
+    guard rc == SQLITE_DONE else { return session(c).stepFailed(rc) }
+    c.pointee.inserted += 1
+    c.pointee.place = .rows
+    return 1
+  }
+
+  func shortRow() -> Int32 {
+    let c = cursor.pointee
+    // Report the first missing value's column.
+    return fail(
+      "the row has \(c.column) value\(c.column == 1 ? "" : "s"); the table has \(LoadSession.describeWidth(target, c.width)); a missing value is not null, so the row is refused"
+    )
+  }
+
+  // MARK: yajl callbacks
+
+  static func callbacks() -> yajl_callbacks {
+    yajl_callbacks(
+      yajl_null: { ctx in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        switch c.pointee.place {
+        case .row: return LoadSession.bindNull(c)
+        case .skip: return 1
+        case .nested: return LoadSession.session(c).nestedScalar("null")
+        case .value: return LoadSession.session(c).scalarValue(isString: false, nil, 0)
+        default: return LoadSession.session(c).unexpected("null")
+        }
+      },
+      yajl_boolean: { ctx, value in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        switch c.pointee.place {
+        case .row: return LoadSession.bindBool(c, value != 0)
+        case .skip: return 1
+        case .nested: return LoadSession.session(c).nestedScalar(value != 0 ? "true" : "false")
+        case .value: return LoadSession.session(c).scalarValue(isString: false, nil, 0)
+        default: return LoadSession.session(c).unexpected("a boolean")
+        }
+      },
+      yajl_integer: nil,
+      yajl_double: nil,
+      yajl_number: { ctx, text, length in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        let p = UnsafeRawPointer(text!).assumingMemoryBound(to: UInt8.self)
+        switch c.pointee.place {
+        case .row: return LoadSession.bindNumber(c, p, length)
+        case .skip: return 1
+        case .ids: return LoadSession.session(c).deleteID(p, length)
+        case .nested: return LoadSession.session(c).nestedNumber(p, length)
+        case .value: return LoadSession.session(c).scalarValue(isString: false, p, length)
+        default: return LoadSession.session(c).unexpected("a number")
+        }
+      },
+      yajl_string: { ctx, text, length in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        switch c.pointee.place {
+        case .row: return LoadSession.bindString(c, text, length)
+        case .skip: return 1
+        case .nested: return LoadSession.session(c).nestedString(text ?? LoadSession.emptyText, length)
+        case .value: return LoadSession.session(c).scalarValue(isString: true, text ?? LoadSession.emptyText, length)
+        case .ids: return LoadSession.session(c).deleteID(nil, 0)
+        default: return LoadSession.session(c).unexpected("a string")
+        }
+      },
+      yajl_start_map: { ctx in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        switch c.pointee.place {
+        case .skip:
+          c.pointee.depth += 1
+          return 1
+        case .row: return LoadSession.session(c).startNested(isArray: false)
+        case .nested: return LoadSession.session(c).nestedOpen(isArray: false)
+        case .tables: return LoadSession.session(c).startObject()
+        case .value: return LoadSession.session(c).startObjectValue()
+        default: return LoadSession.session(c).unexpected("an object")
+        }
+      },
+      yajl_map_key: { ctx, text, length in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        switch c.pointee.place {
+        case .skip: return 1
+        case .nested: return LoadSession.session(c).nestedKey(text ?? LoadSession.emptyText, length)
+        case .object: return LoadSession.session(c).key(text ?? LoadSession.emptyText, length)
+        default: return LoadSession.session(c).unexpected("a key")
+        }
+      },
+      yajl_end_map: { ctx in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        switch c.pointee.place {
+        case .skip:
+          c.pointee.depth -= 1
+          if c.pointee.depth == 0 { c.pointee.place = .object }
+          return 1
+        case .nested: return LoadSession.session(c).nestedClose(isArray: false)
+        case .object: return LoadSession.session(c).endObject()
+        default: return LoadSession.session(c).unexpected("the end of an object")
+        }
+      },
+      yajl_start_array: { ctx in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        switch c.pointee.place {
+        case .rows:
+          c.pointee.place = .row
+          c.pointee.column = 0
+          c.pointee.textCount = 0
+          c.pointee.arenaUsed = 0
+          c.pointee.row += 1
+          return 1
+        case .skip:
+          c.pointee.depth += 1
+          return 1
+        case .row: return LoadSession.session(c).startNested(isArray: true)
+        case .nested: return LoadSession.session(c).nestedOpen(isArray: true)
+        case .value: return LoadSession.session(c).startList()
+        case .start: return LoadSession.session(c).startTopList()
+        default: return LoadSession.session(c).unexpected("a list")
+        }
+      },
+      yajl_end_array: { ctx in
+        let c = ctx!.assumingMemoryBound(to: Cursor.self)
+        switch c.pointee.place {
+        case .row: return LoadSession.endRow(c)
+        case .skip:
+          c.pointee.depth -= 1
+          if c.pointee.depth == 0 { c.pointee.place = .object }
+          return 1
+        case .rows: return LoadSession.session(c).endRows()
+        case .nested: return LoadSession.session(c).nestedClose(isArray: true)
+        case .ids:
+          c.pointee.place = .object
+          return 1
+        case .tables:
+          c.pointee.place = .done
+          return 1
+        default: return LoadSession.session(c).unexpected("the end of a list")
+        }
+      })
   }
 }

@@ -17,7 +17,8 @@ import Testing
     var password: String { "Sentinel+Pw/\(tag)=\"x\"" }
     /// A variable listed under `secrets:`, sent as a header and written in SQL.
     var apiKey: String { "Sentinel-Key-\(tag)" }
-    /// A variable listed under `secrets:`, the password of the platform's URL.
+    /// A variable listed under `secrets:`, the password in a platform URL (refused by
+    /// validation, whose message must mask it).
     var proxyPassword: String { "SentinelProxy\(tag)" }
 
     var all: [(name: String, value: String)] {
@@ -55,9 +56,8 @@ import Testing
     let emulator = try Emulator(["--users", users])
     let folder = TemporaryDirectory("dray-secrets")
     try folder.write("secrets/password.txt", s.password + "\n")
-    let host = emulator.url.replacing("http://", with: "http://proxy:${PROXY_PASSWORD}@")
-    let manifest = try folder.write(
-      "job.yaml",
+    let host = emulator.url
+    func job(host: String) -> String {
       """
       version: 1
       job: secret-scan
@@ -83,7 +83,9 @@ import Testing
           table_stream: { resource: LANGUAGES }
       report: { path: "reports/{job}-{run_id}.json", formats: [json, junit, prometheus] }
 
-      """)
+      """
+    }
+    let manifest = try folder.write("job.yaml", job(host: host))
     let environment = ["FMP_USER": s.user, "API_KEY": s.apiKey, "PROXY_PASSWORD": s.proxyPassword]
     var outputs: [(String, Command.Result)] = []
     func run(_ name: String, _ faults: String, _ options: [String], status: Int32) throws -> Command.Result {
@@ -103,7 +105,6 @@ import Testing
     #expect(verbose.stderr.contains("you sent Authorization: Bearer ***; you sent X-Sentinel-Key: ***"))
     #expect(verbose.stderr.contains("&username=***&password=***&device_id=dray-cli"))
     #expect(verbose.stderr.contains("rows changed by: -- checked with key ***"))
-    #expect(verbose.stderr.contains("http://proxy:***@127.0.0.1:"))
     let json = try run(
       "a run logging JSON",
       #"[{"path": "/api/v1/rpc/FRUITS/", "times": 1, "status": 500, \#(echoAll)}]"#, ["--verbose", "--log-format", "json"], status: 0)
@@ -111,12 +112,19 @@ import Testing
     // Sign-in refused, the refusal echoing the form with the password.
     let refused = try run(
       "a run whose sign-in is refused", #"[{"path": "/api/v1/auth/", "status": 401, \#(echoAll)}]"#, [], status: 1)
-    #expect(refused.stdout.contains("sign-in failed: HTTP 401 Unauthorized from http://proxy:***@127.0.0.1:"))
+    #expect(refused.stdout.contains("sign-in failed: HTTP 401 Unauthorized from http://127.0.0.1:"))
     #expect(refused.stdout.contains("&username=***&password=***"))
     // Every table call fails with an error that echoes the token and the header.
     let failing = try run(
       "a run whose table calls fail", #"[{"path": "/api/v1/rpc/", "status": 500, \#(echoAll)}]"#, ["--verbose"], status: 1)
     #expect(failing.stdout.contains("you sent Authorization: Bearer ***; you sent X-Sentinel-Key: ***"))
+    // A URL carrying credentials is refused before anything runs, its password masked.
+    let withCredentials = try folder.write(
+      "url-job.yaml", job(host: host.replacing("http://", with: "http://proxy:${PROXY_PASSWORD}@")))
+    let refusedURL = try Command.dray(["run", withCredentials], environment: environment)
+    #expect(refusedURL.status == 2)
+    #expect(refusedURL.stderr.contains("'platform.host' must not hold a user name or password; give them in 'auth'"))
+    outputs.append(("a manifest with credentials in its URL", refusedURL))
     // Interrupted during a slow download, leaving a partial answer and its sidecar.
     try emulator.admin("POST", "faults", json: #"[{"path": "/api/v1/rpc/LANGUAGES/", "trickle": 40000}]"#)
     let downloads = folder.path + "/.dray/downloads/secret-scan"

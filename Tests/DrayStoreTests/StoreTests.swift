@@ -4,85 +4,143 @@ import DrayTestSupport
 import Foundation
 import Testing
 
+/// Physical table names, the bookkeeping and the names SQLite must refuse (platform-api.md §7).
 @Suite struct StoreTests {
   @Test func physicalNamesFollowThePlatformRule() {
     #expect(Store.tableName(resource: "FRUITS", table: "output_table", params: .object([])) == "FRUITS__output_table")
     let params = JSONValue.object([("region", .string("EU")), ("a", .integer(1))])
     let digest = SHA256.hex(#"{"a":1,"region":"EU"}"#).prefix(8)
     #expect(Store.tableName(resource: "FRUITS", table: "output_table", params: params) == "FRUITS__output_table__\(digest)")
+    // Key order does not matter: the parameters are canonical before they are hashed.
+    let reordered = JSONValue.object([("a", .integer(1)), ("region", .string("EU"))])
+    #expect(Store.tableName(resource: "FRUITS", table: "output_table", params: reordered) == "FRUITS__output_table__\(digest)")
   }
 
-  @Test func createsTablesWithOddColumnNamesAndLoadsThem() throws {
-    let folder = TemporaryDirectory()
-    let store = try Store(path: folder.path + "/odd.sqlite")
+  @Test func eachParameterSetGetsItsOwnTableAndBookkeepingRow() throws {
+    let fixture = try StoreFixture()
+    let scheme = ResourceScheme.table([("id", "BIGINT")], resource: "FRUITS", table: "output_table")
+    let eu = JSONValue.object([("region", .string("EU"))])
+    let us = JSONValue.object([("region", .string("US"))])
+    try fixture.load(scheme, #"[{"name":"output_table","data":[[1],[2]]}]"#, params: eu, info: .init(contentVersion: "v1"))
+    try fixture.load(scheme, #"[{"name":"output_table","data":[[3]]}]"#, params: us, info: .init(contentVersion: "v1"))
+    try fixture.load(scheme, #"[{"name":"output_table","data":[]}]"#)
+    let euName = Store.tableName(resource: "FRUITS", table: "output_table", params: eu)
+    let usName = Store.tableName(resource: "FRUITS", table: "output_table", params: us)
+    #expect(euName != usName)
+    let records = try fixture.store.records(resource: "FRUITS")
+    #expect(records.map(\.name) == ["FRUITS__output_table", euName, usName].sorted())
+    #expect(records.map(\.params) == ["{}", #"{"region":"EU"}"#, #"{"region":"US"}"#])
+    #expect(records.map(\.rowCount) == [0, 2, 1])
+    #expect(try fixture.store.recordedTable(resource: "FRUITS", table: "output_table", params: eu) == euName)
+    #expect(try fixture.store.recordedTable(resource: "FRUITS", table: "output_table", params: .object([("region", .string("JP"))])) == nil)
+  }
+
+  @Test func anyServerNameRoundTripsExactly() throws {
+    let fixture = try StoreFixture()
+    let columns = [
+      "order", "select", "say \"hi\"", "with space", "страна", "名前", "😀", "a;DROP TABLE x;--", "'single'", "[br]", "`tick`", "tab\there",
+    ]
     let scheme = ResourceScheme(
-      name: "ODD \"names\"",
-      outputs: [
-        .init(
-          name: "output_table",
-          columns: [
-            .init(name: "order", type: "BIGINT"), .init(name: "say \"hi\"", type: "TEXT"),
-            .init(name: "with space", type: "DOUBLE"), .init(name: "страна", type: "TEXT"),
-          ])
-      ])
-    let names = try store.createTables(for: scheme)
-    #expect(names == ["output_table": "ODD \"names\"__output_table"])
-    let answer = try folder.write("answer.json", #"[{"name":"output_table","data":[[1,"a",1.5,"Россия"],[2,null,null,"Франция"]]}]"#)
-    let result = try store.load(
-      file: answer, scheme: scheme, params: .object([]), delta: false, info: .init(contentVersion: "v1", etag: "\"e\""))
-    #expect(result.rowCounts == ["output_table": 2])
-    let rows = try store.database.rows(
-      #"SELECT "order", "say ""hi""", "with space", "страна" FROM "ODD ""names""__output_table" ORDER BY 1"#)
+      name: "ODD \"names\" 資源", outputs: [.init(name: "table; \"x\"", columns: columns.map { .init(name: $0, type: "TEXT") })])
+    let names = try fixture.store.createTables(for: scheme)
+    let physical = "ODD \"names\" 資源__table; \"x\""
+    #expect(names == ["table; \"x\"": physical])
+    let values = columns.map { JSONValue.quoted($0) }.joined(separator: ",")
+    try fixture.load(scheme, #"[{"name":"table; \"x\"","data":[[\#(values)]]}]"#)
+    #expect(try fixture.rows("SELECT name FROM pragma_table_info(\(SQLValue.text(physical).sqlLiteral))") == columns.map { [.text($0)] })
+    let select = columns.map { Database.quote($0) }.joined(separator: ", ")
+    #expect(try fixture.rows("SELECT \(select) FROM \(Database.quote(physical))") == [columns.map { .text($0) }])
+    #expect(try fixture.store.records().map(\.sourceTable) == ["table; \"x\""])
+  }
+
+  @Test func namesSQLiteCannotHoldAreRefusedBeforeAnythingIsCreated() throws {
+    let fixture = try StoreFixture()
+    let cases: [(ResourceScheme, String)] = [
+      (.table([("a", "TEXT")], resource: ""), "resource '': the resource name is empty; nothing was created"),
+      (.table([("a", "TEXT")], table: ""), "resource 'R': an output table has an empty name; nothing was created"),
+      (.table([("", "TEXT")]), "resource 'R': output table 't' has a column with an empty name; nothing was created"),
+      (
+        .table([("ID", "BIGINT"), ("id", "TEXT")]),
+        "resource 'R': output table 't' has columns 'ID' and 'id', which SQLite cannot tell apart (names differ only in letter case); nothing was created"
+      ),
+      (
+        .table([("HHIVE_ID", "BIGINT")], lifetime: 60),
+        "resource 'R': output table 't' has a column 'HHIVE_ID', which clashes with the row id column 'hhive_id' of a cached resource; nothing was created"
+      ),
+      (
+        .table((1...2001).map { ("c\($0)", "TEXT") }),
+        "resource 'R': output table 't' has 2001 columns; SQLite allows at most 2000; nothing was created"
+      ),
+      (
+        .table((1...2000).map { ("c\($0)", "TEXT") }, lifetime: 60),
+        "resource 'R': output table 't' has 2000 columns; SQLite allows at most 1999; nothing was created"
+      ),
+      (
+        .table([("a", "TEXT")], resource: "sqlite"),
+        "resource 'sqlite': SQLite reserves table names that start with 'sqlite_'; nothing was created"
+      ),
+    ]
+    for (scheme, message) in cases {
+      // Both ways in: the schemes step, and a load that creates what is missing.
+      let attempts: [() throws -> Void] = [
+        { try fixture.store.createTables(for: scheme) },
+        { try fixture.load(scheme, #"[{"name":"t","data":[]}]"#) },
+      ]
+      for attempt in attempts {
+        do {
+          try attempt()
+          Issue.record("accepted: \(message)")
+        } catch let error as StoreError {
+          #expect(error.description == message)
+        }
+      }
+    }
     #expect(
-      rows.map { $0.map(\.1) } == [[.integer(1), .text("a"), .real(1.5), .text("Россия")], [.integer(2), .null, .null, .text("Франция")]])
-    let columns = try store.database.rows(#"SELECT name, type FROM pragma_table_info('ODD "names"__output_table')"#).map { $0.map(\.1) }
-    #expect(
-      columns == [
-        [.text("order"), .text("INTEGER")], [.text("say \"hi\""), .text("TEXT")], [.text("with space"), .text("REAL")],
-        [.text("страна"), .text("TEXT")],
+      try fixture.rows("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE '\\_dray\\_%' ESCAPE '\\'") == [
+        [.integer(0)]
       ])
+  }
+
+  @Test func theWidestTableSQLiteAllowsLoads() throws {
+    let fixture = try StoreFixture()
+    let scheme = ResourceScheme.table((1...2000).map { ("c\($0)", "BIGINT") })
+    let row = (1...2000).map(String.init).joined(separator: ",")
+    let result = try fixture.load(scheme, #"[{"name":"t","data":[[\#(row)]]}]"#)
+    #expect(result.rowCounts == ["t": 1])
+    #expect(try fixture.rows("SELECT c1, c2000 FROM R__t") == [[.integer(1), .integer(2000)]])
+  }
+
+  @Test func resourcesWhoseNamesCollideInSQLiteAreRefused() throws {
+    let fixture = try StoreFixture()
+    try fixture.store.createTables(for: .table([("a", "TEXT")], resource: "FRUITS", table: "output_table"))
+    #expect(throws: StoreError.self) {
+      try fixture.store.createTables(for: .table([("a", "TEXT")], resource: "fruits", table: "output_table"))
+    }
+    do {
+      try fixture.store.createTables(for: .table([("a", "TEXT")], resource: "FRUITS__output", table: "table"))
+    } catch {
+      #expect(
+        "\(error)"
+          == #"resource 'FRUITS__output': output table 'table' would be stored as "FRUITS__output__table", which already holds output table 'output_table' of resource 'FRUITS' (params {}); SQLite table names ignore ASCII case, so the two cannot share the database; nothing was created"#
+      )
+    }
   }
 
   @Test func aSecondLoadReplacesRowsInsteadOfAddingThem() throws {
-    let folder = TemporaryDirectory()
-    let store = try Store(path: folder.path + "/db.sqlite")
-    let scheme = ResourceScheme(name: "R", outputs: [.init(name: "t", columns: [.init(name: "id", type: "BIGINT")])])
-    let answer = try folder.write("a.json", #"[{"name":"t","data":[[1],[2],[3]]}]"#)
-    _ = try store.load(file: answer, scheme: scheme, params: .object([]), delta: false, info: .init())
-    let again = try store.load(file: answer, scheme: scheme, params: .object([]), delta: false, info: .init())
+    let fixture = try StoreFixture()
+    let scheme = ResourceScheme.table([("id", "BIGINT")])
+    try fixture.load(scheme, #"[{"name":"t","data":[[1],[2],[3]]}]"#)
+    let again = try fixture.load(scheme, #"[{"name":"t","data":[[1],[2],[3]]}]"#)
     #expect(again.rowCounts == ["t": 3])
   }
+}
 
-  @Test func namesEqualApartFromCaseAreRefusedBeforeAnythingIsCreated() throws {
-    let folder = TemporaryDirectory()
-    let store = try Store(path: folder.path + "/db.sqlite")
-    let scheme = ResourceScheme(
-      name: "R", outputs: [.init(name: "t", columns: [.init(name: "ID", type: "BIGINT"), .init(name: "id", type: "TEXT")])])
-    #expect(
-      throws: StoreError.badScheme(
-        resource: "R",
-        reason: "output table 't' has columns 'ID' and 'id', which SQLite cannot tell apart (names differ only in letter case)")
-    ) {
-      try store.createTables(for: scheme)
+extension SQLValue {
+  /// The value as an SQL literal, for tests that must name a table in a function argument.
+  var sqlLiteral: String {
+    switch self {
+    case .text(let s): "'" + s.replacing("'", with: "''") + "'"
+    default: description
     }
-    #expect(try store.database.tableExists("R__t") == false)
-  }
-
-  @Test func aFailedLoadLeavesThePreviousRows() throws {
-    let folder = TemporaryDirectory()
-    let store = try Store(path: folder.path + "/db.sqlite")
-    let scheme = ResourceScheme(
-      name: "R", outputs: [.init(name: "t", columns: [.init(name: "id", type: "BIGINT"), .init(name: "v", type: "TEXT")])])
-    let good = try folder.write("good.json", #"[{"name":"t","data":[[1,"a"],[2,"b"]]}]"#)
-    _ = try store.load(file: good, scheme: scheme, params: .object([]), delta: false, info: .init())
-    let bad = try folder.write("bad.json", #"[{"name":"t","data":[[1,"a"],[2]]}]"#)
-    do {
-      _ = try store.load(file: bad, scheme: scheme, params: .object([]), delta: false, info: .init())
-      Issue.record("the short row was accepted")
-    } catch let error as LoadError {
-      #expect(error.description == "resource R, table t, row 2, column 2: the row has 1 values; the table has 2 columns")
-    }
-    let count = try store.database.rows("SELECT count(*) FROM R__t").first?.first?.1
-    #expect(count == .integer(2))
   }
 }

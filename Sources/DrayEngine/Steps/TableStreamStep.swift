@@ -27,17 +27,27 @@ extension StepRunner {
     }
     guard let scheme else { return }
 
-    var deltaFrom: String?
-    if options.delta, let table = scheme.outputs.first {
-      let physical = Store.tableName(resource: scheme.name, table: table.name, params: options.params)
-      deltaFrom = try store.contentVersion(of: physical)
-    }
+    // A delta starts from the version the tables hold; without one (first load, a table
+    // recreated, versions that disagree) the server is asked for full data.
+    var deltaFrom = options.delta ? try store.deltaBase(scheme: scheme, params: options.params) : nil
     let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
-    let head = try client.rpc(
-      resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
-      download: download, policy: step.retry, record: record)
+    let head: PlatformClient.AnswerHead
+    do {
+      head = try client.rpc(
+        resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
+        download: download, policy: step.retry, record: record)
+    } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
+      // The server does not know the version held (its history was reset, or the database
+      // came from another server): ask again for full data, as a new transaction.
+      report.notes.append("the server refused a delta from \(deltaFrom!) (\(e)); asked for full data instead")
+      deltaFrom = nil
+      head = try client.rpc(
+        resource: options.resource, params: options.params, delta: nil,
+        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
+        record: record)
+    }
     CrashPoint.reach("downloaded:\(step.id)")
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 && download.bytesReceived == 0 {
@@ -45,8 +55,8 @@ extension StepRunner {
     } else if download.bytesResumed > 0 {
       report.notes.append("resumed a partial download at byte \(download.bytesResumed)")
     }
-    if options.delta && deltaFrom != nil && !head.isDelta {
-      report.notes.append("asked for a delta from \(deltaFrom!); the server sent full data")
+    if let deltaFrom, !head.isDelta {
+      report.notes.append("asked for a delta from \(deltaFrom); the server sent full data")
     }
 
     let finished = report
@@ -56,7 +66,8 @@ extension StepRunner {
     let result = try context.databaseWrites.withLock { _ in
       try store.load(
         file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
-        info: Store.AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
+        info: Store.AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash),
+        cancellation: context.cancellation
       ) { database in
         var done = finished
         done.attempts = stepAttempts
@@ -77,6 +88,20 @@ extension StepRunner {
       let inserted = result.inserted.values.reduce(0, +)
       let deleted = result.deleted.values.reduce(0, +)
       report.notes.append("delta \(deltaFrom ?? "?")→\(head.contentVersion ?? "?"): \(inserted) rows inserted, \(deleted) deleted")
+    }
+    for table in result.skippedTables {
+      report.notes.append(
+        "the answer holds table '\(table)', which the stored scheme does not list; its rows were skipped (run a schemes step to pick it up)"
+      )
+    }
+    if result.mismatchCount > 0 {
+      let shown = result.mismatches.prefix(10).map { "  \($0)" }
+      let more = result.mismatchCount - shown.count
+      report.notes.append(
+        ([
+          "\(result.mismatchCount) value\(result.mismatchCount == 1 ? "" : "s") did not fit the column's declared type; each was stored exactly as the answer gave it (docs/store.md):"
+        ]
+          + shown + (more > 0 ? ["  … and \(more) more"] : [])).joined(separator: "\n"))
     }
   }
 }
