@@ -14,7 +14,7 @@ import Testing
       format == .json ? .json(try JSONPointer(parsing: s)) : .xml(try XMLPath(parsing: s))
     }
     var out: [Record] = []
-    let reader = AnswerReader(format: format, records: try records.map(selector), columns: columns, probes: try probes.map(selector))
+    let reader = RecordReader(format: format, records: try records.map(selector), columns: columns, probes: try probes.map(selector))
     let summary = try reader.read(file: file) { out.append($0) }
     return (out, summary)
   }

@@ -246,7 +246,7 @@ extension StepRunner {
     case .cursor(_, let from)?: probes.append(from)
     default: break
     }
-    let reader = AnswerReader(format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes)
+    let reader = RecordReader(format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes)
 
     func readAndAdvance(_ table: RecordTable?) throws -> Int {
       var summary = AnswerSummary()

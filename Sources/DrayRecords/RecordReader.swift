@@ -2,7 +2,7 @@ public import DrayModel
 
 /// Reads an answer file in its format: records for a table, and single values (a next link,
 /// a cursor) for pagination.
-public struct AnswerReader {
+public struct RecordReader {
   public var format: AnswerFormat
   public var records: RecordSelector?
   public var columns: [HTTPStep.Column]?
