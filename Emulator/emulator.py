@@ -16,11 +16,13 @@ FRUITS_EDIT inserts and deletes FRUITS rows and answers the refreshed table (cha
 File connections `nfs4` and `local_storage` are served from a folder (files.py).
 
 Test helpers under /admin/ (no token):
-    GET  /admin/requests   the requests received (method, path, headers), oldest first
+    GET  /admin/requests   the requests received (method, path, headers, status, body_bytes,
+                           response_bytes: answer body bytes written), oldest first
     POST /admin/reset      clears that log
     POST /admin/faults     replaces the fault rules with a JSON list (see faults.py)
     DELETE /admin/faults   removes every fault rule
-    POST /admin/config     {"token_lifetime": seconds} changes settings while running
+    POST /admin/config     {"token_lifetime": seconds, "token_exp_claim": bool, "revoke_tokens": true}
+                           changes settings while running (see faults.py)
     GET|POST /admin/versions/<NAME>, POST /admin/deltas   versions and deltas (versions.py)
 
 Generated resources (--generate NAME:ROWS) have 8 mixed-type columns; their answer is
@@ -75,6 +77,7 @@ class Platform:
         self.users = users
         self.secret = os.urandom(32)
         self.token_lifetime = token_lifetime
+        self.token_exp_claim = True
         self.lock = threading.Lock()
         self.transactions = {}
         self.requests = []
@@ -218,7 +221,7 @@ class Platform:
         header = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
         now = int(time.time())
         claims = {"sub": username, "env": self.environment, "project": self.project, "device": device, "iat": now, "jti": uuid.uuid4().hex}
-        if self.token_lifetime is not None:
+        if self.token_lifetime is not None and self.token_exp_claim:
             claims["exp"] = now + self.token_lifetime
         payload = b64url(json.dumps(claims).encode())
         signature = b64url(hmac.new(self.secret, f"{header}.{payload}".encode(), hashlib.sha256).digest())
@@ -239,6 +242,8 @@ class Platform:
         except ValueError:
             return None
         if "exp" in claims and claims["exp"] <= time.time():
+            return None
+        if self.token_lifetime is not None and claims.get("iat", 0) + self.token_lifetime <= time.time():
             return None
         return claims
 
@@ -263,32 +268,22 @@ class Handler(BaseHTTPRequestHandler):
         request's fault rule (close_after, trickle)."""
         source = body if isinstance(body, Body) else BytesBody(body)
         length = source.length - offset
+        fault = self.fault or {}
+        if self.entry is not None:
+            self.entry["status"] = status
         self.send_response(status)
         if length or status not in (204, 304):
             self.send_header("Content-Type", content_type)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        self.send_header("Content-Length", str(length))
+        if fault.get("chunked") and length > 0:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(length))
         self.end_headers()
         if self.command == "HEAD" or length <= 0:
             return
-        fault = self.fault or {}
-        limit = fault.get("close_after")
-        rate = fault.get("trickle")
-        sent = 0
-        chunk = 64 * 1024 if not rate else max(1, int(rate) // 10)
-        for piece in source.chunks(offset, chunk):
-            if limit is not None and sent + len(piece) >= limit:
-                self.wfile.write(piece[: max(0, limit - sent)])
-                self.wfile.flush()
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return
-            self.wfile.write(piece)
-            sent += len(piece)
-            if rate:
-                self.wfile.flush()
-                time.sleep(len(piece) / rate)
+        faults.write_body(self, source.chunks(offset, 1 << 20), fault)
 
     def send_json(self, status, value, headers=None):
         self.send(status, json.dumps(value, ensure_ascii=False).encode(), headers)
@@ -298,15 +293,29 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(status, body)
 
     fault = None
+    entry = None
 
     def record(self, body=b""):
+        self.entry = {
+            "method": self.command,
+            "path": self.path,
+            "headers": {k: v for k, v in self.headers.items()},
+            "body_bytes": len(body),
+            "response_bytes": 0,
+        }
         with self.platform.lock:
-            self.platform.requests.append({
-                "method": self.command,
-                "path": self.path,
-                "headers": {k: v for k, v in self.headers.items()},
-                "body_bytes": len(body),
-            })
+            self.platform.requests.append(self.entry)
+
+    def count_sent(self, n):
+        """Adds `n` answer body bytes written to the socket to this request's log entry."""
+        if self.entry is not None:
+            with self.platform.lock:
+                self.entry["response_bytes"] += n
+
+    def self_url(self):
+        scheme = "https" if getattr(self.server, "tls", False) else "http"
+        host, port = self.server.server_address[:2]
+        return f"{scheme}://{host}:{port}{self.path}"
 
     def route(self):
         parsed = urllib.parse.urlsplit(self.path)
@@ -329,19 +338,13 @@ class Handler(BaseHTTPRequestHandler):
     def dispatch(self, method):
         path, query = self.route()
         body = self.read_body()
+        self.fault = self.entry = None  # a kept-alive connection reuses this handler
         if path.startswith("/admin/"):
             return self.admin(method, path, body)
         self.record(body)
         self.fault = self.platform.faults.take(path)
-        if self.fault:
-            if self.fault.get("delay"):
-                time.sleep(float(self.fault["delay"]))
-            if self.fault.get("status"):
-                status = int(self.fault["status"])
-                extra = {"Retry-After": str(self.fault["retry_after"])} if "retry_after" in self.fault else {}
-                description = faults.description(self.fault, self.headers, body)
-                body = json.dumps({"code": status, "description": description, "original_descriptions": []}).encode()
-                return self.send(status, body, extra)
+        if self.fault and faults.answer_early(self, self.fault, body):
+            return
         prefix = "/api/v1/"
         if not path.startswith(prefix):
             return self.error(404, "Not Found")
@@ -415,8 +418,7 @@ class Handler(BaseHTTPRequestHandler):
     def send_answer(self, payload, headers):
         """Sends a full answer, or its tail when X-Range (or Range) asks for one."""
         fault = self.fault or {}
-        if fault.get("change_etag"):
-            headers = dict(headers, ETag='"%s"' % uuid.uuid4().hex)
+        headers = faults.answer_headers(headers, fault)
         ranged = self.headers.get("X-Range") or self.headers.get("Range")
         condition = self.headers.get("If-Match") or self.headers.get("If-Range")
         if ranged and fault.get("answer_416"):
@@ -471,6 +473,10 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(400, "Bad Request", [str(e)])
             if "token_lifetime" in config:
                 p.token_lifetime = config["token_lifetime"]
+            if "token_exp_claim" in config:
+                p.token_exp_claim = bool(config["token_exp_claim"])
+            if config.get("revoke_tokens"):
+                p.secret = os.urandom(32)
             return self.send(204)
         return self.error(404, "Not Found")
 
@@ -549,6 +555,8 @@ def main(argv=None):
     parser.add_argument("--files", default=None,
                         help="folder served as the file connections, one subfolder each, changed in place "
                              "(default: a fresh copy of Emulator/files)")
+    parser.add_argument("--tls-cert", help="PEM certificate: serve HTTPS (with --tls-key)")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
@@ -565,8 +573,14 @@ def main(argv=None):
         Handler.platform.faults.add(json.loads(rule))
     server = Server((args.host, args.port), Handler)
     server.verbose = args.verbose
+    server.tls = bool(args.tls_cert)
+    if server.tls:
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     host, port = server.server_address[:2]
-    print(f"dray-emulator listening on http://{host}:{port}/", flush=True)
+    print(f"dray-emulator listening on {'https' if server.tls else 'http'}://{host}:{port}/", flush=True)
     if args.exit_on_eof:
         def watch():
             sys.stdin.buffer.read()

@@ -1,8 +1,11 @@
 """Fault injection for the platform emulator: rules set by flags or by POST /admin/faults.
 
 A rule applies to requests whose path starts with `path` (all paths when absent), to the
-next `times` of them (every one when absent), and may:
+next `times` of them (every one when absent); the first rule that applies is used. Keys:
 
+  before the answer
+    delay         wait this many seconds before answering
+    reset         read the request, then close the connection without answering
     status        answer with this HTTP status and a platform error body
     retry_after   send this Retry-After value (seconds or an HTTP-date) with `status`
     description   the error body's description (default "injected fault")
@@ -10,22 +13,39 @@ next `times` of them (every one when absent), and may:
                   careless server would (to test that dray never shows it)
     echo_headers  likewise for each header named in this list
     echo_body     likewise for the request's body
-    delay         wait this many seconds before answering
-    close_after   send only this many bytes of the body, then close the connection
+    redirect      answer `redirect_status` (default 307) with this Location (absolute, or a
+                  path on this server)
+
+  in the answer (table data; any answer for the body keys)
+    close_after   send only this many body bytes, then close the connection
     trickle       send the body at this many bytes per second
+    stall_after   after this many body bytes, send nothing for `stall_for` seconds
+    chunked       send the body with Transfer-Encoding: chunked (no Content-Length)
     ignore_range  ignore X-Range / Range and answer 200 with the whole body
-    change_etag   answer with a new ETag each time (so If-Match fails with 412)
+    change_etag   answer with a new ETag (so If-Match fails with 412)
+    weak_etag     answer with a weak ETag (W/"..."), which must never be used to resume
     answer_416    answer 416 Range Not Satisfiable to ranged requests
 
 Example: the next two calls of FRUITS fail with 503 and ask to wait 1 s:
 
     {"path": "/api/v1/rpc/FRUITS/", "times": 2, "status": 503, "retry_after": "1"}
+
+Token expiry is a setting, not a rule: `--token-lifetime`, or POST /admin/config with
+`token_lifetime` (seconds; applies to tokens already issued), `token_exp_claim` (false: the
+tokens carry no `exp`, so clients learn of the expiry from a 401) and `revoke_tokens`
+(true: every token issued so far stops working, as after a server restart).
 """
 
+import json
 import threading
+import time
+import urllib.parse
+import uuid
 
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
-         "ignore_range", "change_etag", "answer_416", "description", "echo_authorization", "echo_headers", "echo_body"}
+         "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
+         "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
+         "weak_etag"}
 
 
 class Faults:
@@ -35,6 +55,8 @@ class Faults:
 
     def set(self, rules):
         for rule in rules:
+            if not isinstance(rule, dict):
+                raise ValueError("a fault rule is a JSON object")
             unknown = set(rule) - KNOWN
             if unknown:
                 raise ValueError(f"unknown fault keys: {', '.join(sorted(unknown))}")
@@ -61,6 +83,79 @@ class Faults:
                     rule["times"] = times - 1
                 return dict(rule)
         return None
+
+
+def answer_early(handler, fault, body=b""):
+    """Applies the rule's `delay`, `reset`, `redirect` and `status` to a request whose body
+    was `body`; True when the request was answered (or dropped) here."""
+    if fault.get("delay"):
+        time.sleep(float(fault["delay"]))
+    if fault.get("reset"):
+        handler.close_connection = True
+        handler.connection.shutdown(2)
+        return True
+    if fault.get("redirect"):
+        location = urllib.parse.urljoin(handler.self_url(), fault["redirect"])
+        handler.send(int(fault.get("redirect_status", 307)), b"", {"Location": location})
+        return True
+    if fault.get("status"):
+        status = int(fault["status"])
+        extra = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
+        text = description(fault, handler.headers, body)
+        answer = json.dumps({"code": status, "description": text, "original_descriptions": []}).encode()
+        handler.send(status, answer, extra)
+        return True
+    return False
+
+
+def answer_headers(headers, fault):
+    """The answer's headers with the rule's ETag changes applied."""
+    if fault.get("change_etag"):
+        headers = dict(headers, ETag='"%s"' % uuid.uuid4().hex)
+    if fault.get("weak_etag"):
+        headers = dict(headers, ETag="W/" + headers.get("ETag", '"%s"' % uuid.uuid4().hex))
+    return headers
+
+
+def write_body(handler, pieces, fault):
+    """Writes the body `pieces` (an iterable of bytes) under the rule's `close_after`,
+    `trickle`, `stall_after`/`stall_for` and `chunked`. Each piece written is counted in the
+    request log (`handler.count_sent`); a client that goes away ends the answer quietly."""
+    limit = fault.get("close_after")
+    rate = fault.get("trickle")
+    stall_after = fault.get("stall_after")
+    chunked = fault.get("chunked")
+    out = handler.wfile
+    sent = 0
+    try:
+        for piece in pieces:
+            while piece:
+                take = len(piece)
+                if rate:
+                    take = min(take, max(1, int(rate) // 10))
+                if stall_after is not None:
+                    take = min(take, stall_after - sent)
+                if limit is not None:
+                    take = min(take, max(0, limit - sent))
+                data, piece = piece[:take], piece[take:]
+                if data:
+                    out.write(b"%x\r\n" % len(data) + data + b"\r\n" if chunked else data)
+                    sent += len(data)
+                    handler.count_sent(len(data))
+                if limit is not None and sent >= limit:
+                    handler.close_connection = True
+                    handler.connection.shutdown(2)
+                    return
+                if stall_after is not None and sent >= stall_after:
+                    time.sleep(float(fault.get("stall_for", 0)))
+                    stall_after = None
+                if rate:
+                    time.sleep(len(data) / rate)
+        if chunked:
+            out.write(b"0\r\n\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        # The client went away (a timeout, a kill): nothing more to answer.
+        handler.close_connection = True
 
 
 def description(rule, headers, body):

@@ -39,7 +39,7 @@ def row(i, rng):
 def render(path, rows, seed=7):
     """Writes the full answer for `rows` rows to `path` (atomically)."""
     rng = random.Random(seed)
-    tmp = path + ".tmp"
+    tmp = "%s.tmp-%d" % (path, os.getpid())  # emulators started together may render at once
     with open(tmp, "w", encoding="utf-8") as f:
         f.write('[{"name":"output_table","data":[')
         for i in range(1, rows + 1):

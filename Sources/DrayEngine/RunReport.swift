@@ -201,6 +201,8 @@ public struct RunReport: Sendable {
     ]
     if let status = a.status { o.append(("http_status", .integer(Int64(status)))) }
     if let message = a.message { o.append(("message", .string(message))) }
+    if let bytes = a.bytes { o.append(("bytes", .integer(bytes))) }
+    if let offset = a.resumedFrom { o.append(("resumed_from", .integer(offset))) }
     if let wait = a.wait {
       o.append(("wait_seconds", .number(seconds(wait))))
       o.append(("wait_from_retry_after", .bool(a.waitFromRetryAfter)))

@@ -144,6 +144,7 @@ struct StepRunner {
   func platformClient() throws -> PlatformClient {
     guard let session = context.session else { throw StepError.unsupported("step '\(step.id)' needs 'platform' and 'auth'") }
     let client = PlatformClient(session: session, cancellation: context.cancellation)
+    client.timeouts = step.timeouts
     if console.showsProgress {
       let (console, id, kind) = (console, step.id, step.kindName)
       client.http.progress = { console.progress(step: id, kind: kind, bytes: $0, total: $1) }

@@ -6,17 +6,20 @@ internal import Foundation
 /// Calls the platform's API for one thread of work (platform-api.md).
 ///
 /// Every call carries the session's token (signing in first when needed), retries under the
-/// step's policy, and meets a 401 with one new token and one repeat. A call that may change
-/// data (POST) is retried only when it carries an `X-Transaction-ID`, kept the same on every
-/// attempt, or when no byte of it reached the server.
+/// step's policy, and meets a 401 with one new token and one repeat (`PlatformSession`). A
+/// call that may change data (POST) is retried only when it carries an `X-Transaction-ID`,
+/// kept the same on every attempt, or when no byte of it reached the server.
 public final class PlatformClient {
   public let session: PlatformSession
   public let http: HTTPClient
   public var cancellation: Cancellation { http.cancellation }
+  /// Time limits of this client's calls (a step's `timeouts`); the platform's by default.
+  public var timeouts: Timeouts
 
   public init(session: PlatformSession, cancellation: Cancellation) {
     self.session = session
     self.http = HTTPClient(cancellation: cancellation)
+    self.timeouts = session.settings.timeouts
   }
 
   // MARK: Calls
@@ -24,42 +27,49 @@ public final class PlatformClient {
   /// Sends a request built for the platform and returns the 2xx answer's head.
   /// - Parameters:
   ///   - perform: sends one attempt (to a sink or a download) and returns the answer's head.
-  /// - Throws: `TransportError` (the last attempt's), `PlatformError`.
+  /// - Throws: `TransportError` (the last attempt's, or `.gaveUp` saying why retrying
+  ///   stopped), `PlatformError`.
   func send(
     _ request: HTTPRequest, policy: RetryPolicy, transactionID: String?, record: (Attempt) -> Void,
     perform: (HTTPRequest) throws -> HTTPResponse
   ) throws -> HTTPResponse {
     let runner = RetryRunner(policy: policy, cancellation: cancellation)
     var reauthenticated = false
+    // The token a 401 refused; the next attempt replaces it first.
+    var refused: String?
+    var request = request
+    request.repeatable = request.method.isIdempotent || transactionID != nil
+    if let transactionID { request.headers.set("X-Transaction-ID", transactionID) }
     return try withoutActuallyEscaping(record) { record in
-      let signInRecord: (Attempt) -> Void = { attempt in
-        if attempt.outcome != "ok" {
-          var failed = attempt
-          failed.call = "sign-in"
-          failed.message = "sign-in: " + (failed.message ?? "")
-          record(failed)
-        }
-      }
-      return try runner.run(
+      try runner.run(
         { _ in
-          while true {
-            let token = try session.token(client: http, runner: runner, record: signInRecord)
-            var sent = request
-            sent.headers.set("Authorization", "Bearer \(token)")
-            if let transactionID { sent.headers.set("X-Transaction-ID", transactionID) }
-            let response = try perform(sent)
-            if (200..<300).contains(response.status) { return response }
-            let error = PlatformError.statusError(response, url: request.url)
-            if response.status == 401 {
-              guard !reauthenticated else { throw PlatformError.unauthorized(error) }
-              reauthenticated = true
-              _ = try session.renew(stale: token, client: http, runner: runner, record: signInRecord)
-              continue
-            }
-            throw TransportError.httpStatus(error)
+          if let stale = refused {
+            refused = nil
+            _ = try session.renew(stale: stale, because: "the token was refused (401)", client: http, runner: runner, record: record)
           }
+          let token = try session.token(client: http, runner: runner, record: record)
+          var sent = request
+          sent.headers.set("Authorization", "Bearer \(token)")
+          let response = try perform(sent)
+          if (200..<300).contains(response.status) { return response }
+          let error = PlatformError.statusError(response, url: response.url.isEmpty ? request.url : response.url)
+            .redacted(by: Redactor([token]))
+          if response.status == 401 {
+            guard !reauthenticated else { throw PlatformError.unauthorized(error) }
+            reauthenticated = true
+            refused = token
+            throw PlatformError.reauthenticated(error)
+          }
+          throw TransportError.httpStatus(error)
         },
-        mayRetry: { [http] _ in request.method.isIdempotent || transactionID != nil || http.bytesSent == 0 },
+        classify: { [http] error in
+          if case .reauthenticated? = error as? PlatformError { return .repeatNow }
+          guard (error as? TransportError)?.isTransient == true else { return .fail(reason: nil) }
+          if request.repeatable || http.bytesSent == 0 { return .retry }
+          return .fail(
+            reason: "not retried: a \(request.method.rawValue) may change data on the server, part of it was sent, "
+              + "and it carries no X-Transaction-ID")
+        },
         record: record)
     }
   }
@@ -68,8 +78,7 @@ public final class PlatformClient {
     var headers = HTTPHeaders(session.settings.headers)
     if let contentType { headers.set("Content-Type", contentType) }
     return HTTPRequest(
-      method: method, url: session.url(path), headers: headers, body: body,
-      timeouts: session.settings.timeouts, tls: session.settings.tls)
+      method: method, url: session.url(path), headers: headers, body: body, timeouts: timeouts, tls: session.settings.tls)
   }
 
   /// Sends a call whose answer is small and returns its bytes.
@@ -140,11 +149,32 @@ public final class PlatformClient {
     var request = request(
       .post, "rpc/\(PlatformClient.pathSegment(resource))/", body: .bytes(Array(params.json.utf8)), contentType: "application/json")
     if let delta { request.headers.set("X-Delta", "\(delta)-last") }
-    let response = try send(request, policy: policy, transactionID: transactionID, record: record) {
-      try download.attempt($0, client: http, transactionID: transactionID)
+    let response = try recordingDownload(download, record) { record in
+      try send(request, policy: policy, transactionID: transactionID, record: record) {
+        try download.attempt($0, client: http, transactionID: transactionID)
+      }
     }
     try download.complete()
     return PlatformClient.head(response)
+  }
+
+  /// Runs `body` with `record` wrapped so that each of the call's own attempts also
+  /// records the bytes its download received and the offset it resumed from.
+  private func recordingDownload<T>(
+    _ download: Download, _ record: (Attempt) -> Void, _ body: ((Attempt) -> Void) throws -> T
+  ) rethrows -> T {
+    var seen = download.requests
+    return try withoutActuallyEscaping(record) { record in
+      try body { attempt in
+        var attempt = attempt
+        if attempt.call == nil && download.requests != seen {
+          attempt.bytes = download.lastBytes
+          if download.lastOffset > 0 { attempt.resumedFrom = download.lastOffset }
+        }
+        seen = download.requests
+        record(attempt)
+      }
+    }
   }
 
   static func head(_ response: HTTPResponse) -> AnswerHead {
@@ -184,8 +214,10 @@ public final class PlatformClient {
   /// `GET file/<connection>/?file=<path>` into `download` (resumable).
   public func getFile(connection: String, path: String, download: Download, policy: RetryPolicy, record: (Attempt) -> Void) throws {
     let request = request(.get, "file/\(PlatformClient.pathSegment(connection))/?file=\(Redactor.percentEncoded(path))")
-    _ = try send(request, policy: policy, transactionID: nil, record: record) {
-      try download.attempt($0, client: http, transactionID: nil)
+    _ = try recordingDownload(download, record) { record in
+      try send(request, policy: policy, transactionID: nil, record: record) {
+        try download.attempt($0, client: http, transactionID: nil)
+      }
     }
     try download.complete()
   }

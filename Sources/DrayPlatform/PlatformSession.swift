@@ -6,9 +6,16 @@ internal import Synchronization
 
 /// The sign-in state shared by every call of a run, across threads.
 ///
-/// Holds the platform settings, the credentials and the current token. A 401 from any call
-/// leads to one new token, shared by every call that met the same stale token
-/// (platform-api.md §1, our rule).
+/// Holds the platform settings, the credentials and the current token. The re-auth rule of
+/// platform-api.md §1 (ours) lives here and only here:
+///
+/// - A token is obtained on the first call and kept for every later one.
+/// - When the token's JWT payload has `exp`, the token is renewed before use once less than
+///   a tenth of its lifetime (at most 30 s) is left. The lifetime is `exp - iat` counted
+///   from when the token arrived, so a server clock that differs from ours does not matter;
+///   without `iat`, `exp` is compared with our clock.
+/// - A 401 from any call renews the token once; every call that met the same stale token
+///   shares that one sign-in (`renew(stale:)`), then repeats once. Never a loop.
 ///
 /// Every token obtained is passed to `onToken`, so that the run can mask it in logs and
 /// reports like any other secret.
@@ -17,11 +24,13 @@ public final class PlatformSession: Sendable {
   let credentials: Credentials
   private let onToken: (@Sendable (String) -> Void)?
   private let state = Mutex<State>(State())
-  /// Serialises sign-ins so that concurrent 401s share one.
+  /// Serialises sign-ins so that concurrent renewals share one.
   private let signIn = Mutex<Void>(())
 
   struct State {
     var token: String?
+    /// When to renew before use, from the token's `exp`.
+    var renewAt: ContinuousClock.Instant?
     var signIns = 0
   }
 
@@ -42,27 +51,70 @@ public final class PlatformSession: Sendable {
     settings.host + "api/\(settings.apiVersion)/" + path
   }
 
-  /// The current token, signing in first when there is none.
+  /// The current token, signing in first when there is none or when it is about to expire.
+  /// - Throws: `PlatformError.signInFailed`, `TransportError`.
   func token(client: HTTPClient, runner: RetryRunner, record: (Attempt) -> Void) throws -> String {
-    if let token = state.withLock({ $0.token }) { return token }
-    return try renew(stale: nil, client: client, runner: runner, record: record)
+    let (token, renewAt) = state.withLock { ($0.token, $0.renewAt) }
+    if let token {
+      guard let renewAt, ContinuousClock.now >= renewAt else { return token }
+      return try renew(stale: token, because: "the token expires soon (exp)", client: client, runner: runner, record: record)
+    }
+    return try renew(stale: nil, because: nil, client: client, runner: runner, record: record)
   }
 
   /// A new token, unless another call already replaced `stale`.
-  func renew(stale: String?, client: HTTPClient, runner: RetryRunner, record: (Attempt) -> Void) throws -> String {
+  ///
+  /// Records the sign-in's failed attempts, and its successful one when it is a renewal
+  /// (`stale` is not nil), with `because` in the message.
+  /// - Throws: `PlatformError.signInFailed`, `TransportError`.
+  func renew(stale: String?, because: String?, client: HTTPClient, runner: RetryRunner, record: (Attempt) -> Void) throws -> String {
     try signIn.withLock { _ in
       if let current = state.withLock({ $0.token }), current != stale { return current }
-      let token = try obtainToken(client: client, runner: runner, record: record)
+      let token = try obtainToken(client: client, runner: runner) { attempt in
+        guard attempt.outcome == "ok" else { return record(attempt) }
+        guard stale != nil else { return }
+        var renewal = attempt
+        renewal.message = "signed in again: \(because ?? "the token was replaced")"
+        record(renewal)
+      }
+      let renewAt = PlatformSession.renewalTime(token: token, receivedAt: .now, wallClock: Date())
       onToken?(token)
       state.withLock {
         $0.token = token
+        $0.renewAt = renewAt
         $0.signIns += 1
       }
       return token
     }
   }
 
-  /// `POST auth/jwt/obtain/` with the form fields of platform-api.md §1.
+  /// When to renew `token` before use, from its JWT payload's `exp` (and `iat`), or nil
+  /// when it has no readable `exp` or is already past it (then only a 401 renews it).
+  static func renewalTime(token: String, receivedAt: ContinuousClock.Instant, wallClock: Date) -> ContinuousClock.Instant? {
+    let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 3 else { return nil }
+    var base64 = String(parts[1]).replacing("-", with: "+").replacing("_", with: "/")
+    base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+    guard let data = Data(base64Encoded: base64), let payload = try? JSONValue(parsing: Array(data)),
+      let exp = payload["exp"].flatMap(PlatformSession.seconds)
+    else { return nil }
+    let lifetime = payload["iat"].flatMap(PlatformSession.seconds).map { exp - $0 } ?? (exp - wallClock.timeIntervalSince1970)
+    guard lifetime > 0 else { return nil }
+    let margin: Double = min(30, lifetime / 10)
+    return receivedAt + Duration.milliseconds(Int64((lifetime - margin) * 1000))
+  }
+
+  private static func seconds(_ value: JSONValue) -> Double? {
+    switch value {
+    case .integer(let i): Double(i)
+    case .number(let n): Double(n)
+    default: nil
+    }
+  }
+
+  /// `POST auth/jwt/obtain/` with the form fields of platform-api.md §1. Retried like any
+  /// call (it changes nothing on the server but the device registration, which repeats
+  /// harmlessly); a 400, 401 or 403 fails at once.
   private func obtainToken(client: HTTPClient, runner: RetryRunner, record: (Attempt) -> Void) throws -> String {
     var fields = [
       ("environment", settings.environment), ("project", settings.project),
@@ -75,32 +127,36 @@ public final class PlatformSession: Sendable {
     headers.set("X-Device-Id", settings.device)
     let request = HTTPRequest(
       method: .post, url: url("auth/jwt/obtain/"), headers: headers, body: .bytes(Array(body.utf8)),
-      timeouts: settings.timeouts, tls: settings.tls)
+      timeouts: settings.timeouts, tls: settings.tls, repeatable: true)
     let sink = MemorySink(limit: 1 << 20)
     do {
-      let response = try runner.run(
+      _ = try runner.run(
+        call: "sign-in",
         { _ in
           let response = try client.perform(request, sink: sink)
           guard (200..<300).contains(response.status) else {
-            throw TransportError.httpStatus(PlatformError.statusError(response, url: request.url))
+            let error = PlatformError.statusError(response, url: request.url)
+            throw TransportError.httpStatus(error.redacted(by: Redactor([credentials.password])))
           }
           return response
         }, record: record)
-      _ = response
     } catch TransportError.httpStatus(let status) where status.status == 401 || status.status == 400 || status.status == 403 {
       throw PlatformError.signInFailed(status)
     }
     guard let json = try? JSONValue(parsing: sink.bytes), let token = json["token"]?.stringValue, !token.isEmpty else {
-      throw PlatformError.badAnswer(url: request.url, detail: "the token answer has no 'token'")
+      throw PlatformError.badAnswer(url: HTTPClient.displayURL(request.url), detail: "the token answer has no 'token'")
     }
     return token
   }
 }
 
 /// Errors of the platform protocol, above HTTP.
-public enum PlatformError: Error, Sendable, CustomStringConvertible {
+public enum PlatformError: ReportableError, Sendable {
   /// The token request was refused.
   case signInFailed(HTTPStatusError)
+  /// A call was refused with 401; a new token was obtained and the call is repeated once.
+  /// Seen only in attempt records, never thrown out of a call.
+  case reauthenticated(HTTPStatusError)
   /// A call was refused with 401 again right after a new token.
   case unauthorized(HTTPStatusError)
   /// An answer did not have the documented shape.
@@ -109,8 +165,16 @@ public enum PlatformError: Error, Sendable, CustomStringConvertible {
   public var code: String {
     switch self {
     case .signInFailed: "auth_failed"
+    case .reauthenticated: "http_401"
     case .unauthorized: "auth_failed"
     case .badAnswer: "bad_answer"
+    }
+  }
+
+  public var httpStatus: Int? {
+    switch self {
+    case .signInFailed(let e), .reauthenticated(let e), .unauthorized(let e): e.status
+    case .badAnswer: nil
     }
   }
 
@@ -118,6 +182,8 @@ public enum PlatformError: Error, Sendable, CustomStringConvertible {
     switch self {
     case .signInFailed(let e):
       "sign-in failed: \(e); check auth.username, auth.password, platform.environment and platform.project"
+    case .reauthenticated(let e):
+      "\(e); the token was refused, so dray signs in again and repeats the call once"
     case .unauthorized(let e):
       "the server refused a fresh token: \(e); check that the user may read this resource"
     case .badAnswer(let url, let detail):
@@ -128,7 +194,7 @@ public enum PlatformError: Error, Sendable, CustomStringConvertible {
   /// The error for a non-2xx answer, reading the platform's error body:
   /// `{"code", "description", "original_descriptions"}` (or `original_description`).
   public static func statusError(_ response: HTTPResponse, url: String) -> HTTPStatusError {
-    var error = HTTPStatusError(status: response.status, url: url)
+    var error = HTTPStatusError(status: response.status, url: HTTPClient.displayURL(url))
     if let json = try? JSONValue(parsing: response.errorBody), case .object = json {
       error.serverDescription = json["description"]?.stringValue
       let originals = json["original_descriptions"] ?? json["original_description"]

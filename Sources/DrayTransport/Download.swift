@@ -6,17 +6,28 @@ internal import Glibc
 /// A resumable download of one answer into a `.part` file.
 ///
 /// The body streams to `<path>.part`; a sidecar `<path>.part.json` keeps the URL, the strong
-/// ETag of the answer and the transaction id. A later attempt (in this run, or in a new run
+/// ETag of the answer and the transaction id. The offset to resume from is the part's size
+/// on disk, which is what survived a kill. A later attempt (in this run, or in a new run
 /// after a kill) asks only for the rest:
 ///
 /// - platform servers: `X-Range: bytes=<offset>-` with `If-Match: <etag>` (platform-api.md §3);
 /// - other servers: `Range: bytes=<offset>-` with `If-Range: <etag>` (RFC 9110 §14.2, §13.1.5).
 ///
-/// A `206` is written at the offset its `Content-Range` states; a `200` replaces the file
-/// from byte 0; a `412` (the answer changed) discards the part and asks again from 0; a `416`
-/// is checked against the size in its `Content-Range`. A weak ETag (`W/"..."`) is never used
-/// to resume. Error bodies never reach the file. When the answer is complete the file is
-/// flushed to disk (fsync) and renamed into place, and its sidecar kept as `<path>.json`
+/// What each answer does to the part (the resume rules, *ours* where platform-api.md is
+/// silent, live here and only here):
+///
+/// | answer | effect |
+/// |---|---|
+/// | `206` | checked: same strong ETag, `Content-Range` starting at or before the part's end; then written at that offset |
+/// | `200` | the whole answer: the part is truncated and written from byte 0 |
+/// | `412` | the answer changed (`If-Match` failed): the part is discarded and the call asked again from 0 at once |
+/// | `416` | complete when the part's size equals the total in `Content-Range`; otherwise as `412` |
+/// | other | returned to the caller; its body never reaches the part |
+///
+/// A weak ETag (`W/"..."`) is never used to resume, and an answer without an ETag cannot be
+/// resumed. A body cut short (also a chunked one) is an error, never "complete"; a finished
+/// part whose size does not add up is discarded. When complete, `complete()` flushes the
+/// file to disk (fsync) and renames it into place, and its sidecar is kept as `<path>.json`
 /// until `removeFinished()`: a run killed after the download but before the answer was
 /// used leaves both, and the next attempt turns them back into a part and asks for the bytes
 /// after its end, so that the server confirms the answer is unchanged (`416` with the same
@@ -51,6 +62,14 @@ public final class Download {
   public private(set) var bytesReceived: Int64 = 0
   /// Bytes already on disk when the first attempt started (resumed from a previous run).
   public private(set) var bytesResumed: Int64 = 0
+  /// Requests sent so far (a `412` or `416` restart counts).
+  public private(set) var requests = 0
+  /// Body bytes received by the last request.
+  public private(set) var lastBytes: Int64 = 0
+  /// The offset the last request asked to resume from; 0 when it asked for everything.
+  public private(set) var lastOffset: Int64 = 0
+  /// What happened to the part that a report should say: restarts and why.
+  public private(set) var notes: [String] = []
   private var firstAttempt = true
 
   public init(path: String, style: ResumeStyle, resume: Bool) {
@@ -71,11 +90,17 @@ public final class Download {
 
   /// Sends one attempt of `request`, asking only for the missing bytes when a part exists.
   ///
-  /// - Returns: the answer's head; a non-2xx status other than 412/416 is returned for the
-  ///   caller to turn into an error.
-  /// - Throws: `TransportError`.
+  /// - Returns: the answer's head. A `416` that finds the part complete is returned as
+  ///   `200`; a non-2xx status other than a `412`/`416` restart is returned for the caller
+  ///   to turn into an error.
+  /// - Throws: `TransportError` (from the transfer, `.resumeMismatch` for a `206` that does
+  ///   not fit the part, `.file` for the part itself).
   public func attempt(_ request: HTTPRequest, client: HTTPClient, transactionID: String?) throws -> HTTPResponse {
-    try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    do {
+      try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    } catch {
+      throw TransportError.file(path: (path as NSString).deletingLastPathComponent, detail: "cannot create the download folder")
+    }
     if resume && firstAttempt && Download.fileSize(partPath) == nil && Download.fileSize(path) != nil
       && Download.fileSize(finishedSidecarPath) != nil
     {
@@ -84,18 +109,15 @@ public final class Download {
       rename(path, partPath)
     }
     var offset: Int64 = 0
-    var sidecar = existingSidecar(for: request.url)
-    if let s = sidecar, let etag = s.etag, !etag.hasPrefix("W/") {
-      offset = Download.fileSize(partPath) ?? 0
-    } else {
-      sidecar = nil
-    }
+    let sidecar = existingSidecar(for: request.url)
+    let etag = sidecar?.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
+    if etag != nil { offset = Download.fileSize(partPath) ?? 0 }
     if firstAttempt {
       bytesResumed = offset
       firstAttempt = false
     }
     var sent = request
-    if offset > 0, let etag = sidecar?.etag {
+    if offset > 0, let etag {
       switch style {
       case .platform:
         sent.headers.set("X-Range", "bytes=\(offset)-")
@@ -104,19 +126,62 @@ public final class Download {
         sent.headers.set("Range", "bytes=\(offset)-")
         sent.headers.set("If-Range", etag)
       }
+    } else {
+      offset = 0
     }
-    let sink = try PartFileSink(download: self, url: request.url, transactionID: transactionID, requestedOffset: offset)
+    let sink = PartFileSink(download: self, url: request.url, transactionID: transactionID, requestedOffset: offset, etag: etag)
     defer { sink.close() }
-    let response = try client.perform(sent, sink: sink)
-    bytesReceived += response.bytesReceived
-    if response.status == 412 || (response.status == 416 && !sink.isComplete(after416: response)) {
-      // The answer changed since the part was written (412), or the range is unusable
-      // (416): start again from byte 0 at once; this is not a failed attempt.
-      discard()
-      if offset > 0 { return try attempt(request, client: client, transactionID: transactionID) }
+    requests += 1
+    lastOffset = offset
+    lastBytes = 0
+    let response: HTTPResponse
+    do {
+      response = try client.perform(sent, sink: sink)
+    } catch {
+      lastBytes = sink.written
+      bytesReceived += sink.written
+      if case .resumeMismatch? = error as? TransportError { discard() }
+      throw error
     }
-    if response.status == 416 { return HTTPResponse(status: 200, headers: response.headers) }
-    return response
+    lastBytes = response.bytesReceived
+    bytesReceived += response.bytesReceived
+    let shown = HTTPClient.displayURL(request.url)
+    switch response.status {
+    case 412 where offset > 0:
+      discard()
+      notes.append("the answer changed on the server (412 to If-Match \(etag ?? "")); downloaded again from byte 0")
+      return try attempt(request, client: client, transactionID: transactionID)
+    case 416 where offset > 0:
+      if let total = PartFileSink.totalSize(response.headers["Content-Range"]), total == offset {
+        notes.append("the part already held the whole answer (\(total) bytes; 416 to a range from byte \(offset))")
+        var complete = response
+        complete.status = 200
+        return complete
+      }
+      discard()
+      notes.append(
+        "416 to a range from byte \(offset) (Content-Range: \(response.headers["Content-Range"] ?? "none")); downloaded again from byte 0")
+      return try attempt(request, client: client, transactionID: transactionID)
+    case 200..<300:
+      if offset > 0 && response.status == 200 {
+        switch style {
+        case .platform:
+          notes.append("the server ignored X-Range from byte \(offset) and sent the whole answer (200); started again from byte 0")
+        case .standard:
+          notes.append(
+            "the server sent the whole answer (200) to a Range from byte \(offset): the answer changed (If-Range) "
+              + "or the server does not do ranges; started again from byte 0")
+        }
+      }
+      // Verified before use: the part must hold exactly what the answer said it would.
+      if let expected = sink.expectedSize, let size = Download.fileSize(partPath), size != expected {
+        discard()
+        throw TransportError.resumeMismatch(url: shown, detail: "the part holds \(size) bytes, the answer said \(expected)")
+      }
+      return response
+    default:
+      return response
+    }
   }
 
   /// Flushes the finished part to disk and renames it to `path`.
@@ -148,12 +213,14 @@ public final class Download {
     unlink(sidecarPath)
   }
 
-  fileprivate func writeSidecar(_ sidecar: Sidecar) {
+  fileprivate func writeSidecar(_ sidecar: Sidecar) throws {
     // A URL's password is never written to disk.
     var object: [(key: String, value: JSONValue)] = [("url", .string(Redactor.maskingURLPasswords(sidecar.url)))]
     if let etag = sidecar.etag { object.append(("etag", .string(etag))) }
     if let id = sidecar.transactionID { object.append(("transaction_id", .string(id))) }
-    _ = FileManager.default.createFile(atPath: sidecarPath, contents: Data(JSONValue.object(object).json.utf8))
+    guard FileManager.default.createFile(atPath: sidecarPath, contents: Data(JSONValue.object(object).json.utf8)) else {
+      throw TransportError.file(path: sidecarPath, detail: "cannot write the download's sidecar")
+    }
   }
 
   static func fileSize(_ path: String) -> Int64? {
@@ -169,34 +236,57 @@ private final class PartFileSink: ResponseSink {
   let url: String
   let transactionID: String?
   let requestedOffset: Int64
+  /// The strong ETag the resume asked for (`If-Match`/`If-Range`).
+  let etag: String?
   var fd: Int32 = -1
+  /// Body bytes written by this answer.
+  var written: Int64 = 0
+  /// The part's size once this answer is complete, when its head says.
+  var expectedSize: Int64?
 
-  init(download: Download, url: String, transactionID: String?, requestedOffset: Int64) throws {
+  init(download: Download, url: String, transactionID: String?, requestedOffset: Int64, etag: String?) {
     self.download = download
     self.url = url
     self.transactionID = transactionID
     self.requestedOffset = requestedOffset
+    self.etag = etag
   }
 
   func begin(_ response: HTTPResponse) throws {
+    let shown = HTTPClient.displayURL(url)
     var start: Int64 = 0
+    let answerETag = response.headers["ETag"]
     if response.status == 206 {
       guard let range = response.headers["Content-Range"], let first = PartFileSink.rangeStart(range) else {
-        throw TransportError.other(host: HTTPClient.hostAndPort(url), detail: "206 answer without a usable Content-Range")
+        throw TransportError.resumeMismatch(url: shown, detail: "the 206 answer has no usable Content-Range")
       }
-      guard first <= requestedOffset else {
-        throw TransportError.other(
-          host: HTTPClient.hostAndPort(url), detail: "206 answer starts at byte \(first), after the \(requestedOffset) bytes held")
+      guard first <= requestedOffset, first <= Download.fileSize(download.partPath) ?? 0 else {
+        throw TransportError.resumeMismatch(
+          url: shown, detail: "the 206 answer starts at byte \(first), after the \(requestedOffset) bytes held")
+      }
+      guard let etag, answerETag == etag else {
+        throw TransportError.resumeMismatch(
+          url: shown, detail: "the 206 answer's ETag \(answerETag ?? "(none)") is not the \(etag ?? "(none)") the part was started with")
       }
       start = first
+      if let total = PartFileSink.totalSize(range) { expectedSize = total }
     }
-    fd = open(download.partPath, O_WRONLY | O_CREAT, 0o644)
+    if expectedSize == nil, let length = response.headers["Content-Length"].flatMap({ Int64($0) }) {
+      expectedSize = start + length
+    }
+    fd = open(download.partPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
     guard fd >= 0 else { throw TransportError.file(path: download.partPath, detail: String(cString: strerror(errno))) }
-    guard ftruncate(fd, off_t(start)) == 0, lseek(fd, off_t(start), SEEK_SET) == off_t(start) else {
+    // Truncate only a part that is longer than where this answer starts: on ext4, truncating
+    // a file to zero makes its close() start writing back everything written since
+    // (auto_da_alloc), which would hold up the end of every download.
+    var info = stat()
+    guard fstat(fd, &info) == 0, info.st_size <= off_t(start) || ftruncate(fd, off_t(start)) == 0,
+      lseek(fd, off_t(start), SEEK_SET) == off_t(start)
+    else {
       throw TransportError.file(path: download.partPath, detail: String(cString: strerror(errno)))
     }
-    let etag = response.headers["ETag"].flatMap { $0.hasPrefix("W/") ? nil : $0 }
-    download.writeSidecar(Download.Sidecar(url: url, etag: etag, transactionID: transactionID))
+    let strong = answerETag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
+    try download.writeSidecar(Download.Sidecar(url: url, etag: strong, transactionID: transactionID))
   }
 
   func write(_ bytes: UnsafeRawBufferPointer) throws {
@@ -209,6 +299,7 @@ private final class PartFileSink: ResponseSink {
       }
       done += n
     }
+    written += Int64(bytes.count)
   }
 
   func close() {
@@ -216,13 +307,10 @@ private final class PartFileSink: ResponseSink {
     fd = -1
   }
 
-  /// After a 416: complete when the part already holds the whole answer.
-  func isComplete(after416 response: HTTPResponse) -> Bool {
-    guard let range = response.headers["Content-Range"], let star = range.firstIndex(of: "/"),
-      let total = Int64(range[range.index(after: star)...].trimmingCharacters(in: .whitespaces)),
-      let size = Download.fileSize(download.partPath)
-    else { return false }
-    return size == total
+  /// `bytes 100-/*` → nil; `bytes 100-199/200`, `bytes */200` → 200.
+  static func totalSize(_ header: String?) -> Int64? {
+    guard let header, let slash = header.lastIndex(of: "/") else { return nil }
+    return Int64(header[header.index(after: slash)...].trimmingCharacters(in: .whitespaces))
   }
 
   /// `bytes 100-/*`, `bytes 100-199/200` → 100.

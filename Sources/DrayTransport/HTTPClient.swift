@@ -10,39 +10,80 @@ private let curlReady: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURL
 ///
 /// Not thread-safe: use one client per thread. Bodies stream to a `ResponseSink` and are
 /// never held whole in memory here. Settings applied to every request:
-/// - `User-Agent: dray/<version>`; no `Accept-Encoding` (byte offsets of resumed downloads
-///   count uncompressed bytes, platform-api.md §3);
-/// - redirects followed up to 5; libcurl sends custom `Authorization` headers only to the
-///   original host (CURLOPT_UNRESTRICTED_AUTH stays off), so credentials never cross origins;
-/// - proxies from `http_proxy`, `https_proxy` and `no_proxy`, read by libcurl;
-/// - TLS verification on unless the request's `tls.verify` is false;
-/// - connect, whole-request and idle (low-speed: under 1 byte/s) timeouts.
+/// - `User-Agent: dray/<version>`; `Accept-Encoding: identity` (byte offsets of resumed
+///   downloads count uncompressed bytes, platform-api.md §3);
+/// - redirects followed by `RedirectState` (at most 5, no loops, credentials kept to the
+///   first origin); libcurl's own following is off;
+/// - proxies from the environment, read by libcurl: `http_proxy` (lower case only: libcurl
+///   ignores `HTTP_PROXY`, which a CGI request could set), `https_proxy` or `HTTPS_PROXY`,
+///   `all_proxy` or `ALL_PROXY`, and `no_proxy` or `NO_PROXY` for hosts to reach directly;
+/// - TLS verification on unless the request's `tls.verify` is false; `tls.caFile`
+///   replaces the system's CA bundle;
+/// - connect, whole-request and idle time limits. The idle limit (no byte received or sent
+///   for `timeouts.idle`) is checked here, in libcurl's progress callback, about once a
+///   second: libcurl's own low-speed check averages over several seconds and would fire
+///   late;
+/// - a request that is not `repeatable` goes on a new connection (see
+///   `HTTPRequest.repeatable`).
 public final class HTTPClient {
+  /// libcurl's receive buffer, in bytes: its largest (CURL_MAX_READ_SIZE), so that a fast
+  /// download costs few callbacks and few `write(2)` calls.
+  public static let receiveBufferSize = 512 * 1024
+
   private let handle: UnsafeMutableRawPointer
+  /// libcurl writes its detailed error message here (CURLOPT_ERRORBUFFER); owned by this
+  /// object so that the pointer libcurl keeps stays valid.
+  private let errorBuffer: UnsafeMutablePointer<CChar>
   /// Checked during transfers; cancelling aborts the transfer with `TransportError.cancelled`.
   public let cancellation: Cancellation
   /// Called during transfers with body bytes received so far and the expected total.
   public var progress: ((_ received: Int64, _ total: Int64?) -> Void)?
+  /// Bytes of the last `perform`'s requests (heads and bodies, every redirect hop) that
+  /// reached the socket. Zero means the server cannot have acted on the call, so even a
+  /// call that changes data may be sent again.
+  public private(set) var bytesSent: Int64 = 0
 
   public init(cancellation: Cancellation = Cancellation()) {
     precondition(curlReady, "libcurl failed to initialise")
     guard let handle = curl_easy_init() else { fatalError("libcurl could not create a handle (out of memory)") }
     self.handle = handle
+    self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    self.errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     self.cancellation = cancellation
   }
 
-  deinit { curl_easy_cleanup(handle) }
+  deinit {
+    curl_easy_cleanup(handle)
+    errorBuffer.deallocate()
+  }
 
-  /// Sends `request` once and streams a 2xx body to `sink`.
+  /// Sends `request`, following redirects, and streams a 2xx body to `sink`.
   ///
   /// A non-2xx answer is returned, not thrown, with its first 64 KiB in `errorBody`; its
-  /// body never reaches the sink.
+  /// body never reaches the sink. `sink.begin` is called once per 2xx answer, before its
+  /// first byte (also for an empty body).
   /// - Throws: `TransportError` for failures below HTTP (DNS, connect, reset, timeouts, TLS,
-  ///   truncated bodies, cancellation); errors thrown by the sink are rethrown as they are.
+  ///   truncated bodies, redirects, cancellation); errors thrown by the sink are rethrown as
+  ///   they are.
   public func perform(_ request: HTTPRequest, sink: any ResponseSink) throws -> HTTPResponse {
+    bytesSent = 0
+    var redirects = RedirectState(url: request.url, method: request.method)
+    var current = request
+    while true {
+      let (response, location) = try performOnce(current, sink: sink)
+      guard RedirectState.isRedirect(response.status), let location else { return response }
+      current = try redirects.follow(current, status: response.status, location: location)
+    }
+  }
+
+  /// One request without following redirects: the answer, and the absolute URL its
+  /// `Location` names when it is a redirect.
+  private func performOnce(_ request: HTTPRequest, sink: any ResponseSink) throws -> (HTTPResponse, String?) {
     curl_easy_reset(handle)
-    let state = TransferState(sink: sink, cancellation: cancellation, progress: progress)
-    var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    errorBuffer[0] = 0
+    let state = TransferState(
+      handle: handle, sink: sink, cancellation: cancellation, progress: progress, idle: request.timeouts.idle,
+      secure: request.url.lowercased().hasPrefix("https:"))
     var headerList: UnsafeMutablePointer<curl_slist>?
     defer { curl_slist_free_all(headerList) }
     let context = Unmanaged.passUnretained(state).toOpaque()
@@ -53,19 +94,17 @@ public final class HTTPClient {
     set(CURLOPT_URL, request.url)
     set(CURLOPT_NOSIGNAL, 1)
     set(CURLOPT_USERAGENT, "dray/\(DrayVersion.current)")
-    set(CURLOPT_FOLLOWLOCATION, 1)
-    set(CURLOPT_MAXREDIRS, 5)
+    set(CURLOPT_FOLLOWLOCATION, 0)
     set(CURLOPT_PROTOCOLS_STR, "http,https")
-    set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-    set(CURLOPT_CONNECTTIMEOUT_MS, Int(request.timeouts.connect.seconds * 1000))
-    if let total = request.timeouts.request { set(CURLOPT_TIMEOUT_MS, Int(total.seconds * 1000)) }
-    set(CURLOPT_LOW_SPEED_LIMIT, 1)
-    set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.timeouts.idle.seconds.rounded(.up))))
+    set(CURLOPT_BUFFERSIZE, HTTPClient.receiveBufferSize)
+    set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(request.timeouts.connect.seconds * 1000)))
+    if let total = request.timeouts.request { set(CURLOPT_TIMEOUT_MS, max(1, Int(total.seconds * 1000))) }
+    if !request.repeatable { set(CURLOPT_FRESH_CONNECT, 1) }
     set(CURLOPT_SSL_VERIFYPEER, request.tls.verify ? 1 : 0)
     set(CURLOPT_SSL_VERIFYHOST, request.tls.verify ? 2 : 0)
     if let ca = request.tls.caFile { set(CURLOPT_CAINFO, ca) }
     set(CURLOPT_TCP_KEEPALIVE, 1)
-    _ = errorBuffer.withUnsafeMutableBufferPointer { dray_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, $0.baseAddress) }
+    _ = dray_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
 
     _ = dray_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
     _ = dray_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, ctx in
@@ -77,8 +116,8 @@ public final class HTTPClient {
     }
     set(CURLOPT_NOPROGRESS, 0)
     _ = dray_curl_setopt_pointer(handle, CURLOPT_XFERINFODATA, context)
-    _ = dray_curl_setopt_xferinfo_callback(handle) { ctx, total, now, _, _ in
-      TransferState.from(ctx).tick(received: now, total: total)
+    _ = dray_curl_setopt_xferinfo_callback(handle) { ctx, total, now, _, sent in
+      TransferState.from(ctx).tick(received: now, total: total, sent: sent)
     }
 
     var headers = request.headers
@@ -89,7 +128,6 @@ public final class HTTPClient {
     }
     _ = dray_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)
 
-    var bodyBytes: [UInt8] = []
     switch request.method {
     case .get: set(CURLOPT_HTTPGET, 1)
     case .head: set(CURLOPT_NOBODY, 1)
@@ -100,9 +138,14 @@ public final class HTTPClient {
     case .none:
       if request.method == .post { _ = dray_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, 0) }
     case .bytes(let bytes):
-      bodyBytes = bytes
-      if request.method != .post { set(CURLOPT_POST, 1); set(CURLOPT_CUSTOMREQUEST, request.method.rawValue) }
-      _ = dray_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyBytes.count))
+      if request.method != .post {
+        set(CURLOPT_POST, 1)
+        set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+      }
+      // libcurl copies the body (CURLOPT_COPYPOSTFIELDS), so nothing here must outlive the call.
+      _ = dray_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+      var copy = bytes.isEmpty ? [0] : bytes
+      _ = copy.withUnsafeMutableBytes { dray_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
     case .file(let path):
       guard let file = FileHandle(forReadingAtPath: path) else {
         throw TransportError.file(path: path, detail: "cannot open it for reading")
@@ -119,64 +162,66 @@ public final class HTTPClient {
     }
     defer { try? state.upload?.close() }
 
-    let code = bodyBytes.withUnsafeBufferPointer { buffer -> CURLcode in
-      if case .bytes = request.body {
-        _ = dray_curl_setopt_pointer(
-          handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!))
-      }
-      return curl_easy_perform(handle)
-    }
+    let code = curl_easy_perform(handle)
+    bytesSent += lastRequestBytes
     if let sinkError = state.sinkError { throw sinkError }
-    let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    let host = HTTPClient.hostAndPort(request.url)
     var response = HTTPResponse(status: state.status, headers: state.headers, bytesReceived: state.received, errorBody: state.errorBody)
-    if code == CURLE_OK {
-      if !state.begun && (200..<300).contains(state.status) { try sink.begin(response) }
-      return response
-    }
-    var osErrno: Int = 0
-    _ = dray_curl_getinfo_long(handle, CURLINFO_OS_ERRNO, &osErrno)
+    response.url = request.url
+    guard code == CURLE_OK else { throw error(code, request: request, state: state) }
+    if !state.begun && (200..<300).contains(state.status) { try sink.begin(response) }
+    var location: UnsafeMutablePointer<CChar>?
+    _ = dray_curl_getinfo_string(handle, CURLINFO_REDIRECT_URL, &location)
+    return (response, location.map { String(cString: $0) })
+  }
+
+  /// The error class of a failed transfer, from libcurl's code and what the transfer saw.
+  private func error(_ code: CURLcode, request: HTTPRequest, state: TransferState) -> TransportError {
+    if cancellation.isCancelled { return .cancelled }
+    let detail = String(cString: errorBuffer)
     let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+    let url = HTTPClient.displayURL(request.url)
+    let host = HTTPClient.hostAndPort(request.url)
+    var osErrno = 0
+    _ = dray_curl_getinfo_long(handle, CURLINFO_OS_ERRNO, &osErrno)
     switch code {
     case CURLE_ABORTED_BY_CALLBACK:
-      throw TransportError.cancelled
+      if state.idleExpired { return .timeout(.idle, url: url, limit: request.timeouts.idle) }
+      return .cancelled
     case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
-      throw TransportError.dnsFailure(host: HTTPClient.hostName(request.url))
+      return .dnsFailure(host: HTTPClient.hostName(request.url))
     case CURLE_COULDNT_CONNECT:
-      if osErrno == Int(ECONNREFUSED) || reason.contains("refused") { throw TransportError.connectionRefused(host: host) }
-      if osErrno == Int(ETIMEDOUT) || reason.contains("timed out") {
-        throw TransportError.timeout(.connect, host: host, limit: request.timeouts.connect)
+      if osErrno == Int(ECONNREFUSED) || reason.contains("refused") { return .connectionRefused(host: host) }
+      if osErrno == Int(ETIMEDOUT) || reason.contains("timed out") || reason.contains("Timeout") {
+        return .timeout(.connect, url: url, limit: request.timeouts.connect)
       }
-      throw TransportError.other(host: host, detail: reason)
+      return .other(url: url, detail: reason)
     case CURLE_OPERATION_TIMEDOUT:
+      // libcurl has one code for three limits: tell them apart by its message and by
+      // whether the connection was ever made.
+      if reason.contains("too slow") { return .timeout(.idle, url: url, limit: request.timeouts.idle) }
       var connectTime: curl_off_t = 0
       _ = dray_curl_getinfo_off(handle, CURLINFO_CONNECT_TIME_T, &connectTime)
-      if reason.contains("too slow") { throw TransportError.timeout(.idle, host: host, limit: request.timeouts.idle) }
-      if connectTime == 0 && !state.sawHeaders {
-        throw TransportError.timeout(.connect, host: host, limit: request.timeouts.connect)
+      let connected = connectTime > 0 || state.sawHeaders || reason.hasPrefix("Operation timed out")
+      // Before the connection, the shorter of the two limits is the one that fired.
+      if !connected && (request.timeouts.request.map { $0 > request.timeouts.connect } ?? true) {
+        return .timeout(.connect, url: url, limit: request.timeouts.connect)
       }
-      throw TransportError.timeout(.request, host: host, limit: request.timeouts.request ?? .seconds(0))
+      return .timeout(.request, url: url, limit: request.timeouts.request ?? request.timeouts.connect)
     case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
       CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-      throw TransportError.tlsFailure(host: host, detail: reason)
+      return .tlsFailure(host: host, detail: reason)
     case CURLE_PARTIAL_FILE:
-      throw TransportError.truncated(host: host, received: state.received, detail: reason)
+      return .truncated(url: url, received: state.received, detail: reason)
     case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING:
-      if state.begun && state.received > 0 {
-        throw TransportError.truncated(host: host, received: state.received, detail: reason)
-      }
-      throw TransportError.connectionReset(host: host, detail: reason)
-    case CURLE_WRITE_ERROR:
-      response.bytesReceived = state.received
-      throw TransportError.other(host: host, detail: reason)
+      if state.begun && state.received > 0 { return .truncated(url: url, received: state.received, detail: reason) }
+      return .connectionReset(url: url, detail: reason)
     default:
-      throw TransportError.other(host: host, detail: reason)
+      return .other(url: url, detail: reason)
     }
   }
 
-  /// Bytes of the last request's head and body that reached the socket. Zero means the
-  /// server cannot have acted on it, so even a non-idempotent call may be sent again.
-  public var bytesSent: Int64 {
+  /// Bytes of the last transfer's request head and body that reached the socket.
+  private var lastRequestBytes: Int64 {
     var head = 0
     _ = dray_curl_getinfo_long(handle, CURLINFO_REQUEST_SIZE, &head)
     var body: curl_off_t = 0
@@ -184,11 +229,11 @@ public final class HTTPClient {
     return Int64(head) + Int64(body)
   }
 
-  /// `host:port` of a URL, for messages.
+  /// `host:port` of a URL, for messages; never with `user:password@`.
   public static func hostAndPort(_ url: String) -> String {
     var rest = Substring(url)
     if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
-    if let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) { rest = rest[..<slash] }
+    if let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { rest = rest[..<slash] }
     if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }  // never print userinfo
     return String(rest)
   }
@@ -198,6 +243,17 @@ public final class HTTPClient {
     let hostPort = hostAndPort(url)
     if hostPort.hasPrefix("["), let close = hostPort.firstIndex(of: "]") { return String(hostPort[...close]) }
     return String(hostPort.split(separator: ":").first ?? Substring(hostPort))
+  }
+
+  /// A URL for messages and reports: as given, without `user:password@` and without a
+  /// fragment.
+  public static func displayURL(_ url: String) -> String {
+    guard let scheme = url.range(of: "://") else { return url }
+    let authorityStart = scheme.upperBound
+    let afterAuthority = url[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
+    var out = String(url[..<authorityStart]) + hostAndPort(url) + String(url[afterAuthority...])
+    if let hash = out.firstIndex(of: "#") { out = String(out[..<hash]) }
+    return out
   }
 }
 
@@ -215,11 +271,26 @@ private final class TransferState {
   var sinkError: (any Error)?
   var upload: FileHandle?
   var lastProgress: Int64 = -1
+  /// The idle limit, and when a byte last moved either way. The clock starts once the
+  /// connection (and its TLS handshake) is made: before that the connect limit applies.
+  let idle: Duration
+  let handle: UnsafeMutableRawPointer
+  let secure: Bool
+  var connected = false
+  var lastActivity = ContinuousClock.now
+  var lastSent: curl_off_t = 0
+  var idleExpired = false
 
-  init(sink: any ResponseSink, cancellation: Cancellation, progress: ((Int64, Int64?) -> Void)?) {
+  init(
+    handle: UnsafeMutableRawPointer, sink: any ResponseSink, cancellation: Cancellation, progress: ((Int64, Int64?) -> Void)?,
+    idle: Duration, secure: Bool
+  ) {
+    self.handle = handle
     self.sink = sink
     self.cancellation = cancellation
     self.progress = progress
+    self.idle = idle
+    self.secure = secure
   }
 
   static func from(_ ctx: UnsafeMutableRawPointer?) -> TransferState {
@@ -227,6 +298,7 @@ private final class TransferState {
   }
 
   func header(_ line: UnsafeRawBufferPointer) -> Int {
+    lastActivity = .now
     var text = String(decoding: line, as: UTF8.self)
     while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
     if text.hasPrefix("HTTP/") {
@@ -234,6 +306,7 @@ private final class TransferState {
       let parts = text.split(separator: " ", maxSplits: 2)
       status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
       headers = HTTPHeaders()
+      errorBody = []
       sawHeaders = true
     } else if let colon = text.firstIndex(of: ":") {
       let name = String(text[..<colon])
@@ -245,6 +318,7 @@ private final class TransferState {
 
   func receive(_ data: UnsafeRawBufferPointer) -> Int {
     if cancellation.isCancelled { return 0 }
+    lastActivity = .now
     guard (200..<300).contains(status) else {
       let room = max(0, 65536 - errorBody.count)
       errorBody.append(contentsOf: data.prefix(room))
@@ -264,8 +338,22 @@ private final class TransferState {
     return data.count
   }
 
-  func tick(received now: curl_off_t, total: curl_off_t) -> Int32 {
+  func tick(received now: curl_off_t, total: curl_off_t, sent: curl_off_t) -> Int32 {
     if cancellation.isCancelled { return 1 }
+    if !connected {
+      var time: curl_off_t = 0
+      _ = dray_curl_getinfo_off(handle, secure ? CURLINFO_APPCONNECT_TIME_T : CURLINFO_CONNECT_TIME_T, &time)
+      connected = time > 0 || sawHeaders
+      lastActivity = .now
+    }
+    if sent != lastSent {
+      lastSent = sent
+      lastActivity = .now
+    }
+    if ContinuousClock.now - lastActivity > idle {
+      idleExpired = true
+      return 1
+    }
     if let progress, Int64(now) != lastProgress, (200..<300).contains(status) {
       lastProgress = Int64(now)
       progress(received, total > 0 ? Int64(total) : nil)

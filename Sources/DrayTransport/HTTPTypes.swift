@@ -51,10 +51,15 @@ public struct HTTPRequest: Sendable, Hashable {
   public var body: HTTPBody
   public var timeouts: Timeouts
   public var tls: TLSSettings
+  /// Whether the server may receive this request twice without harm: true for idempotent
+  /// methods (RFC 9110 §9.2.2), and for calls a transaction id makes safe to repeat. A
+  /// request that is not repeatable always goes on a new connection, because libcurl sends
+  /// a request again by itself when a reused connection closes before the answer.
+  public var repeatable: Bool
 
   public init(
     method: HTTPMethod = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: HTTPBody = .none,
-    timeouts: Timeouts = Timeouts(), tls: TLSSettings = TLSSettings()
+    timeouts: Timeouts = Timeouts(), tls: TLSSettings = TLSSettings(), repeatable: Bool? = nil
   ) {
     self.method = method
     self.url = url
@@ -62,12 +67,15 @@ public struct HTTPRequest: Sendable, Hashable {
     self.body = body
     self.timeouts = timeouts
     self.tls = tls
+    self.repeatable = repeatable ?? method.isIdempotent
   }
 }
 
 /// The head of an answer, and how much of its body arrived.
 public struct HTTPResponse: Sendable, Hashable {
   public var status: Int
+  /// The URL that answered (after redirects); empty when not known.
+  public var url: String = ""
   public var headers: HTTPHeaders
   /// Body bytes received in this attempt.
   public var bytesReceived: Int64

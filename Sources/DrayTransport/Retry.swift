@@ -22,10 +22,15 @@ public struct Attempt: Sendable, Equatable {
   public var wait: Double?
   /// True when the wait came from the server's `Retry-After`.
   public var waitFromRetryAfter: Bool
+  /// Body bytes this attempt received, for downloads.
+  public var bytes: Int64?
+  /// The byte offset this attempt asked to resume from (`X-Range`/`Range`), for downloads
+  /// that resumed.
+  public var resumedFrom: Int64?
 
   public init(
     number: Int, call: String? = nil, startOffset: Double, duration: Double, outcome: String, status: Int? = nil,
-    message: String? = nil, wait: Double? = nil, waitFromRetryAfter: Bool = false
+    message: String? = nil, wait: Double? = nil, waitFromRetryAfter: Bool = false, bytes: Int64? = nil, resumedFrom: Int64? = nil
   ) {
     self.number = number
     self.call = call
@@ -36,79 +41,126 @@ public struct Attempt: Sendable, Equatable {
     self.message = message
     self.wait = wait
     self.waitFromRetryAfter = waitFromRetryAfter
+    self.bytes = bytes
+    self.resumedFrom = resumedFrom
   }
+}
+
+/// What to do after an attempt failed.
+public enum RetryDecision: Sendable, Equatable {
+  /// Try again after the policy's wait (or the server's `Retry-After`); uses one of the
+  /// policy's `count` retries.
+  case retry
+  /// Try again at once without using a retry (after a new token, platform-api.md §1).
+  case repeatNow
+  /// Stop. `reason`, when given, is added to the error (for example why a transient error
+  /// is not retried).
+  case fail(reason: String?)
 }
 
 /// Runs a call under a `RetryPolicy`.
 ///
-/// An attempt that throws a transient `TransportError` (see `TransportError.isTransient`) is
-/// tried again after the policy's wait, or after the server's `Retry-After` when that is
-/// longer; a `Retry-After` beyond `maxInterval` fails the call with `.retryAfterTooLong`.
-/// Other errors fail at once. Waits stop early when the call is cancelled.
+/// After each failed attempt `classify` decides (by default: retry a transient
+/// `TransportError`, see `TransportError.isTransient`, and fail on anything else). A retry
+/// waits the policy's delay (`RetryPolicy.delay(beforeRetry:random:)`), or the server's
+/// `Retry-After` when that is longer; a `Retry-After` beyond `maxInterval` fails the call
+/// with `.retryAfterTooLong`. When retries run out, or the next wait would pass
+/// `maxElapsed`, the call fails with `.gaveUp` saying so. Every attempt is recorded with its
+/// outcome and the wait after it. Waits stop early when the call is cancelled.
 public struct RetryRunner {
   public var policy: RetryPolicy
   public var cancellation: Cancellation
   /// Uniform in [0, 1), for full jitter; injectable for tests.
-  public var random: () -> Double = { Double.random(in: 0..<1) }
+  public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
 
   public init(policy: RetryPolicy, cancellation: Cancellation) {
     self.policy = policy
     self.cancellation = cancellation
   }
 
-  /// Calls `attempt` until it succeeds, fails permanently, or retries run out.
+  /// Retry a transient `TransportError`; fail on anything else.
+  public static func defaultDecision(_ error: any Error) -> RetryDecision {
+    (error as? TransportError)?.isTransient == true ? .retry : .fail(reason: nil)
+  }
+
+  /// Calls `attempt` until it succeeds, fails for good, or retries run out.
   /// - Parameters:
+  ///   - call: names the call in records (`sign-in`); nil for the step's own call.
   ///   - attempt: receives the attempt number (1-based).
-  ///   - isTransient: which errors may succeed on another attempt; `TransportError.isTransient`
-  ///     by default (a step with its own status rules says otherwise).
-  ///   - mayRetry: a last word on a transient error, e.g. "no byte of a POST was sent".
+  ///   - classify: what to do after a failed attempt.
   ///   - record: receives each attempt's record as it ends.
-  /// - Throws: the last attempt's error.
+  /// - Throws: the last attempt's error; a `TransportError` that stopped for the policy's
+  ///   sake is wrapped in `.gaveUp` or `.retryAfterTooLong`.
   public func run<T>(
+    call: String? = nil,
     _ attempt: (Int) throws -> T,
-    isTransient: (TransportError) -> Bool = { $0.isTransient },
-    mayRetry: (any Error) -> Bool = { _ in true },
+    classify: (any Error) -> RetryDecision = RetryRunner.defaultDecision,
     record: (Attempt) -> Void
   ) throws -> T {
     let start = ContinuousClock.now
     var number = 1
+    var retries = 0
     while true {
       let attemptStart = ContinuousClock.now
       do {
         let value = try attempt(number)
         record(
           Attempt(
-            number: number, startOffset: (attemptStart - start).seconds, duration: (ContinuousClock.now - attemptStart).seconds,
-            outcome: "ok", status: (value as? HTTPResponse)?.status))
+            number: number, call: call, startOffset: (attemptStart - start).seconds,
+            duration: (ContinuousClock.now - attemptStart).seconds, outcome: "ok", status: (value as? HTTPResponse)?.status))
         return value
       } catch {
         var entry = Attempt(
-          number: number, startOffset: (attemptStart - start).seconds, duration: (ContinuousClock.now - attemptStart).seconds,
-          outcome: RetryRunner.code(of: error), status: RetryRunner.status(of: error), message: "\(error)")
-        guard let transport = error as? TransportError, isTransient(transport), number <= policy.count,
-          !cancellation.isCancelled, mayRetry(error)
-        else {
+          number: number, call: call, startOffset: (attemptStart - start).seconds,
+          duration: (ContinuousClock.now - attemptStart).seconds, outcome: RetryRunner.code(of: error),
+          status: (error as? any ReportableError)?.httpStatus, message: "\(error)")
+        if cancellation.isCancelled {
           record(entry)
           throw error
         }
-        var wait = policy.delay(beforeRetry: number, random: random)
-        if case .httpStatus(let status) = transport, let retryAfter = status.retryAfter {
+        let attempts = number == 1 ? "1 attempt" : "\(number) attempts"
+        switch classify(error) {
+        case .fail(let reason):
+          record(entry)
+          if let reason, let transport = error as? TransportError { throw TransportError.gaveUp(last: transport, reason: reason) }
+          throw error
+        case .repeatNow:
+          entry.wait = 0
+          record(entry)
+          number += 1
+          continue
+        case .retry:
+          break
+        }
+        // Transient: wait and try again, if the policy allows.
+        let transport = error as? TransportError
+        guard retries < policy.count else {
+          record(entry)
+          let reason = "gave up after \(attempts) (retry.count: \(policy.count))"
+          if let transport { throw TransportError.gaveUp(last: transport, reason: reason) }
+          throw error
+        }
+        var wait = policy.delay(beforeRetry: retries + 1, random: random)
+        if let statusError = RetryRunner.statusError(transport), let retryAfter = statusError.retryAfter {
           if retryAfter > policy.maxInterval.seconds {
             record(entry)
-            throw TransportError.retryAfterTooLong(seconds: retryAfter, limit: policy.maxInterval)
+            throw TransportError.retryAfterTooLong(statusError, seconds: retryAfter, limit: policy.maxInterval)
           }
           if retryAfter > wait.seconds {
-            wait = .milliseconds(Int64(retryAfter * 1000))
+            wait = .milliseconds(Int64((retryAfter * 1000).rounded(.up)))
             entry.waitFromRetryAfter = true
           }
         }
         if let limit = policy.maxElapsed, (ContinuousClock.now - start) + wait > limit {
           record(entry)
+          let reason = "gave up after \(attempts): waiting \(wait.formatted) more would pass retry.max_elapsed (\(limit.formatted))"
+          if let transport { throw TransportError.gaveUp(last: transport, reason: reason) }
           throw error
         }
         entry.wait = wait.seconds
         record(entry)
         try sleep(wait)
+        retries += 1
         number += 1
       }
     }
@@ -127,12 +179,11 @@ public struct RetryRunner {
   }
 
   static func code(of error: any Error) -> String {
-    if let t = error as? TransportError { return t.code }
-    return "error"
+    (error as? any ReportableError)?.code ?? "error"
   }
 
-  static func status(of error: any Error) -> Int? {
-    if case .httpStatus(let e)? = error as? TransportError { return e.status }
+  static func statusError(_ error: TransportError?) -> HTTPStatusError? {
+    if case .httpStatus(let e)? = error { return e }
     return nil
   }
 

@@ -1,9 +1,26 @@
-internal import DrayModel
+public import DrayModel
+
+/// An error with a stable code for run reports, and a message for people.
+///
+/// Adopted by `TransportError` here and by the platform client's errors, so that the retry
+/// runner records any of them the same way.
+public protocol ReportableError: Error, CustomStringConvertible {
+  /// A stable identifier for reports and scripts (`connection_refused`, `http_503`, ...).
+  var code: String { get }
+  /// The HTTP status behind the error, when an answer came.
+  var httpStatus: Int? { get }
+}
+
+extension ReportableError {
+  public var httpStatus: Int? { nil }
+}
 
 /// Why an HTTP call failed, in classes a user can act on.
 ///
-/// `code` is stable and goes into run reports; `description` says what to check.
-public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+/// `code` is stable and goes into run reports; `description` says what failed, where (the
+/// host or the URL, never with credentials), and what to check. URLs in messages come from
+/// `HTTPClient.displayURL(_:)`, which drops any `user:password@`.
+public enum TransportError: ReportableError, Sendable, Equatable {
   public enum TimeoutKind: String, Sendable, Equatable {
     /// No connection within `timeouts.connect`.
     case connect
@@ -13,25 +30,40 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case idle
   }
 
+  /// The host name did not resolve.
   case dnsFailure(host: String)
+  /// Nothing listens at the address (`host:port`).
   case connectionRefused(host: String)
-  case connectionReset(host: String, detail: String)
-  case timeout(TimeoutKind, host: String, limit: Duration)
+  /// The connection closed or was reset before an answer's head arrived.
+  case connectionReset(url: String, detail: String)
+  /// A time limit passed; `limit` is the limit that fired.
+  case timeout(TimeoutKind, url: String, limit: Duration)
+  /// The TLS handshake or the certificate check failed.
   case tlsFailure(host: String, detail: String)
   /// A non-2xx answer, with the platform's error body when it sent one.
   case httpStatus(HTTPStatusError)
-  /// The connection closed before the whole body arrived.
-  case truncated(host: String, received: Int64, detail: String)
+  /// The connection closed before the whole body arrived (`received` body bytes came).
+  case truncated(url: String, received: Int64, detail: String)
+  /// A resumed answer did not fit the part held (another ETag, a range that starts after
+  /// the part's end, a size that does not add up); the part was discarded.
+  case resumeMismatch(url: String, detail: String)
+  /// A redirect could not be followed: too many, a loop, or an unusable `Location`.
+  case redirect(url: String, detail: String)
+  /// The run was cancelled (a signal, or the engine).
   case cancelled
+  /// An answer kept in memory grew past `limit` bytes.
   case bodyTooLarge(limit: Int)
-  /// The server said to wait longer than the retry policy allows.
-  case retryAfterTooLong(seconds: Double, limit: Duration)
+  /// The server said to wait (`Retry-After`, `seconds`) longer than `retry.max_interval`.
+  case retryAfterTooLong(HTTPStatusError, seconds: Double, limit: Duration)
+  /// Retrying stopped (`reason` says why: retries used up, `max_elapsed`, or a call that
+  /// may not be repeated); `last` is the last attempt's error.
+  indirect case gaveUp(last: TransportError, reason: String)
   /// A local file could not be read or written.
   case file(path: String, detail: String)
   /// Anything else libcurl reported.
-  case other(host: String, detail: String)
+  case other(url: String, detail: String)
 
-  /// A stable identifier for reports and scripts.
+  /// A stable identifier for reports and scripts. `gaveUp` keeps its last error's code.
   public var code: String {
     switch self {
     case .dnsFailure: "dns_failure"
@@ -41,12 +73,29 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case .tlsFailure: "tls_failure"
     case .httpStatus(let e): "http_\(e.status)"
     case .truncated: "body_truncated"
+    case .resumeMismatch: "resume_mismatch"
+    case .redirect: "redirect_failed"
     case .cancelled: "cancelled"
     case .bodyTooLarge: "body_too_large"
     case .retryAfterTooLong: "retry_after_too_long"
+    case .gaveUp(let last, _): last.code
     case .file: "file_error"
     case .other: "transport_error"
     }
+  }
+
+  public var httpStatus: Int? {
+    switch self {
+    case .httpStatus(let e), .retryAfterTooLong(let e, _, _): e.status
+    case .gaveUp(let last, _): last.httpStatus
+    default: nil
+    }
+  }
+
+  /// The error below any `gaveUp`.
+  public var underlying: TransportError {
+    if case .gaveUp(let last, _) = self { return last.underlying }
+    return self
   }
 
   public var description: String {
@@ -55,36 +104,46 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
       "cannot resolve host '\(host)' (DNS failure); check platform.host and the network"
     case .connectionRefused(let host):
       "cannot connect to \(host): connection refused; check that the server is running and the port is right"
-    case .connectionReset(let host, let detail):
-      "connection to \(host) was reset (\(detail))"
-    case .timeout(let kind, let host, let limit):
+    case .connectionReset(let url, let detail):
+      "the connection to \(HTTPClient.hostAndPort(url)) closed before an answer to \(url) (\(detail)); "
+        + "check the server's log and any proxy or load balancer in between"
+    case .timeout(let kind, let url, let limit):
       switch kind {
       case .connect:
-        "could not connect to \(host) within \(limit.formatted) (connect timeout); check the address and firewalls, or raise timeouts.connect"
-      case .request: "request to \(host) took longer than \(limit.formatted) (request timeout); raise timeouts.request"
-      case .idle: "no data from \(host) for \(limit.formatted) (idle timeout); the server stalled, or raise timeouts.idle"
+        "could not connect to \(HTTPClient.hostAndPort(url)) within \(limit.formatted) (connect timeout); "
+          + "check the address and firewalls, or raise timeouts.connect"
+      case .request:
+        "\(url) took longer than \(limit.formatted) (request timeout); raise timeouts.request, or check why the server is slow"
+      case .idle:
+        "no data from \(url) for \(limit.formatted) (idle timeout); the server stalled, or raise timeouts.idle"
       }
     case .tlsFailure(let host, let detail):
-      "TLS handshake with \(host) failed (\(detail)); check the certificate, or tls.ca_file"
+      "TLS with \(host) failed (\(detail)); check the server's certificate, or set platform.tls.ca_file to the CA that signed it"
     case .httpStatus(let e): e.description
-    case .truncated(let host, let received, let detail):
-      "the answer from \(host) was cut short after \(received) bytes (\(detail))"
+    case .truncated(let url, let received, let detail):
+      "the answer from \(url) was cut short after \(received) bytes (\(detail)); the connection dropped mid-answer"
+    case .resumeMismatch(let url, let detail):
+      "cannot resume the download from \(url): \(detail); the partial file was discarded"
+    case .redirect(let url, let detail):
+      "cannot follow the redirect from \(url): \(detail); check platform.host"
     case .cancelled: "cancelled"
     case .bodyTooLarge(let limit): "the answer is larger than \(limit) bytes, the most kept in memory"
-    case .retryAfterTooLong(let seconds, let limit):
-      "the server asked to wait \(Int(seconds.rounded())) s before retrying (Retry-After), longer than retry.max_interval (\(limit.formatted)); giving up"
+    case .retryAfterTooLong(let e, let seconds, let limit):
+      "\(e); the server asked to wait \(Int(seconds.rounded())) s before retrying (Retry-After), "
+        + "longer than retry.max_interval (\(limit.formatted)); giving up. Raise retry.max_interval to wait that long"
+    case .gaveUp(let last, let reason): "\(last); \(reason)"
     case .file(let path, let detail): "cannot use file \(path): \(detail)"
-    case .other(let host, let detail): "request to \(host) failed: \(detail)"
+    case .other(let url, let detail): "request to \(url) failed: \(detail)"
     }
   }
 
-  /// Whether another attempt may succeed: connection errors, timeouts, truncated bodies,
-  /// and statuses 408, 429, 500, 502, 503, 504.
+  /// Whether another attempt may succeed: DNS and connection errors, timeouts, truncated
+  /// bodies, a discarded resume, libcurl's other errors, and the statuses 408, 429, 500,
+  /// 502, 503, 504.
   public var isTransient: Bool {
     switch self {
-    case .dnsFailure, .connectionRefused, .connectionReset, .timeout, .truncated: true
+    case .dnsFailure, .connectionRefused, .connectionReset, .timeout, .truncated, .resumeMismatch, .other: true
     case .httpStatus(let e): HTTPStatusError.transientStatuses.contains(e.status)
-    case .other: true
     default: false
     }
   }
@@ -96,6 +155,7 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
   public static let transientStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
 
   public var status: Int
+  /// The URL asked, without credentials.
   public var url: String
   /// The platform's `description`, when the body was an error object.
   public var serverDescription: String?
@@ -118,8 +178,19 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
     self.retryAfter = retryAfter
   }
 
+  /// This error with every secret of `redactor` masked in what the server said (a careless
+  /// server may echo the request's `Authorization` header or form fields).
+  public func redacted(by redactor: Redactor) -> HTTPStatusError {
+    var out = self
+    out.serverDescription = serverDescription.map(redactor.redact)
+    out.originalDescriptions = originalDescriptions.map(redactor.redact)
+    out.bodyExcerpt = bodyExcerpt.map(redactor.redact)
+    return out
+  }
+
   public var description: String {
-    var out = "HTTP \(status) \(HTTPStatusError.reason(status)) from \(url)"
+    let reason = HTTPStatusError.reason(status)
+    var out = "HTTP \(status)\(reason.isEmpty ? "" : " " + reason) from \(url)"
     if let serverDescription { out += ": \(serverDescription)" }
     if !originalDescriptions.isEmpty { out += " (data source: \(originalDescriptions.joined(separator: "; ")))" }
     if serverDescription == nil, let bodyExcerpt, !bodyExcerpt.isEmpty { out += ": \(bodyExcerpt)" }
@@ -128,6 +199,11 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
 
   static func reason(_ status: Int) -> String {
     switch status {
+    case 301: "Moved Permanently"
+    case 302: "Found"
+    case 303: "See Other"
+    case 307: "Temporary Redirect"
+    case 308: "Permanent Redirect"
     case 400: "Bad Request"
     case 401: "Unauthorized"
     case 403: "Forbidden"

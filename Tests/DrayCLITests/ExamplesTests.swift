@@ -103,7 +103,10 @@ import Testing
     let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/FRUITS/", "times": 1, "close_after": 60}"#])
     let copy = try Copy()
     let result = try run("HHFWTableRetryDownload", copy, emulator)
-    #expect(result.stdout.contains("request-table  table  succeeded  5 rows; 78 bytes; 2 attempts"))
+    // 138 bytes over both attempts: the 60 of the broken one, then only the 78 missing.
+    #expect(result.stdout.contains("request-table  table  succeeded  5 rows; 138 bytes; 2 attempts"))
+    let attempts = (try copy.report("HHFWTableRetryDownload")["steps"] as? [[String: Any]])?.first?["attempts"] as? [[String: Any]]
+    #expect(attempts?.map { $0["bytes"] as? Int } == [60, 78])
     #expect(try copy.text("HHFWTableRetryDownload/FRUITS.json") == ExamplesTests.fruitsAnswer)
     let rpc = try emulator.requests().filter { $0["path"] as? String == "/api/v1/rpc/FRUITS/" }
     #expect(rpc.map { ($0["headers"] as? [String: String])?["X-Range"] } == [nil, "bytes=60-"])

@@ -124,7 +124,8 @@ import Testing
     let url = job.emulator.url + "api/v1/rpc/LANGUAGES/"
     #expect(
       bad.stdout.contains(
-        "\n  languages   table_stream  failed     2 attempts; HTTP 500 Internal Server Error from \(url): injected fault\n"))
+        "\n  languages   table_stream  failed     2 attempts; HTTP 500 Internal Server Error from \(url): injected fault; "
+          + "gave up after 2 attempts (retry.count: 1)\n"))
     #expect(bad.stdout.contains("\n  cheap       sql           not_run    an earlier step failed\ntotal: 5 rows; 138 bytes; 1 retry\n"))
     let files = try job.files(bad.stdout)
     #expect(try ReportCheck.problems([files.json, files.junit, files.prometheus]) == "")
@@ -154,7 +155,8 @@ import Testing
     #expect(junit.contains(#"tests="4" failures="1" errors="0" skipped="1""#))
     #expect(
       junit.contains(
-        #"<failure type="http_500" message="HTTP 500 Internal Server Error from \#(url): injected fault">table_stream, 1 retry"#
+        #"<failure type="http_500" message="HTTP 500 Internal Server Error from \#(url): injected fault; gave up after 2 attempts "#
+          + #"(retry.count: 1)">table_stream, 1 retry"#
           + "\nattempt 1: http_500: HTTP 500 Internal Server Error from \(url): injected fault; waited 0.050s"
           + "\nattempt 2: http_500: HTTP 500 Internal Server Error from \(url): injected fault</failure>"))
     #expect(junit.contains(#"<skipped message="an earlier step failed"/>"#))

@@ -240,7 +240,9 @@ import Testing
       """
     let first = try run(steps, server: server)
     #expect(first.exitCode == 1)
-    #expect(first.steps[0].errorMessage == "HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops")
+    #expect(
+      first.steps[0].errorMessage
+        == "HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops; gave up after 1 attempt (retry.count: 0)")
     #expect(
       first.steps[0].attempts.map(\.message) == [
         nil, nil, "page 3: HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops",

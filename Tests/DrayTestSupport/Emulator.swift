@@ -32,7 +32,7 @@ public final class Emulator: @unchecked Sendable {
       line.append(byte)
     }
     let text = String(decoding: line, as: UTF8.self)
-    guard let range = text.range(of: "http://"),
+    guard let range = text.range(of: "http"),
       let port = Int(text.split(separator: ":").last?.trimmingCharacters(in: CharacterSet(charactersIn: "/ ")) ?? "")
     else {
       process.terminate()

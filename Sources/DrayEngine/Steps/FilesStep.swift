@@ -85,6 +85,7 @@ extension StepRunner {
     try files.client.getFile(connection: files.connection, path: remote, download: download, policy: step.retry, record: files.record)
     report.bytes += download.bytesReceived
     if download.bytesResumed > 0 { report.notes.append("\(remote): resumed a partial download at byte \(download.bytesResumed)") }
+    report.notes += download.notes.map { "\(remote): \($0)" }
     try folder.place(download.path, at: destination)
   }
 

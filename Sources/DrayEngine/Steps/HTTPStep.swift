@@ -166,16 +166,19 @@ extension StepRunner {
         if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty { return response }
         throw TransportError.httpStatus(StepRunner.statusError(response, url: url))
       },
-      isTransient: { error in
-        if case .httpStatus(let e) = error { return options.outcome(for: e.status) == .retry }
-        return error.isTransient
-      },
-      mayRetry: { error in
+      classify: { error in
+        guard let transport = error as? TransportError else { return .fail(reason: nil) }
+        var status: Int?
+        if case .httpStatus(let e) = transport.underlying { status = e.status }
+        // on_status decides for statuses; the transport's classes for everything else.
+        let transient = status.map { options.outcome(for: $0) == .retry } ?? transport.isTransient
+        guard transient else { return .fail(reason: nil) }
         // A POST or PATCH is sent again only when the server cannot have acted on it.
-        if case .httpStatus(let e)? = error as? TransportError, options.declaresRetry(e.status) || [429, 503].contains(e.status) {
-          return true
-        }
-        return request.method.isIdempotent || client.bytesSent == 0
+        if request.repeatable || client.bytesSent == 0 { return .retry }
+        if let status, options.declaresRetry(status) || [429, 503].contains(status) { return .retry }
+        return .fail(
+          reason: "not retried: a \(request.method.rawValue) may change data on the server and part of it was sent; "
+            + "name the status with retry in on_status to retry it")
       },
       record: { attempt in
         var entry = attempt

@@ -26,6 +26,7 @@ extension StepRunner {
       })
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+    report.notes += download.notes
     if let transactionID { report.notes.append("transaction \(transactionID)") }
     if let version = head.contentVersion { report.notes.append("content version \(version)") }
     if let destination, let output = options.output {

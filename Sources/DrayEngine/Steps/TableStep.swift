@@ -44,6 +44,7 @@ extension StepRunner {
       download: download, policy: step.retry, record: record)
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+    report.notes += download.notes
     defer { try? FileManager.default.removeItem(atPath: download.path) }
 
     var rows: [String: Int] = [:]

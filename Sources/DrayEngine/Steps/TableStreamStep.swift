@@ -52,8 +52,9 @@ extension StepRunner {
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 && download.bytesReceived == 0 {
       report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
-    } else if download.bytesResumed > 0 {
-      report.notes.append("resumed a partial download at byte \(download.bytesResumed)")
+    } else {
+      if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+      report.notes += download.notes
     }
     if let deltaFrom, !head.isDelta {
       report.notes.append("asked for a delta from \(deltaFrom); the server sent full data")

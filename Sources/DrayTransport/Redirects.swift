@@ -1,0 +1,102 @@
+internal import DrayModel
+internal import Foundation
+
+/// How dray follows redirects (RFC 9110 §15.4): at most `limit` of them, never around a
+/// loop, and never carrying credentials to another origin.
+///
+/// `HTTPClient` asks libcurl not to follow redirects and uses this value instead, so that
+/// the rules are ours and tested rather than a library default:
+///
+/// - `301`, `302` and `303` turn a `POST` into a `GET` without a body (`303` turns every
+///   method but `HEAD` into `GET`), as browsers and libcurl do; `307` and `308` repeat the
+///   method and the body;
+/// - `Authorization`, `Proxy-Authorization` and `Cookie` go only to the origin (scheme,
+///   host, port) of the first request; they are held back from any other origin and sent
+///   again if a later redirect comes back;
+/// - a target visited before with the same method is a loop; a target that is not
+///   `http` or `https` is refused.
+///
+/// ```swift
+/// var redirects = RedirectState(url: request.url)
+/// let next = try redirects.follow(request, status: 307, location: "http://other:8080/x")
+/// // next.headers["Authorization"] == nil
+/// ```
+public struct RedirectState: Sendable, Equatable {
+  /// Redirects followed before giving up (libcurl's and most browsers' order of magnitude).
+  public static let defaultLimit = 5
+  /// Header fields that carry credentials (RFC 9110 §11.6.2, §11.7.2; RFC 6265 §5.4).
+  public static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+  public let limit: Int
+  /// `METHOD url` of every request sent so far, the first included.
+  public private(set) var visited: [String]
+  private let origin: String
+  private var credentials: [HTTPHeader] = []
+
+  /// - Parameters:
+  ///   - url: the first request's URL.
+  ///   - limit: the most redirects followed.
+  public init(url: String, method: HTTPMethod = .get, limit: Int = RedirectState.defaultLimit) {
+    self.limit = limit
+    self.visited = ["\(method.rawValue) \(url)"]
+    self.origin = RedirectState.origin(url) ?? url
+  }
+
+  /// Whether `status` asks to repeat the request elsewhere (RFC 9110 §15.4).
+  public static func isRedirect(_ status: Int) -> Bool { [301, 302, 303, 307, 308].contains(status) }
+
+  /// Redirects followed so far.
+  public var count: Int { visited.count - 1 }
+
+  /// The request to send after `request` was answered with `status` and `location`.
+  /// - Parameters:
+  ///   - location: the `Location` field, absolute or relative to `request.url`.
+  /// - Throws: `TransportError.redirect` with no `Location`, a target that is not http(s),
+  ///   a loop, or more than `limit` redirects.
+  public mutating func follow(_ request: HTTPRequest, status: Int, location: String?) throws(TransportError) -> HTTPRequest {
+    let from = HTTPClient.displayURL(request.url)
+    guard let location, !location.isEmpty,
+      let target = URL(string: location, relativeTo: URL(string: request.url))?.absoluteURL.absoluteString
+    else {
+      throw .redirect(url: from, detail: "the \(status) answer has no usable Location")
+    }
+    let scheme = target.prefix { $0 != ":" }.lowercased()
+    guard scheme == "http" || scheme == "https" else {
+      throw .redirect(url: from, detail: "it points to \(HTTPClient.displayURL(target)), which is not http or https")
+    }
+    guard count < limit else {
+      throw .redirect(url: from, detail: "more than \(limit) redirects")
+    }
+    var next = request
+    next.url = target
+    let dropsBody = (status == 303 && request.method != .head) || ((status == 301 || status == 302) && request.method == .post)
+    if dropsBody {
+      next.method = .get
+      next.body = .none
+      for name in ["Content-Type", "Content-Length", "Content-Disposition"] { next.headers.remove(name) }
+    }
+    let key = "\(next.method.rawValue) \(target)"
+    guard !visited.contains(key) else {
+      throw .redirect(url: from, detail: "a redirect loop back to \(HTTPClient.displayURL(target))")
+    }
+    visited.append(key)
+    // Hold credentials back from other origins; give them back on the way home.
+    let held = next.headers.fields.filter { RedirectState.credentialHeaders.contains($0.name.lowercased()) }
+    if !held.isEmpty { credentials = held }
+    for name in RedirectState.credentialHeaders { next.headers.remove(name) }
+    if RedirectState.origin(target) == origin {
+      for field in credentials { next.headers.add(field.name, field.value) }
+    }
+    return next
+  }
+
+  /// `scheme://host:port` in lower case, with the scheme's default port filled in
+  /// (RFC 6454 §4), or nil when `url` has no host.
+  public static func origin(_ url: String) -> String? {
+    guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+      let host = components.host?.lowercased(), !host.isEmpty
+    else { return nil }
+    let port = components.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+    return "\(scheme)://\(host):\(port)"
+  }
+}

@@ -1,0 +1,179 @@
+import DrayModel
+import DrayPlatform
+import DrayTestSupport
+import DrayTransport
+import Foundation
+import Testing
+
+/// The HTTP client below the platform: which limit fired, connection errors, what every
+/// request carries, redirects and TLS. Loopback only.
+@Suite struct HTTPClientTests {
+  func perform(_ request: HTTPRequest, client: HTTPClient = HTTPClient()) -> Result<HTTPResponse, any Error> {
+    Result { try client.perform(request, sink: MemorySink()) }
+  }
+
+  @Test func aListenerThatNeverAcceptsHitsTheConnectTimeout() throws {
+    let listener = try StalledListener()
+    let start = ContinuousClock.now
+    let result = perform(
+      HTTPRequest(url: "http://127.0.0.1:\(listener.port)/api/v1/schema/", timeouts: Timeouts(connect: .milliseconds(300))))
+    #expect(
+      result.errorText
+        == "could not connect to 127.0.0.1:\(listener.port) within 300ms (connect timeout); check the address and firewalls, or raise timeouts.connect"
+    )
+    #expect((result.error as? TransportError)?.code == "timeout_connect")
+    #expect((ContinuousClock.now - start) < .seconds(3))
+  }
+
+  @Test func beforeTheConnectionTheIdleLimitDoesNotCount() throws {
+    let listener = try StalledListener()
+    let url = "http://127.0.0.1:\(listener.port)/"
+    let connect = perform(HTTPRequest(url: url, timeouts: Timeouts(connect: .milliseconds(1200), idle: .milliseconds(300))))
+    #expect((connect.error as? TransportError)?.code == "timeout_connect")
+    // A whole-request limit shorter than the connect limit is the one that fires.
+    let whole = perform(HTTPRequest(url: url, timeouts: Timeouts(connect: .seconds(10), request: .milliseconds(400))))
+    #expect(whole.errorText == "\(url) took longer than 400ms (request timeout); raise timeouts.request, or check why the server is slow")
+  }
+
+  @Test func aClosedPortIsConnectionRefusedAndNothingWasSent() throws {
+    let port = try closedPort()
+    let client = HTTPClient()
+    let result = perform(HTTPRequest(method: .post, url: "http://127.0.0.1:\(port)/x", body: .bytes(Array("{}".utf8))), client: client)
+    #expect(
+      result.errorText
+        == "cannot connect to 127.0.0.1:\(port): connection refused; check that the server is running and the port is right")
+    #expect((result.error as? TransportError)?.isTransient == true)
+    #expect(client.bytesSent == 0)
+  }
+
+  @Test func everyRequestSaysWhoItIsAndAsksForUncompressedBytes() throws {
+    let net = try NetworkFixture()
+    var attempts: [Attempt] = []
+    _ = try net.client.schemes(policy: NetworkFixture.policy(), record: { attempts.append($0) })
+    let requests = try net.allRequests()
+    #expect(requests.map(\.path) == ["/api/v1/auth/jwt/obtain/", "/api/v1/schema/"])
+    #expect(requests.allSatisfy { $0["User-Agent"] == "dray/\(DrayVersion.current)" })
+    #expect(requests.allSatisfy { $0["Accept-Encoding"] == "identity" })
+    #expect(requests[0]["Authorization"] == nil)
+    #expect(requests[1]["Authorization"]?.hasPrefix("Bearer ") == true)
+    #expect(attempts.map(\.outcome) == ["ok"])
+  }
+
+  @Test func urlsInMessagesNeverCarryCredentials() {
+    #expect(HTTPClient.displayURL("https://user:secret@example.test:8443/api/v1/x/?a=1#frag") == "https://example.test:8443/api/v1/x/?a=1")
+    #expect(HTTPClient.hostAndPort("http://u:p@127.0.0.1:8765/") == "127.0.0.1:8765")
+    #expect(HTTPClient.hostName("http://[::1]:8765/") == "[::1]")
+  }
+
+  // MARK: Redirects
+
+  @Test func aRedirectToAnotherOriginDoesNotCarryTheToken() throws {
+    let net = try NetworkFixture()
+    let other = try Emulator()
+    try net.faults(#"[{"path": "/api/v1/schema/", "times": 1, "redirect": "\#(other.url)api/v1/schema/"}]"#)
+    var attempts: [Attempt] = []
+    let schemes = try net.client.schemes(policy: NetworkFixture.policy(), record: { attempts.append($0) })
+    #expect(schemes.contains { $0.name == "BIG" })
+    let elsewhere = try other.requests().map(LoggedRequest.init)
+    #expect(elsewhere.map(\.path) == ["/api/v1/schema/"])
+    #expect(elsewhere[0]["Authorization"] == nil)
+    #expect(elsewhere[0]["User-Agent"] == "dray/\(DrayVersion.current)")
+    // The other origin answered 401 (no token): one new token, one repeat, at home.
+    #expect(attempts.map(\.outcome) == ["http_401", "ok", "ok"])
+    #expect(attempts[0].message?.hasPrefix("HTTP 401 Unauthorized from \(other.url)api/v1/schema/: Unauthorized;") == true)
+    #expect(try net.requests("/api/v1/schema/").map(\.status) == [307, 200])
+  }
+
+  @Test func aRedirectWithinTheOriginKeepsTheToken() throws {
+    let net = try NetworkFixture()
+    try net.faults(#"[{"path": "/api/v1/schema/", "times": 1, "redirect": "/api/v1/schema/?again=1", "redirect_status": 302}]"#)
+    _ = try net.client.schemes(policy: NetworkFixture.policy(), record: { _ in })
+    let requests = try net.allRequests().filter { $0.path.hasPrefix("/api/v1/schema/") }
+    #expect(requests.map(\.path) == ["/api/v1/schema/", "/api/v1/schema/?again=1"])
+    #expect(requests.map(\.status) == [302, 200])
+    #expect(requests[1]["Authorization"] == requests[0]["Authorization"])
+  }
+
+  @Test func aRedirectLoopFailsAtOnce() throws {
+    let net = try NetworkFixture()
+    try net.faults(#"[{"path": "/api/v1/schema/", "redirect": "/api/v1/schema/"}]"#)
+    let result = Result { try net.client.schemes(policy: NetworkFixture.policy(), record: { _ in }) }
+    #expect(
+      result.errorText
+        == "cannot follow the redirect from \(net.emulator.url)api/v1/schema/: a redirect loop back to \(net.emulator.url)api/v1/schema/; check platform.host"
+    )
+    #expect((result.error as? TransportError)?.code == "redirect_failed")
+    #expect(try net.requests("/api/v1/schema/").count == 1)
+  }
+
+  @Test func redirectRulesMethodsLimitAndCredentials() throws {
+    let post = HTTPRequest(
+      method: .post, url: "http://a.test/api/v1/rpc/X/",
+      headers: HTTPHeaders([HTTPHeader("Authorization", "Bearer t"), HTTPHeader("Content-Type", "application/json")]),
+      body: .bytes(Array("{}".utf8)))
+    var state = RedirectState(url: post.url, method: .post)
+    let kept = try state.follow(post, status: 307, location: "/api/v1/rpc/Y/")
+    #expect(kept.method == .post && kept.body == post.body && kept.url == "http://a.test/api/v1/rpc/Y/")
+    #expect(kept.headers["Authorization"] == "Bearer t")
+    let away = try state.follow(kept, status: 308, location: "https://b.test/z")
+    #expect(away.method == .post && away.headers["Authorization"] == nil)
+    let home = try state.follow(away, status: 303, location: "http://a.test:80/done")
+    #expect(home.method == .get && home.body == .none && home.headers["Content-Type"] == nil)
+    #expect(home.headers["Authorization"] == "Bearer t")
+    #expect(state.count == 3)
+
+    var found = RedirectState(url: post.url, method: .post)
+    #expect(try found.follow(post, status: 302, location: "/elsewhere").method == .get)
+
+    var chain = RedirectState(url: "http://a.test/0", limit: 2)
+    var request = HTTPRequest(url: "http://a.test/0")
+    request = try chain.follow(request, status: 301, location: "/1")
+    request = try chain.follow(request, status: 301, location: "/2")
+    #expect(throws: TransportError.redirect(url: "http://a.test/2", detail: "more than 2 redirects")) {
+      try chain.follow(request, status: 301, location: "/3")
+    }
+    var ftp = RedirectState(url: "http://a.test/")
+    #expect(
+      throws: TransportError.redirect(url: "http://a.test/", detail: "it points to ftp://a.test/f, which is not http or https")
+    ) {
+      try ftp.follow(HTTPRequest(url: "http://a.test/"), status: 302, location: "ftp://a.test/f")
+    }
+    #expect(RedirectState.origin("HTTP://A.test/x") == "http://a.test:80")
+    #expect(RedirectState.origin("https://a.test:443/") == RedirectState.origin("https://a.test/"))
+  }
+
+  // MARK: TLS
+
+  /// A self-signed certificate for 127.0.0.1, made with the openssl command.
+  func certificate(_ folder: TemporaryDirectory) throws -> (cert: String, key: String) {
+    let cert = folder.path + "/cert.pem"
+    let key = folder.path + "/key.pem"
+    let result = try Command.run(
+      "/usr/bin/openssl",
+      [
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+        "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+      ])
+    guard result.status == 0 else { throw TestSupportError("openssl failed: \(result.stderr)") }
+    return (cert, key)
+  }
+
+  @Test func tlsIsVerifiedAgainstTheCAFileOrFailsClearly() throws {
+    let folder = TemporaryDirectory()
+    let (cert, key) = try certificate(folder)
+    let emulator = try Emulator(["--tls-cert", cert, "--tls-key", key])
+    #expect(emulator.url.hasPrefix("https://127.0.0.1:"))
+    func schemes(_ tls: TLSSettings) -> Result<[ResourceScheme], any Error> {
+      let client = PlatformClient(session: NetworkFixture.session(emulator.url, tls: tls), cancellation: Cancellation())
+      return Result { try client.schemes(policy: NetworkFixture.policy(1), record: { _ in }) }
+    }
+    let refused = schemes(TLSSettings())
+    #expect(
+      refused.errorText
+        == "TLS with \(HTTPClient.hostAndPort(emulator.url)) failed (SSL certificate problem: self-signed certificate); "
+        + "check the server's certificate, or set platform.tls.ca_file to the CA that signed it")
+    #expect((refused.error as? TransportError)?.code == "tls_failure")
+    #expect(try schemes(TLSSettings(caFile: cert)).get().contains { $0.name == "FRUITS" })
+    #expect(try schemes(TLSSettings(verify: false)).get().contains { $0.name == "FRUITS" })
+  }
+}
