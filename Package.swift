@@ -20,6 +20,8 @@ let package = Package(
     .systemLibrary(name: "CYAJL", pkgConfig: "yajl", providers: [.apt(["libyajl-dev"])]),
     /// OpenSSL's libcrypto: SHA-256 for table names and step fingerprints.
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+    /// libxml2: XML answers of the `http` step, read with its streaming xmlTextReader.
+    .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
 
     // MARK: Model: plain Sendable values shared by every layer
 
@@ -37,6 +39,8 @@ let package = Package(
 
     /// SQLite connection, physical table names, streaming table loads.
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
+    /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
+    .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayStore", "CYAJL", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
     .target(name: "DrayTransport", dependencies: ["DrayModel", "DrayJSON", "CCurl"]),
     /// The mobile platform's API (platform-api.md): token, schemes, rpc, files.
@@ -47,7 +51,7 @@ let package = Package(
     /// Runs a job's steps in order with checkpoints, the lock, the journal and the report.
     .target(
       name: "DrayEngine",
-      dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayTransport", "DrayPlatform"]
+      dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform"]
     ),
 
     // MARK: Command line
@@ -63,6 +67,7 @@ let package = Package(
     .target(name: "DrayTestSupport", dependencies: ["DrayModel", "DrayStore"], path: "Tests/DrayTestSupport"),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(name: "DrayEngineTests", dependencies: ["DrayEngine", "DrayTestSupport"]),
     .testTarget(name: "DrayCLITests", dependencies: ["DrayCLI", "dray", "DrayTestSupport"]),

@@ -26,6 +26,10 @@ if [ ! -f "$manifest" ]; then
   echo "no example named '$name'; examples: $(examples)" >&2
   exit 2
 fi
+# An example against another server brings its own runner (rest-paginated.sh: the REST server).
+if [ -f "$here/$name.sh" ]; then
+  DRAY_REPO=$repo exec bash "$here/$name.sh" "$@"
+fi
 
 dray=${DRAY_BINARY:-$repo/.build/debug/dray}
 if [ ! -x "$dray" ]; then

@@ -58,6 +58,84 @@ extension StepKind {
       ])
     case .parallel(let p):
       return opt([("max", .integer(Int64(p.max))), ("steps", .array(p.steps.map(\.definition)))])
+    case .http(let h):
+      return h.options
     }
+  }
+}
+
+extension HTTPStep {
+  /// Header names whose values never enter a definition (they change without changing what
+  /// the step does, and they are secrets).
+  static let secretHeaderNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
+
+  /// The step's options as JSON, in manifest key names. Credentials are left out: a rotated
+  /// token neither changes what the step does nor belongs in a fingerprint or a plan.
+  var options: JSONValue {
+    func object(_ pairs: [(String, JSONValue?)]) -> JSONValue {
+      .object(pairs.compactMap { pair in pair.1.map { (key: pair.0, value: $0) } })
+    }
+    func items(_ items: [QueryItem]) -> JSONValue {
+      .array(items.map { .array([.string($0.name), .string($0.value)]) })
+    }
+    let body: JSONValue? =
+      switch self.body {
+      case .json(let value)?: object([("json", value)])
+      case .form(let fields)?: object([("form", items(fields))])
+      case nil: nil
+      }
+    let auth: JSONValue? =
+      switch self.auth {
+      case .bearer?: .string("bearer")
+      case .basic(let username, _)?: object([("basic", .string(username))])
+      case nil: nil
+      }
+    let paginate: JSONValue? =
+      switch self.paginate {
+      case .next(let selector)?: object([("next", .string(selector.description))])
+      case .linkHeader?: object([("link_header", .bool(true))])
+      case .offset(let param, let limitParam, let limit, let start)?:
+        object([
+          (
+            "offset",
+            object([
+              ("param", .string(param)), ("limit_param", .string(limitParam)), ("limit", .integer(Int64(limit))),
+              ("start", .integer(Int64(start))),
+            ])
+          )
+        ])
+      case .cursor(let param, let from)?: object([("cursor", object([("param", .string(param)), ("from", .string(from.description))]))])
+      case nil: nil
+      }
+    let load: JSONValue? = self.load.map { load in
+      object([
+        ("table", .string(load.table)), ("records", .string(load.records.description)),
+        (
+          "columns",
+          load.columns.map { columns in
+            .array(
+              columns.map {
+                object([("name", .string($0.name)), ("type", .string($0.type.rawValue)), ("from", $0.from.map { .string($0.description) })])
+              })
+          }
+        ),
+      ])
+    }
+    return object([
+      ("method", .string(method.rawValue)), ("base_url", .string(baseURL)), ("path", path.map { .string($0) }),
+      ("query", items(query)),
+      (
+        "headers",
+        .array(
+          headers.map {
+            .array([.string($0.name), .string(HTTPStep.secretHeaderNames.contains($0.name.lowercased()) ? Redactor.mask : $0.value)])
+          })
+      ),
+      ("body", body), ("auth", auth),
+      ("tls", object([("verify", .bool(tls.verify)), ("ca_file", tls.caFile.map { .string($0) })])),
+      ("format", .string(format.rawValue)), ("output", output.map { .string($0) }), ("load", load), ("paginate", paginate),
+      ("max_pages", maxPages.map { .integer(Int64($0)) }),
+      ("on_status", object(onStatus.map { ($0.key, .string($0.outcome.rawValue)) })),
+    ])
   }
 }

@@ -65,6 +65,7 @@ struct StepRunner {
     case .files(let f): "\(f.action.rawValue) \(f.connection):\(f.path)"
     case .parallel(let p): "\(p.steps.count) steps, at most \(p.max) at once"
     case .schemes(let s): s.resources?.joined(separator: ", ") ?? ""
+    case .http(let h): "\(h.method.rawValue) \(h.url)"
     default: ""
     }
   }
@@ -133,6 +134,7 @@ struct StepRunner {
     case .sql(let s): try runSQL(s, &report)
     case .query(let q): try runQuery(q, &report)
     case .parallel(let p): try runParallel(p, &report)
+    case .http(let h): try runHTTP(h, &report)
     }
   }
 
@@ -191,6 +193,7 @@ struct StepRunner {
     case let e as StepError: e.code
     case let e as LocalFileError: e.code
     case let e as FilesError: e.code
+    case let e as HTTPStepError: e.code
     default: "error"
     }
   }

@@ -108,6 +108,8 @@ extension ManifestSchema {
       return .object([("type", .string("array")), ("minItems", .integer(1)), ("items", item)])
     case .optional(let inner):
       return .object([("anyOf", .array([.object([("type", .string("null"))]), schema(inner)]))])
+    case .oneOf(let values):
+      return .object([("anyOf", .array(values.map { schema($0) }))])
     }
   }
 

@@ -64,6 +64,8 @@ public enum ManifestSchema {
     case steps(nested: Bool)
     /// Nothing (`schemes:` or `schemes: {}`) or `Value`.
     case optional(Value)
+    /// Any one of these (`INTEGER` or `{ type: INTEGER, from: /id }`).
+    case oneOf([Value])
   }
 
   /// A rule between keys of one mapping that the key list alone cannot say.
@@ -186,6 +188,7 @@ public enum ManifestSchema {
         ]), "One file operation on a file-server connection."),
     Key("sql", .string(nonEmpty: true), "SQL statements, with {{ table \"RESOURCE\" \"TABLE\" }} for physical table names."),
     Key("query", .mapping(query), "Run a query, write its rows to a file, check expectations on the first row."),
+    Key("http", .mapping(http), "Call any HTTP API; save the answer or load its records into a table (docs/http.md)."),
     Key("parallel", .mapping(parallel), "Run a group of steps concurrently (the SDK's *Async calls)."),
   ]
 
@@ -248,6 +251,85 @@ public enum ManifestSchema {
     Key("steps", .steps(nested: true), required: true, "The steps of the group; any kind but parallel."),
   ]
 
+  /// A query parameter's or form field's value: one value, or a list that repeats the name.
+  static let parameterValue = Value.oneOf([.string(nonEmpty: false), .list(.string(nonEmpty: false))])
+
+  public static let http: [Key] = [
+    Key("method", .choice(HTTPStep.Method.allCases.map(\.rawValue)), default: .string(HTTPStep.Method.get.rawValue), "The request method."),
+    Key("base_url", .string(nonEmpty: true), required: true, "http:// or https:// address, without a query or credentials."),
+    Key("path", .string(nonEmpty: false), "Appended to base_url with one '/' between them."),
+    Key("query", .dictionary(parameterValue), "Query parameters; a list repeats the name."),
+    Key("headers", .dictionary(.string(nonEmpty: false)), "Request header fields; credential headers are masked."),
+    Key("body", .mapping(httpBody, rules: [.exactlyOne(["json", "form"])]), "The request body: json or form."),
+    Key(
+      "auth", .mapping(httpAuth, rules: [.exactlyOne(["bearer", "bearer_file", "basic"])]),
+      "Credentials sent as the Authorization header; masked in every output."),
+    Key("tls", .mapping(tls), "TLS certificate checks."),
+    Key(
+      "format", .choice(AnswerFormat.allCases.map(\.rawValue)), default: .string(AnswerFormat.json.rawValue),
+      "How to read the answer: json or xml."),
+    Key("output", .string(nonEmpty: true), "File each answer is saved to as it came; holds {page} when the step paginates."),
+    Key("load", .mapping(httpLoad), "Load the answer's records into a table of the job's database."),
+    Key(
+      "paginate", .mapping(httpPaginate, rules: [.exactlyOne(["next", "link_header", "offset", "cursor"])]),
+      "How to find the next page: one of next, link_header, offset, cursor."),
+    Key(
+      "on_status", .dictionary(.choice(HTTPStep.StatusOutcome.allCases.map(\.rawValue))),
+      "What a status (404) or class (5xx) does: fail, empty or retry."),
+  ]
+
+  public static let httpBody: [Key] = [
+    Key("json", .json, "Sent as application/json."),
+    Key("form", .dictionary(parameterValue), "Fields sent as application/x-www-form-urlencoded."),
+  ]
+
+  public static let httpAuth: [Key] = [
+    Key("bearer", .string(nonEmpty: true), "Token sent as Authorization: Bearer TOKEN."),
+    Key("bearer_file", .string(nonEmpty: true), "File holding the bearer token (one trailing newline dropped)."),
+    Key("basic", .mapping(httpBasic, rules: [.exactlyOne(["password", "password_file"])]), "HTTP basic credentials."),
+  ]
+
+  public static let httpBasic: [Key] = [
+    Key("username", .string(nonEmpty: true), required: true, "User name; masked in every output."),
+    Key("password", .string(nonEmpty: false), "Password; give this or 'password_file'."),
+    Key("password_file", .string(nonEmpty: true), "File holding the password; give this or 'password'."),
+  ]
+
+  static let columnType = Value.choice(ColumnType.allCases.map(\.rawValue))
+
+  public static let httpLoad: [Key] = [
+    Key("table", .string(nonEmpty: true), required: true, "The table to fill; replaced whole when the last page is in."),
+    Key(
+      "records", .string(nonEmpty: false),
+      "Where the records are: a JSON Pointer (default: the whole document) or, required for XML, an element path."),
+    Key("columns", .dictionary(.oneOf([columnType, .mapping(httpColumn)])), "Declared columns by name; inferred when not set."),
+  ]
+
+  public static let httpColumn: [Key] = [
+    Key("type", columnType, default: .string(ColumnType.text.rawValue), "The column's type."),
+    Key("from", .string(nonEmpty: false), "Where the value is in a record; the member or child named like the column when not set."),
+  ]
+
+  public static let httpPaginate: [Key] = [
+    Key("next", .string(nonEmpty: false), "Where the next page's URL is in the answer."),
+    Key("link_header", .boolean, "true: the next page is the rel=\"next\" link of the Link header."),
+    Key("offset", .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last."),
+    Key("cursor", .mapping(httpCursor), "A cursor from the answer, sent back as a parameter."),
+    Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set."),
+  ]
+
+  public static let httpOffset: [Key] = [
+    Key("param", .string(nonEmpty: true), default: .string("offset"), "The offset parameter."),
+    Key("limit_param", .string(nonEmpty: true), default: .string("limit"), "The page size parameter."),
+    Key("limit", .integer(1...1_000_000), default: .integer(100), "Records a page."),
+    Key("start", .integer(0...Int(Int32.max)), default: .integer(0), "The first offset."),
+  ]
+
+  public static let httpCursor: [Key] = [
+    Key("param", .string(nonEmpty: true), default: .string("cursor"), "The cursor parameter."),
+    Key("from", .string(nonEmpty: false), required: true, "Where the next cursor is in the answer."),
+  ]
+
   static func duration(_ d: Duration) -> JSONValue { .string(d.formatted) }
 }
 
@@ -300,6 +382,7 @@ extension ManifestSchema {
       switch value {
       case .mapping(let keys, _): walk(keys, path, overriding: overriding)
       case .optional(let inner): walkValue(inner, path, overriding: nil)
+      case .oneOf(let values): for value in values { walkValue(value, path, overriding: nil) }
       case .dictionary(let inner): walkValue(inner, path + ".<name>", overriding: nil)
       case .steps(nested: false):
         walk(stepCommon, path + "[]", overriding: nil)
@@ -333,18 +416,21 @@ extension ManifestSchema {
     case .choice(let words): "one of: " + words.joined(separator: ", ")
     case .list(let inner): "list of " + plural(typeName(inner))
     case .mapping: "mapping"
+    case .dictionary(.oneOf(let values)): "mapping of names to " + values.map { plural(typeName($0)) }.joined(separator: " or ")
     case .dictionary(let inner): "mapping of names to " + plural(typeName(inner))
     case .json: "any value"
     case .jsonObject: "mapping (JSON object)"
     case .steps(nested: false): "list of steps"
     case .steps(nested: true): "list of steps (not parallel)"
     case .optional(let inner): typeName(inner) + " or empty"
+    case .oneOf(let values): values.map(typeName).joined(separator: " or ")
     }
   }
 
   private static func plural(_ type: String) -> String {
     if type.hasPrefix("one of:") { return "words, each " + type }
     if type.hasPrefix("string") { return "strings" + type.dropFirst("string".count) }
+    if type.hasPrefix("list of ") { return "lists of " + type.dropFirst("list of ".count) }
     return type + "s"
   }
 }

@@ -10,7 +10,7 @@ struct ManifestValidator {
     "version", "job", "description", "secrets", "platform", "auth", "database", "download",
     "retry", "state", "report", "steps",
   ]
-  static let stepKinds = ["schemes", "table_stream", "table", "request", "files", "sql", "query", "parallel"]
+  static let stepKinds = ["schemes", "table_stream", "table", "request", "files", "sql", "query", "http", "parallel"]
   static let stepCommonKeys = ["id", "description", "retry", "timeouts"]
 
   /// Top-level keys starting with this are ignored: a place to define anchors, as in
@@ -430,6 +430,7 @@ struct ManifestValidator {
     case "files": kind = readFiles(kindNode, kindPath)
     case "sql": kind = readSQL(kindNode, kindPath)
     case "query": kind = readQuery(kindNode, kindPath)
+    case "http": kind = readHTTP(kindNode, kindPath)
     default: kind = readParallel(kindNode, kindPath, retry: stepRetry, timeouts: stepTimeouts)
     }
     guard let kind else {

@@ -48,6 +48,8 @@ public enum StepKind: Sendable {
   case query(QueryStep)
   /// Run a group of steps concurrently (the SDK's `*Async` calls).
   case parallel(ParallelStep)
+  /// Call any HTTP API; save the answer or load its records into a table.
+  case http(HTTPStep)
 
   /// The manifest key of this kind.
   public var name: String {
@@ -60,6 +62,7 @@ public enum StepKind: Sendable {
     case .sql: "sql"
     case .query: "query"
     case .parallel: "parallel"
+    case .http: "http"
     }
   }
 }

@@ -50,7 +50,10 @@ import Testing
           count: 7, interval: .seconds(2), backoff: .fixed, maxInterval: .seconds(60), jitter: true, maxElapsed: .seconds(600)))
     #expect(m.state == StateSettings(path: "state"))
     #expect(m.report == ReportSettings(path: "out/{job}-{run_id}.json", formats: [.json, .junit, .prometheus]))
-    #expect(m.steps.map(\.id) == ["schemes", "fruits", "export", "ping", "upload", "all-sales", "clean", "check"])
+    #expect(
+      m.steps.map(\.id) == [
+        "schemes", "fruits", "export", "ping", "upload", "all-sales", "clean", "check", "orders", "catalog", "partners", "ledger",
+      ])
     #expect(m.allSteps.map(\.id).contains("sales-us"))
     #expect(m.steps[0].description == "Fetch the schemes of the two resources.")
 

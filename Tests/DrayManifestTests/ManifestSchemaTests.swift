@@ -27,12 +27,14 @@ import Testing
         for pair in pairs {
           let key = pair.key.scalar?.text ?? ""
           if path.isEmpty && key.hasPrefix("x-") { continue }
-          // Header and column names are free: their path holds <name>, and only what is
-          // inside them is a key of the language.
-          let isName = path.hasSuffix(".headers") || path.hasSuffix(".expect")
+          // Header, column, parameter and status names are free: their path holds <name>,
+          // and only what is inside them is a key of the language.
+          let isName = [".headers", ".expect", ".http.query", ".body.form", ".load.columns", ".http.on_status"].contains {
+            path.hasSuffix($0)
+          }
           let child = isName ? "\(path).<name>" : path.isEmpty ? key : "\(path).\(key)"
           if !isName { used.insert(child) }
-          if !path.hasSuffix(".params") && key != "params" && key != "equals" { walk(pair.value, child) }
+          if !path.hasSuffix(".params") && !["params", "equals", "json"].contains(key) { walk(pair.value, child) }
         }
       case .sequence(let items):
         // Members of a parallel group have the same keys as top-level steps.

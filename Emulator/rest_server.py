@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""A small REST API for the `http` step's tests and examples (docs/http.md).
+
+Python 3 standard library only. Start it on a free port and read the address from the
+first line it prints:
+
+    $ python3 Emulator/rest_server.py --port 0
+    dray-rest-server listening on http://127.0.0.1:40123/
+
+It plays the REST client sample's test server: images kept in an SQLite table, created
+with POST (JSON or form body; a missing title is a 422 whose body lists the errors), read
+with GET, replaced with PATCH or PUT, removed with DELETE (after which GET is a 404). And
+it serves one list of items paginated every way the step follows:
+
+    GET /items?page=N&per_page=M         {"data": [...], "links": {"next": "/items?page=2&per_page=M" | null}}
+    GET /link/items?page=N&per_page=M    [...] with  Link: <http://.../link/items?page=2&per_page=M>; rel="next"
+    GET /offset/items?offset=K&limit=M   {"items": [...], "total": T}
+    GET /cursor/items?cursor=C&limit=M   {"results": [...], "meta": {"next_cursor": "..." | null}}
+    GET /catalog.xml?page=N&per_page=M   <catalog><item id="1">...</item>...<next>/catalog.xml?page=2...</next></catalog>
+
+Item i (1-based) is {"id": i, "name": "item-i", "price": ..., "code": ..., "active": ...,
+"note": ..., "tags": [...]}: prices mix integers and decimals, codes mix numbers and text,
+notes are mostly null, so that column inference has something to do.
+
+With --token, every call outside /admin/ needs `Authorization: Bearer <token>`; with
+--user NAME:PASSWORD, HTTP basic credentials are accepted too. Otherwise a 401.
+
+Test helpers under /admin/ (no credentials):
+    GET  /admin/requests   the requests received (method, path with query, headers, body), oldest first
+    POST /admin/reset      clears that log
+    POST /admin/rules      replaces the rules with a JSON list; each rule matches a path and
+                           optionally query parameters, and either delays the answer or
+                           answers a status a number of times:
+                           {"path": "/items", "query": {"page": "3"}, "delay": 30}
+                           {"path": "/items", "status": 503, "times": 1, "headers": {"Retry-After": "0"}, "body": "busy"}
+"""
+
+import argparse
+import base64
+import json
+import os
+import signal
+import sqlite3
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def item(i):
+    return {
+        "id": i,
+        "name": f"item-{i}",
+        "price": i * 2 if i % 2 == 0 else i + 0.5,
+        "code": i if i % 3 == 0 else f"C-{i}",
+        "active": i % 4 != 0,
+        "note": f"note {i}" if i % 5 == 0 else None,
+        "tags": ["even" if i % 2 == 0 else "odd"],
+    }
+
+
+class State:
+    def __init__(self, items, token, users):
+        self.items = items
+        self.token = token
+        self.users = users
+        self.lock = threading.Lock()
+        self.requests = []
+        self.rules = []
+        self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        self.db.execute("CREATE TABLE images(id INTEGER PRIMARY KEY, title TEXT NOT NULL, url TEXT, width INTEGER)")
+
+    def page(self, offset, limit):
+        return [item(i) for i in range(offset + 1, min(offset + limit, self.items) + 1)]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state = None
+
+    def log_message(self, fmt, *args):
+        pass
+
+    # MARK: plumbing
+
+    def send(self, status, body=b"", content_type="application/json", headers=None):
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        elif isinstance(body, str):
+            body = body.encode()
+        self.send_response(status)
+        if body:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def fields(self, raw):
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        if kind == "application/x-www-form-urlencoded":
+            return {k: v[-1] for k, v in urllib.parse.parse_qs(raw.decode(), keep_blank_values=True).items()}
+        try:
+            value = json.loads(raw or b"{}")
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def authorized(self):
+        st = self.state
+        if st.token is None and not st.users:
+            return True
+        given = self.headers.get("Authorization") or ""
+        if st.token is not None and given == f"Bearer {st.token}":
+            return True
+        if given.startswith("Basic "):
+            try:
+                name, _, password = base64.b64decode(given[6:]).decode().partition(":")
+            except ValueError:
+                return False
+            return st.users.get(name) == password and name in st.users
+        return False
+
+    def handle_any(self):
+        url = urllib.parse.urlsplit(self.path)
+        query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
+        raw = self.body()
+        st = self.state
+        if url.path.startswith("/admin/"):
+            return self.admin(url.path, raw)
+        with st.lock:
+            st.requests.append({
+                "method": self.command, "path": self.path, "headers": dict(self.headers.items()),
+                "body": raw.decode("utf-8", "replace"), "time": time.time(),
+            })
+            rule = self.matching_rule(url.path, query)
+        if rule is not None:
+            if rule.get("delay"):
+                time.sleep(rule["delay"])
+            if rule.get("status"):
+                return self.send(rule["status"], rule.get("body", ""), "text/plain", rule.get("headers"))
+        if not self.authorized():
+            return self.send(401, {"error": "unauthorized"}, headers={"WWW-Authenticate": 'Bearer realm="dray"'})
+        route = getattr(self, "route_" + url.path.strip("/").replace("/", "_").replace(".", "_"), None)
+        if url.path.startswith("/images"):
+            return self.images(url.path, raw)
+        if route is None or self.command != "GET":
+            return self.send(404, {"error": f"no route {self.command} {url.path}"})
+        return route(query)
+
+    def matching_rule(self, path, query):
+        for rule in self.state.rules:
+            if rule.get("path") != path:
+                continue
+            if any(query.get(k) != str(v) for k, v in (rule.get("query") or {}).items()):
+                continue
+            if "times" in rule:
+                if rule["times"] <= 0:
+                    continue
+                rule["times"] -= 1
+            return rule
+        return None
+
+    def admin(self, path, raw):
+        st = self.state
+        if path == "/admin/requests" and self.command == "GET":
+            with st.lock:
+                return self.send(200, list(st.requests))
+        if path == "/admin/reset" and self.command == "POST":
+            with st.lock:
+                st.requests.clear()
+            return self.send(204)
+        if path == "/admin/rules" and self.command == "POST":
+            with st.lock:
+                st.rules = json.loads(raw or b"[]")
+            return self.send(204)
+        return self.send(404, {"error": "no such admin call"})
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    # MARK: paginated lists
+
+    def ints(self, query, name, default):
+        try:
+            return max(0, int(query.get(name, default)))
+        except ValueError:
+            return default
+
+    def route_items(self, query):
+        page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))
+        data = self.state.page((page - 1) * per, per)
+        more = page * per < self.state.items
+        nxt = f"/items?page={page + 1}&per_page={per}" if more else None
+        return self.send(200, {"data": data, "links": {"next": nxt}, "meta": {"page": page, "total": self.state.items}})
+
+    def route_link_items(self, query):
+        page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))
+        data = self.state.page((page - 1) * per, per)
+        host = self.headers.get("Host")
+        links = [f'<http://{host}/link/items?page=1&per_page={per}>; rel="first"']
+        if page * per < self.state.items:
+            links.insert(0, f'<http://{host}/link/items?page={page + 1}&per_page={per}>; rel="next"')
+        return self.send(200, data, headers={"Link": ", ".join(links)})
+
+    def route_offset_items(self, query):
+        offset, limit = self.ints(query, "offset", 0), max(1, self.ints(query, "limit", 10))
+        return self.send(200, {"items": self.state.page(offset, limit), "total": self.state.items})
+
+    def route_cursor_items(self, query):
+        limit = max(1, self.ints(query, "limit", 10))
+        cursor = query.get("cursor")
+        offset = int(base64.urlsafe_b64decode(cursor.encode()).decode().split(":")[1]) if cursor else 0
+        data = self.state.page(offset, limit)
+        end = offset + len(data)
+        nxt = base64.urlsafe_b64encode(f"after:{end}".encode()).decode() if end < self.state.items else None
+        return self.send(200, {"results": data, "meta": {"next_cursor": nxt}})
+
+    def route_catalog_xml(self, query):
+        page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))
+        out = ['<?xml version="1.0" encoding="UTF-8"?>', f'<catalog xmlns="urn:dray:catalog" page="{page}">']
+        for it in self.state.page((page - 1) * per, per):
+            note = f"<note>{it['note']}</note>" if it["note"] else "<note/>"
+            tags = "".join(f"<tag>{t}</tag>" for t in it["tags"])
+            out.append(
+                f'  <item id="{it["id"]}" active="{str(it["active"]).lower()}">'
+                f'<name>{it["name"]} &amp; co</name><price>{it["price"]}</price><code>{it["code"]}</code>{note}'
+                f"<tags>{tags}</tags></item>")
+        if page * per < self.state.items:
+            out.append(f"  <next>/catalog.xml?page={page + 1}&amp;per_page={per}</next>")
+        out.append("</catalog>")
+        return self.send(200, "\n".join(out) + "\n", "application/xml; charset=utf-8")
+
+    # MARK: images, the object endpoint of the REST client sample
+
+    def image(self, row):
+        return {"id": row[0], "title": row[1], "url": row[2], "width": row[3]}
+
+    def images(self, path, raw):
+        st = self.state
+        parts = path.strip("/").split("/")
+        if len(parts) == 1:
+            if self.command == "GET":
+                with st.lock:
+                    rows = st.db.execute("SELECT id, title, url, width FROM images ORDER BY id").fetchall()
+                return self.send(200, {"images": [self.image(r) for r in rows]})
+            if self.command == "POST":
+                fields = self.fields(raw)
+                if fields is None:
+                    return self.send(400, {"error": "the body is not a JSON object"})
+                if not fields.get("title"):
+                    return self.send(422, {"errors": {"title": ["can't be blank"]}})
+                with st.lock:
+                    cursor = st.db.execute("INSERT INTO images(title, url, width) VALUES (?,?,?)",
+                                           (fields["title"], fields.get("url"), fields.get("width")))
+                    row = st.db.execute("SELECT id, title, url, width FROM images WHERE id = ?", (cursor.lastrowid,)).fetchone()
+                return self.send(201, self.image(row), headers={"Location": f"/images/{row[0]}"})
+            return self.send(405, {"error": "method not allowed"})
+        try:
+            ident = int(parts[1])
+        except ValueError:
+            return self.send(404, {"error": f"no image {parts[1]}"})
+        with st.lock:
+            row = st.db.execute("SELECT id, title, url, width FROM images WHERE id = ?", (ident,)).fetchone()
+        if row is None:
+            return self.send(404, {"error": f"image {ident} not found"})
+        if self.command == "GET":
+            return self.send(200, self.image(row))
+        if self.command == "DELETE":
+            with st.lock:
+                st.db.execute("DELETE FROM images WHERE id = ?", (ident,))
+            return self.send(204)
+        if self.command in ("PATCH", "PUT"):
+            fields = self.fields(raw)
+            if fields is None:
+                return self.send(400, {"error": "the body is not a JSON object"})
+            if "title" in fields and not fields["title"]:
+                return self.send(422, {"errors": {"title": ["can't be blank"]}})
+            current = self.image(row)
+            current.update({k: v for k, v in fields.items() if k in ("title", "url", "width")})
+            with st.lock:
+                st.db.execute("UPDATE images SET title = ?, url = ?, width = ? WHERE id = ?",
+                              (current["title"], current["url"], current["width"], ident))
+            return self.send(200, current)
+        return self.send(405, {"error": "method not allowed"})
+
+
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a client that went away (a killed test run) is not news
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="A small REST API for dray's http step")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--items", type=int, default=25, help="items in the paginated lists")
+    parser.add_argument("--token", help="require Authorization: Bearer TOKEN")
+    parser.add_argument("--user", action="append", default=[], help="NAME:PASSWORD accepted as basic credentials, may repeat")
+    parser.add_argument("--rule", action="append", default=[], help="a rule as JSON (see /admin/rules), may repeat")
+    parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
+    args = parser.parse_args(argv)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    users = dict(spec.partition(":")[::2] for spec in args.user)
+    Handler.state = State(args.items, args.token, users)
+    Handler.state.rules = [json.loads(r) for r in args.rule]
+    server = QuietServer((args.host, args.port), Handler)
+    server.daemon_threads = True
+    host, port = server.server_address[:2]
+    print(f"dray-rest-server listening on http://{host}:{port}/", flush=True)
+    if args.exit_on_eof:
+        def watch():
+            sys.stdin.buffer.read()
+            os._exit(0)
+        threading.Thread(target=watch, daemon=True).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,391 @@
+internal import DrayModel
+internal import DrayRecords
+internal import DrayStore
+internal import DrayTransport
+internal import Foundation
+
+extension StepRunner {
+  /// `http`: calls any HTTP API, page by page when it paginates; saves each answer as is
+  /// (`output`) and/or loads its records into a table (`load`). docs/http.md.
+  ///
+  /// Each page streams to a resumable download (`Range`/`If-Range`), retried under the
+  /// step's policy and `on_status`. With `load`, the page's records go into a staging table
+  /// in one transaction with the page's entry in `_dray_http_pages` (see `PageLedger`), so a
+  /// killed run resumes at the page after the last committed one; when the last page is in,
+  /// one transaction replaces the table's rows with the staging table's and records the
+  /// step's checkpoint, so readers never see a half-loaded table.
+  func runHTTP(_ options: HTTPStep, _ report: inout StepReport) throws {
+    let client = HTTPClient(cancellation: context.cancellation)
+    if !options.tls.verify && options.baseURL.lowercased().hasPrefix("https://") {
+      console.warn(
+        "TLS certificate verification is OFF for \(options.baseURL) (steps.\(step.id).http.tls.verify: false); anyone on the path can read and change this step's traffic",
+        step: step.id)
+    }
+    // Page files stay inside the job folder (`JobFolder`).
+    let folder = try options.output.map { _ in try JobFolder(manifest.directory) }
+    var attempts: [Attempt] = []
+    defer { report.attempts = attempts }
+
+    let store = options.load != nil ? try openStore() : nil
+    let ledger: PageLedger? = try {
+      guard options.load != nil || options.paginate != nil else { return nil }
+      let database = try store?.database ?? Database(path: Runner.journalPath(for: manifest))
+      let ledger = PageLedger(
+        database: database, job: manifest.job, stepID: step.id, lineage: context.lineage, fingerprint: step.fingerprint(in: manifest))
+      try ledger.createTable()
+      return ledger
+    }()
+    let staging = RecordTableNames.staging(job: manifest.job, step: step.id)
+
+    var progress = PageLedger.Progress(next: PageLedger.Next(url: firstURL(options)))
+    if let ledger, let saved = try ledger.resumable() {
+      progress = saved
+      report.notes.append("resumed after page \(saved.pages) (\(saved.rows) rows already in)")
+      console.info("resuming after page \(saved.pages)", step: step.id)
+    } else if let ledger {
+      try context.databaseWrites.withLock { _ in
+        try ledger.database.transaction {
+          if options.load != nil { try RecordTable(database: ledger.database, name: staging).drop() }
+          try ledger.clear()
+        }
+      }
+    }
+
+    var stoppedEarly = false
+    var fetchedURLs: Set<String> = []
+    while let next = progress.next {
+      if let maxPages = options.maxPages, progress.pages >= maxPages {
+        stoppedEarly = true
+        break
+      }
+      guard fetchedURLs.insert(next.url).inserted else {
+        throw HTTPStepError.paginationLoop("the server led back to \(next.url), a page fetched earlier in this run")
+      }
+      let page = progress.pages + 1
+      let fetched = try fetchPage(options, url: next.url, page: page, client: client) { attempts.append($0) }
+      progress.bytes += fetched.bytes
+
+      // Save the answer first: a kill before the page's commit fetches it again and
+      // overwrites the same file.
+      var file = fetched.file
+      if let output = options.output, let folder, let answer = fetched.file {
+        let path = try folder.output(output.replacing("{page}", with: String(page)), role: "output")
+        try folder.place(answer, at: path)
+        file = path
+      }
+
+      var committed = progress
+      committed.pages = page
+      let found = try withPageContext(page: page, url: next.url, options: options, contentType: fetched.contentType) {
+        try commitPage(
+          options, file: file, status: fetched.status, headers: fetched.headers, current: next, ledger: ledger, staging: staging
+        ) {
+          committed.rows += $0
+          committed.next = $1
+          return committed
+        }
+      }
+      if options.output == nil, let answer = fetched.file { try? FileManager.default.removeItem(atPath: answer) }
+      progress = committed
+      if options.paginate != nil {
+        console.info("page \(page): \(found) records\(fetched.status.map { " (HTTP \($0): empty)" } ?? "")", step: step.id)
+      }
+    }
+
+    report.bytes = progress.bytes
+    if let output = options.output, let folder, progress.pages > 0 {
+      // Every page's file, those of a run this one resumes included (a page answered with an
+      // `empty` status has none).
+      report.outputs = try (1...progress.pages).map { try folder.check(output.replacing("{page}", with: String($0)), role: "output") }
+        .filter { FileManager.default.fileExists(atPath: folder.root + "/" + $0) }
+    }
+    if options.paginate != nil { report.notes.append("\(progress.pages) page\(progress.pages == 1 ? "" : "s")") }
+    if stoppedEarly {
+      report.notes.append("stopped after paginate.max_pages (\(options.maxPages!)) pages; the server offers more")
+    }
+    if let load = options.load, let store {
+      var done = report
+      done.attempts = attempts
+      let (rows, created) = try context.databaseWrites.withLock { _ in
+        try store.database.transaction {
+          let staged = try RecordTable(database: store.database, name: staging)
+          let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
+          if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
+          let rows = try staged.publish(into: load.table)
+          try ledger?.clear()
+          done.rows = [load.table: rows]
+          done.tables = created ? [load.table] : []
+          try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+          return (rows, created)
+        }
+      }
+      report.rows = [load.table: rows]
+      report.tables = created ? [load.table] : []
+      if !created { report.notes.append(StepRunner.noTableNote(load.table)) }
+    } else {
+      try ledger?.clear()
+      var done = report
+      done.attempts = attempts
+      try recordCheckpoint(done, status: .succeeded)
+    }
+  }
+
+  static func noTableNote(_ table: String) -> String {
+    "no records; table \(table) was not created (declare load.columns to create it empty)"
+  }
+
+  /// The first page's URL: the step's URL, with the first offset or none.
+  private func firstURL(_ options: HTTPStep) -> String {
+    if case .offset(let param, let limitParam, let limit, let start)? = options.paginate {
+      return options.url(adding: [QueryItem(param, String(start)), QueryItem(limitParam, String(limit))])
+    }
+    return options.url
+  }
+
+  /// One page's answer: its file (nil for a status treated as empty), the empty status,
+  /// and its head.
+  struct FetchedPage {
+    var file: String?
+    /// The status that `on_status` turned into an empty page.
+    var status: Int?
+    var headers: HTTPHeaders
+    var contentType: String?
+    var bytes: Int64
+  }
+
+  /// Sends the request for one page under the retry policy and `on_status`.
+  private func fetchPage(
+    _ options: HTTPStep, url: String, page: Int, client: HTTPClient, record: (Attempt) -> Void
+  ) throws -> FetchedPage {
+    let download = Download(path: downloadPath("page-\(page)"), style: .standard, resume: manifest.download.resume)
+    let request = makeRequest(options, url: url)
+    let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation)
+    let response = try runner.run(
+      { _ in
+        let response = try download.attempt(request, client: client, transactionID: nil)
+        if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty { return response }
+        throw TransportError.httpStatus(StepRunner.statusError(response, url: url))
+      },
+      classify: { error in
+        guard let transport = error as? TransportError else { return .fail(reason: nil) }
+        var status: Int?
+        if case .httpStatus(let e) = transport.underlying { status = e.status }
+        // on_status decides for statuses; the transport's classes for everything else.
+        let transient = status.map { options.outcome(for: $0) == .retry } ?? transport.isTransient
+        guard transient else { return .fail(reason: nil) }
+        // A POST or PATCH is sent again only when the server cannot have acted on it.
+        if request.repeatable || client.bytesSent == 0 { return .retry }
+        if let status, options.declaresRetry(status) || [429, 503].contains(status) { return .retry }
+        return .fail(
+          reason: "not retried: a \(request.method.rawValue) may change data on the server and part of it was sent; "
+            + "name the status with retry in on_status to retry it")
+      },
+      record: { attempt in
+        var entry = attempt
+        if options.paginate != nil { entry.message = entry.message.map { "page \(page): \($0)" } }
+        record(entry)
+        logAttempt(entry)
+      })
+    guard (200..<300).contains(response.status) else {
+      download.discard()
+      return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived)
+    }
+    try download.complete()
+    if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
+    return FetchedPage(
+      file: download.path, status: nil, headers: response.headers, contentType: response.headers["Content-Type"],
+      bytes: download.bytesReceived)
+  }
+
+  /// The request for `url`: method, headers (Accept by format, Content-Type by body, the
+  /// Authorization of `auth`), body, time limits and TLS.
+  private func makeRequest(_ options: HTTPStep, url: String) -> HTTPRequest {
+    var headers = HTTPHeaders(options.headers)
+    if headers["Accept"] == nil {
+      headers.set("Accept", options.format == .json ? "application/json" : "application/xml, text/xml;q=0.9")
+    }
+    var body = HTTPBody.none
+    switch options.body {
+    case .json(let value)?:
+      body = .bytes(Array(value.json.utf8))
+      if headers["Content-Type"] == nil { headers.set("Content-Type", "application/json") }
+    case .form(let fields)?:
+      body = .bytes(Array(QueryItem.encode(fields).utf8))
+      if headers["Content-Type"] == nil { headers.set("Content-Type", "application/x-www-form-urlencoded") }
+    case nil:
+      break
+    }
+    if let auth = options.auth { headers.set("Authorization", auth.authorization) }
+    var tls = options.tls
+    tls.caFile = tls.caFile.map { manifest.resolve($0) }
+    return HTTPRequest(
+      method: HTTPMethod(rawValue: options.method.rawValue) ?? .get, url: url, headers: headers, body: body,
+      timeouts: step.timeouts, tls: tls)
+  }
+
+  /// A non-2xx answer as an error whose message ends with the answer's body.
+  static func statusError(_ response: HTTPResponse, url: String) -> HTTPStatusError {
+    var text = String(decoding: response.errorBody, as: UTF8.self)
+    // One line: runs of white space with a line break become one space.
+    text = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
+      .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+    if text.count > 4000 { text = String(text.prefix(4000)) + "…" }
+    return HTTPStatusError(
+      status: response.status, url: url, bodyExcerpt: text.isEmpty ? nil : text,
+      retryAfter: response.headers["Retry-After"].flatMap { RetryRunner.retryAfterSeconds($0) })
+  }
+
+  /// Reads one page and commits what it holds with the ledger's new entry: the page's records
+  /// into the staging table (with `load`), in one transaction. `advance` receives the records
+  /// read and the next page's request, and returns the progress to record.
+  /// - Returns: the records read.
+  private func commitPage(
+    _ options: HTTPStep, file: String?, status: Int?, headers: HTTPHeaders, current: PageLedger.Next, ledger: PageLedger?,
+    staging: String, advance: (Int, PageLedger.Next?) -> PageLedger.Progress
+  ) throws -> Int {
+    var probes: [RecordSelector] = []
+    switch options.paginate {
+    case .next(let selector)?: probes.append(selector)
+    case .cursor(_, let from)?: probes.append(from)
+    default: break
+    }
+    let reader = RecordReader(format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes)
+
+    func readAndAdvance(_ table: RecordTable?) throws -> Int {
+      var summary = AnswerSummary()
+      if let file {
+        if let table {
+          summary = try reader.load(
+            file: file, prepare: { try table.prepare($0, widen: options.load?.columns == nil) }, each: { try table.insert($0) })
+        } else if !probes.isEmpty {
+          summary = try reader.read(file: file) { _ in }
+        }
+      } else if let table, let columns = options.load?.columns {
+        try table.prepare(columns.map { ($0.name, $0.type) }, widen: false)
+      }
+      let next = status == nil ? try nextPage(options, current: current, summary: summary, headers: headers) : nil
+      // `advance` must run even without a ledger: it carries the next page to the loop.
+      let progress = advance(summary.records, next)
+      try ledger?.save(progress)
+      return summary.records
+    }
+
+    guard let ledger else { return try readAndAdvance(nil) }
+    return try context.databaseWrites.withLock { _ in
+      try ledger.database.transaction {
+        try readAndAdvance(options.load == nil ? nil : RecordTable(database: ledger.database, name: staging))
+      }
+    }
+  }
+
+  /// The next page's request, or nil after the last page.
+  /// - Throws: `HTTPStepError` when the answer's next link or cursor cannot be followed.
+  private func nextPage(_ options: HTTPStep, current: PageLedger.Next, summary: AnswerSummary, headers: HTTPHeaders) throws
+    -> PageLedger.Next?
+  {
+    switch options.paginate {
+    case nil:
+      return nil
+    case .next(let selector):
+      guard let link = try value(summary, selector, "paginate.next") else { return nil }
+      return PageLedger.Next(url: try follow(link, from: current.url, options: options))
+    case .linkHeader:
+      guard let link = LinkHeader(headers).target("next"), !link.isEmpty else { return nil }
+      return PageLedger.Next(url: try follow(link, from: current.url, options: options))
+    case .offset(let param, let limitParam, let limit, let start):
+      guard summary.records >= limit else { return nil }
+      let offset = (current.offset ?? start) + limit
+      return PageLedger.Next(
+        url: options.url(adding: [QueryItem(param, String(offset)), QueryItem(limitParam, String(limit))]), offset: offset)
+    case .cursor(let param, let from):
+      guard let cursor = try value(summary, from, "paginate.cursor.from") else { return nil }
+      if cursor == current.cursor { throw HTTPStepError.paginationLoop("the server sent cursor '\(cursor)' again") }
+      return PageLedger.Next(url: options.url(adding: [QueryItem(param, cursor)]), cursor: cursor)
+    }
+  }
+
+  /// The text a pagination selector found; nil when absent, null or empty.
+  private func value(_ summary: AnswerSummary, _ selector: RecordSelector, _ key: String) throws -> String? {
+    switch summary.values[selector] ?? .absent {
+    case .absent, .null: return nil
+    case .text(let text): return text.isEmpty ? nil : text
+    case .structure(let kind):
+      throw HTTPStepError.badPagination("\(key) '\(selector)' is \(kind) in the answer; point it at the value itself")
+    }
+  }
+
+  /// `link` resolved against the current page's URL (RFC 3986 §5), on the step's origin.
+  private func follow(_ link: String, from current: String, options: HTTPStep) throws -> String {
+    guard let base = URL(string: current), let resolved = URL(string: link, relativeTo: base)?.absoluteURL,
+      let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
+    else {
+      throw HTTPStepError.badPagination("the next page's link '\(link)' is not an http:// or https:// address")
+    }
+    let url = resolved.absoluteString
+    guard StepRunner.origin(url) == StepRunner.origin(options.baseURL) else {
+      throw HTTPStepError.badPagination(
+        "the next page's link \(url) leaves \(StepRunner.origin(options.baseURL) ?? options.baseURL); dray follows links on the base_url's origin only, so the step's credentials never go elsewhere"
+      )
+    }
+    if url == current { throw HTTPStepError.paginationLoop("the next page's link is the page itself (\(url))") }
+    return url
+  }
+
+  /// `scheme://host:port` of a URL, lower-cased, with the scheme's default port.
+  static func origin(_ url: String) -> String? {
+    guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host?.lowercased() else {
+      return nil
+    }
+    return "\(scheme)://\(host):\(parsed.port ?? (scheme == "https" ? 443 : 80))"
+  }
+
+  /// Runs `body`, naming the page in any error reading its answer.
+  private func withPageContext<T>(page: Int, url: String, options: HTTPStep, contentType: String?, _ body: () throws -> T) throws -> T {
+    do {
+      return try body()
+    } catch let error as RecordError {
+      var message = error.message
+      let type = contentType?.lowercased() ?? ""
+      if options.format == .json && type.contains("xml") {
+        message += "; the server says it is \(contentType!): set format: xml"
+      } else if options.format == .xml && type.contains("json") {
+        message += "; the server says it is \(contentType!): set format: json"
+      }
+      throw HTTPStepError.badAnswer(page: options.paginate == nil ? nil : page, url: url, message: message)
+    }
+  }
+}
+
+/// Names of the tables an `http` step works with.
+enum RecordTableNames {
+  /// The staging table of a loading step: `_dray_http__<job>__<step>`.
+  static func staging(job: String, step: String) -> String { "_dray_http__\(job)__\(step)" }
+}
+
+/// Failures of the `http` step that are not transport or SQLite errors.
+enum HTTPStepError: Error, CustomStringConvertible {
+  /// An answer that cannot be read as the step says (not JSON, a records selector that
+  /// selects nothing, ...).
+  case badAnswer(page: Int?, url: String, message: String)
+  /// A next link or cursor that cannot be followed.
+  case badPagination(String)
+  /// The server sent the same page again.
+  case paginationLoop(String)
+
+  var code: String {
+    switch self {
+    case .badAnswer: "bad_answer"
+    case .badPagination: "bad_pagination"
+    case .paginationLoop: "pagination_loop"
+    }
+  }
+
+  var description: String {
+    switch self {
+    case .badAnswer(let page?, let url, let message): "page \(page) (\(url)): \(message)"
+    case .badAnswer(nil, let url, let message): "the answer of \(url): \(message)"
+    case .badPagination(let message): message
+    case .paginationLoop(let message): "\(message); stopping so as not to fetch pages forever"
+    }
+  }
+}

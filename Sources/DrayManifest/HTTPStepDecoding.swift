@@ -1,0 +1,464 @@
+internal import DrayModel
+
+/// Reading the `http` step (docs/http.md).
+extension ManifestValidator {
+  /// Query parameters and form fields whose values are masked like passwords.
+  static let secretParameterNames: Set<String> = [
+    "api_key", "apikey", "access_token", "token", "key", "password", "secret", "client_secret", "signature", "sig",
+  ]
+
+  static func isSecretParameter(_ name: String) -> Bool {
+    secretParameterNames.contains(name.lowercased().replacing("-", with: "_"))
+  }
+
+  mutating func readHTTP(_ node: YAMLNode, _ path: String) -> StepKind? {
+    guard let f = reader.fields(node, path, known: ManifestSchema.http.names) else { return nil }
+    var ok = true
+    func need<T>(_ value: T?, present: Bool) -> T? {
+      if value == nil && present { ok = false }
+      return value
+    }
+
+    let method =
+      need(f["method"].flatMap { reader.choice($0, f.path("method"), as: HTTPStep.Method.self) }, present: f["method"] != nil) ?? .get
+    let baseURL = f.required("base_url", &reader).flatMap { readBaseURL($0, f.path("base_url")) }
+    if baseURL == nil { ok = false }
+    let urlPath = need(f["path"].flatMap { readURLPath($0, f.path("path")) }, present: f["path"] != nil)
+    let query = need(f["query"].flatMap { readQueryItems($0, f.path("query")) }, present: f["query"] != nil) ?? []
+    let headers = need(f["headers"].flatMap { readHTTPHeaders($0, f.path("headers")) }, present: f["headers"] != nil) ?? []
+    let body = need(f["body"].flatMap { readBody($0, f.path("body")) }, present: f["body"] != nil)
+    let auth = need(f["auth"].flatMap { readHTTPAuth($0, f.path("auth")) }, present: f["auth"] != nil)
+    let tls = need(f["tls"].flatMap { readHTTPTLS($0, f.path("tls")) }, present: f["tls"] != nil) ?? TLSSettings()
+    let format =
+      need(f["format"].flatMap { reader.choice($0, f.path("format"), as: AnswerFormat.self) }, present: f["format"] != nil) ?? .json
+    let output = need(f["output"].flatMap { jobFolderPath($0, f.path("output")) }, present: f["output"] != nil)
+    let load = need(f["load"].flatMap { readLoad($0, f.path("load"), format: format) }, present: f["load"] != nil)
+    var maxPages: Int?
+    let paginate = f["paginate"].flatMap { readPagination($0, f.path("paginate"), format: format, maxPages: &maxPages) }
+    if f["paginate"] != nil && paginate == nil { ok = false }
+    let onStatus = need(f["on_status"].flatMap { readOnStatus($0, f.path("on_status")) }, present: f["on_status"] != nil) ?? []
+
+    if auth != nil, let pair = headerPair(f["headers"], named: "authorization") {
+      reader.error(
+        pair.key.location,
+        "'\(f.path("headers")).\(pair.key.scalar?.text ?? "")' and '\(f.path("auth"))' both set the Authorization header; keep one")
+      ok = false
+    }
+    if let output, let outputNode = f["output"] {
+      if paginate != nil && !output.contains("{page}") {
+        reader.error(
+          outputNode.location,
+          "'\(f.path("output"))' must hold {page} when the step paginates, such as out/items-{page}.json: each page is saved to its own file"
+        )
+        ok = false
+      } else if paginate == nil && output.contains("{page}") {
+        reader.error(
+          outputNode.location, "'\(f.path("output"))' holds {page} but the step does not paginate; add 'paginate' or drop {page}")
+        ok = false
+      }
+    }
+    if case .offset? = paginate, load == nil, let node = f["paginate"] {
+      reader.error(node.location, "offset pagination counts the records of each page; add 'load' with 'records' to '\(path)'")
+      ok = false
+    }
+    if let loadNode = f["load"], !hasTopLevelKey("database") {
+      reader.error(loadNode.location, "'\(f.path("load"))' fills a table; add a 'database' block with a 'path'")
+      ok = false
+    }
+    guard ok, let baseURL else { return nil }
+    return .http(
+      HTTPStep(
+        method: method, baseURL: baseURL, path: urlPath, query: query, headers: headers, body: body, auth: auth, tls: tls,
+        format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus))
+  }
+
+  private func hasTopLevelKey(_ key: String) -> Bool {
+    guard case .mapping(let pairs) = root.content else { return false }
+    return pairs.contains { $0.key.scalar?.text == key }
+  }
+
+  private func headerPair(_ node: YAMLNode?, named name: String) -> YAMLNode.Pair? {
+    guard let node, case .mapping(let pairs) = node.content else { return nil }
+    return pairs.first { $0.key.scalar?.text.lowercased() == name }
+  }
+
+  // MARK: Request
+
+  private mutating func readBaseURL(_ node: YAMLNode, _ path: String) -> String? {
+    guard let url = reader.nonEmptyString(node, path) else { return nil }
+    let lower = url.lowercased()
+    let scheme = lower.hasPrefix("https://") ? 8 : lower.hasPrefix("http://") ? 7 : 0
+    let host = url.dropFirst(scheme).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+    guard scheme > 0, !host.isEmpty, !url.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" }) else {
+      reader.error(node.location, "'\(path)' must be an http:// or https:// address such as https://api.example.com/v1/, found '\(url)'")
+      return nil
+    }
+    guard !url.contains("#") else {
+      reader.error(node.location, "'\(path)' must not hold a fragment ('#...'); servers never see it")
+      return nil
+    }
+    guard !url.contains("?") else {
+      reader.error(node.location, "'\(path)' must not hold a query ('?...'); give query parameters in 'query'")
+      return nil
+    }
+    guard !host.contains("@") else {
+      reader.error(node.location, "'\(path)' must not hold credentials (user@host); give them in 'auth'")
+      return nil
+    }
+    return url
+  }
+
+  private mutating func readURLPath(_ node: YAMLNode, _ path: String) -> String? {
+    guard let value = reader.string(node, path) else { return nil }
+    if value.lowercased().hasPrefix("http://") || value.lowercased().hasPrefix("https://") {
+      reader.error(node.location, "'\(path)' is appended to base_url; put the address in base_url and the rest in path")
+      return nil
+    }
+    if value.contains("#") {
+      reader.error(node.location, "'\(path)' must not hold a fragment ('#...'); servers never see it")
+      return nil
+    }
+    return value
+  }
+
+  /// A mapping of names to scalars or lists of scalars (a list repeats the name).
+  private mutating func readQueryItems(_ node: YAMLNode, _ path: String) -> [QueryItem]? {
+    guard case .mapping(let pairs) = node.content else {
+      reader.error(node.location, "'\(path)' must be a mapping of names to values, found \(node.kindDescription)")
+      return nil
+    }
+    var items: [QueryItem] = []
+    var ok = true
+    for pair in pairs {
+      let name = pair.key.scalar?.text ?? ""
+      guard !name.isEmpty else {
+        reader.error(pair.key.location, "'\(path)' has an empty name")
+        ok = false
+        continue
+      }
+      let secret = Self.isSecretParameter(name)
+      let values: [YAMLNode]
+      if case .sequence(let list) = pair.value.content { values = list } else { values = [pair.value] }
+      for value in values {
+        guard value.scalar != nil else {
+          reader.error(value.location, "'\(path).\(name)' must be a value or a list of values, found \(value.kindDescription)")
+          ok = false
+          continue
+        }
+        if let text = reader.string(value, "\(path).\(name)", secret: secret) {
+          items.append(QueryItem(name, text))
+        } else {
+          ok = false
+        }
+      }
+    }
+    return ok ? items : nil
+  }
+
+  private mutating func readHTTPHeaders(_ node: YAMLNode, _ path: String) -> [HTTPHeader]? {
+    guard case .mapping(let pairs) = node.content else {
+      reader.error(node.location, "'\(path)' must be a mapping of header names to values, found \(node.kindDescription)")
+      return nil
+    }
+    var headers: [HTTPHeader] = []
+    var ok = true
+    for pair in pairs {
+      let name = pair.key.scalar?.text ?? ""
+      guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && $0.value < 127 && $0 != ":" }) else {
+        reader.error(pair.key.location, "'\(name)' is not an HTTP header name")
+        ok = false
+        continue
+      }
+      let secret = Self.secretHeaders.contains(name.lowercased())
+      if let value = reader.string(pair.value, "\(path).\(name)", secret: secret) {
+        guard !value.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+          reader.error(pair.value.location, "'\(path).\(name)' must be one line; a header value cannot hold a line break")
+          ok = false
+          continue
+        }
+        headers.append(HTTPHeader(name, value))
+      } else {
+        ok = false
+      }
+    }
+    return ok ? headers : nil
+  }
+
+  private mutating func readBody(_ node: YAMLNode, _ path: String) -> HTTPStep.Body? {
+    guard let f = reader.fields(node, path, known: ManifestSchema.httpBody.names) else { return nil }
+    switch (f["json"], f["form"]) {
+    case (let json?, nil):
+      return reader.json(json, f.path("json")).map { .json($0) }
+    case (nil, let form?):
+      return readQueryItems(form, f.path("form")).map { .form($0) }
+    case (_?, let form?):
+      reader.error(form.location, "'\(path)' takes 'json' or 'form', not both")
+    case (nil, nil):
+      reader.error(node.location, "'\(path)' needs 'json' (sent as application/json) or 'form' (application/x-www-form-urlencoded)")
+    }
+    return nil
+  }
+
+  private mutating func readHTTPAuth(_ node: YAMLNode, _ path: String) -> HTTPStep.Auth? {
+    let kinds = ManifestSchema.httpAuth.names
+    guard let f = reader.fields(node, path, known: kinds) else { return nil }
+    let given = kinds.filter { f[$0] != nil }
+    guard given.count == 1 else {
+      if given.isEmpty {
+        reader.error(node.location, "'\(path)' needs one of: bearer, bearer_file, basic")
+      } else {
+        reader.error(
+          f.entries[given[1]]!.key.location,
+          "'\(path)' takes one of bearer, bearer_file, basic; this one has \(given.joined(separator: " and "))")
+      }
+      return nil
+    }
+    switch given[0] {
+    case "bearer":
+      return reader.nonEmptyString(f["bearer"]!, f.path("bearer"), secret: true).map { .bearer(token: $0) }
+    case "bearer_file":
+      return readSecretFile(f["bearer_file"]!, f.path("bearer_file")).map { .bearer(token: $0) }
+    default:
+      guard let b = reader.fields(f["basic"]!, f.path("basic"), known: ManifestSchema.httpBasic.names) else { return nil }
+      let username = b.required("username", &reader).flatMap { reader.nonEmptyString($0, b.path("username"), secret: true) }
+      var password: String?
+      switch (b["password"], b["password_file"]) {
+      case (let p?, nil): password = reader.string(p, b.path("password"), secret: true)
+      case (nil, let file?): password = readSecretFile(file, b.path("password_file"))
+      case (_?, let file?): reader.error(file.location, "'\(f.path("basic"))' takes 'password' or 'password_file', not both")
+      case (nil, nil): reader.error(f["basic"]!.location, "missing required key 'password' (or 'password_file') in \(f.path("basic"))")
+      }
+      guard let username, let password else { return nil }
+      let auth = HTTPStep.Auth.basic(username: username, password: password)
+      reader.redactor.add(String(auth.authorization.dropFirst("Basic ".count)))
+      return auth
+    }
+  }
+
+  /// A secret read from a file (relative to the job folder), without one trailing newline.
+  private mutating func readSecretFile(_ node: YAMLNode, _ path: String) -> String? {
+    guard let file = reader.nonEmptyString(node, path) else { return nil }
+    let full = file.hasPrefix("/") ? file : directory + "/" + file
+    do {
+      let value = try Interpolator(environment: [:], secretVariables: [], directory: directory).resolve("${file:\(full)}").value
+      guard !value.isEmpty else {
+        reader.error(node.location, "'\(path)': file '\(file)' is empty")
+        return nil
+      }
+      reader.redactor.add(value)
+      return value
+    } catch {
+      reader.error(node.location, "cannot read \(path) '\(file)'; check that it exists and is readable")
+      return nil
+    }
+  }
+
+  private mutating func readHTTPTLS(_ node: YAMLNode, _ path: String) -> TLSSettings? {
+    guard let t = reader.fields(node, path, known: ManifestSchema.tls.names) else { return nil }
+    var tls = TLSSettings()
+    if let v = t["verify"].flatMap({ reader.bool($0, t.path("verify")) }) { tls.verify = v }
+    tls.caFile = t["ca_file"].flatMap { reader.nonEmptyString($0, t.path("ca_file")) }
+    return tls
+  }
+
+  // MARK: Answers
+
+  /// A selector in the answer's format: a JSON Pointer, or an XML element path (`relative`
+  /// for declared columns, absolute otherwise; `attribute` allows a final `@name`).
+  private mutating func readSelector(_ node: YAMLNode, _ path: String, format: AnswerFormat, relative: Bool, attribute: Bool)
+    -> RecordSelector?
+  {
+    guard let text = reader.string(node, path) else { return nil }
+    do {
+      switch format {
+      case .json:
+        return .json(try JSONPointer(parsing: text))
+      case .xml:
+        let xml = try XMLPath(parsing: text)
+        if relative && xml.anchor != .relative {
+          reader.error(node.location, "'\(path)' is relative to a record element, such as name, owner/name or @id; found '\(text)'")
+          return nil
+        }
+        if !relative && xml.anchor == .relative {
+          reader.error(node.location, "'\(path)' must start with '/' or '//', such as /catalog/item or //item; found '\(text)'")
+          return nil
+        }
+        if !attribute && xml.attribute != nil {
+          reader.error(node.location, "'\(path)' selects elements; '\(text)' ends with an attribute")
+          return nil
+        }
+        return .xml(xml)
+      }
+    } catch {
+      reader.error(node.location, "'\(path)': \(error.message)")
+      return nil
+    }
+  }
+
+  private mutating func readLoad(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> HTTPStep.Load? {
+    guard let f = reader.fields(node, path, known: ManifestSchema.httpLoad.names) else { return nil }
+    var table = f.required("table", &reader).flatMap { reader.nonEmptyString($0, f.path("table")) }
+    if let name = table, let tableNode = f["table"] {
+      let lower = name.lowercased()
+      if lower.hasPrefix("_dray") || lower.hasPrefix("sqlite_") {
+        reader.error(tableNode.location, "'\(f.path("table"))': names starting with _dray or sqlite_ are reserved; choose another")
+        table = nil
+      }
+    }
+    var records: RecordSelector?
+    if let node = f["records"] {
+      records = readSelector(node, f.path("records"), format: format, relative: false, attribute: false)
+    } else if format == .json {
+      records = .json(try! JSONPointer(parsing: ""))
+    } else {
+      reader.error(
+        node.location, "missing required key 'records' in \(path): the path of the record elements, such as /catalog/item or //item")
+    }
+    var columns: [HTTPStep.Column]?
+    var columnsOK = true
+    if let node = f["columns"] {
+      columns = readColumns(node, f.path("columns"), format: format)
+      columnsOK = columns != nil
+    }
+    guard let table, let records, columnsOK else { return nil }
+    return HTTPStep.Load(table: table, records: records, columns: columns)
+  }
+
+  private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {
+    guard case .mapping(let pairs) = node.content, !pairs.isEmpty else {
+      reader.error(
+        node.location, "'\(path)' must be a mapping of column names to types (TEXT, INTEGER, REAL, NUMERIC), such as id: INTEGER")
+      return nil
+    }
+    var columns: [HTTPStep.Column] = []
+    var seen: [String: String] = [:]
+    var ok = true
+    for pair in pairs {
+      let name = pair.key.scalar?.text ?? ""
+      let cpath = "\(path).\(name)"
+      guard !name.isEmpty else {
+        reader.error(pair.key.location, "'\(path)' has an empty column name")
+        ok = false
+        continue
+      }
+      // SQLite compares identifiers without regard to ASCII case.
+      let folded = String(name.map { $0.isASCII ? Character($0.lowercased()) : $0 })
+      if let other = seen[folded] {
+        reader.error(pair.key.location, "columns '\(other)' and '\(name)' differ only in letter case; SQLite cannot tell them apart")
+        ok = false
+        continue
+      }
+      seen[folded] = name
+      if pair.value.scalar != nil {
+        guard let type = readColumnType(pair.value, cpath) else {
+          ok = false
+          continue
+        }
+        columns.append(HTTPStep.Column(name: name, type: type))
+      } else {
+        guard let c = reader.fields(pair.value, cpath, known: ManifestSchema.httpColumn.names) else {
+          ok = false
+          continue
+        }
+        let type = c["type"].flatMap { readColumnType($0, c.path("type")) }
+        let from = c["from"].flatMap { readSelector($0, c.path("from"), format: format, relative: true, attribute: true) }
+        if (c["type"] != nil && type == nil) || (c["from"] != nil && from == nil) {
+          ok = false
+          continue
+        }
+        columns.append(HTTPStep.Column(name: name, type: type ?? .text, from: from))
+      }
+    }
+    return ok ? columns : nil
+  }
+
+  private mutating func readColumnType(_ node: YAMLNode, _ path: String) -> ColumnType? {
+    reader.choice(node, path, as: ColumnType.self)
+  }
+
+  private mutating func readPagination(_ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?)
+    -> HTTPStep.Pagination?
+  {
+    let kinds = ["next", "link_header", "offset", "cursor"]
+    guard let f = reader.fields(node, path, known: ManifestSchema.httpPaginate.names) else { return nil }
+    maxPages = f["max_pages"].flatMap { reader.integer($0, f.path("max_pages"), in: 1...Int(Int32.max)) }
+    if f["max_pages"] != nil && maxPages == nil { return nil }
+    let given = kinds.filter { f[$0] != nil }
+    guard given.count == 1 else {
+      if given.isEmpty {
+        reader.error(node.location, "'\(path)' needs one of: \(kinds.joined(separator: ", "))")
+      } else {
+        reader.error(
+          f.entries[given[1]]!.key.location,
+          "'\(path)' takes one way to find the next page; this one has \(given.joined(separator: " and "))")
+      }
+      return nil
+    }
+    let kind = given[0]
+    let value = f[kind]!
+    switch kind {
+    case "next":
+      return readSelector(value, f.path("next"), format: format, relative: false, attribute: true).map { .next($0) }
+    case "link_header":
+      guard let on = reader.bool(value, f.path("link_header")) else { return nil }
+      guard on else {
+        reader.error(value.location, "'\(f.path("link_header"))' can only be true; remove 'paginate' for a single request")
+        return nil
+      }
+      return .linkHeader
+    case "offset":
+      if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
+        return .offset(param: "offset", limitParam: "limit", limit: 100, start: 0)
+      }
+      guard let o = reader.fields(value, f.path("offset"), known: ManifestSchema.httpOffset.names) else { return nil }
+      let param = o["param"].flatMap { reader.nonEmptyString($0, o.path("param")) }
+      let limitParam = o["limit_param"].flatMap { reader.nonEmptyString($0, o.path("limit_param")) }
+      let limit = o["limit"].flatMap { reader.integer($0, o.path("limit"), in: 1...1_000_000) }
+      let start = o["start"].flatMap { reader.integer($0, o.path("start"), in: 0...Int(Int32.max)) }
+      let bad =
+        (o["param"] != nil && param == nil) || (o["limit_param"] != nil && limitParam == nil)
+        || (o["limit"] != nil && limit == nil) || (o["start"] != nil && start == nil)
+      if bad { return nil }
+      return .offset(param: param ?? "offset", limitParam: limitParam ?? "limit", limit: limit ?? 100, start: start ?? 0)
+    default:
+      guard let c = reader.fields(value, f.path("cursor"), known: ManifestSchema.httpCursor.names) else { return nil }
+      let param = c["param"].flatMap { reader.nonEmptyString($0, c.path("param")) }
+      let from = c.required("from", &reader).flatMap {
+        readSelector($0, c.path("from"), format: format, relative: false, attribute: true)
+      }
+      if c["param"] != nil && param == nil { return nil }
+      guard let from else { return nil }
+      return .cursor(param: param ?? "cursor", from: from)
+    }
+  }
+
+  private mutating func readOnStatus(_ node: YAMLNode, _ path: String) -> [HTTPStep.StatusRule]? {
+    guard case .mapping(let pairs) = node.content else {
+      reader.error(node.location, "'\(path)' must be a mapping of statuses to outcomes, such as { 404: empty, 422: fail }")
+      return nil
+    }
+    var rules: [HTTPStep.StatusRule] = []
+    var ok = true
+    for pair in pairs {
+      let key = pair.key.scalar?.text ?? ""
+      var rule: HTTPStep.StatusRule?
+      if key.count == 3, key.hasSuffix("xx"), let hundreds = Int(key.prefix(1)), (4...5).contains(hundreds) {
+        rule = HTTPStep.StatusRule(status: hundreds, isClass: true, outcome: .fail)
+      } else if let status = Int(key), (400...599).contains(status), key.count == 3 {
+        rule = HTTPStep.StatusRule(status: status, outcome: .fail)
+      }
+      guard var rule else {
+        reader.error(pair.key.location, "'\(key)' in \(path) is not a status from 400 to 599, nor 4xx or 5xx")
+        ok = false
+        continue
+      }
+      guard let outcome = reader.choice(pair.value, "\(path).\(key)", as: HTTPStep.StatusOutcome.self) else {
+        ok = false
+        continue
+      }
+      rule.outcome = outcome
+      rules.append(rule)
+    }
+    return ok ? rules : nil
+  }
+}

@@ -1,0 +1,262 @@
+/// A call to any HTTP API (step `http`): one request, or one per page, whose answer is saved
+/// as is or turned into rows (docs/http.md).
+///
+/// ```yaml
+/// - id: items
+///   http:
+///     base_url: https://api.example.com/v2/
+///     path: items
+///     query: { status: active }
+///     auth: { bearer: "${API_TOKEN}" }
+///     load: { table: items, records: /data }
+///     paginate: { next: /links/next }
+///     on_status: { 404: empty }
+/// ```
+public struct HTTPStep: Sendable, Hashable {
+  /// Request methods the step sends.
+  public enum Method: String, Sendable, Hashable, CaseIterable {
+    case get = "GET", post = "POST", put = "PUT", patch = "PATCH", delete = "DELETE"
+  }
+
+  /// A request body.
+  public enum Body: Sendable, Hashable {
+    /// Sent as `application/json`.
+    case json(JSONValue)
+    /// Sent as `application/x-www-form-urlencoded`, fields in order.
+    case form([QueryItem])
+  }
+
+  /// How the request proves who is calling.
+  public enum Auth: Sendable, Hashable {
+    /// `Authorization: Bearer <token>` (RFC 6750 §2.1).
+    case bearer(token: String)
+    /// `Authorization: Basic base64(username:password)` (RFC 7617).
+    case basic(username: String, password: String)
+  }
+
+  /// Where the rows of an answer go.
+  public struct Load: Sendable, Hashable {
+    /// The table to fill; replaced whole when the step finishes.
+    public var table: String
+    /// Where the records are in each answer: a JSON Pointer (RFC 6901) or an XML element
+    /// path. The empty pointer is the whole document.
+    public var records: RecordSelector
+    /// Declared columns, in order; nil to infer them from the records.
+    public var columns: [Column]?
+
+    public init(table: String, records: RecordSelector, columns: [Column]? = nil) {
+      self.table = table
+      self.records = records
+      self.columns = columns
+    }
+  }
+
+  /// A declared column.
+  public struct Column: Sendable, Hashable {
+    public var name: String
+    public var type: ColumnType
+    /// Where the value is inside a record; nil for the member (JSON) or the child element or
+    /// attribute (XML) named like the column.
+    public var from: RecordSelector?
+
+    public init(name: String, type: ColumnType, from: RecordSelector? = nil) {
+      self.name = name
+      self.type = type
+      self.from = from
+    }
+  }
+
+  /// How the step finds the next page.
+  public enum Pagination: Sendable, Hashable {
+    /// The next page's URL is in the answer, at `selector`; a missing, null or empty value ends.
+    case next(RecordSelector)
+    /// The next page's URL is the `rel="next"` target of the `Link` header (RFC 8288).
+    case linkHeader
+    /// `param` counts records from `start`; pages hold `limit` records, sent as `limitParam`;
+    /// a page with fewer records is the last.
+    case offset(param: String, limitParam: String, limit: Int, start: Int)
+    /// The answer holds the next page's cursor at `from`, sent back as `param`; a missing,
+    /// null or empty cursor ends.
+    case cursor(param: String, from: RecordSelector)
+  }
+
+  /// What a status that is not 2xx does.
+  public enum StatusOutcome: String, Sendable, Hashable, CaseIterable {
+    /// Fail the step; the answer's body becomes the error message.
+    case fail
+    /// Treat the answer as an empty page: no rows, no next page.
+    case empty
+    /// Try again under the step's retry policy.
+    case retry
+  }
+
+  /// One `on_status` entry: a status (`404`) or a class (`4xx`, `5xx`).
+  public struct StatusRule: Sendable, Hashable {
+    /// The status, or its hundreds for a class (4 for `4xx`).
+    public var status: Int
+    public var isClass: Bool
+    public var outcome: StatusOutcome
+
+    public init(status: Int, isClass: Bool = false, outcome: StatusOutcome) {
+      self.status = status
+      self.isClass = isClass
+      self.outcome = outcome
+    }
+
+    /// `404` or `4xx`.
+    public var key: String { isClass ? "\(status)xx" : "\(status)" }
+  }
+
+  public var method: Method
+  /// `http://` or `https://` address; `path` is appended to it.
+  public var baseURL: String
+  public var path: String?
+  public var query: [QueryItem]
+  public var headers: [HTTPHeader]
+  public var body: Body?
+  public var auth: Auth?
+  public var tls: TLSSettings
+  /// How to read the answer: JSON or XML.
+  public var format: AnswerFormat
+  /// File to save the answer to, relative to the job folder; with pagination it holds
+  /// `{page}`, replaced by the page number.
+  public var output: String?
+  public var load: Load?
+  public var paginate: Pagination?
+  /// Most pages fetched; nil for no bound.
+  public var maxPages: Int?
+  public var onStatus: [StatusRule]
+
+  public init(
+    method: Method = .get, baseURL: String, path: String? = nil, query: [QueryItem] = [], headers: [HTTPHeader] = [],
+    body: Body? = nil, auth: Auth? = nil, tls: TLSSettings = TLSSettings(), format: AnswerFormat = .json,
+    output: String? = nil, load: Load? = nil, paginate: Pagination? = nil, maxPages: Int? = nil, onStatus: [StatusRule] = []
+  ) {
+    self.method = method
+    self.baseURL = baseURL
+    self.path = path
+    self.query = query
+    self.headers = headers
+    self.body = body
+    self.auth = auth
+    self.tls = tls
+    self.format = format
+    self.output = output
+    self.load = load
+    self.paginate = paginate
+    self.maxPages = maxPages
+    self.onStatus = onStatus
+  }
+
+  /// Statuses retried when `on_status` says nothing about them: the platform's transient
+  /// statuses (RFC 9110 §15.5.9, §15.6; RFC 6585 §4).
+  public static let defaultRetryStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+
+  /// What `status` (not 2xx) does: the exact rule, else the class rule, else the default
+  /// (retry the transient statuses, fail every other).
+  public func outcome(for status: Int) -> StatusOutcome {
+    if let rule = onStatus.first(where: { !$0.isClass && $0.status == status }) { return rule.outcome }
+    if let rule = onStatus.first(where: { $0.isClass && $0.status == status / 100 }) { return rule.outcome }
+    return HTTPStep.defaultRetryStatuses.contains(status) ? .retry : .fail
+  }
+
+  /// Whether `on_status` names `status` (exactly or by class) with `retry`.
+  public func declaresRetry(_ status: Int) -> Bool {
+    onStatus.contains { $0.outcome == .retry && ($0.isClass ? $0.status == status / 100 : $0.status == status) }
+  }
+
+  /// The request's URL without pagination parameters: `base_url` and `path` joined by one
+  /// slash, then `query`.
+  public var url: String { url(adding: []) }
+
+  /// The request's URL with `extra` query parameters after `query` (a name in `extra`
+  /// replaces the same name in `query`).
+  public func url(adding extra: [QueryItem]) -> String {
+    var url = baseURL
+    if let path, !path.isEmpty {
+      while url.hasSuffix("/") { url.removeLast() }
+      var rest = Substring(path)
+      while rest.hasPrefix("/") { rest = rest.dropFirst() }
+      url += "/" + HTTPStep.encodePath(String(rest))
+    }
+    let names = Set(extra.map(\.name))
+    let items = query.filter { !names.contains($0.name) } + extra
+    guard !items.isEmpty else { return url }
+    return url + (url.contains("?") ? "&" : "?") + QueryItem.encode(items)
+  }
+
+  /// A path with the characters a URL cannot hold percent-encoded (RFC 3986 §3.3); `/`,
+  /// `%`, `?`, `&`, `=` and the other reserved characters are kept as written.
+  static func encodePath(_ path: String) -> String {
+    var out = ""
+    for byte in path.utf8 {
+      let c = Unicode.Scalar(byte)
+      if byte < 0x80 && byte > 0x20 && !"\"<>\\^`{|}".unicodeScalars.contains(c) && byte != 0x7F {
+        out.unicodeScalars.append(c)
+      } else {
+        let hex = String(byte, radix: 16, uppercase: true)
+        out += "%" + (hex.count == 1 ? "0" + hex : hex)
+      }
+    }
+    return out
+  }
+}
+
+/// One query parameter or form field.
+public struct QueryItem: Sendable, Hashable {
+  public var name: String
+  public var value: String
+
+  public init(_ name: String, _ value: String) {
+    self.name = name
+    self.value = value
+  }
+
+  /// `a=1&b=x%20y`: names and values percent-encoded as `application/x-www-form-urlencoded`
+  /// writes them, with spaces as `%20`.
+  public static func encode(_ items: [QueryItem]) -> String {
+    items.map { Redactor.percentEncoded($0.name) + "=" + Redactor.percentEncoded($0.value) }.joined(separator: "&")
+  }
+}
+
+/// How an answer is read.
+public enum AnswerFormat: String, Sendable, Hashable, CaseIterable {
+  case json, xml
+}
+
+/// A declared column type (SQLite type affinity names, https://sqlite.org/datatype3.html).
+public enum ColumnType: String, Sendable, Hashable, CaseIterable {
+  case text = "TEXT", integer = "INTEGER", real = "REAL", numeric = "NUMERIC"
+}
+
+extension HTTPStep.Auth {
+  /// The `Authorization` header's value.
+  public var authorization: String {
+    switch self {
+    case .bearer(let token): "Bearer \(token)"
+    case .basic(let username, let password): "Basic " + Base64.encode(Array("\(username):\(password)".utf8))
+    }
+  }
+}
+
+/// Base64 (RFC 4648 §4), with padding.
+public enum Base64 {
+  private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+  public static func encode(_ bytes: [UInt8]) -> String {
+    var out: [UInt8] = []
+    out.reserveCapacity((bytes.count + 2) / 3 * 4)
+    var i = 0
+    while i < bytes.count {
+      let b0 = bytes[i]
+      let b1 = i + 1 < bytes.count ? bytes[i + 1] : 0
+      let b2 = i + 2 < bytes.count ? bytes[i + 2] : 0
+      out.append(alphabet[Int(b0 >> 2)])
+      out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
+      out.append(i + 1 < bytes.count ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
+      out.append(i + 2 < bytes.count ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
+      i += 3
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+}

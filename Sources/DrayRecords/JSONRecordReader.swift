@@ -1,0 +1,272 @@
+internal import CYAJL
+public import DrayModel
+internal import Foundation
+
+/// Reads the records of a JSON answer from a file, streaming, with yajl's event parser.
+///
+/// The records are the value a JSON Pointer (RFC 6901) selects: each element when it is an
+/// array, the value itself when it is an object, none when it is null. Only one record is
+/// held in memory at a time, so an answer of any size reads in bounded memory. On the way,
+/// the values of `probes` (a next link, a cursor) are picked up.
+///
+/// A record that is an object gives one column per member (nested arrays and objects as
+/// their JSON text); any other record gives one column, `value`. With declared columns, each
+/// column's value is the member named like it, or what its own pointer selects inside the
+/// record.
+public struct JSONRecordReader {
+  public var records: JSONPointer?
+  public var columns: [HTTPStep.Column]?
+  public var probes: [JSONPointer]
+
+  /// - Parameters:
+  ///   - records: where the records are; nil to read only the probes.
+  ///   - columns: declared columns, or nil to take every member.
+  ///   - probes: single values to pick up.
+  public init(records: JSONPointer?, columns: [HTTPStep.Column]? = nil, probes: [JSONPointer] = []) {
+    self.records = records
+    self.columns = columns
+    self.probes = probes
+  }
+
+  /// Reads `file`, handing each record to `each`.
+  /// - Returns: how many records were read, and what each probe found.
+  /// - Throws: `RecordError` when the file is not JSON or the records selector points at a
+  ///   string or number, or selects nothing; errors thrown by `each` as they are.
+  public func read(file: String, each: (Record) throws -> Void) throws -> AnswerSummary {
+    guard let input = FileHandle(forReadingAtPath: file) else {
+      throw RecordError("cannot read the answer at \(file)")
+    }
+    defer { try? input.close() }
+    return try withoutActuallyEscaping(each) { each in
+      let state = JSONScanState(reader: self, each: each)
+      let context = Unmanaged.passUnretained(state).toOpaque()
+      var callbacks = yajl_callbacks(
+        yajl_null: { ctx in JSONScanState.from(ctx).scalar(.null) },
+        yajl_boolean: { ctx, value in JSONScanState.from(ctx).scalar(.bool(value != 0)) },
+        yajl_integer: nil,
+        yajl_double: nil,
+        yajl_number: { ctx, text, length in
+          let raw = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
+          return JSONScanState.from(ctx).scalar(Int64(raw).map { .integer($0) } ?? .number(raw))
+        },
+        yajl_string: { ctx, text, length in
+          JSONScanState.from(ctx).scalar(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
+        },
+        yajl_start_map: { ctx in JSONScanState.from(ctx).start(isArray: false) },
+        yajl_map_key: { ctx, text, length in
+          JSONScanState.from(ctx).key(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self))
+        },
+        yajl_end_map: { ctx in JSONScanState.from(ctx).end() },
+        yajl_start_array: { ctx in JSONScanState.from(ctx).start(isArray: true) },
+        yajl_end_array: { ctx in JSONScanState.from(ctx).end() })
+      guard let parser = yajl_alloc(&callbacks, nil, context) else { throw RecordError("out of memory starting the JSON parser") }
+      defer { yajl_free(parser) }
+      var offset = 0
+      while true {
+        let chunk = input.readData(ofLength: 256 * 1024)
+        if chunk.isEmpty && offset == 0 { return AnswerSummary() }  // an empty answer: no records
+        let status: yajl_status
+        if chunk.isEmpty {
+          status = yajl_complete_parse(parser)
+        } else {
+          status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
+        }
+        if status == yajl_status_client_canceled {
+          throw state.failure ?? RecordError("reading the answer stopped")
+        }
+        if status == yajl_status_error {
+          if chunk.isEmpty { throw RecordError("the answer ends before its JSON is complete (\(offset) bytes)") }
+          let detail = chunk.withUnsafeBytes { buffer in
+            let message = yajl_get_error(parser, 0, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), buffer.count)
+            defer { yajl_free_error(parser, message) }
+            return message.map { String(cString: $0) } ?? "invalid JSON"
+          }
+          let near = offset + Int(yajl_get_bytes_consumed(parser))
+          var reason = detail.trimmingCharacters(in: .whitespacesAndNewlines)
+          if reason.hasSuffix(".") { reason.removeLast() }
+          throw RecordError("the answer is not valid JSON (\(reason), near byte \(near))")
+        }
+        offset += chunk.count
+        if chunk.isEmpty { break }
+      }
+      if let records, !state.foundRecords {
+        throw RecordError("the records selector '\(records)' matches nothing in the answer")
+      }
+      return state.summary
+    }
+  }
+
+  /// A captured record as columns.
+  func record(_ value: JSONValue) -> Record {
+    if let columns {
+      return columns.map { column in
+        let found: JSONValue?
+        if case .json(let pointer)? = column.from {
+          found = pointer.resolve(in: value)
+        } else if case .object(let pairs) = value {
+          found = pairs.first { $0.key == column.name }?.value
+        } else {
+          found = nil
+        }
+        return (column.name, found.map { RecordValue(json: $0) } ?? .null)
+      }
+    }
+    if case .object(let pairs) = value {
+      return pairs.map { ($0.key, RecordValue(json: $0.value)) }
+    }
+    return [("value", RecordValue(json: value))]
+  }
+}
+
+/// The parser's position and what it is building, behind yajl's callbacks.
+private final class JSONScanState {
+  /// An open array or object, and where inside it the parser is.
+  struct Frame {
+    var isArray: Bool
+    /// The index of the next element (arrays).
+    var index = 0
+    /// The key of the current member (objects).
+    var key = ""
+  }
+
+  /// A container of the record being captured.
+  struct Builder {
+    var isArray: Bool
+    var items: [JSONValue] = []
+    var pairs: [(key: String, value: JSONValue)] = []
+    var key = ""
+  }
+
+  let reader: JSONRecordReader
+  let each: (Record) throws -> Void
+  var frames: [Frame] = []
+  var builders: [Builder] = []
+  /// `frames.count` inside the records array, while the parser is in it.
+  var recordsArrayDepth: Int?
+  var foundRecords = false
+  var summary = AnswerSummary()
+  var failure: (any Error)?
+
+  init(reader: JSONRecordReader, each: @escaping (Record) throws -> Void) {
+    self.reader = reader
+    self.each = each
+  }
+
+  static func from(_ ctx: UnsafeMutableRawPointer?) -> JSONScanState {
+    Unmanaged<JSONScanState>.fromOpaque(ctx!).takeUnretainedValue()
+  }
+
+  /// Whether the value about to start is at `tokens`.
+  func isAt(_ tokens: [String]) -> Bool {
+    guard tokens.count == frames.count else { return false }
+    for (frame, token) in zip(frames, tokens) {
+      if frame.isArray {
+        guard JSONPointer.index(token) == frame.index else { return false }
+      } else if frame.key != token {
+        return false
+      }
+    }
+    return true
+  }
+
+  /// Called before every value; false stops the parse.
+  func begin(container isArray: Bool?, scalar: JSONValue?) -> Bool {
+    for probe in reader.probes where summary.values[.json(probe)] == nil && isAt(probe.tokens) {
+      if let scalar {
+        switch scalar {
+        case .null: summary.values[.json(probe)] = .null
+        case .string(let s): summary.values[.json(probe)] = .text(s)
+        default: summary.values[.json(probe)] = .text(scalar.json)
+        }
+      } else {
+        summary.values[.json(probe)] = .structure(isArray == true ? "a list" : "an object")
+      }
+    }
+    guard builders.isEmpty else { return true }
+    if let depth = recordsArrayDepth, depth == frames.count {
+      if isArray == nil, let scalar { return emit(scalar) }
+      builders.append(Builder(isArray: isArray!))
+      return true
+    }
+    if let records = reader.records, !foundRecords, isAt(records.tokens) {
+      foundRecords = true
+      switch (isArray, scalar) {
+      case (true?, _): recordsArrayDepth = frames.count + 1
+      case (false?, _): builders.append(Builder(isArray: false))
+      case (nil, .null?): break
+      default:
+        let kind = scalar.map { if case .string = $0 { "a string" } else { "a single value (\($0.json))" } } ?? "a value"
+        return fail(RecordError("the records selector '\(records)' points at \(kind); it must point at a list or an object"))
+      }
+    }
+    return true
+  }
+
+  func scalar(_ value: JSONValue) -> Int32 {
+    guard begin(container: nil, scalar: value) else { return 0 }
+    if !builders.isEmpty { add(value) }
+    finishValue()
+    return 1
+  }
+
+  func start(isArray: Bool) -> Int32 {
+    // `begin` pushes the builder of a record's outermost container; nested ones are pushed here.
+    let capturing = !builders.isEmpty
+    guard begin(container: isArray, scalar: nil) else { return 0 }
+    if capturing { builders.append(Builder(isArray: isArray)) }
+    frames.append(Frame(isArray: isArray))
+    return 1
+  }
+
+  func key(_ key: String) -> Int32 {
+    frames[frames.count - 1].key = key
+    if !builders.isEmpty { builders[builders.count - 1].key = key }
+    return 1
+  }
+
+  func end() -> Int32 {
+    let frame = frames.removeLast()
+    if let depth = recordsArrayDepth, frame.isArray, depth == frames.count + 1 {
+      recordsArrayDepth = nil
+    }
+    if !builders.isEmpty {
+      let builder = builders.removeLast()
+      let value: JSONValue = builder.isArray ? .array(builder.items) : .object(builder.pairs)
+      if builders.isEmpty {
+        guard emit(value) else { return 0 }
+      } else {
+        add(value)
+      }
+    }
+    finishValue()
+    return 1
+  }
+
+  private func add(_ value: JSONValue) {
+    let top = builders.count - 1
+    if builders[top].isArray {
+      builders[top].items.append(value)
+    } else {
+      builders[top].pairs.append((builders[top].key, value))
+    }
+  }
+
+  private func finishValue() {
+    if let top = frames.indices.last, frames[top].isArray { frames[top].index += 1 }
+  }
+
+  private func emit(_ value: JSONValue) -> Bool {
+    summary.records += 1
+    do {
+      try each(reader.record(value))
+      return true
+    } catch {
+      return fail(error)
+    }
+  }
+
+  private func fail(_ error: any Error) -> Bool {
+    failure = error
+    return false
+  }
+}

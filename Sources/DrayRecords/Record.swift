@@ -1,0 +1,171 @@
+public import DrayModel
+
+/// A value of a record, as it is bound into SQLite.
+public enum RecordValue: Sendable, Equatable {
+  case null
+  case integer(Int64)
+  case real(Double)
+  case text(String)
+
+  /// The column type this value asks for; nil for null (nulls take no part in inference).
+  public var inferredType: ColumnType? {
+    switch self {
+    case .null: nil
+    case .integer: .integer
+    case .real: .real
+    case .text: .text
+    }
+  }
+
+  /// A JSON value as a record value: integers that fit Int64 as INTEGER; larger integers as
+  /// TEXT with their exact digits (never rounded through a Double); other numbers as REAL;
+  /// booleans as 0 and 1; strings as TEXT; arrays and objects as their JSON text.
+  public init(json: JSONValue) {
+    switch json {
+    case .null: self = .null
+    case .bool(let b): self = .integer(b ? 1 : 0)
+    case .integer(let i): self = .integer(i)
+    case .number(let text):
+      if text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let d = Double(text), d.isFinite {
+        self = .real(d)
+      } else {
+        self = .text(text)
+      }
+    case .string(let s): self = .text(s)
+    case .array, .object: self = .text(json.json)
+    }
+  }
+
+  /// XML text as a record value, read by its form: an empty (or blank) text is null; `-?[0-9]+` without
+  /// a leading zero that fits Int64 is INTEGER; a decimal number (`1.5`, `-0.25`, `2e3`) is
+  /// REAL; anything else (`007`, `+1`, `1,5`, `N/A`) stays TEXT as written. Spaces around a
+  /// number are ignored.
+  public init(xmlText text: String) {
+    let trimmed = text.trimmingXMLSpace
+    if trimmed.isEmpty {
+      self = .null
+      return
+    }
+    switch RecordValue.numberForm(trimmed) {
+    case .integer:
+      if let i = Int64(trimmed) {
+        self = .integer(i)
+      } else {
+        self = .text(trimmed)
+      }
+    case .real:
+      if let d = Double(trimmed), d.isFinite { self = .real(d) } else { self = .text(text) }
+    case nil:
+      self = .text(text)
+    }
+  }
+
+  enum NumberForm { case integer, real }
+
+  /// The JSON number grammar (RFC 8259 §6) applied to text.
+  static func numberForm(_ s: String) -> NumberForm? {
+    var bytes = Array(s.utf8)[...]
+    if bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+    func digits() -> Int {
+      let n = bytes.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }.count
+      bytes = bytes.dropFirst(n)
+      return n
+    }
+    let first = bytes.first
+    let whole = digits()
+    guard whole > 0, !(first == UInt8(ascii: "0") && whole > 1) else { return nil }
+    var form = NumberForm.integer
+    if bytes.first == UInt8(ascii: ".") {
+      bytes = bytes.dropFirst()
+      guard digits() > 0 else { return nil }
+      form = .real
+    }
+    if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+      bytes = bytes.dropFirst()
+      if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+      guard digits() > 0 else { return nil }
+      form = .real
+    }
+    return bytes.isEmpty ? form : nil
+  }
+}
+
+/// One record: column names and values, in the order the answer gives them.
+public typealias Record = [(name: String, value: RecordValue)]
+
+extension ColumnType {
+  /// The type of a column holding values of types `a` and `b` (nil: only nulls so far):
+  /// equal types stay, INTEGER with REAL becomes REAL, any other mix becomes TEXT.
+  public static func join(_ a: ColumnType?, _ b: ColumnType?) -> ColumnType? {
+    guard let a else { return b }
+    guard let b else { return a }
+    if a == b { return a }
+    if Set([a, b]) == [.integer, .real] { return .real }
+    return .text
+  }
+}
+
+/// Column names and types inferred from records, in order of first appearance.
+///
+/// Names are matched as SQLite matches identifiers, without regard to ASCII case: `Name`
+/// and `name` are one column, spelled as first seen.
+public struct ColumnInference: Sendable {
+  public private(set) var columns: [(name: String, type: ColumnType?)] = []
+  private var positions: [String: Int] = [:]
+
+  public init() {}
+
+  public mutating func add(_ record: Record) {
+    for (name, value) in record {
+      let key = ColumnInference.fold(name)
+      if let i = positions[key] {
+        columns[i].type = ColumnType.join(columns[i].type, value.inferredType)
+      } else {
+        positions[key] = columns.count
+        columns.append((name, value.inferredType))
+      }
+    }
+  }
+
+  /// `name` with ASCII letters lowered, as SQLite compares identifiers.
+  public static func fold(_ name: String) -> String {
+    String(String.UnicodeScalarView(name.unicodeScalars.map { ("A"..."Z").contains($0) ? Unicode.Scalar($0.value + 32)! : $0 }))
+  }
+}
+
+/// A record or an answer that cannot be read.
+public struct RecordError: Error, Sendable, Equatable, CustomStringConvertible {
+  public var message: String
+  public init(_ message: String) { self.message = message }
+  public var description: String { message }
+}
+
+/// What a selector found in an answer (a next link, a cursor).
+public enum AnswerValue: Sendable, Equatable {
+  /// Not in the answer.
+  case absent
+  case null
+  /// A string, or a number's or boolean's text.
+  case text(String)
+  /// An object, array or element with children: not a single value. Holds what it was.
+  case structure(String)
+}
+
+/// What reading one answer found.
+public struct AnswerSummary: Sendable {
+  /// Records handed to the caller.
+  public var records = 0
+  /// The value each probe selector found.
+  public var values: [RecordSelector: AnswerValue] = [:]
+  public init() {}
+}
+
+extension String {
+  /// Without leading and trailing XML white space (space, tab, CR, LF; XML 1.0 §2.3).
+  var trimmingXMLSpace: String {
+    let space: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+    guard let start = firstIndex(where: { !space($0) }) else { return "" }
+    let end = lastIndex(where: { !space($0) })!
+    return String(self[start...end])
+  }
+}

@@ -1,0 +1,189 @@
+public import DrayModel
+public import DrayStore
+
+/// A table that records are loaded into, and the columns it holds.
+///
+/// Every method works inside the caller's transaction; nothing here commits. Identifiers are
+/// quoted, values bound. Column names match as SQLite matches identifiers, without regard to
+/// ASCII case.
+///
+/// Types only widen: a column created INTEGER that meets REAL values becomes REAL, and one
+/// that meets any other mix becomes TEXT (`ColumnType.join`). SQLite cannot change a column's
+/// declared type in place, so widening rebuilds the table (copy out, recreate, copy back). A
+/// column that has held only nulls is declared without a type until a value arrives.
+public final class RecordTable {
+  public let database: Database
+  public let name: String
+  /// The table's columns and declared types (nil: no type yet), in order; empty when the
+  /// table does not exist.
+  public private(set) var columns: [(name: String, type: ColumnType?)] = []
+  private var positions: [String: Int] = [:]
+  private var insert: Statement?
+
+  /// Most columns SQLite allows in a table by default (SQLITE_MAX_COLUMN).
+  public static let maxColumns = 2000
+
+  /// Reads the shape of table `name` in `database`, if it exists.
+  public init(database: Database, name: String) throws {
+    self.database = database
+    self.name = name
+    try readShape()
+  }
+
+  public var exists: Bool { !columns.isEmpty }
+
+  private func readShape() throws {
+    columns = try database.rows("SELECT name, type FROM pragma_table_info(?)", [.text(name)]).map { row in
+      let columnName = if case .text(let s) = row[0].1 { s } else { "" }
+      let declared = if case .text(let s) = row[1].1 { s.uppercased() } else { "" }
+      return (columnName, ColumnType(rawValue: declared))
+    }
+    positions = [:]
+    for (i, column) in columns.enumerated() { positions[ColumnInference.fold(column.name)] = i }
+    insert = nil
+  }
+
+  /// Makes the table hold `wanted`: creates it, adds missing columns, and (when `widen`)
+  /// widens a column whose type cannot hold the wanted one.
+  /// - Throws: `RecordError` past SQLite's column limit; `SQLiteError`.
+  public func prepare(_ wanted: [(name: String, type: ColumnType?)], widen: Bool = true) throws {
+    if !exists {
+      guard !wanted.isEmpty else { return }
+      try create(wanted)
+      return
+    }
+    var target = columns
+    var rebuild = false
+    for column in wanted {
+      let key = ColumnInference.fold(column.name)
+      if let i = positions[key] {
+        let joined = ColumnType.join(target[i].type, column.type)
+        if widen && joined != target[i].type {
+          target[i].type = joined
+          rebuild = true
+        }
+      } else {
+        target.append(column)
+        positions[key] = target.count - 1
+      }
+    }
+    guard target.count <= RecordTable.maxColumns else {
+      throw RecordError("the records have \(target.count) columns; SQLite allows at most \(RecordTable.maxColumns) in table '\(name)'")
+    }
+    if rebuild {
+      try self.rebuild(as: target)
+    } else {
+      for column in target.dropFirst(columns.count) {
+        try database.execute("ALTER TABLE \(Database.quote(name)) ADD COLUMN \(RecordTable.definition(column))")
+      }
+    }
+    try readShape()
+  }
+
+  private func create(_ wanted: [(name: String, type: ColumnType?)]) throws {
+    var seen: Set<String> = []
+    var unique: [(name: String, type: ColumnType?)] = []
+    for column in wanted where seen.insert(ColumnInference.fold(column.name)).inserted { unique.append(column) }
+    guard unique.count <= RecordTable.maxColumns else {
+      throw RecordError("the records have \(unique.count) columns; SQLite allows at most \(RecordTable.maxColumns) in table '\(name)'")
+    }
+    try database.execute("CREATE TABLE \(Database.quote(name)) (\(unique.map(RecordTable.definition).joined(separator: ", ")))")
+    try readShape()
+  }
+
+  /// Recreates the table with `target`'s columns and types, keeping its rows.
+  private func rebuild(as target: [(name: String, type: ColumnType?)]) throws {
+    let copy = Database.quote("_dray_widen")
+    let names = columns.map { Database.quote($0.name) }.joined(separator: ", ")
+    try database.execute(
+      """
+      DROP TABLE IF EXISTS temp.\(copy);
+      CREATE TEMP TABLE \(copy) AS SELECT \(names) FROM main.\(Database.quote(name));
+      DROP TABLE main.\(Database.quote(name));
+      CREATE TABLE main.\(Database.quote(name)) (\(target.map(RecordTable.definition).joined(separator: ", ")));
+      INSERT INTO main.\(Database.quote(name)) (\(names)) SELECT \(names) FROM temp.\(copy);
+      DROP TABLE temp.\(copy);
+      """)
+  }
+
+  static func definition(_ column: (name: String, type: ColumnType?)) -> String {
+    Database.quote(column.name) + (column.type.map { " " + $0.rawValue } ?? "")
+  }
+
+  /// Inserts one record; its columns must be in the table (see `prepare`). A column the
+  /// record does not name is NULL; of two names that differ only in case, the last wins.
+  public func insert(_ record: Record) throws {
+    let statement: Statement
+    if let insert {
+      statement = insert
+      statement.reset()
+    } else {
+      let names = columns.map { Database.quote($0.name) }.joined(separator: ", ")
+      let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+      statement = try database.prepare("INSERT INTO \(Database.quote(name)) (\(names)) VALUES (\(marks))")
+      insert = statement
+    }
+    for (columnName, value) in record {
+      guard let i = positions[ColumnInference.fold(columnName)] else {
+        throw RecordError("column '\(columnName)' is not in table '\(name)'")
+      }
+      let index = Int32(i + 1)
+      switch value {
+      case .null: statement.bindNull(at: index)
+      case .integer(let v): statement.bindInteger(v, at: index)
+      case .real(let v): statement.bindReal(v, at: index)
+      case .text(let v): try statement.bind(.text(v), at: index)
+      }
+    }
+    _ = try statement.step()
+  }
+
+  /// Rows in the table.
+  public func count() throws -> Int {
+    guard exists else { return 0 }
+    guard case .integer(let n)? = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1 else { return 0 }
+    return Int(n)
+  }
+
+  /// Replaces the rows of table `target` with this table's and drops this table.
+  ///
+  /// When `target` has the same columns and types, its rows are deleted and this table's
+  /// copied in, so its indexes, triggers and the views on it stay; otherwise it is dropped
+  /// and created again with this table's columns (columns without a type become TEXT).
+  /// When this table does not exist (no records, no declared columns), `target` is emptied
+  /// if it exists and left alone otherwise.
+  /// - Returns: the rows `target` holds.
+  @discardableResult
+  public func publish(into target: String) throws -> Int {
+    let destination = try RecordTable(database: database, name: target)
+    guard exists else {
+      if destination.exists { try database.execute("DELETE FROM \(Database.quote(target))") }
+      return 0
+    }
+    let shape = columns.map { (name: $0.name, type: $0.type ?? .text) }
+    let same =
+      destination.columns.count == shape.count
+      && zip(destination.columns, shape).allSatisfy { ColumnInference.fold($0.name) == ColumnInference.fold($1.name) && $0.type == $1.type }
+    let names = columns.map { Database.quote($0.name) }.joined(separator: ", ")
+    if same {
+      try database.execute("DELETE FROM \(Database.quote(target))")
+    } else {
+      try database.execute(
+        """
+        DROP TABLE IF EXISTS \(Database.quote(target));
+        CREATE TABLE \(Database.quote(target)) (\(shape.map { RecordTable.definition(($0.name, $0.type)) }.joined(separator: ", ")));
+        """)
+    }
+    try database.execute("INSERT INTO \(Database.quote(target)) (\(names)) SELECT \(names) FROM \(Database.quote(name))")
+    try drop()
+    return try RecordTable(database: database, name: target).count()
+  }
+
+  /// Drops the table if it exists.
+  public func drop() throws {
+    insert = nil
+    try database.execute("DROP TABLE IF EXISTS \(Database.quote(name))")
+    columns = []
+    positions = [:]
+  }
+}

@@ -1,0 +1,247 @@
+internal import CXML2
+public import DrayModel
+
+/// libxml2's global state, initialised once before the first reader (xmlInitParser(3)).
+private let xmlReady: Void = xmlInitParser()
+
+/// Reads the records of an XML answer from a file, streaming, with libxml2's `xmlTextReader`
+/// (https://gnome.pages.gitlab.gnome.org/libxml2/devhelp/libxml2-xmlreader.html).
+///
+/// Each element an `XMLPath` selects is one record: the reader expands that element alone
+/// (`xmlTextReaderExpand`), turns it into columns, and moves past it, so memory holds one
+/// record at a time. Columns of a record element, by default:
+///
+/// - each attribute (`<item id="7">` gives `id`);
+/// - each child element, by local name, with its text (`<name>Pear</name>` gives `name`);
+///   a child repeated under one name gives a JSON list of the texts; a child with children
+///   of its own gives all the text inside it, trimmed;
+/// - the element's own text as `value`, when it has no child elements.
+///
+/// Values are typed by their form (see `RecordValue.init(xmlText:)`). With declared columns,
+/// each column's value is the child element or attribute named like it, or what its
+/// relative path selects (`owner/name`, `@id`, `.`).
+///
+/// The parser never loads external entities or DTDs from the network (`XML_PARSE_NONET`)
+/// and does not substitute entities (no `XML_PARSE_NOENT`), so an answer cannot make it read
+/// local files; libxml2's own limits stop entity expansion bombs.
+public struct XMLRecordReader {
+  public var records: XMLPath?
+  public var columns: [HTTPStep.Column]?
+  public var probes: [XMLPath]
+
+  public init(records: XMLPath?, columns: [HTTPStep.Column]? = nil, probes: [XMLPath] = []) {
+    self.records = records
+    self.columns = columns
+    self.probes = probes
+  }
+
+  /// Reads `file`, handing each record to `each`.
+  /// - Returns: how many records were read, and what each probe found.
+  /// - Throws: `RecordError` when the file is not well-formed XML, or when a records path
+  ///   anchored at the root names another root element; errors thrown by `each` as they are.
+  public func read(file: String, each: (Record) throws -> Void) throws -> AnswerSummary {
+    _ = xmlReady
+    let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+    let handle = try XMLReaderHandle(file: file, options: options)
+    var summary = AnswerSummary()
+    /// (qualified name, local name) of the open elements, the root first.
+    var stack: [(String, String)] = []
+    var sawRoot = false
+    var status = xmlTextReaderRead(handle.reader)
+    while status == 1 {
+      let type = xmlTextReaderNodeType(handle.reader)
+      if type == Int32(XML_READER_TYPE_END_ELEMENT.rawValue) {
+        stack.removeLast()
+      } else if type == Int32(XML_READER_TYPE_ELEMENT.rawValue) {
+        let qualified = XMLReaderHandle.string(xmlTextReaderConstName(handle.reader))
+        let local = XMLReaderHandle.string(xmlTextReaderConstLocalName(handle.reader))
+        let empty = xmlTextReaderIsEmptyElement(handle.reader) == 1
+        stack.append((qualified, local))
+        if !sawRoot {
+          sawRoot = true
+          if let records, records.anchor == .root, !XMLPath.matches(records.steps[0], qualified: qualified, local: local) {
+            throw RecordError(
+              "the records path '\(records)' starts at <\(records.steps[0])>, but the answer's root element is <\(qualified)>")
+          }
+        }
+        for probe in probes where summary.values[.xml(probe)] == nil && XMLRecordReader.matches(probe, stack) {
+          summary.values[.xml(probe)] = handle.probe(probe)
+        }
+        if let records, XMLRecordReader.matches(records, stack) {
+          guard let node = xmlTextReaderExpand(handle.reader) else { throw handle.failure(file: file) }
+          summary.records += 1
+          try each(record(node))
+          stack.removeLast()
+          status = xmlTextReaderNext(handle.reader)
+          continue
+        }
+        if empty { stack.removeLast() }
+      }
+      status = xmlTextReaderRead(handle.reader)
+    }
+    if status < 0 { throw handle.failure(file: file) }
+    return summary
+  }
+
+  /// Whether the element at the top of `stack` is one `path` selects.
+  static func matches(_ path: XMLPath, _ stack: [(String, String)]) -> Bool {
+    switch path.anchor {
+    case .root:
+      guard stack.count == path.steps.count else { return false }
+    case .anywhere, .relative:
+      guard stack.count >= path.steps.count else { return false }
+    }
+    for (step, element) in zip(path.steps, stack.suffix(path.steps.count)) {
+      if !XMLPath.matches(step, qualified: element.0, local: element.1) { return false }
+    }
+    return true
+  }
+
+  /// An expanded record element as columns.
+  func record(_ node: xmlNodePtr) -> Record {
+    if let columns {
+      return columns.map { column in
+        if case .xml(let path)? = column.from { return (column.name, XMLTree.value(at: path, in: node)) }
+        if let child = XMLTree.children(of: node).first(where: { XMLTree.localName($0) == column.name }) {
+          return (column.name, RecordValue(xmlText: XMLTree.text(child)))
+        }
+        return (column.name, XMLTree.attribute(column.name, of: node).map { RecordValue(xmlText: $0) } ?? .null)
+      }
+    }
+    var record: Record = []
+    var attribute = node.pointee.properties
+    while let a = attribute {
+      let name = XMLReaderHandle.string(a.pointee.name)
+      record.append((name, XMLTree.attribute(name, of: node).map { RecordValue(xmlText: $0) } ?? .null))
+      attribute = a.pointee.next
+    }
+    let children = XMLTree.children(of: node)
+    if children.isEmpty {
+      let text = XMLTree.text(node)
+      if !text.trimmingXMLSpace.isEmpty { record.append(("value", RecordValue(xmlText: text))) }
+      return record
+    }
+    var order: [String] = []
+    var texts: [String: [String]] = [:]
+    for child in children {
+      let name = XMLTree.localName(child)
+      if texts[name] == nil { order.append(name) }
+      let text = XMLTree.children(of: child).isEmpty ? XMLTree.text(child) : XMLTree.text(child).trimmingXMLSpace
+      texts[name, default: []].append(text)
+    }
+    for name in order {
+      let values = texts[name]!
+      if values.count == 1 {
+        record.append((name, RecordValue(xmlText: values[0])))
+      } else {
+        record.append((name, .text(JSONValue.array(values.map { .string($0) }).json)))
+      }
+    }
+    return record
+  }
+}
+
+/// Owns one `xmlTextReader` and collects the first error it reports.
+private final class XMLReaderHandle {
+  let reader: xmlTextReaderPtr
+  private let errors = XMLErrors()
+
+  init(file: String, options: Int32) throws {
+    guard let reader = xmlReaderForFile(file, nil, options) else {
+      throw RecordError("cannot read the answer at \(file)")
+    }
+    self.reader = reader
+    xmlTextReaderSetStructuredErrorHandler(
+      reader,
+      { context, error in
+        guard let context, let error else { return }
+        let errors = Unmanaged<XMLErrors>.fromOpaque(context).takeUnretainedValue()
+        guard errors.first == nil, error.pointee.level.rawValue >= XML_ERR_ERROR.rawValue else { return }
+        let message = error.pointee.message.map { String(cString: $0) } ?? "error \(error.pointee.code)"
+        errors.first = (Int(error.pointee.line), message.trimmingXMLSpace)
+      }, Unmanaged.passUnretained(errors).toOpaque())
+  }
+
+  deinit { xmlFreeTextReader(reader) }
+
+  /// The error behind a failed read, with its line.
+  func failure(file: String) -> RecordError {
+    guard let (line, message) = errors.first else { return RecordError("the answer is not well-formed XML") }
+    if line > 0 { return RecordError("the answer is not well-formed XML (line \(line): \(message))") }
+    return RecordError("the answer is not well-formed XML (\(message))")
+  }
+
+  /// What `path` finds at the current element: an attribute, or the element's text.
+  func probe(_ path: XMLPath) -> AnswerValue {
+    if let attribute = path.attribute {
+      guard let value = xmlTextReaderGetAttribute(reader, attribute) else { return .absent }
+      defer { dray_xml_free(value) }
+      return .text(XMLReaderHandle.string(value))
+    }
+    guard let node = xmlTextReaderExpand(reader) else { return .absent }
+    if !XMLTree.children(of: node).isEmpty { return .structure("an element with child elements") }
+    let text = XMLTree.text(node).trimmingXMLSpace
+    return text.isEmpty ? .null : .text(text)
+  }
+
+  static func string(_ pointer: UnsafePointer<xmlChar>?) -> String {
+    pointer.map { String(cString: $0) } ?? ""
+  }
+}
+
+/// The first error libxml2 reported: line and message.
+private final class XMLErrors {
+  var first: (Int, String)?
+}
+
+/// Reading an expanded element tree (valid until the reader moves on).
+enum XMLTree {
+  static func children(of node: xmlNodePtr) -> [xmlNodePtr] {
+    var out: [xmlNodePtr] = []
+    var child = node.pointee.children
+    while let c = child {
+      if c.pointee.type == XML_ELEMENT_NODE { out.append(c) }
+      child = c.pointee.next
+    }
+    return out
+  }
+
+  static func localName(_ node: xmlNodePtr) -> String {
+    node.pointee.name.map { String(cString: $0) } ?? ""
+  }
+
+  static func qualifiedName(_ node: xmlNodePtr) -> String {
+    let local = localName(node)
+    guard let prefix = node.pointee.ns?.pointee.prefix else { return local }
+    return String(cString: prefix) + ":" + local
+  }
+
+  /// All the text inside `node` (`xmlNodeGetContent`).
+  static func text(_ node: xmlNodePtr) -> String {
+    guard let content = xmlNodeGetContent(node) else { return "" }
+    defer { dray_xml_free(content) }
+    return String(cString: content)
+  }
+
+  static func attribute(_ name: String, of node: xmlNodePtr) -> String? {
+    guard let value = xmlGetProp(node, name) else { return nil }
+    defer { dray_xml_free(value) }
+    return String(cString: value)
+  }
+
+  /// The value a relative path selects below `node`: the first element each step matches,
+  /// then its attribute or its text; null when nothing matches.
+  static func value(at path: XMLPath, in node: xmlNodePtr) -> RecordValue {
+    var current = node
+    for step in path.steps {
+      guard let next = children(of: current).first(where: { XMLPath.matches(step, qualified: qualifiedName($0), local: localName($0)) })
+      else { return .null }
+      current = next
+    }
+    if let attribute = path.attribute {
+      return self.attribute(attribute, of: current).map { RecordValue(xmlText: $0) } ?? .null
+    }
+    let text = children(of: current).isEmpty ? self.text(current) : self.text(current).trimmingXMLSpace
+    return RecordValue(xmlText: text)
+  }
+}

@@ -1,0 +1,323 @@
+import DrayEngine
+import DrayManifest
+import DrayModel
+import DrayStore
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// The `http` step against the REST test server (`Emulator/rest_server.py`) on loopback.
+@Suite struct HTTPStepTests {
+  let folder = TemporaryDirectory()
+
+  /// Runs a job of `steps` (YAML list items) with `API` set to the server's address.
+  func run(_ steps: String, server: RestServer, environment: [String: String] = [:]) throws -> RunReport {
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: rest
+      database: { path: data.sqlite }
+      retry: { count: 2, interval: 10ms }
+      steps:
+      \(steps)
+      """)
+    var env = environment
+    env["API"] = server.url
+    let manifest = try ManifestLoader(environment: env).load(path: path)
+    return Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+  }
+
+  func rows(_ sql: String) throws -> [[SQLValue]] {
+    try Database(path: folder.path + "/data.sqlite").rows(sql).map { $0.map(\.1) }
+  }
+
+  func paths(_ server: RestServer) throws -> [String] { try server.requests().map(\.path) }
+
+  static let itemsShape = [
+    [SQLValue.text("id"), .text("INTEGER")], [.text("name"), .text("TEXT")], [.text("price"), .text("REAL")],
+    [.text("code"), .text("TEXT")], [.text("active"), .text("INTEGER")], [.text("note"), .text("TEXT")], [.text("tags"), .text("TEXT")],
+  ]
+
+  struct Pagination: Sendable, CustomStringConvertible {
+    var name: String
+    var http: String
+    var requests: [String]
+    var description: String { name }
+  }
+
+  static let paginations = [
+    Pagination(
+      name: "next link in the body",
+      http:
+        "{ base_url: '${API}', path: items, query: { per_page: 10 }, load: { table: items, records: /data }, paginate: { next: /links/next } }",
+      requests: ["/items?per_page=10", "/items?page=2&per_page=10", "/items?page=3&per_page=10"]),
+    Pagination(
+      name: "Link header",
+      http: "{ base_url: '${API}', path: link/items, query: { per_page: 10 }, load: { table: items }, paginate: { link_header: true } }",
+      requests: ["/link/items?per_page=10", "/link/items?page=2&per_page=10", "/link/items?page=3&per_page=10"]),
+    Pagination(
+      name: "offset and limit",
+      http: "{ base_url: '${API}', path: offset/items, load: { table: items, records: /items }, paginate: { offset: { limit: 10 } } }",
+      requests: ["/offset/items?offset=0&limit=10", "/offset/items?offset=10&limit=10", "/offset/items?offset=20&limit=10"]),
+    Pagination(
+      name: "cursor",
+      http:
+        "{ base_url: '${API}', path: cursor/items, query: { limit: 10 }, load: { table: items, records: /results }, paginate: { cursor: { from: /meta/next_cursor } } }",
+      requests: ["/cursor/items?limit=10", "/cursor/items?limit=10&cursor=YWZ0ZXI6MTA%3D", "/cursor/items?limit=10&cursor=YWZ0ZXI6MjA%3D"]),
+  ]
+
+  @Test(arguments: paginations) func eachPaginationKindLoadsEveryItemOnce(_ kind: Pagination) throws {
+    let server = try RestServer()
+    let report = try run("  - id: items\n    http: \(kind.http)", server: server)
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    #expect(try paths(server) == kind.requests)
+    #expect(
+      try rows("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items") == [
+        [.integer(25), .integer(25), .integer(1), .integer(25)]
+      ])
+    #expect(try rows("SELECT name, type FROM pragma_table_info('items')") == Self.itemsShape)
+    #expect(
+      try rows("SELECT price, code, active, note, tags FROM items WHERE id = 15") == [
+        [.real(15.5), .text("15"), .integer(1), .text("note 15"), .text(#"["odd"]"#)]
+      ])
+    let step = report.steps[0]
+    #expect(step.rows == ["items": 25])
+    #expect(step.tables == ["items"])
+    #expect(step.notes == ["3 pages"])
+    #expect(step.attempts.map(\.outcome) == ["ok", "ok", "ok"])
+    #expect(try rows("SELECT count(*) FROM _dray_http_pages") == [[.integer(0)]])
+    #expect(try rows("SELECT count(*) FROM sqlite_schema WHERE name LIKE '_dray_http__%'") == [[.integer(1)]])  // the ledger only
+
+    // A second, fresh pull replaces the rows rather than adding to them.
+    try server.reset()
+    #expect(try run("  - id: items\n    http: \(kind.http)", server: server).exitCode == 0)
+    #expect(try paths(server) == kind.requests)
+    #expect(try rows("SELECT count(*) FROM items") == [[.integer(25)]])
+  }
+
+  @Test func xmlAnswersWithTheNextLinkInTheBody() throws {
+    let server = try RestServer()
+    let report = try run(
+      """
+        - id: catalog
+          http:
+            base_url: ${API}
+            path: catalog.xml
+            query: { per_page: 10 }
+            format: xml
+            load: { table: catalog, records: /catalog/item }
+            paginate: { next: /catalog/next }
+      """, server: server)
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    #expect(try paths(server) == ["/catalog.xml?per_page=10", "/catalog.xml?page=2&per_page=10", "/catalog.xml?page=3&per_page=10"])
+    #expect(try server.requests().allSatisfy { $0.headers["Accept"] == "application/xml, text/xml;q=0.9" })
+    #expect(
+      try rows("SELECT name, type FROM pragma_table_info('catalog')") == [
+        [.text("id"), .text("INTEGER")], [.text("active"), .text("TEXT")], [.text("name"), .text("TEXT")], [.text("price"), .text("REAL")],
+        [.text("code"), .text("TEXT")], [.text("note"), .text("TEXT")], [.text("tags"), .text("TEXT")],
+      ])
+    #expect(try rows("SELECT count(*), count(DISTINCT id) FROM catalog") == [[.integer(25), .integer(25)]])
+    #expect(
+      try rows("SELECT id, active, name, price, code, note, tags FROM catalog WHERE id IN (4, 5) ORDER BY id") == [
+        [.integer(4), .text("false"), .text("item-4 & co"), .real(8), .text("C-4"), .null, .text("even")],
+        [.integer(5), .text("true"), .text("item-5 & co"), .real(5.5), .text("C-5"), .text("note 5"), .text("odd")],
+      ])
+  }
+
+  @Test func a422ShowsTheServersBodyAndIsNotRetried() throws {
+    let server = try RestServer()
+    let report = try run(
+      """
+        - id: add-image
+          http:
+            method: POST
+            base_url: ${API}
+            path: images
+            body: { json: { url: "http://img/1.png" } }
+            output: out/image.json
+            on_status: { 422: fail }
+      """, server: server)
+    #expect(report.exitCode == 1)
+    let step = report.steps[0]
+    #expect(step.errorCode == "http_422")
+    #expect(step.errorMessage == #"HTTP 422 Unprocessable Content from \#(server.url)images: {"errors": {"title": ["can't be blank"]}}"#)
+    #expect(step.attempts.count == 1)
+    #expect(try server.requests().map(\.body) == [#"{"url":"http://img/1.png"}"#])
+    #expect(!FileManager.default.fileExists(atPath: folder.path + "/out/image.json"))
+  }
+
+  @Test func theImageEndpointFromPostToDelete() throws {
+    let server = try RestServer()
+    let report = try run(
+      """
+        - id: add
+          http: { method: POST, base_url: "${API}", path: images, body: { form: { title: "A pear", width: 640 } }, output: out/added.json }
+        - id: rename
+          http: { method: PATCH, base_url: "${API}", path: images/1, body: { json: { title: "A fig" } }, output: out/patched.json }
+        - id: list
+          http: { base_url: "${API}", path: images, load: { table: images, records: /images } }
+        - id: remove
+          http: { method: DELETE, base_url: "${API}", path: images/1 }
+        - id: gone
+          http:
+            base_url: ${API}
+            path: images/1
+            load: { table: image, columns: { id: INTEGER, title: TEXT } }
+            on_status: { 404: empty }
+        - id: read
+          http: { base_url: "${API}", path: images/1, output: out/read.json }
+      """, server: server)
+    #expect(report.steps.map(\.status) == [.succeeded, .succeeded, .succeeded, .succeeded, .succeeded, .failed])
+    #expect(try folder.read("out/added.json") == #"{"id": 1, "title": "A pear", "url": null, "width": 640}"#)
+    #expect(try folder.read("out/patched.json") == #"{"id": 1, "title": "A fig", "url": null, "width": 640}"#)
+    #expect(try rows("SELECT id, title, url, width FROM images") == [[.integer(1), .text("A fig"), .null, .integer(640)]])
+    #expect(try rows("SELECT count(*) FROM image") == [[.integer(0)]])
+    #expect(report.steps[4].rows == ["image": 0])
+    #expect(report.steps[5].errorMessage == #"HTTP 404 Not Found from \#(server.url)images/1: {"error": "image 1 not found"}"#)
+    let requests = try server.requests()
+    #expect(
+      requests.map { "\($0.method) \($0.path)" } == [
+        "POST /images", "PATCH /images/1", "GET /images", "DELETE /images/1", "GET /images/1", "GET /images/1",
+      ])
+    #expect(requests[0].body == "title=A%20pear&width=640")
+    #expect(requests[0].headers["Content-Type"] == "application/x-www-form-urlencoded")
+    #expect(requests[1].headers["Content-Type"] == "application/json")
+  }
+
+  @Test func statusRulesRetryFailOrWaitForRetryAfter() throws {
+    let server = try RestServer([
+      "--rule", #"{"path": "/images", "status": 503, "times": 1, "headers": {"Retry-After": "0"}, "body": "busy"}"#,
+      "--rule", #"{"path": "/images/1", "status": 409, "times": 1, "body": "locked"}"#,
+      "--rule", #"{"path": "/images/2", "status": 503, "times": 5, "body": "down"}"#,
+    ])
+    let report = try run(
+      """
+        - id: busy-then-ok
+          http: { base_url: "${API}", path: images, output: out/list.json }
+        - id: conflict-retried
+          http: { base_url: "${API}", path: images/1, on_status: { 409: retry, 404: empty } }
+        - id: unavailable-fails
+          http: { base_url: "${API}", path: images/2, on_status: { 5xx: fail } }
+      """, server: server)
+    #expect(report.steps.map(\.status) == [.succeeded, .succeeded, .failed])
+    #expect(report.steps[0].attempts.map(\.outcome) == ["http_503", "ok"])
+    #expect(report.steps[0].attempts[0].message == "HTTP 503 Service Unavailable from \(server.url)images: busy")
+    #expect(report.steps[1].attempts.map(\.outcome) == ["http_409", "ok"])
+    #expect(report.steps[2].attempts.map(\.outcome) == ["http_503"])
+    #expect(report.steps[2].errorMessage == "HTTP 503 Service Unavailable from \(server.url)images/2: down")
+  }
+
+  @Test func bearerAndBasicCredentialsAreSentAndNeverShown() throws {
+    let token = "tok-Sentinel-31337"
+    let server = try RestServer(["--token", token, "--user", "ann:pw-Sentinel-2"])
+    let report = try run(
+      """
+        - id: bearer
+          http: { base_url: "${API}", path: images, auth: { bearer: "${TOKEN}" }, output: out/a.json }
+        - id: basic
+          http: { base_url: "${API}", path: images, auth: { basic: { username: ann, password: "${PW}" } }, output: out/b.json }
+        - id: wrong
+          http: { base_url: "${API}", path: images, auth: { bearer: "${TOKEN}x" } }
+      """, server: server, environment: ["TOKEN": token, "PW": "pw-Sentinel-2"])
+    #expect(report.steps.map(\.status) == [.succeeded, .succeeded, .failed])
+    #expect(
+      try server.requests().map { $0.headers["Authorization"] ?? "" } == [
+        "Bearer \(token)", "Basic YW5uOnB3LVNlbnRpbmVsLTI=", "Bearer \(token)x",
+      ])
+    #expect(report.steps[2].errorMessage == #"HTTP 401 Unauthorized from \#(server.url)images: {"error": "unauthorized"}"#)
+    let written = try folder.read(".dray/reports/rest-\(report.runID).json")
+    #expect(!written.contains("Sentinel"))
+    #expect(try !String(decoding: Data(contentsOf: URL(fileURLWithPath: folder.path + "/data.sqlite")), as: UTF8.self).contains("Sentinel"))
+  }
+
+  @Test func aFailedPageResumesInTheNextRunWithoutFetchingEarlierPages() throws {
+    let server = try RestServer(["--rule", #"{"path": "/items", "query": {"page": "3"}, "status": 500, "times": 1, "body": "oops"}"#])
+    let steps = """
+        - id: items
+          retry: { count: 0 }
+          http: { base_url: "${API}", path: items, query: { per_page: 10 }, load: { table: items, records: /data }, paginate: { next: /links/next } }
+      """
+    let first = try run(steps, server: server)
+    #expect(first.exitCode == 1)
+    #expect(
+      first.steps[0].errorMessage
+        == "HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops; gave up after 1 attempt (retry.count: 0)")
+    #expect(
+      first.steps[0].attempts.map(\.message) == [
+        nil, nil, "page 3: HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops",
+      ])
+    #expect(
+      try rows("SELECT pages, rows, next FROM _dray_http_pages") == [
+        [.integer(2), .integer(20), .text(#"{"url":"\#(server.url)items?page=3&per_page=10"}"#)]
+      ])
+    #expect(try rows("SELECT count(*) FROM _dray_http__rest__items") == [[.integer(20)]])
+    #expect(try !Database(path: folder.path + "/data.sqlite").tableExists("items"))
+
+    let second = try run(steps, server: server)
+    #expect(second.exitCode == 0)
+    #expect(second.resumes == first.runID)
+    #expect(second.steps[0].notes == ["resumed after page 2 (20 rows already in)", "3 pages"])
+    #expect(
+      try paths(server) == ["/items?per_page=10", "/items?page=2&per_page=10", "/items?page=3&per_page=10", "/items?page=3&per_page=10"])
+    #expect(try rows("SELECT count(*), count(DISTINCT id) FROM items") == [[.integer(25), .integer(25)]])
+  }
+
+  @Test func answersThatCannotBeFollowedFailWithTheirReason() throws {
+    let server = try RestServer([
+      "--rule", #"{"path": "/away", "status": 200, "body": "{\"data\": [], \"next\": \"http://elsewhere.example/x\"}"}"#,
+      "--rule", #"{"path": "/loop", "status": 200, "body": "{\"data\": [], \"next\": \"/loop\"}"}"#,
+    ])
+    let report = try run(
+      """
+        - id: xml-as-json
+          http: { base_url: "${API}", path: catalog.xml, load: { table: c } }
+        - id: away
+          http: { base_url: "${API}", path: away, load: { table: a, records: /data }, paginate: { next: /next } }
+        - id: loop
+          http: { base_url: "${API}", path: loop, load: { table: l, records: /data }, paginate: { next: /next } }
+      """, server: server)
+    #expect(report.steps[0].errorCode == "bad_answer")
+    #expect(
+      report.steps[0].errorMessage
+        == "the answer of \(server.url)catalog.xml: the answer is not valid JSON (lexical error: invalid char in json text, near byte 1); the server says it is application/xml; charset=utf-8: set format: xml"
+    )
+    // Steps after a failure do not run; run the others alone.
+    let away = try run(
+      "  - id: away\n    http: { base_url: \"${API}\", path: away, load: { table: a, records: /data }, paginate: { next: /next } }",
+      server: server)
+    #expect(away.steps[0].errorCode == "bad_pagination")
+    #expect(
+      away.steps[0].errorMessage
+        == "the next page's link http://elsewhere.example/x leaves http://127.0.0.1:\(URL(string: server.url)!.port!); dray follows links on the base_url's origin only, so the step's credentials never go elsewhere"
+    )
+    let loop = try run(
+      "  - id: loop\n    http: { base_url: \"${API}\", path: loop, load: { table: l, records: /data }, paginate: { next: /next } }",
+      server: server)
+    #expect(loop.steps[0].errorCode == "pagination_loop")
+    #expect(
+      loop.steps[0].errorMessage == "the next page's link is the page itself (\(server.url)loop); stopping so as not to fetch pages forever"
+    )
+  }
+
+  @Test func pagesSavedAsFilesAndLoadsRunningInParallel() throws {
+    let server = try RestServer()
+    let report = try run(
+      """
+        - id: pages
+          http: { base_url: "${API}", path: link/items, query: { per_page: 10 }, output: "out/page-{page}.json", paginate: { link_header: true } }
+        - id: both
+          parallel:
+            steps:
+              - id: json
+                http: { base_url: "${API}", path: items, load: { table: items, records: /data }, paginate: { next: /links/next } }
+              - id: xml
+                http: { base_url: "${API}", path: catalog.xml, format: xml, load: { table: catalog, records: //item }, paginate: { next: /catalog/next } }
+      """, server: server)
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    #expect(report.steps[0].outputs == (1...3).map { "out/page-\($0).json" })
+    #expect(try folder.read("out/page-3.json").hasPrefix(#"[{"id": 21, "name": "item-21""#))
+    #expect(report.steps[1].members.map(\.rows) == [["items": 25], ["catalog": 25]])
+    #expect(try rows("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM catalog)") == [[.integer(25), .integer(25)]])
+  }
+}

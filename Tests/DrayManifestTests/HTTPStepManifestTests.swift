@@ -1,0 +1,210 @@
+import DrayManifest
+import DrayModel
+import DrayTestSupport
+import Foundation
+import Testing
+
+@Suite struct HTTPStepManifestTests {
+  func load(_ steps: String, environment: [String: String] = ["API_TOKEN": "tok-Sentinel-4711"], directory: String = "/jobs")
+    throws(ManifestError) -> Manifest
+  {
+    let text = "version: 1\njob: j\ndatabase: { path: db.sqlite }\nsteps:\n" + steps
+    return try ManifestLoader(environment: environment).load(text: text, path: "job.yaml", directory: directory)
+  }
+
+  func errors(_ steps: String) -> [String] {
+    do {
+      _ = try load(steps)
+      return []
+    } catch {
+      return error.diagnostics.map(\.description)
+    }
+  }
+
+  func http(_ manifest: Manifest, _ index: Int = 0) -> HTTPStep? {
+    if case .http(let step) = manifest.steps[index].kind { return step }
+    return nil
+  }
+
+  @Test func readsEveryPartOfARequest() throws {
+    let manifest = try load(
+      """
+        - id: items
+          http:
+            method: POST
+            base_url: https://api.example.com/v2/
+            path: /items/search
+            query: { status: active, ids: [1, 2], api_key: k-Sentinel-0815 }
+            headers: { X-Trace: "on" }
+            body: { json: { q: pears, limit: 10 } }
+            auth: { bearer: "${API_TOKEN}" }
+            tls: { verify: false }
+            load:
+              table: items
+              records: /data/items
+              columns: { id: INTEGER, owner: { type: TEXT, from: /owner/name } }
+            paginate: { cursor: { param: after, from: /meta/next }, max_pages: 50 }
+            on_status: { 404: empty, 422: fail, 5xx: retry }
+      """)
+    let step = try #require(http(manifest))
+    #expect(step.method == .post)
+    #expect(step.url == "https://api.example.com/v2/items/search?status=active&ids=1&ids=2&api_key=k-Sentinel-0815")
+    #expect(step.headers == [HTTPHeader("X-Trace", "on")])
+    #expect(step.body == .json(.object([("q", .string("pears")), ("limit", .integer(10))])))
+    #expect(step.auth == .bearer(token: "tok-Sentinel-4711"))
+    #expect(step.tls == TLSSettings(verify: false))
+    #expect(step.load?.table == "items")
+    #expect(step.load?.records == .json(try JSONPointer(parsing: "/data/items")))
+    #expect(
+      step.load?.columns == [
+        HTTPStep.Column(name: "id", type: .integer),
+        HTTPStep.Column(name: "owner", type: .text, from: .json(try JSONPointer(parsing: "/owner/name"))),
+      ])
+    #expect(step.paginate == .cursor(param: "after", from: .json(try JSONPointer(parsing: "/meta/next"))))
+    #expect(step.maxPages == 50)
+    #expect(step.outcome(for: 404) == .empty)
+    #expect(step.outcome(for: 422) == .fail)
+    #expect(step.outcome(for: 501) == .retry)
+    #expect(step.outcome(for: 429) == .retry)
+    #expect(step.outcome(for: 409) == .fail)
+    #expect(manifest.redactor.redact("tok-Sentinel-4711 k-Sentinel-0815") == "*** ***")
+  }
+
+  @Test func defaultsAndOtherPaginationKinds() throws {
+    let manifest = try load(
+      """
+        - http: { base_url: "http://127.0.0.1:9/", load: { table: a }, paginate: { link_header: true } }
+        - http: { base_url: "http://127.0.0.1:9/", load: { table: b, records: /items }, paginate: { offset: { limit: 50 } } }
+        - http: { base_url: "http://127.0.0.1:9/", format: xml, load: { table: c, records: //item }, paginate: { next: /catalog/next } }
+        - http: { base_url: "http://127.0.0.1:9/", output: "out/p-{page}.json", paginate: { next: /links/next } }
+        - http: { base_url: "http://127.0.0.1:9/x/", path: "/a b/ü?v=1", query: { z: "1 2" }, auth: { basic: { username: u, password: pw-Sentinel } } }
+      """)
+    #expect(manifest.steps.map(\.id) == ["http-1", "http-2", "http-3", "http-4", "http-5"])
+    let a = try #require(http(manifest, 0))
+    #expect(a.method == .get)
+    #expect(a.format == .json)
+    #expect(a.load?.records == .json(try JSONPointer(parsing: "")))
+    #expect(a.paginate == .linkHeader)
+    #expect(try #require(http(manifest, 1)).paginate == .offset(param: "offset", limitParam: "limit", limit: 50, start: 0))
+    let c = try #require(http(manifest, 2))
+    #expect(c.load?.records == .xml(try XMLPath(parsing: "//item")))
+    #expect(c.paginate == .next(.xml(try XMLPath(parsing: "/catalog/next"))))
+    #expect(try #require(http(manifest, 3)).output == "out/p-{page}.json")
+    let e = try #require(http(manifest, 4))
+    #expect(e.url == "http://127.0.0.1:9/x/a%20b/%C3%BC?v=1&z=1%202")
+    #expect(e.auth?.authorization == "Basic dTpwdy1TZW50aW5lbA==")
+    #expect(manifest.redactor.redact("Authorization: Basic dTpwdy1TZW50aW5lbA==") == "Authorization: Basic ***")
+  }
+
+  @Test func bearerAndBasicPasswordsComeFromFiles() throws {
+    let folder = TemporaryDirectory()
+    try folder.write("token", "file-token-Sentinel\n")
+    try folder.write("pw", "file-pw-Sentinel\n")
+    let manifest = try load(
+      """
+        - http: { base_url: "http://h/", auth: { bearer_file: token } }
+        - http: { base_url: "http://h/", auth: { basic: { username: u, password_file: pw } } }
+      """, directory: folder.path)
+    #expect(http(manifest, 0)?.auth == .bearer(token: "file-token-Sentinel"))
+    #expect(http(manifest, 1)?.auth == .basic(username: "u", password: "file-pw-Sentinel"))
+    #expect(manifest.redactor.redact("file-token-Sentinel file-pw-Sentinel") == "*** ***")
+  }
+
+  @Test func everyMistakeIsReportedWhereItIsWritten() {
+    let found = errors(
+      """
+        - http:
+            method: FETCH
+            base_url: ftp://example.com/
+            path: https://other.example.com/x
+            query: { a: { b: c } }
+            body: { json: {}, form: {} }
+            auth: { bearer: x, basic: { username: u, password: p } }
+            format: yaml
+            load: { table: _dray_mine, records: data, columns: { id: INTEGR, ID: TEXT } }
+            paginate: { next: /a, cursor: { from: /b } }
+            on_status: { 200: empty, 4x: retry, 404: ignore }
+        - http:
+            base_url: http://h/
+            headers: { Authorization: "Bearer x" }
+            auth: { bearer: y }
+            output: out/all.json
+            format: xml
+            load: { table: t, records: item }
+            paginate: { next: "catalog/next" }
+        - http: { base_url: http://h/, output: out/p.json, paginate: { link_header: false } }
+        - http: { base_url: http://h/, paginate: { offset: {} } }
+        - http: { base_url: http://h/, tabel: x }
+        - http: { base_url: http://h/, output: out/all.json, paginate: { link_header: true } }
+        - http: { base_url: "http://h/?a=1" }
+        - http: { base_url: "https://me:pw@h/" }
+        - http: { base_url: http://h/, format: xml, load: { table: t } }
+        - http: { base_url: http://h/, output: ../elsewhere.json }
+      """)
+    #expect(
+      found == [
+        "job.yaml:6:15: error: 'steps.http-1.http.method' must be one of GET, POST, PUT, PATCH, DELETE, found 'FETCH'",
+        "job.yaml:7:17: error: 'steps.http-1.http.base_url' must be an http:// or https:// address such as https://api.example.com/v1/, found 'ftp://example.com/'",
+        "job.yaml:8:13: error: 'steps.http-1.http.path' is appended to base_url; put the address in base_url and the rest in path",
+        "job.yaml:9:19: error: 'steps.http-1.http.query.a' must be a value or a list of values, found a mapping",
+        "job.yaml:10:31: error: 'steps.http-1.http.body' takes 'json' or 'form', not both",
+        "job.yaml:11:26: error: 'steps.http-1.http.auth' takes one of bearer, bearer_file, basic; this one has bearer and basic",
+        "job.yaml:12:15: error: 'steps.http-1.http.format' must be one of json, xml, found 'yaml'",
+        "job.yaml:13:22: error: 'steps.http-1.http.load.table': names starting with _dray or sqlite_ are reserved; choose another",
+        "job.yaml:13:43: error: 'steps.http-1.http.load.records': a JSON Pointer starts with '/' (RFC 6901), such as /data/items; found 'data'",
+        "job.yaml:13:64: error: 'steps.http-1.http.load.columns.id' must be one of TEXT, INTEGER, REAL, NUMERIC, found 'INTEGR'; did you mean 'INTEGER'?",
+        "job.yaml:13:72: error: columns 'id' and 'ID' differ only in letter case; SQLite cannot tell them apart",
+        "job.yaml:14:29: error: 'steps.http-1.http.paginate' takes one way to find the next page; this one has next and cursor",
+        "job.yaml:15:20: error: '200' in steps.http-1.http.on_status is not a status from 400 to 599, nor 4xx or 5xx",
+        "job.yaml:15:32: error: '4x' in steps.http-1.http.on_status is not a status from 400 to 599, nor 4xx or 5xx",
+        "job.yaml:15:48: error: 'steps.http-1.http.on_status.404' must be one of fail, empty, retry, found 'ignore'",
+        "job.yaml:18:18: error: 'steps.http-2.http.headers.Authorization' and 'steps.http-2.http.auth' both set the Authorization header; keep one",
+        "job.yaml:22:34: error: 'steps.http-2.http.load.records' must start with '/' or '//', such as /catalog/item or //item; found 'item'",
+        "job.yaml:23:25: error: 'steps.http-2.http.paginate.next' must start with '/' or '//', such as /catalog/item or //item; found 'catalog/next'",
+        "job.yaml:24:79: error: 'steps.http-3.http.paginate.link_header' can only be true; remove 'paginate' for a single request",
+        "job.yaml:25:44: error: offset pagination counts the records of each page; add 'load' with 'records' to 'steps.http-4.http'",
+        "job.yaml:26:34: error: unknown key 'tabel' in steps.http-5.http; valid keys: method, base_url, path, query, headers, body, auth, tls, format, output, load, paginate, on_status",
+        "job.yaml:27:42: error: 'steps.http-6.http.output' must hold {page} when the step paginates, such as out/items-{page}.json: each page is saved to its own file",
+        "job.yaml:28:23: error: 'steps.http-7.http.base_url' must not hold a query ('?...'); give query parameters in 'query'",
+        "job.yaml:29:23: error: 'steps.http-8.http.base_url' must not hold credentials (user@host); give them in 'auth'",
+        "job.yaml:30:53: error: missing required key 'records' in steps.http-9.http.load: the path of the record elements, such as /catalog/item or //item",
+        "job.yaml:31:42: error: 'steps.http-10.http.output': '../elsewhere.json' leads outside the job folder (through '..'); a step reads and writes files only inside the job folder",
+      ])
+  }
+
+  @Test func loadingNeedsADatabase() {
+    let text = """
+      version: 1
+      job: j
+      steps:
+        - http: { base_url: "http://h/", load: { table: t } }
+      """
+    #expect(throws: ManifestError.self) { try ManifestLoader(environment: [:]).load(text: text, path: "job.yaml", directory: "/jobs") }
+    do {
+      _ = try ManifestLoader(environment: [:]).load(text: text, path: "job.yaml", directory: "/jobs")
+    } catch {
+      #expect(
+        error.diagnostics.map(\.description) == [
+          "job.yaml:4:42: error: 'steps.http-1.http.load' fills a table; add a 'database' block with a 'path'"
+        ])
+    }
+  }
+
+  @Test func selectorsFollowTheirRFCs() throws {
+    #expect(try JSONPointer(parsing: "/a~1b/~0c/0").tokens == ["a/b", "~c", "0"])
+    #expect(try JSONPointer(parsing: "").tokens == [])
+    #expect(throws: SelectorError("'/a~2' holds a '~' not followed by 0 or 1; write ~0 for '~' and ~1 for '/' (RFC 6901)")) {
+      try JSONPointer(parsing: "/a~2")
+    }
+    let doc = JSONValue.object([("a/b", .array([.integer(7), .integer(8)]))])
+    #expect(try JSONPointer(parsing: "/a~1b/1").resolve(in: doc) == .integer(8))
+    #expect(try JSONPointer(parsing: "/a~1b/01").resolve(in: doc) == nil)
+    #expect(try JSONPointer(parsing: "/a~1b/-").resolve(in: doc) == nil)
+    let path = try XMLPath(parsing: "//feed/atom:entry/@href")
+    #expect(path.anchor == .anywhere)
+    #expect(path.steps == ["feed", "atom:entry"])
+    #expect(path.attribute == "href")
+    #expect(throws: SelectorError("'/a/@b/c': an attribute step (@name) may only come last")) { try XMLPath(parsing: "/a/@b/c") }
+    #expect(throws: SelectorError("'/a//b' has an empty step; '//' may only start a path")) { try XMLPath(parsing: "/a//b") }
+  }
+}

@@ -1,0 +1,163 @@
+import DrayModel
+import DrayRecords
+import DrayTestSupport
+import Testing
+
+@Suite struct RecordReaderTests {
+  let folder = TemporaryDirectory()
+
+  func read(
+    _ text: String, format: AnswerFormat = .json, records: String?, columns: [HTTPStep.Column]? = nil, probes: [String] = []
+  ) throws -> ([Record], AnswerSummary) {
+    let file = try folder.write("answer", text)
+    func selector(_ s: String) throws -> RecordSelector {
+      format == .json ? .json(try JSONPointer(parsing: s)) : .xml(try XMLPath(parsing: s))
+    }
+    var out: [Record] = []
+    let reader = RecordReader(format: format, records: try records.map(selector), columns: columns, probes: try probes.map(selector))
+    let summary = try reader.read(file: file) { out.append($0) }
+    return (out, summary)
+  }
+
+  func names(_ records: [Record]) -> [[String]] { records.map { $0.map(\.name) } }
+  func values(_ records: [Record]) -> [[RecordValue]] { records.map { $0.map(\.value) } }
+
+  @Test func jsonRecordsAtAPointerWithTheNextLink() throws {
+    let (records, summary) = try read(
+      """
+      {"meta": {"n": 2}, "data": {"items": [
+        {"id": 1, "name": "pear", "price": 0.5, "big": 123456789012345678901234567890, "ok": true, "tags": ["a", {"b": null}], "none": null},
+        {"id": 2, "name": "fig \\u00e9", "owner": {"name": "Ann"}}
+      ]}, "links": {"next": "/items?page=2", "last": null, "self": {"href": "x"}}}
+      """, records: "/data/items", probes: ["/links/next", "/links/last", "/links/prev", "/links/self"])
+    #expect(summary.records == 2)
+    #expect(names(records) == [["id", "name", "price", "big", "ok", "tags", "none"], ["id", "name", "owner"]])
+    #expect(
+      values(records) == [
+        [.integer(1), .text("pear"), .real(0.5), .text("123456789012345678901234567890"), .integer(1), .text(#"["a",{"b":null}]"#), .null],
+        [.integer(2), .text("fig é"), .text(#"{"name":"Ann"}"#)],
+      ])
+    #expect(summary.values[.json(try JSONPointer(parsing: "/links/next"))] == .text("/items?page=2"))
+    #expect(summary.values[.json(try JSONPointer(parsing: "/links/last"))] == .null)
+    #expect(summary.values[.json(try JSONPointer(parsing: "/links/prev"))] == nil)
+    #expect(summary.values[.json(try JSONPointer(parsing: "/links/self"))] == .structure("an object"))
+  }
+
+  @Test func jsonRecordShapes() throws {
+    // The whole document as the records; scalars become a `value` column.
+    let (list, _) = try read(#"[1, "two", [3], null]"#, records: "")
+    #expect(values(list) == [[.integer(1)], [.text("two")], [.text("[3]")], [.null]])
+    // An object is one record; null is none; an empty answer is none.
+    #expect(try read(#"{"item": {"id": 7}}"#, records: "/item").0.count == 1)
+    #expect(try read(#"{"items": null}"#, records: "/items").1.records == 0)
+    #expect(try read("", records: "/items").1.records == 0)
+    // An element by index.
+    #expect(values(try read(#"{"pages": [[{"a": 1}], [{"a": 2}]]}"#, records: "/pages/1").0) == [[.integer(2)]])
+  }
+
+  @Test func jsonDeclaredColumnsTakeMembersOrPointers() throws {
+    let columns = [
+      HTTPStep.Column(name: "id", type: .integer),
+      HTTPStep.Column(name: "owner", type: .text, from: .json(try JSONPointer(parsing: "/owner/name"))),
+      HTTPStep.Column(name: "missing", type: .text),
+    ]
+    let (records, _) = try read(#"[{"id": 1, "owner": {"name": "Ann"}, "extra": 5}, {"id": 2}]"#, records: "", columns: columns)
+    #expect(names(records) == [["id", "owner", "missing"], ["id", "owner", "missing"]])
+    #expect(values(records) == [[.integer(1), .text("Ann"), .null], [.integer(2), .null, .null]])
+  }
+
+  @Test func jsonProblemsSayWhatIsWrong() throws {
+    #expect(throws: RecordError("the records selector '/data' points at a string; it must point at a list or an object")) {
+      try read(#"{"data": "nope"}"#, records: "/data")
+    }
+    #expect(throws: RecordError("the records selector '/data' matches nothing in the answer")) {
+      try read(#"{"items": []}"#, records: "/data")
+    }
+    #expect(throws: RecordError("the answer ends before its JSON is complete (12 bytes)")) {
+      try read(#"{"data": [1,"#, records: "/data")
+    }
+    #expect(throws: RecordError("the answer is not valid JSON (lexical error: invalid char in json text, near byte 1)")) {
+      try read("<html>", records: "")
+    }
+  }
+
+  static let catalog = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <catalog xmlns="urn:test" xmlns:x="urn:x" page="1">
+      <item id="1" x:flag="y"><name>Pear &amp; co</name><price>1.5</price><code>007</code><note/><tag>a</tag><tag>b</tag>
+        <owner><name>Ann</name><since>2020</since></owner></item>
+      <item id="2"><name>Fig</name><price>3</price><code>12</code><note>ripe</note></item>
+      <group><item id="3"><name>Deep</name></item></group>
+      <x:next href="/catalog?page=2">/catalog?page=2</x:next>
+    </catalog>
+    """
+
+  @Test func xmlRecordsFromAnElementPath() throws {
+    let (records, summary) = try read(
+      Self.catalog, format: .xml, records: "/catalog/item",
+      probes: ["/catalog/next", "/catalog/next/@href", "/catalog/@page", "/catalog/none"])
+    #expect(summary.records == 2)
+    #expect(names(records) == [["id", "flag", "name", "price", "code", "note", "tag", "owner"], ["id", "name", "price", "code", "note"]])
+    #expect(
+      values(records) == [
+        [.integer(1), .text("y"), .text("Pear & co"), .real(1.5), .text("007"), .null, .text(#"["a","b"]"#), .text("Ann2020")],
+        [.integer(2), .text("Fig"), .integer(3), .integer(12), .text("ripe")],
+      ])
+    #expect(summary.values[.xml(try XMLPath(parsing: "/catalog/next"))] == .text("/catalog?page=2"))
+    #expect(summary.values[.xml(try XMLPath(parsing: "/catalog/next/@href"))] == .text("/catalog?page=2"))
+    #expect(summary.values[.xml(try XMLPath(parsing: "/catalog/@page"))] == .text("1"))
+    #expect(summary.values[.xml(try XMLPath(parsing: "/catalog/none"))] == nil)
+  }
+
+  @Test func xmlAnywhereAndDeclaredColumns() throws {
+    let columns = [
+      HTTPStep.Column(name: "id", type: .integer, from: .xml(try XMLPath(parsing: "@id"))),
+      HTTPStep.Column(name: "name", type: .text),
+      HTTPStep.Column(name: "owner", type: .text, from: .xml(try XMLPath(parsing: "owner/name"))),
+    ]
+    let (records, _) = try read(Self.catalog, format: .xml, records: "//item", columns: columns)
+    #expect(
+      values(records) == [
+        [.integer(1), .text("Pear & co"), .text("Ann")], [.integer(2), .text("Fig"), .null], [.integer(3), .text("Deep"), .null],
+      ])
+  }
+
+  @Test func xmlProblemsSayWhereTheyAre() throws {
+    #expect(
+      throws: RecordError(
+        "the answer is not well-formed XML (line 2: Opening and ending tag mismatch: name line 2 and item)")
+    ) {
+      try read("<catalog>\n<item><name>x</item>\n</catalog>", format: .xml, records: "/catalog/item")
+    }
+    #expect(throws: RecordError("the records path '/catalog/item' starts at <catalog>, but the answer's root element is <feed>")) {
+      try read("<feed><item/></feed>", format: .xml, records: "/catalog/item")
+    }
+    // An entity declared to read a local file is never expanded.
+    let (records, _) = try read(
+      """
+      <?xml version="1.0"?>
+      <!DOCTYPE c [<!ENTITY secret SYSTEM "file:///etc/hostname">]>
+      <c><item><v>&secret;</v></item></c>
+      """, format: .xml, records: "/c/item")
+    #expect(values(records) == [[.null]])
+  }
+
+  @Test func valuesAndInference() {
+    #expect(RecordValue(xmlText: " 42 ") == .integer(42))
+    #expect(RecordValue(xmlText: "-0.5e3") == .real(-500))
+    #expect(RecordValue(xmlText: "0042") == .text("0042"))
+    #expect(RecordValue(xmlText: "+1") == .text("+1"))
+    #expect(RecordValue(xmlText: "99999999999999999999") == .text("99999999999999999999"))
+    #expect(RecordValue(xmlText: "") == .null)
+    #expect(ColumnType.join(nil, .integer) == .integer)
+    #expect(ColumnType.join(.integer, .real) == .real)
+    #expect(ColumnType.join(.real, .integer) == .real)
+    #expect(ColumnType.join(.integer, .text) == .text)
+    #expect(ColumnType.join(.real, .text) == .text)
+    var inference = ColumnInference()
+    inference.add([("id", .integer(1)), ("price", .integer(2)), ("note", .null), ("code", .integer(3))])
+    inference.add([("ID", .integer(2)), ("price", .real(2.5)), ("note", .null), ("code", .text("C-4")), ("extra", .null)])
+    #expect(inference.columns.map(\.name) == ["id", "price", "note", "code", "extra"])
+    #expect(inference.columns.map(\.type) == [.integer, .real, nil, .text, nil])
+  }
+}
