@@ -101,7 +101,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   public var description: String {
     switch self {
     case .dnsFailure(let host):
-      "cannot resolve host '\(host)' (DNS failure); check platform.host and the network"
+      "cannot resolve host '\(host)' (DNS failure); check the host name in the manifest (platform.host or base_url) and the network"
     case .connectionRefused(let host):
       "cannot connect to \(host): connection refused; check that the server is running and the port is right"
     case .connectionReset(let url, let detail):
@@ -118,14 +118,14 @@ public enum TransportError: ReportableError, Sendable, Equatable {
         "no data from \(url) for \(limit.formatted) (idle timeout); the server stalled, or raise timeouts.idle"
       }
     case .tlsFailure(let host, let detail):
-      "TLS with \(host) failed (\(detail)); check the server's certificate, or set platform.tls.ca_file to the CA that signed it"
+      "TLS with \(host) failed (\(detail)); check the server's certificate, or set tls.ca_file to the CA that signed it"
     case .httpStatus(let e): e.description
     case .truncated(let url, let received, let detail):
       "the answer from \(url) was cut short after \(received) bytes (\(detail)); the connection dropped mid-answer"
     case .resumeMismatch(let url, let detail):
       "cannot resume the download from \(url): \(detail); the partial file was discarded"
     case .redirect(let url, let detail):
-      "cannot follow the redirect from \(url): \(detail); check platform.host"
+      "cannot follow the redirect from \(url): \(detail); check the address in the manifest (platform.host or base_url)"
     case .cancelled: "cancelled"
     case .bodyTooLarge(let limit): "the answer is larger than \(limit) bytes, the most kept in memory"
     case .retryAfterTooLong(let e, let seconds, let limit):

@@ -100,7 +100,7 @@ import Testing
     let result = Result { try net.client.schemes(policy: NetworkFixture.policy(), record: { _ in }) }
     #expect(
       result.errorText
-        == "cannot follow the redirect from \(net.emulator.url)api/v1/schema/: a redirect loop back to \(net.emulator.url)api/v1/schema/; check platform.host"
+        == "cannot follow the redirect from \(net.emulator.url)api/v1/schema/: a redirect loop back to \(net.emulator.url)api/v1/schema/; check the address in the manifest (platform.host or base_url)"
     )
     #expect((result.error as? TransportError)?.code == "redirect_failed")
     #expect(try net.requests("/api/v1/schema/").count == 1)
@@ -157,7 +157,7 @@ import Testing
     #expect(
       refused.errorText
         == "TLS with \(HTTPClient.hostAndPort(emulator.url)) failed (SSL certificate problem: self-signed certificate); "
-        + "check the server's certificate, or set platform.tls.ca_file to the CA that signed it")
+        + "check the server's certificate, or set tls.ca_file to the CA that signed it")
     #expect((refused.error as? TransportError)?.code == "tls_failure")
     #expect(try schemes(TLSSettings(caFile: cert)).get().contains { $0.name == "FRUITS" })
     #expect(try schemes(TLSSettings(verify: false)).get().contains { $0.name == "FRUITS" })
