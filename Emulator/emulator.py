@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A local emulator of the mobile platform server, as docs/../shared/platform-api.md describes it.
+"""A local emulator of the mobile platform server, as docs/platform-api.md describes it.
 
 Python 3 standard library only. Start it on a free port and read the address from the
 first line it prints:

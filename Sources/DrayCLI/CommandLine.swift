@@ -2,6 +2,7 @@ internal import DrayEngine
 internal import DrayManifest
 internal import DrayModel
 internal import Foundation
+internal import Glibc
 
 /// The `dray` command line: parses arguments, runs a command, returns the exit code.
 public enum DrayCommandLine {
@@ -12,12 +13,13 @@ public enum DrayCommandLine {
       dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet | --verbose] [--log-format text|json]
       dray validate JOB.yaml...
       dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]
-      dray status JOB.yaml
-      dray tables DATABASE [--resource NAME] [--params JSON]
+      dray status JOB.yaml [--runs N]
+      dray tables DATABASE [--resource NAME [--params JSON] [--table TABLE]] [--json]
       dray query DATABASE SQL
       dray schema
       dray version
 
+    Paths in a manifest are relative to its folder. `dray COMMAND --help` prints this.
     Exit codes: 0 success, 1 a step failed, 2 invalid manifest or usage,
     75 another run of the job holds its lock, 130 interrupted.
     """
@@ -25,11 +27,19 @@ public enum DrayCommandLine {
   /// Runs `dray` with `arguments` (without the program name).
   /// - Returns: the process exit code.
   public static func main(_ arguments: [String]) -> Int32 {
+    // Output to a closed pipe (`dray run job.yaml | head`) must not kill a run before it
+    // records its end and writes its report: with SIGPIPE handled, a write fails with EPIPE
+    // instead, and the console drops what it cannot write.
+    signal(SIGPIPE) { _ in }
     guard let command = arguments.first else {
       printError(usage)
       return ExitCode.usage
     }
     let rest = Array(arguments.dropFirst())
+    if rest.contains("--help") || rest.contains("-h") {
+      print(usage)
+      return ExitCode.success
+    }
     do {
       switch command {
       case "run": return try RunCommand.main(rest)
@@ -58,7 +68,7 @@ public enum DrayCommandLine {
   }
 
   static func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8))
   }
 }
 

@@ -106,8 +106,9 @@ enum Summary {
     }
     let idWidth = max(4, rows.map(\.id.count).max() ?? 0)
     let kindWidth = max(4, rows.map(\.step.kind.count).max() ?? 0)
+    let statusWidth = max(11, (rows.map(\.step.status.rawValue.count).max() ?? 0) + 2)
     for (id, step) in rows {
-      let status = step.status.rawValue.padding(toLength: max(11, step.status.rawValue.count + 2), withPad: " ", startingAt: 0)
+      let status = step.status.rawValue.padding(toLength: statusWidth, withPad: " ", startingAt: 0)
       let line =
         "  " + id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
         + step.kind.padding(toLength: kindWidth, withPad: " ", startingAt: 0) + "  " + paint(status, step.status, color)
@@ -122,7 +123,7 @@ enum Summary {
     }
     let totals = report.totals
     var total: [String] = []
-    if totals.rows > 0 { total.append("\(totals.rows) rows") }
+    if totals.rows > 0 { total.append(HumanUnits.counted(totals.rows, "row")) }
     if totals.bytes > 0 { total.append(HumanUnits.bytes(totals.bytes)) }
     if totals.retries > 0 { total.append("\(totals.retries) \(totals.retries == 1 ? "retry" : "retries")") }
     if !total.isEmpty { lines.append("total: " + total.joined(separator: "; ")) }
@@ -135,9 +136,9 @@ enum Summary {
   /// `249 rows`, `4 tables`, `16.7 KiB`, `3 attempts`, the skip reason, the error.
   static func details(_ step: StepReport) -> [String] {
     var detail: [String] = []
-    if !step.rows.isEmpty { detail.append("\(step.totalRows) rows") }
-    if !step.tables.isEmpty && step.rows.isEmpty { detail.append("\(step.tables.count) tables") }
-    if !step.statements.isEmpty { detail.append("\(step.statements.reduce(0) { $0 + $1.changes }) rows changed") }
+    if !step.rows.isEmpty { detail.append(HumanUnits.counted(step.totalRows, "row")) }
+    if !step.tables.isEmpty && step.rows.isEmpty { detail.append(HumanUnits.counted(step.tables.count, "table")) }
+    if !step.statements.isEmpty { detail.append(HumanUnits.counted(step.statements.reduce(0) { $0 + $1.changes }, "row") + " changed") }
     if step.bytes > 0 { detail.append(HumanUnits.bytes(step.bytes)) }
     let own = step.ownAttempts
     if own.attempts > own.calls {

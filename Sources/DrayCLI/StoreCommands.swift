@@ -209,7 +209,7 @@ enum QueryCommand {
 
     func flush() {
       guard !bytes.isEmpty else { return }
-      FileHandle.standardOutput.write(Data(bytes))
+      try? FileHandle.standardOutput.write(contentsOf: Data(bytes))
       bytes.removeAll(keepingCapacity: true)
       flushed = true
     }

@@ -135,6 +135,11 @@ public enum HumanUnits {
     return String(format: "%dh%02dm", whole / 3600, (whole % 3600) / 60)
   }
 
+  /// `1 row`, `249 rows`: a number and an English noun, plural unless the number is 1.
+  public static func counted(_ n: Int, _ noun: String) -> String {
+    "\(n) \(noun)\(n == 1 ? "" : "s")"
+  }
+
   /// `1,234,567`.
   public static func count(_ n: Int) -> String {
     let digits = String(n.magnitude)

@@ -61,6 +61,35 @@ import Testing
     #expect(result.stdout.contains("fruits  table_stream  succeeded  5 rows"))
   }
 
+  /// `dray run job.yaml | head -1`: the reader goes away; the run still finishes, records
+  /// its end and writes its report.
+  @Test func aClosedOutputPipeDoesNotStopTheRun() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let path = try job(folder, host: emulator.url)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Repository.drayBinary)
+    process.arguments = ["run", path]
+    process.environment = ProcessInfo.processInfo.environment.merging(DemoUser.environment) { $1 }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    try output.fileHandleForReading.close()
+    process.waitUntilExit()
+    #expect(process.terminationReason == .exit)
+    #expect(process.terminationStatus == 0)
+    let reports = try FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/reports")
+    #expect(reports.count == 1)
+    #expect(try folder.read(".dray/reports/\(reports[0])").contains(#""status":"succeeded""#))
+  }
+
+  @Test func helpIsAnAnswerNotAnError() throws {
+    let help = try Command.dray(["run", "--help"])
+    #expect(help.status == 0)
+    #expect(help.stdout.contains("dray run JOB.yaml [--fresh] [--from STEP] [--only STEP]"))
+  }
+
   @Test func aWrongPasswordExitsOneNamesTheStepAndNeverPrintsThePassword() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()

@@ -444,7 +444,7 @@ struct Report {
     #expect(ended == .exited(130))
     #expect(run.output.hasPrefix("job resume: interrupted in "))
     #expect(run.output.contains("  countries  table_stream  interrupted  interrupted by \(name)\n"))
-    #expect(run.output.contains("  tally      sql           not_run    the run was interrupted\n"))
+    #expect(run.output.contains("  tally      sql           not_run      the run was interrupted\n"))
     #expect(run.errors.contains("warning: interrupted by \(name); the run stopped at a safe point and the next 'dray run' resumes it\n"))
     let report = try Report(run.output)
     #expect(report.status == "interrupted")
