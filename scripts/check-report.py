@@ -58,8 +58,8 @@ def check_prometheus(path):
         if family.type != "gauge":
             problems.append(f"{path}: {family.name} is a {family.type}")
         for sample in family.samples:
-            if "job" not in sample.labels:
-                problems.append(f"{path}: {sample.name} has no job label")
+            if "dray_job" not in sample.labels:
+                problems.append(f"{path}: {sample.name} has no dray_job label")
     if not families:
         problems.append(f"{path}: no metric")
     return problems

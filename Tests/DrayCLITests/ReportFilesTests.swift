@@ -97,10 +97,10 @@ import Testing
     #expect(prometheus.hasPrefix("# HELP dray_job_last_success_timestamp_seconds Unix time when the job last succeeded.\n"))
     #expect(
       Self.samples(prometheus, "dray_job_status") == [
-        #"dray_job_status{job="nightly",status="succeeded"} 1"#, #"dray_job_status{job="nightly",status="failed"} 0"#,
-        #"dray_job_status{job="nightly",status="interrupted"} 0"#,
+        #"dray_job_status{dray_job="nightly",status="succeeded"} 1"#, #"dray_job_status{dray_job="nightly",status="failed"} 0"#,
+        #"dray_job_status{dray_job="nightly",status="interrupted"} 0"#,
       ])
-    #expect(Self.samples(prometheus, "dray_job_rows") == [#"dray_job_rows{job="nightly"} \#(totals["rows"] ?? 0)"#])
+    #expect(Self.samples(prometheus, "dray_job_rows") == [#"dray_job_rows{dray_job="nightly"} \#(totals["rows"] ?? 0)"#])
 
     // A second run starts afresh; each step's checkpoint before it is the first run's.
     let second = try job.run()
@@ -163,9 +163,9 @@ import Testing
 
     let prometheus = try String(contentsOfFile: files.prometheus, encoding: .utf8)
     #expect(Self.samples(prometheus, "dray_job_last_success_timestamp_seconds") == [lastSuccess])
-    #expect(Self.samples(prometheus, "dray_job_status").contains(#"dray_job_status{job="nightly",status="failed"} 1"#))
-    #expect(Self.samples(prometheus, "dray_job_exit_code") == [#"dray_job_exit_code{job="nightly"} 1"#])
-    #expect(Self.samples(prometheus, "dray_job_steps").contains(#"dray_job_steps{job="nightly",status="not_run"} 1"#))
+    #expect(Self.samples(prometheus, "dray_job_status").contains(#"dray_job_status{dray_job="nightly",status="failed"} 1"#))
+    #expect(Self.samples(prometheus, "dray_job_exit_code") == [#"dray_job_exit_code{dray_job="nightly"} 1"#])
+    #expect(Self.samples(prometheus, "dray_job_steps").contains(#"dray_job_steps{dray_job="nightly",status="not_run"} 1"#))
   }
 
   @Test func anInterruptedRunReportsTheInterruptInEveryFormat() throws {
@@ -197,7 +197,7 @@ import Testing
     #expect(junit.contains(#"tests="4" failures="0" errors="1" skipped="1""#))
     #expect(junit.contains(#"<error type="interrupted" message="interrupted by SIGINT"/>"#))
     let prometheus = try String(contentsOfFile: files.prometheus, encoding: .utf8)
-    #expect(Self.samples(prometheus, "dray_job_status").contains(#"dray_job_status{job="nightly",status="interrupted"} 1"#))
+    #expect(Self.samples(prometheus, "dray_job_status").contains(#"dray_job_status{dray_job="nightly",status="interrupted"} 1"#))
     #expect(Self.samples(prometheus, "dray_job_last_success_timestamp_seconds").isEmpty)
   }
 }

@@ -89,37 +89,37 @@ import Testing
       text == """
         # HELP dray_job_last_success_timestamp_seconds Unix time when the job last succeeded.
         # TYPE dray_job_last_success_timestamp_seconds gauge
-        dray_job_last_success_timestamp_seconds{job="iso \\"ref\\""} 1795953600.500
+        dray_job_last_success_timestamp_seconds{dray_job="iso \\"ref\\""} 1795953600.500
         # HELP dray_job_last_run_timestamp_seconds Unix time when the job's latest run ended.
         # TYPE dray_job_last_run_timestamp_seconds gauge
-        dray_job_last_run_timestamp_seconds{job="iso \\"ref\\""} 1796040002.250
+        dray_job_last_run_timestamp_seconds{dray_job="iso \\"ref\\""} 1796040002.250
         # HELP dray_job_duration_seconds Duration of the job's latest run.
         # TYPE dray_job_duration_seconds gauge
-        dray_job_duration_seconds{job="iso \\"ref\\""} 2.250
+        dray_job_duration_seconds{dray_job="iso \\"ref\\""} 2.250
         # HELP dray_job_status 1 for the status of the job's latest run, 0 for the other statuses.
         # TYPE dray_job_status gauge
-        dray_job_status{job="iso \\"ref\\"",status="succeeded"} 0
-        dray_job_status{job="iso \\"ref\\"",status="failed"} 1
-        dray_job_status{job="iso \\"ref\\"",status="interrupted"} 0
+        dray_job_status{dray_job="iso \\"ref\\"",status="succeeded"} 0
+        dray_job_status{dray_job="iso \\"ref\\"",status="failed"} 1
+        dray_job_status{dray_job="iso \\"ref\\"",status="interrupted"} 0
         # HELP dray_job_exit_code Exit code of the job's latest run.
         # TYPE dray_job_exit_code gauge
-        dray_job_exit_code{job="iso \\"ref\\""} 1
+        dray_job_exit_code{dray_job="iso \\"ref\\""} 1
         # HELP dray_job_rows Rows written by the job's latest run, summed over its steps.
         # TYPE dray_job_rows gauge
-        dray_job_rows{job="iso \\"ref\\""} 249
+        dray_job_rows{dray_job="iso \\"ref\\""} 249
         # HELP dray_job_bytes Body bytes received and sent by the job's latest run.
         # TYPE dray_job_bytes gauge
-        dray_job_bytes{job="iso \\"ref\\""} 17067
+        dray_job_bytes{dray_job="iso \\"ref\\""} 17067
         # HELP dray_job_retries Attempts that were retries in the job's latest run.
         # TYPE dray_job_retries gauge
-        dray_job_retries{job="iso \\"ref\\""} 1
+        dray_job_retries{dray_job="iso \\"ref\\""} 1
         # HELP dray_job_steps Steps of the job's latest run with each status.
         # TYPE dray_job_steps gauge
-        dray_job_steps{job="iso \\"ref\\"",status="succeeded"} 1
-        dray_job_steps{job="iso \\"ref\\"",status="failed"} 1
-        dray_job_steps{job="iso \\"ref\\"",status="skipped"} 0
-        dray_job_steps{job="iso \\"ref\\"",status="interrupted"} 0
-        dray_job_steps{job="iso \\"ref\\"",status="not_run"} 1
+        dray_job_steps{dray_job="iso \\"ref\\"",status="succeeded"} 1
+        dray_job_steps{dray_job="iso \\"ref\\"",status="failed"} 1
+        dray_job_steps{dray_job="iso \\"ref\\"",status="skipped"} 0
+        dray_job_steps{dray_job="iso \\"ref\\"",status="interrupted"} 0
+        dray_job_steps{dray_job="iso \\"ref\\"",status="not_run"} 1
 
         """)
   }

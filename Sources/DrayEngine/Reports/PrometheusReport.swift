@@ -4,7 +4,7 @@ internal import Foundation
 ///
 /// Written in the text exposition format (Prometheus docs, "Exposition formats", text format
 /// 0.0.4): a `# HELP` and a `# TYPE` line per metric, then its samples. Every metric is a
-/// gauge labelled with `job`, the manifest's job name; all describe the job's latest run:
+/// gauge labelled with `dray_job`, the manifest's job name (`job` is Prometheus's own); all describe the job's latest run:
 ///
 /// | metric | value |
 /// |---|---|
@@ -26,7 +26,7 @@ struct PrometheusReport {
   let previousSuccess: Double?
 
   var text: String {
-    let job = "job=\"\(PrometheusReport.escape(report.job))\""
+    let job = "dray_job=\"\(PrometheusReport.escape(report.job))\""
     var out = ""
     func metric(_ name: String, _ help: String, _ samples: [(labels: String, value: String)]) {
       out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
