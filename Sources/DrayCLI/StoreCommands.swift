@@ -101,7 +101,15 @@ enum TablesCommand {
     var records = try Store.records(in: database, resource: resource)
     if let resource {
       records = records.filter { $0.params == params.canonicalJSON }
-      if let table = args.values["--table"] { records = records.filter { $0.sourceTable == table } }
+      if let table = args.values["--table"] {
+        let tables = records.map(\.sourceTable)
+        records = records.filter { $0.sourceTable == table }
+        if records.isEmpty && !tables.isEmpty {
+          DrayCommandLine.printError(
+            "dray: resource '\(resource)' has no output table '\(table)' in \(path); its tables: \(tables.joined(separator: ", "))")
+          return ExitCode.stepFailed
+        }
+      }
       if records.isEmpty {
         let table = args.values["--table"] ?? "output_table"
         let name = Store.tableName(resource: resource, table: table, params: params)
@@ -144,9 +152,9 @@ enum QueryCommand {
     let args = try Arguments(arguments)
     guard args.positional.count == 2 else { throw UsageError("query takes a database and SQL: dray query DATABASE 'SELECT ...'") }
     let path = args.positional[0]
-    guard FileManager.default.fileExists(atPath: path) else { throw UsageError("no database at \(path)") }
     let output = Output()
     do {
+      guard FileManager.default.fileExists(atPath: path) else { throw QueryError("no database at \(path)") }
       let database = try Database(path: path, create: false, readOnly: true)
       let statement = try database.prepareOne(args.positional[1])
       let names = (0..<statement.columnCount).map { statement.columnName($0) }.map { name -> [UInt8] in
@@ -171,7 +179,13 @@ enum QueryCommand {
       output.flush()
       return ExitCode.success
     } catch {
-      let message = error.message
+      var message = "\(error)"
+      if let sqlite = error as? SQLiteError {
+        message = sqlite.message
+        if sqlite.code & 0xff == 8 {  // SQLITE_READONLY
+          message = "dray query only reads; change data with an sql step in a job (\(message))"
+        }
+      }
       if output.flushed {
         output.flush()
         DrayCommandLine.printError("\ndray: the query failed after its first records were printed: \(message)")
@@ -180,6 +194,12 @@ enum QueryCommand {
       }
       return ExitCode.stepFailed
     }
+  }
+
+  /// A query that cannot run, in the error shape.
+  struct QueryError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
   }
 
   static func append(_ value: SQLValue, to output: Output) {

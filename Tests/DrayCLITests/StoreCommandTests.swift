@@ -64,6 +64,9 @@ import Testing
       missing.stderr
         == "dray: \(db) holds no table of resource 'FRUITS' for params {\"region\":\"JP\"}; a schemes or table_stream step would create \"FRUITS__output_table__08982081\"\n"
     )
+    let noSuchTable = try Command.dray(["tables", db, "--resource", "FRUITS", "--table", "nope"])
+    #expect(noSuchTable.status == 1)
+    #expect(noSuchTable.stderr == "dray: resource 'FRUITS' has no output table 'nope' in \(db); its tables: output_table\n")
   }
 
   @Test func tablesRefusesAWrongCommandLineAndNeverWritesTheDatabase() throws {
@@ -113,7 +116,10 @@ import Testing
     let cases = [
       ("SELECT * FROM nope", "no such table: nope"),
       ("SELECT 1; SELECT 2", "one statement at a time; found another after the first: SELECT 2"),
-      ("DELETE FROM FRUITS__output_table", "attempt to write a readonly database"),
+      (
+        "DELETE FROM FRUITS__output_table",
+        "dray query only reads; change data with an sql step in a job (attempt to write a readonly database)"
+      ),
       ("/* nothing */", "no SQL statement to run"),
     ]
     for (sql, message) in cases {
@@ -122,6 +128,9 @@ import Testing
       #expect(result.stdout == #"{"status":"error","error":"\#(message)"}"# + "\n")
     }
     #expect(try Command.dray(["query", db, "SELECT count(*) AS n FROM FRUITS__output_table"]).stdout.contains(#"[{"n":5}]"#))
+    let missing = try Command.dray(["query", db + ".missing", "SELECT 1"])
+    #expect(missing.status == 1)
+    #expect(missing.stdout == #"{"status":"error","error":"no database at \#(db).missing"}"# + "\n")
   }
 
   @Test func queryStreamsManyRecords() throws {
