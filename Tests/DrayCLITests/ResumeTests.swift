@@ -506,7 +506,7 @@ struct Report {
     #expect(try job.run().status == 0)
     let runs = try job.rows("SELECT run_id, started_at, ended_at FROM _dray_runs ORDER BY rowid")
     let checkpoints = try job.rows("SELECT step_id, run_id, finished_at FROM _dray_checkpoints")
-    func finished(_ id: String) -> String { (checkpoints.first { $0[0] == id }?[2] ?? "") ?? "" }
+    func finished(_ id: String) -> String { checkpoints.first { $0[0] == id }?[2].flatMap { $0 } ?? "" }
     let (first, second) = (runs[0][0]!, runs[1][0]!)
     let status = try Command.dray(["status", job.manifest])
     #expect(status.status == 0)

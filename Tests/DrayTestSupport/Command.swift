@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Where the repository is, from this file's path.
 public enum Repository {

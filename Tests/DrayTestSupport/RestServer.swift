@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The REST test server (`Emulator/rest_server.py`) as a child process on 127.0.0.1.
 ///
@@ -67,11 +67,11 @@ public final class RestServer: @unchecked Sendable {
 
   /// Replaces the server's rules (delays and canned statuses; see the server's docstring).
   public func setRules(_ json: String) throws {
-    try Curl.send("POST", url + "admin/rules", headers: ["Content-Type": "application/json"], body: json)
+    _ = try Curl.send("POST", url + "admin/rules", headers: ["Content-Type": "application/json"], body: json)
   }
 
   /// Clears the request log.
   public func reset() throws {
-    try Curl.send("POST", url + "admin/reset")
+    _ = try Curl.send("POST", url + "admin/reset")
   }
 }
