@@ -193,9 +193,10 @@ public final class Runner {
   }
 
   /// After a whole run succeeded nothing is left to resume: removes the job's download
-  /// folder (answers left by a run killed between a load's commit and its cleanup).
+  /// files (answers left by a run killed between a load's commit and its cleanup), and
+  /// their folder when that empties it. Nothing dray did not write is touched.
   private func removeDownloads() {
-    try? FileManager.default.removeItem(atPath: manifest.resolve(manifest.download.path) + "/\(manifest.job)")
+    DownloadFolder(manifest).removeOwnFiles()
   }
 
   private func fail(_ report: inout RunReport, _ message: String) -> RunReport {

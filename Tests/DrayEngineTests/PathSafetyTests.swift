@@ -130,6 +130,38 @@ import Testing
     #expect(try requests(emulator, "/api/v1/file/").isEmpty)
   }
 
+  @Test func aSuccessfulRunRemovesOnlyTheDownloadFilesItWrote() throws {
+    let emulator = try Emulator()
+    let base = TemporaryDirectory()
+    let job = base.path + "/job"
+    // The download folder lies outside the job folder, and its folder for job 'victim'
+    // holds a file of someone else's.
+    let theirs = base.path + "/scratch/victim"
+    try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: true)
+    try "mine\n".write(toFile: theirs + "/notes.txt", atomically: true, encoding: .utf8)
+    let (_, report) = try runJob(
+      at: job + "/job.yaml",
+      JobText.header(job: "victim", emulator: emulator) + """
+        download: { path: ../scratch }
+        steps:
+          - id: fruits
+            table: { resource: FRUITS, output: out/fruits.csv, format: csv }
+          - id: edit
+            request: { resource: FRUITS, output: out/edit.json }
+        """)
+    #expect(report.exitCode == 0, "\(report.errorMessage ?? "") \(report.steps.map { $0.errorMessage ?? "" })")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: theirs) == ["notes.txt"])
+    #expect(try text(theirs + "/notes.txt") == "mine\n")
+    #expect(try text(job + "/out/fruits.csv").hasPrefix("hhive_id,id,name,"))
+
+    // Without a stranger's file, the job's download folder goes too, and nothing else.
+    try FileManager.default.removeItem(atPath: theirs + "/notes.txt")
+    let (_, again) = try runJob(at: job + "/job.yaml", try text(job + "/job.yaml") + "\n")
+    #expect(again.exitCode == 0)
+    #expect(!FileManager.default.fileExists(atPath: theirs))
+    #expect(FileManager.default.fileExists(atPath: base.path + "/scratch"))
+  }
+
   @Test func theEmulatorRefusesPathsThatLeaveAConnection() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
