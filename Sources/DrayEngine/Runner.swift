@@ -219,7 +219,7 @@ public final class Runner {
 
   /// The report path with `{job}` and `{run_id}` replaced, absolute.
   public static func reportPath(_ manifest: Manifest, runID: String) -> String {
-    manifest.resolve(manifest.report.path.replacing("{job}", with: manifest.job).replacing("{run_id}", with: runID))
+    manifest.reportFiles(runID: runID)[0].path
   }
 
   /// `SIGINT`, `SIGTERM`, or `signal N` for the signal that cancelled the run; `a request

@@ -31,7 +31,7 @@ extension ManifestValidator {
     let tls = need(f["tls"].flatMap { readHTTPTLS($0, f.path("tls")) }, present: f["tls"] != nil) ?? TLSSettings()
     let format =
       need(f["format"].flatMap { reader.choice($0, f.path("format"), as: AnswerFormat.self) }, present: f["format"] != nil) ?? .json
-    let output = need(f["output"].flatMap { jobFolderPath($0, f.path("output")) }, present: f["output"] != nil)
+    let output = need(f["output"].flatMap { outputPath($0, f.path("output")) }, present: f["output"] != nil)
     let load = need(f["load"].flatMap { readLoad($0, f.path("load"), format: format) }, present: f["load"] != nil)
     var maxPages: Int?
     let paginate = f["paginate"].flatMap { readPagination($0, f.path("paginate"), format: format, maxPages: &maxPages) }

@@ -1,17 +1,138 @@
 internal import DrayModel
 
+/// A file (or, for a `files get` of a server folder, a folder) a step writes, noted while
+/// the steps are read and checked against the files dray keeps once the whole manifest is.
+struct StepOutput {
+  /// The value's node, where a problem is reported.
+  var node: YAMLNode
+  /// `steps.check.query.output`.
+  var key: String
+  /// As written, for messages: `out/rows.csv`, `./d.sqlite`.
+  var shown: String
+  /// Relative to the job folder, as checked (`{page}` filled in as 1).
+  var path: String
+}
+
 extension ManifestValidator {
   /// A step's local file path (`output`, `local`): a non-empty path relative to the job
   /// folder that does not climb out of it (`JobPath.normalize`). Symbolic links are checked
   /// when the step runs.
-  mutating func jobFolderPath(_ node: YAMLNode, _ path: String) -> String? {
+  ///
+  /// - Parameter folder: whether the path may name a folder (end in `/`); otherwise it must
+  ///   name a file: neither `out/` nor the job folder itself.
+  mutating func jobFolderPath(_ node: YAMLNode, _ path: String, folder: Bool = false) -> String? {
     guard let text = reader.nonEmptyString(node, path) else { return nil }
+    let normalized: String
     do {
-      _ = try JobPath.normalize(text)
+      normalized = try JobPath.normalize(text)
     } catch {
       reader.error(node.location, "'\(path)': \(error); a step reads and writes files only inside the job folder")
       return nil
     }
+    if !folder && text.hasSuffix("/") {
+      reader.error(
+        node.location, "'\(path)': '\(text)' ends in '/', so it names a folder; name the file to write, such as '\(text)rows.json'")
+      return nil
+    }
+    if !folder && normalized == "." {
+      reader.error(node.location, "'\(path)': '\(text)' names the job folder itself; name the file to write, such as 'out/rows.json'")
+      return nil
+    }
     return text
+  }
+
+  /// A step's output file, checked by `jobFolderPath` and noted for `checkKeptPaths`.
+  mutating func outputPath(_ node: YAMLNode, _ path: String) -> String? {
+    guard let text = jobFolderPath(node, path) else { return nil }
+    noteOutput(node, path, shown: text, path: text.replacing("{page}", with: "1"))
+    return text
+  }
+
+  /// The `local` of a `files` step: the file `get`, `list` and `meta` write, the file `put`
+  /// reads; a `get` writes into a folder when `local` ends in `/` (the file keeps its server
+  /// name) or when `path` names a server folder (every listed file, by its listed name).
+  mutating func filesLocalPath(_ node: YAMLNode, _ path: String, action: FilesStep.Action?, remote: String?) -> String? {
+    guard let text = jobFolderPath(node, path, folder: action == .get || action == nil) else { return nil }
+    switch action {
+    case .get:
+      if let remote, remote.hasSuffix("/") {
+        noteOutput(node, path, shown: text, path: text)
+      } else if text.hasSuffix("/") {
+        let name = remote.map { JobPath.lexical($0).split(separator: "/").last.map(String.init) ?? $0 } ?? ""
+        noteOutput(node, path, shown: text + name, path: text + name)
+      } else {
+        noteOutput(node, path, shown: text, path: text)
+      }
+    case .list, .meta:
+      noteOutput(node, path, shown: text, path: text)
+    default:
+      break
+    }
+    return text
+  }
+
+  private mutating func noteOutput(_ node: YAMLNode, _ key: String, shown: String, path: String) {
+    stepOutputs.append(StepOutput(node: node, key: key, shown: shown, path: path))
+  }
+
+  /// The files dray keeps for the job (`KeptPaths`) against the paths the manifest names:
+  ///
+  /// - the download and state folders are dray's own: neither may hold the manifest or the
+  ///   database (they may be anywhere else, an absolute path included);
+  /// - the database is not the manifest;
+  /// - no step output is a kept file or inside a kept folder;
+  /// - no report file is the manifest, a database file, the lock, the journal, or inside the
+  ///   download folder.
+  mutating func checkKeptPaths(_ manifest: Manifest, top: Fields) {
+    let manifestFile = manifest.file
+    let database = manifest.database.map { JobPath.lexical(manifest.resolve($0.path)) }
+    if let database, database == manifestFile, let node = Self.child(top["database"], "path") {
+      reader.error(node.location, "'database.path': '\(manifest.database?.path ?? "")' is the job's manifest; name the SQLite file to fill")
+    }
+    let folders: [(key: String, block: String, written: String, example: String)] = [
+      ("download.path", "download", manifest.download.path, ".dray/downloads"),
+      ("state.path", "state", manifest.state.path, ".dray"),
+    ]
+    var kept = KeptPaths.forOutputs(of: manifest, runID: nil)
+    var keptFromReports = KeptPaths.forReports(of: manifest)
+    for folder in folders {
+      let path = JobPath.lexical(manifest.resolve(folder.written))
+      let holds: String? =
+        path == manifestFile || JobPath.isInside(manifestFile, path)
+        ? "the job's manifest"
+        : database.flatMap { path == $0 || JobPath.isInside($0, path) ? "the job's database (database.path)" : nil }
+      guard let holds, let node = Self.child(top[folder.block], "path") else { continue }
+      // Every output would be inside it too: say it once, here.
+      kept = kept.dropping(path)
+      keptFromReports = keptFromReports.dropping(path)
+      reader.error(
+        node.location,
+        "'\(folder.key)': '\(folder.written)' holds \(holds); dray keeps only its own files there: give it a folder that holds neither the manifest nor the database, such as \(folder.example)"
+      )
+    }
+
+    for output in stepOutputs {
+      let path = JobPath.lexical(manifest.directory + "/" + output.path)
+      if let conflict = kept.conflict(path) {
+        reader.error(
+          output.node.location, "'\(output.key)': '\(output.shown)' \(conflict); a step may not write the files dray keeps for the job")
+      }
+    }
+
+    for (format, path) in manifest.reportFiles(runID: KeptPaths.exampleRunID) {
+      guard let conflict = keptFromReports.conflict(JobPath.lexical(path)) else { continue }
+      let shown = path.hasPrefix(manifest.directory + "/") ? String(path.dropFirst(manifest.directory.count + 1)) : path
+      let what = format == .json ? "'\(manifest.report.path)'" : "the \(format.rawValue) report '\(shown)'"
+      // Without a report block the default path met the download folder: say so there.
+      let node = Self.child(top["report"], "path") ?? Self.child(top["download"], "path") ?? root
+      reader.error(node.location, "'report.path': \(what) \(conflict); a report may not overwrite the files dray keeps for the job")
+      break
+    }
+  }
+
+  /// The value of `key` in the mapping `node`.
+  private static func child(_ node: YAMLNode?, _ key: String) -> YAMLNode? {
+    guard let node, case .mapping(let pairs) = node.content else { return nil }
+    return pairs.first { $0.key.scalar?.text == key }?.value
   }
 }

@@ -29,6 +29,8 @@ struct ManifestValidator {
   /// A `table_stream` step that did not read: templates may name what it would load, so
   /// "no step loads" is not said (it would only repeat that step's own error).
   private var hasBrokenLoader = false
+  /// The files steps write, for `checkKeptPaths`.
+  var stepOutputs: [StepOutput] = []
 
   init(path: String, directory: String, environment: [String: String], root: YAMLNode, source: String = "") {
     self.path = path
@@ -70,6 +72,7 @@ struct ManifestValidator {
       state: state, report: report, steps: steps, redactor: reader.redactor)
     checkRequirements(manifest, top: top)
     checkTemplates(manifest)
+    checkKeptPaths(manifest, top: top)
     manifest.redactor = reader.redactor
     guard version != nil, job != nil else { return nil }
     return manifest
@@ -467,7 +470,7 @@ struct ManifestValidator {
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {
     guard let f = reader.fields(node, path, known: ManifestSchema.table.names) else { return nil }
     let rp = resourceAndParams(f)
-    let output = f.required("output", &reader).flatMap { jobFolderPath($0, f.path("output")) }
+    let output = f.required("output", &reader).flatMap { outputPath($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
     guard let (resource, params) = rp, let output else { return nil }
@@ -477,7 +480,7 @@ struct ManifestValidator {
   private mutating func readRequest(_ node: YAMLNode, _ path: String) -> StepKind? {
     guard let f = reader.fields(node, path, known: ManifestSchema.request.names) else { return nil }
     let rp = resourceAndParams(f)
-    let output = f["output"].flatMap { jobFolderPath($0, f.path("output")) }
+    let output = f["output"].flatMap { outputPath($0, f.path("output")) }
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
     guard let (resource, params) = rp else { return nil }
     return .request(RequestStep(resource: resource, params: params, output: output, transaction: transaction))
@@ -488,7 +491,7 @@ struct ManifestValidator {
     let connection = f.required("connection", &reader).flatMap { reader.nonEmptyString($0, f.path("connection")) }
     let action = f.required("action", &reader).flatMap { reader.choice($0, f.path("action"), as: FilesStep.Action.self) }
     let remote = f["path"].flatMap { reader.nonEmptyString($0, f.path("path")) }
-    let local = f["local"].flatMap { jobFolderPath($0, f.path("local")) }
+    let local = f["local"].flatMap { filesLocalPath($0, f.path("local"), action: action, remote: remote) }
     let missingOK = f["missing_ok"].flatMap { reader.bool($0, f.path("missing_ok")) } ?? false
     guard let connection, let action else { return nil }
     if remote == nil && action != .list {
@@ -510,7 +513,7 @@ struct ManifestValidator {
   private mutating func readQuery(_ node: YAMLNode, _ path: String) -> StepKind? {
     guard let f = reader.fields(node, path, known: ManifestSchema.query.names) else { return nil }
     let sql = f.required("sql", &reader).flatMap { reader.nonEmptyString($0, f.path("sql")) }
-    let output = f["output"].flatMap { jobFolderPath($0, f.path("output")) }
+    let output = f["output"].flatMap { outputPath($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
     var expectations: [Expectation] = []
     if let node = f["expect"], !node.isMapping {

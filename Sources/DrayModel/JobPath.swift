@@ -49,6 +49,38 @@ public enum JobPath {
     return kept.isEmpty ? "." : kept.joined(separator: "/")
   }
 
+  /// An absolute path with `.`, empty components and `..` removed, by the text alone (`..`
+  /// at the root stays at the root). A relative path is returned with the same treatment,
+  /// a leading `..` kept.
+  ///
+  /// ```swift
+  /// JobPath.lexical("/jobs/a/./data/../db.sqlite")   // "/jobs/a/db.sqlite"
+  /// ```
+  public static func lexical(_ path: String) -> String {
+    let absolute = path.hasPrefix("/")
+    var kept: [Substring] = []
+    for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+      switch component {
+      case ".": continue
+      case "..":
+        if let last = kept.last, last != ".." {
+          kept.removeLast()
+        } else if !absolute {
+          kept.append(component)
+        }
+      default: kept.append(component)
+      }
+    }
+    if absolute { return "/" + kept.joined(separator: "/") }
+    return kept.isEmpty ? "." : kept.joined(separator: "/")
+  }
+
+  /// Whether the absolute path `path` lies inside the folder `folder` (both lexical, as
+  /// `lexical(_:)` returns them); a folder is not inside itself.
+  public static func isInside(_ path: String, _ folder: String) -> Bool {
+    folder == "/" ? path != "/" && path.hasPrefix("/") : path.hasPrefix(folder + "/")
+  }
+
   /// Whether `name`, given by a server, is one plain path component that may name a file in
   /// a local folder: not empty, not `.` or `..`, without `/` or NUL.
   public static func isPlainName(_ name: String) -> Bool {

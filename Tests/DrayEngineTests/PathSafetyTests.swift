@@ -54,6 +54,139 @@ import Testing
     }
   }
 
+  /// `line:column: message` of every problem the manifest `text` (saved as `name`) has.
+  static func problems(_ text: String, name: String = "p8.yaml") throws -> [String] {
+    let folder = TemporaryDirectory()
+    let path = try folder.write(name, text)
+    do {
+      _ = try ManifestLoader(environment: [:]).load(path: path)
+      return []
+    } catch {
+      return error.diagnostics.map { "\($0.location.line):\($0.location.column): \($0.message)" }
+    }
+  }
+
+  /// Expects the problems of `text` to be exactly `expected`.
+  static func expectProblems(_ text: String, _ expected: [String], sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
+    let found = try problems(text)
+    #expect(found == expected, "\(found.joined(separator: "\n"))", sourceLocation: sourceLocation)
+  }
+
+  static let header = """
+    version: 1
+    platform: { host: "http://127.0.0.1:9/", environment: E, project: P }
+    auth: { username: u, password: p }
+
+    """
+
+  @Test func noStepOutputMayBeAFileDrayKeepsForTheJob() throws {
+    let found = try Self.problems(
+      Self.header + """
+        job: kept
+        database: { path: d.sqlite }
+        report: { path: reports/latest.json, formats: [json, junit, prometheus] }
+        steps:
+          - { id: database, query: { sql: SELECT 1 AS n, output: d.sqlite } }
+          - { id: wal, query: { sql: SELECT 1 AS n, output: ./d.sqlite-wal } }
+          - { id: manifest, query: { sql: SELECT 1 AS n, output: p8.yaml } }
+          - { id: lock, query: { sql: SELECT 1 AS n, output: .dray/p.lock } }
+          - { id: report, table: { resource: FRUITS, output: reports/latest.junit.xml } }
+          - { id: textfile, request: { resource: FRUITS, output: reports/kept.prom } }
+          - { id: download, request: { resource: FRUITS, output: .dray/downloads/kept/a.answer } }
+          - { id: named, files: { connection: nfs4, action: get, path: docs/p8.yaml, local: ./ } }
+          - { id: mirror, files: { connection: nfs4, action: get, path: docs/, local: .dray/mirror } }
+          - { id: page, http: { base_url: "http://127.0.0.1:9/", output: d.sqlite-journal } }
+          - { id: fine, query: { sql: SELECT 1 AS n, output: out/d.sqlite } }
+        """)
+    let suffix = "; a step may not write the files dray keeps for the job"
+    #expect(
+      found == [
+        "8:58: 'steps.database.query.output': 'd.sqlite' is the job's database (database.path)" + suffix,
+        "9:53: 'steps.wal.query.output': './d.sqlite-wal' is a file of the job's database (database.path)" + suffix,
+        "10:58: 'steps.manifest.query.output': 'p8.yaml' is the job's manifest" + suffix,
+        "11:54: 'steps.lock.query.output': '.dray/p.lock' is inside the state folder '.dray' (state.path), which holds the job's lock and journal"
+          + suffix,
+        "12:54: 'steps.report.table.output': 'reports/latest.junit.xml' is the run's JUnit report (report.formats)" + suffix,
+        "13:58: 'steps.textfile.request.output': 'reports/kept.prom' is the job's Prometheus textfile (report.formats)" + suffix,
+        "14:58: 'steps.download.request.output': '.dray/downloads/kept/a.answer' is inside the download folder '.dray/downloads' (download.path)"
+          + suffix,
+        "15:85: 'steps.named.files.local': './p8.yaml' is the job's manifest" + suffix,
+        "16:79: 'steps.mirror.files.local': '.dray/mirror' is inside the state folder '.dray' (state.path), which holds the job's lock and journal"
+          + suffix,
+        "17:66: 'steps.page.http.output': 'd.sqlite-journal' is a file of the job's database (database.path)" + suffix,
+      ], "\(found.joined(separator: "\n"))")
+  }
+
+  @Test func anOutputNamesAFileNotAFolder() throws {
+    let found = try Self.problems(
+      Self.header + """
+        job: folders
+        database: { path: d.sqlite }
+        steps:
+          - { id: slash, query: { sql: SELECT 1 AS n, output: "out/" } }
+          - { id: dot, query: { sql: SELECT 1 AS n, output: out/.. } }
+          - { id: listing, files: { connection: nfs4, action: list, local: listings/ } }
+          - { id: get, files: { connection: nfs4, action: get, path: file.txt, local: in/ } }
+        """)
+    #expect(
+      found == [
+        "7:55: 'steps.slash.query.output': 'out/' ends in '/', so it names a folder; name the file to write, such as 'out/rows.json'",
+        "8:53: 'steps.dot.query.output': 'out/..' names the job folder itself; name the file to write, such as 'out/rows.json'",
+        "9:68: 'steps.listing.files.local': 'listings/' ends in '/', so it names a folder; name the file to write, such as 'listings/rows.json'",
+      ], "\(found.joined(separator: "\n"))")
+  }
+
+  @Test func theDownloadAndStateFoldersHoldNeitherTheManifestNorTheDatabase() throws {
+    let advice = "; dray keeps only its own files there: give it a folder that holds neither the manifest nor the database, such as "
+    // The job folder itself, with a job named like the database's folder.
+    try Self.expectProblems(
+      Self.header + "job: data\ndatabase: { path: data/d.sqlite }\ndownload: { path: . }\nsteps: [{ sql: SELECT 1 }]\n",
+      ["6:19: 'download.path': '.' holds the job's manifest" + advice + ".dray/downloads"])
+    // The folder above the job folder, where <download.path>/victim is a sibling job's folder.
+    try Self.expectProblems(
+      Self.header + "job: victim\ndownload: { path: .. }\nstate: { path: ./ }\nsteps: [{ request: { resource: R } }]\n",
+      [
+        "5:19: 'download.path': '..' holds the job's manifest" + advice + ".dray/downloads",
+        "6:16: 'state.path': './' holds the job's manifest" + advice + ".dray",
+      ])
+    try Self.expectProblems(
+      Self.header + "job: j\ndatabase: { path: data/d.sqlite }\nstate: { path: data }\nsteps: [{ sql: SELECT 1 }]\n",
+      ["6:16: 'state.path': 'data' holds the job's database (database.path)" + advice + ".dray"])
+    // Outputs in the download folder are refused at the output.
+    try Self.expectProblems(
+      Self.header + "job: fruits\ndownload: { path: out }\nsteps: [{ table: { resource: FRUITS, output: out/fruits/fruits.csv } }]\n",
+      [
+        "6:46: 'steps.table-1.table.output': 'out/fruits/fruits.csv' is inside the download folder 'out' (download.path); a step may not write the files dray keeps for the job"
+      ])
+    try Self.expectProblems(
+      Self.header + "job: j\ndatabase: { path: ./p8.yaml }\nsteps: [{ sql: SELECT 1 }]\n",
+      ["5:19: 'database.path': './p8.yaml' is the job's manifest; name the SQLite file to fill"])
+    // Anywhere else is fine, outside the job folder too.
+    try Self.expectProblems(
+      Self.header + "job: j\ndownload: { path: /var/tmp/dray }\nstate: { path: ../state }\nsteps: [{ request: { resource: R } }]\n", [])
+  }
+
+  @Test func noReportMayOverwriteAFileDrayKeeps() throws {
+    let suffix = "; a report may not overwrite the files dray keeps for the job"
+    try Self.expectProblems(
+      Self.header + "job: j\ndatabase: { path: d.sqlite }\nreport: { path: d.sqlite }\nsteps: [{ sql: SELECT 1 }]\n",
+      ["6:17: 'report.path': 'd.sqlite' is the job's database (database.path)" + suffix])
+    try Self.expectProblems(
+      Self.header + "job: j\nreport: { path: p8.yaml }\nsteps: [{ request: { resource: R } }]\n",
+      ["5:17: 'report.path': 'p8.yaml' is the job's manifest" + suffix])
+    try Self.expectProblems(
+      Self.header + "job: j\nreport: { path: \".dray/{job}.lock\" }\nsteps: [{ request: { resource: R } }]\n",
+      ["5:17: 'report.path': '.dray/{job}.lock' is the job's lock file (state.path)" + suffix])
+    try Self.expectProblems(
+      Self.header + "job: j\nreport: { path: \"d.json\", formats: [junit] }\ndatabase: { path: d.junit.xml }\nsteps: [{ sql: SELECT 1 }]\n",
+      ["5:17: 'report.path': the junit report 'd.junit.xml' is the job's database (database.path)" + suffix])
+    try Self.expectProblems(
+      Self.header + "job: j\ndownload: { path: .dray/reports }\nsteps: [{ request: { resource: R } }]\n",
+      [
+        "5:19: 'report.path': '.dray/reports/{job}-{run_id}.json' is inside the download folder '.dray/reports' (download.path)" + suffix
+      ])
+  }
+
   @Test func aSymbolicLinkLeadingOutIsRefusedBeforeAnyCallAndNothingIsWrittenOutside() throws {
     let emulator = try Emulator()
     let base = TemporaryDirectory()

@@ -16,16 +16,7 @@ internal import Foundation
 public enum ReportFiles {
   /// Every file a run of `manifest` writes, the JSON report first.
   public static func paths(_ manifest: Manifest, runID: String) -> [(format: ReportSettings.Format, path: String)] {
-    let json = Runner.reportPath(manifest, runID: runID)
-    var out: [(format: ReportSettings.Format, path: String)] = [(.json, json)]
-    if manifest.report.formats.contains(.junit) {
-      let base = json.hasSuffix(".json") ? String(json.dropLast(5)) : json
-      out.append((.junit, base + ".junit.xml"))
-    }
-    if manifest.report.formats.contains(.prometheus) {
-      out.append((.prometheus, (json as NSString).deletingLastPathComponent + "/\(manifest.job).prom"))
-    }
-    return out
+    manifest.reportFiles(runID: runID)
   }
 
   /// `path` relative to the current directory when it lies inside it, as people typed it;
