@@ -16,17 +16,24 @@ internal import Glibc
 ///    (a new file replaces the link, never writes through it); reading follows links only
 ///    when the real path stays inside;
 /// 4. names a server supplies (the entries of a folder listing that become local files) must
-///    each be one plain path component (`JobPath.isPlainName`), then pass rules 1 to 3.
+///    each be one plain path component (`JobPath.isPlainName`), then pass rules 1 to 3;
+/// 5. no file written, and no folder on the way to it, is one of the files dray keeps for
+///    the job (`KeptPaths`: the database, the manifest, the state and download folders, the
+///    run's reports), compared by real path so that a symbolic link cannot lead there.
 struct JobFolder {
   /// The job folder's real path.
   let root: String
+  /// The files no step may write, as the manifest names them (resolved on each check: the
+  /// folders may appear while the run goes).
+  let kept: KeptPaths
 
   /// - Throws: `LocalFileError.io` when the folder cannot be resolved.
-  init(_ directory: String) throws {
+  init(_ directory: String, keeping kept: KeptPaths = KeptPaths([])) throws {
     guard let real = JobFolder.realPath(directory) else {
       throw LocalFileError.io(path: directory, detail: "cannot resolve the job folder: \(JobFolder.lastError())")
     }
     root = real
+    self.kept = kept
   }
 
   /// Whether an absolute real path is the job folder or inside it.
@@ -45,11 +52,15 @@ struct JobFolder {
     guard normalized != ".", let name = components.popLast() else {
       throw refused(role, relative, "it names the job folder itself, not a file")
     }
+    let kept = self.kept.onDisk()
     var current = root
     var walked: [String] = []
     for component in components {
       walked.append(component)
       let next = current + "/" + component
+      if let conflict = kept.conflict(JobFolder.realPath(next) ?? next) {
+        throw keptRefused(role, relative, "'\(walked.joined(separator: "/"))' \(conflict)")
+      }
       var info = stat()
       if lstat(next, &info) != 0 {
         guard errno == ENOENT else { throw LocalFileError.io(path: next, detail: JobFolder.lastError()) }
@@ -72,6 +83,7 @@ struct JobFolder {
       }
     }
     let path = current + "/" + name
+    if let conflict = kept.conflict(path) { throw keptRefused(role, relative, "it \(conflict)") }
     var info = stat()
     if lstat(path, &info) == 0 {
       if info.st_mode & S_IFMT == S_IFLNK {
@@ -117,6 +129,29 @@ struct JobFolder {
     .refused("\(role) '\(relative)': \(reason); steps read and write files only inside the job folder \(root)")
   }
 
+  private func keptRefused(_ role: String, _ relative: String, _ reason: String) -> LocalFileError {
+    .refused("\(role) '\(relative)': \(reason); \(JobFolder.keptRule)")
+  }
+
+  static let keptRule = "a step may not write the files dray keeps for the job"
+
+  /// What `relative` would overwrite among the kept files, checked without creating
+  /// anything: `is the job's database (database.path)`; nil when it is free. For a whole list
+  /// of names checked before the first is written.
+  func keptConflict(_ relative: String) -> String? {
+    guard let normalized = try? JobPath.normalize(relative), normalized != "." else { return nil }
+    let path = JobFolder.canonical(root + "/" + normalized, keepingName: true)
+    let kept = self.kept.onDisk()
+    if let conflict = kept.conflict(path) { return conflict }
+    // A folder on the way may be a kept folder, or lead into one through a link.
+    var folder = (path as NSString).deletingLastPathComponent
+    while folder.count > root.count {
+      if let conflict = kept.conflict(folder) { return conflict }
+      folder = (folder as NSString).deletingLastPathComponent
+    }
+    return nil
+  }
+
   /// Moves a finished download into place at `destination` (a path from `output`): a rename
   /// when both are on one file system, else a copy to a temporary file beside the
   /// destination, flushed and renamed.
@@ -135,6 +170,25 @@ struct JobFolder {
     }
     try file.commit()
     unlink(source)
+  }
+
+  /// `path` with every symbolic link resolved as far as it exists; the missing rest is
+  /// appended as written. With `keepingName`, the last component is not resolved (a link
+  /// there is replaced by a write, never followed).
+  static func canonical(_ path: String, keepingName: Bool = false) -> String {
+    let lexical = JobPath.lexical(path)
+    var existing = lexical
+    var rest: [String] = []
+    if keepingName, lexical != "/" {
+      rest.append((lexical as NSString).lastPathComponent)
+      existing = (lexical as NSString).deletingLastPathComponent
+    }
+    while existing != "/" {
+      if let real = realPath(existing) { return JobPath.lexical(([real] + rest.reversed()).joined(separator: "/")) }
+      rest.append((existing as NSString).lastPathComponent)
+      existing = (existing as NSString).deletingLastPathComponent
+    }
+    return JobPath.lexical("/" + rest.reversed().joined(separator: "/"))
   }
 
   static func realPath(_ path: String) -> String? {
@@ -247,5 +301,25 @@ enum LocalFileError: Error, CustomStringConvertible {
     case .missing(let role, let path): "\(role) '\(path)' does not exist in the job folder"
     case .io(let path, let detail): "cannot use \(path): \(detail)"
     }
+  }
+}
+
+extension KeptPaths {
+  /// The kept paths as they are on disk now: a folder by its real path; a file both where
+  /// its name is (its folder resolved: a write there would replace a link) and where a link
+  /// there leads (a write there would reach the file itself).
+  func onDisk() -> KeptPaths {
+    KeptPaths(
+      entries.flatMap { entry -> [Entry] in
+        switch entry.kind {
+        case .folder:
+          return [Entry(path: JobFolder.canonical(entry.path), kind: .folder, name: entry.name)]
+        case .file:
+          let placed = JobFolder.canonical(entry.path, keepingName: true)
+          let target = JobFolder.canonical(entry.path)
+          return [Entry(path: placed, kind: .file, name: entry.name)]
+            + (target == placed ? [] : [Entry(path: target, kind: .file, name: entry.name)])
+        }
+      })
   }
 }

@@ -263,6 +263,9 @@ final class RunContext: Sendable {
   let databaseWrites = Mutex<Void>(())
   /// Serialises checkpoints written through the journal's connection.
   let journalWrites = Mutex<Void>(())
+  /// The files no step may write: the database, the manifest, the state and download
+  /// folders, this run's reports.
+  let kept: KeptPaths
 
   init(
     manifest: Manifest, runID: String, lineage: String, console: Console, cancellation: Cancellation, session: PlatformSession?,
@@ -275,6 +278,7 @@ final class RunContext: Sendable {
     self.cancellation = cancellation
     self.session = session
     self.journal = journal
+    self.kept = KeptPaths.forOutputs(of: manifest, runID: runID)
   }
 }
 

@@ -152,6 +152,12 @@ struct StepRunner {
     return client
   }
 
+  /// The job folder, where the step's files are read and written (`JobFolder`), with the
+  /// files dray keeps for the job out of reach.
+  func jobFolder() throws -> JobFolder {
+    try JobFolder(manifest.directory, keeping: context.kept)
+  }
+
   /// The target database, opened for this step's thread.
   func openStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.unsupported("step '\(step.id)' needs a 'database'") }

@@ -295,6 +295,74 @@ import Testing
     #expect(FileManager.default.fileExists(atPath: base.path + "/scratch"))
   }
 
+  @Test func aFileServerCannotNameTheDatabaseOrTheManifestAndNothingIsDownloaded() throws {
+    let emulator = try Emulator()
+    let docs = try emulator.filesRoot() + "/nfs4/docs"
+    for name in ["d.sqlite", "job.yaml"] {
+      try "the server's \(name)\n".write(toFile: docs + "/" + name, atomically: true, encoding: .utf8)
+    }
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      JobText.header(job: "mirror", emulator: emulator, database: "d.sqlite") + """
+        steps:
+          - id: keep
+            sql: CREATE TABLE keep(x); INSERT INTO keep VALUES (1);
+          - id: mirror
+            files: { connection: nfs4, action: get, path: docs/, local: ./ }
+        """)
+    let manifest = try text(folder.path + "/job.yaml")
+    #expect(report.exitCode == 1)
+    #expect(report.steps[1].errorCode == "path_refused")
+    #expect(
+      report.steps[1].errorMessage
+        == "refused the name 'd.sqlite' that the server listed in nfs4:docs/: local './d.sqlite' is the job's database (database.path); a step may not write the files dray keeps for the job; nothing was downloaded"
+    )
+    #expect(try SQLiteFile.rows(folder.path + "/d.sqlite", "SELECT x FROM keep") == [["1"]])
+    #expect(try text(folder.path + "/job.yaml") == manifest)
+    #expect(!FileManager.default.fileExists(atPath: folder.path + "/readme.txt"))
+    #expect(try requests(emulator, "/api/v1/file/").isEmpty)
+  }
+
+  @Test func aSymbolicLinkCannotLeadAnOutputOntoAFileDrayKeeps() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    try FileManager.default.createSymbolicLink(atPath: folder.path + "/here", withDestinationPath: ".")
+    let suffix = "; a step may not write the files dray keeps for the job"
+    let cases: [(String, String)] = [
+      (
+        "query: { sql: SELECT 1 AS n, output: here/d.sqlite }",
+        "refused output 'here/d.sqlite': it is the job's database (database.path)" + suffix
+      ),
+      (
+        "query: { sql: SELECT 1 AS n, output: here/.dray/links.lock }",
+        "refused output 'here/.dray/links.lock': 'here/.dray' is the state folder '.dray' (state.path), which holds the job's lock and journal"
+          + suffix
+      ),
+      (
+        "table: { resource: FRUITS, output: here/.dray/new/fruits.json }",
+        "refused output 'here/.dray/new/fruits.json': 'here/.dray' is the state folder '.dray' (state.path), which holds the job's lock and journal"
+          + suffix
+      ),
+      (
+        "files: { connection: nfs4, action: get, path: file.txt, local: here/ }",
+        "refused local 'here/file.txt': it is the job's manifest" + suffix
+      ),
+    ]
+    for (index, (step, message)) in cases.enumerated() {
+      let name = index == 3 ? "file.txt" : "links.yaml"
+      let (_, report) = try runJob(
+        folder, JobText.header(job: "links", emulator: emulator, database: "d.sqlite") + "steps:\n  - id: step\n    \(step)\n", file: name)
+      #expect(report.exitCode == 1)
+      #expect(report.steps[0].errorCode == "path_refused")
+      #expect(report.steps[0].errorMessage == message)
+    }
+    #expect(!FileManager.default.fileExists(atPath: folder.path + "/.dray/new"))
+    #expect(try text(folder.path + "/file.txt").hasPrefix("version: 1"))
+    #expect(try requests(emulator, "/api/v1/rpc/").isEmpty)
+    #expect(try requests(emulator, "/api/v1/file/").isEmpty)
+  }
+
   @Test func theEmulatorRefusesPathsThatLeaveAConnection() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()

@@ -22,7 +22,7 @@ extension StepRunner {
   /// Local paths stay inside the job folder (`JobFolder`); they are checked before the
   /// first call to the server.
   func runFiles(_ options: FilesStep, _ report: inout StepReport) throws {
-    let folder = try JobFolder(manifest.directory)
+    let folder = try jobFolder()
     let client = try platformClient()
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
@@ -102,6 +102,13 @@ extension StepRunner {
       )
     }
     let base = local.hasSuffix("/") ? local : local + "/"
+    for name in names {
+      if let conflict = folder.keptConflict(base + name) {
+        throw LocalFileError.refused(
+          "the name '\(name)' that the server listed in \(place): local '\(base + name)' \(conflict); \(JobFolder.keptRule); nothing was downloaded"
+        )
+      }
+    }
     let targets = try names.map { name in (name, base + name, try folder.output(base + name, role: "local")) }
     for (name, target, destination) in targets {
       let remote = directory.isEmpty || directory == "." ? name : directory + "/" + name

@@ -22,7 +22,7 @@ extension StepRunner {
         step: step.id)
     }
     // Page files stay inside the job folder (`JobFolder`).
-    let folder = try options.output.map { _ in try JobFolder(manifest.directory) }
+    let folder = try options.output.map { _ in try jobFolder() }
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
 

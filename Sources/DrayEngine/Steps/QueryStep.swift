@@ -9,7 +9,7 @@ extension StepRunner {
   /// look at; the step then fails naming the column, the condition and the value:
   /// `expectation failed: n = 12, expected at least 200`.
   func runQuery(_ options: QueryStep, _ report: inout StepReport) throws {
-    let folder = try JobFolder(manifest.directory)
+    let folder = try jobFolder()
     let destination = try options.output.map { try folder.output($0, role: "output") }
     let store = try openStore()
     let sql = try render(options.sql, store: store)

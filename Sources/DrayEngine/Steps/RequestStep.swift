@@ -9,7 +9,7 @@ extension StepRunner {
   /// when there is no `output`. With `transaction` (the default) one `X-Transaction-ID` is
   /// kept across every retry, so a resource that changes data runs once.
   func runRequest(_ options: RequestStep, _ report: inout StepReport) throws {
-    let folder = try JobFolder(manifest.directory)
+    let folder = try jobFolder()
     let destination = try options.output.map { try folder.output($0, role: "output") }
     let client = try platformClient()
     var attempts: [Attempt] = []

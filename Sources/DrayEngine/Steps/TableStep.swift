@@ -13,7 +13,7 @@ extension StepRunner {
   /// table, with the column names of the resource's scheme (led by `hhive_id` for a cached
   /// resource, whose rows carry that row id first). See `RowWriter`.
   func runTable(_ options: TableStep, _ report: inout StepReport) throws {
-    let folder = try JobFolder(manifest.directory)
+    let folder = try jobFolder()
     let destination = try folder.output(options.output, role: "output")
     let client = try platformClient()
     var attempts: [Attempt] = []
