@@ -5,7 +5,8 @@ internal import Glibc
 ///
 /// The kernel drops the lock when its process dies, however it dies, so a lock left by a
 /// dead process is free to take. The file holds the holder's process id and start time for
-/// the message a second run prints.
+/// the message a second run prints. It is never opened through a symbolic link
+/// (`O_NOFOLLOW`): a link in its place is refused, and what it points to left as it was.
 final class JobLock {
   let path: String
   private let fd: Int32
@@ -19,6 +20,8 @@ final class JobLock {
   enum Failure: Error {
     case held(Holder?)
     case cannotOpen(path: String, detail: String)
+    /// The lock's path is a symbolic link to `target`.
+    case symbolicLink(path: String, target: String)
   }
 
   /// Takes the lock, without waiting.
@@ -27,8 +30,11 @@ final class JobLock {
     self.path = path
     let folder = (path as NSString).deletingLastPathComponent
     try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw .cannotOpen(path: path, detail: String(cString: strerror(errno))) }
+    let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+    guard fd >= 0 else {
+      if errno == ELOOP { throw .symbolicLink(path: path, target: JobFolder.linkTarget(path)) }
+      throw .cannotOpen(path: path, detail: String(cString: strerror(errno)))
+    }
     if flock(fd, LOCK_EX | LOCK_NB) != 0 {
       // The holder writes its line just after taking the lock; give it a moment.
       var holder = JobLock.readHolder(fd)

@@ -86,6 +86,11 @@ public final class Runner {
         return report
       case .cannotOpen(let path, let detail):
         return fail(&report, "cannot create the lock file \(path): \(detail); check state.path and permissions")
+      case .symbolicLink(let path, let target):
+        return fail(
+          &report,
+          "the lock file \(path) is a symbolic link to \(target); dray does not follow links where it keeps its own files: remove the link and run again"
+        )
       }
     }
     defer { withExtendedLifetime(lock) {} }

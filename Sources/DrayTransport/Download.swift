@@ -32,6 +32,10 @@ internal import Glibc
 /// used leaves both, and the next attempt turns them back into a part and asks for the bytes
 /// after its end, so that the server confirms the answer is unchanged (`416` with the same
 /// size) instead of sending it again.
+///
+/// The four files are dray's own: none is ever opened through a symbolic link (`O_NOFOLLOW`).
+/// A link found in the place of one fails the attempt before any request, naming the link,
+/// and its target is left as it was.
 public final class Download {
   public enum ResumeStyle: Sendable {
     /// `X-Range` and `If-Match`.
@@ -101,6 +105,7 @@ public final class Download {
     } catch {
       throw TransportError.file(path: (path as NSString).deletingLastPathComponent, detail: "cannot create the download folder")
     }
+    try refuseLinks()
     if resume && firstAttempt && Download.fileSize(partPath) == nil && Download.fileSize(path) != nil
       && Download.fileSize(finishedSidecarPath) != nil
     {
@@ -187,14 +192,11 @@ public final class Download {
   /// Flushes the finished part to disk and renames it to `path`.
   /// - Throws: `TransportError.file`.
   public func complete() throws {
-    let fd = open(partPath, O_RDONLY)
-    if fd >= 0 {
-      fsync(fd)
-      close(fd)
-    } else if !FileManager.default.fileExists(atPath: partPath) {
-      // An empty answer never opened a part; make it.
-      _ = FileManager.default.createFile(atPath: partPath, contents: nil)
-    }
+    // An empty answer never opened a part: O_CREAT makes it.
+    let fd = open(partPath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw Download.openError(partPath) }
+    fsync(fd)
+    close(fd)
     guard rename(partPath, path) == 0 else {
       throw TransportError.file(path: path, detail: String(cString: strerror(errno)))
     }
@@ -218,14 +220,46 @@ public final class Download {
     var object: [(key: String, value: JSONValue)] = [("url", .string(Redactor.maskingURLPasswords(sidecar.url)))]
     if let etag = sidecar.etag { object.append(("etag", .string(etag))) }
     if let id = sidecar.transactionID { object.append(("transaction_id", .string(id))) }
-    guard FileManager.default.createFile(atPath: sidecarPath, contents: Data(JSONValue.object(object).json.utf8)) else {
-      throw TransportError.file(path: sidecarPath, detail: "cannot write the download's sidecar")
+    let bytes = Array(JSONValue.object(object).json.utf8)
+    let fd = open(sidecarPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw Download.openError(sidecarPath) }
+    defer { close(fd) }
+    var done = 0
+    while done < bytes.count {
+      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+      if n < 0 && errno == EINTR { continue }
+      guard n > 0 else { throw TransportError.file(path: sidecarPath, detail: String(cString: strerror(errno))) }
+      done += n
     }
   }
 
+  /// Fails when any of the download's files is a symbolic link.
+  /// - Throws: `TransportError.file` naming the link and where it leads.
+  private func refuseLinks() throws {
+    for file in [partPath, sidecarPath, path, finishedSidecarPath] {
+      var info = stat()
+      if lstat(file, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK { throw Download.linkError(file) }
+    }
+  }
+
+  /// Why `open` failed on one of the download's files, `errno` as it left it.
+  static func openError(_ file: String) -> TransportError {
+    errno == ELOOP ? linkError(file) : TransportError.file(path: file, detail: String(cString: strerror(errno)))
+  }
+
+  static func linkError(_ file: String) -> TransportError {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let n = readlink(file, &buffer, buffer.count - 1)
+    let target = n >= 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+    return TransportError.file(
+      path: file,
+      detail: "it is a symbolic link to \(target); dray does not follow links where it keeps its own files: remove the link and run again")
+  }
+
+  /// The size of the file itself (a link is not followed); nil when there is none.
   static func fileSize(_ path: String) -> Int64? {
     var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
+    guard lstat(path, &info) == 0 else { return nil }
     return Int64(info.st_size)
   }
 }
@@ -274,8 +308,8 @@ private final class PartFileSink: ResponseSink {
     if expectedSize == nil, let length = response.headers["Content-Length"].flatMap({ Int64($0) }) {
       expectedSize = start + length
     }
-    fd = open(download.partPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw TransportError.file(path: download.partPath, detail: String(cString: strerror(errno))) }
+    fd = open(download.partPath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw Download.openError(download.partPath) }
     // Truncate only a part that is longer than where this answer starts: on ext4, truncating
     // a file to zero makes its close() start writing back everything written since
     // (auto_da_alloc), which would hold up the end of every download.

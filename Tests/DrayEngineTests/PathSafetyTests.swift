@@ -363,6 +363,49 @@ import Testing
     #expect(try requests(emulator, "/api/v1/file/").isEmpty)
   }
 
+  @Test func aLockFileThatIsASymbolicLinkIsRefusedAndItsTargetKept() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let victim = try folder.write("victim.txt", "keep\n")
+    try FileManager.default.createDirectory(atPath: folder.path + "/.dray", withIntermediateDirectories: true)
+    try FileManager.default.createSymbolicLink(atPath: folder.path + "/.dray/linked.lock", withDestinationPath: victim)
+    let (_, report) = try runJob(
+      folder, JobText.header(job: "linked", emulator: emulator) + "steps:\n  - request: { resource: FRUITS }\n")
+    #expect(report.exitCode == 1)
+    #expect(
+      report.errorMessage
+        == "the lock file \(folder.path)/.dray/linked.lock is a symbolic link to \(victim); dray does not follow links where it keeps its own files: remove the link and run again"
+    )
+    #expect(try text(victim) == "keep\n")
+    #expect(try requests(emulator, "/api/v1/rpc/").isEmpty)
+  }
+
+  @Test func aPartialDownloadThatIsASymbolicLinkIsRefusedAndItsTargetKept() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let victim = try folder.write("victim.txt", String(repeating: "x", count: 100))
+    let path = try folder.write(
+      "job.yaml",
+      JobText.header(job: "parted", emulator: emulator)
+        + "steps:\n  - id: fruits\n    table: { resource: FRUITS, output: out/fruits.json }\n")
+    let manifest = try ManifestLoader(environment: [:]).load(path: path)
+    let part = folder.path + "/.dray/downloads/parted/fruits-\(manifest.steps[0].fingerprint(in: manifest).prefix(8)).answer.part"
+    for (name, sidecar) in [("part", false), ("sidecar", true)] {
+      try? FileManager.default.removeItem(atPath: folder.path + "/.dray/downloads")
+      try FileManager.default.createDirectory(atPath: folder.path + "/.dray/downloads/parted", withIntermediateDirectories: true)
+      let link = sidecar ? part + ".json" : part
+      try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: victim)
+      let report = Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+      #expect(report.exitCode == 1, "\(name)")
+      #expect(report.steps[0].errorCode == "file_error", "\(name)")
+      #expect(
+        report.steps[0].errorMessage
+          == "cannot use file \(link): it is a symbolic link to \(victim); dray does not follow links where it keeps its own files: remove the link and run again",
+        "\(name)")
+      #expect(try text(victim) == String(repeating: "x", count: 100), "\(name)")
+    }
+  }
+
   @Test func theEmulatorRefusesPathsThatLeaveAConnection() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
