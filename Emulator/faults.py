@@ -25,6 +25,8 @@ next `times` of them (every one when absent); the first rule that applies is use
     change_etag   answer with a new ETag (so If-Match fails with 412)
     weak_etag     answer with a weak ETag (W/"..."), which must never be used to resume
     answer_416    answer 416 Range Not Satisfiable to ranged requests
+    garble        send an answer from byte 0 with its first byte replaced by `X`, as a
+                  damaged disk or a broken proxy would
 
 Example: the next two calls of FRUITS fail with 503 and ask to wait 1 s:
 
@@ -45,7 +47,7 @@ import uuid
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
          "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
-         "weak_etag"}
+         "weak_etag", "garble"}
 
 
 class Faults:
@@ -125,6 +127,8 @@ def write_body(handler, pieces, fault):
     rate = fault.get("trickle")
     stall_after = fault.get("stall_after")
     chunked = fault.get("chunked")
+    if fault.get("garble"):
+        pieces = garbled(pieces)
     out = handler.wfile
     sent = 0
     try:
@@ -156,6 +160,16 @@ def write_body(handler, pieces, fault):
     except (BrokenPipeError, ConnectionResetError):
         # The client went away (a timeout, a kill): nothing more to answer.
         handler.close_connection = True
+
+
+def garbled(pieces):
+    """The pieces with the first byte of the first one replaced by `X`."""
+    first = True
+    for piece in pieces:
+        if first and piece:
+            piece = b"X" + piece[1:]
+            first = False
+        yield piece
 
 
 def description(rule, headers, body):

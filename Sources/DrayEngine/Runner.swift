@@ -131,6 +131,9 @@ public final class Runner {
       return fail(&report, "cannot write the run journal at \(journal.path): \(error)")
     }
     CrashPoint.reach("run-recorded")
+    // A fresh run starts over: no answer an earlier run downloaded, finished or partial, is
+    // reused (docs/resume.md).
+    if options.fresh { DownloadFolder(manifest).removeOwnFiles() }
 
     console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
     let session = manifest.platform.flatMap { written in

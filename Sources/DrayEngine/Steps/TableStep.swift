@@ -36,20 +36,24 @@ extension StepRunner {
       columns = (scheme.lifetime == nil ? [] : ["hhive_id"]) + table.columns.map(\.name)
     }
 
-    let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
-    _ = try client.rpc(
-      resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
-      download: download, policy: step.retry, record: record)
-    report.bytes = download.bytesReceived
-    if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
-    report.notes += download.notes
-    defer { try? FileManager.default.removeItem(atPath: download.path) }
+    func fetch() throws {
+      _ = try client.rpc(
+        resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
+        download: download, policy: step.retry, record: record)
+      report.bytes += download.bytesReceived
+      if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+      report.notes += download.notes
+    }
+    try fetch()
+    // Used or not, the answer is never kept to be reused.
+    defer { download.removeFinished() }
 
-    var rows: [String: Int] = [:]
-    var current = ""
-    do {
+    func write() throws -> [String: Int] {
+      var rows: [String: Int] = [:]
+      var current = ""
       if options.format == .json {
         try AnswerReader(path: download.path).read(
           table: { current = $0 },
@@ -77,8 +81,31 @@ extension StepRunner {
         rows["\(options.resource).\(current.isEmpty ? "output_table" : current)"] = writer.count
         try writer.finish()
       }
+      return rows
+    }
+    func unreadable(_ error: AnswerReadError) -> StepError {
+      .unsupported(
+        "the answer of \(options.resource) is not a table answer: \(error); the answer was discarded, so the next run downloads it again")
+    }
+
+    let rows: [String: Int]
+    do {
+      rows = try write()
     } catch let error as AnswerReadError {
-      throw StepError.unsupported("the answer of \(options.resource) is not a table answer: \(error)")
+      // An answer an earlier run or attempt left (only its size was confirmed) may have
+      // been damaged on disk: fetched once more from byte 0. A fresh one is the server's.
+      guard download.bytesResumed > 0, !context.cancellation.isCancelled else { throw unreadable(error) }
+      download.removeFinished()
+      report.notes.append(
+        "the answer an earlier run downloaded (\(download.bytesResumed) bytes) could not be read (\(error)); it was discarded and downloaded again"
+      )
+      download = Download(path: downloadPath(), style: .platform, resume: false)
+      try fetch()
+      do {
+        rows = try write()
+      } catch let again as AnswerReadError {
+        throw unreadable(again)
+      }
     }
     report.rows = rows
     report.outputs = [try folder.check(options.output, role: "output")]

@@ -30,24 +30,26 @@ extension StepRunner {
     // A delta starts from the version the tables hold; without one (first load, a table
     // recreated, versions that disagree) the server is asked for full data.
     var deltaFrom = options.delta ? try store.deltaBase(scheme: scheme, params: options.params) : nil
-    let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
-    let head: PlatformClient.AnswerHead
-    do {
-      head = try client.rpc(
-        resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
-        download: download, policy: step.retry, record: record)
-    } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
-      // The server does not know the version held (its history was reset, or the database
-      // came from another server): ask again for full data, as a new transaction.
-      report.notes.append("the server refused a delta from \(deltaFrom!) (\(e)); asked for full data instead")
-      deltaFrom = nil
-      head = try client.rpc(
-        resource: options.resource, params: options.params, delta: nil,
-        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
-        record: record)
+    func fetch(_ download: Download) throws -> PlatformClient.AnswerHead {
+      do {
+        return try client.rpc(
+          resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
+          download: download, policy: step.retry, record: record)
+      } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
+        // The server does not know the version held (its history was reset, or the database
+        // came from another server): ask again for full data, as a new transaction.
+        report.notes.append("the server refused a delta from \(deltaFrom!) (\(e)); asked for full data instead")
+        deltaFrom = nil
+        return try client.rpc(
+          resource: options.resource, params: options.params, delta: nil,
+          transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
+          record: record)
+      }
     }
+    var head = try fetch(download)
     CrashPoint.reach("downloaded:\(step.id)")
     report.bytes = download.bytesReceived
     if download.bytesResumed > 0 && download.bytesReceived == 0 {
@@ -56,31 +58,60 @@ extension StepRunner {
       if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
       report.notes += download.notes
     }
-    if let deltaFrom, !head.isDelta {
-      report.notes.append("asked for a delta from \(deltaFrom); the server sent full data")
-    }
 
-    let finished = report
-    let stepAttempts = attempts
     let loading = showLoadProgress(store.database)
     defer { loading?.stop() }
-    let result = try context.databaseWrites.withLock { _ in
-      try store.load(
-        file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
-        info: Store.AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash),
-        cancellation: context.cancellation
-      ) { database in
-        var done = finished
-        done.attempts = stepAttempts
-        for table in scheme.outputs {
-          let name = Store.tableName(resource: scheme.name, table: table.name, params: options.params)
-          let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
-          if case .integer(let n)? = count { done.rows[name] = Int(n) }
-          done.tables.append(name)
+    func load(_ download: Download, _ head: PlatformClient.AnswerHead, _ finished: StepReport) throws -> Store.LoadResult {
+      let stepAttempts = attempts
+      return try context.databaseWrites.withLock { _ in
+        try store.load(
+          file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
+          info: Store.AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash),
+          cancellation: context.cancellation
+        ) { database in
+          var done = finished
+          done.attempts = stepAttempts
+          for table in scheme.outputs {
+            let name = Store.tableName(resource: scheme.name, table: table.name, params: options.params)
+            let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
+            if case .integer(let n)? = count { done.rows[name] = Int(n) }
+            done.tables.append(name)
+          }
+          try Journal.record(checkpoint(done, status: .succeeded), in: database)
+          CrashPoint.reach("before-commit:\(step.id)")
         }
-        try Journal.record(checkpoint(done, status: .succeeded), in: database)
-        CrashPoint.reach("before-commit:\(step.id)")
       }
+    }
+    let result: Store.LoadResult
+    do {
+      result = try load(download, head, report)
+    } catch var error as LoadError where !context.cancellation.isCancelled {
+      // The answer on disk cannot be loaded: never keep it to be reused. One that an earlier
+      // run or attempt left (only its size was confirmed) may have been damaged on disk, so
+      // it is fetched once more from byte 0; a fresh answer that fails is the server's.
+      download.removeFinished()
+      guard download.bytesResumed > 0 else {
+        error.message += "; the answer was discarded, so the next run downloads it again"
+        throw error
+      }
+      report.notes = report.notes.filter { !$0.hasPrefix("the answer an earlier run downloaded") }
+      report.notes.append(
+        "the answer an earlier run downloaded (\(download.bytesResumed) bytes) could not be loaded (\(error)); it was discarded and downloaded again"
+      )
+      download = Download(path: downloadPath(), style: .platform, resume: false)
+      head = try fetch(download)
+      report.bytes += download.bytesReceived
+      report.notes += download.notes
+      do {
+        result = try load(download, head, report)
+      } catch var again as LoadError where !context.cancellation.isCancelled {
+        download.removeFinished()
+        again.message += "; the answer was discarded, so the next run downloads it again"
+        throw again
+      }
+    }
+    if let deltaFrom, !head.isDelta {
+      report.notes.append("asked for a delta from \(deltaFrom); the server sent full data")
     }
     download.removeFinished()
     report.rows = result.rowCounts.reduce(into: [:]) { $0[result.tables[$1.key] ?? $1.key] = $1.value }
