@@ -127,7 +127,7 @@ enum Summary {
     if totals.bytes > 0 { total.append(HumanUnits.bytes(totals.bytes)) }
     if totals.retries > 0 { total.append("\(totals.retries) \(totals.retries == 1 ? "retry" : "retries")") }
     if !total.isEmpty { lines.append("total: " + total.joined(separator: "; ")) }
-    if let error = report.errorMessage { lines.append("error: \(error)") }
+    if let error = report.errorMessage { lines.append("error: \(PrintableText.oneLine(error))") }
     for file in files.dropFirst() { lines.append("\(file.format): \(file.path)") }
     if let json = files.first { lines.append("report: \(json.path)") }
     return lines.joined(separator: "\n")
@@ -149,8 +149,10 @@ enum Summary {
       let retried = attempts.filter { $0.wait != nil }.count
       if retried > 0 { detail.append("\(call) retried " + (retried == 1 ? "once" : "\(retried) times")) }
     }
-    if let reason = step.skipReason { detail.append(reason) }
-    if let message = step.errorMessage { detail.append(message) }
+    // What a server said may be in these: one line each, no control character, so that the
+    // summary's lines are its own and its colour codes the only ones.
+    if let reason = step.skipReason { detail.append(PrintableText.oneLine(reason)) }
+    if let message = step.errorMessage { detail.append(PrintableText.oneLine(message)) }
     return detail
   }
 

@@ -59,6 +59,20 @@ import Testing
     #expect(attempts.map(\.outcome) == ["ok"])
   }
 
+  @Test func whatAServerSaysIsShownAsOneLineWithoutControlCharacters() {
+    let error = HTTPStatusError(
+      status: 500, url: "http://127.0.0.1:9/api/v1/rpc/X/", serverDescription: "oops\r\n  job x: succeeded\n",
+      originalDescriptions: ["ORA-01555:\tsnapshot\u{1B}[2J too old\u{2028}retry", "ok"])
+    #expect(
+      error.description
+        == #"HTTP 500 Internal Server Error from http://127.0.0.1:9/api/v1/rpc/X/: oops ⏎ job x: succeeded (data source: ORA-01555: snapshot\u{1B}[2J too old ⏎ retry; ok)"#
+    )
+    let body = HTTPStatusError(status: 502, url: "http://h/", bodyExcerpt: "<html>\n<body>\u{9B}31m bad \u{7F}</body>\n</html>")
+    #expect(body.description == #"HTTP 502 Bad Gateway from http://h/: <html> ⏎ <body>\u{9B}31m bad \u{7F}</body> ⏎ </html>"#)
+    #expect(PrintableText.oneLine(body.description) == body.description)
+    #expect(PrintableText.escaped("a\u{0}b\nc\td", keepingNewlines: true) == "a\\u{0}b\nc d")
+  }
+
   @Test func urlsInMessagesNeverCarryCredentials() {
     #expect(HTTPClient.displayURL("https://user:secret@example.test:8443/api/v1/x/?a=1#frag") == "https://example.test:8443/api/v1/x/?a=1")
     #expect(HTTPClient.hostAndPort("http://u:p@127.0.0.1:8765/") == "127.0.0.1:8765")
