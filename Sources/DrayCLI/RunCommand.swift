@@ -53,16 +53,20 @@ enum RunCommand {
     return report.exitCode
   }
 
-  /// SIGINT and SIGTERM ask the run to stop at its next safe point; a second one exits at
-  /// once with 130.
+  /// SIGINT, SIGTERM and SIGHUP (the terminal or ssh session the run was started from went
+  /// away) ask the run to stop at its next safe point; a second one exits at once with 130.
+  /// A SIGHUP ignored when dray starts (`nohup dray run ...`) stays ignored.
   static func installSignalHandlers() {
     // A parent (a test runner, a supervisor) may have left these blocked.
     var mask = sigset_t()
     sigemptyset(&mask)
-    sigaddset(&mask, SIGINT)
-    sigaddset(&mask, SIGTERM)
+    for sig in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&mask, sig) }
     pthread_sigmask(SIG_UNBLOCK, &mask, nil)
-    for sig in [SIGINT, SIGTERM] {
+    var hangup = sigaction()
+    sigaction(SIGHUP, nil, &hangup)
+    func address(_ handler: __sighandler_t?) -> Int { handler.map { unsafeBitCast($0, to: Int.self) } ?? 0 }
+    let hangupIgnored = address(hangup.__sigaction_handler.sa_handler) == address(SIG_IGN)
+    for sig in [SIGINT, SIGTERM, SIGHUP] where !(sig == SIGHUP && hangupIgnored) {
       signal(sig) { received in
         if runCancellation.isCancelled { _exit(130) }
         runCancellation.cancel(signal: received)

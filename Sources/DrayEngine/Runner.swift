@@ -221,12 +221,13 @@ public final class Runner {
     manifest.resolve(manifest.report.path.replacing("{job}", with: manifest.job).replacing("{run_id}", with: runID))
   }
 
-  /// `SIGINT`, `SIGTERM`, or `signal N` for the signal that cancelled the run; `a request
+  /// `SIGINT`, `SIGTERM`, `SIGHUP`, or `signal N` for the signal that cancelled the run; `a request
   /// to stop` when it was cancelled otherwise.
   static func signalName(_ cancellation: Cancellation) -> String {
     switch cancellation.signal {
     case SIGINT?: "SIGINT"
     case SIGTERM?: "SIGTERM"
+    case SIGHUP?: "SIGHUP"
     case let other?: "signal \(other)"
     case nil: "a request to stop"
     }

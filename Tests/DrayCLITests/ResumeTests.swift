@@ -428,9 +428,10 @@ struct Report {
 
   // MARK: Signals
 
-  @Test(arguments: [SIGINT, SIGTERM])
+  /// SIGHUP is what a run gets when the ssh session it was started from drops.
+  @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
   func aSignalStopsTheRunAtASafePointWithExit130AndTheNextRunResumesThePartFile(signal: Int32) throws {
-    let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
+    let name = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"][signal] ?? ""
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
     let run = try job.start(name: "signalled")
     let part = job.folder.path + "/.dray/downloads/resume"
@@ -467,6 +468,16 @@ struct Report {
     let ranged = try job.rpcRequests("COUNTRIES").compactMap { ($0["headers"] as? [String: String])?["X-Range"] }
     #expect(ranged.count == 1)
     #expect(try job.rows("SELECT count(*) FROM COUNTRIES__output_table") == [["249"]])
+  }
+
+  @Test func underNohupAHangupIsIgnored() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 8000}"#])
+    let run = try ChildProcess(
+      "/usr/bin/nohup", [Repository.drayBinary, "run", job.manifest], logPrefix: job.folder.path + "/nohup")
+    #expect(run.waitUntil { run.errors.contains("step countries: table_stream") })
+    run.send(SIGHUP)
+    #expect(run.wait(timeout: 20) == .exited(0))
+    #expect(run.output.hasPrefix("job resume: succeeded in "))
   }
 
   @Test func aSignalDuringALoadRollsItBackAtOnce() throws {
