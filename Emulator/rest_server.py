@@ -33,12 +33,19 @@ Test helpers under /admin/ (no credentials):
                            answers a status a number of times:
                            {"path": "/items", "query": {"page": "3"}, "delay": 30}
                            {"path": "/items", "status": 503, "times": 1, "headers": {"Retry-After": "0"}, "body": "busy"}
+                           A status rule may echo what it was sent, the way careless servers
+                           do, each form after the body: "echo": ["json_ascii", "json_php",
+                           "quote_plus", "quote_lower", "authorization", "authorization_json"]
+                           (the request's fields as Python's json.dumps, PHP's json_encode,
+                           Python's urlencode with upper- or lower-case escapes; the
+                           Authorization header as decoded as Latin-1, as is or json.dumps'd).
 """
 
 import argparse
 import base64
 import json
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -145,7 +152,8 @@ class Handler(BaseHTTPRequestHandler):
             if rule.get("delay"):
                 time.sleep(rule["delay"])
             if rule.get("status"):
-                return self.send(rule["status"], rule.get("body", ""), "text/plain", rule.get("headers"))
+                body = rule.get("body", "") + "".join("; " + self.echo(form, raw) for form in rule.get("echo", []))
+                return self.send(rule["status"], body, "text/plain", rule.get("headers"))
         if not self.authorized():
             return self.send(401, {"error": "unauthorized"}, headers={"WWW-Authenticate": 'Bearer realm="dray"'})
         route = getattr(self, "route_" + url.path.strip("/").replace("/", "_").replace(".", "_"), None)
@@ -154,6 +162,25 @@ class Handler(BaseHTTPRequestHandler):
         if route is None or self.command != "GET":
             return self.send(404, {"error": f"no route {self.command} {url.path}"})
         return route(query)
+
+    def echo(self, form, raw):
+        """The request in one of the forms servers echo secrets in (see the docstring)."""
+        fields = self.fields(raw) or {}
+        # http.server decodes header values as Latin-1, whatever bytes were sent.
+        authorization = self.headers.get("Authorization") or ""
+        if form == "json_ascii":
+            return json.dumps(fields)
+        if form == "json_php":
+            return json.dumps(fields).replace("/", "\\/")
+        if form == "quote_plus":
+            return urllib.parse.urlencode(fields)
+        if form == "quote_lower":
+            return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.urlencode(fields))
+        if form == "authorization":
+            return "you sent " + authorization
+        if form == "authorization_json":
+            return json.dumps({"authorization": authorization})
+        return "no echo form " + form
 
     def matching_rule(self, path, query):
         for rule in self.state.rules:

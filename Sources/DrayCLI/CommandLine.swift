@@ -21,7 +21,7 @@ public enum DrayCommandLine {
 
     Paths in a manifest are relative to its folder. `dray COMMAND --help` prints this.
     Exit codes: 0 success, 1 a step failed, 2 invalid manifest or usage,
-    75 another run of the job holds its lock, 130 interrupted.
+    75 another run of the job holds its lock, 130 interrupted (SIGINT, SIGTERM, SIGHUP).
     """
 
   /// Runs `dray` with `arguments` (without the program name).

@@ -53,16 +53,20 @@ enum RunCommand {
     return report.exitCode
   }
 
-  /// SIGINT and SIGTERM ask the run to stop at its next safe point; a second one exits at
-  /// once with 130.
+  /// SIGINT, SIGTERM and SIGHUP (the terminal or ssh session the run was started from went
+  /// away) ask the run to stop at its next safe point; a second one exits at once with 130.
+  /// A SIGHUP ignored when dray starts (`nohup dray run ...`) stays ignored.
   static func installSignalHandlers() {
     // A parent (a test runner, a supervisor) may have left these blocked.
     var mask = sigset_t()
     sigemptyset(&mask)
-    sigaddset(&mask, SIGINT)
-    sigaddset(&mask, SIGTERM)
+    for sig in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&mask, sig) }
     pthread_sigmask(SIG_UNBLOCK, &mask, nil)
-    for sig in [SIGINT, SIGTERM] {
+    var hangup = sigaction()
+    sigaction(SIGHUP, nil, &hangup)
+    func address(_ handler: __sighandler_t?) -> Int { handler.map { unsafeBitCast($0, to: Int.self) } ?? 0 }
+    let hangupIgnored = address(hangup.__sigaction_handler.sa_handler) == address(SIG_IGN)
+    for sig in [SIGINT, SIGTERM, SIGHUP] where !(sig == SIGHUP && hangupIgnored) {
       signal(sig) { received in
         if runCancellation.isCancelled { _exit(130) }
         runCancellation.cancel(signal: received)
@@ -127,7 +131,7 @@ enum Summary {
     if totals.bytes > 0 { total.append(HumanUnits.bytes(totals.bytes)) }
     if totals.retries > 0 { total.append("\(totals.retries) \(totals.retries == 1 ? "retry" : "retries")") }
     if !total.isEmpty { lines.append("total: " + total.joined(separator: "; ")) }
-    if let error = report.errorMessage { lines.append("error: \(error)") }
+    if let error = report.errorMessage { lines.append("error: \(PrintableText.oneLine(error))") }
     for file in files.dropFirst() { lines.append("\(file.format): \(file.path)") }
     if let json = files.first { lines.append("report: \(json.path)") }
     return lines.joined(separator: "\n")
@@ -149,8 +153,10 @@ enum Summary {
       let retried = attempts.filter { $0.wait != nil }.count
       if retried > 0 { detail.append("\(call) retried " + (retried == 1 ? "once" : "\(retried) times")) }
     }
-    if let reason = step.skipReason { detail.append(reason) }
-    if let message = step.errorMessage { detail.append(message) }
+    // What a server said may be in these: one line each, no control character, so that the
+    // summary's lines are its own and its colour codes the only ones.
+    if let reason = step.skipReason { detail.append(PrintableText.oneLine(reason)) }
+    if let message = step.errorMessage { detail.append(PrintableText.oneLine(message)) }
     return detail
   }
 

@@ -114,14 +114,18 @@ public final class Console: Sendable {
     case debug, info, warning, error
   }
 
+  /// Writes one log line. The message is made one line without control characters
+  /// (`PrintableText.oneLine`) after masking, whatever it quotes: a line of dray's is one
+  /// line, and only dray's own codes (colour, progress) ever reach a terminal.
   private func log(_ severity: Severity, _ message: String, step: String?) {
-    let text = redact(message)
+    let text = PrintableText.oneLine(redact(message))
+    let step = step.map { PrintableText.oneLine(redact($0)) }
     let line: String
     switch format {
     case .json:
       let object = JSONValue.object([
         ("time", .string(RunReport.rfc3339(Date()))), ("level", .string(severity.rawValue)),
-        ("step", step.map { .string(redact($0)) } ?? .null), ("message", .string(text)),
+        ("step", step.map { .string($0) } ?? .null), ("message", .string(text)),
       ])
       line = redact(object.json)
     case .text:
@@ -131,7 +135,7 @@ public final class Console: Sendable {
       case .error: prefix = useColor ? "\u{1B}[31merror:\u{1B}[0m " : "error: "
       default: break
       }
-      if let step { prefix += "step \(redact(step)): " }
+      if let step { prefix += "step \(step): " }
       line = (isTerminal ? "" : RunReport.rfc3339(Date()) + " ") + prefix + text
     }
     screen.withLock { board in
@@ -142,9 +146,14 @@ public final class Console: Sendable {
     }
   }
 
-  /// Prints text to standard output as is (after redaction), clearing progress lines first.
+  /// Prints text to standard output after masking, clearing progress lines first. Without
+  /// colour, every control character but `\n` is escaped (`PrintableText.escaped`); with
+  /// colour (a terminal), the caller has made what it quotes printable and adds only its
+  /// own colour codes.
   public func print(_ text: String) {
-    let line = redact(text) + "\n"
+    var shown = redact(text)
+    if !useColorOnOutput { shown = PrintableText.escaped(shown, keepingNewlines: true) }
+    let line = shown + "\n"
     screen.withLock { board in
       let erase = board.erase()
       if !erase.isEmpty { Console.write(erase, to: STDERR_FILENO) }

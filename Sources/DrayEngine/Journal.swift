@@ -361,18 +361,38 @@ public final class Journal {
   }
 
   /// Records the start of `run` in one transaction with marking every `running` run of the
-  /// same job `abandoned`: the caller holds the job's lock, so no such run is alive.
+  /// same job whose process is gone `abandoned`.
+  ///
+  /// The caller holds the job's lock, but another folder (or `state.path`) sharing this
+  /// journal has a lock of its own: a `running` run whose process is alive on this host
+  /// (`RunProcess.isAlive`) is another run of the job in progress, and this one does not
+  /// start. The transaction (`BEGIN IMMEDIATE`) makes the check and the new row one step,
+  /// so of two runs starting at once the second sees the first.
   /// - Returns: the runs marked abandoned.
+  /// - Throws: `RunInProgress` naming the live run; SQLite errors.
   @discardableResult
   public func begin(_ run: Run) throws -> [Run] {
     try database.transaction {
-      let stale = try select("job = ? AND status = 'running'", [.text(run.job)], limit: -1)
-      let abandon = try database.prepare("UPDATE _dray_runs SET status = 'abandoned' WHERE job = ? AND status = 'running'")
-      try abandon.bind([.text(run.job)])
-      _ = try abandon.step()
+      let running = try select("job = ? AND status = 'running'", [.text(run.job)], limit: -1)
+      if let live = running.first(where: { RunProcess.isAlive(pid: $0.processID, startedAt: Journal.date($0.startedAt)) }) {
+        throw RunInProgress(journal: path, run: live)
+      }
+      let abandon = try database.prepare("UPDATE _dray_runs SET status = 'abandoned' WHERE run_id = ? AND status = 'running'")
+      for stale in running {
+        try abandon.bind([.text(stale.id)])
+        _ = try abandon.step()
+        abandon.reset()
+      }
       try start(run)
-      return stale
+      return running
     }
+  }
+
+  /// A time as the journal writes it (RFC 3339 with milliseconds), or nil.
+  static func date(_ text: String) -> Date? {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    return formatter.date(from: text)
   }
 
   public func start(_ run: Run) throws {
@@ -441,6 +461,20 @@ public final class Journal {
   /// Records `checkpoint` in its own transaction.
   public func record(_ checkpoint: Checkpoint) throws {
     try Journal.record(checkpoint, in: database)
+  }
+}
+
+/// Another run of the job is in progress on the same journal, started from another folder
+/// or `state.path` (whose lock this run does not see).
+public struct RunInProgress: Error, Sendable, CustomStringConvertible {
+  /// The journal's path.
+  public var journal: String
+  /// The live run.
+  public var run: Journal.Run
+
+  public var description: String {
+    "job '\(run.job)' is already running on the run journal \(journal) (run \(run.id), process \(run.processID), started \(run.startedAt)); "
+      + "this run changed nothing. Wait for it to finish, or stop it first."
   }
 }
 

@@ -31,7 +31,8 @@ public enum ExitCode {
   public static let success: Int32 = 0
   public static let stepFailed: Int32 = 1
   public static let usage: Int32 = 2
-  /// EX_TEMPFAIL (sysexits.h): another run of the job holds the lock.
+  /// EX_TEMPFAIL (sysexits.h): another run of the job holds the lock, or is in progress on
+  /// the same run journal.
   public static let locked: Int32 = 75
   public static let interrupted: Int32 = 130
 }
@@ -127,6 +128,12 @@ public final class Runner {
       for run in abandoned {
         console.info("run \(run.id) (process \(run.processID)) ended without recording an end; marked abandoned")
       }
+    } catch let running as RunInProgress {
+      // Like a held lock: nothing was touched, no report.
+      report.errorMessage = running.description
+      report.exitCode = ExitCode.locked
+      console.error(running.description)
+      return report
     } catch {
       return fail(&report, "cannot write the run journal at \(journal.path): \(error)")
     }
@@ -230,12 +237,13 @@ public final class Runner {
     manifest.reportFiles(runID: runID)[0].path
   }
 
-  /// `SIGINT`, `SIGTERM`, or `signal N` for the signal that cancelled the run; `a request
+  /// `SIGINT`, `SIGTERM`, `SIGHUP`, or `signal N` for the signal that cancelled the run; `a request
   /// to stop` when it was cancelled otherwise.
   static func signalName(_ cancellation: Cancellation) -> String {
     switch cancellation.signal {
     case SIGINT?: "SIGINT"
     case SIGTERM?: "SIGTERM"
+    case SIGHUP?: "SIGHUP"
     case let other?: "signal \(other)"
     case nil: "a request to stop"
     }

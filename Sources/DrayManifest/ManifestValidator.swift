@@ -74,8 +74,39 @@ struct ManifestValidator {
     checkTemplates(manifest)
     checkKeptPaths(manifest, top: top)
     manifest.redactor = reader.redactor
+    Self.markSecretHeaders(&manifest)
     guard version != nil, job != nil else { return nil }
     return manifest
+  }
+
+  /// Marks every header field whose value holds one of the manifest's secrets
+  /// (`HTTPHeader.holdsSecret`), whatever its name, so that it never follows a redirect to
+  /// another origin. Done once every secret is known (`auth` is read after `platform`).
+  static func markSecretHeaders(_ manifest: inout Manifest) {
+    let redactor = manifest.redactor
+    func mark(_ headers: [HTTPHeader]) -> [HTTPHeader] {
+      headers.map { field in
+        var field = field
+        if !field.isSecret && redactor.redact(field.value) != field.value { field.holdsSecret = true }
+        return field
+      }
+    }
+    func mark(_ step: Step) -> Step {
+      var step = step
+      switch step.kind {
+      case .http(var http):
+        http.headers = mark(http.headers)
+        step.kind = .http(http)
+      case .parallel(var group):
+        group.steps = group.steps.map(mark)
+        step.kind = .parallel(group)
+      default:
+        break
+      }
+      return step
+    }
+    if let headers = manifest.platform?.headers { manifest.platform?.headers = mark(headers) }
+    manifest.steps = manifest.steps.map(mark)
   }
 
   // MARK: Top-level blocks

@@ -104,16 +104,25 @@ public struct PlatformSettings: Sendable, Hashable {
 public struct HTTPHeader: Sendable, Hashable {
   public var name: String
   public var value: String
-  public init(_ name: String, _ value: String) {
+  /// The value holds a secret although the name is not one of `secretNames`: a manifest's
+  /// `X-Signature: ${SIGNING_KEY}` with `SIGNING_KEY` listed under `secrets:`.
+  public var holdsSecret: Bool
+
+  /// - Parameter secret: the value holds a secret (see `holdsSecret`); a header named in
+  ///   `secretNames` is one whatever this says.
+  public init(_ name: String, _ value: String, secret: Bool = false) {
     self.name = name
     self.value = value
+    self.holdsSecret = secret
   }
 
   /// Header names (lower case) whose values are credentials, masked in every output.
   public static let secretNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "x-api-key", "x-auth-token"]
 
-  /// Whether this header's value is a credential.
-  public var isSecret: Bool { HTTPHeader.secretNames.contains(name.lowercased()) }
+  /// Whether this header's value is a credential: its name is one of `secretNames`, or its
+  /// value holds a secret. Such a field is masked in every output and never follows a
+  /// redirect to another origin.
+  public var isSecret: Bool { holdsSecret || HTTPHeader.secretNames.contains(name.lowercased()) }
 }
 
 /// TLS settings: verification is on unless turned off explicitly.

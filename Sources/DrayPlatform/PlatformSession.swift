@@ -206,7 +206,7 @@ public enum PlatformError: ReportableError, Sendable {
     }
     if error.serverDescription == nil {
       let text = String(decoding: response.errorBody.prefix(300), as: UTF8.self)
-      error.bodyExcerpt = text.trimmingCharacters(in: .whitespacesAndNewlines)
+      error.bodyExcerpt = PrintableText.oneLine(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
     if let value = response.headers["Retry-After"] { error.retryAfter = RetryRunner.retryAfterSeconds(value) }
     return error

@@ -16,6 +16,9 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence {
 
   public mutating func add(_ name: String, _ value: String) { fields.append(HTTPHeader(name, value)) }
 
+  /// Appends `field` as it is, keeping whether it holds a secret.
+  public mutating func add(_ field: HTTPHeader) { fields.append(field) }
+
   /// Replaces every field named `name` by one with `value`.
   public mutating func set(_ name: String, _ value: String) {
     fields.removeAll { $0.name.lowercased() == name.lowercased() }
@@ -24,6 +27,11 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence {
 
   public mutating func remove(_ name: String) {
     fields.removeAll { $0.name.lowercased() == name.lowercased() }
+  }
+
+  /// Removes every field for which `shouldRemove` is true.
+  public mutating func removeAll(where shouldRemove: (HTTPHeader) -> Bool) {
+    fields.removeAll(where: shouldRemove)
   }
 
   /// The first value of `name`, or nil.

@@ -10,9 +10,12 @@ internal import Foundation
 /// - `301`, `302` and `303` turn a `POST` into a `GET` without a body (`303` turns every
 ///   method but `HEAD` into `GET`), as browsers and libcurl do; `307` and `308` repeat the
 ///   method and the body;
-/// - `Authorization`, `Proxy-Authorization` and `Cookie` go only to the origin (scheme,
-///   host, port) of the first request; they are held back from any other origin and sent
-///   again if a later redirect comes back;
+/// - header fields that carry a secret go only to the origin (scheme, host, port) of the
+///   first request; they are held back from any other origin and sent again if a later
+///   redirect comes back. A field carries a secret when its name is one of
+///   `HTTPHeader.secretNames` (`Authorization`, `Proxy-Authorization`, `Cookie`,
+///   `X-Api-Key`, `X-Auth-Token`) or its value holds one of the job's secrets
+///   (`HTTPHeader.holdsSecret`, set when the manifest is loaded);
 /// - a target visited before with the same method is a loop; a target that is not
 ///   `http` or `https` is refused.
 ///
@@ -24,8 +27,6 @@ internal import Foundation
 public struct RedirectState: Sendable, Equatable {
   /// Redirects followed before giving up (libcurl's and most browsers' order of magnitude).
   public static let defaultLimit = 5
-  /// Header fields that carry credentials (RFC 9110 §11.6.2, §11.7.2; RFC 6265 §5.4).
-  public static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
 
   public let limit: Int
   /// `METHOD url` of every request sent so far, the first included.
@@ -80,12 +81,12 @@ public struct RedirectState: Sendable, Equatable {
       throw .redirect(url: from, detail: "a redirect loop back to \(HTTPClient.displayURL(target))")
     }
     visited.append(key)
-    // Hold credentials back from other origins; give them back on the way home.
-    let held = next.headers.fields.filter { RedirectState.credentialHeaders.contains($0.name.lowercased()) }
+    // Hold secrets back from other origins; give them back on the way home.
+    let held = next.headers.fields.filter(\.isSecret)
     if !held.isEmpty { credentials = held }
-    for name in RedirectState.credentialHeaders { next.headers.remove(name) }
+    next.headers.removeAll(where: \.isSecret)
     if RedirectState.origin(target) == origin {
-      for field in credentials { next.headers.add(field.name, field.value) }
+      for field in credentials { next.headers.add(field) }
     }
     return next
   }

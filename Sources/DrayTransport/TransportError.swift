@@ -188,12 +188,17 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
     return out
   }
 
+  /// What the server said is shown as one line without control characters
+  /// (`PrintableText.oneLine`), so that it can neither pass for lines of dray's own nor
+  /// drive a terminal.
   public var description: String {
     let reason = HTTPStatusError.reason(status)
     var out = "HTTP \(status)\(reason.isEmpty ? "" : " " + reason) from \(url)"
-    if let serverDescription { out += ": \(serverDescription)" }
-    if !originalDescriptions.isEmpty { out += " (data source: \(originalDescriptions.joined(separator: "; ")))" }
-    if serverDescription == nil, let bodyExcerpt, !bodyExcerpt.isEmpty { out += ": \(bodyExcerpt)" }
+    if let serverDescription { out += ": \(PrintableText.oneLine(serverDescription))" }
+    if !originalDescriptions.isEmpty {
+      out += " (data source: \(originalDescriptions.map(PrintableText.oneLine).joined(separator: "; ")))"
+    }
+    if serverDescription == nil, let bodyExcerpt, !bodyExcerpt.isEmpty { out += ": \(PrintableText.oneLine(bodyExcerpt))" }
     return out
   }
 

@@ -143,4 +143,72 @@ import Testing
     #expect(!plain.stdout.contains("\u{1B}[3"))
     #expect(plain.stdout.contains("  countries  table_stream  succeeded  249 rows; 16.7 KiB"))
   }
+
+  // MARK: Server text
+
+  /// A body that tries to pass for log lines and one that sends terminal control codes.
+  static let forged = "oops\n2026-11-30T12:00:00.000Z step r: ok in 0.01s (999 rows)\njob fj: succeeded\n"
+  static let controls = "\u{1B}[2J\u{1B}[31mred\u{07} alert\r\n\tdone"
+
+  /// Characters below U+0020 but `\n`, DEL, and the C1 controls (U+0080 to U+009F).
+  static func controlCharacters(_ text: String) -> [UInt32] {
+    text.unicodeScalars.map(\.value).filter { ($0 < 0x20 && $0 != 0x0A) || (0x7F...0x9F).contains($0) }
+  }
+
+  @Test func serverTextCannotForgeLogLinesOrSendControlCodes() throws {
+    let server = try RestServer()
+    let rules: [[String: Any]] = [
+      ["path": "/forge", "status": 500, "body": Self.forged], ["path": "/controls", "status": 409, "body": Self.controls],
+    ]
+    try server.setRules(String(decoding: try JSONSerialization.data(withJSONObject: rules), as: UTF8.self))
+    let job = try Job()
+    let description = ["path": "/api/v1/rpc/COUNTRIES/", "status": 404, "description": Self.controls] as [String: Any]
+    try job.emulator.admin(
+      "POST", "faults", json: String(decoding: try JSONSerialization.data(withJSONObject: [description]), as: UTF8.self))
+    try job.folder.write(
+      "rest.yaml",
+      """
+      version: 1
+      job: rest
+      retry: { count: 0 }
+      steps:
+        - id: r
+          parallel:
+            steps:
+              - id: forge
+                http: { base_url: "\(server.url)", path: forge }
+              - id: controls
+                http: { base_url: "\(server.url)", path: controls }
+
+      """)
+    let rest = try Command.dray(["run", job.folder.path + "/rest.yaml"])
+    #expect(rest.status == 1)
+    let platform = try job.run()
+    #expect(platform.status == 1)
+    for result in [rest, platform] {
+      #expect(Self.controlCharacters(result.stdout) == [], "\(result.stdout.debugDescription)")
+      #expect(Self.controlCharacters(result.stderr) == [], "\(result.stderr.debugDescription)")
+      // Every line of standard error is one of dray's, stamped with the time of writing.
+      let stamp = try Regex(#"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z (run |step |error: |report: )"#)
+      #expect(result.stderr.split(separator: "\n").allSatisfy { $0.prefixMatch(of: stamp) != nil }, "\(result.stderr)")
+      #expect(!result.output.split(separator: "\n").contains { $0.hasPrefix("job fj") || $0.hasPrefix("2026-11-30T12:00:00.000Z") })
+    }
+    let forged =
+      "HTTP 500 Internal Server Error from \(server.url)forge: oops ⏎ 2026-11-30T12:00:00.000Z step r: ok in 0.01s (999 rows) ⏎ job fj: succeeded"
+    #expect(rest.stdout.contains("    forge     http      failed     \(forged); gave up after 1 attempt (retry.count: 0)\n"))
+    let shown = #"\u{1B}[2J\u{1B}[31mred\u{7} alert ⏎ done"#
+    #expect(rest.stdout.contains("    controls  http      failed     HTTP 409 Conflict from \(server.url)controls: \(shown)"))
+    #expect(rest.stderr.contains("error: step forge: http failed after "))
+    let countries = "HTTP 404 Not Found from \(job.emulator.url)api/v1/rpc/COUNTRIES/: \(shown)"
+    #expect(platform.stdout.contains("  countries  table_stream  failed     \(countries)\n"), "\(platform.stdout)")
+    let report = try #require(platform.stdout.split(separator: "\n").last.map { String($0.dropFirst("report: ".count)) })
+    #expect(try String(contentsOfFile: report, encoding: .utf8).contains(countries.replacing("\\", with: "\\\\")))
+
+    // On a terminal, with colour, the server's codes are still shown, never sent.
+    let screen = try onATerminal(job, environment: ["TERM": "xterm-256color", "NO_COLOR": ""])
+    #expect(screen.status == 1)
+    #expect(
+      screen.stdout.contains("  countries  table_stream  \u{1B}[31mfailed\u{1B}[0m     \(countries)"), "\(screen.stdout.debugDescription)")
+    #expect(!screen.stdout.contains("\u{1B}[2J") && !screen.stdout.contains("\u{07}"))
+  }
 }

@@ -322,6 +322,49 @@ struct Report {
     #expect(try job.rows("SELECT count(*) FROM tally") == [["1"]])
   }
 
+  @Test func twoFoldersOfOneJobSharingADatabaseRunOneAtATime() throws {
+    // The same manifest in folders a/ and b/, with one absolute database path: two locks
+    // (one per state.path), one journal.
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    let shared = job.folder.path + "/shared/resume.sqlite"
+    let text = ResumeJob.text(host: job.emulator.url).replacing("path: data/resume.sqlite", with: "path: \(shared)")
+    let a = try job.folder.write("a/job.yaml", text)
+    let b = try job.folder.write("b/job.yaml", text)
+    let first = try ChildProcess.dray(["run", a], logPrefix: job.folder.path + "/first")
+    #expect(first.waitUntil { first.errors.contains("step countries: table_stream") })
+    let runID = try #require(try SQLiteFile.rows(shared, "SELECT run_id, started_at FROM _dray_runs").first)
+
+    let second = try Command.dray(["run", b])
+    #expect(second.status == 75)
+    #expect(second.stdout == "")
+    #expect(
+      second.stderr.hasSuffix(
+        "error: job 'resume' is already running on the run journal \(shared) (run \(runID[0]!), process \(first.pid), started \(runID[1]!)); this run changed nothing. Wait for it to finish, or stop it first.\n"
+      ), "\(second.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: job.folder.path + "/b/.dray/reports"))
+    #expect(first.wait() == .exited(0))
+    #expect(try SQLiteFile.rows(shared, "SELECT run_id, status FROM _dray_runs") == [[runID[0], "succeeded"]])
+    #expect(try SQLiteFile.rows(shared, "SELECT count(*) FROM tally") == [["1"]])
+
+    // A run whose process died, or whose process id now belongs to another program, is
+    // marked abandoned by the next run from either folder.
+    try job.emulator.admin("DELETE", "faults")
+    let other = try ChildProcess("/bin/sleep", ["30"], logPrefix: job.folder.path + "/sleep")
+    defer {
+      other.send(SIGKILL)
+      _ = other.wait()
+    }
+    try ResumeTests.sqlite(
+      shared,
+      "INSERT INTO _dray_runs(run_id, lineage, job, started_at, status, manifest_fingerprint, pid) VALUES "
+        + "('20261130T080000Z-aaaaaa', '20261130T080000Z-aaaaaa', 'resume', '2026-11-30T08:00:00.000Z', 'running', 'x', 999999), "
+        + "('20261130T080001Z-bbbbbb', '20261130T080001Z-bbbbbb', 'resume', '2026-11-30T08:00:01.000Z', 'running', 'x', \(other.pid))")
+    let third = try Command.dray(["run", b])
+    #expect(third.status == 0, "\(third.output)")
+    #expect(third.stderr.contains("run 20261130T080000Z-aaaaaa (process 999999) ended without recording an end; marked abandoned\n"))
+    #expect(third.stderr.contains("run 20261130T080001Z-bbbbbb (process \(other.pid)) ended without recording an end; marked abandoned\n"))
+  }
+
   @Test func aHeldLockLeavesEveryFileAsItWas() throws {
     let job = try ResumeJob()
     #expect(try job.run().status == 0)
@@ -428,9 +471,10 @@ struct Report {
 
   // MARK: Signals
 
-  @Test(arguments: [SIGINT, SIGTERM])
+  /// SIGHUP is what a run gets when the ssh session it was started from drops.
+  @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
   func aSignalStopsTheRunAtASafePointWithExit130AndTheNextRunResumesThePartFile(signal: Int32) throws {
-    let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
+    let name = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP"][signal] ?? ""
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
     let run = try job.start(name: "signalled")
     let part = job.folder.path + "/.dray/downloads/resume"
@@ -467,6 +511,16 @@ struct Report {
     let ranged = try job.rpcRequests("COUNTRIES").compactMap { ($0["headers"] as? [String: String])?["X-Range"] }
     #expect(ranged.count == 1)
     #expect(try job.rows("SELECT count(*) FROM COUNTRIES__output_table") == [["249"]])
+  }
+
+  @Test func underNohupAHangupIsIgnored() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 8000}"#])
+    let run = try ChildProcess(
+      "/usr/bin/nohup", [Repository.drayBinary, "run", job.manifest], logPrefix: job.folder.path + "/nohup")
+    #expect(run.waitUntil { run.errors.contains("step countries: table_stream") })
+    run.send(SIGHUP)
+    #expect(run.wait(timeout: 20) == .exited(0))
+    #expect(run.output.hasPrefix("job resume: succeeded in "))
   }
 
   @Test func aSignalDuringALoadRollsItBackAtOnce() throws {

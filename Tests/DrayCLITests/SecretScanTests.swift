@@ -27,14 +27,97 @@ import Testing
   }
 
   /// The forms a secret takes on the wire and in files: as is, percent-encoded (a form body,
-  /// a URL), JSON-escaped, XML-escaped, and inside an `Authorization: Basic` value.
+  /// a URL; upper- or lower-case escapes; a space as `+`, as Python's `quote_plus` writes
+  /// it), JSON-escaped (non-ASCII kept, or escaped as Python's `json.dumps` does, and `/`
+  /// escaped too, as PHP's `json_encode` does), XML-escaped, and its UTF-8 bytes read as
+  /// Latin-1 (a server decoding a header that way and echoing it, as is or in JSON).
   static func forms(_ value: String) -> [String] {
-    var allowed = CharacterSet.alphanumerics
+    var allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
     allowed.insert(charactersIn: "-._~")
     let percent = value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    let lowerPercent = percent.replacing(/%[0-9A-F]{2}/) { $0.output.lowercased() }
+    let plus = (value.replacing(" ", with: "_SPACE_").addingPercentEncoding(withAllowedCharacters: allowed) ?? value)
+      .replacing("_SPACE_", with: "+")
     let json = value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
+    func asciiJSON(_ text: String) -> String {
+      text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").utf16.map { unit in
+        unit < 0x80 ? String(UnicodeScalar(UInt8(unit))) : String(format: "\\u%04x", unit)
+      }.joined()
+    }
+    let latin1 = String(value.utf8.map { Character(UnicodeScalar($0)) })
     let xml = value.replacing("&", with: "&amp;").replacing("\"", with: "&quot;")
-    return Array(Set([value, percent, json, xml]))
+    return Array(
+      Set([
+        value, percent, lowerPercent, plus, json, asciiJSON(value), asciiJSON(value).replacing("/", with: "\\/"), xml, latin1,
+        asciiJSON(latin1),
+      ]))
+  }
+
+  @Test func secretsEchoedInOtherWireFormsAreMasked() throws {
+    let tag = String(UUID().uuidString.prefix(8)).lowercased()
+    let password = "Päss/wörd 1-\(tag)"
+    let token = "Tök/en-\(tag)"
+    let server = try RestServer()
+    let echo = #"["json_ascii", "json_php", "quote_plus", "quote_lower", "authorization", "authorization_json"]"#
+    try server.setRules(
+      #"[{"path": "/signup", "status": 422, "body": "invalid", "echo": \#(echo)}, {"path": "/login", "status": 500, "body": "down", "echo": \#(echo)}]"#
+    )
+    let folder = TemporaryDirectory("dray-secret-forms")
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: echo-scan
+      secrets: [PW, TOKEN]
+      retry: { count: 1, interval: 10ms }
+      steps:
+        - id: login
+          http:
+            method: POST
+            base_url: "\(server.url)"
+            path: login
+            auth: { bearer: "${TOKEN}" }
+            body: { form: { user: ann, password: "${PW}" } }
+            on_status: { 500: fail }
+        - id: sign-up
+          http:
+            method: POST
+            base_url: "\(server.url)"
+            path: signup
+            auth: { bearer: "${TOKEN}" }
+            body: { json: { user: ann, password: "${PW}" } }
+
+      """)
+    let environment = ["PW": password, "TOKEN": token]
+    var outputs: [(String, Command.Result)] = []
+    for (name, options) in [("text", ["--verbose"]), ("json", ["--verbose", "--log-format", "json"])] {
+      let result = try Command.dray(["run", manifest, "--fresh"] + options, environment: environment)
+      #expect(result.status == 1, "\(result.output)")
+      outputs.append((name, result))
+      // `login` fails first; run `sign-up` alone too.
+      let only = try Command.dray(["run", manifest, "--only", "sign-up"] + options, environment: environment)
+      #expect(only.status == 1, "\(only.output)")
+      outputs.append((name + " --only sign-up", only))
+    }
+    #expect(try server.requests().count == 4)
+    let text = outputs[0].1.stdout + outputs[1].1.stdout
+    #expect(text.contains(#"{"user": "ann", "password": "***"}"#))
+    #expect(text.contains("user=ann&password=***"))
+    #expect(text.contains("you sent Bearer ***"))
+    #expect(text.contains(#"{"authorization": "Bearer ***"}"#))
+
+    var scan = Scan()
+    for (name, value) in [("PW", password), ("TOKEN", token)] {
+      for form in Self.forms(value) { scan.sentinels.append((name, form)) }
+    }
+    for (name, result) in outputs {
+      scan.look(in: Data(result.stdout.utf8), "the standard output of the \(name) run")
+      scan.look(in: Data(result.stderr.utf8), "the standard error of the \(name) run")
+    }
+    for report in try FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/reports") {
+      scan.look(in: try Data(contentsOf: URL(fileURLWithPath: folder.path + "/.dray/reports/" + report)), report)
+    }
+    #expect(scan.hits == [])
   }
 
   struct Scan {

@@ -231,6 +231,38 @@ import Testing
     #expect(try !String(decoding: Data(contentsOf: URL(fileURLWithPath: folder.path + "/data.sqlite")), as: UTF8.self).contains("Sentinel"))
   }
 
+  @Test func aRedirectToAnotherOriginCarriesNoCredentialOfTheStep() throws {
+    let server = try RestServer()
+    let port = try #require(URLComponents(string: server.url)?.port)
+    try server.setRules(
+      #"[{"path": "/items", "status": 302, "headers": {"Location": "http://localhost:\#(port)/steal"}}, "#
+        + #"{"path": "/steal", "status": 200, "body": "[]"}]"#)
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: rest
+      secrets: [SIG]
+      steps:
+        - id: items
+          http:
+            base_url: "${API}"
+            path: items
+            headers: { X-Api-Key: key-Sentinel-1, X-Auth-Token: token-Sentinel-2, X-Signed: "v1=${SIG}", X-Trace: trace-1 }
+            auth: { bearer: bearer-Sentinel-3 }
+            output: out/items.json
+      """)
+    let manifest = try ManifestLoader(environment: ["API": server.url, "SIG": "sig-Sentinel-4"]).load(path: path)
+    let report = Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    let requests = try server.requests()
+    #expect(requests.map(\.path) == ["/items", "/steal"])
+    #expect(requests[0].headers["X-Signed"] == "v1=sig-Sentinel-4")
+    #expect(requests[1].headers["Host"] == "localhost:\(port)")
+    #expect(requests[1].headers.filter { $0.value.contains("Sentinel") } == [:])
+    #expect(requests[1].headers["X-Trace"] == "trace-1")
+  }
+
   @Test func aFailedPageResumesInTheNextRunWithoutFetchingEarlierPages() throws {
     let server = try RestServer(["--rule", #"{"path": "/items", "query": {"page": "3"}, "status": 500, "times": 1, "body": "oops"}"#])
     let steps = """

@@ -24,6 +24,39 @@ import Testing
     #expect(redactor.redact("pa ss/\"w\"") == "***")
   }
 
+  @Test func aSecretIsMaskedInTheFormsServersEchoItIn() {
+    let redactor = Redactor(["Päss/wörd 1", "Tök"])
+    let echoed = [
+      // Python's json.dumps: non-ASCII as \uXXXX; other encoders write the hex in capitals.
+      #"{"password": "P\u00e4ss/w\u00f6rd 1"}"#, #"{"password":"P\u00E4ss/w\u00F6rd 1"}"#,
+      // PHP's json_encode: `/` escaped too.
+      #"{"password":"P\u00e4ss\/w\u00f6rd 1"}"#, #"{"password":"Päss\/wörd 1"}"#,
+      // Form bodies and URLs: a space as `+` (quote_plus), lower-case escapes, `/` kept.
+      "password=P%C3%A4ss%2Fw%C3%B6rd+1", "password=P%c3%a4ss%2fw%c3%b6rd%201", "password=P%C3%A4ss/w%C3%B6rd%201",
+      // The UTF-8 bytes read as Latin-1 by the server, echoed as is or in JSON.
+      "password=PÃ¤ss/wÃ¶rd 1", #"{"password": "P\u00c3\u00a4ss/w\u00c3\u00b6rd 1"}"#,
+      "<b>TÃ¶k</b>",
+    ]
+    #expect(
+      echoed.map(redactor.redact) == [
+        #"{"password": "***"}"#, #"{"password":"***"}"#, #"{"password":"***"}"#, #"{"password":"***"}"#, "password=***",
+        "password=***", "password=***", "password=***", #"{"password": "***"}"#, "<b>***</b>",
+      ])
+    // Secrets are few and short: their forms stay few.
+    #expect(Redactor(["plain-ascii-token"]).secrets == ["plain-ascii-token"])
+    #expect(redactor.secrets.count < 40)
+  }
+
+  @Test func aLongLineKeepsEveryByteButTheSecrets() {
+    var redactor = Redactor()
+    for i in 0..<8 { redactor.add("Säcret/\(i) wörd+\(i)") }
+    #expect(redactor.secrets.count < 8 * 30)
+    // A 64 KiB error body, the most dray keeps of one, with a secret at its end.
+    let line = "HTTP 500 from http://127.0.0.1/api/v1/rpc/X/: " + String(repeating: "S nothing to see here; ", count: 2900)
+    #expect(redactor.redact(line) == line)
+    #expect(redactor.redact(line + "Säcret/7 wörd+7") == line + "***")
+  }
+
   @Test func secretsLearntOnAnyThreadMaskEveryLineWrittenAfter() {
     let shared = SharedRedactor(Redactor(["first-secret"]))
     DispatchQueue.concurrentPerform(iterations: 64) { i in

@@ -6,8 +6,8 @@ internal import Glibc
 /// stays ours (a zombie at worst) until `wait` collects it.
 ///
 /// Standard output and error go to files (read them with `output` and `errors`); standard
-/// input is `/dev/null`. The child starts with no signal blocked and SIGINT, SIGTERM and
-/// SIGPIPE at their defaults, whatever the test runner's mask.
+/// input is `/dev/null`. The child starts with no signal blocked and SIGINT, SIGTERM, SIGHUP
+/// and SIGPIPE at their defaults, whatever the test runner's mask.
 public final class ChildProcess {
   /// How the child ended.
   public enum Termination: Equatable, Sendable, CustomStringConvertible {
@@ -55,7 +55,7 @@ public final class ChildProcess {
     posix_spawnattr_setsigmask(&attributes, &empty)
     var defaults = sigset_t()
     sigemptyset(&defaults)
-    for signal in [SIGINT, SIGTERM, SIGPIPE] { sigaddset(&defaults, signal) }
+    for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 

@@ -59,6 +59,20 @@ import Testing
     #expect(attempts.map(\.outcome) == ["ok"])
   }
 
+  @Test func whatAServerSaysIsShownAsOneLineWithoutControlCharacters() {
+    let error = HTTPStatusError(
+      status: 500, url: "http://127.0.0.1:9/api/v1/rpc/X/", serverDescription: "oops\r\n  job x: succeeded\n",
+      originalDescriptions: ["ORA-01555:\tsnapshot\u{1B}[2J too old\u{2028}retry", "ok"])
+    #expect(
+      error.description
+        == #"HTTP 500 Internal Server Error from http://127.0.0.1:9/api/v1/rpc/X/: oops ⏎ job x: succeeded (data source: ORA-01555: snapshot\u{1B}[2J too old ⏎ retry; ok)"#
+    )
+    let body = HTTPStatusError(status: 502, url: "http://h/", bodyExcerpt: "<html>\n<body>\u{9B}31m bad \u{7F}</body>\n</html>")
+    #expect(body.description == #"HTTP 502 Bad Gateway from http://h/: <html> ⏎ <body>\u{9B}31m bad \u{7F}</body> ⏎ </html>"#)
+    #expect(PrintableText.oneLine(body.description) == body.description)
+    #expect(PrintableText.escaped("a\u{0}b\nc\td", keepingNewlines: true) == "a\\u{0}b\nc d")
+  }
+
   @Test func urlsInMessagesNeverCarryCredentials() {
     #expect(HTTPClient.displayURL("https://user:secret@example.test:8443/api/v1/x/?a=1#frag") == "https://example.test:8443/api/v1/x/?a=1")
     #expect(HTTPClient.hostAndPort("http://u:p@127.0.0.1:8765/") == "127.0.0.1:8765")
@@ -140,6 +154,38 @@ import Testing
     }
     #expect(RedirectState.origin("HTTP://A.test/x") == "http://a.test:80")
     #expect(RedirectState.origin("https://a.test:443/") == RedirectState.origin("https://a.test/"))
+  }
+
+  @Test func aRedirectToAnotherOriginDropsEverySecretHeader() throws {
+    // Two origins on one server: 127.0.0.1:PORT and localhost:PORT.
+    let server = try RestServer()
+    let port = try #require(URLComponents(string: server.url)?.port)
+    let away = "http://localhost:\(port)/steal"
+    try server.setRules(
+      #"[{"path": "/items", "status": 302, "headers": {"Location": "\#(away)"}}, {"path": "/steal", "status": 200, "body": "[]"}, "#
+        + #"{"path": "/home", "status": 302, "headers": {"Location": "\#(server.url)steal"}}]"#)
+    let headers = HTTPHeaders([
+      HTTPHeader("X-Api-Key", "key-1"), HTTPHeader("X-Auth-Token", "token-1"), HTTPHeader("Authorization", "Bearer b-1"),
+      HTTPHeader("Cookie", "session=c-1"), HTTPHeader("X-Signed", "sig=s-1", secret: true), HTTPHeader("X-Trace", "trace-1"),
+    ])
+    let response = try HTTPClient().perform(HTTPRequest(url: server.url + "items", headers: headers), sink: MemorySink())
+    #expect(response.status == 200)
+    let requests = try server.requests()
+    #expect(requests.map(\.path) == ["/items", "/steal"])
+    #expect(requests[0].headers["X-Api-Key"] == "key-1" && requests[0].headers["X-Signed"] == "sig=s-1")
+    let sent = requests[1].headers
+    #expect(sent["Host"] == "localhost:\(port)")
+    for name in ["X-Api-Key", "X-Auth-Token", "Authorization", "Cookie", "X-Signed"] {
+      #expect(sent[name] == nil, "\(name) reached the other origin")
+    }
+    #expect(sent["X-Trace"] == "trace-1")
+
+    // Within the origin, every header goes along.
+    try server.reset()
+    _ = try HTTPClient().perform(HTTPRequest(url: server.url + "home", headers: headers), sink: MemorySink())
+    let home = try server.requests()
+    #expect(home.map(\.path) == ["/home", "/steal"])
+    #expect(home[1].headers["X-Signed"] == "sig=s-1" && home[1].headers["X-Auth-Token"] == "token-1")
   }
 
   // MARK: TLS

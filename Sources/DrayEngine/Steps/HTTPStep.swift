@@ -225,10 +225,8 @@ extension StepRunner {
 
   /// A non-2xx answer as an error whose message ends with the answer's body.
   static func statusError(_ response: HTTPResponse, url: String) -> HTTPStatusError {
-    var text = String(decoding: response.errorBody, as: UTF8.self)
-    // One line: runs of white space with a line break become one space.
-    text = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
-      .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+    // One line without control characters: the server's text must not pass for log lines.
+    var text = PrintableText.oneLine(String(decoding: response.errorBody, as: UTF8.self).trimmingCharacters(in: .whitespaces))
     if text.count > 4000 { text = String(text.prefix(4000)) + "…" }
     return HTTPStatusError(
       status: response.status, url: url, bodyExcerpt: text.isEmpty ? nil : text,
@@ -299,7 +297,9 @@ extension StepRunner {
         url: options.url(adding: [QueryItem(param, String(offset)), QueryItem(limitParam, String(limit))]), offset: offset)
     case .cursor(let param, let from):
       guard let cursor = try value(summary, from, "paginate.cursor.from") else { return nil }
-      if cursor == current.cursor { throw HTTPStepError.paginationLoop("the server sent cursor '\(cursor)' again") }
+      if cursor == current.cursor {
+        throw HTTPStepError.paginationLoop("the server sent cursor '\(PrintableText.oneLine(cursor))' again")
+      }
       return PageLedger.Next(url: options.url(adding: [QueryItem(param, cursor)]), cursor: cursor)
     }
   }
@@ -319,7 +319,7 @@ extension StepRunner {
     guard let base = URL(string: current), let resolved = URL(string: link, relativeTo: base)?.absoluteURL,
       let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https"
     else {
-      throw HTTPStepError.badPagination("the next page's link '\(link)' is not an http:// or https:// address")
+      throw HTTPStepError.badPagination("the next page's link '\(PrintableText.oneLine(link))' is not an http:// or https:// address")
     }
     let url = resolved.absoluteString
     guard StepRunner.origin(url) == StepRunner.origin(options.baseURL) else {
