@@ -30,10 +30,17 @@ extension StepRunner {
     // A delta starts from the version the tables hold; without one (first load, a table
     // recreated, versions that disagree) the server is asked for full data.
     var deltaFrom = options.delta ? try store.deltaBase(scheme: scheme, params: options.params) : nil
-    let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
-    let head: PlatformClient.AnswerHead
+    /// Asks again for full data, as a new transaction.
+    func fullData() throws -> PlatformClient.AnswerHead {
+      try client.rpc(
+        resource: options.resource, params: options.params, delta: nil,
+        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
+        record: record)
+    }
+    var head: PlatformClient.AnswerHead
     do {
       head = try client.rpc(
         resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
@@ -43,13 +50,29 @@ extension StepRunner {
       // came from another server): ask again for full data, as a new transaction.
       report.notes.append("the server refused a delta from \(deltaFrom!) (\(e)); asked for full data instead")
       deltaFrom = nil
-      head = try client.rpc(
-        resource: options.resource, params: options.params, delta: nil,
-        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
-        record: record)
+      head = try fullData()
+    }
+    var bytesBefore: Int64 = 0
+    // A delta applies only to the version it starts from, and must move forward: anything
+    // else would leave the tables wrong under a newer version number (docs/store.md).
+    if head.isDelta, let held = deltaFrom, let problem = head.deltaProblem(held: held) {
+      report.notes.append("asked for a delta from \(held); the server sent \(problem); asked for full data instead")
+      bytesBefore = download.bytesReceived
+      download.removeFinished()
+      download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+      deltaFrom = nil
+      head = try fullData()
+    }
+    if head.isDelta && deltaFrom == nil {
+      download.removeFinished()
+      throw PlatformError.badAnswer(
+        url: HTTPClient.displayURL(url),
+        detail:
+          "asked for full data, the server sent a delta (Content-Version: \"delta \(head.deltaFrom ?? "?")-\(head.contentVersion ?? "?")\"); "
+          + "a delta cannot apply to tables of unknown version, so nothing was loaded")
     }
     CrashPoint.reach("downloaded:\(step.id)")
-    report.bytes = download.bytesReceived
+    report.bytes = bytesBefore + download.bytesReceived
     if download.bytesResumed > 0 && download.bytesReceived == 0 {
       report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
     } else {
@@ -88,7 +111,8 @@ extension StepRunner {
     if head.isDelta {
       let inserted = result.inserted.values.reduce(0, +)
       let deleted = result.deleted.values.reduce(0, +)
-      report.notes.append("delta \(deltaFrom ?? "?")→\(head.contentVersion ?? "?"): \(inserted) rows inserted, \(deleted) deleted")
+      report.notes.append(
+        "delta \(deltaFrom ?? "?")→\(head.contentVersion ?? "?"): \(HumanUnits.counted(inserted, "row")) inserted, \(deleted) deleted")
     }
     for table in result.skippedTables {
       report.notes.append(
