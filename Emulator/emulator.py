@@ -25,6 +25,10 @@ Test helpers under /admin/ (no token):
                            changes settings while running (see faults.py)
     GET|POST /admin/versions/<NAME>, POST /admin/deltas   versions and deltas (versions.py)
 
+A resource of a --resources file may hold "scheme_output": a JSON list served verbatim as
+its scheme's "output" (tests of malformed schemes: duplicate tables, columns that are not
+objects).
+
 Generated resources (--generate NAME:ROWS) have 8 mixed-type columns; their answer is
 rendered once to a file under --cache-dir and streamed from disk (see generated.py).
 """
@@ -114,6 +118,9 @@ class Platform:
             "input": spec.get("input", {"scalar": [], "tabular": []}),
             "outputs": outputs,
         }
+        if "scheme_output" in spec:
+            # Served as the scheme's "output" verbatim, to test malformed schemes.
+            resource["scheme_output"] = spec["scheme_output"]
         return resource
 
     @staticmethod
@@ -147,6 +154,8 @@ class Platform:
                 for i, t in enumerate(resource["outputs"])
             ],
         }
+        if "scheme_output" in resource:
+            out["output"] = resource["scheme_output"]
         if resource["lifetime"] is not None:
             out["lifetime"] = resource["lifetime"]
         return out
@@ -157,6 +166,8 @@ class Platform:
         if "changes" in resource:
             changes.apply(self, resource, params)
             params = {}
+        if not delta and resource["lifetime"] is not None and self.versions.delta_for_full:
+            delta = self.versions.delta_for_full
         if delta and resource["lifetime"] is not None and self.versions.deltas_enabled:
             return self.delta_answer(resource, params, delta)
         if "generated_rows" in resource:
@@ -199,7 +210,7 @@ class Platform:
             hashes.append(urllib.parse.quote(f"{table['name']}-Hash:{digest}", safe=""))
         headers = {
             "ETag": '"%s"' % hashlib.sha256(body).hexdigest()[:32],
-            "Content-Version": '"delta v%d-v%d"' % (start, end),
+            "Content-Version": '"delta %s"' % self.versions.wrong_range if self.versions.wrong_range else '"delta v%d-v%d"' % (start, end),
             "Cache-Hash-Value": ",".join(hashes),
             "Expires": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + resource["lifetime"])),
         }

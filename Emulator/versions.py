@@ -24,7 +24,12 @@ Admin calls (no token), for tests and the benchmark:
          → {"version": 4, "inserted_ids": [6]}
     POST /admin/deltas            {"enabled": false} answers full data even to X-Delta;
                                   {"key_order": ["insert_rows", "delete_ids", "name"]} sets
-                                  the order of each table object's keys in a delta
+                                  the order of each table object's keys in a delta;
+                                  {"wrong_range": "v9-v12"} makes every delta answer claim
+                                  that range in its Content-Version (a server that computed
+                                  the delta from another base); {"delta_for_full": "v1-last"}
+                                  answers requests without X-Delta with that delta; null
+                                  turns either off
 
 Rows changed behind this module's back (another emulator module editing a resource's
 `rows` in place) become a new version when next served: rows equal to ones of the
@@ -55,6 +60,9 @@ class Versions:
         self.next_id = {}
         self.deltas_enabled = True
         self.key_order = ["name", "insert_rows", "delete_ids"]
+        # Faults for tests: the range a delta answer claims, and a delta sent unasked.
+        self.wrong_range = None
+        self.delta_for_full = None
 
     def register(self, resource):
         """Version 1 of a cached resource: its rows numbered from 1."""
@@ -171,11 +179,18 @@ class Versions:
                 order = config.get("key_order", self.key_order)
                 if sorted(order) != ["delete_ids", "insert_rows", "name"]:
                     raise ValueError("key_order lists name, insert_rows and delete_ids")
+                for name in ("wrong_range", "delta_for_full"):
+                    if config.get(name) is not None and not DELTA.match(str(config[name])):
+                        raise ValueError(f"{name} reads v<n>-v<m> or v<n>-last")
             except ValueError as e:
                 return handler.error(400, "Bad Request", [str(e)])
             with self.lock:
                 self.deltas_enabled = bool(config.get("enabled", self.deltas_enabled))
                 self.key_order = list(order)
+                if "wrong_range" in config:
+                    self.wrong_range = config["wrong_range"]
+                if "delta_for_full" in config:
+                    self.delta_for_full = config["delta_for_full"]
             return handler.send(204)
         name = path[len("/admin/versions/"):]
         resource = platform.resources.get(name)

@@ -1,12 +1,13 @@
 #include <sqlite3.h>
 
 // SQLITE_TRANSIENT is a cast macro Swift cannot import; these wrappers bind with it so that
-// SQLite copies the bytes before the call returns.
-static inline int dray_sqlite3_bind_text_transient(sqlite3_stmt *s, int i, const char *v, int n) {
-  return sqlite3_bind_text(s, i, v, n, SQLITE_TRANSIENT);
+// SQLite copies the bytes before the call returns. The 64-bit lengths take any count without
+// a narrowing conversion; SQLite answers SQLITE_TOOBIG past its own limit (SQLITE_MAX_LENGTH).
+static inline int dray_sqlite3_bind_text_transient(sqlite3_stmt *s, int i, const char *v, sqlite3_uint64 n) {
+  return sqlite3_bind_text64(s, i, v, n, SQLITE_TRANSIENT, SQLITE_UTF8);
 }
-static inline int dray_sqlite3_bind_blob_transient(sqlite3_stmt *s, int i, const void *v, int n) {
-  return sqlite3_bind_blob(s, i, v, n, SQLITE_TRANSIENT);
+static inline int dray_sqlite3_bind_blob_transient(sqlite3_stmt *s, int i, const void *v, sqlite3_uint64 n) {
+  return sqlite3_bind_blob64(s, i, v, n, SQLITE_TRANSIENT);
 }
 
 // sqlite3_config is variadic, which Swift cannot call. Turning memory statistics off

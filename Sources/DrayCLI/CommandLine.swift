@@ -50,6 +50,7 @@ public enum DrayCommandLine {
       case "tables": return try TablesCommand.main(rest)
       case "query": return try QueryCommand.main(rest)
       case "version", "--version":
+        guard try Arguments(rest).positional.isEmpty else { throw UsageError("version takes no arguments: dray version") }
         print("dray \(DrayVersion.current)")
         return ExitCode.success
       case "help", "--help", "-h":

@@ -231,8 +231,8 @@ struct JobPlan {
       if let output = q.output { rows.append(("output", manifest.resolve(output) + " (\(q.format.rawValue))")) }
       for e in q.expect {
         var conditions: [String] = []
-        if let min = e.min { conditions.append(">= \(Self.number(min))") }
-        if let max = e.max { conditions.append("<= \(Self.number(max))") }
+        if let min = e.min { conditions.append(">= \(min)") }
+        if let max = e.max { conditions.append("<= \(max)") }
         if let equals = e.equals { conditions.append("= \(equals.json)") }
         rows.append(("expect", "\(e.column) " + conditions.joined(separator: " and ")))
       }
@@ -289,10 +289,6 @@ struct JobPlan {
 
   static func timeoutsText(_ t: Timeouts) -> String {
     "connect \(t.connect.formatted), request \(t.request?.formatted ?? "no limit"), idle \(t.idle.formatted)"
-  }
-
-  static func number(_ d: Double) -> String {
-    d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
   }
 
   /// `name  value` rows with the values lined up; a value's later lines are indented under

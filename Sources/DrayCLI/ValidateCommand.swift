@@ -9,7 +9,7 @@ enum ValidateCommand {
     var valid = true
     for path in args.positional {
       if let manifest = ManifestInput.load(path) {
-        print("\(path): ok (job \(manifest.job), \(manifest.steps.count) steps)")
+        print("\(path): ok (job \(manifest.job), \(HumanUnits.counted(manifest.steps.count, "step")))")
       } else {
         valid = false
       }

@@ -539,7 +539,8 @@ extension SQLValue {
   var integer: Int64 {
     switch self {
     case .integer(let i): i
-    case .real(let d): Int64(d)
+    // A damaged journal may hold any REAL; Int64(d) would trap on NaN or past 2^63.
+    case .real(let d): Int64(exactly: d.rounded(.towardZero)) ?? 0
     case .text(let s): Int64(s) ?? 0
     default: 0
     }

@@ -54,7 +54,7 @@ struct ProgressBoard {
       var parts: [String] = []
       if let total, total > 0 {
         parts.append("\(HumanUnits.bytes(bytes)) of \(HumanUnits.bytes(total))")
-        parts.append("\(min(100, Int(Double(bytes) * 100 / Double(total))))%")
+        parts.append("\(Int(min(100, Double(bytes) * 100 / Double(total))))%")
       } else {
         parts.append(HumanUnits.bytes(bytes))
       }
@@ -129,7 +129,9 @@ public enum HumanUnits {
   /// `0.42s`, `12s`, `3m05s`, `2h01m`.
   public static func duration(_ seconds: Double) -> String {
     if seconds < 10 { return String(format: "%.2fs", seconds) }
-    let whole = Int(seconds.rounded())
+    // At most a million hours: the time left of a download whose Content-Length a server
+    // gave as 2^63-1 bytes would not fit in Int (nor mean anything).
+    let whole = seconds < 3.6e9 ? Int(seconds.rounded()) : 3_600_000_000
     if whole < 60 { return "\(whole)s" }
     if whole < 3600 { return String(format: "%dm%02ds", whole / 60, whole % 60) }
     return String(format: "%dh%02dm", whole / 3600, (whole % 3600) / 60)

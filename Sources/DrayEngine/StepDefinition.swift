@@ -50,7 +50,11 @@ extension StepKind {
         q.expect.map { e in
           (
             key: e.column,
-            value: opt([("min", e.min.map { .number("\($0)") }), ("max", e.max.map { .number("\($0)") }), ("equals", e.equals)])
+            // Bounds as doubles ("200.0"), as they were first written, so fingerprints stay.
+            value: opt([
+              ("min", e.min.map { .number("\($0.doubleValue)") }), ("max", e.max.map { .number("\($0.doubleValue)") }),
+              ("equals", e.equals),
+            ])
           )
         })
       return opt([

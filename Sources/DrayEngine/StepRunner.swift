@@ -50,7 +50,8 @@ struct StepRunner {
       console.error("\(step.kindName) failed after \(took): \(report.errorMessage ?? "")", step: step.id)
     }
     for (sql, changes) in report.statements {
-      console.debug("\(changes) rows changed by: \(sql.trimmingCharacters(in: .whitespacesAndNewlines))", step: step.id)
+      console.debug(
+        "\(HumanUnits.counted(changes, "row")) changed by: \(sql.trimmingCharacters(in: .whitespacesAndNewlines))", step: step.id)
     }
     console.debug("checkpoint before: \(describe(report.checkpointBefore)); after: \(describe(report.checkpointAfter))", step: step.id)
     return report
@@ -63,7 +64,7 @@ struct StepRunner {
     case .table(let t): t.resource
     case .request(let r): r.resource
     case .files(let f): "\(f.action.rawValue) \(f.connection):\(f.path)"
-    case .parallel(let p): "\(p.steps.count) steps, at most \(p.max) at once"
+    case .parallel(let p): "\(HumanUnits.counted(p.steps.count, "step")), at most \(p.max) at once"
     case .schemes(let s): s.resources?.joined(separator: ", ") ?? ""
     case .http(let h): "\(h.method.rawValue) \(h.url)"
     default: ""
@@ -72,7 +73,7 @@ struct StepRunner {
 
   private func resultSummary(_ report: StepReport) -> String {
     var parts: [String] = []
-    if !report.rows.isEmpty { parts.append("\(report.totalRows) rows") }
+    if !report.rows.isEmpty { parts.append(HumanUnits.counted(report.totalRows, "row")) }
     if report.bytes > 0 { parts.append(HumanUnits.bytes(report.bytes)) }
     if report.retries > 0 { parts.append("\(report.retries) \(report.retries == 1 ? "retry" : "retries")") }
     return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"

@@ -2,52 +2,107 @@ internal import CYAJL
 public import DrayModel
 
 extension JSONValue {
-  /// Parses a whole JSON document held in memory, with yajl's tree parser.
+  /// Parses a whole JSON document held in memory, with yajl's event parser.
   ///
   /// Integers that fit in Int64 become `.integer`; every other number keeps its exact text
-  /// as `.number`. Object keys keep their order. Meant for small documents (tokens, schemes,
-  /// error bodies); table answers stream through the store's loader instead.
+  /// as `.number`. Object keys keep their order. Strings and keys keep every character,
+  /// `\u0000` included (yajl's tree parser hands them over as C strings, which a NUL would
+  /// cut short: a column `"nam\u0000e"` would read as `nam`). Comments are allowed, as in
+  /// yajl's tree parser. Meant for small documents (tokens, schemes, error bodies); table
+  /// answers stream through the store's loader instead.
   /// - Throws: `JSONParseError` with yajl's message.
   public init(parsing text: String) throws(JSONParseError) {
-    var message = [CChar](repeating: 0, count: 512)
-    let tree = text.withCString { yajl_tree_parse($0, &message, message.count) }
-    guard let tree else {
-      let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-      throw JSONParseError(message: reason.isEmpty ? "not valid JSON" : reason.trimmingSpaces)
+    let bytes = Array(text.utf8)
+    let builder = JSONTreeBuilder()
+    let context = Unmanaged.passUnretained(builder).toOpaque()
+    var callbacks = yajl_callbacks(
+      yajl_null: { ctx in JSONTreeBuilder.from(ctx).add(.null) },
+      yajl_boolean: { ctx, value in JSONTreeBuilder.from(ctx).add(.bool(value != 0)) },
+      yajl_integer: nil,
+      yajl_double: nil,
+      yajl_number: { ctx, text, length in
+        let raw = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
+        let isInteger = !raw.contains { $0 == "." || $0 == "e" || $0 == "E" }
+        return JSONTreeBuilder.from(ctx).add(isInteger ? Int64(raw).map { .integer($0) } ?? .number(raw) : .number(raw))
+      },
+      yajl_string: { ctx, text, length in
+        JSONTreeBuilder.from(ctx).add(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
+      },
+      yajl_start_map: { ctx in JSONTreeBuilder.from(ctx).start(isArray: false) },
+      yajl_map_key: { ctx, text, length in
+        JSONTreeBuilder.from(ctx).key(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self))
+      },
+      yajl_end_map: { ctx in JSONTreeBuilder.from(ctx).end() },
+      yajl_start_array: { ctx in JSONTreeBuilder.from(ctx).start(isArray: true) },
+      yajl_end_array: { ctx in JSONTreeBuilder.from(ctx).end() })
+    guard let parser = yajl_alloc(&callbacks, nil, context) else {
+      throw JSONParseError(message: "out of memory starting the JSON parser")
     }
-    defer { yajl_tree_free(tree) }
-    self = JSONValue.convert(tree)
+    defer { yajl_free(parser) }
+    _ = dray_yajl_allow_comments(parser)
+    var status = bytes.withUnsafeBufferPointer { yajl_parse(parser, $0.baseAddress, $0.count) }
+    if status == yajl_status_ok { status = yajl_complete_parse(parser) }
+    guard status == yajl_status_ok, let root = builder.root else {
+      let reason = bytes.withUnsafeBufferPointer { buffer -> String in
+        guard let message = yajl_get_error(parser, 1, buffer.baseAddress, buffer.count) else { return "" }
+        defer { yajl_free_error(parser, message) }
+        return String(cString: message)
+      }
+      throw JSONParseError(message: reason.trimmingSpaces.isEmpty ? "not valid JSON" : reason.trimmingSpaces)
+    }
+    self = root
   }
 
   /// Parses JSON bytes.
   public init(parsing bytes: [UInt8]) throws(JSONParseError) {
     try self.init(parsing: String(decoding: bytes, as: UTF8.self))
   }
+}
 
-  private static func convert(_ value: yajl_val) -> JSONValue {
-    let node = value.pointee
-    switch node.type {
-    case yajl_t_string:
-      return .string(String(cString: node.u.string))
-    case yajl_t_number:
-      let raw = String(cString: node.u.number.r)
-      if node.u.number.flags & 0x01 != 0, let i = Int64(raw) { return .integer(i) }
-      return .number(raw)
-    case yajl_t_object:
-      let object = node.u.object
-      var pairs: [(key: String, value: JSONValue)] = []
-      pairs.reserveCapacity(object.len)
-      for i in 0..<object.len {
-        pairs.append((String(cString: object.keys[i]!), convert(object.values[i]!)))
-      }
-      return .object(pairs)
-    case yajl_t_array:
-      let array = node.u.array
-      return .array((0..<array.len).map { convert(array.values[$0]!) })
-    case yajl_t_true: return .bool(true)
-    case yajl_t_false: return .bool(false)
-    default: return .null
+/// Builds a `JSONValue` from yajl's events: the open containers, innermost last. Each is a
+/// class, so that appending to it never copies what it holds so far.
+private final class JSONTreeBuilder {
+  final class Container {
+    let isArray: Bool
+    var items: [JSONValue] = []
+    var pairs: [(key: String, value: JSONValue)] = []
+    var key = ""
+    init(isArray: Bool) { self.isArray = isArray }
+  }
+
+  var open: [Container] = []
+  var root: JSONValue?
+
+  static func from(_ ctx: UnsafeMutableRawPointer?) -> JSONTreeBuilder {
+    Unmanaged<JSONTreeBuilder>.fromOpaque(ctx!).takeUnretainedValue()
+  }
+
+  func add(_ value: JSONValue) -> Int32 {
+    guard let container = open.last else {
+      root = value
+      return 1
     }
+    if container.isArray {
+      container.items.append(value)
+    } else {
+      container.pairs.append((container.key, value))
+    }
+    return 1
+  }
+
+  func start(isArray: Bool) -> Int32 {
+    open.append(Container(isArray: isArray))
+    return 1
+  }
+
+  func key(_ key: String) -> Int32 {
+    open.last?.key = key
+    return 1
+  }
+
+  func end() -> Int32 {
+    guard let container = open.popLast() else { return 0 }
+    return add(container.isArray ? .array(container.items) : .object(container.pairs))
   }
 }
 

@@ -105,6 +105,10 @@ extension ManifestValidator {
       reader.error(node.location, "'\(path)' must not hold credentials (user@host); give them in 'auth'")
       return nil
     }
+    if let problem = Self.authorityProblem(url, path: path) {
+      reader.error(node.location, problem)
+      return nil
+    }
     return url
   }
 
@@ -164,15 +168,15 @@ extension ManifestValidator {
     var ok = true
     for pair in pairs {
       let name = pair.key.scalar?.text ?? ""
-      guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && $0.value < 127 && $0 != ":" }) else {
-        reader.error(pair.key.location, "'\(name)' is not an HTTP header name")
+      if let problem = Self.headerNameProblem(name) {
+        reader.error(pair.key.location, problem)
         ok = false
         continue
       }
       let secret = Self.secretHeaders.contains(name.lowercased())
       if let value = reader.string(pair.value, "\(path).\(name)", secret: secret) {
-        guard !value.contains(where: { $0 == "\r" || $0 == "\n" }) else {
-          reader.error(pair.value.location, "'\(path).\(name)' must be one line; a header value cannot hold a line break")
+        if let problem = Self.headerValueProblem(value, path: "\(path).\(name)") {
+          reader.error(pair.value.location, problem)
           ok = false
           continue
         }
@@ -247,6 +251,9 @@ extension ManifestValidator {
       }
       reader.redactor.add(value)
       return value
+    } catch .nulInFile {
+      reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")
+      return nil
     } catch {
       reader.error(node.location, "cannot read \(path) '\(file)'; check that it exists and is readable")
       return nil

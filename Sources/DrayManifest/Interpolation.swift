@@ -9,6 +9,9 @@ internal import Foundation
 ///   newline; always a secret.
 /// - `$$`: a literal `$`. A `$` followed by anything else is kept as is.
 ///
+/// A variable or file holding a NUL character (U+0000) is refused: SQLite, libcurl and the
+/// file system read it as the end of the text, so the value would be cut short there.
+///
 /// Substitution happens on parsed values, never on the manifest's text, so a value that
 /// holds `#`, quotes, `: ` or `$` arrives exactly as it was set.
 struct Interpolator {
@@ -60,11 +63,13 @@ struct Interpolator {
       if body.hasPrefix("file:") {
         let path = String(body.dropFirst(5))
         value = try readFile(path)
+        guard !Self.holdsNUL(value) else { throw .nulInFile(path) }
         secretParts.append(value)
       } else {
         let (name, fallback) = split(body)
         guard Self.isVariableName(name) else { throw .badName(String(body)) }
         if let set = environment[name], !(fallback != nil && set.isEmpty) {
+          guard !Self.holdsNUL(set) else { throw .nulInVariable(name) }
           value = set
           if secretVariables.contains(name) { secretParts.append(value) }
         } else if let fallback {
@@ -87,6 +92,15 @@ struct Interpolator {
     return text.withUTF8 { bytes in
       guard let base = bytes.baseAddress else { return false }
       return memchr(base, Int32(UInt8(ascii: "$")), bytes.count) != nil
+    }
+  }
+
+  /// Whether `text` holds U+0000 (a `memchr` over the bytes, as for `$`).
+  static func holdsNUL(_ text: String) -> Bool {
+    var text = text
+    return text.withUTF8 { bytes in
+      guard let base = bytes.baseAddress else { return false }
+      return memchr(base, 0, bytes.count) != nil
     }
   }
 
@@ -149,6 +163,10 @@ enum InterpolationError: Error, CustomStringConvertible {
   case unreadableFile(String)
   case notUTF8(String)
   case noFile
+  /// The variable's value holds U+0000, which C libraries (SQLite, libcurl) read as its end.
+  case nulInVariable(String)
+  /// The file holds U+0000.
+  case nulInFile(String)
 
   var description: String {
     switch self {
@@ -164,6 +182,10 @@ enum InterpolationError: Error, CustomStringConvertible {
       "'${file:}' names no file; write ${file:PATH}, the path relative to the job folder"
     case .notUTF8(let path):
       "file '\(path)' named by ${file:\(path)} is not UTF-8 text"
+    case .nulInVariable(let name):
+      "environment variable \(name) holds a NUL character (U+0000), which would cut the value short; remove it"
+    case .nulInFile(let path):
+      "file '\(path)' named by ${file:\(path)} holds a NUL character (U+0000), which would cut the value short; remove it from the file"
     }
   }
 }

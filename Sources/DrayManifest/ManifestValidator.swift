@@ -201,6 +201,10 @@ struct ManifestValidator {
       reader.error(node.location, "'\(path)' must not hold a user name or password; give them in 'auth'")
       return nil
     }
+    if let problem = Self.authorityProblem(host, path: path) {
+      reader.error(node.location, problem)
+      return nil
+    }
     if !host.hasSuffix("/") { host += "/" }
     return host
   }
@@ -216,12 +220,16 @@ struct ManifestValidator {
     var headers: [HTTPHeader] = []
     for pair in pairs {
       let name = pair.key.scalar?.text ?? ""
-      guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && $0 != ":" }) else {
-        reader.error(pair.key.location, "'\(name)' is not an HTTP header name")
+      if let problem = Self.headerNameProblem(name) {
+        reader.error(pair.key.location, problem)
         continue
       }
       let secret = Self.secretHeaders.contains(name.lowercased())
       if let value = reader.string(pair.value, "\(path).\(name)", secret: secret) {
+        if let problem = Self.headerValueProblem(value, path: "\(path).\(name)") {
+          reader.error(pair.value.location, problem)
+          continue
+        }
         headers.append(HTTPHeader(name, value))
       }
     }
@@ -250,6 +258,10 @@ struct ManifestValidator {
         do {
           password = try Interpolator(environment: [:], secretVariables: [], directory: directory).resolve("${file:\(full)}").value
           reader.redactor.add(password!)
+        } catch .nulInFile {
+          reader.error(
+            file.location,
+            "'auth.password_file': file '\(path)' holds a NUL character (U+0000), which would cut the password short; remove it")
         } catch {
           reader.error(file.location, "'auth.password_file': cannot read file '\(path)'; check that it exists and is readable")
         }
@@ -570,10 +582,10 @@ struct ManifestValidator {
     return .query(QueryStep(sql: sql, output: output, format: format, expect: expectations))
   }
 
-  private mutating func number(_ node: YAMLNode, _ path: String) -> Double? {
+  private mutating func number(_ node: YAMLNode, _ path: String) -> ExactNumber? {
     switch reader.json(node, path) {
-    case .integer(let i): return Double(i)
-    case .number(let text): return Double(text)
+    case .integer(let i): return .integer(i)
+    case .number(let text): return ExactNumber(.number(text))
     case nil: return nil
     default:
       reader.error(node.location, "'\(path)' must be a number, found \(node.kindDescription)")

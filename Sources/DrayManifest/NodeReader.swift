@@ -64,6 +64,13 @@ struct NodeReader {
       let result = try interpolator.resolve(scalar.text)
       for part in result.secretParts { redactor.add(part) }
       if secret { redactor.add(result.value) }
+      // C libraries (SQLite, libcurl, the file system) read U+0000 as the end of the text:
+      // `DELETE FROM t\0 WHERE ...` would run as `DELETE FROM t`. The value is never quoted.
+      guard !Interpolator.holdsNUL(result.value) else {
+        self.error(
+          node.location, "\(Self.label(path)) holds a NUL character (U+0000, written \\0), which would cut the value short; remove it")
+        return nil
+      }
       // An interpolated plain scalar resolves like one written out: `count: ${N:-3}` is 3.
       return (result.value, scalar.style)
     } catch {
@@ -103,6 +110,10 @@ struct NodeReader {
 
   mutating func integer(_ node: YAMLNode, _ path: String, in range: ClosedRange<Int>) -> Int? {
     guard let (value, text) = resolved(node, path) else { return nil }
+    if case .integer(nil) = value {
+      error(node.location, "\(Self.label(path)) must be between \(range.lowerBound) and \(range.upperBound), found \(text)")
+      return nil
+    }
     guard case .integer(let i?) = value else {
       error(node.location, "\(Self.label(path)) must be an integer, found \(Self.describe(value, text))")
       return nil
@@ -123,10 +134,20 @@ struct NodeReader {
     return b
   }
 
-  /// A duration with a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`.
+  /// The longest duration a manifest may give: 30 days. Longer waits and time limits are
+  /// mistakes (and beyond it a count of milliseconds outgrows what libcurl takes).
+  static let maxDuration = Duration.seconds(30 * 24 * 3600)
+
+  /// A duration with a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`; at most `maxDuration`.
   mutating func duration(_ node: YAMLNode, _ path: String) -> Duration? {
     guard let (_, text) = resolved(node, path) else { return nil }
-    if let d = Self.parseDuration(text) { return d }
+    if let d = Self.parseDuration(text) {
+      guard d <= Self.maxDuration else {
+        error(node.location, "\(Self.label(path)) is too long: \(text); a duration is at most 30 days (720h)")
+        return nil
+      }
+      return d
+    }
     let isBareNumber = !text.isEmpty && text.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") } && Double(text) != nil
     if isBareNumber {
       error(node.location, "\(Self.label(path)) needs a unit: write '\(text)s' for \(text) seconds (units: ms, s, m, h)")
@@ -136,6 +157,9 @@ struct NodeReader {
     return nil
   }
 
+  /// The duration `text` writes, or nil when it is not one. A duration too long for
+  /// `Duration` (beyond about 292 million years) comes back as `Duration.seconds(Int64.max)`,
+  /// so that the caller can say it is too long rather than malformed.
   static func parseDuration(_ text: String) -> Duration? {
     let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
     for (unit, scale) in units where text.hasSuffix(unit) {
@@ -143,7 +167,10 @@ struct NodeReader {
       guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),
         let value = Double(number), value.isFinite, value >= 0
       else { return nil }
-      return .milliseconds(Int64((value * scale * 1000).rounded()))
+      let milliseconds = (value * scale * 1000).rounded()
+      // Int64(exactly:) of a Double at or past 2^63 would trap; such a value is far too long.
+      guard milliseconds < 9.2e18 else { return .seconds(Int64.max) }
+      return .milliseconds(Int64(milliseconds))
     }
     return nil
   }

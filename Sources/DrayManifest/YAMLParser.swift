@@ -18,7 +18,8 @@ internal import DrayModel
 ///   earlier merged mappings; a second `<<` in one mapping is a duplicate key;
 /// - tags other than `!!str` are refused (§10.3 core schema types are resolved from plain
 ///   text instead, by `CoreSchema`);
-/// - nesting deeper than `maxDepth` is refused.
+/// - nesting deeper than `maxDepth` is refused;
+/// - a key holding U+0000 (`"a\0b"`) is refused: C libraries would read it cut short.
 ///
 /// Positions are converted once, here: libyaml's 0-based marks (columns in characters)
 /// become 1-based `SourceLocation`s.
@@ -284,6 +285,12 @@ private struct Builder {
         }
         mergeKey = key.location
         merged.append(contentsOf: mergeSources(value))
+        continue
+      }
+      if Interpolator.holdsNUL(scalar.text) {
+        let shown = scalar.text.replacing("\0", with: "\\0")
+        diagnostics.append(
+          Diagnostic(key.location, "the key '\(shown)' holds a NUL character (U+0000, written \\0), which would cut it short; remove it"))
         continue
       }
       if let first = seen[scalar.text] {

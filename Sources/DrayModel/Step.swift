@@ -167,13 +167,14 @@ public struct QueryStep: Sendable, Hashable {
   }
 }
 
-/// A condition on a column of a query's first row: `n: { min: 200 }`.
+/// A condition on a column of a query's first row: `n: { min: 200 }`. Numbers compare by
+/// their exact value (`ExactNumber`).
 public struct Expectation: Sendable, Hashable {
   public var column: String
-  public var min: Double?
-  public var max: Double?
+  public var min: ExactNumber?
+  public var max: ExactNumber?
   public var equals: JSONValue?
-  public init(column: String, min: Double? = nil, max: Double? = nil, equals: JSONValue? = nil) {
+  public init(column: String, min: ExactNumber? = nil, max: ExactNumber? = nil, equals: JSONValue? = nil) {
     self.column = column
     self.min = min
     self.max = max

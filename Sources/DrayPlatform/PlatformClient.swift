@@ -112,6 +112,13 @@ public final class PlatformClient {
     return try resources.map { try PlatformClient.scheme(name: $0.key, $0.value, url: request.url) }.sorted { $0.name < $1.name }
   }
 
+  /// A resource's scheme from its entry in the schema answer (platform-api.md §2).
+  ///
+  /// Each column is an object with a string `name` (and a `type`, `TEXT` when missing); a
+  /// column written otherwise is refused, saying what was found. `lifetime` is a number of
+  /// seconds, present for a cached resource; one beyond 2^63-1 seconds (`1e300`) is kept as
+  /// `Int.max`, which means the same: the rows carry row ids and the cache never expires.
+  /// - Throws: `PlatformError.badAnswer` naming the resource, table and column.
   static func scheme(name: String, _ value: JSONValue, url: String) throws -> ResourceScheme {
     guard case .object = value else { throw PlatformError.badAnswer(url: url, detail: "resource '\(name)' is not an object") }
     var outputs: [ResourceScheme.Table] = []
@@ -119,19 +126,47 @@ public final class PlatformClient {
       guard let tableName = table["name"]?.stringValue else {
         throw PlatformError.badAnswer(url: url, detail: "an output table of '\(name)' has no name")
       }
-      let columns = (table["columns"]?.arrayValue ?? []).map {
-        ResourceScheme.Column(name: $0["name"]?.stringValue ?? "", type: $0["type"]?.stringValue ?? "TEXT")
+      var columns: [ResourceScheme.Column] = []
+      for (index, column) in (table["columns"]?.arrayValue ?? []).enumerated() {
+        guard case .object = column, let columnName = column["name"]?.stringValue else {
+          let found = column["name"].map { "a name that is not a string (\($0.json))" } ?? PlatformClient.describe(column)
+          throw PlatformError.badAnswer(
+            url: url,
+            detail: "column \(index + 1) of output table '\(tableName)' of '\(name)' must be an object with a string 'name', found \(found)"
+          )
+        }
+        columns.append(ResourceScheme.Column(name: columnName, type: column["type"]?.stringValue ?? "TEXT"))
       }
       outputs.append(ResourceScheme.Table(name: tableName, columns: columns))
     }
     var lifetime: Int?
     switch value["lifetime"] {
-    case .integer(let i)?: lifetime = Int(i)
-    case .number(let n)?: lifetime = Int(Double(n) ?? 0)
-    default: lifetime = nil
+    case .integer(let i)? where i >= 0: lifetime = Int(i)
+    case .number(let n)? where (Double(n) ?? -1) >= 0:
+      // A non-negative number, but not an integer within 64 bits: `1.5`, `1e300`, `9223372036854775808`.
+      let seconds = Double(n)!
+      lifetime = seconds < 9.2e18 ? Int(seconds) : Int.max
+    case nil, .null?: lifetime = nil
+    case let other?:
+      throw PlatformError.badAnswer(
+        url: url, detail: "the 'lifetime' of '\(name)' must be a number of seconds, 0 or more, found \(PlatformClient.describe(other))")
     }
     return ResourceScheme(
       name: name, type: value["type"]?.stringValue ?? "tabular", lifetime: lifetime, outputs: outputs, json: value.json)
+  }
+
+  /// What a JSON value is, for messages: `a string ("id")`, `a number (3)`.
+  static func describe(_ value: JSONValue) -> String {
+    let text = value.json
+    let shown = text.count > 60 ? String(text.prefix(60)) + "…" : text
+    switch value {
+    case .null: return "null"
+    case .bool: return "a boolean (\(shown))"
+    case .integer, .number: return "a number (\(shown))"
+    case .string: return "a string (\(shown))"
+    case .array: return "a list (\(shown))"
+    case .object: return "an object (\(shown))"
+    }
   }
 
   // MARK: Table data and uniform requests (platform-api.md §3, §4)
@@ -145,6 +180,32 @@ public final class PlatformClient {
     /// True when the answer is a delta (`Content-Version: "delta v2-v6"`).
     public var isDelta: Bool
     public var cacheHash: String?
+    /// The version a delta starts from (`v2`); nil for full data, or for a delta whose
+    /// `Content-Version` does not read `delta v<n>-v<m>`.
+    public var deltaFrom: String?
+
+    /// Why this delta cannot be applied to tables at version `held`, or nil when it can: it
+    /// must start at `held` (the version `X-Delta` named) and end there or later (`v5-v5`
+    /// is the empty delta of a resource that did not change). A delta from another base
+    /// would change rows the tables do not hold, or miss changes, and still mark them with
+    /// its end version; one that runs backwards would set the version back.
+    public func deltaProblem(held: String) -> String? {
+      let claimed = "\"delta \(deltaFrom ?? "?")-\(contentVersion ?? "?")\""
+      guard let from = deltaFrom, let to = contentVersion,
+        let start = AnswerHead.versionNumber(from), let end = AnswerHead.versionNumber(to)
+      else { return "a delta whose Content-Version does not read \"delta v<n>-v<m>\"" }
+      if from != held { return "a delta from \(from) (Content-Version: \(claimed)), not from \(held)" }
+      if end < start { return "a delta that runs backwards (Content-Version: \(claimed))" }
+      return nil
+    }
+
+    /// `6` for `v6`; nil when the text is not `v` and digits.
+    static func versionNumber(_ version: String) -> Int? {
+      guard version.hasPrefix("v"), version.count > 1, version.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }) else {
+        return nil
+      }
+      return Int(version.dropFirst())
+    }
   }
 
   /// Posts `params` to `rpc/<resource>/` and streams the answer into `download`.
@@ -186,16 +247,22 @@ public final class PlatformClient {
     }
   }
 
+  /// The answer's version headers: `Content-Version: v6` for full data, `"delta v2-v6"` for
+  /// a delta (platform-api.md §3), whose start and end are kept apart for the caller to check
+  /// (`AnswerHead.deltaProblem`).
   static func head(_ response: HTTPResponse) -> AnswerHead {
     var version = response.headers["Content-Version"]?.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
     var isDelta = false
+    var deltaFrom: String?
     if let v = version, v.lowercased().hasPrefix("delta ") {
       isDelta = true
-      version = v.split(separator: "-").last.map(String.init)
+      let range = v.dropFirst("delta ".count).trimmingCharacters(in: .whitespaces).split(separator: "-", omittingEmptySubsequences: false)
+      version = range.count == 2 ? String(range[1]) : nil
+      deltaFrom = range.count == 2 ? String(range[0]) : nil
     }
     return AnswerHead(
       status: response.status, etag: response.headers["ETag"], contentVersion: version, isDelta: isDelta,
-      cacheHash: response.headers["Cache-Hash-Value"])
+      cacheHash: response.headers["Cache-Hash-Value"], deltaFrom: deltaFrom)
   }
 
   // MARK: Files (platform-api.md §5)

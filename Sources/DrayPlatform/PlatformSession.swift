@@ -13,7 +13,8 @@ internal import Synchronization
 /// - When the token's JWT payload has `exp`, the token is renewed before use once less than
 ///   a tenth of its lifetime (at most 30 s) is left. The lifetime is `exp - iat` counted
 ///   from when the token arrived, so a server clock that differs from ours does not matter;
-///   without `iat`, `exp` is compared with our clock.
+///   without `iat`, `exp` is compared with our clock. A lifetime over ten years (an `exp`
+///   of `1e300`) counts as no `exp`.
 /// - A 401 from any call renews the token once; every call that met the same stale token
 ///   shares that one sign-in (`renew(stale:)`), then repeats once. Never a loop.
 ///
@@ -88,8 +89,13 @@ public final class PlatformSession: Sendable {
     }
   }
 
+  /// Longest token lifetime renewed by its `exp`: ten years. A longer one (`exp` of `1e19`,
+  /// `1e300`, `9223372036854775807`) is renewed only by a 401, like a token without `exp`.
+  static let longestRenewedLifetime: Double = 10 * 365 * 24 * 3600
+
   /// When to renew `token` before use, from its JWT payload's `exp` (and `iat`), or nil
-  /// when it has no readable `exp` or is already past it (then only a 401 renews it).
+  /// when it has no readable `exp`, is already past it, or lives longer than
+  /// `longestRenewedLifetime` (then only a 401 renews it).
   static func renewalTime(token: String, receivedAt: ContinuousClock.Instant, wallClock: Date) -> ContinuousClock.Instant? {
     let parts = token.split(separator: ".", omittingEmptySubsequences: false)
     guard parts.count == 3 else { return nil }
@@ -99,7 +105,8 @@ public final class PlatformSession: Sendable {
       let exp = payload["exp"].flatMap(PlatformSession.seconds)
     else { return nil }
     let lifetime = payload["iat"].flatMap(PlatformSession.seconds).map { exp - $0 } ?? (exp - wallClock.timeIntervalSince1970)
-    guard lifetime > 0 else { return nil }
+    // `lifetime` may be anything a server writes: huge, infinite (`1e400`), NaN (`inf - inf`).
+    guard lifetime > 0, lifetime <= longestRenewedLifetime else { return nil }
     let margin: Double = min(30, lifetime / 10)
     return receivedAt + Duration.milliseconds(Int64((lifetime - margin) * 1000))
   }

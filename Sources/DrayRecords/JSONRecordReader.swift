@@ -97,7 +97,9 @@ public struct JSONRecordReader {
   }
 
   /// A captured record as columns.
-  func record(_ value: JSONValue) -> Record {
+  /// - Parameter number: the record's number in the answer, from 1, for messages.
+  /// - Throws: `RecordError` when the record's keys would be one column (`RecordNames`).
+  func record(_ value: JSONValue, number: Int) throws -> Record {
     if let columns {
       return columns.map { column in
         let found: JSONValue?
@@ -112,6 +114,7 @@ public struct JSONRecordReader {
       }
     }
     if case .object(let pairs) = value {
+      try RecordNames.check(pairs.map { ($0.key, "key") }, record: number)
       return pairs.map { ($0.key, RecordValue(json: $0.value)) }
     }
     return [("value", RecordValue(json: value))]
@@ -258,7 +261,7 @@ private final class JSONScanState {
   private func emit(_ value: JSONValue) -> Bool {
     summary.records += 1
     do {
-      try each(reader.record(value))
+      try each(reader.record(value, number: summary.records))
       return true
     } catch {
       return fail(error)

@@ -133,6 +133,43 @@ public struct ColumnInference: Sendable {
   }
 }
 
+/// The names of one record's values, checked before they become columns.
+///
+/// SQLite compares column names without regard to ASCII case, so `Name` and `name` in one
+/// record would be one column and one of the two values would be lost; so would a key
+/// written twice, or an XML attribute and a child element of one name. Such a record is
+/// refused, naming it and both names (docs/http.md). Names that differ only in case in
+/// *different* records are one column, as before.
+enum RecordNames {
+  /// - Parameters:
+  ///   - names: each value's name and what it is (`key`, `attribute`, `child element`).
+  ///   - record: the record's number in its answer, from 1.
+  /// - Throws: `RecordError` for the first two names that would be one column.
+  static func check(_ names: [(name: String, what: String)], record: Int) throws {
+    guard names.count > 1 else { return }
+    var seen: [String: (name: String, what: String)] = [:]
+    seen.reserveCapacity(names.count)
+    for entry in names {
+      let key = ColumnInference.fold(entry.name)
+      guard let other = seen[key] else {
+        seen[key] = entry
+        continue
+      }
+      let both: String
+      if other.what == entry.what && other.name == entry.name {
+        throw RecordError("record \(record) has the \(entry.what) '\(entry.name)' twice; one of its values would be lost")
+      } else if other.what == entry.what {
+        both = "the \(entry.what)s '\(other.name)' and '\(entry.name)', which differ only in letter case"
+      } else {
+        both = "the \(other.what) '\(other.name)' and the \(entry.what) '\(entry.name)'"
+      }
+      throw RecordError(
+        "record \(record) has \(both): SQLite column names ignore letter case, so they would be one column and a value would be lost; "
+          + "declare 'columns' with 'from' to load each under its own name")
+    }
+  }
+}
+
 /// A record or an answer that cannot be read.
 public struct RecordError: Error, Sendable, Equatable, CustomStringConvertible {
   public var message: String

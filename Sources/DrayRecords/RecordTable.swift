@@ -111,7 +111,8 @@ public final class RecordTable {
   }
 
   /// Inserts one record; its columns must be in the table (see `prepare`). A column the
-  /// record does not name is NULL; of two names that differ only in case, the last wins.
+  /// record does not name is NULL. The readers never hand over a record with two names that
+  /// differ only in case (`RecordNames`).
   public func insert(_ record: Record) throws {
     let statement: Statement
     if let insert {

@@ -70,7 +70,7 @@ public struct XMLRecordReader {
         if let records, XMLRecordReader.matches(records, stack) {
           guard let node = xmlTextReaderExpand(handle.reader) else { throw handle.failure(file: file) }
           summary.records += 1
-          try each(record(node))
+          try each(record(node, number: summary.records))
           stack.removeLast()
           status = xmlTextReaderNext(handle.reader)
           continue
@@ -98,7 +98,10 @@ public struct XMLRecordReader {
   }
 
   /// An expanded record element as columns.
-  func record(_ node: xmlNodePtr) -> Record {
+  /// - Parameter number: the record's number in the answer, from 1, for messages.
+  /// - Throws: `RecordError` when two of its attributes and children would be one column
+  ///   (`RecordNames`): `<a>1</a><A>2</A>`, or `<item a="1"><a>2</a></item>`.
+  func record(_ node: xmlNodePtr, number: Int) throws -> Record {
     if let columns {
       return columns.map { column in
         if case .xml(let path)? = column.from { return (column.name, XMLTree.value(at: path, in: node)) }
@@ -109,16 +112,22 @@ public struct XMLRecordReader {
       }
     }
     var record: Record = []
+    var names: [(name: String, what: String)] = []
     var attribute = node.pointee.properties
     while let a = attribute {
       let name = XMLReaderHandle.string(a.pointee.name)
       record.append((name, XMLTree.attribute(name, of: node).map { RecordValue(xmlText: $0) } ?? .null))
+      names.append((name, "attribute"))
       attribute = a.pointee.next
     }
     let children = XMLTree.children(of: node)
     if children.isEmpty {
       let text = XMLTree.text(node)
-      if !text.trimmingXMLSpace.isEmpty { record.append(("value", RecordValue(xmlText: text))) }
+      if !text.trimmingXMLSpace.isEmpty {
+        record.append(("value", RecordValue(xmlText: text)))
+        names.append(("value", "element's own text, column"))
+      }
+      try RecordNames.check(names, record: number)
       return record
     }
     var order: [String] = []
@@ -129,6 +138,7 @@ public struct XMLRecordReader {
       let text = XMLTree.children(of: child).isEmpty ? XMLTree.text(child) : XMLTree.text(child).trimmingXMLSpace
       texts[name, default: []].append(text)
     }
+    try RecordNames.check(names + order.map { ($0, "child element") }, record: number)
     for name in order {
       let values = texts[name]!
       if values.count == 1 {

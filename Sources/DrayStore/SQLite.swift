@@ -96,8 +96,11 @@ public final class Database {
   }
 
   /// Prepares each statement of `sql` in turn and hands it to `body`.
+  /// - Throws: `SQLiteError`; with `SQLITE_MISUSE` when `sql` holds a NUL character, where
+  ///   SQLite would stop reading (`DELETE FROM t\0 WHERE ...` would run as `DELETE FROM t`).
   public func forEachStatement(_ sql: String, _ body: (Statement) throws(SQLiteError) -> Void) throws(SQLiteError) {
     let bytes = Array(sql.utf8CString)
+    if bytes.dropLast().contains(0) { throw nulError(sql) }
     try bytes.withUnsafeBufferPointer { (buffer) throws(SQLiteError) in
       var tail: UnsafePointer<CChar>? = buffer.baseAddress
       while let start = tail, start.pointee != 0 {
@@ -126,6 +129,7 @@ public final class Database {
 
   /// Prepares one statement.
   public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+    if sql.utf8.contains(0) { throw nulError(sql) }
     var raw: OpaquePointer?
     let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
     guard rc == SQLITE_OK, let raw else { throw error(rc, sql: sql) }
@@ -135,21 +139,68 @@ public final class Database {
   /// Prepares `sql`, which must hold exactly one statement (comments and spaces around it
   /// are fine).
   /// - Throws: `SQLiteError` from SQLite, or with code `SQLITE_MISUSE` when `sql` holds no
-  ///   statement or more than one.
+  ///   statement, more than one, or a NUL character.
   public func prepareOne(_ sql: String) throws(SQLiteError) -> Statement {
-    var statements: [Statement] = []
-    var extra = ""
-    try forEachStatement(sql) { statement throws(SQLiteError) in
-      if statements.isEmpty { statements.append(statement) } else if extra.isEmpty { extra = statement.sql }
+    let (statement, rest) = try prepareFirst(sql)
+    if let rest {
+      throw SQLiteError(
+        code: SQLITE_MISUSE, message: "one statement at a time; found another after the first: \(rest)", sql: sql, path: path)
     }
-    guard let statement = statements.first else {
+    guard let statement else {
       throw SQLiteError(code: SQLITE_MISUSE, message: "no SQL statement to run", sql: sql, path: path)
     }
-    guard extra.isEmpty else {
-      throw SQLiteError(
-        code: SQLITE_MISUSE, message: "one statement at a time; found another after the first: \(extra)", sql: sql, path: path)
-    }
     return statement
+  }
+
+  /// Prepares the first statement of `sql` and tells whether anything but spaces and
+  /// comments follows it. What follows is never prepared, so `SELECT 1; DROP TABLE x` is
+  /// found to hold a second statement whether or not `x` exists.
+  /// - Returns: the statement (nil when `sql` holds none) and, when another statement
+  ///   follows, its text (trimmed, cut after 200 characters).
+  /// - Throws: `SQLiteError` from SQLite for the first statement; with `SQLITE_MISUSE` when
+  ///   `sql` holds a NUL character.
+  public func prepareFirst(_ sql: String) throws(SQLiteError) -> (statement: Statement?, rest: String?) {
+    let bytes = Array(sql.utf8CString)
+    if bytes.dropLast().contains(0) { throw nulError(sql) }
+    return try bytes.withUnsafeBufferPointer { (buffer) throws(SQLiteError) -> (Statement?, String?) in
+      var first: Statement?
+      var tail: UnsafePointer<CChar>? = buffer.baseAddress
+      let end = buffer.baseAddress! + (buffer.count - 1)
+      while let start = tail, start.pointee != 0 {
+        if first != nil {
+          // Only spaces, comments and empty statements (`;`) may follow: SQLite prepares
+          // those to no statement. Anything else, even SQL that would not prepare, is a
+          // second statement; none is ever run.
+          var raw: OpaquePointer?
+          var next: UnsafePointer<CChar>?
+          let rc = sqlite3_prepare_v2(handle, start, -1, &raw, &next)
+          sqlite3_finalize(raw)
+          if rc == SQLITE_OK && raw == nil {
+            tail = next
+            continue
+          }
+          var rest = String(decoding: UnsafeRawBufferPointer(start: start, count: end - start), as: UTF8.self)
+            .trimmingCharacters(in: CharacterSet.whitespacesAndNewlines.union(CharacterSet(charactersIn: ";")))
+          if rest.count > 200 { rest = String(rest.prefix(200)) + "…" }
+          return (first, rest)
+        }
+        var raw: OpaquePointer?
+        var next: UnsafePointer<CChar>?
+        let rc = sqlite3_prepare_v2(handle, start, -1, &raw, &next)
+        let text = String(decoding: UnsafeRawBufferPointer(start: start, count: (next ?? start) - start), as: UTF8.self)
+        guard rc == SQLITE_OK else { throw error(rc, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        if let raw { first = Statement(raw, database: self, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        tail = next
+      }
+      return (first, nil)
+    }
+  }
+
+  /// The error for SQL holding U+0000.
+  private func nulError(_ sql: String) -> SQLiteError {
+    SQLiteError(
+      code: SQLITE_MISUSE, message: "the SQL holds a NUL character (U+0000), where SQLite would stop reading it; remove it",
+      sql: sql.replacing("\0", with: "\\0"), path: path)
   }
 
   /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`), committing when it returns and
@@ -290,10 +341,10 @@ public final class Statement {
     case .integer(let i): rc = sqlite3_bind_int64(handle, index, i)
     case .real(let d): rc = sqlite3_bind_double(handle, index, d)
     case .text(let s):
-      rc = s.withCString { dray_sqlite3_bind_text_transient(handle, index, $0, Int32(s.utf8.count)) }
+      rc = s.withCString { dray_sqlite3_bind_text_transient(handle, index, $0, UInt64(s.utf8.count)) }
     case .blob(let b):
       rc = b.withUnsafeBytes {
-        dray_sqlite3_bind_blob_transient(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, Int32($0.count))
+        dray_sqlite3_bind_blob_transient(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, UInt64($0.count))
       }
     }
     guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
@@ -303,7 +354,7 @@ public final class Statement {
   @inline(__always)
   public func bindText(_ pointer: UnsafePointer<UInt8>, count: Int, at index: Int32) throws(SQLiteError) {
     let rc = pointer.withMemoryRebound(to: CChar.self, capacity: max(count, 1)) {
-      dray_sqlite3_bind_text_transient(handle, index, $0, Int32(count))
+      dray_sqlite3_bind_text_transient(handle, index, $0, UInt64(count))
     }
     guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
   }

@@ -64,7 +64,8 @@ extension Store {
         sourceName: table.name, physicalName: Store.tableName(resource: scheme.name, table: table.name, params: params),
         columns: columns, kinds: kinds, cached: scheme.isCached)
     }
-    let tables = Dictionary(uniqueKeysWithValues: scheme.outputs.map { ($0.name, $0) })
+    // `Store.check` refused two output tables of one name above; never trap on one anyway.
+    let tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     return try database.transaction {
       try saveScheme(scheme)
       for table in scheme.outputs {

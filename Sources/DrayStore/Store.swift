@@ -138,18 +138,41 @@ public final class Store {
   }
 
   /// Refuses names SQLite cannot hold as distinct columns, before anything is created:
-  /// an empty resource, table or column name; two columns whose names differ only in ASCII
-  /// letter case (SQLite compares identifiers that way); a column named like the row id
-  /// column of a cached resource; more columns than SQLite allows (SQLITE_MAX_COLUMN,
-  /// https://sqlite.org/limits.html). Every other name, quotes, spaces, reserved words and
-  /// any script included, is quoted and kept exactly.
+  /// an empty resource, table or column name; a name holding a NUL character (U+0000, where
+  /// SQLite's C interface would cut it short); two output tables of one name; a table
+  /// without columns (of a resource that is not cached: a cached one has its row id); two
+  /// columns whose names differ only in ASCII letter case (SQLite compares identifiers that
+  /// way); a column named like the row id column of a cached resource; more columns than
+  /// SQLite allows (SQLITE_MAX_COLUMN, https://sqlite.org/limits.html). Every other name,
+  /// quotes, spaces, reserved words and any script included, is quoted and kept exactly.
   static func check(_ scheme: ResourceScheme) throws(StoreError) {
     if scheme.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "the resource name is empty") }
+    if scheme.name.utf8.contains(0) {
+      throw .badScheme(resource: Store.shown(scheme.name), reason: "the resource name holds a NUL character (U+0000)")
+    }
     if "\(scheme.name)__".lowercased().hasPrefix("sqlite_") {
       throw .badScheme(resource: scheme.name, reason: "SQLite reserves table names that start with 'sqlite_'")
     }
+    var tables: [String: String] = [:]
     for table in scheme.outputs {
       if table.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "an output table has an empty name") }
+      if table.name.utf8.contains(0) {
+        throw .badScheme(
+          resource: scheme.name, reason: "output table '\(Store.shown(table.name))' has a name holding a NUL character (U+0000)")
+      }
+      // Physical names compare without regard to ASCII case, as SQLite compares them.
+      if let other = tables[Store.folded(table.name)] {
+        let reason =
+          other == table.name
+          ? "the scheme lists two output tables named '\(table.name)'; each output table needs its own name"
+          : "the scheme lists output tables '\(other)' and '\(table.name)', which SQLite cannot tell apart (names differ only in letter case)"
+        throw .badScheme(resource: scheme.name, reason: reason)
+      }
+      tables[Store.folded(table.name)] = table.name
+      if table.columns.isEmpty && !scheme.isCached {
+        throw .badScheme(
+          resource: scheme.name, reason: "output table '\(table.name)' has no columns; SQLite cannot create a table without columns")
+      }
       let limit = maxColumns - (scheme.isCached ? 1 : 0)
       if table.columns.count > limit {
         throw .badScheme(
@@ -157,12 +180,18 @@ public final class Store {
       }
       var seen: [String: String] = [:]
       if scheme.isCached { seen[rowIDColumn] = rowIDColumn }
-      for column in table.columns {
+      for (index, column) in table.columns.enumerated() {
         if column.name.isEmpty {
-          throw .badScheme(resource: scheme.name, reason: "output table '\(table.name)' has a column with an empty name")
+          throw .badScheme(
+            resource: scheme.name, reason: "output table '\(table.name)' has a column with an empty name (column \(index + 1))")
+        }
+        if column.name.utf8.contains(0) {
+          throw .badScheme(
+            resource: scheme.name,
+            reason: "output table '\(table.name)' has a column named '\(Store.shown(column.name))', which holds a NUL character (U+0000)")
         }
         // SQLite compares identifiers without regard to ASCII case.
-        let folded = String(column.name.map { $0.isASCII ? Character($0.lowercased()) : $0 })
+        let folded = Store.folded(column.name)
         if let other = seen[folded] {
           let reason =
             other == rowIDColumn
@@ -173,6 +202,21 @@ public final class Store {
         seen[folded] = column.name
       }
     }
+  }
+
+  /// `name` with ASCII letters lowered, as SQLite compares identifiers.
+  static func folded(_ name: String) -> String {
+    String(name.map { $0.isASCII ? Character($0.lowercased()) : $0 })
+  }
+
+  /// A server-supplied name for a message: a NUL (or another control character) as `\0`,
+  /// `\u{1b}`, so that the message stays one readable line.
+  static func shown(_ name: String) -> String {
+    name.unicodeScalars.map { scalar in
+      if scalar.value == 0 { return "\\0" }
+      if scalar.value < 32 || scalar.value == 127 { return "\\u{\(String(scalar.value, radix: 16))}" }
+      return String(scalar)
+    }.joined()
   }
 
   // MARK: Bookkeeping

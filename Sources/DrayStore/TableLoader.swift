@@ -856,9 +856,11 @@ private final class LoadSession {
     let arena = c.pointee.arena
     for i in 0..<c.pointee.textCount {
       let text = c.pointee.texts![i]
-      // A NULL destructor is SQLITE_STATIC: the arena outlives the step.
-      let rc = sqlite3_bind_text(
-        statement, text.column, UnsafeRawPointer(arena + text.offset).assumingMemoryBound(to: CChar.self), Int32(text.length), nil)
+      // A NULL destructor is SQLITE_STATIC: the arena outlives the step. The 64-bit length
+      // takes a value of any size; past SQLite's limit the bind fails with SQLITE_TOOBIG.
+      let rc = sqlite3_bind_text64(
+        statement, text.column, UnsafeRawPointer(arena + text.offset).assumingMemoryBound(to: CChar.self), UInt64(text.length), nil,
+        UInt8(SQLITE_UTF8))
       guard rc == SQLITE_OK else { return session(c).stepFailed(rc) }
     }
     c.pointee.textCount = 0

@@ -129,7 +129,8 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .cancelled: "cancelled"
     case .bodyTooLarge(let limit): "the answer is larger than \(limit) bytes, the most kept in memory"
     case .retryAfterTooLong(let e, let seconds, let limit):
-      "\(e); the server asked to wait \(Int(seconds.rounded())) s before retrying (Retry-After), "
+      // `Retry-After: 9223372036854775807` reads as 2^63 seconds, past Int: shown as a Double.
+      "\(e); the server asked to wait \(seconds < 9e18 ? String(Int(seconds.rounded())) : "\(seconds)") s before retrying (Retry-After), "
         + "longer than retry.max_interval (\(limit.formatted)); giving up. Raise retry.max_interval to wait that long"
     case .gaveUp(let last, let reason): "\(last); \(reason)"
     case .file(let path, let detail): "cannot use file \(path): \(detail)"

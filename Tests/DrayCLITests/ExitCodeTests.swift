@@ -141,5 +141,10 @@ import Testing
     let version = try Command.dray(["version"])
     #expect(version.status == 0)
     #expect(version.stdout.hasPrefix("dray "))
+    let extra = try Command.dray(["version", "extra"])
+    #expect(extra.status == 2)
+    #expect(extra.stdout == "")
+    #expect(extra.stderr == "dray: version takes no arguments: dray version\nRun 'dray help' for usage.\n")
+    #expect(try Command.dray(["version", "--json"]).status == 2)
   }
 }

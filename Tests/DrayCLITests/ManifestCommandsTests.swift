@@ -67,6 +67,8 @@ import Testing
         """)
     let both = try Command.dray(["validate", good, good])
     #expect(both.status == 0)
+    let one = try folder.write("one.yaml", "version: 1\njob: one\nsteps:\n  - sql: SELECT 1\ndatabase: { path: db.sqlite }\n")
+    #expect(try Command.dray(["validate", one]).stdout == "\(one): ok (job one, 1 step)\n")
     #expect(try Command.dray(["validate"]).status == 2)
   }
 

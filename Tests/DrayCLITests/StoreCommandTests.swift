@@ -116,6 +116,9 @@ import Testing
     let cases = [
       ("SELECT * FROM nope", "no such table: nope"),
       ("SELECT 1; SELECT 2", "one statement at a time; found another after the first: SELECT 2"),
+      // The second statement is never prepared: its missing table is not the problem.
+      ("SELECT 1; DROP TABLE x", "one statement at a time; found another after the first: DROP TABLE x"),
+      ("SELECT 1; ;\n  DELETE FROM x;", "one statement at a time; found another after the first: DELETE FROM x"),
       (
         "DELETE FROM FRUITS__output_table",
         "dray query only reads; change data with an sql step in a job (attempt to write a readonly database)"
@@ -128,6 +131,7 @@ import Testing
       #expect(result.stdout == #"{"status":"error","error":"\#(message)"}"# + "\n")
     }
     #expect(try Command.dray(["query", db, "SELECT count(*) AS n FROM FRUITS__output_table"]).stdout.contains(#"[{"n":5}]"#))
+    #expect(try Command.dray(["query", db, "SELECT 1 AS n; -- a comment\n;"]).stdout.contains(#"[{"n":1}]"#))
     let missing = try Command.dray(["query", db + ".missing", "SELECT 1"])
     #expect(missing.status == 1)
     #expect(missing.stdout == #"{"status":"error","error":"no database at \#(db).missing"}"# + "\n")

@@ -160,6 +160,54 @@ import Testing
     #expect(try localVersion(folder) == "v1")
   }
 
+  /// A delta must start at the version asked for and must not run backwards; otherwise it
+  /// is dropped and full data fetched, so the table never holds rows under a wrong version.
+  @Test func aDeltaFromAnotherBaseOrRunningBackwardsIsNotApplied() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let job = try job(folder, emulator)
+    _ = try refresh(job)
+    try change(emulator, #"{"delete": [1], "insert": [[6, "kiwi", 0.9, 1]]}"#)
+    try emulator.admin("POST", "deltas", json: #"{"wrong_range": "v9-v12"}"#)
+    _ = try? deltaHeaders(emulator)
+    let report = try refresh(job)
+    #expect(try deltaHeaders(emulator) == ["v1-last", nil])
+    #expect(
+      report.notes.first
+        == #"asked for a delta from v1; the server sent a delta from v9 (Content-Version: "delta v9-v12"), not from v1; asked for full data instead"#
+    )
+    #expect(try localRows(folder) == serverRows(emulator).rows)
+    #expect(try localVersion(folder) == "v2")
+
+    // The version held is v2 now; a delta "from v2 to v1" would set it back.
+    try change(emulator, #"{"delete": [2]}"#)
+    try emulator.admin("POST", "deltas", json: #"{"wrong_range": "v2-v1"}"#)
+    let backwards = try refresh(job)
+    #expect(try deltaHeaders(emulator) == ["v2-last", nil])
+    #expect(
+      backwards.notes.first
+        == #"asked for a delta from v2; the server sent a delta that runs backwards (Content-Version: "delta v2-v1"); asked for full data instead"#
+    )
+    #expect(try localRows(folder) == serverRows(emulator).rows)
+    #expect(try localVersion(folder) == "v3")
+  }
+
+  @Test func aDeltaSentToARequestForFullDataFailsTheStep() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    try emulator.admin("POST", "deltas", json: #"{"delta_for_full": "v1-last"}"#)
+    let report = Runner(manifest: try job(folder, emulator), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    #expect(report.exitCode == 1)
+    let load = try #require(report.steps.last)
+    #expect(load.errorCode == "bad_answer")
+    #expect(
+      load.errorMessage
+        == #"unexpected answer from \#(emulator.url)api/v1/rpc/FRUITS/: asked for full data, the server sent a delta (Content-Version: "delta v1-v1"); a delta cannot apply to tables of unknown version, so nothing was loaded"#
+    )
+    #expect(try localRows(folder) == [])
+    #expect(try localVersion(folder) == nil)
+  }
+
   @Test func valuesThatDoNotFitTheirColumnReachTheStepReport() throws {
     let folder = TemporaryDirectory()
     let resources = try folder.write(

@@ -332,6 +332,50 @@ import Testing
     )
   }
 
+  /// SQLite sees `Name` and `name` as one column: a record holding both would lose a value,
+  /// so it is refused by record and names; declared columns load both.
+  @Test func namesOfOneRecordThatDifferOnlyInCaseAreRefused() throws {
+    let server = try RestServer([
+      "--rule", #"{"path": "/case", "status": 200, "body": "[{\"id\": 1}, {\"Name\": 1, \"name\": 2}]"}"#,
+      "--rule", #"{"path": "/twice", "status": 200, "body": "[{\"name\": 1, \"name\": 2}]"}"#,
+      "--rule", #"{"path": "/elements", "status": 200, "body": "<r><item><a>1</a><A>2</A></item></r>"}"#,
+      "--rule", #"{"path": "/attribute", "status": 200, "body": "<r><item a=\"1\"><a>2</a></item></r>"}"#,
+    ])
+    let cases = [
+      ("case", "load: { table: t }", "record 2 has the keys 'Name' and 'name', which differ only in letter case"),
+      ("twice", "load: { table: t }", "record 1 has the key 'name' twice; one of its values would be lost"),
+      (
+        "elements", "format: xml, load: { table: t, records: /r/item }",
+        "record 1 has the child elements 'a' and 'A', which differ only in letter case"
+      ),
+      ("attribute", "format: xml, load: { table: t, records: /r/item }", "record 1 has the attribute 'a' and the child element 'a'"),
+    ]
+    let rest =
+      ": SQLite column names ignore letter case, so they would be one column and a value would be lost; "
+      + "declare 'columns' with 'from' to load each under its own name"
+    for (path, options, message) in cases {
+      let report = try run("  - id: load\n    http: { base_url: '${API}', path: \(path), \(options) }", server: server)
+      #expect(report.steps[0].errorCode == "bad_answer")
+      #expect(report.steps[0].errorMessage == "the answer of \(server.url)\(path): " + message + (path == "twice" ? "" : rest))
+    }
+    #expect(try Database(path: folder.path + "/data.sqlite").tableExists("t") == false)
+    // Declared columns pick each value by its exact name or selector.
+    let declared = try run(
+      """
+        - id: json
+          http: { base_url: "${API}", path: case, load: { table: j, columns: { upper: { type: INTEGER, from: /Name }, name: INTEGER } } }
+        - id: xml
+          http:
+            base_url: "${API}"
+            path: attribute
+            format: xml
+            load: { table: x, records: /r/item, columns: { a_attribute: { type: INTEGER, from: "@a" }, a: INTEGER } }
+      """, server: server)
+    #expect(declared.exitCode == 0, "\(declared.steps.compactMap(\.errorMessage))")
+    #expect(try rows("SELECT upper, name FROM j") == [[.null, .null], [.integer(1), .integer(2)]])
+    #expect(try rows("SELECT a_attribute, a FROM x") == [[.integer(1), .integer(2)]])
+  }
+
   @Test func pagesSavedAsFilesAndLoadsRunningInParallel() throws {
     let server = try RestServer()
     let report = try run(

@@ -106,6 +106,63 @@ import Testing
         - id: check
           query: { sql: "SELECT 1; DELETE FROM fruit" }
       """)
-    #expect(report.steps[1].errorMessage == "a query runs one statement; this one holds 2: use a sql step for the others")
+    #expect(
+      report.steps[1].errorMessage == "a query runs one statement; found another after the first: DELETE FROM fruit; use a sql step for it")
+    // What follows is never prepared: a second statement on a table that does not exist is
+    // still a second statement, not "no such table".
+    let (_, missing) = try run(
+      """
+        - id: check
+          query: { sql: "SELECT 1; DROP TABLE x" }
+      """)
+    #expect(
+      missing.steps[1].errorMessage == "a query runs one statement; found another after the first: DROP TABLE x; use a sql step for it")
+    let (_, comments) = try run(
+      """
+        - id: check
+          query: { sql: "SELECT count(*) AS n FROM fruit; -- done\n;", expect: { n: { equals: 3 } } }
+      """)
+    #expect(comments.exitCode == 0, "\(comments.steps.compactMap(\.errorMessage))")
+  }
+
+  /// Integers compare as integers: through doubles 9223372036854775807 would equal
+  /// 9223372036854775806 (both round to 2^63).
+  @Test func largeIntegersCompareExactly() throws {
+    let (_, report) = try run(
+      """
+        - id: check
+          query:
+            sql: SELECT 9223372036854775807 AS n, 9007199254740993 AS m, 0.5 AS r
+            expect:
+              n: { equals: 9223372036854775806, max: 9223372036854775806, min: 9223372036854775807 }
+              m: { equals: 9007199254740992, min: 9007199254740992.0, max: 9007199254740992.0 }
+              r: { equals: 0.5, min: 0, max: 1 }
+      """)
+    #expect(
+      report.steps[1].errorMessage
+        == "4 expectations failed: n = 9223372036854775807, expected at most 9223372036854775806; n = 9223372036854775807, expected 9223372036854775806; "
+        + "m = 9007199254740993, expected at most 9007199254740992; m = 9007199254740993, expected 9007199254740992")
+    let (_, exact) = try run(
+      """
+        - id: check
+          query:
+            sql: SELECT 9223372036854775807 AS n, -9223372036854775808 AS low, 2.0 AS two, 'x' AS s
+            expect:
+              n: { equals: 9223372036854775807, min: 9223372036854775807, max: 9223372036854775807 }
+              low: { equals: -9223372036854775808, max: -9223372036854775808 }
+              two: { equals: 2 }
+              s: { equals: x }
+      """)
+    #expect(exact.exitCode == 0, "\(exact.steps.compactMap(\.errorMessage))")
+  }
+
+  @Test func anInfiniteRealIsANumberNotNull() throws {
+    let (_, report) = try run(
+      """
+        - id: check
+          query: { sql: "SELECT 1e999 AS big, -1e999 AS small", expect: { big: { max: 10, min: 0 }, small: { min: 0 } } }
+      """)
+    #expect(
+      report.steps[1].errorMessage == "2 expectations failed: big = Infinity, expected at most 10; small = -Infinity, expected at least 0")
   }
 }

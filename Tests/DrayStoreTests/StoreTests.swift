@@ -58,7 +58,36 @@ import Testing
     let cases: [(ResourceScheme, String)] = [
       (.table([("a", "TEXT")], resource: ""), "resource '': the resource name is empty; nothing was created"),
       (.table([("a", "TEXT")], table: ""), "resource 'R': an output table has an empty name; nothing was created"),
-      (.table([("", "TEXT")]), "resource 'R': output table 't' has a column with an empty name; nothing was created"),
+      (
+        .table([("a", "TEXT"), ("", "TEXT")]),
+        "resource 'R': output table 't' has a column with an empty name (column 2); nothing was created"
+      ),
+      // Two output tables of one name: each load would fill both, or trap on the duplicate.
+      (
+        ResourceScheme(name: "R", outputs: [.init(name: "t", columns: [.init(name: "a", type: "TEXT")]), .init(name: "t", columns: [])]),
+        "resource 'R': the scheme lists two output tables named 't'; each output table needs its own name; nothing was created"
+      ),
+      (
+        ResourceScheme(
+          name: "R",
+          outputs: [
+            .init(name: "t", columns: [.init(name: "a", type: "TEXT")]), .init(name: "T", columns: [.init(name: "b", type: "TEXT")]),
+          ]),
+        "resource 'R': the scheme lists output tables 't' and 'T', which SQLite cannot tell apart (names differ only in letter case); nothing was created"
+      ),
+      (.table([]), "resource 'R': output table 't' has no columns; SQLite cannot create a table without columns; nothing was created"),
+      // A NUL would cut the name short in SQLite's C interface: `nam\0e` would create `nam`.
+      (
+        .table([("nam\0e", "TEXT")]),
+        "resource 'R': output table 't' has a column named 'nam\\0e', which holds a NUL character (U+0000); nothing was created"
+      ),
+      (
+        .table([("a", "TEXT")], table: "t\0x"),
+        "resource 'R': output table 't\\0x' has a name holding a NUL character (U+0000); nothing was created"
+      ),
+      (
+        .table([("a", "TEXT")], resource: "R\0S"), "resource 'R\\0S': the resource name holds a NUL character (U+0000); nothing was created"
+      ),
       (
         .table([("ID", "BIGINT"), ("id", "TEXT")]),
         "resource 'R': output table 't' has columns 'ID' and 'id', which SQLite cannot tell apart (names differ only in letter case); nothing was created"

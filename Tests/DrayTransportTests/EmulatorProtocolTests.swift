@@ -23,6 +23,52 @@ import Testing
     #expect(fruits.outputs[0].columns.map(\.type) == ["BIGINT", "TEXT", "DOUBLE", "BIGINT"])
   }
 
+  /// A `lifetime` beyond 64 bits still marks a cached resource (it never expires); a column
+  /// that is not an object, or a lifetime that is not a number, is refused saying what was found.
+  @Test func schemeEdgesAreReadOrRefusedSayingWhatWasFound() throws {
+    let folder = TemporaryDirectory()
+    func schemes(_ resources: String) throws -> Result<[ResourceScheme], any Error> {
+      let file = try folder.write(
+        "resources.json",
+        #"{"environment": "DocumentationExampleEnv", "project": "DocumentationExampleProj", "resources": {\#(resources)}}"#)
+      let emulator = try Emulator(["--resources", file])
+      let client = PlatformClient(session: session(emulator), cancellation: Cancellation())
+      return Result { try client.schemes(policy: RetryPolicy(count: 0), record: { _ in }) }
+    }
+    let table = #""outputs": {"output_table": {"columns": [["id", "BIGINT", "int8"]], "rows": []}}"#
+    let long = try schemes(
+      #""FOREVER": {"lifetime": 1e300, \#(table)}, "LONGER": {"lifetime": 9223372036854775808, \#(table)}, "HALF": {"lifetime": 1.5, \#(table)}"#
+    ).get()
+    #expect(long.map(\.name) == ["FOREVER", "HALF", "LONGER"])
+    #expect(long.map(\.lifetime) == [Int.max, 1, Int.max])
+    #expect(long.allSatisfy { $0.isCached })
+
+    let url = "unexpected answer from http://127.0.0.1:"
+    let refused = [
+      (
+        #"["id", {"name": "n"}]"#,
+        #"column 1 of output table 'output_table' of 'ODD' must be an object with a string 'name', found a string ("id")"#
+      ),
+      (
+        #"[{"name": "n"}, 5]"#,
+        "column 2 of output table 'output_table' of 'ODD' must be an object with a string 'name', found a number (5)"
+      ),
+      (
+        #"[{"name": 7, "type": "TEXT"}]"#,
+        "column 1 of output table 'output_table' of 'ODD' must be an object with a string 'name', found a name that is not a string (7)"
+      ),
+    ]
+    for (columns, detail) in refused {
+      let result = try schemes(#""ODD": {"scheme_output": [{"name": "output_table", "columns": \#(columns)}], "outputs": {}}"#)
+      #expect(result.errorText?.hasPrefix(url) == true)
+      #expect(result.errorText?.hasSuffix("/api/v1/schema/: " + detail) == true, "\(result.errorText ?? "")")
+    }
+    let lifetime = try schemes(#""ODD": {"lifetime": "3600", \#(table)}"#)
+    #expect(
+      lifetime.errorText?.hasSuffix(
+        #"/api/v1/schema/: the 'lifetime' of 'ODD' must be a number of seconds, 0 or more, found a string ("3600")"#) == true)
+  }
+
   @Test func rpcAnswersWithETagAndContentVersion() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()

@@ -31,6 +31,24 @@ import Testing
     #expect(try net.allRequests().allSatisfy { $0.status != 401 })
   }
 
+  /// An `exp` too far ahead for any clock (`1e19`, `1e300`, 2^63-1 seconds) is no reason to
+  /// renew: the token is kept until a 401, as one without `exp`.
+  @Test func aTokenWhoseExpIsFarBeyondAnyClockIsKeptUntilA401() throws {
+    let now = Int64(Date().timeIntervalSince1970)
+    for lifetime in ["1e19", "1e300", "\(Int64.max - now)"] {
+      let net = try NetworkFixture(rows: 10)
+      try net.config(#"{"token_lifetime": \#(lifetime)}"#)
+      #expect(schemes(net.client).0.errorText == nil)
+      let (result, attempts) = schemes(net.client)
+      #expect(result.errorText == nil)
+      #expect(attempts.map(\.call) == [nil])
+      #expect(net.session.signInCount == 1)
+      try net.config(#"{"revoke_tokens": true}"#)
+      #expect(schemes(net.client).0.errorText == nil)
+      #expect(net.session.signInCount == 2)
+    }
+  }
+
   @Test func aRefusedTokenIsRenewedOnceAndTheCallRepeated() throws {
     let net = try NetworkFixture()
     #expect(schemes(net.client).0.errorText == nil)

@@ -84,8 +84,8 @@ struct JUnitReport {
   private func details(_ step: StepReport) -> String {
     var lines: [String] = []
     var numbers = [step.kind]
-    if !step.rows.isEmpty { numbers.append("\(step.totalRows) rows") }
-    if step.bytes > 0 { numbers.append("\(step.bytes) bytes") }
+    if !step.rows.isEmpty { numbers.append(HumanUnits.counted(step.totalRows, "row")) }
+    if step.bytes > 0 { numbers.append(HumanUnits.counted(Int(step.bytes), "byte")) }
     if step.retries > 0 { numbers.append("\(step.retries) \(step.retries == 1 ? "retry" : "retries")") }
     if numbers.count > 1 || step.status != .succeeded { lines.append(numbers.joined(separator: ", ")) }
     for attempt in step.attempts where attempt.outcome != "ok" {

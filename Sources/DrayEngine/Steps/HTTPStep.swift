@@ -40,7 +40,7 @@ extension StepRunner {
     var progress = PageLedger.Progress(next: PageLedger.Next(url: firstURL(options)))
     if let ledger, let saved = try ledger.resumable() {
       progress = saved
-      report.notes.append("resumed after page \(saved.pages) (\(saved.rows) rows already in)")
+      report.notes.append("resumed after page \(saved.pages) (\(HumanUnits.counted(saved.rows, "row")) already in)")
       console.info("resuming after page \(saved.pages)", step: step.id)
     } else if let ledger {
       try context.databaseWrites.withLock { _ in
@@ -88,7 +88,8 @@ extension StepRunner {
       if options.output == nil, let answer = fetched.file { try? FileManager.default.removeItem(atPath: answer) }
       progress = committed
       if options.paginate != nil {
-        console.info("page \(page): \(found) records\(fetched.status.map { " (HTTP \($0): empty)" } ?? "")", step: step.id)
+        console.info(
+          "page \(page): \(HumanUnits.counted(found, "record"))\(fetched.status.map { " (HTTP \($0): empty)" } ?? "")", step: step.id)
       }
     }
 

@@ -13,28 +13,27 @@ extension StepRunner {
     let destination = try options.output.map { try folder.output($0, role: "output") }
     let store = try openStore()
     let sql = try render(options.sql, store: store)
-    var prepared: [Statement] = []
-    try store.database.forEachStatement(sql) { prepared.append($0) }
-    guard prepared.count == 1, let statement = prepared.first else {
-      throw StepError.unsupported(
-        prepared.isEmpty
-          ? "the query holds no SQL statement"
-          : "a query runs one statement; this one holds \(prepared.count): use a sql step for the others")
+    // What follows the first statement is never prepared: `SELECT 1; DROP TABLE x` is two
+    // statements whether or not `x` exists.
+    let (first, rest) = try store.database.prepareFirst(sql)
+    if let rest {
+      throw StepError.unsupported("a query runs one statement; found another after the first: \(rest); use a sql step for it")
     }
+    guard let statement = first else { throw StepError.unsupported("the query holds no SQL statement") }
     let columns = (0..<statement.columnCount).map { statement.columnName($0) }
     var writer = try destination.map { try RowWriter(format: options.format, columns: columns, file: OutputFile(path: $0)) }
-    var first: [(String, JSONValue)]?
+    var firstRow: [(String, SQLValue)]?
     var count = 0
     while try statement.step() {
-      let values = (0..<statement.columnCount).map { RowWriter.json(statement.value($0)) }
-      if first == nil { first = Array(zip(columns, values)) }
+      let row = (0..<statement.columnCount).map { statement.value($0) }
+      if firstRow == nil { firstRow = Array(zip(columns, row)) }
       count += 1
-      try writer?.write(values)
+      try writer?.write(row.map(RowWriter.json))
     }
     try writer?.finish()
     report.rows = [options.output ?? "query": count]
     if let output = options.output { report.outputs = [try folder.check(output, role: "output")] }
-    let failures = Expectations.check(options.expect, firstRow: first, columns: columns)
+    let failures = Expectations.check(options.expect, firstRow: firstRow, columns: columns)
     if failures.count == 1 { throw StepError.expectation("expectation failed: \(failures[0])") }
     if failures.count > 1 { throw StepError.expectation("\(failures.count) expectations failed: \(failures.joined(separator: "; "))") }
     try recordCheckpoint(report, status: .succeeded)
@@ -42,9 +41,13 @@ extension StepRunner {
 }
 
 /// The `expect` conditions of a query step.
+///
+/// Numbers compare by their exact value (`ExactNumber`): an INTEGER with an integer bound
+/// as integers, so 9223372036854775807 is not "at most 9223372036854775806"; a REAL with an
+/// integer without rounding either. A REAL infinity is a number, shown `Infinity`.
 enum Expectations {
   /// What fails, one sentence per condition: `n = 12, expected at least 200`.
-  static func check(_ expectations: [Expectation], firstRow: [(String, JSONValue)]?, columns: [String]) -> [String] {
+  static func check(_ expectations: [Expectation], firstRow: [(String, SQLValue)]?, columns: [String]) -> [String] {
     var failures: [String] = []
     for expectation in expectations {
       let column = expectation.column
@@ -56,22 +59,18 @@ enum Expectations {
         failures.append("the query has no column '\(column)' (its columns: \(columns.joined(separator: ", ")))")
         continue
       }
-      if let min = expectation.min {
-        if let n = number(value) {
-          if n < min { failures.append("\(column) = \(show(value)), expected at least \(show(min))") }
-        } else {
-          failures.append("\(column) = \(show(value)) is not a number, expected at least \(show(min))")
+      for (bound, isMin) in [(expectation.min, true), (expectation.max, false)] {
+        guard let bound else { continue }
+        let wanted = "expected \(isMin ? "at least" : "at most") \(bound)"
+        guard let n = number(value) else {
+          failures.append("\(column) = \(show(value)) is not a number, \(wanted)")
+          continue
         }
-      }
-      if let max = expectation.max {
-        if let n = number(value) {
-          if n > max { failures.append("\(column) = \(show(value)), expected at most \(show(max))") }
-        } else {
-          failures.append("\(column) = \(show(value)) is not a number, expected at most \(show(max))")
-        }
+        let order = ExactNumber.compare(n, bound)
+        if order == nil || order! == (isMin ? -1 : 1) { failures.append("\(column) = \(show(value)), \(wanted)") }
       }
       if let equals = expectation.equals, !same(value, equals) {
-        failures.append("\(column) = \(show(value)), expected \(show(equals))")
+        failures.append("\(column) = \(show(value)), expected \(equals.json)")
       }
     }
     return failures
@@ -80,37 +79,38 @@ enum Expectations {
   /// `at least 200 and at most 300`.
   static func conditions(_ e: Expectation) -> String {
     var parts: [String] = []
-    if let min = e.min { parts.append("at least \(show(min))") }
-    if let max = e.max { parts.append("at most \(show(max))") }
-    if let equals = e.equals { parts.append("= \(show(equals))") }
+    if let min = e.min { parts.append("at least \(min)") }
+    if let max = e.max { parts.append("at most \(max)") }
+    if let equals = e.equals { parts.append("= \(equals.json)") }
     return parts.joined(separator: " and ")
   }
 
-  /// A value's number: integers and reals, and text that reads as a number.
-  static func number(_ value: JSONValue) -> Double? {
+  /// A value's number: INTEGER and REAL values, and text that reads as a number.
+  static func number(_ value: SQLValue) -> ExactNumber? {
     switch value {
-    case .integer(let i): Double(i)
-    case .number(let text): Double(text)
-    case .string(let s): Double(s.trimmingCharacters(in: .whitespaces))
-    case .bool(let b): b ? 1 : 0
-    default: nil
+    case .integer(let i): .integer(i)
+    case .real(let d): .real(d)
+    case .text(let s): ExactNumber(.number(s.trimmingCharacters(in: .whitespaces)))
+    case .null, .blob: nil
     }
   }
 
-  /// Whether a query value equals an expected JSON value: numbers by value (SQLite has no
-  /// booleans, so `true` is 1), everything else exactly.
-  static func same(_ value: JSONValue, _ expected: JSONValue) -> Bool {
+  /// Whether a query value equals an expected JSON value: numbers by their exact value
+  /// (SQLite has no booleans, so `true` is 1), everything else as its JSON form exactly.
+  static func same(_ value: SQLValue, _ expected: JSONValue) -> Bool {
     switch (value, expected) {
-    case (.integer, .integer), (.integer, .number), (.number, .integer), (.number, .number), (.integer, .bool), (.number, .bool):
-      return number(value) == number(expected)
+    case (.integer, .integer), (.integer, .number), (.integer, .bool), (.real, .integer), (.real, .number), (.real, .bool):
+      guard let a = number(value), let b = ExactNumber(expected) else { return false }
+      return ExactNumber.compare(a, b) == 0
     default:
-      return value == expected
+      return RowWriter.json(value) == expected
     }
   }
 
-  static func show(_ value: JSONValue) -> String { value.json }
-
-  static func show(_ number: Double) -> String {
-    number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : "\(number)"
+  /// A value as the output file shows it (`3`, `"apple"`, `null`), with a REAL infinity,
+  /// which JSON cannot hold, as `Infinity` or `-Infinity`.
+  static func show(_ value: SQLValue) -> String {
+    if case .real(let d) = value, d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
+    return RowWriter.json(value).json
   }
 }

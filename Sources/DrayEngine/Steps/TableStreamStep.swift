@@ -33,25 +33,51 @@ extension StepRunner {
     var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
-    func fetch(_ download: Download) throws -> PlatformClient.AnswerHead {
+    /// Asks again for full data, as a new transaction.
+    func fullData(_ download: Download) throws -> PlatformClient.AnswerHead {
+      try client.rpc(
+        resource: options.resource, params: options.params, delta: nil,
+        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
+        record: record)
+    }
+    /// Fetches the answer into `download`: a delta from `deltaFrom` when there is one, else
+    /// full data. A delta the server refuses (400), or one that does not start at `deltaFrom`
+    /// and move forward, is replaced by full data (docs/store.md); a delta sent for full
+    /// data is refused. `report.bytes` counts every byte received.
+    func fetch(_ download: inout Download) throws -> PlatformClient.AnswerHead {
+      var head: PlatformClient.AnswerHead
       do {
-        return try client.rpc(
+        head = try client.rpc(
           resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
           download: download, policy: step.retry, record: record)
       } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
         // The server does not know the version held (its history was reset, or the database
-        // came from another server): ask again for full data, as a new transaction.
+        // came from another server).
         report.notes.append("the server refused a delta from \(deltaFrom!) (\(e)); asked for full data instead")
         deltaFrom = nil
-        return try client.rpc(
-          resource: options.resource, params: options.params, delta: nil,
-          transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
-          record: record)
+        head = try fullData(download)
       }
+      if head.isDelta, let held = deltaFrom, let problem = head.deltaProblem(held: held) {
+        report.notes.append("asked for a delta from \(held); the server sent \(problem); asked for full data instead")
+        report.bytes += download.bytesReceived
+        download.removeFinished()
+        download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+        deltaFrom = nil
+        head = try fullData(download)
+      }
+      if head.isDelta && deltaFrom == nil {
+        download.removeFinished()
+        throw PlatformError.badAnswer(
+          url: HTTPClient.displayURL(url),
+          detail:
+            "asked for full data, the server sent a delta (Content-Version: \"delta \(head.deltaFrom ?? "?")-\(head.contentVersion ?? "?")\"); "
+            + "a delta cannot apply to tables of unknown version, so nothing was loaded")
+      }
+      report.bytes += download.bytesReceived
+      return head
     }
-    var head = try fetch(download)
+    var head = try fetch(&download)
     CrashPoint.reach("downloaded:\(step.id)")
-    report.bytes = download.bytesReceived
     if download.bytesResumed > 0 && download.bytesReceived == 0 {
       report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
     } else {
@@ -99,8 +125,7 @@ extension StepRunner {
         "the answer an earlier run downloaded (\(download.bytesResumed) bytes) could not be loaded (\(error)); it was discarded and downloaded again"
       )
       download = Download(path: downloadPath(), style: .platform, resume: false)
-      head = try fetch(download)
-      report.bytes += download.bytesReceived
+      head = try fetch(&download)
       report.notes += download.notes
       do {
         result = try load(download, head, report)
@@ -119,7 +144,8 @@ extension StepRunner {
     if head.isDelta {
       let inserted = result.inserted.values.reduce(0, +)
       let deleted = result.deleted.values.reduce(0, +)
-      report.notes.append("delta \(deltaFrom ?? "?")→\(head.contentVersion ?? "?"): \(inserted) rows inserted, \(deleted) deleted")
+      report.notes.append(
+        "delta \(deltaFrom ?? "?")→\(head.contentVersion ?? "?"): \(HumanUnits.counted(inserted, "row")) inserted, \(deleted) deleted")
     }
     for table in result.skippedTables {
       report.notes.append(
