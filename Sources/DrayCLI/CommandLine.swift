@@ -128,9 +128,13 @@ struct Arguments {
 /// Loads a manifest or prints its diagnostics.
 enum ManifestInput {
   /// - Returns: the manifest, or nil after printing every problem to standard error.
-  static func load(_ path: String) -> Manifest? {
+  /// - Parameter secretsMayBeMissing: whether credentials may be unresolved
+  ///   (`ManifestLoader.secretsMayBeMissing`), for commands that never sign in.
+  static func load(_ path: String, secretsMayBeMissing: Bool = false) -> Manifest? {
+    var loader = ManifestLoader()
+    loader.secretsMayBeMissing = secretsMayBeMissing
     do {
-      return try ManifestLoader().load(path: path)
+      return try loader.load(path: path)
     } catch {
       DrayCommandLine.printError(error.description)
       let count = error.diagnostics.count

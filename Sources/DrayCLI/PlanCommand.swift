@@ -15,7 +15,11 @@ enum PlanCommand {
     let args = try Arguments(arguments, flags: ["--fresh", "--json"], options: ["--from", "--only"])
     guard args.positional.count == 1 else { throw UsageError("plan takes one manifest: dray plan JOB.yaml") }
     if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
-    guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
+    // A plan signs in nowhere: it can be read where the job's secrets are not set.
+    guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true) else { return ExitCode.usage }
+    for key in manifest.unresolvedSecrets {
+      DrayCommandLine.printError("note: '\(key)' is not set here (its variable or file is missing); dray run will need it")
+    }
     let ids = manifest.steps.map(\.id)
     for option in ["--from", "--only"] {
       if let id = args.values[option], !ids.contains(id) {

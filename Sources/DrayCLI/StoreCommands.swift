@@ -11,7 +11,8 @@ enum StatusCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, options: ["--runs"])
     guard args.positional.count == 1 else { throw UsageError("status takes one manifest: dray status JOB.yaml") }
-    guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
+    // Status reads the journal only: the job's secrets need not be set.
+    guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true) else { return ExitCode.usage }
     let limit = try args.values["--runs"].map { text in
       guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
       return n

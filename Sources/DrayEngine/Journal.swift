@@ -149,7 +149,7 @@ public final class Journal {
     } catch let error as JournalError {
       throw error
     } catch {
-      throw JournalError.unreadable(path: path, detail: "\(error)")
+      throw JournalError.opening(path: path, error)
     }
   }
 
@@ -171,7 +171,7 @@ public final class Journal {
     } catch let error as JournalError {
       throw error
     } catch {
-      throw JournalError.unreadable(path: path, detail: "\(error)")
+      throw JournalError.opening(path: path, error)
     }
   }
 
@@ -247,7 +247,8 @@ public final class Journal {
     }
     CrashPoint.reach("journal-built")
     if link(temporary, path) != 0 && errno != EEXIST {
-      throw JournalError.unreadable(path: path, detail: "cannot create it: \(String(cString: strerror(errno)))")
+      throw JournalError.unavailable(
+        path: path, detail: "cannot create it: \(String(cString: strerror(errno)))", advice: JournalError.permissionAdvice)
     }
     let directory = open(folder.isEmpty ? "." : folder, O_RDONLY)
     if directory >= 0 {
@@ -495,12 +496,33 @@ public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
   case incomplete(path: String, missing: [String])
   /// A row dray does not understand.
   case badRecord(path: String, detail: String)
+  /// Sound, as far as dray can tell, but out of reach: locked by another process, or not
+  /// readable or writable by this user. Nothing to restore: `advice` says what to check.
+  case unavailable(path: String, detail: String, advice: String)
+
+  static let permissionAdvice =
+    "check that the file and its folder exist and that this user may read and write both (SQLite writes its -wal and -shm files beside the database)"
+
+  /// The error for `error`, met opening the journal's database. A lock held past the busy
+  /// timeout, or a file or folder this user may not use, is not damage: the advice is to
+  /// wait or to fix permissions, never to restore a backup (SQLite result codes,
+  /// https://sqlite.org/rescode.html).
+  static func opening(path: String, _ error: any Error) -> JournalError {
+    guard let sqlite = error as? SQLiteError else { return .unreadable(path: path, detail: "\(error)") }
+    if sqlite.isBusy {
+      return .unavailable(
+        path: path, detail: sqlite.message,
+        advice: "another process has kept the database locked past the busy timeout (10 s); wait for it to finish, then run again")
+    }
+    if sqlite.isAccessDenied { return .unavailable(path: path, detail: sqlite.message, advice: permissionAdvice) }
+    return .unreadable(path: path, detail: "\(error)")
+  }
 
   /// The journal's path.
   public var path: String {
     switch self {
     case .missing(let path), .empty(let path), .cutOff(let path, _, _), .unreadable(let path, _), .wrongShape(let path, _, _),
-      .incomplete(let path, _), .badRecord(let path, _):
+      .incomplete(let path, _), .badRecord(let path, _), .unavailable(let path, _, _):
       path
     }
   }
@@ -521,6 +543,8 @@ public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
       "the run journal at \(path) has a table \(table) of another shape (columns: \(found.isEmpty ? "none" : found.joined(separator: ", "))); it was not written by this dray. Move it aside and run again with --fresh"
     case .incomplete(let path, let missing):
       "the run journal at \(path) lacks its table\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), so dray cannot tell which steps already ran; restore it from a backup, or move it aside and run again with --fresh to start over"
+    case .unavailable(let path, let detail, let advice):
+      "the run journal at \(path) cannot be opened (\(detail)); \(advice)"
     case .badRecord(let path, let detail):
       "the run journal at \(path) holds a record this dray does not understand (\(detail)); it may come from a newer dray. Use that dray, or move the journal aside and run again with --fresh"
     }

@@ -255,6 +255,7 @@ extension ManifestValidator {
       reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")
       return nil
     } catch {
+      if reader.unresolvable(path, error) { return NodeReader.unresolved }
       reader.error(node.location, "cannot read \(path) '\(file)'; check that it exists and is readable")
       return nil
     }

@@ -7,6 +7,10 @@ internal import Foundation
 /// read, and nothing is written: validation comes before any network or disk work.
 public struct ManifestLoader {
   public var environment: [String: String]
+  /// When true, a credential whose variable is unset or whose file cannot be read is no
+  /// error but listed in `Manifest.unresolvedSecrets`: `dray plan` and `dray status` need
+  /// no secret. `dray run` keeps the default, false.
+  public var secretsMayBeMissing = false
 
   /// - Parameter environment: variables for `${NAME}`; the process environment by default.
   public init(environment: [String: String]) {
@@ -52,8 +56,9 @@ public struct ManifestLoader {
     }
     var validator = ManifestValidator(
       path: path, directory: directory, environment: environment, root: root, source: text)
-    let manifest = validator.validate()
-    if let manifest, validator.reader.diagnostics.isEmpty {
+    validator.reader.secretsMayBeMissing = secretsMayBeMissing
+    if var manifest = validator.validate(), validator.reader.diagnostics.isEmpty {
+      manifest.unresolvedSecrets = validator.reader.unresolvedSecrets
       return manifest
     }
     // A secret must not be quoted back: not in a message (a wrong-typed value from a secret

@@ -263,7 +263,11 @@ struct ManifestValidator {
             file.location,
             "'auth.password_file': file '\(path)' holds a NUL character (U+0000), which would cut the password short; remove it")
         } catch {
-          reader.error(file.location, "'auth.password_file': cannot read file '\(path)'; check that it exists and is readable")
+          if reader.unresolvable("auth.password_file", error) {
+            password = NodeReader.unresolved
+          } else {
+            reader.error(file.location, "'auth.password_file': cannot read file '\(path)'; check that it exists and is readable")
+          }
         }
       }
     case (_?, let file?):

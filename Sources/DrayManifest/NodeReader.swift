@@ -9,6 +9,13 @@ struct NodeReader {
   var diagnostics: [Diagnostic] = []
   var redactor = Redactor()
   let interpolator: Interpolator
+  /// When true, a credential (read with `secret: true`, or from a password or token file)
+  /// whose variable is unset or whose file cannot be read is no error: it reads as
+  /// `unresolved` and its key is added to `unresolvedSecrets`.
+  var secretsMayBeMissing = false
+  var unresolvedSecrets: [String] = []
+  /// What an unresolved credential reads as.
+  static let unresolved = "(not set)"
 
   init(interpolator: Interpolator) {
     self.interpolator = interpolator
@@ -74,8 +81,22 @@ struct NodeReader {
       // An interpolated plain scalar resolves like one written out: `count: ${N:-3}` is 3.
       return (result.value, scalar.style)
     } catch {
+      if secret, unresolvable(path, error) { return (Self.unresolved, .doubleQuoted) }
       self.error(node.location, "\(Self.label(path)): \(error)")
       return nil
+    }
+  }
+
+  /// Whether the credential at `path`, which failed with `error`, may stay unresolved
+  /// (`secretsMayBeMissing`); if so, it is recorded in `unresolvedSecrets`.
+  mutating func unresolvable(_ path: String, _ error: InterpolationError) -> Bool {
+    switch error {
+    case .unset, .unreadableFile, .noFile:
+      guard secretsMayBeMissing else { return false }
+      unresolvedSecrets.append(path)
+      return true
+    default:
+      return false
     }
   }
 

@@ -25,6 +25,10 @@ public struct Manifest: Sendable {
   public var steps: [Step]
   /// Every secret value of the job, for masking.
   public var redactor: Redactor
+  /// The credentials (`auth`, an `http` step's `bearer` or `basic`) whose variable is unset
+  /// or whose file cannot be read, by key (`auth.password`), when the loader was told to
+  /// allow that (`ManifestLoader.secretsMayBeMissing`); otherwise always empty.
+  public var unresolvedSecrets: [String] = []
 
   public init(
     path: String, directory: String, version: Int = Manifest.supportedVersion, job: String,

@@ -32,6 +32,16 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
   /// True when a statement was refused by `Database.refusingTransactionControl`.
   public var isRefusedTransactionControl: Bool { code & 0xff == SQLITE_AUTH }
+
+  /// True when another connection held a lock past the busy timeout (SQLITE_BUSY,
+  /// SQLITE_LOCKED).
+  public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
+
+  /// True when the file or its folder cannot be opened or written by this user
+  /// (SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY but for a hot journal).
+  public var isAccessDenied: Bool {
+    [SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_READONLY].contains(code & 0xff) && !isHotJournal
+  }
 }
 
 /// Process-wide SQLite settings, applied once before the first connection opens: memory

@@ -114,6 +114,29 @@ import Testing
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["job.yaml"])
   }
 
+  @Test func planAndStatusNeedNoSecretButRunDoes() throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write("job.yaml", Self.planJob)
+    let plan = try Command.dray(["plan", path], environment: ["FMP_USER": "plan-user"])
+    #expect(plan.status == 0, "\(plan.output)")
+    #expect(plan.stdout.contains("  auth       user ***, password ***\n"))
+    #expect(plan.stdout.contains("  headers    Authorization: ***, X-Trace: on\n"))
+    #expect(
+      plan.stderr == """
+        note: 'platform.headers.Authorization' is not set here (its variable or file is missing); dray run will need it
+        note: 'auth.password' is not set here (its variable or file is missing); dray run will need it
+
+        """)
+    let status = try Command.dray(["status", path], environment: [:])
+    #expect(status.status == 0, "\(status.output)")
+    #expect(status.stdout.hasPrefix("job plan-test: no runs yet"))
+    // A variable that is not a credential is still required, and run requires them all.
+    let run = try Command.dray(["run", path], environment: ["FMP_USER": "plan-user"])
+    #expect(run.status == 2)
+    #expect(run.stderr.contains("error: 'auth.password': environment variable FMP_PASSWORD is not set"))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["job.yaml"])
+  }
+
   @Test func planJSONHoldsTheSameFacts() throws {
     let folder = TemporaryDirectory()
     let path = try folder.write("job.yaml", Self.planJob)

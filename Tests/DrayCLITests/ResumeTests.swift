@@ -461,6 +461,31 @@ struct Report {
     }
   }
 
+  @Test func aJournalLockedByAnotherProgramSaysToWaitNotToRestoreABackup() throws {
+    let job = try ResumeJob()
+    #expect(try job.run().status == 0)
+    // Another program holds the database locked for longer than the busy timeout (10 s).
+    let holder = try ChildProcess(
+      "/usr/bin/env",
+      [
+        "python3", "-c",
+        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(30)",
+        job.database,
+      ], logPrefix: job.folder.path + "/holder")
+    defer {
+      holder.send(SIGKILL)
+      _ = holder.wait()
+    }
+    #expect(holder.waitUntil { holder.output.contains("locked") })
+    let result = try job.run()
+    #expect(result.status == 1)
+    #expect(
+      result.stderr.contains(
+        "error: the run journal at \(job.database) cannot be opened (database is locked); another process has kept the database locked past the busy timeout (10 s); wait for it to finish, then run again\n"
+      ), "\(result.stderr)")
+    #expect(!result.output.contains("backup"))
+  }
+
   /// Runs `sql` on the database at `path` with Python's sqlite3 (a writer other than dray).
   static func sqlite(_ path: String, _ sql: String) throws {
     let result = try Command.run(

@@ -39,7 +39,7 @@ import Testing
     #expect(
       p.headers == [
         HTTPHeader("X-Trace", "on"), HTTPHeader("Authorization", "Bearer tok-everything-9"),
-        HTTPHeader("X-Client-Key", "tok-from-file-4711"),
+        HTTPHeader("X-Client-Key", "tok-from-file-4711", secret: true),
       ])
     #expect(m.auth == Credentials(username: "reader", password: "fmp-password-from-file"))
     #expect(m.database == DatabaseSettings(path: "data/everything.sqlite"))
