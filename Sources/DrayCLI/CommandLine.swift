@@ -19,6 +19,16 @@ public enum DrayCommandLine {
       dray schema
       dray version
 
+    Options:
+      --fresh           ignore checkpoints: every step runs again
+      --from STEP       run STEP and every step after it
+      --only STEP       run STEP alone
+      --quiet           a good run prints nothing; warnings, errors and a failed run's summary still show
+      --verbose         also every attempt of every call, checkpoints and SQL statements
+      --log-format F    text (the default) or json (one object per line)
+      --json            plan and tables print JSON
+      --runs N          status shows the N latest runs (default 10)
+
     Paths in a manifest are relative to its folder. `dray COMMAND --help` prints this.
     Exit codes: 0 success, 1 a step failed, 2 invalid manifest or usage,
     75 another run of the job holds its lock, 130 interrupted (SIGINT, SIGTERM, SIGHUP).
