@@ -11,7 +11,7 @@ public enum DrayCommandLine {
 
     Usage:
       dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet | --verbose] [--log-format text|json]
-      dray validate JOB.yaml...
+      dray validate JOB.yaml... [--no-credentials]
       dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]
       dray status JOB.yaml [--runs N]
       dray tables DATABASE [--resource NAME [--params JSON] [--table TABLE]] [--json]
@@ -26,6 +26,7 @@ public enum DrayCommandLine {
       --quiet           a good run prints nothing; warnings, errors and a failed run's summary still show
       --verbose         also every attempt of every call, checkpoints and SQL statements
       --log-format F    text (the default) or json (one object per line)
+      --no-credentials  validate accepts unset credentials (auth, bearer, basic, secret headers)
       --json            plan and tables print JSON
       --runs N          status shows the N latest runs (default 10)
 

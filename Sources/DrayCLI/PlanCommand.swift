@@ -223,7 +223,7 @@ struct JobPlan {
 
   private func stepLines(_ step: Step, number: String, group: Step?) -> [String] {
     let indent = String(repeating: " ", count: 2 + (group == nil ? 0 : 4))
-    let action = skipReason(step, group: group).map { "skip, \($0)" } ?? "run"
+    let action = skipReason(step, group: group).map { "skip, \($0)" } ?? (resume.runReasons[step.id].map { "run, \($0)" } ?? "run")
     var lines = ["", "\(indent)\(number). \(step.id) (\(step.kindName)): \(action)"]
     if let description = step.description { lines.append("\(indent)   \(description)") }
     var rows: [(String, String)] = []
@@ -374,6 +374,7 @@ struct JobPlan {
       ("line", .integer(Int64(step.location.line))),
       ("action", .string(reason == nil ? "run" : "skip")),
       ("skip_reason", reason.map { .string($0) } ?? .null),
+      ("run_reason", resume.runReasons[step.id].map { .string($0) } ?? .null),
       ("options", options),
       ("tables", .array(tables(step).map { .string($0) })),
     ]

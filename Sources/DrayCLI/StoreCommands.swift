@@ -63,7 +63,7 @@ enum StatusCommand {
       let changed = c.fingerprint == step.fingerprint(in: manifest) ? "" : " (definition changed since)"
       lines.append(
         "  \(step.id): \(c.status) in run \(c.runID) at \(c.finishedAt)"
-          + (c.attempts > 1 ? ", \(c.attempts) attempts" : "") + ", \(c.rows) rows, \(c.bytes) bytes\(changed)"
+          + (c.attempts > 1 ? ", \(c.attempts) attempts" : "") + ", \(HumanUnits.counted(Int(c.rows), "row")), \(HumanUnits.counted(Int(c.bytes), "byte"))\(changed)"
       )
     }
     return lines.joined(separator: "\n")
@@ -76,7 +76,7 @@ enum StatusCommand {
 ///
 /// Prints one name per line, or with `--json` the bookkeeping of each table. Reads the
 /// database without changing it. Exits 1 when `--resource` names tables that were never
-/// loaded, 2 for a wrong command line or a missing database.
+/// loaded or when there is no database, 2 for a wrong command line.
 enum TablesCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, flags: ["--json"], options: ["--resource", "--params", "--table"])
@@ -84,7 +84,10 @@ enum TablesCommand {
       throw UsageError("tables takes one database: dray tables DATABASE [--resource NAME [--params JSON] [--table NAME]] [--json]")
     }
     let path = args.positional[0]
-    guard FileManager.default.fileExists(atPath: path) else { throw UsageError("no database at \(path)") }
+    guard FileManager.default.fileExists(atPath: path) else {
+      DrayCommandLine.printError("dray: no database at \(path); check the path (a run of the job creates it)")
+      return ExitCode.stepFailed
+    }
     let resource = args.values["--resource"]
     if resource == nil && (args.values["--params"] != nil || args.values["--table"] != nil) {
       throw UsageError("--params and --table choose among the tables of one resource; add --resource NAME")

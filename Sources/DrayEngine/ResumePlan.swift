@@ -18,6 +18,9 @@ public struct ResumePlan: Sendable {
   public var resumes: Journal.Run?
   /// Why each top-level step is skipped, by step id; absent for steps that run.
   public var skipReasons: [String: String]
+  /// Why the first step of a continued run runs although the chain ran it before, by step
+  /// id: `its definition changed since run …`, `did not finish in run … (failed)`.
+  public var runReasons: [String: String] = [:]
   /// The chain the run's checkpoints join: the lineage of the run it continues or, with
   /// `--from` and `--only`, of the job's last run; nil when the run starts a chain.
   public var lineage: String?
@@ -42,9 +45,17 @@ public struct ResumePlan: Sendable {
     lineage = resumes.lineage
     let checkpoints = try journal.checkpoints(job: manifest.job)
     for step in manifest.steps {
-      guard let checkpoint = checkpoints.first(where: { $0.stepID == step.id }), checkpoint.lineage == resumes.lineage,
-        checkpoint.status == RunStatus.succeeded.rawValue, checkpoint.fingerprint == step.fingerprint(in: manifest)
-      else { break }
+      guard let checkpoint = checkpoints.first(where: { $0.stepID == step.id }), checkpoint.lineage == resumes.lineage else {
+        break
+      }
+      guard checkpoint.status == RunStatus.succeeded.rawValue else {
+        runReasons[step.id] = "did not finish in run \(checkpoint.runID) (\(checkpoint.status))"
+        break
+      }
+      guard checkpoint.fingerprint == step.fingerprint(in: manifest) else {
+        runReasons[step.id] = "its definition changed since run \(checkpoint.runID)"
+        break
+      }
       skipReasons[step.id] = "finished in run \(checkpoint.runID), unchanged"
     }
   }

@@ -656,8 +656,10 @@ struct ManifestValidator {
   /// it can be found in the manifest's text.
   private mutating func checkTemplates(_ manifest: Manifest) {
     var loaded: [(resource: String, params: String)] = []
+    var httpTables: [String: String] = [:]
     for step in manifest.allSteps {
       if case .tableStream(let t) = step.kind { loaded.append((t.resource, t.params.canonicalJSON)) }
+      if case .http(let h) = step.kind, let table = h.load?.table { httpTables[table] = step.id }
     }
     let resources = Array(Set(loaded.map(\.resource))).sorted()
     for (stepID, sql, node) in sqlSources {
@@ -687,7 +689,10 @@ struct ManifestValidator {
         if hasBrokenLoader || loaded.contains(where: { $0.resource == reference.resource && $0.params == canonical }) { continue }
         let shown = "{{ table \"\(reference.resource)\" \"\(reference.table)\"\(reference.paramsJSON.map { " '\($0)'" } ?? "") }}"
         var message = "step '\(stepID)': \(shown) names "
-        if resources.contains(reference.resource) {
+        if let httpStep = httpTables[reference.resource], !resources.contains(reference.resource) {
+          message +=
+            "the table of http step '\(httpStep)', which is not a platform resource: write its name as it is, \"\(reference.resource.replacing("\"", with: "\"\""))\""
+        } else if resources.contains(reference.resource) {
           let given = loaded.filter { $0.resource == reference.resource }.map { $0.params == "{}" ? "none" : $0.params }
           message +=
             "parameters \(canonical) that no table_stream step of \(reference.resource) loads (loaded: \(given.joined(separator: ", ")))"
@@ -696,7 +701,8 @@ struct ManifestValidator {
           if let s = EditDistance.closest(to: reference.resource, among: resources) {
             message += "; did you mean '\(s)'?"
           } else if resources.isEmpty {
-            message += "; add a table_stream step for \(reference.resource) before this step"
+            message +=
+              "; add a table_stream step for \(reference.resource) before this step, or, for a table another job loads, write the physical name that `dray tables DATABASE` prints"
           } else {
             message += " (loaded: \(resources.joined(separator: ", ")))"
           }

@@ -172,8 +172,14 @@ import Testing
     #expect(plan.stdout.contains("  resume     continues run \(runID) (failed, started "))
     #expect(plan.stdout.contains("steps: 3; a run now skips 1 and runs 2\n"))
     #expect(plan.stdout.contains("  1. create (sql): skip, finished in run \(runID), unchanged\n"))
-    #expect(plan.stdout.contains("  2. broken (sql): run\n"))
+    #expect(plan.stdout.contains("  2. broken (sql): run, did not finish in run \(runID) (failed)\n"))
     #expect(plan.stdout.contains("  3. after (sql): run\n"))
+    // A finished step whose definition changed runs again, and the plan says why.
+    try folder.write("job.yaml", Self.failingJob.replacing("CREATE TABLE IF NOT EXISTS t(a)", with: "CREATE TABLE IF NOT EXISTS t(a, b)"))
+    let changed = try Command.dray(["plan", path])
+    #expect(changed.stdout.contains("  1. create (sql): run, its definition changed since run \(runID)\n"), "\(changed.stdout)")
+    #expect(changed.stdout.contains("  2. broken (sql): run\n"))
+    try folder.write("job.yaml", Self.failingJob)
 
     let fresh = try Command.dray(["plan", "--fresh", path])
     #expect(fresh.stdout.contains("  1. create (sql): run\n"))

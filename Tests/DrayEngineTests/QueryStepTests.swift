@@ -52,6 +52,18 @@ import Testing
     #expect(report.steps[3].outputs == ["out/rows.csv"])
   }
 
+  @Test func aQueryWithoutAFileWritesNoRowsAndSaysWhatItReturned() throws {
+    let (_, report) = try run(
+      """
+        - id: check
+          query: { sql: SELECT * FROM fruit, expect: { id: { min: 1 } } }
+      """)
+    #expect(report.steps[1].status == .succeeded)
+    #expect(report.steps[1].rows.isEmpty)
+    #expect(report.steps[1].notes == ["the query returned 3 rows"])
+    #expect(report.totals.rows == 0)
+  }
+
   @Test func aFailedExpectationNamesTheColumnTheConditionAndTheValue() throws {
     let (folder, report) = try run(
       """

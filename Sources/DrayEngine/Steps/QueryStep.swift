@@ -31,8 +31,14 @@ extension StepRunner {
       try writer?.write(row.map(RowWriter.json))
     }
     try writer?.finish()
-    report.rows = [options.output ?? "query": count]
-    if let output = options.output { report.outputs = [try folder.check(output, role: "output")] }
+    // Rows count as written only when they go to a file; otherwise the count is a note, so
+    // that the run's total stays the rows it wrote.
+    if let output = options.output {
+      report.rows = [output: count]
+      report.outputs = [try folder.check(output, role: "output")]
+    } else {
+      report.notes.append("the query returned \(HumanUnits.counted(count, "row"))")
+    }
     let failures = Expectations.check(options.expect, firstRow: firstRow, columns: columns)
     if failures.count == 1 { throw StepError.expectation("expectation failed: \(failures[0])") }
     if failures.count > 1 { throw StepError.expectation("\(failures.count) expectations failed: \(failures.joined(separator: "; "))") }
