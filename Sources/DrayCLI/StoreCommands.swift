@@ -63,7 +63,8 @@ enum StatusCommand {
       let changed = c.fingerprint == step.fingerprint(in: manifest) ? "" : " (definition changed since)"
       lines.append(
         "  \(step.id): \(c.status) in run \(c.runID) at \(c.finishedAt)"
-          + (c.attempts > 1 ? ", \(c.attempts) attempts" : "") + ", \(HumanUnits.counted(Int(c.rows), "row")), \(HumanUnits.counted(Int(c.bytes), "byte"))\(changed)"
+          + (c.attempts > 1 ? ", \(c.attempts) attempts" : "")
+          + ", \(HumanUnits.counted(Int(c.rows), "row")), \(HumanUnits.counted(Int(c.bytes), "byte"))\(changed)"
       )
     }
     return lines.joined(separator: "\n")
