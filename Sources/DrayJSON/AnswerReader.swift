@@ -72,6 +72,10 @@ public struct AnswerReader {
         status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
       }
       if status == yajl_status_client_canceled {
+        if let place = state.tooDeep {
+          let byte = offset + max(0, Int(yajl_get_bytes_consumed(parser)) - 1)
+          throw AnswerReadError(message: "\(place) \(JSONValue.nestingMessage(at: byte)); dray reads at most \(JSONValue.maxDepth) levels")
+        }
         throw state.failure ?? AnswerReadError(message: "reading stopped")
       }
       if status == yajl_status_error {
@@ -122,6 +126,9 @@ private final class AnswerParseState {
   var rowNumber = 0
   var sawList = false
   var failure: (any Error)?
+  /// Where a container opened past `JSONValue.maxDepth` ("row 3 of table 't' is"), which
+  /// stopped the parse.
+  var tooDeep: String?
 
   init(onTable: @escaping (String) throws -> Void, onRow: @escaping ([JSONValue]) throws -> Void) {
     self.onTable = onTable
@@ -178,6 +185,10 @@ private final class AnswerParseState {
       rowNumber += 1
       frames = [.array([])]
     default:
+      guard depth < JSONValue.maxDepth else {
+        tooDeep = "row \(rowNumber) of table '\(tableName ?? "")' is"
+        return 0
+      }
       frames.append(isArray ? .array([]) : .object([], key: ""))
     }
     depth += 1

@@ -9,8 +9,11 @@ extension JSONValue {
   /// `\u0000` included (yajl's tree parser hands them over as C strings, which a NUL would
   /// cut short: a column `"nam\u0000e"` would read as `nam`). Comments are allowed, as in
   /// yajl's tree parser. Meant for small documents (tokens, schemes, error bodies); table
-  /// answers stream through the store's loader instead.
-  /// - Throws: `JSONParseError` with yajl's message.
+  /// answers stream through the store's loader instead. Arrays and objects nested deeper than
+  /// `JSONValue.maxDepth` (512) levels are refused, so that no value too deep to write or free
+  /// without overflowing the stack is ever built.
+  /// - Throws: `JSONParseError` with yajl's message, or "nested deeper than 512 levels at
+  ///   byte N" (N counted from 0 in the UTF-8 text).
   public init(parsing text: String) throws(JSONParseError) {
     let bytes = Array(text.utf8)
     let builder = JSONTreeBuilder()
@@ -42,6 +45,9 @@ extension JSONValue {
     _ = dray_yajl_allow_comments(parser)
     var status = bytes.withUnsafeBufferPointer { yajl_parse(parser, $0.baseAddress, $0.count) }
     if status == yajl_status_ok { status = yajl_complete_parse(parser) }
+    if status == yajl_status_client_canceled && builder.tooDeep {
+      throw JSONParseError(message: JSONValue.nestingMessage(at: max(0, Int(yajl_get_bytes_consumed(parser)) - 1)), isTooDeep: true)
+    }
     guard status == yajl_status_ok, let root = builder.root else {
       let reason = bytes.withUnsafeBufferPointer { buffer -> String in
         guard let message = yajl_get_error(parser, 1, buffer.baseAddress, buffer.count) else { return "" }
@@ -72,6 +78,8 @@ private final class JSONTreeBuilder {
 
   var open: [Container] = []
   var root: JSONValue?
+  /// Set when a container would open past `JSONValue.maxDepth`; the parse stops there.
+  var tooDeep = false
 
   static func from(_ ctx: UnsafeMutableRawPointer?) -> JSONTreeBuilder {
     Unmanaged<JSONTreeBuilder>.fromOpaque(ctx!).takeUnretainedValue()
@@ -91,6 +99,10 @@ private final class JSONTreeBuilder {
   }
 
   func start(isArray: Bool) -> Int32 {
+    guard open.count < JSONValue.maxDepth else {
+      tooDeep = true
+      return 0
+    }
     open.append(Container(isArray: isArray))
     return 1
   }
@@ -110,6 +122,9 @@ private final class JSONTreeBuilder {
 public struct JSONParseError: Error, Sendable, CustomStringConvertible {
   /// yajl's message, naming the offending position and text.
   public var message: String
+  /// True when the document is nested deeper than `JSONValue.maxDepth`; `message` then
+  /// quotes none of the text.
+  public var isTooDeep = false
   public var description: String { "invalid JSON: \(message)" }
 }
 

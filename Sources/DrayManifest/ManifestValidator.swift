@@ -675,7 +675,19 @@ struct ManifestValidator {
         var at: SourceLocation { templateLocation(sql, offset: reference.offset, node: node) }
         var params = JSONValue.object([])
         if let text = reference.paramsJSON {
-          let parsed = try? JSONValue(parsing: text)
+          let parsed: JSONValue?
+          do {
+            parsed = try JSONValue(parsing: text)
+          } catch  where error.isTooDeep {
+            // Not quoted: such parameters run to many kilobytes.
+            reader.error(
+              at,
+              "step '\(stepID)': the parameters of {{ table \"\(reference.resource)\" \"\(reference.table)\" }} are not valid JSON (\(error.message)); "
+                + "write them as a JSON object in single quotes, such as '{\"region\":\"EU\"}'")
+            continue
+          } catch {
+            parsed = nil
+          }
           guard let parsed, case .object = parsed else {
             reader.error(
               at,

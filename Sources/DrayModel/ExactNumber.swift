@@ -29,6 +29,39 @@ public enum ExactNumber: Sendable, Hashable, CustomStringConvertible, Expressibl
     }
   }
 
+  /// The number `text` spells when it is exactly a JSON number (RFC 8259 §6: an optional
+  /// `-`, digits without a leading zero, an optional fraction and exponent): `12`, `-0.5`,
+  /// `1e3`; nil for anything else, such as `inf`, `0x10`, `+1`, `.5`, `1.` or ` 12`.
+  /// An integer within 64 bits stays an integer; any other number is the nearest double.
+  public init?(jsonNumber text: String) {
+    guard ExactNumber.isJSONNumber(text) else { return nil }
+    self.init(.number(text))
+  }
+
+  /// Whether `text` matches RFC 8259's `number` production exactly.
+  public static func isJSONNumber(_ text: String) -> Bool {
+    var bytes = Substring(text).utf8[...]
+    func digits() -> Int {
+      let count = bytes.prefix { $0 >= 0x30 && $0 <= 0x39 }.count
+      bytes = bytes.dropFirst(count)
+      return count
+    }
+    if bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+    let first = bytes.first
+    let whole = digits()
+    guard whole > 0, !(first == UInt8(ascii: "0") && whole > 1) else { return false }
+    if bytes.first == UInt8(ascii: ".") {
+      bytes = bytes.dropFirst()
+      guard digits() > 0 else { return false }
+    }
+    if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+      bytes = bytes.dropFirst()
+      if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+      guard digits() > 0 else { return false }
+    }
+    return bytes.isEmpty
+  }
+
   /// The nearest double, for display and for places that only need an approximation.
   public var doubleValue: Double {
     switch self {

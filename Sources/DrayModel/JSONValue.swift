@@ -29,6 +29,23 @@ public enum JSONValue: Sendable, Hashable {
     hasher.combine(canonicalJSON)
   }
 
+  /// The deepest nesting of arrays and objects dray accepts in JSON from outside (server
+  /// answers, `--params`, template parameters): 512 levels, the root container counting as
+  /// one.
+  ///
+  /// Writing, comparing and freeing a `JSONValue` recurse once per level, and each level takes
+  /// a few hundred bytes of stack; 512 levels stay far inside the smallest thread stack dray
+  /// runs on (512 KiB on secondary threads), while a document 10,000 levels deep would
+  /// overflow it and crash. Real answers nest a handful of levels. Every parser that builds a
+  /// `JSONValue` refuses deeper documents with `nestingMessage(at:)`.
+  public static let maxDepth = 512
+
+  /// The message for a document nested deeper than `maxDepth`, at byte offset `byte` (from 0)
+  /// of the text: "nested deeper than 512 levels at byte N".
+  public static func nestingMessage(at byte: Int) -> String {
+    "nested deeper than \(maxDepth) levels at byte \(byte)"
+  }
+
   /// True for `{}`.
   public var isEmptyObject: Bool {
     if case .object(let pairs) = self { return pairs.isEmpty }

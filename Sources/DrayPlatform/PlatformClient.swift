@@ -94,10 +94,11 @@ public final class PlatformClient {
   /// - Throws: `PlatformError.badAnswer` naming `what` when the answer is not JSON.
   private func smallJSON(_ request: HTTPRequest, what: String, policy: RetryPolicy, record: (Attempt) -> Void) throws -> JSONValue {
     let (_, bytes) = try small(request, policy: policy, record: record)
-    guard let json = try? JSONValue(parsing: bytes) else {
-      throw PlatformError.badAnswer(url: request.url, detail: "the \(what) is not JSON")
+    do {
+      return try JSONValue(parsing: bytes)
+    } catch {
+      throw PlatformError.badAnswer(url: request.url, detail: "the \(what) is not valid JSON (\(error.message))")
     }
-    return json
   }
 
   // MARK: Schemes (platform-api.md §2)

@@ -150,7 +150,15 @@ public final class PlatformSession: Sendable {
     } catch TransportError.httpStatus(let status) where status.status == 401 || status.status == 400 || status.status == 403 {
       throw PlatformError.signInFailed(status)
     }
-    guard let json = try? JSONValue(parsing: sink.bytes), let token = json["token"]?.stringValue, !token.isEmpty else {
+    let json: JSONValue
+    do {
+      json = try JSONValue(parsing: sink.bytes)
+    } catch {
+      throw PlatformError.badAnswer(
+        url: HTTPClient.displayURL(request.url), detail: "the token answer is not valid JSON\(error.isTooDeep ? " (\(error.message))" : "")"
+      )
+    }
+    guard let token = json["token"]?.stringValue, !token.isEmpty else {
       throw PlatformError.badAnswer(url: HTTPClient.displayURL(request.url), detail: "the token answer has no 'token'")
     }
     return token

@@ -30,8 +30,9 @@ public struct JSONRecordReader {
 
   /// Reads `file`, handing each record to `each`.
   /// - Returns: how many records were read, and what each probe found.
-  /// - Throws: `RecordError` when the file is not JSON or the records selector points at a
-  ///   string or number, or selects nothing; errors thrown by `each` as they are.
+  /// - Throws: `RecordError` when the file is not JSON, is nested deeper than
+  ///   `JSONValue.maxDepth` levels, or the records selector points at a string or number, or
+  ///   selects nothing; errors thrown by `each` as they are.
   public func read(file: String, each: (Record) throws -> Void) throws -> AnswerSummary {
     guard let input = FileHandle(forReadingAtPath: file) else {
       throw RecordError("cannot read the answer at \(file)")
@@ -72,6 +73,11 @@ public struct JSONRecordReader {
           status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
         }
         if status == yajl_status_client_canceled {
+          if let place = state.tooDeep {
+            let byte = offset + max(0, Int(yajl_get_bytes_consumed(parser)) - 1)
+            throw RecordError(
+              "\(place) \(JSONValue.nestingMessage(at: byte)); dray reads at most \(JSONValue.maxDepth) levels of arrays and objects")
+          }
           throw state.failure ?? RecordError("reading the answer stopped")
         }
         if status == yajl_status_error {
@@ -106,7 +112,7 @@ public struct JSONRecordReader {
         if case .json(let pointer)? = column.from {
           found = pointer.resolve(in: value)
         } else if case .object(let pairs) = value {
-          found = pairs.first { $0.key == column.name }?.value
+          found = pairs.first { IdentifierKey.sameBytes($0.key, column.name) }?.value
         } else {
           found = nil
         }
@@ -149,6 +155,9 @@ private final class JSONScanState {
   var foundRecords = false
   var summary = AnswerSummary()
   var failure: (any Error)?
+  /// Where a container opened past `JSONValue.maxDepth` ("record 3 is"), which stopped the
+  /// parse: deeper values could not be held, written or freed without overflowing the stack.
+  var tooDeep: String?
 
   init(reader: JSONRecordReader, each: @escaping (Record) throws -> Void) {
     self.reader = reader
@@ -165,7 +174,7 @@ private final class JSONScanState {
     for (frame, token) in zip(frames, tokens) {
       if frame.isArray {
         guard JSONPointer.index(token) == frame.index else { return false }
-      } else if frame.key != token {
+      } else if !IdentifierKey.sameBytes(frame.key, token) {
         return false
       }
     }
@@ -179,7 +188,7 @@ private final class JSONScanState {
         switch scalar {
         case .null: summary.values[.json(probe)] = .null
         case .string(let s): summary.values[.json(probe)] = .text(s)
-        default: summary.values[.json(probe)] = .text(scalar.json)
+        default: summary.values[.json(probe)] = .scalar(scalar.json)
         }
       } else {
         summary.values[.json(probe)] = .structure(isArray == true ? "a list" : "an object")
@@ -215,6 +224,10 @@ private final class JSONScanState {
   func start(isArray: Bool) -> Int32 {
     // `begin` pushes the builder of a record's outermost container; nested ones are pushed here.
     let capturing = !builders.isEmpty
+    guard frames.count < JSONValue.maxDepth else {
+      tooDeep = capturing ? "record \(summary.records + 1) is" : "the answer is"
+      return 0
+    }
     guard begin(container: isArray, scalar: nil) else { return 0 }
     if capturing { builders.append(Builder(isArray: isArray)) }
     frames.append(Frame(isArray: isArray))

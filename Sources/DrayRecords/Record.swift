@@ -107,17 +107,18 @@ extension ColumnType {
 
 /// Column names and types inferred from records, in order of first appearance.
 ///
-/// Names are matched as SQLite matches identifiers, without regard to ASCII case: `Name`
-/// and `name` are one column, spelled as first seen.
+/// Names are matched as SQLite matches identifiers (`IdentifierKey`), byte for byte without
+/// regard to ASCII case: `Name` and `name` are one column, spelled as first seen; `é`
+/// (U+00E9) and `e` with a combining accent (U+0301) are two.
 public struct ColumnInference: Sendable {
   public private(set) var columns: [(name: String, type: ColumnType?)] = []
-  private var positions: [String: Int] = [:]
+  private var positions: [IdentifierKey: Int] = [:]
 
   public init() {}
 
   public mutating func add(_ record: Record) {
     for (name, value) in record {
-      let key = ColumnInference.fold(name)
+      let key = IdentifierKey(name)
       if let i = positions[key] {
         columns[i].type = ColumnType.join(columns[i].type, value.inferredType)
       } else {
@@ -127,10 +128,6 @@ public struct ColumnInference: Sendable {
     }
   }
 
-  /// `name` with ASCII letters lowered, as SQLite compares identifiers.
-  public static func fold(_ name: String) -> String {
-    String(String.UnicodeScalarView(name.unicodeScalars.map { ("A"..."Z").contains($0) ? Unicode.Scalar($0.value + 32)! : $0 }))
-  }
 }
 
 /// The names of one record's values, checked before they become columns.
@@ -144,19 +141,26 @@ enum RecordNames {
   /// - Parameters:
   ///   - names: each value's name and what it is (`key`, `attribute`, `child element`).
   ///   - record: the record's number in its answer, from 1.
-  /// - Throws: `RecordError` for the first two names that would be one column.
+  /// - Throws: `RecordError` for a name holding a NUL character, or for the first two names
+  ///   that would be one column.
   static func check(_ names: [(name: String, what: String)], record: Int) throws {
+    if let bad = names.first(where: { $0.name.utf8.contains(0) }) {
+      let shown = bad.name.unicodeScalars.map { $0 == "\0" ? "\\0" : String($0) }.joined()
+      throw RecordError(
+        "record \(record) has the \(bad.what) '\(shown)', which holds a NUL character (U+0000, shown as \\0); "
+          + "SQLite cannot hold it in a column name; declare 'columns' to load the record's other values")
+    }
     guard names.count > 1 else { return }
-    var seen: [String: (name: String, what: String)] = [:]
+    var seen: [IdentifierKey: (name: String, what: String)] = [:]
     seen.reserveCapacity(names.count)
     for entry in names {
-      let key = ColumnInference.fold(entry.name)
+      let key = IdentifierKey(entry.name)
       guard let other = seen[key] else {
         seen[key] = entry
         continue
       }
       let both: String
-      if other.what == entry.what && other.name == entry.name {
+      if other.what == entry.what && IdentifierKey.sameBytes(other.name, entry.name) {
         throw RecordError("record \(record) has the \(entry.what) '\(entry.name)' twice; one of its values would be lost")
       } else if other.what == entry.what {
         both = "the \(entry.what)s '\(other.name)' and '\(entry.name)', which differ only in letter case"
@@ -182,8 +186,11 @@ public enum AnswerValue: Sendable, Equatable {
   /// Not in the answer.
   case absent
   case null
-  /// A string, or a number's or boolean's text.
+  /// A string (JSON), or an attribute's or element's text (XML).
   case text(String)
+  /// A JSON number or boolean, as its JSON text (`42`, `true`): a cursor may be one, a next
+  /// link may not.
+  case scalar(String)
   /// An object, array or element with children: not a single value. Holds what it was.
   case structure(String)
 }

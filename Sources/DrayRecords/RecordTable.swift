@@ -4,8 +4,9 @@ public import DrayStore
 /// A table that records are loaded into, and the columns it holds.
 ///
 /// Every method works inside the caller's transaction; nothing here commits. Identifiers are
-/// quoted, values bound. Column names match as SQLite matches identifiers, without regard to
-/// ASCII case.
+/// quoted, values bound. Column names match as SQLite matches identifiers (`IdentifierKey`):
+/// byte for byte, without regard to ASCII case; `é` and `e` with a combining accent are two
+/// columns.
 ///
 /// Types only widen: a column created INTEGER that meets REAL values becomes REAL, and one
 /// that meets any other mix becomes TEXT (`ColumnType.join`). SQLite cannot change a column's
@@ -17,7 +18,7 @@ public final class RecordTable {
   /// The table's columns and declared types (nil: no type yet), in order; empty when the
   /// table does not exist.
   public private(set) var columns: [(name: String, type: ColumnType?)] = []
-  private var positions: [String: Int] = [:]
+  private var positions: [IdentifierKey: Int] = [:]
   private var insert: Statement?
 
   /// Most columns SQLite allows in a table by default (SQLITE_MAX_COLUMN).
@@ -39,7 +40,7 @@ public final class RecordTable {
       return (columnName, ColumnType(rawValue: declared))
     }
     positions = [:]
-    for (i, column) in columns.enumerated() { positions[ColumnInference.fold(column.name)] = i }
+    for (i, column) in columns.enumerated() { positions[IdentifierKey(column.name)] = i }
     insert = nil
   }
 
@@ -55,7 +56,7 @@ public final class RecordTable {
     var target = columns
     var rebuild = false
     for column in wanted {
-      let key = ColumnInference.fold(column.name)
+      let key = IdentifierKey(column.name)
       if let i = positions[key] {
         let joined = ColumnType.join(target[i].type, column.type)
         if widen && joined != target[i].type {
@@ -81,9 +82,9 @@ public final class RecordTable {
   }
 
   private func create(_ wanted: [(name: String, type: ColumnType?)]) throws {
-    var seen: Set<String> = []
+    var seen: Set<IdentifierKey> = []
     var unique: [(name: String, type: ColumnType?)] = []
-    for column in wanted where seen.insert(ColumnInference.fold(column.name)).inserted { unique.append(column) }
+    for column in wanted where seen.insert(IdentifierKey(column.name)).inserted { unique.append(column) }
     guard unique.count <= RecordTable.maxColumns else {
       throw RecordError("the records have \(unique.count) columns; SQLite allows at most \(RecordTable.maxColumns) in table '\(name)'")
     }
@@ -113,7 +114,14 @@ public final class RecordTable {
   /// Inserts one record; its columns must be in the table (see `prepare`). A column the
   /// record does not name is NULL. The readers never hand over a record with two names that
   /// differ only in case (`RecordNames`).
+  /// - Throws: `RecordError` when the table does not exist: no record so far gave a value
+  ///   (`{}`, an empty element) and no columns were declared, so there is no column to load.
   public func insert(_ record: Record) throws {
+    guard exists else {
+      throw RecordError(
+        "the records have no values (such as {} or an empty element), so there is no column to load them into; "
+          + "declare 'columns' under 'load' to load such records as rows of NULLs")
+    }
     let statement: Statement
     if let insert {
       statement = insert
@@ -125,7 +133,7 @@ public final class RecordTable {
       insert = statement
     }
     for (columnName, value) in record {
-      guard let i = positions[ColumnInference.fold(columnName)] else {
+      guard let i = positions[IdentifierKey(columnName)] else {
         throw RecordError("column '\(columnName)' is not in table '\(name)'")
       }
       let index = Int32(i + 1)
@@ -164,7 +172,7 @@ public final class RecordTable {
     let shape = columns.map { (name: $0.name, type: $0.type ?? .text) }
     let same =
       destination.columns.count == shape.count
-      && zip(destination.columns, shape).allSatisfy { ColumnInference.fold($0.name) == ColumnInference.fold($1.name) && $0.type == $1.type }
+      && zip(destination.columns, shape).allSatisfy { IdentifierKey($0.name) == IdentifierKey($1.name) && $0.type == $1.type }
     let names = columns.map { Database.quote($0.name) }.joined(separator: ", ")
     if same {
       try database.execute("DELETE FROM \(Database.quote(target))")

@@ -105,7 +105,7 @@ public struct XMLRecordReader {
     if let columns {
       return columns.map { column in
         if case .xml(let path)? = column.from { return (column.name, XMLTree.value(at: path, in: node)) }
-        if let child = XMLTree.children(of: node).first(where: { XMLTree.localName($0) == column.name }) {
+        if let child = XMLTree.children(of: node).first(where: { IdentifierKey.sameBytes(XMLTree.localName($0), column.name) }) {
           return (column.name, RecordValue(xmlText: XMLTree.text(child)))
         }
         return (column.name, XMLTree.attribute(column.name, of: node).map { RecordValue(xmlText: $0) } ?? .null)
@@ -130,17 +130,18 @@ public struct XMLRecordReader {
       try RecordNames.check(names, record: number)
       return record
     }
+    // Keyed by UTF-8 bytes: Swift's String equality would merge `é` and `e` + U+0301.
     var order: [String] = []
-    var texts: [String: [String]] = [:]
+    var texts: [[UInt8]: [String]] = [:]
     for child in children {
       let name = XMLTree.localName(child)
-      if texts[name] == nil { order.append(name) }
+      if texts[Array(name.utf8)] == nil { order.append(name) }
       let text = XMLTree.children(of: child).isEmpty ? XMLTree.text(child) : XMLTree.text(child).trimmingXMLSpace
-      texts[name, default: []].append(text)
+      texts[Array(name.utf8), default: []].append(text)
     }
     try RecordNames.check(names + order.map { ($0, "child element") }, record: number)
     for name in order {
-      let values = texts[name]!
+      let values = texts[Array(name.utf8)]!
       if values.count == 1 {
         record.append((name, RecordValue(xmlText: values[0])))
       } else {

@@ -142,7 +142,8 @@ public final class Store {
   /// SQLite's C interface would cut it short); two output tables of one name; a table
   /// without columns (of a resource that is not cached: a cached one has its row id); two
   /// columns whose names differ only in ASCII letter case (SQLite compares identifiers that
-  /// way); a column named like the row id column of a cached resource; more columns than
+  /// way, `IdentifierKey`: `é` and `e` + U+0301 are two columns); two output tables whose
+  /// names differ only in Unicode normalization (answer tables are routed by name); a column named like the row id column of a cached resource; more columns than
   /// SQLite allows (SQLITE_MAX_COLUMN, https://sqlite.org/limits.html). Every other name,
   /// quotes, spaces, reserved words and any script included, is quoted and kept exactly.
   static func check(_ scheme: ResourceScheme) throws(StoreError) {
@@ -153,7 +154,8 @@ public final class Store {
     if "\(scheme.name)__".lowercased().hasPrefix("sqlite_") {
       throw .badScheme(resource: scheme.name, reason: "SQLite reserves table names that start with 'sqlite_'")
     }
-    var tables: [String: String] = [:]
+    var tables: [IdentifierKey: String] = [:]
+    var equivalent: [String: String] = [:]
     for table in scheme.outputs {
       if table.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "an output table has an empty name") }
       if table.name.utf8.contains(0) {
@@ -161,14 +163,23 @@ public final class Store {
           resource: scheme.name, reason: "output table '\(Store.shown(table.name))' has a name holding a NUL character (U+0000)")
       }
       // Physical names compare without regard to ASCII case, as SQLite compares them.
-      if let other = tables[Store.folded(table.name)] {
+      if let other = tables[IdentifierKey(table.name)] {
         let reason =
-          other == table.name
+          IdentifierKey.sameBytes(other, table.name)
           ? "the scheme lists two output tables named '\(table.name)'; each output table needs its own name"
           : "the scheme lists output tables '\(other)' and '\(table.name)', which SQLite cannot tell apart (names differ only in letter case)"
         throw .badScheme(resource: scheme.name, reason: reason)
       }
-      tables[Store.folded(table.name)] = table.name
+      tables[IdentifierKey(table.name)] = table.name
+      // SQLite keeps `é` (U+00E9) and `e` + U+0301 apart, but the load routes answer tables
+      // by Swift string, which would merge them: refuse such a pair by its real reason.
+      if let other = equivalent.updateValue(table.name, forKey: table.name) {
+        throw .badScheme(
+          resource: scheme.name,
+          reason:
+            "the scheme lists output tables '\(other)' and '\(table.name)', which differ only in Unicode normalization (composed and decomposed accents); "
+            + "dray cannot load both: rename one, or spell both alike on the platform")
+      }
       if table.columns.isEmpty && !scheme.isCached {
         throw .badScheme(
           resource: scheme.name, reason: "output table '\(table.name)' has no columns; SQLite cannot create a table without columns")
@@ -178,8 +189,8 @@ public final class Store {
         throw .badScheme(
           resource: scheme.name, reason: "output table '\(table.name)' has \(table.columns.count) columns; SQLite allows at most \(limit)")
       }
-      var seen: [String: String] = [:]
-      if scheme.isCached { seen[rowIDColumn] = rowIDColumn }
+      var seen: [IdentifierKey: String] = [:]
+      if scheme.isCached { seen[IdentifierKey(rowIDColumn)] = rowIDColumn }
       for (index, column) in table.columns.enumerated() {
         if column.name.isEmpty {
           throw .badScheme(
@@ -191,10 +202,10 @@ public final class Store {
             reason: "output table '\(table.name)' has a column named '\(Store.shown(column.name))', which holds a NUL character (U+0000)")
         }
         // SQLite compares identifiers without regard to ASCII case.
-        let folded = Store.folded(column.name)
+        let folded = IdentifierKey(column.name)
         if let other = seen[folded] {
           let reason =
-            other == rowIDColumn
+            IdentifierKey.sameBytes(other, rowIDColumn)
             ? "output table '\(table.name)' has a column '\(column.name)', which clashes with the row id column '\(rowIDColumn)' of a cached resource"
             : "output table '\(table.name)' has columns '\(other)' and '\(column.name)', which SQLite cannot tell apart (names differ only in letter case)"
           throw .badScheme(resource: scheme.name, reason: reason)
@@ -202,11 +213,6 @@ public final class Store {
         seen[folded] = column.name
       }
     }
-  }
-
-  /// `name` with ASCII letters lowered, as SQLite compares identifiers.
-  static func folded(_ name: String) -> String {
-    String(name.map { $0.isASCII ? Character($0.lowercased()) : $0 })
   }
 
   /// A server-supplied name for a message: a NUL (or another control character) as `\0`,

@@ -177,3 +177,35 @@ import Testing
     #expect(tables.stdout == #"{"status":"ok","result":{"database":{"records":[]}}}"# + "\n")
   }
 }
+
+/// JSON nested deeper than 512 levels, typed by the user: refused by name, never a crash.
+@Suite struct DeepJSONInputTests {
+  @Test func deepTemplateParametersAndDeepParamsAreRefused() throws {
+    let folder = TemporaryDirectory()
+    let deep = #"{"a":"# + String(repeating: "[", count: 50000) + String(repeating: "]", count: 50000) + "}"
+    let job = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: deep
+      database: { path: data.sqlite }
+      steps:
+        - id: s
+          sql: |
+            SELECT * FROM {{ table "X" "t" '\(deep)' }}
+      """)
+    let validate = try Command.dray(["validate", job])
+    #expect(validate.status == 2)
+    #expect(
+      validate.stderr.contains(
+        #"error: step 's': the parameters of {{ table "X" "t" }} are not valid JSON (nested deeper than 512 levels at byte 516); write them as a JSON object in single quotes"#
+      ), "\(validate.stderr.prefix(2000))")
+
+    let setup = try folder.write("setup.yaml", "version: 1\njob: setup\ndatabase: { path: data.sqlite }\nsteps:\n  - sql: SELECT 1\n")
+    #expect(try Command.dray(["run", setup]).status == 0)
+    let params = #"{"a":"# + String(repeating: "[", count: 20000) + String(repeating: "]", count: 20000) + "}"
+    let tables = try Command.dray(["tables", folder.path + "/data.sqlite", "--resource", "X", "--params", params])
+    #expect(tables.status == 2)
+    #expect(tables.stderr.contains("--params must be a JSON object: nested deeper than 512 levels at byte 516"), "\(tables.stderr)")
+  }
+}

@@ -178,3 +178,33 @@ import Testing
       report.steps[1].errorMessage == "2 expectations failed: big = Infinity, expected at most 10; small = -Infinity, expected at least 0")
   }
 }
+
+@Suite struct QueryNumberTextTests {
+  /// TEXT counts as a number only when, trimmed of ASCII spaces, it is a JSON number.
+  @Test func onlyTextThatIsAJSONNumberCountsAsANumber() throws {
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      """
+      version: 1
+      job: numbers
+      database: { path: db.sqlite }
+      steps:
+        - id: junk
+          query:
+            sql: SELECT 'inf' AS a, 'infinity' AS b, '0x10' AS c, '0x1p3' AS d, ' 12 ' AS e, '-0.5e1' AS f, '012' AS g
+            expect: { a: { min: 1000000 }, b: { min: 0 }, c: { min: 16 }, d: { max: 8 }, e: { min: 12, max: 12 }, f: { max: -5 }, g: { min: 0 } }
+      """)
+    #expect(report.steps[0].status == .failed)
+    let message = report.steps[0].errorMessage ?? ""
+    for expected in [
+      #"a = "inf" is not a number, expected at least 1000000"#, #"b = "infinity" is not a number, expected at least 0"#,
+      #"c = "0x10" is not a number, expected at least 16"#, #"d = "0x1p3" is not a number, expected at most 8"#,
+      #"g = "012" is not a number, expected at least 0"#,
+    ] {
+      #expect(message.contains(expected), "\(message)")
+    }
+    #expect(!message.contains("e = "), "\(message)")
+    #expect(!message.contains("f = "), "\(message)")
+  }
+}

@@ -173,3 +173,30 @@ extension SQLValue {
     }
   }
 }
+
+@Suite struct IdentifierKeyTests {
+  @Test func namesCompareAsSQLiteComparesThem() throws {
+    #expect(IdentifierKey("Name") == IdentifierKey("name"))
+    #expect(IdentifierKey("\u{e9}") != IdentifierKey("e\u{301}"))
+    #expect(IdentifierKey("\u{c9}") != IdentifierKey("\u{e9}"))  // SQLite folds ASCII letters only
+    let fixture = try StoreFixture()
+    // Columns `é` and `e` + U+0301 are two columns to SQLite: accepted, both created.
+    let scheme = ResourceScheme.table([("\u{e9}", "TEXT"), ("e\u{301}", "INTEGER")])
+    let names = try fixture.store.createTables(for: scheme)
+    let columns = try fixture.store.database.rows("SELECT name FROM pragma_table_info(?)", [.text(names["t"]!)])
+    #expect(columns.map { Array($0[0].1.description.utf8) } == [Array("\u{e9}".utf8), Array("e\u{301}".utf8)])
+    // Two output tables spelt that way are refused by their real reason.
+    let tables = ResourceScheme(
+      name: "R",
+      outputs: [
+        .init(name: "\u{e9}", columns: [.init(name: "a", type: "TEXT")]),
+        .init(name: "e\u{301}", columns: [.init(name: "a", type: "TEXT")]),
+      ])
+    #expect(throws: StoreError.self) { try fixture.store.createTables(for: tables) }
+    do {
+      try fixture.store.createTables(for: tables)
+    } catch {
+      #expect("\(error)".contains("which differ only in Unicode normalization"), "\(error)")
+    }
+  }
+}

@@ -310,6 +310,13 @@ extension StepRunner {
     switch summary.values[selector] ?? .absent {
     case .absent, .null: return nil
     case .text(let text): return text.isEmpty ? nil : text
+    case .scalar(let json):
+      // A cursor may be a number; a next link is a URL, so a string.
+      guard key == "paginate.next" else { return json }
+      let kind = json == "true" || json == "false" ? "a boolean" : "a number"
+      throw RecordError(
+        "paginate.next '\(selector)' is \(kind) (\(json)) in the answer; a next link must be a string holding a URL, or null or absent on the last page"
+      )
     case .structure(let kind):
       throw HTTPStepError.badPagination("\(key) '\(selector)' is \(kind) in the answer; point it at the value itself")
     }

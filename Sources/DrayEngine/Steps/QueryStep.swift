@@ -91,12 +91,15 @@ enum Expectations {
     return parts.joined(separator: " and ")
   }
 
-  /// A value's number: INTEGER and REAL values, and text that reads as a number.
+  /// A value's number: INTEGER and REAL values, and TEXT that is a JSON number (RFC 8259)
+  /// once ASCII spaces around it are trimmed (`' 12 '` is 12; `'inf'`, `'0x10'`, `'1e'` are
+  /// not numbers).
   static func number(_ value: SQLValue) -> ExactNumber? {
     switch value {
     case .integer(let i): .integer(i)
     case .real(let d): .real(d)
-    case .text(let s): ExactNumber(.number(s.trimmingCharacters(in: .whitespaces)))
+    case .text(let s):
+      ExactNumber(jsonNumber: String(Substring(s).drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()))
     case .null, .blob: nil
     }
   }

@@ -1,0 +1,160 @@
+import DrayEngine
+import DrayManifest
+import DrayModel
+import DrayStore
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// Answers from a server that once crashed the `http` step or failed it with a raw SQLite
+/// error: each now fails with a message naming the page or answer, the record and the fix,
+/// or loads as SQLite would see it.
+@Suite struct HTTPBadAnswerTests {
+  let folder = TemporaryDirectory()
+
+  func run(_ steps: String, server: RestServer) throws -> RunReport {
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: rest
+      database: { path: data.sqlite }
+      retry: { count: 0 }
+      steps:
+      \(steps)
+      """)
+    let manifest = try ManifestLoader(environment: ["API": server.url]).load(path: path)
+    return Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+  }
+
+  func rows(_ sql: String) throws -> [[SQLValue]] {
+    try Database(path: folder.path + "/data.sqlite").rows(sql).map { $0.map(\.1) }
+  }
+
+  /// A rule of the REST server answering `body` with 200 at `path`.
+  static func rule(_ path: String, _ body: String) throws -> String {
+    String(decoding: try JSONSerialization.data(withJSONObject: ["path": path, "status": 200, "body": body]), as: UTF8.self)
+  }
+
+  @Test func deeplyNestedAnswersAreRefusedNotAStackOverflow() throws {
+    let deep = "[{\"a\": " + String(repeating: "[", count: 10000) + String(repeating: "]", count: 10000) + "}]"
+    let server = try RestServer(["--rule", try Self.rule("/deep", deep)])
+    // The 513th container opens at byte 7 + 510: two levels are `[{`, then 510 `[` before it.
+    let message =
+      "the answer of \(server.url)deep: record 1 is nested deeper than 512 levels at byte 517; dray reads at most 512 levels of arrays and objects"
+    for load in [#"{ table: items, records: "" }"#, #"{ table: items, records: "", columns: { d: { type: TEXT, from: /d } } }"#] {
+      let report = try run("  - id: deep\n    http: { base_url: '${API}', path: deep, load: \(load) }", server: server)
+      #expect(report.exitCode == 1)
+      #expect(report.steps[0].errorCode == "bad_answer")
+      #expect(report.steps[0].errorMessage == message)
+    }
+    // 512 levels load, as the JSON text of the nested value.
+    let fits = "[{\"a\": " + String(repeating: "[", count: 510) + String(repeating: "]", count: 510) + "}]"
+    try server.setRules("[" + (try Self.rule("/fits", fits)) + "]")
+    let report = try run("  - id: fits\n    http: { base_url: '${API}', path: fits, load: { table: items } }", server: server)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try rows("SELECT length(a) FROM items") == [[.integer(1020)]])
+  }
+
+  @Test func aDeeplyNestedTokenAnswerIsRefusedNotAStackOverflow() throws {
+    let deep = #"{"token":"abc","x":"# + String(repeating: "[", count: 20000) + String(repeating: "]", count: 20000) + "}"
+    let server = try RestServer()
+    try server.setRules("[" + (try Self.rule("/api/v1/auth/jwt/obtain/", deep)) + "]")
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: token
+      database: { path: data.sqlite }
+      retry: { count: 0 }
+      platform: { host: "\(server.url)", environment: E, project: P }
+      auth: { username: u, password: p }
+      steps:
+        - request: { resource: FRUITS }
+      """)
+    let manifest = try ManifestLoader(environment: [:]).load(path: path)
+    let report = Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+    #expect(report.exitCode == 1)
+    #expect(
+      report.steps[0].errorMessage?.contains("the token answer is not valid JSON (nested deeper than 512 levels at byte 530)") == true)
+  }
+
+  /// SQLite compares names byte by byte (ASCII case aside): `é` (U+00E9) and `e` + U+0301
+  /// are two columns, within a record and across pages, though Swift calls them equal.
+  @Test func namesEqualOnlyUnderUnicodeEquivalenceAreTwoColumns() throws {
+    let server = try RestServer([
+      "--rule", try Self.rule("/one", "[{\"\u{e9}\": 1, \"e\u{301}\": 2}]"),
+      "--rule", try Self.rule("/p1", "{\"data\": [{\"\u{e9}\": 1}], \"next\": \"/p2\"}"),
+      "--rule", try Self.rule("/p2", "{\"data\": [{\"e\u{301}\": 2}], \"next\": null}"),
+    ])
+    let report = try run(
+      """
+        - id: one
+          http: { base_url: '${API}', path: one, load: { table: one } }
+        - id: pages
+          http: { base_url: '${API}', path: p1, load: { table: pages, records: /data }, paginate: { next: /next } }
+      """, server: server)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    let shape = [[SQLValue.text("\u{e9}"), .text("INTEGER")], [.text("e\u{301}"), .text("INTEGER")]]
+    let columns = try rows("SELECT name, type FROM pragma_table_info('one')")
+    #expect(columns.map { $0.map { Array($0.description.utf8) } } == shape.map { $0.map { Array($0.description.utf8) } })
+    #expect(try rows("SELECT * FROM one") == [[.integer(1), .integer(2)]])
+    let paged = try rows("SELECT name FROM pragma_table_info('pages')")
+    #expect(paged.count == 2)
+    #expect(try rows("SELECT * FROM pages") == [[.integer(1), .null], [.null, .integer(2)]])
+  }
+
+  @Test func recordsWithoutValuesSayToDeclareColumns() throws {
+    let server = try RestServer([
+      "--rule", try Self.rule("/empty", "[{}]"),
+      "--rule", try Self.rule("/empty.xml", "<r><i/></r>"),
+      "--rule", try Self.rule("/later", "[{\"a\": 1}, {}]"),
+    ])
+    let rest =
+      "the records have no values (such as {} or an empty element), so there is no column to load them into; declare 'columns' under 'load' to load such records as rows of NULLs"
+    for (path, options) in [("empty", "load: { table: t }"), ("empty.xml", "format: xml, load: { table: t, records: /r/i }")] {
+      let report = try run("  - id: e\n    http: { base_url: '${API}', path: \(path), \(options) }", server: server)
+      #expect(report.steps[0].errorCode == "bad_answer")
+      #expect(report.steps[0].errorMessage == "the answer of \(server.url)\(path): " + rest)
+    }
+    // A record without values after one with values is a row of NULLs; declared columns load it too.
+    let report = try run(
+      """
+        - id: later
+          http: { base_url: '${API}', path: later, load: { table: later } }
+        - id: declared
+          http: { base_url: '${API}', path: empty, load: { table: declared, columns: { a: INTEGER } } }
+      """, server: server)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try rows("SELECT a FROM later") == [[.integer(1)], [.null]])
+    #expect(try rows("SELECT a FROM declared") == [[.null]])
+  }
+
+  @Test func aNULInAKeyIsRefusedByRecordAndKey() throws {
+    let server = try RestServer(["--rule", try Self.rule("/nul", #"[{"a": 1}, {"x\u0000y": 2}]"#)])
+    let report = try run("  - id: nul\n    http: { base_url: '${API}', path: nul, load: { table: t } }", server: server)
+    #expect(report.steps[0].errorCode == "bad_answer")
+    #expect(
+      report.steps[0].errorMessage
+        == #"the answer of \#(server.url)nul: record 2 has the key 'x\0y', which holds a NUL character (U+0000, shown as \0); SQLite cannot hold it in a column name; declare 'columns' to load the record's other values"#
+    )
+  }
+
+  @Test func aNextLinkThatIsNotAStringFailsNamingThePage() throws {
+    let server = try RestServer([
+      "--rule", try Self.rule("/number", #"{"data": [{"a": 1}], "next": 42}"#),
+      "--rule", try Self.rule("/bool", #"{"data": [], "next": true}"#),
+    ])
+    for (path, found) in [("number", "a number (42)"), ("bool", "a boolean (true)")] {
+      let report = try run(
+        "  - id: p\n    http: { base_url: '${API}', path: \(path), load: { table: t, records: /data }, paginate: { next: /next } }",
+        server: server)
+      #expect(report.steps[0].errorCode == "bad_answer")
+      #expect(
+        report.steps[0].errorMessage
+          == "page 1 (\(server.url)\(path)): paginate.next '/next' is \(found) in the answer; a next link must be a string holding a URL, or null or absent on the last page"
+      )
+    }
+    #expect(try server.requests().map(\.path) == ["/number", "/bool"])
+  }
+}
