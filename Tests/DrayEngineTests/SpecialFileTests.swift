@@ -135,4 +135,18 @@ import Testing
     #expect(throws: JournalError.notAFile(path: path, kind: "a FIFO (named pipe)")) { try Journal(readingAt: path) }
     #expect(Self.type(path) == S_IFIFO)
   }
+
+  @Test func aLockFileThatIsAFIFOIsRefusedBeforeAnyStep() throws {
+    let folder = TemporaryDirectory()
+    let manifest = try Self.load(
+      folder, "version: 1\njob: special\ndatabase: { path: d.sqlite }\nsteps:\n  - { id: make, sql: CREATE TABLE t(x) }\n")
+    try FileManager.default.createDirectory(atPath: folder.path + "/.dray", withIntermediateDirectories: false)
+    let lock = folder.path + "/.dray/special.lock"
+    try Self.make(S_IFIFO, at: lock)
+    let report = Self.run(manifest)
+    #expect(report.exitCode == 1)
+    #expect(report.errorMessage?.contains("\(lock): it is a FIFO (named pipe), not a regular file") == true, "\(report.errorMessage ?? "")")
+    #expect(report.steps.map(\.status) == [.notRun])
+    #expect(Self.type(lock) == S_IFIFO)
+  }
 }
