@@ -45,7 +45,7 @@ enum PlanCommand {
   /// none (nothing is created). They give the exact names of every output table.
   static func recordedSchemes(_ manifest: Manifest) -> [String: ResourceScheme] {
     guard let database = manifest.database.map({ manifest.resolve($0.path) }), FileManager.default.fileExists(atPath: database),
-      let probe = try? Database(path: database, create: false, readOnly: true),
+      DatabaseFile.problem(database) == nil, let probe = try? Database(path: database, create: false, readOnly: true),
       (try? probe.tableExists("_dray_resources")) == true, (try? probe.tableExists("_dray_tables")) == true,
       let store = try? Store(path: database)
     else { return [:] }
@@ -68,6 +68,7 @@ enum PlanCommand {
   static func existingJournal(_ manifest: Manifest) throws -> Journal? {
     let path = Runner.journalPath(for: manifest)
     guard FileManager.default.fileExists(atPath: path) else { return nil }
+    if let kind = FileKind.refusal(at: path, followingLinks: true) { throw JournalError.notAFile(path: path, kind: kind) }
     let probe = try Database(path: path, create: false, readOnly: true)
     guard try probe.tableExists("_dray_runs"), try probe.tableExists("_dray_checkpoints") else { return nil }
     return try Journal(path: path)

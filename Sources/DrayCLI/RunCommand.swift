@@ -44,10 +44,13 @@ enum RunCommand {
     let options = RunOptions(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
-    if report.exitCode != ExitCode.locked && (level > .quiet || report.status != .succeeded) {
+    if report.exitCode != ExitCode.locked && (level > .quiet || report.exitCode != ExitCode.success) {
       console.print(
         Summary.text(
-          report, files: ReportFiles.paths(manifest, runID: report.runID).map { ($0.format.rawValue, ReportFiles.display($0.path)) },
+          report,
+          files: ReportFiles.paths(manifest, runID: report.runID).filter { !report.unwrittenReports.contains($0.path) }.map {
+            ($0.format.rawValue, ReportFiles.display($0.path))
+          },
           color: console.useColorOnOutput))
     }
     return report.exitCode
@@ -132,8 +135,9 @@ enum Summary {
     if totals.retries > 0 { total.append("\(totals.retries) \(totals.retries == 1 ? "retry" : "retries")") }
     if !total.isEmpty { lines.append("total: " + total.joined(separator: "; ")) }
     if let error = report.errorMessage { lines.append("error: \(PrintableText.oneLine(error))") }
-    for file in files.dropFirst() { lines.append("\(file.format): \(file.path)") }
-    if let json = files.first { lines.append("report: \(json.path)") }
+    // Only the files written: one that could not be is not named.
+    for file in files where file.format != "json" { lines.append("\(file.format): \(file.path)") }
+    if let json = files.first(where: { $0.format == "json" }) { lines.append("report: \(json.path)") }
     return lines.joined(separator: "\n")
   }
 

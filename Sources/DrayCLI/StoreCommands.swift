@@ -89,6 +89,10 @@ enum TablesCommand {
       DrayCommandLine.printError("dray: no database at \(path); check the path (a run of the job creates it)")
       return ExitCode.stepFailed
     }
+    if let problem = DatabaseFile.problem(path) {
+      DrayCommandLine.printError("dray: \(problem)")
+      return ExitCode.stepFailed
+    }
     let resource = args.values["--resource"]
     if resource == nil && (args.values["--params"] != nil || args.values["--table"] != nil) {
       throw UsageError("--params and --table choose among the tables of one resource; add --resource NAME")
@@ -160,6 +164,7 @@ enum QueryCommand {
     let output = Output()
     do {
       guard FileManager.default.fileExists(atPath: path) else { throw QueryError("no database at \(path)") }
+      if let problem = DatabaseFile.problem(path) { throw QueryError(problem) }
       let database = try Database(path: path, create: false, readOnly: true)
       let statement = try database.prepareOne(args.positional[1])
       let names = (0..<statement.columnCount).map { statement.columnName($0) }.map { name -> [UInt8] in
@@ -237,6 +242,18 @@ enum QueryCommand {
       try? FileHandle.standardOutput.write(contentsOf: Data(bytes))
       bytes.removeAll(keepingCapacity: true)
       flushed = true
+    }
+  }
+}
+
+/// A database path named on the command line, looked at before SQLite opens it: SQLite hangs
+/// on a FIFO and answers "disk I/O error" for a folder.
+enum DatabaseFile {
+  /// `data is a FIFO (named pipe), not an SQLite database file; name the job's database
+  /// file`, when `path` (a symbolic link followed) is not a regular file; nil otherwise.
+  static func problem(_ path: String) -> String? {
+    FileKind.refusal(at: path, followingLinks: true).map {
+      "\(path) is \($0), not an SQLite database file; name the job's database file (database.path in its manifest)"
     }
   }
 }

@@ -19,7 +19,9 @@ internal import Glibc
 ///    each be one plain path component (`JobPath.isPlainName`), then pass rules 1 to 3;
 /// 5. no file written, and no folder on the way to it, is one of the files dray keeps for
 ///    the job (`KeptPaths`: the database, the manifest, the state and download folders, the
-///    run's reports), compared by real path so that a symbolic link cannot lead there.
+///    run's reports), compared by real path so that a symbolic link cannot lead there;
+/// 6. a file written replaces only a regular file (or a symbolic link inside the job
+///    folder): never a folder, a device, a FIFO or a socket (`FileKind`).
 struct JobFolder {
   /// The job folder's real path.
   let root: String
@@ -90,8 +92,11 @@ struct JobFolder {
         guard let real = JobFolder.realPath(path), contains(real) else {
           throw refused(role, relative, "it is a symbolic link to \(JobFolder.linkTarget(path)), outside the job folder")
         }
-      } else if info.st_mode & S_IFMT == S_IFDIR {
-        throw refused(role, relative, "it is a folder")
+      } else if let kind = FileKind.refusal(at: path) {
+        // A rename over it would replace a device or a FIFO, and fails on a folder.
+        throw LocalFileError.refused(
+          "\(role) '\(relative)': it is \(kind), not a regular file; dray writes a step's output only as a new file or over a regular file: remove it or name another file"
+        )
       }
     }
     return path

@@ -1,3 +1,4 @@
+internal import DrayModel
 internal import Foundation
 internal import Glibc
 
@@ -30,6 +31,10 @@ final class JobLock {
     self.path = path
     let folder = (path as NSString).deletingLastPathComponent
     try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    // Opening a device can act on it, and the holder's line would be written into it.
+    if let kind = FileKind.refusal(at: path) {
+      throw .cannotOpen(path: path, detail: "it is \(kind), not a regular file, and dray keeps only its own lock file there; remove it")
+    }
     let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
     guard fd >= 0 else {
       if errno == ELOOP { throw .symbolicLink(path: path, target: JobFolder.linkTarget(path)) }

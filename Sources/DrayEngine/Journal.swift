@@ -192,7 +192,8 @@ public final class Journal {
 
   enum FileState { case missing, empty, usable }
 
-  /// Looks at the file before SQLite does, to tell an empty or cut-off journal from a new one.
+  /// Looks at the file before SQLite does, to tell an empty or cut-off journal from a new
+  /// one, and a folder, device, FIFO or socket from a file (`JournalError.notAFile`).
   ///
   /// SQLite opens a 0-byte file as a new, empty database, and may read a file cut short
   /// without complaint until it needs a missing page; dray never leaves either at the
@@ -201,6 +202,8 @@ public final class Journal {
   /// (https://sqlite.org/fileformat2.html#the_database_header), and is skipped while a
   /// write-ahead log or a hot rollback journal holds changes.
   static func inspect(_ path: String) throws(JournalError) -> FileState {
+    // SQLite would hang on a FIFO, and `create(at:)` or --fresh would replace a device.
+    if let kind = FileKind.refusal(at: path, followingLinks: true) { throw .notAFile(path: path, kind: kind) }
     guard let size = fileSize(path) else { return .missing }
     // Changes SQLite has yet to copy into the file (WAL mode) or to roll back out of it (a
     // hot rollback journal) make its size meaningless until SQLite has opened it.
@@ -499,6 +502,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
   /// Sound, as far as dray can tell, but out of reach: locked by another process, or not
   /// readable or writable by this user. Nothing to restore: `advice` says what to check.
   case unavailable(path: String, detail: String, advice: String)
+  /// Something other than a regular file: a folder, a device, a FIFO, a socket (`kind`, as
+  /// `FileKind` names it). Never opened, never replaced.
+  case notAFile(path: String, kind: String)
 
   static let permissionAdvice =
     "check that the file and its folder exist and that this user may read and write both (SQLite writes its -wal and -shm files beside the database)"
@@ -522,7 +528,7 @@ public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
   public var path: String {
     switch self {
     case .missing(let path), .empty(let path), .cutOff(let path, _, _), .unreadable(let path, _), .wrongShape(let path, _, _),
-      .incomplete(let path, _), .badRecord(let path, _), .unavailable(let path, _, _):
+      .incomplete(let path, _), .badRecord(let path, _), .unavailable(let path, _, _), .notAFile(let path, _):
       path
     }
   }
@@ -545,6 +551,8 @@ public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
       "the run journal at \(path) lacks its table\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")), so dray cannot tell which steps already ran; restore it from a backup, or move it aside and run again with --fresh to start over"
     case .unavailable(let path, let detail, let advice):
       "the run journal at \(path) cannot be opened (\(detail)); \(advice)"
+    case .notAFile(let path, let kind):
+      "the run journal at \(path) is \(kind), not an SQLite database file; dray neither opens nor replaces it: point database.path (or state.path, for a job without a database) at a regular file or a new path, or move it aside, then run again"
     case .badRecord(let path, let detail):
       "the run journal at \(path) holds a record this dray does not understand (\(detail)); it may come from a newer dray. Use that dray, or move the journal aside and run again with --fresh"
     }

@@ -203,7 +203,7 @@ public final class Runner {
     CrashPoint.reach("run-finished")
     if status == .succeeded && options.only == nil { removeDownloads() }
     report.recordCheckpointsOfStepsNotRun(journal)
-    write(report)
+    write(&report)
     return report
   }
 
@@ -223,13 +223,20 @@ public final class Runner {
     report.status = .failed
     report.endedAt = Date()
     console.error(message)
-    write(report)
+    write(&report)
     return report
   }
 
-  /// Writes the report to its path (temp file, fsync, rename), and any extra formats.
-  private func write(_ report: RunReport) {
-    ReportFiles.write(report, manifest: manifest, console: console)
+  /// Writes the report to its path (temp file, fsync, rename), and any extra formats. A file
+  /// that could not be written leaves the run's record incomplete: a run that succeeded
+  /// exits 1 (`ExitCode.stepFailed`), and the report notes the files not written.
+  private func write(_ report: inout RunReport) {
+    report.unwrittenReports = ReportFiles.write(report, manifest: manifest, console: console)
+    guard !report.unwrittenReports.isEmpty else { return }
+    if report.exitCode == ExitCode.success { report.exitCode = ExitCode.stepFailed }
+    let names = report.unwrittenReports.map(ReportFiles.display).joined(separator: ", ")
+    let what = "the run's record is incomplete: \(names) could not be written"
+    report.errorMessage = report.errorMessage.map { "\($0); \(what)" } ?? what
   }
 
   /// The report path with `{job}` and `{run_id}` replaced, absolute.
@@ -300,27 +307,36 @@ final class RunContext: Sendable {
 
 /// Writes files whole or not at all.
 enum AtomicFile {
-  /// Writes `text` to a temporary file beside `path`, flushes it to disk, and renames it
-  /// over `path`, creating the folder.
+  /// Writes `text` to a new temporary file beside `path` (`OutputFile`), flushes it to disk,
+  /// and renames it over `path`, creating the folder.
+  ///
+  /// - Throws: `LocalFileError.refused` when `path` is a folder, a device, a FIFO or a socket
+  ///   (nothing is written); `.io` with the system's reason (`strerror`) when a folder on
+  ///   the way is a file (ENOTDIR), cannot be created, or the disk is full (ENOSPC), and
+  ///   nothing is left at `path` but what was there.
   static func write(_ text: String, to path: String) throws {
-    try write(Data(text.utf8), to: path)
+    if let kind = FileKind.refusal(at: path) {
+      throw LocalFileError.refused("it is \(kind), not a regular file, and dray replaces only a regular file")
+    }
+    try createFolders(of: path)
+    let file = try OutputFile(path: path)
+    try file.write(text)
+    try file.commit()
   }
 
-  static func write(_ data: Data, to path: String) throws {
-    let folder = (path as NSString).deletingLastPathComponent
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    let temporary = path + ".tmp-\(getpid())"
-    guard FileManager.default.createFile(atPath: temporary, contents: data) else {
-      throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])
-    }
-    let fd = open(temporary, O_RDONLY)
-    if fd >= 0 {
-      fsync(fd)
-      close(fd)
-    }
-    guard rename(temporary, path) == 0 else {
-      unlink(temporary)
-      throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+  /// `mkdir -p` of the folder holding `path`, with the system's reason when it fails.
+  private static func createFolders(of path: String) throws {
+    var folder = ""
+    for component in (path as NSString).deletingLastPathComponent.split(separator: "/") {
+      folder += "/" + component
+      if mkdir(folder, 0o755) == 0 { continue }
+      let error = errno
+      guard error == EEXIST else {
+        throw LocalFileError.io(path: path, detail: "cannot create the folder \(folder): \(JobFolder.lastError())")
+      }
+      guard JobFolder.isDirectory(folder) else {
+        throw LocalFileError.io(path: path, detail: "\(folder) is not a folder: \(String(cString: strerror(ENOTDIR)))")
+      }
     }
   }
 }

@@ -11,6 +11,8 @@ struct StepOutput {
   var shown: String
   /// Relative to the job folder, as checked (`{page}` filled in as 1).
   var path: String
+  /// A `files get` of a server folder: `path` names the local folder it fills.
+  var isFolder = false
 }
 
 extension ManifestValidator {
@@ -56,7 +58,7 @@ extension ManifestValidator {
     switch action {
     case .get:
       if let remote, remote.hasSuffix("/") {
-        noteOutput(node, path, shown: text, path: text)
+        noteOutput(node, path, shown: text, path: text, isFolder: true)
       } else if text.hasSuffix("/") {
         let name = remote.map { JobPath.lexical($0).split(separator: "/").last.map(String.init) ?? $0 } ?? ""
         noteOutput(node, path, shown: text + name, path: text + name)
@@ -71,8 +73,8 @@ extension ManifestValidator {
     return text
   }
 
-  private mutating func noteOutput(_ node: YAMLNode, _ key: String, shown: String, path: String) {
-    stepOutputs.append(StepOutput(node: node, key: key, shown: shown, path: path))
+  private mutating func noteOutput(_ node: YAMLNode, _ key: String, shown: String, path: String, isFolder: Bool = false) {
+    stepOutputs.append(StepOutput(node: node, key: key, shown: shown, path: path, isFolder: isFolder))
   }
 
   /// The files dray keeps for the job (`KeptPaths`) against the paths the manifest names:
@@ -119,6 +121,9 @@ extension ManifestValidator {
       }
     }
 
+    checkReportFilesApart(manifest, top: top)
+    checkFileKinds(manifest, top: top)
+
     for (format, path) in manifest.reportFiles(runID: KeptPaths.exampleRunID) {
       guard let conflict = keptFromReports.conflict(JobPath.lexical(path)) else { continue }
       let shown = path.hasPrefix(manifest.directory + "/") ? String(path.dropFirst(manifest.directory.count + 1)) : path
@@ -127,6 +132,62 @@ extension ManifestValidator {
       let node = Self.child(top["report"], "path") ?? Self.child(top["download"], "path") ?? root
       reader.error(node.location, "'report.path': \(what) \(conflict); a report may not overwrite the files dray keeps for the job")
       break
+    }
+  }
+
+  /// No two report formats land on one file: the Prometheus textfile is `<job>.prom` in the
+  /// JSON report's folder, so a `report.path` named `<job>.prom` (or `{job}.prom`) would have
+  /// the JSON report overwritten by it (docs/report.md).
+  private mutating func checkReportFilesApart(_ manifest: Manifest, top: Fields) {
+    let files = manifest.reportFiles(runID: KeptPaths.exampleRunID)
+    for (index, file) in files.enumerated() {
+      guard let first = files[..<index].first(where: { JobPath.lexical($0.path) == JobPath.lexical(file.path) }) else { continue }
+      let node = Self.child(top["report"], "path") ?? Self.child(top["report"], "formats") ?? root
+      reader.error(
+        node.location,
+        "'report.path': '\(manifest.report.path)' is also the file of the \(file.format.rawValue) report (\(Self.reportRule(file.format, manifest.job))), which would overwrite the \(first.format.rawValue) report; give the \(first.format.rawValue) report another name, such as '\(manifest.job).json'"
+      )
+      return
+    }
+  }
+
+  private static func reportRule(_ format: ReportSettings.Format, _ job: String) -> String {
+    switch format {
+    case .json: "report.path"
+    case .junit: "report.path with .json replaced by .junit.xml"
+    case .prometheus: "'\(job).prom' in the JSON report's folder"
+    }
+  }
+
+  /// The files dray creates or replaces at paths the manifest names, as they are on disk
+  /// now: an existing one must be a regular file (`FileKind`), never a folder, a device, a
+  /// FIFO or a socket, which a run would replace, or hang on. The database is looked at
+  /// through a symbolic link (SQLite opens what it leads to); the others are not (a rename
+  /// replaces the link). The engine checks again when it writes.
+  private mutating func checkFileKinds(_ manifest: Manifest, top: Fields) {
+    if let database = manifest.database, let node = Self.child(top["database"], "path"),
+      let kind = FileKind.refusal(at: manifest.resolve(database.path), followingLinks: true)
+    {
+      reader.error(
+        node.location,
+        "'database.path': '\(database.path)' is \(kind), not an SQLite database file; dray neither opens nor replaces it: name a regular file or a new path"
+      )
+    }
+    for (format, path) in manifest.reportFiles(runID: KeptPaths.exampleRunID) where !path.contains(KeptPaths.exampleRunID) {
+      guard let kind = FileKind.refusal(at: path) else { continue }
+      let node = Self.child(top["report"], "path") ?? root
+      let shown = path.hasPrefix(manifest.directory + "/") ? String(path.dropFirst(manifest.directory.count + 1)) : path
+      let what = format == .json ? "'\(manifest.report.path)'" : "the \(format.rawValue) report '\(shown)'"
+      reader.error(
+        node.location,
+        "'report.path': \(what) is \(kind), not a regular file; dray replaces only a regular file: move it aside or name another file")
+    }
+    for output in stepOutputs where !output.isFolder && !output.path.hasSuffix("/") {
+      guard let kind = FileKind.refusal(at: JobPath.lexical(manifest.directory + "/" + output.path)) else { continue }
+      reader.error(
+        output.node.location,
+        "'\(output.key)': '\(output.shown)' is \(kind), not a regular file; a step writes its output only as a new file or over a regular file: remove it or name another file"
+      )
     }
   }
 

@@ -233,12 +233,21 @@ public final class Download {
     }
   }
 
-  /// Fails when any of the download's files is a symbolic link.
-  /// - Throws: `TransportError.file` naming the link and where it leads.
+  /// Fails when any of the download's files is a symbolic link, or anything but a regular
+  /// file (a folder, a device, a FIFO, a socket: writing it would hang or replace it).
+  /// - Throws: `TransportError.file` naming the link and where it leads, or the file and its
+  ///   kind.
   private func refuseLinks() throws {
     for file in [partPath, sidecarPath, path, finishedSidecarPath] {
       var info = stat()
       if lstat(file, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK { throw Download.linkError(file) }
+      if let kind = FileKind.refusal(at: file) {
+        throw TransportError.file(
+          path: file,
+          detail:
+            "it is \(kind), not a regular file; dray keeps only its own files in the download folder and replaces no other: remove it and run again"
+        )
+      }
     }
   }
 

@@ -1,3 +1,4 @@
+internal import DrayModel
 internal import Foundation
 
 /// A run as a Prometheus textfile, for node_exporter's textfile collector.
@@ -62,7 +63,9 @@ struct PrometheusReport {
 
   /// The `dray_job_last_success_timestamp_seconds` value of an earlier textfile, if any.
   static func lastSuccess(inFile path: String) -> Double? {
-    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+    // A FIFO would block the read forever, a device could be endless: only a regular file.
+    guard FileKind.refusal(at: path, followingLinks: true) == nil, let text = try? String(contentsOfFile: path, encoding: .utf8)
+    else { return nil }
     for line in text.split(separator: "\n") where line.hasPrefix("dray_job_last_success_timestamp_seconds{") {
       if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return value }
     }

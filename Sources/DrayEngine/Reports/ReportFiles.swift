@@ -12,7 +12,9 @@ internal import Foundation
 ///   for node_exporter's textfile collector (`PrometheusReport`).
 ///
 /// Each file is written whole or not at all (a temporary file beside it, flushed, renamed),
-/// and every byte passes through the run's `Redactor`.
+/// and every byte passes through the run's `Redactor`. A folder, device, FIFO or socket at
+/// a report's path is refused, never replaced; a file not written is named on standard
+/// error and makes a run that succeeded exit 1 (docs/report.md).
 public enum ReportFiles {
   /// Every file a run of `manifest` writes, the JSON report first.
   public static func paths(_ manifest: Manifest, runID: String) -> [(format: ReportSettings.Format, path: String)] {
@@ -27,8 +29,13 @@ public enum ReportFiles {
     return String(path.dropFirst(here.count + 1))
   }
 
-  /// Writes every file of `report`, logging each path (or why it could not be written).
-  static func write(_ report: RunReport, manifest: Manifest, console: Console) {
+  /// Writes every file of `report`, logging each path, or why it could not be written: the
+  /// path, the system's reason (`strerror`: ENOTDIR, EISDIR, ENOSPC, …) and what to do. A
+  /// folder, device, FIFO or socket at a path is never replaced.
+  /// - Returns: the absolute paths not written; empty when every file was.
+  @discardableResult
+  static func write(_ report: RunReport, manifest: Manifest, console: Console) -> [String] {
+    var unwritten: [String] = []
     for (format, path) in paths(manifest, runID: report.runID) {
       let text: String
       switch format {
@@ -41,9 +48,19 @@ public enum ReportFiles {
         try AtomicFile.write(console.redact(text), to: path)
         console.info(format == .json ? "report: \(display(path))" : "report (\(format.rawValue)): \(display(path))")
       } catch {
-        console.error("cannot write the \(format.rawValue) report to \(path): \(error)")
+        unwritten.append(path)
+        let key = format == .json ? "report.path" : "report.path, report.formats"
+        let (reason, advice) =
+          switch error {
+          case LocalFileError.refused(let message): (message, "move it aside, or name another file (\(key))")
+          case LocalFileError.io(_, let detail):
+            (detail, "name a file in a folder this user may write, with room on its disk (\(key))")
+          default: ("\(error)", "check \(key)")
+          }
+        console.error("the \(format.rawValue) report was not written to \(display(path)): \(reason); \(advice), then run again")
       }
     }
+    return unwritten
   }
 }
 
