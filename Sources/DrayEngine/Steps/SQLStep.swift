@@ -16,7 +16,8 @@ extension StepRunner {
         statements = []
         do {
           // A COMMIT in the step's SQL would commit its first statements without the
-          // checkpoint, and a rerun would repeat them.
+          // checkpoint, and a rerun would repeat them. Writes to dray's own tables (the
+          // journal among them) are refused too.
           try store.database.refusingTransactionControl {
             try store.database.forEachStatement(sql) { (statement) throws(SQLiteError) in
               while try statement.step() {}
@@ -25,6 +26,9 @@ extension StepRunner {
           }
         } catch let error as SQLiteError where error.isRefusedTransactionControl {
           throw StepError.transactionControl(statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")))
+        } catch let error as SQLiteError where error.refusedOwnTable != nil {
+          throw StepError.ownTable(
+            error.refusedOwnTable!, statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")))
         }
         var done = finished
         done.statements = statements
