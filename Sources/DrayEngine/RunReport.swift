@@ -109,7 +109,8 @@ public struct RunReport: Sendable {
   public var status: RunStatus
   public var exitCode: Int32
   public var steps: [StepReport]
-  /// Set when the run failed before its first step (lock, journal, database).
+  /// Set when the run failed before its first step (lock, journal, database), or when the
+  /// journal could not record its end.
   public var errorMessage: String?
 
   /// The report as JSON text (keys in a fixed order).

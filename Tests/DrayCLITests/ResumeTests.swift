@@ -201,6 +201,29 @@ struct Report {
     #expect(try job.rows("SELECT name FROM sqlite_schema WHERE name = 'tally'").isEmpty)
   }
 
+  /// When the journal cannot record the end of the run (here another program dropped its
+  /// runs table while the run downloaded), the run does not claim success.
+  @Test func aRunWhoseEndTheJournalCannotRecordFails() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    let run = try job.start(name: "unrecorded")
+    let part = job.folder.path + "/.dray/downloads/resume"
+    #expect(
+      run.waitUntil {
+        ((try? FileManager.default.contentsOfDirectory(atPath: part)) ?? []).contains { $0.hasSuffix(".part") }
+      })
+    try SQLiteFile.execute(job.database, "DROP TABLE _dray_runs")
+    #expect(run.wait() == .exited(1), "\(run.output)\(run.errors)")
+    let message =
+      "the run journal at \(job.database) could not record the end of this run: SQLite error 1 in \(job.database): no such table: _dray_runs (in: UPDATE _dray_runs SET status = ?, ended_at = ? WHERE run_id = ?); the next 'dray run' resumes the run when the journal is whole, and says what to do when it is not"
+    #expect(run.output.hasPrefix("job resume: failed in "), "\(run.output)")
+    #expect(run.output.contains("error: \(message)\n"))
+    #expect(run.errors.contains("error: \(message)\n"))
+    let report = try Report(run.output)
+    #expect(report.status == "failed")
+    #expect(report.json["exit_code"] as? Int == 1)
+    #expect(report.json["error"] as? String == message)
+  }
+
   // MARK: Crashes at chosen instants
 
   /// What a rerun after a kill at `point` skips.
