@@ -519,6 +519,50 @@ struct Report {
 
   // MARK: Signals
 
+  /// Members of a `parallel` group a signal kept from starting are in the summary and the
+  /// report as `not_run`, in file order, as top-level steps that never started are.
+  @Test(arguments: [SIGINT, SIGTERM])
+  func membersOfAGroupThatASignalKeptFromStartingAreReportedNotRun(signal: Int32) throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    let folder = TemporaryDirectory("dray-group-signal")
+    let manifest = try folder.write(
+      "group.yaml",
+      JobText.header(job: "group", emulator: emulator, database: "data/group.sqlite") + """
+        steps:
+          - id: group
+            parallel:
+              max: 1
+              steps:
+                - id: countries
+                  table_stream: { resource: COUNTRIES }
+                - id: fruits
+                  table_stream: { resource: FRUITS }
+                - id: currencies
+                  table_stream: { resource: CURRENCIES }
+          - id: after
+            sql: SELECT 1;
+
+        """)
+    let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
+    let part = folder.path + "/.dray/downloads/group"
+    #expect(
+      run.waitUntil {
+        ((try? FileManager.default.contentsOfDirectory(atPath: part)) ?? []).contains { $0.hasSuffix(".part") }
+      })
+    run.send(signal)
+    #expect(run.wait() == .exited(130))
+    let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
+    #expect(run.output.contains("    countries   table_stream  interrupted  interrupted by \(name)\n"), "\(run.output)")
+    #expect(run.output.contains("    fruits      table_stream  not_run      the run was interrupted\n"))
+    #expect(run.output.contains("    currencies  table_stream  not_run      the run was interrupted\n"))
+    let report = try Report(run.output)
+    let members = report.step("group")["steps"] as? [[String: Any]] ?? []
+    #expect(members.map { $0["id"] as? String } == ["countries", "fruits", "currencies"])
+    #expect(members.map { $0["status"] as? String } == ["interrupted", "not_run", "not_run"])
+    #expect(members.map { $0["skip_reason"] as? String } == [nil, "the run was interrupted", "the run was interrupted"])
+    #expect(report.step("after")["status"] as? String == "not_run")
+  }
+
   /// SIGHUP is what a run gets when the ssh session it was started from drops.
   @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
   func aSignalStopsTheRunAtASafePointWithExit130AndTheNextRunResumesThePartFile(signal: Int32) throws {
