@@ -44,6 +44,8 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
   /// The dray table (`_dray_...`) a statement would have changed, when
   /// `Database.protectingOwnTables` or `refusingTransactionControl` refused it for that.
   public var refusedOwnTable: String?
+  /// The trigger whose body would have changed `refusedOwnTable`, when a trigger's did.
+  public var refusedInTrigger: String?
 
   /// True when another connection held a lock past the busy timeout (SQLITE_BUSY,
   /// SQLITE_LOCKED).
@@ -303,16 +305,45 @@ public final class Database {
     try authorizing(refuseTransactions: false, body)
   }
 
+  /// Compiles, without running, a write to each table and view that has triggers (`INSERT`,
+  /// `UPDATE` of every column, `DELETE`), so that the authorizer in force sees what each
+  /// trigger's body would do: SQLite compiles a trigger's body only into a statement that
+  /// fires it, so `CREATE TRIGGER` alone shows the authorizer nothing of it. Call inside
+  /// `protectingOwnTables` or `refusingTransactionControl`.
+  /// - Throws: `SQLiteError` with `refusedOwnTable` and `refusedInTrigger` when a body
+  ///   would change one of dray's tables; other errors of those statements (a view without
+  ///   an `INSTEAD OF` trigger for that write) are not the question and are ignored.
+  public func checkTriggers() throws(SQLiteError) {
+    let tables = try rows(
+      "SELECT DISTINCT tbl_name FROM sqlite_schema WHERE type = 'trigger' UNION SELECT DISTINCT tbl_name FROM sqlite_temp_schema WHERE type = 'trigger'"
+    ).map { $0[0].1.description }
+    for table in tables {
+      let name = Database.quote(table)
+      let columns = try rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { Database.quote($0[0].1.description) }
+      var writes = ["INSERT INTO \(name) DEFAULT VALUES", "DELETE FROM \(name)"]
+      if !columns.isEmpty { writes.append("UPDATE \(name) SET " + columns.map { "\($0) = \($0)" }.joined(separator: ", ")) }
+      for sql in writes {
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &raw, nil)
+        sqlite3_finalize(raw)
+        if rc != SQLITE_OK && refusedTable != nil { throw error(rc, sql: sql) }
+      }
+    }
+  }
+
   /// Set by the authorizer when it refuses a statement for the dray table it names.
   private var refusedTable: String?
+  /// The trigger whose body held the refused statement, when one did.
+  private var refusedTrigger: String?
   private var refuseTransactions = false
 
   private func authorizing<T>(refuseTransactions: Bool, _ body: () throws -> T) rethrows -> T {
     self.refuseTransactions = refuseTransactions
     refusedTable = nil
+    refusedTrigger = nil
     sqlite3_set_authorizer(
       handle,
-      { context, action, first, second, _, _ in
+      { context, action, first, second, _, trigger in
         let database = Unmanaged<Database>.fromOpaque(context!).takeUnretainedValue()
         if action == SQLITE_TRANSACTION { return database.refuseTransactions ? SQLITE_DENY : SQLITE_OK }
         let name: UnsafePointer<CChar>?
@@ -327,6 +358,7 @@ public final class Database {
           // the schema, the second the table.
           if let first, strncasecmp(first, "_dray_", 6) == 0 {
             database.refusedTable = String(cString: first)
+            database.refusedTrigger = trigger.map { String(cString: $0) }
             return SQLITE_DENY
           }
           name = second
@@ -334,6 +366,7 @@ public final class Database {
         }
         guard let name, strncasecmp(name, "_dray_", 6) == 0 else { return SQLITE_OK }
         database.refusedTable = String(cString: name)
+        database.refusedTrigger = trigger.map { String(cString: $0) }
         return SQLITE_DENY
       },
       Unmanaged.passUnretained(self).toOpaque())
@@ -367,6 +400,7 @@ public final class Database {
       code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path)
     if error.code & 0xff == SQLITE_AUTH, let refusedTable {
       error.refusedOwnTable = refusedTable
+      error.refusedInTrigger = refusedTrigger
       error.message =
         "the statement would change dray's own table \(refusedTable) (names starting with _dray_ hold the run journal, checkpoints and bookkeeping); read those tables, but create and write only tables of your own, named without that prefix"
     }

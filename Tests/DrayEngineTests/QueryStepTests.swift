@@ -66,6 +66,40 @@ import Testing
     #expect(try database.rows("SELECT status FROM _dray_runs").map { $0[0].1 } == [.text("failed"), .text("failed")])
   }
 
+  /// SQLite compiles a trigger's body only into a statement that fires it: a trigger on a
+  /// table of the user's whose body changes dray's tables would run unchecked when a load
+  /// writes that table. The step that creates it fails, naming the trigger.
+  @Test(arguments: ["", "TEMP "])
+  func aTriggerThatWouldChangeDraysTablesIsRefused(temp: String) throws {
+    let folder = TemporaryDirectory()
+    let trigger = "CREATE \(temp)TRIGGER sneaky AFTER UPDATE OF name ON fruit BEGIN DELETE FROM _dray_checkpoints; END"
+    let (_, report) = try runJob(folder, header + "  - id: harm\n    sql: \"CREATE TABLE kept(a); \(trigger);\"\n")
+    let harm = try #require(report.steps.first { $0.id == "harm" })
+    #expect(harm.status == .failed)
+    #expect(harm.errorCode == "dray_table")
+    #expect(
+      harm.errorMessage
+        == "trigger sneaky, fired by any write to its table (dray's loads included), would change dray's own table _dray_checkpoints; tables named _dray_... hold the run journal, checkpoints and bookkeeping, which dray alone writes. Reading them is fine; create and write only tables of your own, named without that prefix"
+    )
+    let database = try Database(path: folder.path + "/data/db.sqlite")
+    #expect(try database.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger' OR name = 'kept'").isEmpty)
+  }
+
+  @Test func aTriggerThatOnlyReadsDraysTablesIsFine() throws {
+    let (folder, report) = try run(
+      """
+        - id: triggers
+          sql: |
+            CREATE TABLE tally(n INTEGER);
+            CREATE TRIGGER counted AFTER INSERT ON fruit BEGIN INSERT INTO tally SELECT count(*) FROM _dray_runs; END;
+            CREATE VIEW fruity AS SELECT * FROM fruit;
+            CREATE TRIGGER through INSTEAD OF INSERT ON fruity BEGIN INSERT INTO fruit(id) VALUES (NEW.id); END;
+            INSERT INTO fruity(id) VALUES (4);
+      """)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try Database(path: folder.path + "/data/db.sqlite").rows("SELECT n FROM tally")[0][0].1 == .integer(1))
+  }
+
   @Test func aQueryStepMayReadDraysOwnTablesButNotChangeThem() throws {
     let (_, report) = try run(
       """

@@ -35,10 +35,12 @@ extension StepRunner {
           count += 1
           try writer?.write(row.map(RowWriter.json))
         }
+        try store.database.checkTriggers()
       }
     } catch let error as SQLiteError where error.refusedOwnTable != nil {
       throw StepError.ownTable(
-        error.refusedOwnTable!, statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")))
+        error.refusedOwnTable!, statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")),
+        trigger: error.refusedInTrigger)
     }
     try writer?.finish()
     // Rows count as written only when they go to a file; otherwise the count is a note, so
