@@ -39,6 +39,8 @@ Test helpers under /admin/ (no credentials):
                            (the request's fields as Python's json.dumps, PHP's json_encode,
                            Python's urlencode with upper- or lower-case escapes; the
                            Authorization header as decoded as Latin-1, as is or json.dumps'd).
+                           "big_header": N adds a header X-Big of N bytes (libcurl refuses
+                           one over 100 KB).
 """
 
 import argparse
@@ -153,7 +155,10 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(rule["delay"])
             if rule.get("status"):
                 body = rule.get("body", "") + "".join("; " + self.echo(form, raw) for form in rule.get("echo", []))
-                return self.send(rule["status"], body, "text/plain", rule.get("headers"))
+                headers = dict(rule.get("headers") or {})
+                if rule.get("big_header"):
+                    headers["X-Big"] = "b" * int(rule["big_header"])
+                return self.send(rule["status"], body, "text/plain", headers)
         if not self.authorized():
             return self.send(401, {"error": "unauthorized"}, headers={"WWW-Authenticate": 'Bearer realm="dray"'})
         route = getattr(self, "route_" + url.path.strip("/").replace("/", "_").replace(".", "_"), None)

@@ -147,8 +147,9 @@ enum TablesCommand {
   }
 }
 
-/// `dray query DATABASE SQL`: runs one statement on a read-only connection and prints the
-/// SDK's `query` answer, `{"status":"ok","result":{"database":{"records":[{column: value}]}}}`,
+/// `dray query DATABASE SQL`: runs one read-only statement (one for which
+/// `sqlite3_stmt_readonly` is true, https://sqlite.org/c3ref/stmt_readonly.html; any other
+/// is refused before it runs) on a read-only connection and prints the SDK's `query` answer, `{"status":"ok","result":{"database":{"records":[{column: value}]}}}`,
 /// or `{"status":"error","error":"<SQLite's message>"}` with exit code 1.
 ///
 /// Values: INTEGER as a JSON integer (exact), REAL as the shortest JSON number that reads
@@ -167,6 +168,13 @@ enum QueryCommand {
       if let problem = DatabaseFile.problem(path) { throw QueryError(problem) }
       let database = try Database(path: path, create: false, readOnly: true)
       let statement = try database.prepareOne(args.positional[1])
+      // Refused before it runs: a read-only connection still lets `VACUUM INTO` write a
+      // new file and `PRAGMA journal_mode=...` try to change the database.
+      guard statement.isReadOnly else {
+        throw QueryError(
+          "dray query only reads, and this statement would change a database or write a file (SQLite's sqlite3_stmt_readonly); use SELECT, WITH or a read-only PRAGMA, and change data with an sql step in a job"
+        )
+      }
       let names = (0..<statement.columnCount).map { statement.columnName($0) }.map { name -> [UInt8] in
         var key = ""
         JSONValue.writeString(name, to: &key)

@@ -410,10 +410,16 @@ public final class Journal {
     _ = try s.step()
   }
 
+  /// Records the end of run `runID`: its final `status` and `endedAt` (RFC 3339, UTC).
+  /// - Throws: `SQLiteError` when the journal cannot be written, `RunRowMissing` when the
+  ///   run's row is gone (removed by another program).
   public func finish(runID: String, status: String, endedAt: String) throws {
     let s = try database.prepare("UPDATE _dray_runs SET status = ?, ended_at = ? WHERE run_id = ?")
     try s.bind([.text(status), .text(endedAt), .text(runID)])
     _ = try s.step()
+    guard database.changes == 1 else {
+      throw RunRowMissing(runID: runID)
+    }
   }
 
   // MARK: Checkpoints
@@ -484,6 +490,12 @@ public struct RunInProgress: Error, Sendable, CustomStringConvertible {
 
 /// A journal dray cannot trust. Never answered by a silent fresh start: each message names
 /// the file and what to do.
+/// The row of a run in `_dray_runs` was removed while the run went on.
+struct RunRowMissing: Error, CustomStringConvertible {
+  var runID: String
+  var description: String { "the row of run \(runID) in _dray_runs is gone, removed by another program" }
+}
+
 public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
   /// No file at the path (only when opening for reading).
   case missing(path: String)

@@ -109,8 +109,9 @@ public struct RunReport: Sendable {
   public var status: RunStatus
   public var exitCode: Int32
   public var steps: [StepReport]
-  /// Set when the run failed before its first step (lock, journal, database), or when a
-  /// report file could not be written (set after the reports were written).
+  /// Set when the run failed before its first step (lock, journal, database), when the
+  /// journal could not record its end, or when a report file could not be written (set
+  /// after the reports were written).
   public var errorMessage: String?
   /// The absolute paths of the report files that could not be written (not in the JSON
   /// report itself, which is written first): the summary names only the files written.

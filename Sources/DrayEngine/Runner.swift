@@ -198,10 +198,21 @@ public final class Runner {
     do {
       try journal.finish(runID: runID, status: status.rawValue, endedAt: RunReport.rfc3339(report.endedAt))
     } catch {
-      console.error("cannot record the end of the run in \(journal.path): \(error)")
+      // The journal is the record of what ran: a run whose end it lacks must not claim
+      // success (the next run finds it still 'running', marks it abandoned and resumes).
+      let message =
+        "the run journal at \(journal.path) could not record the end of this run: \(error); the next 'dray run' resumes the run when the journal is whole, and says what to do when it is not"
+      console.error(message)
+      if report.status == .succeeded {
+        report.status = .failed
+        report.errorMessage = message
+      } else if report.errorMessage == nil {
+        report.errorMessage = message
+      }
+      if report.exitCode == ExitCode.success { report.exitCode = ExitCode.stepFailed }
     }
     CrashPoint.reach("run-finished")
-    if status == .succeeded && options.only == nil { removeDownloads() }
+    if report.status == .succeeded && options.only == nil { removeDownloads() }
     report.recordCheckpointsOfStepsNotRun(journal)
     write(&report)
     return report

@@ -214,10 +214,14 @@ enum StepError: Error, CustomStringConvertible {
   case expectation(String)
   /// An `sql` step's statement that would begin, commit or roll back a transaction.
   case transactionControl(statement: String)
+  /// An `sql` or `query` step's statement that would create, alter, drop or write one of
+  /// dray's own tables (`_dray_...`), itself or through the body of `trigger`.
+  case ownTable(String, statement: String, trigger: String? = nil)
 
   var code: String {
     switch self {
     case .transactionControl: "transaction_statement"
+    case .ownTable: "dray_table"
     case .unsupported: "unsupported"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
@@ -233,6 +237,8 @@ enum StepError: Error, CustomStringConvertible {
     case .tableNotLoaded(let resource, let table, let physical):
       "{{ table \"\(resource)\" \"\(table)\" }}: table \(physical) does not exist; run the step that loads \(resource) first"
     case .expectation(let m): m
+    case .ownTable(let table, let statement, let trigger):
+      "\(trigger.map { "trigger \($0), fired by any write to its table (dray's loads included)," } ?? "'\(statement)'") would change dray's own table \(table); tables named _dray_... hold the run journal, checkpoints and bookkeeping, which dray alone writes. Reading them is fine; create and write only tables of your own, named without that prefix"
     case .transactionControl(let statement):
       "'\(statement)' would end the transaction dray runs the step in; remove it: dray commits the step's statements together with its checkpoint, so that a rerun never repeats them"
     }

@@ -3,8 +3,10 @@
 ///
 /// A server's text must not pass for dray's own lines (`oops\n2026-11-30T12:00:00.000Z
 /// job fj: succeeded` printed as two more log lines), nor drive the terminal (`ESC [2J`
-/// clears the screen, `BEL` rings). docs/report.md promises no control character off a
-/// terminal; on one, the only control codes are dray's own (colour, progress redraws).
+/// clears the screen, `BEL` rings), nor reorder what is shown with Unicode's bidi
+/// formatting characters (`U+202E` before `gnp.exe` shows it as `exe.png`: Trojan Source,
+/// CVE-2021-42574). docs/report.md promises no control character off a terminal; on one,
+/// the only control codes are dray's own (colour, progress redraws).
 ///
 /// ```swift
 /// PrintableText.oneLine("oops\r\n  \u{1B}[31mred\u{07}")
@@ -39,8 +41,10 @@ public enum PrintableText {
   }
 
   /// `text` with each control character written out: a tab as a space, and every other C0
-  /// control (U+0000 to U+001F), DEL and C1 control (U+0080 to U+009F) in Swift's notation,
-  /// `ESC` as `\u{1B}`. With `keepingNewlines`, `\n` stays (text of several lines of dray's
+  /// control (U+0000 to U+001F), DEL, C1 control (U+0080 to U+009F) and bidi formatting
+  /// character (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069: the explicit
+  /// formatting characters of Unicode's bidi algorithm, UAX #9 §2) in Swift's notation,
+  /// `ESC` as `\u{1B}`, RIGHT-TO-LEFT OVERRIDE as `\u{202E}`. With `keepingNewlines`, `\n` stays (text of several lines of dray's
   /// own, such as the summary).
   public static func escaped(_ text: String, keepingNewlines: Bool = false) -> String {
     guard text.unicodeScalars.contains(where: { isControl($0) && !(keepingNewlines && $0 == "\n") }) else { return text }
@@ -57,9 +61,12 @@ public enum PrintableText {
     return String(out)
   }
 
-  /// C0 controls, DEL and C1 controls.
+  /// C0 controls, DEL, C1 controls and bidi formatting characters.
   static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-    scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    switch scalar.value {
+    case 0..<0x20, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+    default: false
+    }
   }
 
   static func isLineBreak(_ scalar: Unicode.Scalar) -> Bool {

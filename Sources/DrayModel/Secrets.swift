@@ -31,6 +31,8 @@ public struct Redactor: Sendable {
   /// - percent-encoded: RFC 3986's unreserved characters kept (a form body, a URL), or `/`
   ///   kept too (Python's `quote`), or `!'()*` kept too (JavaScript's
   ///   `encodeURIComponent`); a space as `%20` or `+` (`quote_plus`, HTML forms); escapes in
+  ///   upper or lower case; and as an `http` step's `path` holds it (`HTTPStep.encodePath`:
+  ///   every printable ASCII character but `"<>\^`{|}` kept, RFC 3986 §3.3), escapes in
   ///   upper or lower case;
   /// - HTML-escaped (`&amp;`, `&lt;`, `&gt;`, `&quot;`, `&#39;`);
   /// - its UTF-8 bytes read as Latin-1 (`PÃ¤ss/wÃ¶rd 1`: a server that decodes a header that
@@ -76,6 +78,10 @@ public struct Redactor: Sendable {
         forms += [upper, lowerCasingEscapes(upper)]
       }
     }
+    // As an `http` step's `path` writes it: RFC 3986 §3.3 pchar and `/` kept, with the
+    // same encoder, so the form matches what the URL holds byte for byte.
+    let path = HTTPStep.encodePath(secret)
+    forms += [path, lowerCasingEscapes(path)]
     var html = ""
     for c in secret.unicodeScalars {
       switch c {

@@ -1,5 +1,6 @@
 internal import CXML2
 public import DrayModel
+internal import Glibc
 
 /// libxml2's global state, initialised once before the first reader (xmlInitParser(3)).
 private let xmlReady: Void = xmlInitParser()
@@ -21,9 +22,13 @@ private let xmlReady: Void = xmlInitParser()
 /// each column's value is the child element or attribute named like it, or what its
 /// relative path selects (`owner/name`, `@id`, `.`).
 ///
-/// The parser never loads external entities or DTDs from the network (`XML_PARSE_NONET`)
-/// and does not substitute entities (no `XML_PARSE_NOENT`), so an answer cannot make it read
-/// local files; libxml2's own limits stop entity expansion bombs.
+/// Entities: internal entities the answer declares are expanded where referenced (when a
+/// value is read, `xmlNodeGetContent`). External entities and DTDs are never loaded, from
+/// the network (`XML_PARSE_NONET`) or from files (no `XML_PARSE_NOENT`, no
+/// `XML_PARSE_DTDLOAD`), so an answer cannot make dray read local files; a reference to
+/// text that would come from outside is a `RecordError`, not empty text. libxml2 refuses
+/// nested expansion ("billion laughs") while parsing; `EntityBudget` bounds the rest
+/// ("quadratic blowup").
 public struct XMLRecordReader {
   public var records: XMLPath?
   public var columns: [HTTPStep.Column]?
@@ -43,6 +48,9 @@ public struct XMLRecordReader {
     _ = xmlReady
     let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
     let handle = try XMLReaderHandle(file: file, options: options)
+    var info = stat()
+    let budget = EntityBudget(answerSize: stat(file, &info) == 0 ? Int(info.st_size) : 0)
+    handle.budget = budget
     var summary = AnswerSummary()
     /// (qualified name, local name) of the open elements, the root first.
     var stack: [(String, String)] = []
@@ -65,10 +73,11 @@ public struct XMLRecordReader {
           }
         }
         for probe in probes where summary.values[.xml(probe)] == nil && XMLRecordReader.matches(probe, stack) {
-          summary.values[.xml(probe)] = handle.probe(probe)
+          summary.values[.xml(probe)] = try handle.probe(probe)
         }
         if let records, XMLRecordReader.matches(records, stack) {
           guard let node = xmlTextReaderExpand(handle.reader) else { throw handle.failure(file: file) }
+          try budget.charge(node)
           summary.records += 1
           try each(record(node, number: summary.records))
           stack.removeLast()
@@ -182,8 +191,12 @@ private final class XMLReaderHandle {
     return RecordError("the answer is not well-formed XML (\(message))")
   }
 
+  /// Bounds the text entity references add, when set.
+  var budget: EntityBudget?
+
   /// What `path` finds at the current element: an attribute, or the element's text.
-  func probe(_ path: XMLPath) -> AnswerValue {
+  /// - Throws: `RecordError` when its entity references pass the answer's `EntityBudget`.
+  func probe(_ path: XMLPath) throws -> AnswerValue {
     if let attribute = path.attribute {
       guard let value = xmlTextReaderGetAttribute(reader, attribute) else { return .absent }
       defer { dray_xml_free(value) }
@@ -191,12 +204,122 @@ private final class XMLReaderHandle {
     }
     guard let node = xmlTextReaderExpand(reader) else { return .absent }
     if !XMLTree.children(of: node).isEmpty { return .structure("an element with child elements") }
+    try budget?.charge(node)
     let text = XMLTree.text(node).trimmingXMLSpace
     return text.isEmpty ? .null : .text(text)
   }
 
   static func string(_ pointer: UnsafePointer<xmlChar>?) -> String {
     pointer.map { String(cString: $0) } ?? ""
+  }
+}
+
+/// Bounds the text that references to entities declared in the answer's DTD add, over the
+/// whole answer, to 10 MiB plus 10 times the answer's size.
+///
+/// libxml2 (2.9) stops nested expansion ("billion laughs": "Detected an entity reference
+/// loop") while parsing, but without `XML_PARSE_NOENT` it keeps references as nodes, and
+/// `xmlNodeGetContent` expands them when dray reads a value, unbounded: one 50 KB entity
+/// referenced 50,000 times ("quadratic blowup") would be 2.5 GB of text. The budget counts
+/// what each record's (and each probed element's) references expand to before any of its
+/// text is read; 10 times mirrors libxml2's own tolerance for entity amplification
+/// (`XML_PARSER_NON_LINEAR`).
+final class EntityBudget {
+  let limit: Int
+  private(set) var used = 0
+  /// The first reference to text dray does not load (an external entity, or an entity
+  /// the answer's external DTD would declare).
+  private(set) var unread: String?
+  /// Expanded size of each entity met, by its declaration.
+  private var sizes: [UnsafeMutableRawPointer: Int] = [:]
+
+  init(answerSize: Int) {
+    limit = (10 << 20) + 10 * max(0, answerSize)
+  }
+
+  /// Adds what the entity references inside `node` expand to.
+  /// - Throws: `RecordError` once the answer's references add more than `limit` bytes.
+  func charge(_ node: xmlNodePtr) throws {
+    used = EntityBudget.add(used, referenced(under: node))
+    if let unread {
+      throw RecordError(
+        "the answer refers to \(unread); dray never loads external entities or DTDs, and would read the reference as empty text. Have the server send the text itself"
+      )
+    }
+    if used > limit {
+      throw RecordError(
+        "the answer's entity references expand to more than \(limit) bytes of text (10 MiB plus 10 times the answer's size); an answer that small cannot need that much, so it was refused (an entity expansion attack, or a server fault)"
+      )
+    }
+  }
+
+  /// The bytes entity references under `node` add.
+  private func referenced(under node: xmlNodePtr) -> Int {
+    var total = 0
+    var child = node.pointee.children
+    while let c = child, total <= limit {
+      switch c.pointee.type {
+      case XML_ENTITY_REF_NODE: total = EntityBudget.add(total, expanded(c))
+      case XML_ELEMENT_NODE: total = EntityBudget.add(total, referenced(under: c))
+      default: break
+      }
+      child = c.pointee.next
+    }
+    return total
+  }
+
+  /// The text an entity reference expands to, found as `xmlNodeGetContent` finds it
+  /// (`xmlGetDocEntity`); predefined and unknown entities count nothing.
+  private func expanded(_ reference: xmlNodePtr) -> Int {
+    let name = String(cString: reference.pointee.name)
+    guard let entity = xmlGetDocEntity(reference.pointee.doc, reference.pointee.name) else {
+      // Undeclared: possible only when the answer names an external DTD, which holds it.
+      if unread == nil { unread = "entity '\(name)', which only its external DTD could declare" }
+      return 0
+    }
+    switch entity.pointee.etype {
+    case XML_EXTERNAL_GENERAL_PARSED_ENTITY, XML_EXTERNAL_GENERAL_UNPARSED_ENTITY:
+      if unread == nil { unread = "the external entity '\(name)'" }
+      return 0
+    default: break
+    }
+    let key = UnsafeMutableRawPointer(entity)
+    if let size = sizes[key] { return size }
+    sizes[key] = limit + 1  // a reference loop (which libxml2 refuses first) counts as too much
+    var size = 0
+    var child = entity.pointee.children
+    while let c = child, size <= limit {
+      switch c.pointee.type {
+      case XML_TEXT_NODE, XML_CDATA_SECTION_NODE: size = EntityBudget.add(size, Int(xmlStrlen(c.pointee.content)))
+      case XML_ENTITY_REF_NODE: size = EntityBudget.add(size, expanded(c))
+      case XML_ELEMENT_NODE: size = EntityBudget.add(size, EntityBudget.text(under: c, budget: self))
+      default: break
+      }
+      child = c.pointee.next
+    }
+    sizes[key] = size
+    return size
+  }
+
+  /// All the text under an element inside an entity, references expanded.
+  private static func text(under node: xmlNodePtr, budget: EntityBudget) -> Int {
+    var size = 0
+    var child = node.pointee.children
+    while let c = child, size <= budget.limit {
+      switch c.pointee.type {
+      case XML_TEXT_NODE, XML_CDATA_SECTION_NODE: size = add(size, Int(xmlStrlen(c.pointee.content)))
+      case XML_ENTITY_REF_NODE: size = add(size, budget.expanded(c))
+      case XML_ELEMENT_NODE: size = add(size, text(under: c, budget: budget))
+      default: break
+      }
+      child = c.pointee.next
+    }
+    return size
+  }
+
+  private static func add(_ a: Int, _ b: Int) -> Int {
+    let (sum, overflow) = a.addingReportingOverflow(b)
+    return overflow ? Int.max : sum
   }
 }
 

@@ -12,6 +12,13 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
   /// The database file.
   public var path: String
 
+  public init(code: Int32, message: String, sql: String?, path: String) {
+    self.code = code
+    self.message = message
+    self.sql = sql
+    self.path = path
+  }
+
   public var description: String {
     var out = "SQLite error \(code) in \(path): \(message)"
     if let sql { out += " (in: \(sql.count > 200 ? String(sql.prefix(200)) + "…" : sql))" }
@@ -30,8 +37,15 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
   /// (https://sqlite.org/atomiccommit.html, "Hot Rollback Journals").
   public var isHotJournal: Bool { code == SQLITE_READONLY | (3 << 8) }
 
-  /// True when a statement was refused by `Database.refusingTransactionControl`.
-  public var isRefusedTransactionControl: Bool { code & 0xff == SQLITE_AUTH }
+  /// True when a statement was refused by `Database.refusingTransactionControl` for
+  /// beginning, committing or rolling back a transaction.
+  public var isRefusedTransactionControl: Bool { code & 0xff == SQLITE_AUTH && refusedOwnTable == nil }
+
+  /// The dray table (`_dray_...`) a statement would have changed, when
+  /// `Database.protectingOwnTables` or `refusingTransactionControl` refused it for that.
+  public var refusedOwnTable: String?
+  /// The trigger whose body would have changed `refusedOwnTable`, when a trigger's did.
+  public var refusedInTrigger: String?
 
   /// True when another connection held a lock past the busy timeout (SQLITE_BUSY,
   /// SQLITE_LOCKED).
@@ -105,6 +119,21 @@ public final class Database {
     return changes
   }
 
+  /// The statement starting at `start`, up to and including the `;` that ends it
+  /// (`sqlite3_complete`, https://sqlite.org/c3ref/complete.html), or to the end of the text
+  /// when no `;` ends it; trimmed.
+  static func wholeStatement(at start: UnsafePointer<CChar>) -> String {
+    var end = start
+    while end.pointee != 0 {
+      if end.pointee == CChar(UInt8(ascii: ";")) {
+        let text = String(decoding: UnsafeRawBufferPointer(start: start, count: end - start + 1), as: UTF8.self)
+        if sqlite3_complete(text) != 0 { return text.trimmingCharacters(in: .whitespacesAndNewlines) }
+      }
+      end += 1
+    }
+    return String(cString: start).trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
   /// Prepares each statement of `sql` in turn and hands it to `body`.
   /// - Throws: `SQLiteError`; with `SQLITE_MISUSE` when `sql` holds a NUL character, where
   ///   SQLite would stop reading (`DELETE FROM t\0 WHERE ...` would run as `DELETE FROM t`).
@@ -118,7 +147,11 @@ public final class Database {
         var next: UnsafePointer<CChar>?
         let rc = sqlite3_prepare_v2(handle, start, -1, &raw, &next)
         let text = String(decoding: UnsafeRawBufferPointer(start: start, count: (next ?? start) - start), as: UTF8.self)
-        guard rc == SQLITE_OK else { throw error(rc, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard rc == SQLITE_OK else {
+          // A refused statement is named whole; SQLite stops reading at the refusal.
+          throw error(
+            rc, sql: refusedTable != nil ? Database.wholeStatement(at: start) : text.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
         tail = next
         guard let raw else { continue }  // whitespace or a comment
         try body(Statement(raw, database: self, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)))
@@ -198,7 +231,10 @@ public final class Database {
         var next: UnsafePointer<CChar>?
         let rc = sqlite3_prepare_v2(handle, start, -1, &raw, &next)
         let text = String(decoding: UnsafeRawBufferPointer(start: start, count: (next ?? start) - start), as: UTF8.self)
-        guard rc == SQLITE_OK else { throw error(rc, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard rc == SQLITE_OK else {
+          throw error(
+            rc, sql: refusedTable != nil ? Database.wholeStatement(at: start) : text.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
         if let raw { first = Statement(raw, database: self, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
         tail = next
       }
@@ -252,13 +288,92 @@ public final class Database {
   /// Runs `body` with statements that begin, commit or roll back a transaction (`BEGIN`,
   /// `COMMIT`, `END`, `ROLLBACK`) refused when prepared, with `SQLiteError.isRefusedTransactionControl`:
   /// for SQL that must stay inside the caller's transaction. Savepoints stay allowed.
+  /// Statements that would change dray's own tables are refused too, as
+  /// `protectingOwnTables` does.
   /// Uses `sqlite3_set_authorizer` (https://sqlite.org/c3ref/set_authorizer.html).
   public func refusingTransactionControl<T>(_ body: () throws -> T) rethrows -> T {
+    try authorizing(refuseTransactions: true, body)
+  }
+
+  /// Runs `body` with statements that would create, alter, drop or write a table, index,
+  /// view or trigger of dray's own (a name starting with `_dray_`, in any case: the journal,
+  /// the bookkeeping and staging tables) refused when prepared, with
+  /// `SQLiteError.refusedOwnTable` naming it. Reading those tables stays allowed.
+  /// Uses `sqlite3_set_authorizer` (https://sqlite.org/c3ref/set_authorizer.html; the action
+  /// codes and their arguments: https://sqlite.org/c3ref/c_alter_table.html).
+  public func protectingOwnTables<T>(_ body: () throws -> T) rethrows -> T {
+    try authorizing(refuseTransactions: false, body)
+  }
+
+  /// Compiles, without running, a write to each table and view that has triggers (`INSERT`,
+  /// `UPDATE` of every column, `DELETE`), so that the authorizer in force sees what each
+  /// trigger's body would do: SQLite compiles a trigger's body only into a statement that
+  /// fires it, so `CREATE TRIGGER` alone shows the authorizer nothing of it. Call inside
+  /// `protectingOwnTables` or `refusingTransactionControl`.
+  /// - Throws: `SQLiteError` with `refusedOwnTable` and `refusedInTrigger` when a body
+  ///   would change one of dray's tables; other errors of those statements (a view without
+  ///   an `INSTEAD OF` trigger for that write) are not the question and are ignored.
+  public func checkTriggers() throws(SQLiteError) {
+    let tables = try rows(
+      "SELECT DISTINCT tbl_name FROM sqlite_schema WHERE type = 'trigger' UNION SELECT DISTINCT tbl_name FROM sqlite_temp_schema WHERE type = 'trigger'"
+    ).map { $0[0].1.description }
+    for table in tables {
+      let name = Database.quote(table)
+      let columns = try rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { Database.quote($0[0].1.description) }
+      var writes = ["INSERT INTO \(name) DEFAULT VALUES", "DELETE FROM \(name)"]
+      if !columns.isEmpty { writes.append("UPDATE \(name) SET " + columns.map { "\($0) = \($0)" }.joined(separator: ", ")) }
+      for sql in writes {
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &raw, nil)
+        sqlite3_finalize(raw)
+        if rc != SQLITE_OK && refusedTable != nil { throw error(rc, sql: sql) }
+      }
+    }
+  }
+
+  /// Set by the authorizer when it refuses a statement for the dray table it names.
+  private var refusedTable: String?
+  /// The trigger whose body held the refused statement, when one did.
+  private var refusedTrigger: String?
+  private var refuseTransactions = false
+
+  private func authorizing<T>(refuseTransactions: Bool, _ body: () throws -> T) rethrows -> T {
+    self.refuseTransactions = refuseTransactions
+    refusedTable = nil
+    refusedTrigger = nil
     sqlite3_set_authorizer(
       handle,
-      { _, action, _, _, _, _ in action == SQLITE_TRANSACTION ? SQLITE_DENY : SQLITE_OK },
-      nil)
-    defer { sqlite3_set_authorizer(handle, nil, nil) }
+      { context, action, first, second, _, trigger in
+        let database = Unmanaged<Database>.fromOpaque(context!).takeUnretainedValue()
+        if action == SQLITE_TRANSACTION { return database.refuseTransactions ? SQLITE_DENY : SQLITE_OK }
+        let name: UnsafePointer<CChar>?
+        switch action {
+        case SQLITE_CREATE_TABLE, SQLITE_CREATE_TEMP_TABLE, SQLITE_DROP_TABLE, SQLITE_DROP_TEMP_TABLE, SQLITE_INSERT,
+          SQLITE_UPDATE, SQLITE_DELETE, SQLITE_CREATE_VIEW, SQLITE_CREATE_TEMP_VIEW, SQLITE_DROP_VIEW, SQLITE_DROP_TEMP_VIEW,
+          SQLITE_CREATE_VTABLE, SQLITE_DROP_VTABLE:
+          name = first
+        case SQLITE_CREATE_INDEX, SQLITE_CREATE_TEMP_INDEX, SQLITE_DROP_INDEX, SQLITE_DROP_TEMP_INDEX, SQLITE_CREATE_TRIGGER,
+          SQLITE_CREATE_TEMP_TRIGGER, SQLITE_DROP_TRIGGER, SQLITE_DROP_TEMP_TRIGGER, SQLITE_ALTER_TABLE:
+          // The table the index or trigger belongs to; for ALTER TABLE the first argument is
+          // the schema, the second the table.
+          if let first, strncasecmp(first, "_dray_", 6) == 0 {
+            database.refusedTable = String(cString: first)
+            database.refusedTrigger = trigger.map { String(cString: $0) }
+            return SQLITE_DENY
+          }
+          name = second
+        default: name = nil
+        }
+        guard let name, strncasecmp(name, "_dray_", 6) == 0 else { return SQLITE_OK }
+        database.refusedTable = String(cString: name)
+        database.refusedTrigger = trigger.map { String(cString: $0) }
+        return SQLITE_DENY
+      },
+      Unmanaged.passUnretained(self).toOpaque())
+    defer {
+      sqlite3_set_authorizer(handle, nil, nil)
+      refusedTable = nil
+    }
     return try body()
   }
 
@@ -281,7 +396,15 @@ public final class Database {
   }
 
   func error(_ rc: Int32, sql: String?) -> SQLiteError {
-    SQLiteError(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path)
+    var error = SQLiteError(
+      code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)), sql: sql, path: path)
+    if error.code & 0xff == SQLITE_AUTH, let refusedTable {
+      error.refusedOwnTable = refusedTable
+      error.refusedInTrigger = refusedTrigger
+      error.message =
+        "the statement would change dray's own table \(refusedTable) (names starting with _dray_ hold the run journal, checkpoints and bookkeeping); read those tables, but create and write only tables of your own, named without that prefix"
+    }
+    return error
   }
 
   /// `name` quoted as an SQL identifier, embedded quotes doubled.
@@ -389,6 +512,12 @@ public final class Statement {
   public func rewind() { sqlite3_reset(handle) }
 
   public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+  /// True when running the statement makes no direct change to the database file
+  /// (`sqlite3_stmt_readonly`, https://sqlite.org/c3ref/stmt_readonly.html). `VACUUM INTO`,
+  /// `PRAGMA journal_mode=...` and writes are not read-only; `ATTACH`, `DETACH` and
+  /// transaction control are, as SQLite defines it.
+  public var isReadOnly: Bool { sqlite3_stmt_readonly(handle) != 0 }
 
   public func columnName(_ index: Int) -> String {
     sqlite3_column_name(handle, Int32(index)).map { String(cString: $0) } ?? ""

@@ -212,6 +212,14 @@ public final class HTTPClient {
       return .tlsFailure(host: host, detail: reason)
     case CURLE_PARTIAL_FILE:
       return .truncated(url: url, received: state.received, detail: reason)
+    case CURLE_OUT_OF_MEMORY, CURLcode(rawValue: 100):
+      // libcurl refuses a response header line longer than CURL_MAX_HTTP_HEADER (100 KB),
+      // with CURLE_OUT_OF_MEMORY before 8.6.0 and CURLE_TOO_LARGE (100) since
+      // (https://curl.se/libcurl/c/libcurl-errors.html); 8.6.0 and later also refuse more
+      // than 300 KB of headers in all. A real lack of memory ends the process anyway.
+      return .badAnswer(
+        url: url,
+        detail: "a response header larger than libcurl's 100 KB limit (CURL_MAX_HTTP_HEADER)")
     case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING:
       if state.begun && state.received > 0 { return .truncated(url: url, received: state.received, detail: reason) }
       return .connectionReset(url: url, detail: reason)

@@ -189,9 +189,16 @@ public struct RetryRunner {
 
   /// Seconds to wait from a `Retry-After` value: delay-seconds or an HTTP-date
   /// (RFC 9110 §10.2.3, dates in IMF-fixdate form, §5.6.7). Nil when unreadable.
+  /// delay-seconds is `1*DIGIT` of any length: a value past `Int.max` (2^63 - 1) is read as
+  /// a Double (past 10^308 as `Double.greatestFiniteMagnitude`), so that it stays a wait too
+  /// long to honour instead of an unreadable value retried at once.
   public static func retryAfterSeconds(_ value: String, now: Date = Date()) -> Double? {
     let trimmed = value.trimmingCharacters(in: .whitespaces)
-    if let seconds = Int(trimmed), seconds >= 0 { return Double(seconds) }
+    if !trimmed.isEmpty, trimmed.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+      let seconds = Double(trimmed)
+    {
+      return min(seconds, .greatestFiniteMagnitude)
+    }
     let formatter = DateFormatter()
     formatter.locale = Locale(identifier: "en_US_POSIX")
     formatter.timeZone = TimeZone(identifier: "GMT")

@@ -60,6 +60,10 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   indirect case gaveUp(last: TransportError, reason: String)
   /// A local file could not be read or written.
   case file(path: String, detail: String)
+  /// The server's answer could not be read as HTTP allows: `detail` says how (a response
+  /// header longer than libcurl's `CURL_MAX_HTTP_HEADER`, 100 KB). Not retried: the same
+  /// server sends the same answer again.
+  case badAnswer(url: String, detail: String)
   /// Anything else libcurl reported.
   case other(url: String, detail: String)
 
@@ -80,6 +84,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .retryAfterTooLong: "retry_after_too_long"
     case .gaveUp(let last, _): last.code
     case .file: "file_error"
+    case .badAnswer: "bad_answer"
     case .other: "transport_error"
     }
   }
@@ -134,6 +139,8 @@ public enum TransportError: ReportableError, Sendable, Equatable {
         + "longer than retry.max_interval (\(limit.formatted)); giving up. Raise retry.max_interval to wait that long"
     case .gaveUp(let last, let reason): "\(last); \(reason)"
     case .file(let path, let detail): "cannot use file \(path): \(detail)"
+    case .badAnswer(let url, let detail):
+      "the answer from \(url) is not one dray can read: \(detail); not retried, as the server would send the same again. Fix the server, or the proxy in between"
     case .other(let url, let detail): "request to \(url) failed: \(detail)"
     }
   }

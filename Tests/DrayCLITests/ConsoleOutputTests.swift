@@ -148,11 +148,16 @@ import Testing
 
   /// A body that tries to pass for log lines and one that sends terminal control codes.
   static let forged = "oops\n2026-11-30T12:00:00.000Z step r: ok in 0.01s (999 rows)\njob fj: succeeded\n"
-  static let controls = "\u{1B}[2J\u{1B}[31mred\u{07} alert\r\n\tdone"
+  /// Terminal codes, and bidi formatting characters that make `gnp.exe` show as
+  /// `exe.png` or reorder a message (Trojan Source, CVE-2021-42574).
+  static let controls =
+    "\u{1B}[2J\u{1B}[31mred\u{07} alert\r\n\tdone \u{202E}gnp.exe\u{202C} \u{2066}x\u{2069}\u{2067}\u{2068}\u{202A}\u{202B}\u{202D}\u{200E}\u{200F}\u{061C}"
 
-  /// Characters below U+0020 but `\n`, DEL, and the C1 controls (U+0080 to U+009F).
+  /// Characters below U+0020 but `\n`, DEL, the C1 controls (U+0080 to U+009F) and the
+  /// Unicode bidi formatting characters.
   static func controlCharacters(_ text: String) -> [UInt32] {
-    text.unicodeScalars.map(\.value).filter { ($0 < 0x20 && $0 != 0x0A) || (0x7F...0x9F).contains($0) }
+    let bidi: Set<UInt32> = [0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069]
+    return text.unicodeScalars.map(\.value).filter { ($0 < 0x20 && $0 != 0x0A) || (0x7F...0x9F).contains($0) || bidi.contains($0) }
   }
 
   @Test func serverTextCannotForgeLogLinesOrSendControlCodes() throws {
@@ -196,7 +201,8 @@ import Testing
     let forged =
       "HTTP 500 Internal Server Error from \(server.url)forge: oops ⏎ 2026-11-30T12:00:00.000Z step r: ok in 0.01s (999 rows) ⏎ job fj: succeeded"
     #expect(rest.stdout.contains("    forge     http      failed     \(forged); gave up after 1 attempt (retry.count: 0)\n"))
-    let shown = #"\u{1B}[2J\u{1B}[31mred\u{7} alert ⏎ done"#
+    let shown =
+      #"\u{1B}[2J\u{1B}[31mred\u{7} alert ⏎ done \u{202E}gnp.exe\u{202C} \u{2066}x\u{2069}\u{2067}\u{2068}\u{202A}\u{202B}\u{202D}\u{200E}\u{200F}\u{61C}"#
     #expect(rest.stdout.contains("    controls  http      failed     HTTP 409 Conflict from \(server.url)controls: \(shown)"))
     #expect(rest.stderr.contains("error: step forge: http failed after "))
     let countries = "HTTP 404 Not Found from \(job.emulator.url)api/v1/rpc/COUNTRIES/: \(shown)"
@@ -209,6 +215,6 @@ import Testing
     #expect(screen.status == 1)
     #expect(
       screen.stdout.contains("  countries  table_stream  \u{1B}[31mfailed\u{1B}[0m     \(countries)"), "\(screen.stdout.debugDescription)")
-    #expect(!screen.stdout.contains("\u{1B}[2J") && !screen.stdout.contains("\u{07}"))
+    #expect(!screen.stdout.contains("\u{1B}[2J") && !screen.stdout.contains("\u{07}") && !screen.stdout.contains("\u{202E}"))
   }
 }

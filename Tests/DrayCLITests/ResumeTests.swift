@@ -201,6 +201,29 @@ struct Report {
     #expect(try job.rows("SELECT name FROM sqlite_schema WHERE name = 'tally'").isEmpty)
   }
 
+  /// When the journal cannot record the end of the run (here another program dropped its
+  /// runs table while the run downloaded), the run does not claim success.
+  @Test func aRunWhoseEndTheJournalCannotRecordFails() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    let run = try job.start(name: "unrecorded")
+    let part = job.folder.path + "/.dray/downloads/resume"
+    #expect(
+      run.waitUntil {
+        ((try? FileManager.default.contentsOfDirectory(atPath: part)) ?? []).contains { $0.hasSuffix(".part") }
+      })
+    try SQLiteFile.execute(job.database, "DROP TABLE _dray_runs")
+    #expect(run.wait() == .exited(1), "\(run.output)\(run.errors)")
+    let message =
+      "the run journal at \(job.database) could not record the end of this run: SQLite error 1 in \(job.database): no such table: _dray_runs (in: UPDATE _dray_runs SET status = ?, ended_at = ? WHERE run_id = ?); the next 'dray run' resumes the run when the journal is whole, and says what to do when it is not"
+    #expect(run.output.hasPrefix("job resume: failed in "), "\(run.output)")
+    #expect(run.output.contains("error: \(message)\n"))
+    #expect(run.errors.contains("error: \(message)\n"))
+    let report = try Report(run.output)
+    #expect(report.status == "failed")
+    #expect(report.json["exit_code"] as? Int == 1)
+    #expect(report.json["error"] as? String == message)
+  }
+
   // MARK: Crashes at chosen instants
 
   /// What a rerun after a kill at `point` skips.
@@ -495,6 +518,50 @@ struct Report {
   }
 
   // MARK: Signals
+
+  /// Members of a `parallel` group a signal kept from starting are in the summary and the
+  /// report as `not_run`, in file order, as top-level steps that never started are.
+  @Test(arguments: [SIGINT, SIGTERM])
+  func membersOfAGroupThatASignalKeptFromStartingAreReportedNotRun(signal: Int32) throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    let folder = TemporaryDirectory("dray-group-signal")
+    let manifest = try folder.write(
+      "group.yaml",
+      JobText.header(job: "group", emulator: emulator, database: "data/group.sqlite") + """
+        steps:
+          - id: group
+            parallel:
+              max: 1
+              steps:
+                - id: countries
+                  table_stream: { resource: COUNTRIES }
+                - id: fruits
+                  table_stream: { resource: FRUITS }
+                - id: currencies
+                  table_stream: { resource: CURRENCIES }
+          - id: after
+            sql: SELECT 1;
+
+        """)
+    let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
+    let part = folder.path + "/.dray/downloads/group"
+    #expect(
+      run.waitUntil {
+        ((try? FileManager.default.contentsOfDirectory(atPath: part)) ?? []).contains { $0.hasSuffix(".part") }
+      })
+    run.send(signal)
+    #expect(run.wait() == .exited(130))
+    let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
+    #expect(run.output.contains("    countries   table_stream  interrupted  interrupted by \(name)\n"), "\(run.output)")
+    #expect(run.output.contains("    fruits      table_stream  not_run      the run was interrupted\n"))
+    #expect(run.output.contains("    currencies  table_stream  not_run      the run was interrupted\n"))
+    let report = try Report(run.output)
+    let members = report.step("group")["steps"] as? [[String: Any]] ?? []
+    #expect(members.map { $0["id"] as? String } == ["countries", "fruits", "currencies"])
+    #expect(members.map { $0["status"] as? String } == ["interrupted", "not_run", "not_run"])
+    #expect(members.map { $0["skip_reason"] as? String } == [nil, "the run was interrupted", "the run was interrupted"])
+    #expect(report.step("after")["status"] as? String == "not_run")
+  }
 
   /// SIGHUP is what a run gets when the ssh session it was started from drops.
   @Test(arguments: [SIGINT, SIGTERM, SIGHUP])

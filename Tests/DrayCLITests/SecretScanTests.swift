@@ -120,6 +120,65 @@ import Testing
     #expect(scan.hits == [])
   }
 
+  /// A secret in an `http` step's `path` is sent with the characters a URL path cannot hold
+  /// percent-encoded (and `/`, `+`, `&`, `?` kept); the URL appears in the log, the error,
+  /// the summary and the report, masked in that form too.
+  @Test func secretsInAnHTTPPathAreMasked() throws {
+    let tag = String(UUID().uuidString.prefix(8)).lowercased()
+    let secret = "s3cr3t value/with+stuff&é-\(tag)"
+    let token = "abc def?x=1-\(tag)"
+    let server = try RestServer()
+    let folder = TemporaryDirectory("dray-secret-path")
+    try folder.write("tok.txt", token)
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: path-scan
+      secrets: [MYSEC]
+      retry: { count: 1, interval: 10ms }
+      steps:
+        - id: get
+          http:
+            base_url: "\(server.url)"
+            path: "nothere/${MYSEC}"
+        - id: file
+          http:
+            base_url: "\(server.url)"
+            path: "nothere/${file:tok.txt}/x"
+
+      """)
+    var outputs: [(String, Command.Result)] = []
+    for (name, options) in [("text", ["--verbose"]), ("json", ["--verbose", "--log-format", "json"])] {
+      for step in ["get", "file"] {
+        let result = try Command.dray(["run", manifest, "--only", step] + options, environment: ["MYSEC": secret])
+        #expect(result.status == 1, "\(result.output)")
+        #expect(result.stdout.contains("/nothere/***"), "\(result.output)")
+        outputs.append(("\(name) --only \(step)", result))
+      }
+    }
+    // The server saw the path forms the scan looks for.
+    let paths = try server.requests().map(\.path)
+    var pathAllowed = CharacterSet(charactersIn: Unicode.Scalar(0x21)...Unicode.Scalar(0x7E))
+    pathAllowed.remove(charactersIn: "\"<>\\^`{|}")
+    var scan = Scan()
+    for (name, value) in [("MYSEC", secret), ("tok.txt", token)] {
+      let path = try #require(value.addingPercentEncoding(withAllowedCharacters: pathAllowed))
+      #expect(paths.contains { $0.contains(path) }, "\(paths)")
+      for form in Self.forms(value) + [path, path.replacing(/%[0-9A-F]{2}/) { $0.output.lowercased() }] {
+        scan.sentinels.append((name, form))
+      }
+    }
+    for (name, result) in outputs {
+      scan.look(in: Data(result.stdout.utf8), "the standard output of the \(name) run")
+      scan.look(in: Data(result.stderr.utf8), "the standard error of the \(name) run")
+    }
+    for report in try FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/reports") {
+      scan.look(in: try Data(contentsOf: URL(fileURLWithPath: folder.path + "/.dray/reports/" + report)), report)
+    }
+    #expect(scan.hits == [])
+  }
+
   struct Scan {
     var sentinels: [(name: String, form: String)] = []
     var hits: [String] = []

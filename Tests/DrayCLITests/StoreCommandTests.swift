@@ -119,10 +119,7 @@ import Testing
       // The second statement is never prepared: its missing table is not the problem.
       ("SELECT 1; DROP TABLE x", "one statement at a time; found another after the first: DROP TABLE x"),
       ("SELECT 1; ;\n  DELETE FROM x;", "one statement at a time; found another after the first: DELETE FROM x"),
-      (
-        "DELETE FROM FRUITS__output_table",
-        "dray query only reads; change data with an sql step in a job (attempt to write a readonly database)"
-      ),
+      ("DELETE FROM FRUITS__output_table", StoreCommandTests.notReadOnly),
       ("/* nothing */", "no SQL statement to run"),
     ]
     for (sql, message) in cases {
@@ -135,6 +132,42 @@ import Testing
     let missing = try Command.dray(["query", db + ".missing", "SELECT 1"])
     #expect(missing.status == 1)
     #expect(missing.stdout == #"{"status":"error","error":"no database at \#(db).missing"}"# + "\n")
+  }
+
+  static let notReadOnly =
+    "dray query only reads, and this statement would change a database or write a file (SQLite's sqlite3_stmt_readonly); use SELECT, WITH or a read-only PRAGMA, and change data with an sql step in a job"
+
+  /// A read-only connection still lets `VACUUM INTO` write a new file and `PRAGMA
+  /// journal_mode` try to change the database: both are refused before they run.
+  @Test func queryRefusesStatementsThatAreNotReadOnly() throws {
+    let db = try loadedDatabase()
+    let folder = TemporaryDirectory()
+    let before = try Data(contentsOf: URL(fileURLWithPath: db))
+    for sql in [
+      "VACUUM INTO '\(folder.path)/vac.db'", "PRAGMA journal_mode=delete", "PRAGMA user_version = 7", "VACUUM",
+      "CREATE TEMP TABLE t(a)", "INSERT INTO FRUITS__output_table DEFAULT VALUES", "DROP TABLE _dray_runs",
+    ] {
+      let result = try Command.dray(["query", db, sql])
+      #expect(result.status == 1, "\(sql)")
+      #expect(result.stdout == #"{"status":"error","error":"\#(StoreCommandTests.notReadOnly)"}"# + "\n", "\(sql)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: folder.path + "/vac.db"))
+    // ATTACH is read-only as SQLite defines it; on the read-only connection it cannot create
+    // a file, nor open one for writing through a URI.
+    let attach = try Command.dray(["query", db, "ATTACH '\(folder.path)/new.db' AS n"])
+    #expect(attach.status == 1)
+    #expect(attach.stdout == #"{"status":"error","error":"unable to open database: \#(folder.path)/new.db"}"# + "\n")
+    let uri = try Command.dray(["query", db, "ATTACH 'file:\(folder.path)/uri.db?mode=rwc' AS n"])
+    #expect(uri.status == 1)
+    #expect(uri.stdout == #"{"status":"error","error":"access mode not allowed: rwc"}"# + "\n")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    // Reading stays allowed, PRAGMAs that only read included. `PRAGMA journal_mode` is not
+    // read-only even without a value (SQLite may change the mode); its table form is.
+    #expect(try Command.dray(["query", db, "PRAGMA journal_mode"]).status == 1)
+    #expect(try Command.dray(["query", db, "SELECT * FROM pragma_journal_mode"]).stdout.contains(#""journal_mode":"wal""#))
+    #expect(try Command.dray(["query", db, "PRAGMA user_version"]).stdout.contains(#""user_version":0"#))
+    #expect(try Command.dray(["query", db, "SELECT count(*) AS n FROM _dray_runs"]).status == 0)
+    #expect(try Data(contentsOf: URL(fileURLWithPath: db)) == before)
   }
 
   @Test func queryStreamsManyRecords() throws {

@@ -208,6 +208,28 @@ import Testing
     #expect(report.steps[2].errorMessage == "HTTP 503 Service Unavailable from \(server.url)images/2: down")
   }
 
+  /// libcurl refuses a response header over 100 KB (CURL_MAX_HTTP_HEADER): a bad answer
+  /// from the server, said so and not retried, whatever the status.
+  @Test(arguments: [200, 503])
+  func aResponseHeaderOver100KBIsABadAnswerNotRetried(status: Int) throws {
+    let server = try RestServer(["--rule", #"{"path": "/items", "status": \#(status), "big_header": 200000, "body": "x"}"#])
+    let report = try run(
+      """
+        - id: huge
+          http: { base_url: "${API}", path: items, output: out/items.json }
+      """, server: server)
+    #expect(report.exitCode == 1)
+    let step = report.steps[0]
+    #expect(step.status == .failed)
+    #expect(step.errorCode == "bad_answer")
+    #expect(step.attempts.map(\.outcome) == ["bad_answer"])
+    #expect(
+      step.errorMessage
+        == "the answer from \(server.url)items is not one dray can read: a response header larger than libcurl's 100 KB limit (CURL_MAX_HTTP_HEADER); not retried, as the server would send the same again. Fix the server, or the proxy in between"
+    )
+    #expect(try server.requests().count == 1)
+  }
+
   @Test func bearerAndBasicCredentialsAreSentAndNeverShown() throws {
     let token = "tok-Sentinel-31337"
     let server = try RestServer(["--token", token, "--user", "ann:pw-Sentinel-2"])

@@ -1,5 +1,6 @@
 import DrayEngine
 import DrayModel
+import DrayStore
 import DrayTestSupport
 import Foundation
 import Testing
@@ -21,6 +22,99 @@ import Testing
     let folder = TemporaryDirectory()
     let (_, report) = try runJob(folder, header + steps)
     return (folder, report)
+  }
+
+  /// Statements that would change dray's own tables, and the table each names.
+  static let ownTableWrites: [(sql: String, table: String)] = [
+    ("DROP TABLE _dray_runs", "_dray_runs"),
+    ("DELETE FROM _dray_checkpoints", "_dray_checkpoints"),
+    ("UPDATE _DRAY_RUNS SET status = 'x'", "_dray_runs"),
+    ("INSERT INTO main._dray_runs(run_id) VALUES ('x')", "_dray_runs"),
+    ("ALTER TABLE _dray_runs ADD COLUMN x", "_dray_runs"),
+    ("ALTER TABLE _dray_checkpoints RENAME TO mine", "_dray_checkpoints"),
+    ("CREATE TABLE _dray_tables(name TEXT)", "_dray_tables"),
+    ("CREATE TEMP TABLE _dray_mine(a)", "_dray_mine"),
+    ("CREATE INDEX mine ON _dray_runs(job)", "_dray_runs"),
+    ("CREATE TRIGGER mine AFTER INSERT ON _dray_checkpoints BEGIN SELECT 1; END", "_dray_checkpoints"),
+    ("CREATE VIEW _dray_view AS SELECT 1", "_dray_view"),
+  ]
+
+  /// An sql step may read dray's own tables (`_dray_...`) but not change them: the
+  /// statement is refused, naming the table, the step's earlier statements roll back and
+  /// the journal still works for the next run.
+  @Test(arguments: QueryStepTests.ownTableWrites.map(\.sql))
+  func anSQLStepMayNotChangeDraysOwnTables(sql: String) throws {
+    let table = try #require(QueryStepTests.ownTableWrites.first { $0.sql == sql }?.table)
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder, header + "  - id: harm\n    sql: \"CREATE TABLE kept(a); \(sql);\"\n")
+    #expect(report.exitCode == 1)
+    let harm = try #require(report.steps.first { $0.id == "harm" })
+    #expect(harm.status == .failed)
+    #expect(harm.errorCode == "dray_table")
+    #expect(
+      harm.errorMessage
+        == "'\(sql)' would change dray's own table \(table); tables named _dray_... hold the run journal, checkpoints and bookkeeping, which dray alone writes. Reading them is fine; create and write only tables of your own, named without that prefix"
+    )
+    let database = try Database(path: folder.path + "/data/db.sqlite")
+    #expect(try !database.tableExists("kept"))
+    #expect(try database.rows("SELECT count(*) FROM _dray_runs")[0][0].1 == .integer(1))
+    // The journal is whole: the next run records its end and fails the same way.
+    let (_, again) = try runJob(folder, header + "  - id: harm\n    sql: \"CREATE TABLE kept(a); \(sql);\"\n")
+    #expect(again.errorMessage == nil)
+    #expect(again.steps.first { $0.id == "harm" }?.errorCode == "dray_table")
+    #expect(try database.rows("SELECT status FROM _dray_runs").map { $0[0].1 } == [.text("failed"), .text("failed")])
+  }
+
+  /// SQLite compiles a trigger's body only into a statement that fires it: a trigger on a
+  /// table of the user's whose body changes dray's tables would run unchecked when a load
+  /// writes that table. The step that creates it fails, naming the trigger.
+  @Test(arguments: ["", "TEMP "])
+  func aTriggerThatWouldChangeDraysTablesIsRefused(temp: String) throws {
+    let folder = TemporaryDirectory()
+    let trigger = "CREATE \(temp)TRIGGER sneaky AFTER UPDATE OF name ON fruit BEGIN DELETE FROM _dray_checkpoints; END"
+    let (_, report) = try runJob(folder, header + "  - id: harm\n    sql: \"CREATE TABLE kept(a); \(trigger);\"\n")
+    let harm = try #require(report.steps.first { $0.id == "harm" })
+    #expect(harm.status == .failed)
+    #expect(harm.errorCode == "dray_table")
+    #expect(
+      harm.errorMessage
+        == "trigger sneaky, fired by any write to its table (dray's loads included), would change dray's own table _dray_checkpoints; tables named _dray_... hold the run journal, checkpoints and bookkeeping, which dray alone writes. Reading them is fine; create and write only tables of your own, named without that prefix"
+    )
+    let database = try Database(path: folder.path + "/data/db.sqlite")
+    #expect(try database.rows("SELECT name FROM sqlite_schema WHERE type = 'trigger' OR name = 'kept'").isEmpty)
+  }
+
+  @Test func aTriggerThatOnlyReadsDraysTablesIsFine() throws {
+    let (folder, report) = try run(
+      """
+        - id: triggers
+          sql: |
+            CREATE TABLE tally(n INTEGER);
+            CREATE TRIGGER counted AFTER INSERT ON fruit BEGIN INSERT INTO tally SELECT count(*) FROM _dray_runs; END;
+            CREATE VIEW fruity AS SELECT * FROM fruit;
+            CREATE TRIGGER through INSTEAD OF INSERT ON fruity BEGIN INSERT INTO fruit(id) VALUES (NEW.id); END;
+            INSERT INTO fruity(id) VALUES (4);
+      """)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try Database(path: folder.path + "/data/db.sqlite").rows("SELECT n FROM tally")[0][0].1 == .integer(1))
+  }
+
+  @Test func aQueryStepMayReadDraysOwnTablesButNotChangeThem() throws {
+    let (_, report) = try run(
+      """
+        - id: read
+          query: { sql: "SELECT count(*) AS n FROM _dray_runs JOIN _dray_checkpoints USING (run_id)", expect: { n: { min: 1 } } }
+        - id: reads-in-sql
+          sql: CREATE TABLE runs AS SELECT * FROM _dray_runs;
+        - id: write
+          query: { sql: "DELETE FROM _dray_checkpoints RETURNING step_id" }
+      """)
+    #expect(report.steps.map(\.status) == [.succeeded, .succeeded, .succeeded, .failed])
+    #expect(report.steps[3].errorCode == "dray_table")
+    #expect(
+      report.steps[3].errorMessage?.hasPrefix(
+        "'DELETE FROM _dray_checkpoints RETURNING step_id' would change dray's own table _dray_checkpoints;") == true)
   }
 
   @Test func rowsGoToTheFileInEachFormat() throws {

@@ -132,14 +132,62 @@ import Testing
     #expect(throws: RecordError("the records path '/catalog/item' starts at <catalog>, but the answer's root element is <feed>")) {
       try read("<feed><item/></feed>", format: .xml, records: "/catalog/item")
     }
-    // An entity declared to read a local file is never expanded.
+  }
+
+  /// Entities declared in the answer are expanded; nothing outside it is ever read, and a
+  /// reference to such text is an error, not silently empty; expansion is bounded.
+  @Test func xmlEntitiesDeclaredInTheAnswerAreExpandedAndNothingElse() throws {
     let (records, _) = try read(
-      """
-      <?xml version="1.0"?>
-      <!DOCTYPE c [<!ENTITY secret SYSTEM "file:///etc/hostname">]>
-      <c><item><v>&secret;</v></item></c>
-      """, format: .xml, records: "/c/item")
-    #expect(values(records) == [[.null]])
+      #"<?xml version="1.0"?><!DOCTYPE c [<!ENTITY x "hello"><!ENTITY y "&x;, &x;">]><c><item><v>&y; &amp; bye</v></item></c>"#,
+      format: .xml, records: "/c/item")
+    #expect(values(records) == [[.text("hello, hello & bye")]])
+
+    let local = try folder.write("local.txt", "LOCAL FILE")
+    let dtd = try folder.write("local.dtd", #"<!ENTITY y "FROM THE DTD">"#)
+    // An external entity that would read a local file.
+    #expect(
+      throws: RecordError(
+        "the answer refers to the external entity 'secret'; dray never loads external entities or DTDs, and would read the reference as empty text. Have the server send the text itself"
+      )
+    ) {
+      try read(
+        #"<?xml version="1.0"?><!DOCTYPE c [<!ENTITY secret SYSTEM "file://\#(local)">]><c><item><v>a&secret;b</v></item></c>"#,
+        format: .xml, records: "/c/item")
+    }
+    // An external DTD that would declare the entity.
+    #expect(
+      throws: RecordError(
+        "the answer refers to entity 'y', which only its external DTD could declare; dray never loads external entities or DTDs, and would read the reference as empty text. Have the server send the text itself"
+      )
+    ) {
+      try read(
+        #"<?xml version="1.0"?><!DOCTYPE c SYSTEM "file://\#(dtd)"><c><item><v>a&y;b</v></item></c>"#, format: .xml,
+        records: "/c/item")
+    }
+    // An external parameter entity: never loaded, so what it declares is undeclared.
+    #expect(throws: RecordError("the answer is not well-formed XML (line 1: Entity 'y' not defined)")) {
+      try read(
+        #"<?xml version="1.0"?><!DOCTYPE c [<!ENTITY % p SYSTEM "file://\#(dtd)"> %p;]><c><item><v>a&y;b</v></item></c>"#,
+        format: .xml, records: "/c/item")
+    }
+    // Billion laughs: libxml2 refuses the nesting while parsing.
+    var laughs = #"<!ENTITY l0 "lol">"#
+    for i in 1...9 { laughs += "<!ENTITY l\(i) \"" + String(repeating: "&l\(i - 1);", count: 10) + "\">" }
+    #expect(throws: RecordError("the answer is not well-formed XML (line 1: Detected an entity reference loop)")) {
+      try read(#"<?xml version="1.0"?><!DOCTYPE c [\#(laughs)]><c><item><v>&l9;</v></item></c>"#, format: .xml, records: "/c/item")
+    }
+    // Quadratic blowup: a 50 KB entity referenced 50,000 times would be 2.5 GB of text.
+    let blowup =
+      #"<?xml version="1.0"?><!DOCTYPE c [<!ENTITY a ""# + String(repeating: "a", count: 50_000) + #"">]><c><item><v>"#
+      + String(repeating: "&a;", count: 50_000) + "</v></item></c>"
+    let limit = (10 << 20) + 10 * blowup.utf8.count
+    #expect(
+      throws: RecordError(
+        "the answer's entity references expand to more than \(limit) bytes of text (10 MiB plus 10 times the answer's size); an answer that small cannot need that much, so it was refused (an entity expansion attack, or a server fault)"
+      )
+    ) {
+      try read(blowup, format: .xml, records: "/c/item")
+    }
   }
 
   @Test func valuesAndInference() {

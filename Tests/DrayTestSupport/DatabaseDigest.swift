@@ -106,6 +106,12 @@ public enum SQLiteFile {
       row.map { if case .null = $0.1 { nil } else { $0.1.description } }
     }
   }
+
+  /// Runs `sql` on the database at `path` as another program would, from its own
+  /// connection.
+  public static func execute(_ path: String, _ sql: String) throws {
+    try Database(path: path, create: false).execute(sql)
+  }
 }
 
 /// What a folder of files holds, for comparing two job folders.

@@ -164,13 +164,19 @@ import Testing
     #expect(attempts[0].waitFromRetryAfter)
   }
 
-  @Test func retryAfterBeyondMaxIntervalFailsSayingSo() throws {
+  /// Values past 2^63 (beyond Int) and past 10^308 (beyond Double) are waits too long as
+  /// well, never unreadable values retried at once.
+  @Test(arguments: [
+    ("120", "120"), ("99999999999", "99999999999"), ("9223372036854775808", "9.223372036854776e+18"),
+    (String(repeating: "9", count: 400), "1.7976931348623157e+308"),
+  ])
+  func retryAfterBeyondMaxIntervalFailsSayingSo(value: String, shown: String) throws {
     let net = try NetworkFixture()
-    try net.faults(#"[{"path": "/api/v1/rpc/BIG/", "status": 503, "retry_after": "120"}]"#)
+    try net.faults(#"[{"path": "/api/v1/rpc/BIG/", "status": 503, "retry_after": "\#(value)"}]"#)
     let (result, attempts, _) = net.fetch()
     #expect(
       result.errorText
-        == "HTTP 503 Service Unavailable from \(net.emulator.url)api/v1/rpc/BIG/: injected fault; the server asked to wait 120 s "
+        == "HTTP 503 Service Unavailable from \(net.emulator.url)api/v1/rpc/BIG/: injected fault; the server asked to wait \(shown) s "
         + "before retrying (Retry-After), longer than retry.max_interval (30s); giving up. Raise retry.max_interval to wait that long")
     #expect((result.error as? TransportError)?.code == "retry_after_too_long")
     #expect(attempts.map(\.outcome) == ["http_503"])

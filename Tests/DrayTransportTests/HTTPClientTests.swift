@@ -71,6 +71,11 @@ import Testing
     #expect(body.description == #"HTTP 502 Bad Gateway from http://h/: <html> ⏎ <body>\u{9B}31m bad \u{7F}</body> ⏎ </html>"#)
     #expect(PrintableText.oneLine(body.description) == body.description)
     #expect(PrintableText.escaped("a\u{0}b\nc\td", keepingNewlines: true) == "a\\u{0}b\nc d")
+    // Bidi formatting characters (UAX #9) are escaped too; other non-ASCII text stays.
+    #expect(
+      PrintableText.oneLine(
+        "é \u{202E}gnp.exe\u{202C} \u{2066}\u{2067}\u{2068}\u{2069}\u{200E}\u{200F}\u{61C}\u{202A}\u{202B}\u{202D} שלום")
+        == #"é \u{202E}gnp.exe\u{202C} \u{2066}\u{2067}\u{2068}\u{2069}\u{200E}\u{200F}\u{61C}\u{202A}\u{202B}\u{202D} שלום"#)
   }
 
   @Test func urlsInMessagesNeverCarryCredentials() {

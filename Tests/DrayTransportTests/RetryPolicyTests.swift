@@ -27,6 +27,11 @@ import Testing
     #expect(RetryRunner.retryAfterSeconds(" 3 ") == 3)
     #expect(RetryRunner.retryAfterSeconds("-1") == nil)
     #expect(RetryRunner.retryAfterSeconds("soon") == nil)
+    // delay-seconds is 1*DIGIT of any length (RFC 9110 §10.2.3), nothing else.
+    #expect(RetryRunner.retryAfterSeconds("9223372036854775808") == 9_223_372_036_854_775_808)
+    #expect(RetryRunner.retryAfterSeconds(String(repeating: "9", count: 400)) == .greatestFiniteMagnitude)
+    #expect(RetryRunner.retryAfterSeconds("+5") == nil)
+    #expect(RetryRunner.retryAfterSeconds("1.5") == nil)
     let now = try #require(ISO8601DateFormatter().date(from: "2015-10-21T07:27:50Z"))
     #expect(RetryRunner.retryAfterSeconds("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == 10)
     #expect(RetryRunner.retryAfterSeconds("Wednesday, 21-Oct-15 07:28:00 GMT", now: now) == 10)

@@ -6,7 +6,8 @@ extension StepRunner {
   /// `parallel`: runs the group's steps on their own threads, at most `max` at once (the
   /// SDK's asynchronous calls). Each member keeps its own checkpoint; the group fails when
   /// any member fails, after the running members finish. The group's report sums its
-  /// members' bytes, rows, tables and outputs; their attempts stay with each member.
+  /// members' bytes, rows, tables and outputs; their attempts stay with each member. Every
+  /// member is in the report, in file order: one a signal kept from starting as `not_run`.
   func runParallel(_ group: ParallelStep, _ report: inout StepReport) throws {
     let results = Mutex<[Int: StepReport]>([:])
     let slots = DispatchSemaphore(value: group.max)
@@ -48,7 +49,15 @@ extension StepRunner {
       report.tables += member.tables
       report.outputs += member.outputs
     }
-    report.members = group.steps.indices.compactMap { reports[$0] }
+    // Members a signal kept from starting are reported too, as top-level steps are.
+    report.members = group.steps.enumerated().map { index, member in
+      reports[index]
+        ?? {
+          var notRun = StepReport(id: member.id, kind: member.kindName, status: .notRun)
+          notRun.skipReason = "the run was interrupted"
+          return notRun
+        }()
+    }
     let failed = reports.values.filter { $0.status == .failed }.map(\.id).sorted()
     if !failed.isEmpty { throw StepError.unsupported("steps failed in the group: \(failed.joined(separator: ", "))") }
     if context.cancellation.isCancelled { throw StepError.unsupported("interrupted") }

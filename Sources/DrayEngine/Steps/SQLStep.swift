@@ -16,15 +16,23 @@ extension StepRunner {
         statements = []
         do {
           // A COMMIT in the step's SQL would commit its first statements without the
-          // checkpoint, and a rerun would repeat them.
+          // checkpoint, and a rerun would repeat them. Writes to dray's own tables (the
+          // journal among them) are refused too.
           try store.database.refusingTransactionControl {
             try store.database.forEachStatement(sql) { (statement) throws(SQLiteError) in
               while try statement.step() {}
               statements.append((statement.sql, store.database.changes))
             }
+            // A trigger that would change dray's tables would do so when dray itself
+            // writes its table (a load), where no authorizer looks.
+            try store.database.checkTriggers()
           }
         } catch let error as SQLiteError where error.isRefusedTransactionControl {
           throw StepError.transactionControl(statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")))
+        } catch let error as SQLiteError where error.refusedOwnTable != nil {
+          throw StepError.ownTable(
+            error.refusedOwnTable!, statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")),
+            trigger: error.refusedInTrigger)
         }
         var done = finished
         done.statements = statements
