@@ -261,9 +261,13 @@ import Testing
     return problems
   }
 
-  /// The status of the trial's last run in the journal, or nil before any.
+  /// The status of the trial's last run in the journal, or nil before any, or while a
+  /// write the kill cut short is still to be rolled back (a hot rollback journal, which
+  /// only a writer, the next `dray run`, rolls back: this read-only look cannot).
   static func lastRunStatus(_ trial: Trial) throws -> String? {
     guard FileManager.default.fileExists(atPath: trial.database) else { return nil }
+    let rollbackJournal = (try? FileManager.default.attributesOfItem(atPath: trial.database + "-journal"))?[.size] as? Int
+    if let size = rollbackJournal, size > 0 { return nil }
     return try SQLiteFile.rows(trial.database, "SELECT status FROM _dray_runs ORDER BY started_at DESC, rowid DESC LIMIT 1").first?[0]
       ?? nil
   }
