@@ -6,17 +6,6 @@ import Testing
 /// Devices, FIFOs and folders named where dray writes or reads a file, through the built
 /// binary: each refused by name with its kind, nothing replaced, no hang.
 @Suite struct SpecialFileCommandTests {
-  /// A character device (1, 3: what /dev/null is) or a FIFO at `path`.
-  static func make(_ kind: mode_t, at path: String) throws {
-    let made = kind == S_IFIFO ? mkfifo(path, 0o600) : mknod(path, kind | 0o600, dev_t(1 << 8 | 3))
-    #expect(made == 0, "cannot make \(path): \(String(cString: strerror(errno)))")
-  }
-
-  static func type(_ path: String) -> mode_t {
-    var info = stat()
-    return lstat(path, &info) == 0 ? info.st_mode & S_IFMT : 0
-  }
-
   static func name(_ kind: mode_t) -> String {
     kind == S_IFIFO ? "a FIFO (named pipe)" : kind == S_IFCHR ? "a character device" : "a folder"
   }
@@ -26,7 +15,7 @@ import Testing
     if kind == S_IFDIR {
       try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     } else {
-      try make(kind, at: path)
+      try SpecialFile.make(kind, at: path)
     }
     return path
   }
@@ -60,7 +49,7 @@ import Testing
           "\(job): 3 errors; nothing was run",
         ], "\(result.stderr)")
     }
-    for path in [database, report, output] { #expect(Self.type(path) == kind) }
+    for path in [database, report, output] { #expect(SpecialFile.type(path) == kind) }
   }
 
   @Test(arguments: [S_IFIFO, S_IFCHR, S_IFDIR])
@@ -74,7 +63,7 @@ import Testing
     let tables = try Command.dray(["tables", path])
     #expect(tables.status == 1)
     #expect(tables.stderr == "dray: \(message)\n")
-    #expect(Self.type(path) == kind)
+    #expect(SpecialFile.type(path) == kind)
   }
 
   @Test func aReportUnderARegularFileIsNamedAsNotWrittenAndTheRunExits1() throws {

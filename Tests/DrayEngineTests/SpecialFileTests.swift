@@ -10,18 +10,6 @@ import Testing
 /// validated (so only the run's own checks stand between it and the file): refused by name,
 /// never replaced, never opened.
 @Suite struct SpecialFileTests {
-  /// A character device (1, 3: what /dev/null is) or a FIFO, made in `folder`.
-  static func make(_ kind: mode_t, at path: String) throws {
-    let made = kind == S_IFIFO ? mkfifo(path, 0o600) : mknod(path, kind | 0o600, dev_t(1 << 8 | 3))
-    #expect(made == 0, "cannot make \(path): \(String(cString: strerror(errno)))")
-  }
-
-  /// The file type of what is at `path` (a link not followed); 0 when nothing is.
-  static func type(_ path: String) -> mode_t {
-    var info = stat()
-    return lstat(path, &info) == 0 ? info.st_mode & S_IFMT : 0
-  }
-
   static func load(_ folder: TemporaryDirectory, _ text: String) throws -> Manifest {
     let path = try folder.write("job.yaml", text)
     return try ManifestLoader().load(path: path)
@@ -44,7 +32,7 @@ import Testing
         - { id: make, sql: CREATE TABLE t(x) }
       """)
     let database = folder.path + "/data.sqlite"
-    try Self.make(kind, at: database)
+    try SpecialFile.make(kind, at: database)
     // Twice: a plain run, then with --fresh (which once replaced the node with a new journal).
     for fresh in [false, true] {
       let report = Self.run(manifest, fresh: fresh)
@@ -55,7 +43,7 @@ import Testing
           == "the run journal at \(database) is \(what), not an SQLite database file; dray neither opens nor replaces it: point database.path (or state.path, for a job without a database) at a regular file or a new path, or move it aside, then run again"
       )
       #expect(report.steps.map(\.status) == [.notRun])
-      #expect(Self.type(database) == kind)
+      #expect(SpecialFile.type(database) == kind)
     }
   }
 
@@ -67,7 +55,7 @@ import Testing
     let report = Self.run(manifest)
     #expect(report.exitCode == 1)
     #expect(report.errorMessage?.contains("is a folder, not an SQLite database file") == true, "\(report.errorMessage ?? "")")
-    #expect(Self.type(folder.path + "/data.sqlite") == S_IFDIR)
+    #expect(SpecialFile.type(folder.path + "/data.sqlite") == S_IFDIR)
   }
 
   @Test(arguments: [S_IFIFO, S_IFCHR])
@@ -83,7 +71,7 @@ import Testing
         - { id: rows, query: { sql: SELECT 1 AS n, output: out/rows.json } }
       """)
     try FileManager.default.createDirectory(atPath: folder.path + "/out", withIntermediateDirectories: false)
-    try Self.make(kind, at: folder.path + "/out/rows.json")
+    try SpecialFile.make(kind, at: folder.path + "/out/rows.json")
     let report = Self.run(manifest)
     #expect(report.exitCode == 1)
     let step = try #require(report.steps.first)
@@ -93,7 +81,7 @@ import Testing
       step.errorMessage?.contains(
         "output 'out/rows.json': it is \(what), not a regular file; dray writes a step's output only as a new file or over a regular file"
       ) == true, "\(step.errorMessage ?? "")")
-    #expect(Self.type(folder.path + "/out/rows.json") == kind)
+    #expect(SpecialFile.type(folder.path + "/out/rows.json") == kind)
   }
 
   @Test(arguments: [S_IFIFO, S_IFCHR])
@@ -111,9 +99,9 @@ import Testing
       """)
     let path = folder.path + "/run.json"
     let textfile = folder.path + "/special.prom"
-    try Self.make(kind, at: path)
+    try SpecialFile.make(kind, at: path)
     // The textfile is read for the last success before it is written: a FIFO must not block it.
-    try Self.make(kind, at: textfile)
+    try SpecialFile.make(kind, at: textfile)
     let report = Self.run(manifest)
     #expect(report.status == .succeeded)
     #expect(report.exitCode == 1)
@@ -121,19 +109,19 @@ import Testing
     #expect(
       report.errorMessage
         == "the run's record is incomplete: \(ReportFiles.display(path)), \(ReportFiles.display(textfile)) could not be written")
-    #expect(Self.type(path) == kind)
-    #expect(Self.type(textfile) == kind)
+    #expect(SpecialFile.type(path) == kind)
+    #expect(SpecialFile.type(textfile) == kind)
     // The other format is still written.
-    #expect(Self.type(folder.path + "/run.junit.xml") == S_IFREG)
+    #expect(SpecialFile.type(folder.path + "/run.junit.xml") == S_IFREG)
   }
 
   @Test func aJournalThatIsAFIFOIsRefusedWithoutOpeningIt() throws {
     let folder = TemporaryDirectory()
     let path = folder.path + "/journal.sqlite"
-    try Self.make(S_IFIFO, at: path)
+    try SpecialFile.make(S_IFIFO, at: path)
     #expect(throws: JournalError.notAFile(path: path, kind: "a FIFO (named pipe)")) { try Journal(path: path, startingFresh: true) }
     #expect(throws: JournalError.notAFile(path: path, kind: "a FIFO (named pipe)")) { try Journal(readingAt: path) }
-    #expect(Self.type(path) == S_IFIFO)
+    #expect(SpecialFile.type(path) == S_IFIFO)
   }
 
   @Test func aLockFileThatIsAFIFOIsRefusedBeforeAnyStep() throws {
@@ -142,11 +130,11 @@ import Testing
       folder, "version: 1\njob: special\ndatabase: { path: d.sqlite }\nsteps:\n  - { id: make, sql: CREATE TABLE t(x) }\n")
     try FileManager.default.createDirectory(atPath: folder.path + "/.dray", withIntermediateDirectories: false)
     let lock = folder.path + "/.dray/special.lock"
-    try Self.make(S_IFIFO, at: lock)
+    try SpecialFile.make(S_IFIFO, at: lock)
     let report = Self.run(manifest)
     #expect(report.exitCode == 1)
     #expect(report.errorMessage?.contains("\(lock): it is a FIFO (named pipe), not a regular file") == true, "\(report.errorMessage ?? "")")
     #expect(report.steps.map(\.status) == [.notRun])
-    #expect(Self.type(lock) == S_IFIFO)
+    #expect(SpecialFile.type(lock) == S_IFIFO)
   }
 }
