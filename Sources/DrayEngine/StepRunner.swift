@@ -237,6 +237,8 @@ enum StepError: Error, CustomStringConvertible {
     case .tableNotLoaded(let resource, let table, let physical):
       "{{ table \"\(resource)\" \"\(table)\" }}: table \(physical) does not exist; run the step that loads \(resource) first"
     case .expectation(let m): m
+    case .ownTable("sqlite_schema", let statement, _):
+      "'\(statement)' would let the schema table be edited directly, dray's own tables' definitions included; PRAGMA writable_schema is refused in sql and query steps"
     case .ownTable(let table, let statement, let trigger):
       "\(trigger.map { "trigger \($0), fired by any write to its table (dray's loads included)," } ?? "'\(statement)'") would change dray's own table \(table); tables named _dray_... hold the run journal, checkpoints and bookkeeping, which dray alone writes. Reading them is fine; create and write only tables of your own, named without that prefix"
     case .transactionControl(let statement):

@@ -298,7 +298,8 @@ public final class Database {
   /// Runs `body` with statements that would create, alter, drop or write a table, index,
   /// view or trigger of dray's own (a name starting with `_dray_`, in any case: the journal,
   /// the bookkeeping and staging tables) refused when prepared, with
-  /// `SQLiteError.refusedOwnTable` naming it. Reading those tables stays allowed.
+  /// `SQLiteError.refusedOwnTable` naming it. Reading those tables stays allowed. Setting
+  /// `PRAGMA writable_schema` is refused too, with `refusedOwnTable` = `sqlite_schema`.
   /// Uses `sqlite3_set_authorizer` (https://sqlite.org/c3ref/set_authorizer.html; the action
   /// codes and their arguments: https://sqlite.org/c3ref/c_alter_table.html).
   public func protectingOwnTables<T>(_ body: () throws -> T) rethrows -> T {
@@ -346,6 +347,12 @@ public final class Database {
       { context, action, first, second, _, trigger in
         let database = Unmanaged<Database>.fromOpaque(context!).takeUnretainedValue()
         if action == SQLITE_TRANSACTION { return database.refuseTransactions ? SQLITE_DENY : SQLITE_OK }
+        // `PRAGMA writable_schema = ON` would let `sqlite_schema` be edited directly, dray's
+        // own tables' definitions included (https://sqlite.org/pragma.html#pragma_writable_schema).
+        if action == SQLITE_PRAGMA, let first, strcasecmp(first, "writable_schema") == 0, second != nil {
+          database.refusedTable = "sqlite_schema"
+          return SQLITE_DENY
+        }
         let name: UnsafePointer<CChar>?
         switch action {
         case SQLITE_CREATE_TABLE, SQLITE_CREATE_TEMP_TABLE, SQLITE_DROP_TABLE, SQLITE_DROP_TEMP_TABLE, SQLITE_INSERT,

@@ -66,6 +66,23 @@ import Testing
     #expect(try database.rows("SELECT status FROM _dray_runs").map { $0[0].1 } == [.text("failed"), .text("failed")])
   }
 
+  @Test func writableSchemaIsRefusedInAnSQLStep() throws {
+    let folder = TemporaryDirectory()
+    let sql = "PRAGMA writable_schema = ON"
+    let (_, report) = try runJob(folder, header + "  - id: harm\n    sql: \"CREATE TABLE kept(a); \(sql);\"\n")
+    let harm = try #require(report.steps.first { $0.id == "harm" })
+    #expect(harm.errorCode == "dray_table")
+    #expect(
+      harm.errorMessage
+        == "'\(sql)' would let the schema table be edited directly, dray's own tables' definitions included; PRAGMA writable_schema is refused in sql and query steps"
+    )
+    let database = try Database(path: folder.path + "/data/db.sqlite")
+    #expect(try !database.tableExists("kept"))
+    // Reading the setting stays allowed.
+    let (_, read) = try runJob(folder, header + "  - id: look\n    sql: PRAGMA writable_schema\n")
+    #expect(read.steps.first { $0.id == "look" }?.status == .succeeded)
+  }
+
   /// SQLite compiles a trigger's body only into a statement that fires it: a trigger on a
   /// table of the user's whose body changes dray's tables would run unchecked when a load
   /// writes that table. The step that creates it fails, naming the trigger.
