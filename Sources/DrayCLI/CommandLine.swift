@@ -31,8 +31,9 @@ public enum DrayCommandLine {
       --runs N          status shows the N latest runs (default 10)
 
     Paths in a manifest are relative to its folder. `dray COMMAND --help` prints this.
-    Exit codes: 0 success, 1 a step failed, 2 invalid manifest or usage,
-    75 another run of the job holds its lock, 130 interrupted (SIGINT, SIGTERM, SIGHUP).
+    Exit codes: 0 success, 1 a step failed (or the run's record is incomplete),
+    2 invalid manifest or usage, 75 another run of the job is in progress,
+    130 interrupted (SIGINT, SIGTERM, SIGHUP).
     """
 
   /// Runs `dray` with `arguments` (without the program name).
