@@ -164,9 +164,10 @@ struct JobPlan {
     }
   }
 
-  /// Why a run would skip the step; nil when it runs. Members of a group share the group's.
+  /// Why a run would skip the step; nil when it runs. Members of a skipped group share the
+  /// group's; those of the group a continued run starts with have their own.
   func skipReason(_ step: Step, group: Step?) -> String? {
-    resume.skipReasons[(group ?? step).id]
+    resume.skipReasons[step.id] ?? group.flatMap { resume.skipReasons[$0.id] }
   }
 
   // MARK: Text

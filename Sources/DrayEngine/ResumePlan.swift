@@ -8,7 +8,9 @@ public import DrayModel
 ///   one step and then let `dray run` carry on where the job stopped.
 /// - A continued run skips each step that finished in the chain of runs it continues
 ///   (`lineage`) with an unchanged fingerprint, up to the first step that must run; that
-///   step and every later one run, whatever their checkpoints say.
+///   step and every later one run, whatever their checkpoints say. When that first step is
+///   a `parallel` group, its members that finished unchanged are skipped; the members of a
+///   later group all run.
 /// - `--fresh` starts a new chain and runs every step.
 /// - `--from STEP` runs STEP and every later one; `--only STEP` runs STEP alone. Both add
 ///   their checkpoints to the chain of the job's last run, so a later plain run that
@@ -16,7 +18,8 @@ public import DrayModel
 public struct ResumePlan: Sendable {
   /// The run continued, when the last run did not succeed (and not `--fresh`).
   public var resumes: Journal.Run?
-  /// Why each top-level step is skipped, by step id; absent for steps that run.
+  /// Why each step is skipped, by step id; absent for steps that run. Members of a group
+  /// appear when the group is the first step a continued run runs (those that finished).
   public var skipReasons: [String: String]
   /// Why the first step of a continued run runs although the chain ran it before, by step
   /// id: `its definition changed since run …`, `did not finish in run … (failed)`.
@@ -44,19 +47,34 @@ public struct ResumePlan: Sendable {
     guard let resumes, let journal else { return }
     lineage = resumes.lineage
     let checkpoints = try journal.checkpoints(job: manifest.job)
-    for step in manifest.steps {
-      guard let checkpoint = checkpoints.first(where: { $0.stepID == step.id }), checkpoint.lineage == resumes.lineage else {
-        break
+    /// The checkpoint of `step` when it finished in the continued chain, unchanged since.
+    func finished(_ step: Step) -> Journal.Checkpoint? {
+      checkpoints.first {
+        $0.stepID == step.id && $0.lineage == resumes.lineage && $0.status == RunStatus.succeeded.rawValue
+          && $0.fingerprint == step.fingerprint(in: manifest)
       }
-      guard checkpoint.status == RunStatus.succeeded.rawValue else {
-        runReasons[step.id] = "did not finish in run \(checkpoint.runID) (\(checkpoint.status))"
-        break
+    }
+    /// Records whether `step` is skipped, or why it runs although the chain ran it.
+    /// - Returns: whether it is skipped.
+    func decide(_ step: Step) -> Bool {
+      if let checkpoint = finished(step) {
+        skipReasons[step.id] = "finished in run \(checkpoint.runID), unchanged"
+        return true
       }
-      guard checkpoint.fingerprint == step.fingerprint(in: manifest) else {
-        runReasons[step.id] = "its definition changed since run \(checkpoint.runID)"
-        break
+      if let checkpoint = checkpoints.first(where: { $0.stepID == step.id && $0.lineage == resumes.lineage }) {
+        runReasons[step.id] =
+          checkpoint.status == RunStatus.succeeded.rawValue
+          ? "its definition changed since run \(checkpoint.runID)" : "did not finish in run \(checkpoint.runID) (\(checkpoint.status))"
       }
-      skipReasons[step.id] = "finished in run \(checkpoint.runID), unchanged"
+      return false
+    }
+    for step in manifest.steps where !decide(step) {
+      // The first step that runs: when it is a group, its members that finished unchanged
+      // are skipped. Any later group runs whole, since an earlier step ran again.
+      if case .parallel(let group) = step.kind {
+        for member in group.steps { _ = decide(member) }
+      }
+      break
     }
   }
 

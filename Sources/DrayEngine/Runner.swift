@@ -153,8 +153,8 @@ public final class Runner {
       }
     }
     let shared = RunContext(
-      manifest: manifest, runID: runID, lineage: lineage, console: console, cancellation: cancellation,
-      session: session, journal: journal)
+      manifest: manifest, runID: runID, lineage: lineage, skipReasons: plan.skipReasons, console: console,
+      cancellation: cancellation, session: session, journal: journal)
 
     var stopped: RunStatus?
     for (index, step) in manifest.steps.enumerated() {
@@ -177,7 +177,7 @@ public final class Runner {
         }
         continue
       }
-      let stepReport = StepRunner(context: shared, step: step, forceRun: options.only != nil || options.from != nil || options.fresh).run()
+      let stepReport = StepRunner(context: shared, step: step).run()
       report.steps[index] = stepReport
       if stepReport.status == .failed { stopped = .failed }
       if stepReport.status == .interrupted { stopped = .interrupted }
@@ -287,6 +287,9 @@ final class RunContext: Sendable {
   let manifest: Manifest
   let runID: String
   let lineage: String
+  /// The plan's skip reasons by step id, members of a resumed group included
+  /// (`ResumePlan.skipReasons`).
+  let skipReasons: [String: String]
   let console: Console
   let cancellation: Cancellation
   let session: PlatformSession?
@@ -302,12 +305,13 @@ final class RunContext: Sendable {
   let kept: KeptPaths
 
   init(
-    manifest: Manifest, runID: String, lineage: String, console: Console, cancellation: Cancellation, session: PlatformSession?,
-    journal: Journal
+    manifest: Manifest, runID: String, lineage: String, skipReasons: [String: String], console: Console,
+    cancellation: Cancellation, session: PlatformSession?, journal: Journal
   ) {
     self.manifest = manifest
     self.runID = runID
     self.lineage = lineage
+    self.skipReasons = skipReasons
     self.console = console
     self.cancellation = cancellation
     self.session = session

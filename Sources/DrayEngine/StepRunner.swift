@@ -9,8 +9,6 @@ internal import Foundation
 struct StepRunner {
   let context: RunContext
   let step: Step
-  /// Run every member of a group, ignoring checkpoints (`--fresh`, `--from`, `--only`).
-  let forceRun: Bool
 
   var manifest: Manifest { context.manifest }
   var console: Console { context.console }

@@ -191,6 +191,37 @@ import Testing
     #expect(unknown.stderr.hasPrefix("dray: --from nowhere: no such step; steps: create, broken, after"))
   }
 
+  @Test func planShowsEachMemberOfAResumedGroup() throws {
+    func job(_ f: String) -> String {
+      """
+      version: 1
+      job: group-plan
+      database: { path: data/db.sqlite }
+      steps:
+        - id: pre
+          sql: CREATE TABLE IF NOT EXISTS log(x TEXT)
+        - id: loads
+          parallel:
+            steps:
+              - id: s
+                sql: INSERT INTO log(x) VALUES ('s')
+              - id: f
+                sql: \(f)
+      """
+    }
+    let folder = TemporaryDirectory()
+    let path = try folder.write("job.yaml", job("SELECT * FROM nowhere"))
+    #expect(try Command.dray(["run", path]).status == 1)
+    try folder.write("job.yaml", job("SELECT 1"))
+    let plan = try Command.dray(["plan", path])
+    #expect(plan.stdout.contains("  1. pre (sql): skip, finished in run "), "\(plan.stdout)")
+    #expect(plan.stdout.contains("  2.1. s (sql): skip, finished in run "))
+    #expect(plan.stdout.contains("  2.2. f (sql): run, did not finish in run "))
+    let run = try Command.dray(["run", path])
+    #expect(run.status == 0)
+    #expect(run.stdout.contains("skipped"))
+  }
+
   @Test func afterARunThePlanNamesEveryTableFromTheRecordedSchemes() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()

@@ -6,6 +6,53 @@ import Foundation
 import Testing
 
 @Suite struct ParallelStepTests {
+  /// A job whose group has a member that inserts a row and one that fails until fixed.
+  static func resumeJob(pre: String, failing: Bool) -> String {
+    """
+    version: 1
+    job: group-resume
+    database: { path: data/db.sqlite }
+    steps:
+      - id: pre
+        sql: DROP TABLE IF EXISTS log; \(pre)
+      - id: loads
+        parallel:
+          steps:
+            - id: s
+              sql: INSERT INTO log(x) VALUES ('s')
+            - id: f
+              sql: \(failing ? "SELECT * FROM nowhere" : "SELECT 1")
+      - id: post
+        sql: INSERT INTO log(x) VALUES ('post')
+    """
+  }
+
+  @Test func aGroupAfterAStepThatRanAgainRunsWhole() throws {
+    let folder = TemporaryDirectory()
+    let (_, first) = try runJob(folder, Self.resumeJob(pre: "CREATE TABLE log(x TEXT);", failing: true))
+    #expect(first.exitCode == 1)
+    #expect(first.steps[1].members.map(\.status) == [.succeeded, .failed])
+    // `pre` changed: it runs again and recreates `log`, so `s` must run again too.
+    let (manifest, second) = try runJob(folder, Self.resumeJob(pre: "CREATE TABLE log(x TEXT, note TEXT);", failing: false))
+    #expect(second.exitCode == 0)
+    #expect(second.steps.map(\.status) == [.succeeded, .succeeded, .succeeded])
+    #expect(second.steps[1].members.map(\.status) == [.succeeded, .succeeded])
+    let database = try Database(path: manifest.directory + "/data/db.sqlite")
+    #expect(try database.rows("SELECT x FROM log ORDER BY rowid").map { $0[0].1 } == [.text("s"), .text("post")])
+  }
+
+  @Test func aGroupThatIsTheFirstStepToRunSkipsItsFinishedMembers() throws {
+    let folder = TemporaryDirectory()
+    let (_, first) = try runJob(folder, Self.resumeJob(pre: "CREATE TABLE log(x TEXT);", failing: true))
+    #expect(first.exitCode == 1)
+    let (manifest, second) = try runJob(folder, Self.resumeJob(pre: "CREATE TABLE log(x TEXT);", failing: false))
+    #expect(second.exitCode == 0)
+    #expect(second.steps.map(\.status) == [.skipped, .succeeded, .succeeded])
+    #expect(second.steps[1].members.map(\.status) == [.skipped, .succeeded])
+    let database = try Database(path: manifest.directory + "/data/db.sqlite")
+    #expect(try database.rows("SELECT x FROM log ORDER BY rowid").map { $0[0].1 } == [.text("s"), .text("post")])
+  }
+
   @Test func aGroupRunsItsMembersAtOnceAndReportsThemInFileOrderWithRealTimings() throws {
     let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/", "delay": 0.3}"#])
     let folder = TemporaryDirectory()

@@ -14,7 +14,7 @@ extension StepRunner {
     var threads: [Thread] = []
     let done = DispatchGroup()
     for (index, member) in group.steps.enumerated() {
-      if let reason = finishedBefore(member) {
+      if let reason = context.skipReasons[member.id] {
         var skipped = StepReport(id: member.id, kind: member.kindName, status: .skipped)
         skipped.skipReason = reason
         results.withLock { $0[index] = skipped }
@@ -26,7 +26,7 @@ extension StepRunner {
         break
       }
       done.enter()
-      let runner = StepRunner(context: context, step: member, forceRun: forceRun)
+      let runner = StepRunner(context: context, step: member)
       let thread = Thread {
         let memberReport = runner.run()
         results.withLock { $0[index] = memberReport }
@@ -62,16 +62,5 @@ extension StepRunner {
     if !failed.isEmpty { throw StepError.unsupported("steps failed in the group: \(failed.joined(separator: ", "))") }
     if context.cancellation.isCancelled { throw StepError.unsupported("interrupted") }
     try recordCheckpoint(report, status: .succeeded)
-  }
-
-  /// Why a member of a group that is resumed need not run again: it finished in the run
-  /// being continued and its definition is unchanged.
-  private func finishedBefore(_ member: Step) -> String? {
-    guard !forceRun else { return nil }
-    let checkpoint = context.journalWrites.withLock { _ in try? context.journal.checkpoint(job: manifest.job, stepID: member.id) }
-    guard let checkpoint, checkpoint.lineage == context.lineage, checkpoint.status == RunStatus.succeeded.rawValue,
-      checkpoint.fingerprint == member.fingerprint(in: manifest)
-    else { return nil }
-    return "finished in run \(checkpoint.runID), unchanged"
   }
 }
