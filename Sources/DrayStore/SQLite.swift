@@ -26,6 +26,10 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
       out +=
         "; a write cut short by a crash left a rollback journal, which only a writer can roll back: the next `dray run` of the job does"
     }
+    if isBusy {
+      out +=
+        "; another process (another job or program writing this database) held it locked longer than the busy timeout (\(Database.busyTimeoutSeconds) s): wait for it to finish, then run again; finished steps are skipped"
+    }
     return out
   }
 
@@ -72,6 +76,9 @@ private let sqliteConfigured: Void = {
 /// keeps every commit through a process crash (only an OS crash or power loss can drop the
 /// last commits, whole); a 10 s busy timeout for concurrent writers.
 public final class Database {
+  /// How long a statement waits for another connection's lock before SQLITE_BUSY, in
+  /// seconds (`sqlite3_busy_timeout`; docs/store.md).
+  public static let busyTimeoutSeconds: Int32 = 10
   let handle: OpaquePointer
   /// The file path.
   public let path: String
@@ -96,7 +103,7 @@ public final class Database {
     self.handle = db
     self.path = path
     sqlite3_extended_result_codes(db, 1)
-    sqlite3_busy_timeout(db, 10_000)
+    sqlite3_busy_timeout(db, Database.busyTimeoutSeconds * 1000)
     if !readOnly {
       try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
     }

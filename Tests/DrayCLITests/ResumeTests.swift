@@ -509,6 +509,36 @@ struct Report {
     #expect(!result.output.contains("backup"))
   }
 
+  @Test func aLoadMeetingAnotherWritersLockSaysToWaitAndTheNextRunResumes() throws {
+    // COUNTRIES (17 KB) trickles at 4000 bytes/s: its load starts about 4 s after its step.
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    let run = try ChildProcess.dray(["run", job.manifest], logPrefix: job.folder.path + "/run")
+    #expect(run.waitUntil { run.errors.contains("step countries: table_stream") })
+    // Another program takes the write lock for 18 s: longer than the busy timeout (10 s)
+    // from when the load asks for it, shorter than that again for the checkpoint after.
+    let holder = try ChildProcess(
+      "/usr/bin/env",
+      [
+        "python3", "-c",
+        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(18)",
+        job.database,
+      ], logPrefix: job.folder.path + "/holder")
+    defer {
+      holder.send(SIGKILL)
+      _ = holder.wait()
+    }
+    #expect(run.wait() == .exited(1))
+    #expect(
+      run.errors.contains(
+        "database is locked (in: BEGIN IMMEDIATE); another process (another job or program writing this database) held it locked longer than the busy timeout (10 s): wait for it to finish, then run again; finished steps are skipped"
+      ), "\(run.errors)")
+    _ = holder.wait()
+    let again = try job.run()
+    #expect(again.status == 0, "\(again.output)")
+    #expect(again.stdout.contains("fruits     table_stream  skipped"))
+    #expect(try job.rows("SELECT count(*) FROM tally") == [["1"]])
+  }
+
   /// Runs `sql` on the database at `path` with Python's sqlite3 (a writer other than dray).
   static func sqlite(_ path: String, _ sql: String) throws {
     let result = try Command.run(
