@@ -128,6 +128,7 @@ struct Arguments {
           value = arguments[index]
           index += 1
         }
+        guard values[name] == nil else { throw UsageError("\(name) is given twice; give it once") }
         values[name] = value
       } else {
         let all = (known.union(options)).sorted()

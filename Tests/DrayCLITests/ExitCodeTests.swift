@@ -146,5 +146,8 @@ import Testing
     #expect(extra.stdout == "")
     #expect(extra.stderr == "dray: version takes no arguments: dray version\nRun 'dray help' for usage.\n")
     #expect(try Command.dray(["version", "--json"]).status == 2)
+    let twice = try Command.dray(["plan", "job.yaml", "--only", "a", "--only=b"])
+    #expect(twice.status == 2)
+    #expect(twice.stderr == "dray: --only is given twice; give it once\nRun 'dray help' for usage.\n")
   }
 }

@@ -121,6 +121,28 @@ import Testing
     #expect(report.steps[0].notes == ["fetched 1 file from nfs4:docs/; 1 folder not fetched (a folder download is not recursive)"])
   }
 
+  @Test func aNameListedTwiceIsFetchedOnce() throws {
+    let emulator = try Emulator()
+    try emulator.admin("POST", "files/inject", json: #"{"connection": "nfs4", "directory": "docs", "files": ["readme.txt"]}"#)
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      JobText.header(job: "folder", emulator: emulator) + """
+        steps:
+          - id: docs
+            files: { connection: nfs4, action: get, path: docs/, local: copy }
+        """)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try bytes(folder.path + "/copy/readme.txt") == bytes(seed + "/nfs4/docs/readme.txt"))
+    #expect(report.steps[0].outputs == ["copy/readme.txt"])
+    #expect(
+      report.steps[0].notes == [
+        "the listing of nfs4:docs/ named 1 file(s) more than once; each was fetched once",
+        "fetched 1 file from nfs4:docs/; 1 folder not fetched (a folder download is not recursive)",
+      ])
+    #expect(report.steps[0].bytes == Int64(try bytes(seed + "/nfs4/docs/readme.txt").count))
+  }
+
   @Test func deletingAMissingFileFailsUnlessMissingOKSaysOtherwise() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()

@@ -95,7 +95,13 @@ extension StepRunner {
     let directory = String(options.path.dropLast())
     let listing = try files.list(directory.isEmpty ? "." : directory)
     let place = "\(options.connection):\(options.path)"
-    let names = (listing["files"]?.arrayValue ?? []).map { $0.stringValue ?? $0.json }
+    let listed = (listing["files"]?.arrayValue ?? []).map { $0.stringValue ?? $0.json }
+    // A name listed twice is one remote file: fetched once (names compared as bytes).
+    var seen = Set<[UInt8]>()
+    let names = listed.filter { seen.insert(Array($0.utf8)).inserted }
+    if names.count < listed.count {
+      report.notes.append("the listing of \(place) named \(listed.count - names.count) file(s) more than once; each was fetched once")
+    }
     for name in names where !JobPath.isPlainName(name) {
       throw LocalFileError.refused(
         "the name '\(name)' that the server listed in \(place): a listed name must be one plain path component; nothing was downloaded"
