@@ -150,20 +150,28 @@ public final class Database {
     try bytes.withUnsafeBufferPointer { (buffer) throws(SQLiteError) in
       var tail: UnsafePointer<CChar>? = buffer.baseAddress
       while let start = tail, start.pointee != 0 {
-        var raw: OpaquePointer?
-        var next: UnsafePointer<CChar>?
-        let rc = sqlite3_prepare_v2(handle, start, -1, &raw, &next)
-        let text = String(decoding: UnsafeRawBufferPointer(start: start, count: (next ?? start) - start), as: UTF8.self)
-        guard rc == SQLITE_OK else {
-          // A refused statement is named whole; SQLite stops reading at the refusal.
-          throw error(
-            rc, sql: refusedTable != nil ? Database.wholeStatement(at: start) : text.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
+        let (statement, next) = try prepareStatement(at: start)
         tail = next
-        guard let raw else { continue }  // whitespace or a comment
-        try body(Statement(raw, database: self, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)))
+        guard let statement else { continue }  // whitespace or a comment
+        try body(statement)
       }
     }
+  }
+
+  /// Prepares the statement of the text at `start`.
+  /// - Returns: the statement, nil when the text up to `next` is only spaces and comments;
+  ///   and where the text after it starts.
+  private func prepareStatement(at start: UnsafePointer<CChar>) throws(SQLiteError) -> (
+    statement: Statement?, next: UnsafePointer<CChar>?
+  ) {
+    var raw: OpaquePointer?
+    var next: UnsafePointer<CChar>?
+    let rc = sqlite3_prepare_v2(handle, start, -1, &raw, &next)
+    let text = String(decoding: UnsafeRawBufferPointer(start: start, count: (next ?? start) - start), as: UTF8.self)
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    // A refused statement is named whole; SQLite stops reading at the refusal.
+    guard rc == SQLITE_OK else { throw error(rc, sql: refusedTable != nil ? Database.wholeStatement(at: start) : text) }
+    return (raw.map { Statement($0, database: self, sql: text) }, next)
   }
 
   /// A prepared statement for `sql`, cached for the connection's life.
@@ -234,15 +242,8 @@ public final class Database {
           if rest.count > 200 { rest = String(rest.prefix(200)) + "…" }
           return (first, rest)
         }
-        var raw: OpaquePointer?
-        var next: UnsafePointer<CChar>?
-        let rc = sqlite3_prepare_v2(handle, start, -1, &raw, &next)
-        let text = String(decoding: UnsafeRawBufferPointer(start: start, count: (next ?? start) - start), as: UTF8.self)
-        guard rc == SQLITE_OK else {
-          throw error(
-            rc, sql: refusedTable != nil ? Database.wholeStatement(at: start) : text.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        if let raw { first = Statement(raw, database: self, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let (statement, next) = try prepareStatement(at: start)
+        first = statement
         tail = next
       }
       return (first, nil)
