@@ -40,7 +40,7 @@ let package = Package(
     /// SQLite connection, physical table names, streaming table loads.
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
-    .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayStore", "CYAJL", "CXML2"]),
+    .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
     .target(name: "DrayTransport", dependencies: ["DrayModel", "DrayJSON", "CCurl"]),
     /// The mobile platform's API (platform-api.md): token, schemes, rpc, files.

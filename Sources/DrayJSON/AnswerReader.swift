@@ -1,4 +1,3 @@
-internal import CYAJL
 public import DrayModel
 internal import Foundation
 
@@ -38,61 +37,19 @@ public struct AnswerReader {
   }
 
   private func parse(_ input: FileHandle, _ state: AnswerParseState) throws {
-    let context = Unmanaged.passUnretained(state).toOpaque()
-    var callbacks = yajl_callbacks(
-      yajl_null: { ctx in AnswerParseState.from(ctx).scalar(.null) },
-      yajl_boolean: { ctx, value in AnswerParseState.from(ctx).scalar(.bool(value != 0)) },
-      yajl_integer: nil,
-      yajl_double: nil,
-      yajl_number: { ctx, text, length in
-        let raw = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
-        return AnswerParseState.from(ctx).scalar(Int64(raw).map { .integer($0) } ?? .number(raw))
-      },
-      yajl_string: { ctx, text, length in
-        AnswerParseState.from(ctx).scalar(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
-      },
-      yajl_start_map: { ctx in AnswerParseState.from(ctx).start(isArray: false) },
-      yajl_map_key: { ctx, text, length in
-        AnswerParseState.from(ctx).key(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self))
-      },
-      yajl_end_map: { ctx in AnswerParseState.from(ctx).end() },
-      yajl_start_array: { ctx in AnswerParseState.from(ctx).start(isArray: true) },
-      yajl_end_array: { ctx in AnswerParseState.from(ctx).end() })
-    guard let parser = yajl_alloc(&callbacks, nil, context) else {
+    do throws(JSONEvents.Failure) {
+      try JSONEvents.parse(input, into: state)
+    } catch .stopped(let byte) {
+      if let place = state.tooDeep {
+        throw AnswerReadError(message: "\(place) \(JSONValue.nestingMessage(at: byte)); dray reads at most \(JSONValue.maxDepth) levels")
+      }
+      throw state.failure ?? AnswerReadError(message: "reading stopped")
+    } catch .invalid(let reason, let byte) {
+      throw AnswerReadError(message: "the answer is not valid JSON (\(reason), near byte \(byte))")
+    } catch .truncated(_, let bytes) {
+      throw AnswerReadError(message: "the answer ends before its JSON is complete (\(bytes) bytes)")
+    } catch .outOfMemory {
       throw AnswerReadError(message: "out of memory starting the JSON parser")
-    }
-    defer { yajl_free(parser) }
-    var offset = 0
-    while true {
-      let chunk = input.readData(ofLength: 256 * 1024)
-      let status: yajl_status
-      if chunk.isEmpty {
-        status = yajl_complete_parse(parser)
-      } else {
-        status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
-      }
-      if status == yajl_status_client_canceled {
-        if let place = state.tooDeep {
-          let byte = offset + max(0, Int(yajl_get_bytes_consumed(parser)) - 1)
-          throw AnswerReadError(message: "\(place) \(JSONValue.nestingMessage(at: byte)); dray reads at most \(JSONValue.maxDepth) levels")
-        }
-        throw state.failure ?? AnswerReadError(message: "reading stopped")
-      }
-      if status == yajl_status_error {
-        if chunk.isEmpty {
-          throw AnswerReadError(message: "the answer ends before its JSON is complete (\(offset) bytes)")
-        }
-        let detail = chunk.withUnsafeBytes { buffer in
-          let message = yajl_get_error(parser, 0, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), buffer.count)
-          defer { yajl_free_error(parser, message) }
-          return message.map { String(cString: $0) } ?? "invalid JSON"
-        }
-        let near = offset + Int(yajl_get_bytes_consumed(parser))
-        throw AnswerReadError(
-          message: "the answer is not valid JSON (\(detail.trimmingCharacters(in: .whitespacesAndNewlines)), near byte \(near))")
-      }
-      offset += chunk.count
-      if chunk.isEmpty { break }
     }
     if !state.sawList { throw AnswerReadError(message: "the answer is empty; expected a JSON list of tables") }
   }
@@ -105,7 +62,7 @@ public struct AnswerReadError: Error, Sendable, CustomStringConvertible {
 }
 
 /// The parser's place in the answer, fed by yajl's callbacks.
-private final class AnswerParseState {
+private final class AnswerParseState: JSONEventHandler {
   /// A row, or a container inside a row's cell, being built.
   enum Frame {
     case array([JSONValue])
@@ -135,32 +92,28 @@ private final class AnswerParseState {
     self.onRow = onRow
   }
 
-  static func from(_ ctx: UnsafeMutableRawPointer?) -> AnswerParseState {
-    Unmanaged<AnswerParseState>.fromOpaque(ctx!).takeUnretainedValue()
-  }
-
-  func fail(_ message: String) -> Int32 {
+  func fail(_ message: String) -> Bool {
     failure = AnswerReadError(message: message)
-    return 0
+    return false
   }
 
   /// Runs a callback, turning its error into a stop.
-  func call(_ body: () throws -> Void) -> Int32 {
+  func call(_ body: () throws -> Void) -> Bool {
     do {
       try body()
-      return 1
+      return true
     } catch {
       failure = error
-      return 0
+      return false
     }
   }
 
   var place: String { tableName.map { "table '\($0)', row \(rowNumber)" } ?? "the answer" }
 
-  func start(isArray: Bool) -> Int32 {
+  func start(isArray: Bool) -> Bool {
     if skipping > 0 {
       skipping += 1
-      return 1
+      return true
     }
     switch depth {
     case 0:
@@ -179,7 +132,7 @@ private final class AnswerParseState {
         return call { try onTable(name) }
       }
       skipping = 1
-      return 1
+      return true
     case 3:
       guard isArray else { return fail("row \(rowNumber + 1) of table '\(tableName ?? "")' is not a list of values") }
       rowNumber += 1
@@ -187,26 +140,26 @@ private final class AnswerParseState {
     default:
       guard depth < JSONValue.maxDepth else {
         tooDeep = "row \(rowNumber) of table '\(tableName ?? "")' is"
-        return 0
+        return false
       }
       frames.append(isArray ? .array([]) : .object([], key: ""))
     }
     depth += 1
-    return 1
+    return true
   }
 
-  func key(_ text: String) -> Int32 {
-    if skipping > 0 { return 1 }
+  func key(_ text: String) -> Bool {
+    if skipping > 0 { return true }
     if depth == 2 {
       key = text
     } else if case .object(let pairs, _)? = frames.last {
       frames[frames.count - 1] = .object(pairs, key: text)
     }
-    return 1
+    return true
   }
 
-  func scalar(_ value: JSONValue) -> Int32 {
-    if skipping > 0 { return 1 }
+  func scalar(_ value: JSONValue) -> Bool {
+    if skipping > 0 { return true }
     switch depth {
     case 0: return fail("the answer is a single value; expected a list of tables")
     case 1: return fail("the answer holds a value where a table object was expected")
@@ -215,36 +168,36 @@ private final class AnswerParseState {
         guard case .string(let name) = value else { return fail("a table's name is not a string") }
         tableName = name
       }
-      return 1
+      return true
     case 3: return fail("row \(rowNumber + 1) of table '\(tableName ?? "")' is not a list of values")
     default:
       append(value)
-      return 1
+      return true
     }
   }
 
-  func end() -> Int32 {
+  func end() -> Bool {
     if skipping > 0 {
       skipping -= 1
-      return 1
+      return true
     }
     depth -= 1
     switch depth {
     case 3:
-      guard case .array(let values)? = frames.popLast() else { return 1 }
+      guard case .array(let values)? = frames.popLast() else { return true }
       return call { try onRow(values) }
     case 2:
       inRows = false
     case 0, 1:
       break
     default:
-      guard let frame = frames.popLast() else { return 1 }
+      guard let frame = frames.popLast() else { return true }
       switch frame {
       case .array(let items): append(.array(items))
       case .object(let pairs, _): append(.object(pairs))
       }
     }
-    return 1
+    return true
   }
 
   private func append(_ value: JSONValue) {

@@ -1,5 +1,5 @@
-internal import CYAJL
 public import DrayModel
+internal import Foundation
 
 extension JSONValue {
   /// Parses a whole JSON document held in memory, with yajl's event parser.
@@ -15,47 +15,19 @@ extension JSONValue {
   /// - Throws: `JSONParseError` with yajl's message, or "nested deeper than 512 levels at
   ///   byte N" (N counted from 0 in the UTF-8 text).
   public init(parsing text: String) throws(JSONParseError) {
-    let bytes = Array(text.utf8)
     let builder = JSONTreeBuilder()
-    let context = Unmanaged.passUnretained(builder).toOpaque()
-    var callbacks = yajl_callbacks(
-      yajl_null: { ctx in JSONTreeBuilder.from(ctx).add(.null) },
-      yajl_boolean: { ctx, value in JSONTreeBuilder.from(ctx).add(.bool(value != 0)) },
-      yajl_integer: nil,
-      yajl_double: nil,
-      yajl_number: { ctx, text, length in
-        let raw = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
-        let isInteger = !raw.contains { $0 == "." || $0 == "e" || $0 == "E" }
-        return JSONTreeBuilder.from(ctx).add(isInteger ? Int64(raw).map { .integer($0) } ?? .number(raw) : .number(raw))
-      },
-      yajl_string: { ctx, text, length in
-        JSONTreeBuilder.from(ctx).add(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
-      },
-      yajl_start_map: { ctx in JSONTreeBuilder.from(ctx).start(isArray: false) },
-      yajl_map_key: { ctx, text, length in
-        JSONTreeBuilder.from(ctx).key(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self))
-      },
-      yajl_end_map: { ctx in JSONTreeBuilder.from(ctx).end() },
-      yajl_start_array: { ctx in JSONTreeBuilder.from(ctx).start(isArray: true) },
-      yajl_end_array: { ctx in JSONTreeBuilder.from(ctx).end() })
-    guard let parser = yajl_alloc(&callbacks, nil, context) else {
+    do throws(JSONEvents.Failure) {
+      try JSONEvents.parse(Data(text.utf8), into: builder, allowComments: true, verboseErrors: true)
+    } catch .stopped(let byte) where builder.tooDeep {
+      throw JSONParseError(message: JSONValue.nestingMessage(at: byte), isTooDeep: true)
+    } catch .invalid(let reason, _), .truncated(let reason, _) {
+      throw JSONParseError(message: reason.isEmpty ? "not valid JSON" : reason)
+    } catch .outOfMemory {
       throw JSONParseError(message: "out of memory starting the JSON parser")
+    } catch {
+      throw JSONParseError(message: "not valid JSON")
     }
-    defer { yajl_free(parser) }
-    _ = dray_yajl_allow_comments(parser)
-    var status = bytes.withUnsafeBufferPointer { yajl_parse(parser, $0.baseAddress, $0.count) }
-    if status == yajl_status_ok { status = yajl_complete_parse(parser) }
-    if status == yajl_status_client_canceled && builder.tooDeep {
-      throw JSONParseError(message: JSONValue.nestingMessage(at: max(0, Int(yajl_get_bytes_consumed(parser)) - 1)), isTooDeep: true)
-    }
-    guard status == yajl_status_ok, let root = builder.root else {
-      let reason = bytes.withUnsafeBufferPointer { buffer -> String in
-        guard let message = yajl_get_error(parser, 1, buffer.baseAddress, buffer.count) else { return "" }
-        defer { yajl_free_error(parser, message) }
-        return String(cString: message)
-      }
-      throw JSONParseError(message: reason.trimmingSpaces.isEmpty ? "not valid JSON" : reason.trimmingSpaces)
-    }
+    guard let root = builder.root else { throw JSONParseError(message: "not valid JSON") }
     self = root
   }
 
@@ -67,7 +39,7 @@ extension JSONValue {
 
 /// Builds a `JSONValue` from yajl's events: the open containers, innermost last. Each is a
 /// class, so that appending to it never copies what it holds so far.
-private final class JSONTreeBuilder {
+private final class JSONTreeBuilder: JSONEventHandler {
   final class Container {
     let isArray: Bool
     var items: [JSONValue] = []
@@ -81,40 +53,36 @@ private final class JSONTreeBuilder {
   /// Set when a container would open past `JSONValue.maxDepth`; the parse stops there.
   var tooDeep = false
 
-  static func from(_ ctx: UnsafeMutableRawPointer?) -> JSONTreeBuilder {
-    Unmanaged<JSONTreeBuilder>.fromOpaque(ctx!).takeUnretainedValue()
-  }
-
-  func add(_ value: JSONValue) -> Int32 {
+  func scalar(_ value: JSONValue) -> Bool {
     guard let container = open.last else {
       root = value
-      return 1
+      return true
     }
     if container.isArray {
       container.items.append(value)
     } else {
       container.pairs.append((container.key, value))
     }
-    return 1
+    return true
   }
 
-  func start(isArray: Bool) -> Int32 {
+  func start(isArray: Bool) -> Bool {
     guard open.count < JSONValue.maxDepth else {
       tooDeep = true
-      return 0
+      return false
     }
     open.append(Container(isArray: isArray))
-    return 1
+    return true
   }
 
-  func key(_ key: String) -> Int32 {
+  func key(_ key: String) -> Bool {
     open.last?.key = key
-    return 1
+    return true
   }
 
-  func end() -> Int32 {
-    guard let container = open.popLast() else { return 0 }
-    return add(container.isArray ? .array(container.items) : .object(container.pairs))
+  func end() -> Bool {
+    guard let container = open.popLast() else { return false }
+    return scalar(container.isArray ? .array(container.items) : .object(container.pairs))
   }
 }
 
@@ -153,14 +121,5 @@ extension JSONValue {
   public var objectValue: [(key: String, value: JSONValue)]? {
     if case .object(let o) = self { return o }
     return nil
-  }
-}
-
-extension String {
-  var trimmingSpaces: String {
-    var s = Substring(self)
-    while let f = s.first, f.isWhitespace { s.removeFirst() }
-    while let l = s.last, l.isWhitespace { s.removeLast() }
-    return String(s)
   }
 }

@@ -1,4 +1,4 @@
-internal import CYAJL
+internal import DrayJSON
 public import DrayModel
 internal import Foundation
 
@@ -40,60 +40,23 @@ public struct JSONRecordReader {
     defer { try? input.close() }
     return try withoutActuallyEscaping(each) { each in
       let state = JSONScanState(reader: self, each: each)
-      let context = Unmanaged.passUnretained(state).toOpaque()
-      var callbacks = yajl_callbacks(
-        yajl_null: { ctx in JSONScanState.from(ctx).scalar(.null) },
-        yajl_boolean: { ctx, value in JSONScanState.from(ctx).scalar(.bool(value != 0)) },
-        yajl_integer: nil,
-        yajl_double: nil,
-        yajl_number: { ctx, text, length in
-          let raw = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
-          return JSONScanState.from(ctx).scalar(Int64(raw).map { .integer($0) } ?? .number(raw))
-        },
-        yajl_string: { ctx, text, length in
-          JSONScanState.from(ctx).scalar(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
-        },
-        yajl_start_map: { ctx in JSONScanState.from(ctx).start(isArray: false) },
-        yajl_map_key: { ctx, text, length in
-          JSONScanState.from(ctx).key(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self))
-        },
-        yajl_end_map: { ctx in JSONScanState.from(ctx).end() },
-        yajl_start_array: { ctx in JSONScanState.from(ctx).start(isArray: true) },
-        yajl_end_array: { ctx in JSONScanState.from(ctx).end() })
-      guard let parser = yajl_alloc(&callbacks, nil, context) else { throw RecordError("out of memory starting the JSON parser") }
-      defer { yajl_free(parser) }
-      var offset = 0
-      while true {
-        let chunk = input.readData(ofLength: 256 * 1024)
-        if chunk.isEmpty && offset == 0 { return AnswerSummary() }  // an empty answer: no records
-        let status: yajl_status
-        if chunk.isEmpty {
-          status = yajl_complete_parse(parser)
-        } else {
-          status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
+      do throws(JSONEvents.Failure) {
+        try JSONEvents.parse(input, into: state)
+      } catch .truncated(_, bytes: 0) {
+        return AnswerSummary()  // an empty answer: no records
+      } catch .truncated(_, let bytes) {
+        throw RecordError("the answer ends before its JSON is complete (\(bytes) bytes)")
+      } catch .stopped(let byte) {
+        if let place = state.tooDeep {
+          throw RecordError(
+            "\(place) \(JSONValue.nestingMessage(at: byte)); dray reads at most \(JSONValue.maxDepth) levels of arrays and objects")
         }
-        if status == yajl_status_client_canceled {
-          if let place = state.tooDeep {
-            let byte = offset + max(0, Int(yajl_get_bytes_consumed(parser)) - 1)
-            throw RecordError(
-              "\(place) \(JSONValue.nestingMessage(at: byte)); dray reads at most \(JSONValue.maxDepth) levels of arrays and objects")
-          }
-          throw state.failure ?? RecordError("reading the answer stopped")
-        }
-        if status == yajl_status_error {
-          if chunk.isEmpty { throw RecordError("the answer ends before its JSON is complete (\(offset) bytes)") }
-          let detail = chunk.withUnsafeBytes { buffer in
-            let message = yajl_get_error(parser, 0, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), buffer.count)
-            defer { yajl_free_error(parser, message) }
-            return message.map { String(cString: $0) } ?? "invalid JSON"
-          }
-          let near = offset + Int(yajl_get_bytes_consumed(parser))
-          var reason = detail.trimmingCharacters(in: .whitespacesAndNewlines)
-          if reason.hasSuffix(".") { reason.removeLast() }
-          throw RecordError("the answer is not valid JSON (\(reason), near byte \(near))")
-        }
-        offset += chunk.count
-        if chunk.isEmpty { break }
+        throw state.failure ?? RecordError("reading the answer stopped")
+      } catch .invalid(var reason, let byte) {
+        if reason.hasSuffix(".") { reason.removeLast() }
+        throw RecordError("the answer is not valid JSON (\(reason), near byte \(byte))")
+      } catch .outOfMemory {
+        throw RecordError("out of memory starting the JSON parser")
       }
       if let records, !state.foundRecords {
         throw RecordError("the records selector '\(records)' matches nothing in the answer")
@@ -128,7 +91,7 @@ public struct JSONRecordReader {
 }
 
 /// The parser's position and what it is building, behind yajl's callbacks.
-private final class JSONScanState {
+private final class JSONScanState: JSONEventHandler {
   /// An open array or object, and where inside it the parser is.
   struct Frame {
     var isArray: Bool
@@ -162,10 +125,6 @@ private final class JSONScanState {
   init(reader: JSONRecordReader, each: @escaping (Record) throws -> Void) {
     self.reader = reader
     self.each = each
-  }
-
-  static func from(_ ctx: UnsafeMutableRawPointer?) -> JSONScanState {
-    Unmanaged<JSONScanState>.fromOpaque(ctx!).takeUnretainedValue()
   }
 
   /// Whether the value about to start is at `tokens`.
@@ -214,33 +173,33 @@ private final class JSONScanState {
     return true
   }
 
-  func scalar(_ value: JSONValue) -> Int32 {
-    guard begin(container: nil, scalar: value) else { return 0 }
+  func scalar(_ value: JSONValue) -> Bool {
+    guard begin(container: nil, scalar: value) else { return false }
     if !builders.isEmpty { add(value) }
     finishValue()
-    return 1
+    return true
   }
 
-  func start(isArray: Bool) -> Int32 {
+  func start(isArray: Bool) -> Bool {
     // `begin` pushes the builder of a record's outermost container; nested ones are pushed here.
     let capturing = !builders.isEmpty
     guard frames.count < JSONValue.maxDepth else {
       tooDeep = capturing ? "record \(summary.records + 1) is" : "the answer is"
-      return 0
+      return false
     }
-    guard begin(container: isArray, scalar: nil) else { return 0 }
+    guard begin(container: isArray, scalar: nil) else { return false }
     if capturing { builders.append(Builder(isArray: isArray)) }
     frames.append(Frame(isArray: isArray))
-    return 1
+    return true
   }
 
-  func key(_ key: String) -> Int32 {
+  func key(_ key: String) -> Bool {
     frames[frames.count - 1].key = key
     if !builders.isEmpty { builders[builders.count - 1].key = key }
-    return 1
+    return true
   }
 
-  func end() -> Int32 {
+  func end() -> Bool {
     let frame = frames.removeLast()
     if let depth = recordsArrayDepth, frame.isArray, depth == frames.count + 1 {
       recordsArrayDepth = nil
@@ -249,13 +208,13 @@ private final class JSONScanState {
       let builder = builders.removeLast()
       let value: JSONValue = builder.isArray ? .array(builder.items) : .object(builder.pairs)
       if builders.isEmpty {
-        guard emit(value) else { return 0 }
+        guard emit(value) else { return false }
       } else {
         add(value)
       }
     }
     finishValue()
-    return 1
+    return true
   }
 
   private func add(_ value: JSONValue) {

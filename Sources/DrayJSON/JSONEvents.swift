@@ -1,0 +1,119 @@
+internal import CYAJL
+public import DrayModel
+public import Foundation
+
+/// Receives the events of a JSON document as yajl's event parser reads it, values already
+/// decoded: integers that fit in Int64 as `.integer`, every other number as its exact text
+/// (`.number`), strings and keys with every character (`\u0000` included). Returning false
+/// stops the parse (`JSONEvents.Failure.stopped`).
+public protocol JSONEventHandler: AnyObject {
+  /// A null, boolean, number or string.
+  func scalar(_ value: JSONValue) -> Bool
+  /// The start of an array (`isArray`) or an object.
+  func start(isArray: Bool) -> Bool
+  /// An object member's key.
+  func key(_ key: String) -> Bool
+  /// The end of the innermost open array or object.
+  func end() -> Bool
+}
+
+/// yajl's event parser (https://lloyd.github.io/yajl/) feeding a `JSONEventHandler`, over
+/// a document held in memory or a file read in 256 KiB chunks: the one place dray drives
+/// yajl into `JSONValue`s (the store's loader binds yajl's bytes straight into SQLite
+/// instead).
+public enum JSONEvents {
+  /// How a parse ended early. Byte offsets count from 0 in the whole input.
+  public enum Failure: Error, Sendable {
+    /// The handler returned false at the byte `byte`.
+    case stopped(byte: Int)
+    /// Not JSON: yajl's reason (spaces trimmed) and the byte it stopped near.
+    case invalid(reason: String, byte: Int)
+    /// The input ended, after `bytes` bytes (0: it was empty), before its JSON was complete.
+    case truncated(reason: String, bytes: Int)
+    case outOfMemory
+  }
+
+  /// Parses `bytes`.
+  /// - Parameters:
+  ///   - allowComments: accept `/* */` and `//` comments, as yajl's tree parser does.
+  ///   - verboseErrors: reasons quote the text around the error (yajl's verbose form).
+  /// - Throws: `Failure`.
+  public static func parse(
+    _ bytes: Data, into handler: any JSONEventHandler, allowComments: Bool = false, verboseErrors: Bool = false
+  ) throws(Failure) {
+    var pending: Data? = bytes
+    try parse(chunks: { pending.take() }, into: handler, allowComments: allowComments, verbose: verboseErrors)
+  }
+
+  /// Parses the file `input` in 256 KiB chunks, holding one chunk at a time.
+  /// - Throws: `Failure`.
+  public static func parse(_ input: FileHandle, into handler: any JSONEventHandler) throws(Failure) {
+    try parse(
+      chunks: {
+        let chunk = input.readData(ofLength: 256 * 1024)
+        return chunk.isEmpty ? nil : chunk
+      }, into: handler, allowComments: false, verbose: false)
+  }
+
+  private static func parse(
+    chunks next: () -> Data?, into handler: any JSONEventHandler, allowComments: Bool, verbose: Bool
+  ) throws(Failure) {
+    let box = HandlerBox(handler)
+    var callbacks = yajl_callbacks(
+      yajl_null: { ctx in HandlerBox.from(ctx).scalar(.null) },
+      yajl_boolean: { ctx, value in HandlerBox.from(ctx).scalar(.bool(value != 0)) },
+      yajl_integer: nil,
+      yajl_double: nil,
+      yajl_number: { ctx, text, length in
+        let raw = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
+        return HandlerBox.from(ctx).scalar(Int64(raw).map { .integer($0) } ?? .number(raw))
+      },
+      yajl_string: { ctx, text, length in
+        HandlerBox.from(ctx).scalar(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
+      },
+      yajl_start_map: { ctx in HandlerBox.from(ctx).handler.start(isArray: false) ? 1 : 0 },
+      yajl_map_key: { ctx, text, length in
+        HandlerBox.from(ctx).handler.key(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)) ? 1 : 0
+      },
+      yajl_end_map: { ctx in HandlerBox.from(ctx).handler.end() ? 1 : 0 },
+      yajl_start_array: { ctx in HandlerBox.from(ctx).handler.start(isArray: true) ? 1 : 0 },
+      yajl_end_array: { ctx in HandlerBox.from(ctx).handler.end() ? 1 : 0 })
+    guard let parser = yajl_alloc(&callbacks, nil, Unmanaged.passUnretained(box).toOpaque()) else { throw .outOfMemory }
+    defer { yajl_free(parser) }
+    if allowComments { _ = dray_yajl_allow_comments(parser) }
+    /// yajl's reason for the error, read against the chunk it stopped in.
+    func reason(_ chunk: Data) -> String {
+      chunk.withUnsafeBytes { buffer in
+        let start = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        guard let message = yajl_get_error(parser, verbose ? 1 : 0, start, buffer.count) else { return "" }
+        defer { yajl_free_error(parser, message) }
+        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+      }
+    }
+    var offset = 0
+    var last = Data()
+    while let chunk = next() {
+      let status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }
+      let consumed = Int(yajl_get_bytes_consumed(parser))
+      if status == yajl_status_client_canceled { throw .stopped(byte: offset + max(0, consumed - 1)) }
+      if status == yajl_status_error { throw .invalid(reason: reason(chunk), byte: offset + consumed) }
+      offset += chunk.count
+      last = chunk
+    }
+    let status = yajl_complete_parse(parser)
+    if status == yajl_status_client_canceled { throw .stopped(byte: max(0, offset - 1)) }
+    if status == yajl_status_error { throw .truncated(reason: reason(last), bytes: offset) }
+  }
+}
+
+/// The handler behind yajl's context pointer.
+private final class HandlerBox {
+  let handler: any JSONEventHandler
+  init(_ handler: any JSONEventHandler) { self.handler = handler }
+
+  static func from(_ ctx: UnsafeMutableRawPointer?) -> HandlerBox {
+    Unmanaged<HandlerBox>.fromOpaque(ctx!).takeUnretainedValue()
+  }
+
+  func scalar(_ value: JSONValue) -> Int32 { handler.scalar(value) ? 1 : 0 }
+}
