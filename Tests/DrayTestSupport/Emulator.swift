@@ -4,48 +4,18 @@ public import Foundation
 ///
 /// Started on port 0; the chosen address is read from the first line it prints. Stopped
 /// when the value is released.
-public final class Emulator: @unchecked Sendable {
-  // @unchecked: the process handle is set once in init and only terminated in deinit.
-  public let url: String
+public final class Emulator: Sendable {
+  private let server: ServerProcess
+  /// The emulator's address, ending with `/`.
+  public var url: String { server.url }
   public let port: Int
-  private let process: Process
-  /// Held open: the emulator exits when it reads end-of-file, so it never outlives the tests.
-  private let lifeline = Pipe()
 
   /// Starts the emulator with extra command-line `arguments`.
   /// - Throws: when python3 cannot start or the emulator prints no address within 10 s.
   public init(_ arguments: [String] = []) throws {
-    process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", Repository.root + "/Emulator/emulator.py", "--port", "0", "--exit-on-eof"] + arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.standardError
-    process.standardInput = lifeline
-    try process.run()
-    let handle = output.fileHandleForReading
-    var line = Data()
-    let deadline = Date().addingTimeInterval(10)
-    while Date() < deadline {
-      let byte = handle.readData(ofLength: 1)
-      if byte.isEmpty || byte == Data("\n".utf8) { break }
-      line.append(byte)
-    }
-    let text = String(decoding: line, as: UTF8.self)
-    guard let range = text.range(of: "http"),
-      let port = Int(text.split(separator: ":").last?.trimmingCharacters(in: CharacterSet(charactersIn: "/ ")) ?? "")
-    else {
-      process.terminate()
-      throw TestSupportError("the emulator printed no address: '\(text)'")
-    }
-    self.url = String(text[range.lowerBound...]).trimmingCharacters(in: .whitespaces)
+    server = try ServerProcess(script: "emulator.py", name: "emulator", arguments)
+    guard let port = URL(string: server.url)?.port else { throw TestSupportError("the emulator printed no port: '\(server.url)'") }
     self.port = port
-  }
-
-  deinit {
-    // SIGKILL: a test runner may leave SIGTERM blocked in the child's inherited mask.
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
   }
 
   /// Calls an admin endpoint (`/admin/...`) and returns the body.

@@ -4,45 +4,16 @@ import Foundation
 ///
 /// Started on port 0; the chosen address is read from the first line it prints. Stopped
 /// when the value is released.
-public final class RestServer: @unchecked Sendable {
-  // @unchecked: the process handle is set once in init and only killed in deinit.
+public final class RestServer: Sendable {
+  private let server: ServerProcess
   /// The server's address, ending with `/`.
-  public let url: String
-  private let process: Process
-  /// Held open: the server exits when it reads end-of-file, so it never outlives the tests.
-  private let lifeline = Pipe()
+  public var url: String { server.url }
 
   /// Starts the server with extra command-line `arguments` (`--items`, `--token`, `--user`,
   /// `--rule`).
   /// - Throws: when python3 cannot start or the server prints no address within 10 s.
   public init(_ arguments: [String] = []) throws {
-    process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", Repository.root + "/Emulator/rest_server.py", "--port", "0", "--exit-on-eof"] + arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.standardError
-    process.standardInput = lifeline
-    try process.run()
-    let handle = output.fileHandleForReading
-    var line = Data()
-    let deadline = Date().addingTimeInterval(10)
-    while Date() < deadline {
-      let byte = handle.readData(ofLength: 1)
-      if byte.isEmpty || byte == Data("\n".utf8) { break }
-      line.append(byte)
-    }
-    let text = String(decoding: line, as: UTF8.self)
-    guard let range = text.range(of: "http://") else {
-      process.terminate()
-      throw TestSupportError("the REST server printed no address: '\(text)'")
-    }
-    url = String(text[range.lowerBound...]).trimmingCharacters(in: .whitespaces)
-  }
-
-  deinit {
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
+    server = try ServerProcess(script: "rest_server.py", name: "REST server", arguments)
   }
 
   /// One request the server received.
