@@ -4,7 +4,7 @@ import Foundation
 /// `--exit-on-eof`; its address is read from the first line it prints. Killed when released.
 final class ServerProcess: @unchecked Sendable {
   // @unchecked: the process handle is set once in init and only killed in deinit.
-  /// The server's address as printed (`http://127.0.0.1:PORT/`).
+  /// The server's address as printed (`http://127.0.0.1:PORT/`, or `https://`).
   let url: String
   private let process: Process
   /// Held open: the server exits when it reads end-of-file, so it never outlives the tests.
@@ -30,7 +30,8 @@ final class ServerProcess: @unchecked Sendable {
       line.append(byte)
     }
     let text = String(decoding: line, as: UTF8.self)
-    guard let range = text.range(of: "http://") else {
+    // `http://` or, for a TLS emulator, `https://`.
+    guard let range = text.range(of: "http"), text.contains("://") else {
       kill(process.processIdentifier, SIGKILL)
       process.waitUntilExit()
       throw TestSupportError("the \(name) printed no address: '\(text)'")
