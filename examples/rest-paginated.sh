@@ -19,29 +19,11 @@ if [ ! -x "$dray" ]; then
   (cd "$repo" && swift build --product dray)
 fi
 
-log=$(mktemp)
-python3 "$repo/Emulator/rest_server.py" --port 0 --items 95 --token demo-token "$@" >"$log" 2>&1 &
-server=$!
-stop() {
-  kill "$server" 2>/dev/null || true
-  wait "$server" 2>/dev/null || true
-  rm -f "$log"
-}
-trap stop EXIT
-for _ in $(seq 100); do
-  grep -q listening "$log" && break
-  kill -0 "$server" 2>/dev/null || break
-  sleep 0.1
-done
-if ! grep -q listening "$log"; then
-  echo "the REST test server did not start:" >&2
-  cat "$log" >&2
-  exit 1
-fi
-url=$(head -1 "$log" | sed 's/.* //')
-echo "REST test server at $url"
+# shellcheck source=../scripts/server.sh
+. "$repo/scripts/server.sh"
+start_server "REST test server" rest_server.py --items 95 --token demo-token "$@"
 
-export API_URL=$url API_TOKEN=demo-token
+export API_URL=$server_url API_TOKEN=demo-token
 status=0
 "$dray" run "$here/rest-paginated.yaml" || status=$?
 if [ "$status" -eq 0 ]; then

@@ -36,29 +36,11 @@ if [ ! -x "$dray" ]; then
   (cd "$repo" && swift build --product dray)
 fi
 
-log=$(mktemp)
-python3 "$repo/Emulator/emulator.py" --port 0 "$@" >"$log" 2>&1 &
-emulator=$!
-stop() {
-  kill "$emulator" 2>/dev/null || true
-  wait "$emulator" 2>/dev/null || true
-  rm -f "$log"
-}
-trap stop EXIT
-for _ in $(seq 100); do
-  grep -q listening "$log" && break
-  kill -0 "$emulator" 2>/dev/null || break
-  sleep 0.1
-done
-if ! grep -q listening "$log"; then
-  echo "the platform emulator did not start:" >&2
-  cat "$log" >&2
-  exit 1
-fi
-url=$(head -1 "$log" | sed 's/.* //')
-echo "platform emulator at $url"
+# shellcheck source=../scripts/server.sh
+. "$repo/scripts/server.sh"
+start_server "platform emulator" emulator.py "$@"
 
-export FMP_HOST=$url FMP_USER=demo FMP_PASSWORD=demo-password
+export FMP_HOST=$server_url FMP_USER=demo FMP_PASSWORD=demo-password
 status=0
 "$dray" run --fresh "$manifest" || status=$?
 

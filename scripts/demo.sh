@@ -8,15 +8,12 @@ scripts/install-deps.sh
 swift build --product dray
 dray=.build/debug/dray
 
-log=$(mktemp)
-python3 Emulator/emulator.py --port 0 >"$log" 2>&1 &
-emulator=$!
-trap 'kill $emulator 2>/dev/null; rm -f "$log"' EXIT
-for _ in $(seq 50); do grep -q listening "$log" && break; sleep 0.1; done
-url=$(head -1 "$log" | sed 's/.* //')
-echo "platform emulator at $url"
+repo=$PWD
+# shellcheck source=server.sh
+. scripts/server.sh
+start_server "platform emulator" emulator.py
 
-export FMP_HOST=$url FMP_USER=demo FMP_PASSWORD=demo-password
+export FMP_HOST=$server_url FMP_USER=demo FMP_PASSWORD=demo-password
 "$dray" run jobs/iso-reference.yaml
 
 echo
