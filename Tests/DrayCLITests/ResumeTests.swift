@@ -488,18 +488,11 @@ struct Report {
     let job = try ResumeJob()
     #expect(try job.run().status == 0)
     // Another program holds the database locked for longer than the busy timeout (10 s).
-    let holder = try ChildProcess(
-      "/usr/bin/env",
-      [
-        "python3", "-c",
-        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(30)",
-        job.database,
-      ], logPrefix: job.folder.path + "/holder")
+    let holder = try ResumeTests.lockHolder(job.database, seconds: 30, logPrefix: job.folder.path + "/holder")
     defer {
       holder.send(SIGKILL)
       _ = holder.wait()
     }
-    #expect(holder.waitUntil { holder.output.contains("locked") })
     let result = try job.run()
     #expect(result.status == 1)
     #expect(
@@ -516,13 +509,7 @@ struct Report {
     #expect(run.waitUntil { run.errors.contains("step countries: table_stream") })
     // Another program takes the write lock for 18 s: longer than the busy timeout (10 s)
     // from when the load asks for it, shorter than that again for the checkpoint after.
-    let holder = try ChildProcess(
-      "/usr/bin/env",
-      [
-        "python3", "-c",
-        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(18)",
-        job.database,
-      ], logPrefix: job.folder.path + "/holder")
+    let holder = try ResumeTests.lockHolder(job.database, seconds: 18, logPrefix: job.folder.path + "/holder")
     defer {
       holder.send(SIGKILL)
       _ = holder.wait()
@@ -537,6 +524,20 @@ struct Report {
     #expect(again.status == 0, "\(again.output)")
     #expect(again.stdout.contains("fruits     table_stream  skipped"))
     #expect(try job.rows("SELECT count(*) FROM tally") == [["1"]])
+  }
+
+  /// Another program (Python's sqlite3) holding the write lock of the database at `path`
+  /// for `seconds`, started and holding it when this returns; the caller kills it.
+  static func lockHolder(_ path: String, seconds: Int, logPrefix: String) throws -> ChildProcess {
+    let holder = try ChildProcess(
+      "/usr/bin/env",
+      [
+        "python3", "-c",
+        "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(\(seconds))",
+        path,
+      ], logPrefix: logPrefix)
+    #expect(holder.waitUntil { holder.output.contains("locked") })
+    return holder
   }
 
   /// Runs `sql` on the database at `path` with Python's sqlite3 (a writer other than dray).

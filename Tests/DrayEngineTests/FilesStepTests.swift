@@ -105,8 +105,8 @@ import Testing
     #expect(headers?["X-Range"] == "bytes=30-")
   }
 
-  @Test func aFolderGetFetchesEveryFileItsListingNames() throws {
-    let emulator = try Emulator()
+  /// Runs a job whose one step gets the server folder `nfs4:docs/` into `copy/`.
+  func getDocsFolder(_ emulator: Emulator) throws -> (TemporaryDirectory, RunReport) {
     let folder = TemporaryDirectory()
     let (_, report) = try runJob(
       folder,
@@ -115,6 +115,11 @@ import Testing
           - id: docs
             files: { connection: nfs4, action: get, path: docs/, local: copy }
         """)
+    return (folder, report)
+  }
+
+  @Test func aFolderGetFetchesEveryFileItsListingNames() throws {
+    let (folder, report) = try getDocsFolder(try Emulator())
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
     #expect(try bytes(folder.path + "/copy/readme.txt") == bytes(seed + "/nfs4/docs/readme.txt"))
     #expect(report.steps[0].outputs == ["copy/readme.txt"])
@@ -124,14 +129,7 @@ import Testing
   @Test func aNameListedTwiceIsFetchedOnce() throws {
     let emulator = try Emulator()
     try emulator.admin("POST", "files/inject", json: #"{"connection": "nfs4", "directory": "docs", "files": ["readme.txt"]}"#)
-    let folder = TemporaryDirectory()
-    let (_, report) = try runJob(
-      folder,
-      JobText.header(job: "folder", emulator: emulator) + """
-        steps:
-          - id: docs
-            files: { connection: nfs4, action: get, path: docs/, local: copy }
-        """)
+    let (folder, report) = try getDocsFolder(emulator)
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
     #expect(try bytes(folder.path + "/copy/readme.txt") == bytes(seed + "/nfs4/docs/readme.txt"))
     #expect(report.steps[0].outputs == ["copy/readme.txt"])
