@@ -57,7 +57,7 @@ struct ManifestValidator {
     let auth = top["auth"].flatMap { readAuth($0) }
     let database = top["database"].flatMap { readDatabase($0) }
     let download = top["download"].flatMap { readDownload($0) } ?? DownloadSettings()
-    let retry = top["retry"].map { readRetry($0, "retry", base: .default) } ?? .default
+    let retry = top["retry"].map { readRetry($0, "retry", base: .default, keys: ManifestSchema.jobRetry) } ?? .default
     let state = top["state"].flatMap { readState($0) } ?? StateSettings()
     let report = top["report"].flatMap { readReport($0) } ?? ReportSettings()
     let timeouts = platform?.timeouts ?? Timeouts()
@@ -338,8 +338,8 @@ struct ManifestValidator {
   }
 
   /// A `retry:` block over `base`: keys given replace the base's.
-  private mutating func readRetry(_ node: YAMLNode, _ path: String, base: RetryPolicy) -> RetryPolicy {
-    guard let f = reader.fields(node, path, known: ManifestSchema.retry.names) else {
+  private mutating func readRetry(_ node: YAMLNode, _ path: String, base: RetryPolicy, keys: [ManifestSchema.Key]) -> RetryPolicy {
+    guard let f = reader.fields(node, path, known: keys.names) else {
       return base
     }
     var r = base
@@ -349,6 +349,8 @@ struct ManifestValidator {
     if let v = f["max_interval"].flatMap({ reader.duration($0, f.path("max_interval")) }) { r.maxInterval = v }
     if let v = f["jitter"].flatMap({ reader.bool($0, f.path("jitter")) }) { r.jitter = v }
     if let v = f["max_elapsed"].flatMap({ reader.duration($0, f.path("max_elapsed")) }) { r.maxElapsed = v }
+    if let v = f["max_retry_after"].flatMap({ reader.duration($0, f.path("max_retry_after")) }) { r.maxRetryAfter = v }
+    if let v = f["wait_budget"].flatMap({ reader.duration($0, f.path("wait_budget")) }) { r.waitBudget = v }
     if r.maxInterval < r.interval, let node = f["max_interval"] ?? f["interval"] {
       reader.error(
         node.location, "'\(path).max_interval' (\(r.maxInterval.formatted)) is shorter than '\(path).interval' (\(r.interval.formatted))")
@@ -468,7 +470,7 @@ struct ManifestValidator {
       stepIDs[id] = (idLocation, explicitID == nil)
     }
     let description = f["description"].flatMap { reader.string($0, "steps.\(id).description") }
-    let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry) } ?? retry
+    let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry, keys: ManifestSchema.retry) } ?? retry
     let stepTimeouts = f["timeouts"].flatMap { readTimeouts($0, "steps.\(id).timeouts", base: timeouts) } ?? timeouts
     let kindPath = "steps.\(id).\(kindName)"
     let kind: StepKind?

@@ -100,8 +100,10 @@ import Testing
     loaded.rows = ["COUNTRIES__output_table": 249]
     loaded.bytes = 17067
     loaded.attempts = [
-      Attempt(number: 1, startOffset: 0, duration: 0.01, outcome: "http_503", status: 503, message: "HTTP 503 <busy> & \"x\"", wait: 1),
-      Attempt(number: 2, startOffset: 1.01, duration: 0.2, outcome: "ok", status: 200),
+      Attempt(
+        number: 1, startOffset: 0, duration: 0.01, outcome: .failed(code: "http_503"), status: 503, message: "HTTP 503 <busy> & \"x\"",
+        wait: 1),
+      Attempt(number: 2, startOffset: 1.01, duration: 0.2, outcome: .ok, status: 200),
     ]
     var failed = StepReport(id: "fix-up", kind: "sql", status: .failed)
     failed.duration = 0.004
