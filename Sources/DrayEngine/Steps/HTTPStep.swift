@@ -155,6 +155,8 @@ extension StepRunner {
   }
 
   /// Sends the request for one page under the retry policy and `on_status`.
+  /// - Throws: `TransportError`; `HTTPStepError.badAnswer` for a 2xx answer with a blank
+  ///   body (`BlankAnswer`) that the step would read (`load`, `paginate`), not retried.
   private func fetchPage(
     _ options: HTTPStep, url: String, page: Int, client: HTTPClient, record: (Attempt) -> Void
   ) throws -> FetchedPage {
@@ -192,6 +194,18 @@ extension StepRunner {
       return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived)
     }
     try download.complete()
+    // An answer the step reads must be a document: a blank one is not "no records" (a
+    // server with none says so with a document or a status). One only saved is kept as is:
+    // a DELETE may well answer 204 with nothing.
+    if options.load != nil || options.paginate != nil, let blank = BlankAnswer.size(ofFile: download.path) {
+      download.removeFinished()
+      throw HTTPStepError.badAnswer(
+        page: options.paginate == nil ? nil : page, url: url,
+        message:
+          "\(BlankAnswer.describe(bytes: blank)) (HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none")); "
+          + "an empty body is not \(options.format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; "
+          + "a server with no records answers with a document (such as [] or {\"data\": []}) or a status that on_status names empty")
+    }
     if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
     return FetchedPage(
       file: download.path, status: nil, headers: response.headers, contentType: response.headers["Content-Type"],
