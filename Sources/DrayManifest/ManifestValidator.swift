@@ -510,8 +510,9 @@ struct ManifestValidator {
     let rp = resourceAndParams(f)
     let delta = f["delta"].flatMap { reader.bool($0, f.path("delta")) } ?? false
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
+    let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
     guard let (resource, params) = rp else { return nil }
-    return .tableStream(TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction))
+    return .tableStream(TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction, expect: expect))
   }
 
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {
@@ -562,11 +563,22 @@ struct ManifestValidator {
     let sql = f.required("sql", &reader).flatMap { reader.nonEmptyString($0, f.path("sql")) }
     let output = f["output"].flatMap { outputPath($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
+    let expectations = readExpect(f, names: "column names", example: "n: { min: 1 }")
+    guard let sql else { return nil }
+    return .query(QueryStep(sql: sql, output: output, format: format, expect: expectations))
+  }
+
+  /// The `expect` of a `query` step or a load: conditions by name, each with at least one
+  /// of `min`, `max`, `equals`.
+  /// - Parameters:
+  ///   - names: what the names are, and `example` a condition, for when `expect` is not a
+  ///     mapping.
+  mutating func readExpect(_ f: Fields, names: String, example: String) -> [Expectation] {
     var expectations: [Expectation] = []
     if let node = f["expect"], !node.isMapping {
       reader.error(
         node.location,
-        "'\(f.path("expect"))' must be a mapping of column names to conditions, such as n: { min: 1 }, found \(node.kindDescription)")
+        "'\(f.path("expect"))' must be a mapping of \(names) to conditions, such as \(example), found \(node.kindDescription)")
     } else if let node = f["expect"], case .mapping(let pairs) = node.content {
       for pair in pairs {
         let column = pair.key.scalar?.text ?? ""
@@ -582,8 +594,7 @@ struct ManifestValidator {
         expectations.append(x)
       }
     }
-    guard let sql else { return nil }
-    return .query(QueryStep(sql: sql, output: output, format: format, expect: expectations))
+    return expectations
   }
 
   private mutating func number(_ node: YAMLNode, _ path: String) -> ExactNumber? {

@@ -33,7 +33,8 @@ import Testing
   func aBlankPlatformAnswerFailsTheStepAndKeepsTablesAndFiles(path: String, step: String) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    let job = JobText.header(job: "blank", emulator: emulator, database: "data.sqlite") + "steps:\n  - id: good\n    " + step
+    let job =
+      JobText.header(job: "blank", emulator: emulator, database: "data.sqlite") + "steps:\n  - id: good\n    " + step
       + "\n  - id: fruits\n    table_stream: { resource: FRUITS }\n"
     let (manifest, first) = try runJob(folder, job)
     #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
@@ -49,7 +50,8 @@ import Testing
       ).run()
       #expect(report.exitCode == 1)
       #expect(report.steps[0].errorCode == "bad_answer")
-      let url = emulator.url + path + (path.hasSuffix("meta/") ? "?file=welcome.txt" : path.hasPrefix("api/v1/directory") ? "?directory=." : "")
+      let url =
+        emulator.url + path + (path.hasSuffix("meta/") ? "?file=welcome.txt" : path.hasPrefix("api/v1/directory") ? "?directory=." : "")
       #expect(
         report.steps[0].errorMessage
           == "unexpected answer from \(url): \(Self.described(body)) (HTTP 200, Content-Type: application/json); an empty body is not a JSON document, so it was refused and nothing was changed"
@@ -124,7 +126,9 @@ import Testing
       manifest: manifest, options: RunOptions(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
     ).run()
     #expect(report.exitCode == 1)
-    #expect(report.steps[0].errorMessage?.hasPrefix("page 2 (\(server.url)items?page=2&per_page=10): the answer holds only whitespace (2 bytes) (HTTP 200") == true)
+    #expect(
+      report.steps[0].errorMessage?.hasPrefix(
+        "page 2 (\(server.url)items?page=2&per_page=10): the answer holds only whitespace (2 bytes) (HTTP 200") == true)
     #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1 == rows)
   }
 }

@@ -12,8 +12,10 @@ extension StepRunner {
   /// step's policy and `on_status`. With `load`, the page's records go into a staging table
   /// in one transaction with the page's entry in `_dray_http_pages` (see `PageLedger`), so a
   /// killed run resumes at the page after the last committed one; when the last page is in,
-  /// one transaction replaces the table's rows with the staging table's and records the
-  /// step's checkpoint, so readers never see a half-loaded table.
+  /// one transaction replaces the table's rows with the staging table's, checks
+  /// `load.expect` (`Expectations.audit`) and records the step's checkpoint, so readers
+  /// never see a half-loaded table, nor one that fails its expectations (whose staged pages
+  /// are then dropped).
   func runHTTP(_ options: HTTPStep, _ report: inout StepReport) throws {
     let client = HTTPClient(cancellation: context.cancellation)
     if !options.tls.verify && options.baseURL.lowercased().hasPrefix("https://") {
@@ -108,16 +110,26 @@ extension StepRunner {
       var done = report
       done.attempts = attempts
       let (rows, created) = try context.databaseWrites.withLock { _ in
-        try store.database.transaction {
-          let staged = try RecordTable(database: store.database, name: staging)
-          let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
-          if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
-          let rows = try staged.publish(into: load.table)
-          try ledger?.clear()
-          done.rows = [load.table: rows]
-          done.tables = created ? [load.table] : []
-          try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
-          return (rows, created)
+        do {
+          return try store.database.transaction {
+            let staged = try RecordTable(database: store.database, name: staging)
+            let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
+            if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
+            let rows = try staged.publish(into: load.table)
+            if let failed = try Expectations.audit(load.expect, tables: [load.table], in: store.database) { throw failed }
+            try ledger?.clear()
+            done.rows = [load.table: rows]
+            done.tables = created ? [load.table] : []
+            try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+            return (rows, created)
+          }
+        } catch let failed as StepError {
+          // Pages that failed `expect` are never published: the next run fetches them again.
+          try store.database.transaction {
+            try RecordTable(database: store.database, name: staging).drop()
+            try ledger?.clear()
+          }
+          throw failed
         }
       }
       report.rows = [load.table: rows]
