@@ -262,6 +262,9 @@ struct ManifestValidator {
           reader.error(
             file.location,
             "'auth.password_file': file '\(path)' holds a NUL character (U+0000), which would cut the password short; remove it")
+        } catch .notRegularFile(_, let kind) {
+          reader.error(
+            file.location, "'auth.password_file': '\(path)' is \(kind), not a regular file; a secret file must be a regular file")
         } catch {
           if reader.unresolvable("auth.password_file", error) {
             password = NodeReader.unresolved
@@ -281,7 +284,9 @@ struct ManifestValidator {
 
   private mutating func readDatabase(_ node: YAMLNode) -> DatabaseSettings? {
     guard let f = reader.fields(node, "database", known: ManifestSchema.database.names) else { return nil }
-    guard let path = f.required("path", &reader).flatMap({ reader.nonEmptyString($0, "database.path") }) else { return nil }
+    guard let node = f.required("path", &reader), let path = reader.nonEmptyString(node, "database.path"),
+      fileShaped(node, "database.path", path, what: "SQLite file", example: "job.sqlite")
+    else { return nil }
     return DatabaseSettings(path: path)
   }
 
@@ -302,7 +307,9 @@ struct ManifestValidator {
   private mutating func readReport(_ node: YAMLNode) -> ReportSettings? {
     guard let f = reader.fields(node, "report", known: ManifestSchema.report.names) else { return nil }
     var r = ReportSettings()
-    if let node = f["path"], let p = reader.nonEmptyString(node, "report.path") {
+    if let node = f["path"], let p = reader.nonEmptyString(node, "report.path"),
+      fileShaped(node, "report.path", p, what: "report file", example: "{job}-{run_id}.json")
+    {
       checkPlaceholders(p, node: node)
       r.path = p
     }
