@@ -92,7 +92,7 @@ import Testing
       #expect(report.steps[0].errorCode == "bad_answer")
       #expect(
         report.steps[0].errorMessage
-          == "the answer of \(server.url)things: \(Self.described(body)) (HTTP 200, Content-Type: \(body.isEmpty ? "none" : "text/plain")); an empty body is not \(format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; a server with no records answers with a document (such as [] or {\"data\": []}) or a status that on_status names empty"
+          == "the answer of \(server.url)things: \(Self.described(body)) (HTTP 200, Content-Type: \(body.isEmpty ? "none" : "text/plain")); an empty body is not \(format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; a server with no records answers with a document (such as [] or {\"data\": []}), 204 No Content, or a status that on_status names empty"
       )
       #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(2))
     }
@@ -130,5 +130,39 @@ import Testing
       report.steps[0].errorMessage?.hasPrefix(
         "page 2 (\(server.url)items?page=2&per_page=10): the answer holds only whitespace (2 bytes) (HTTP 200") == true)
     #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1 == rows)
+  }
+
+  /// `204 No Content` says there is nothing: an empty page, as `on_status: empty` makes one;
+  /// `expect` is what keeps such an answer from emptying a table that must not be empty.
+  @Test func a204IsAnEmptyPageAndExpectKeepsTheTable() throws {
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", #"[{"id": 1}, {"id": 2}]"#)])
+    let folder = TemporaryDirectory()
+    func run(_ expect: String) throws -> RunReport {
+      try runJob(
+        folder,
+        """
+        version: 1
+        job: nothing
+        database: { path: data.sqlite }
+        retry: { count: 0 }
+        steps:
+          - id: things
+            http: { base_url: '${API}', path: things, load: { table: things, columns: { id: INTEGER }\(expect) } }
+        """, environment: ["API": server.url]
+      ).1
+    }
+    #expect(try run("").exitCode == 0)
+    let noContent = String(
+      decoding: try JSONSerialization.data(withJSONObject: ["path": "/things", "status": 204, "body": ""]), as: UTF8.self)
+    try server.setRules("[\(noContent)]")
+    let guarded = try run(", expect: { rows: { min: 1 } }")
+    #expect(
+      guarded.steps[0].errorMessage
+        == "table things: expectation failed: rows = 0, expected at least 1; nothing was published: the load was rolled back and the table keeps its previous rows"
+    )
+    #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(2))
+    let report = try run("")
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(0))
   }
 }

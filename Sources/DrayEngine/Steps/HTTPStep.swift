@@ -159,7 +159,8 @@ extension StepRunner {
   /// and its head.
   struct FetchedPage {
     var file: String?
-    /// The status that `on_status` turned into an empty page.
+    /// The status that made an empty page: one `on_status` names `empty`, or a 204 to a
+    /// step that reads its answers.
     var status: Int?
     var headers: HTTPHeaders
     var contentType: String?
@@ -201,22 +202,23 @@ extension StepRunner {
         record(entry)
         logAttempt(entry)
       })
-    guard (200..<300).contains(response.status) else {
+    // An answer the step reads must be a document: a blank one is not "no records" (a
+    // server with none says so with a document, `204 No Content`, or a status `on_status`
+    // names empty). One only saved is kept as is: a DELETE may well answer 204 with nothing.
+    let reads = options.load != nil || options.paginate != nil
+    guard (200..<300).contains(response.status) && !(reads && response.status == 204) else {
       download.discard()
       return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived)
     }
     try download.complete()
-    // An answer the step reads must be a document: a blank one is not "no records" (a
-    // server with none says so with a document or a status). One only saved is kept as is:
-    // a DELETE may well answer 204 with nothing.
-    if options.load != nil || options.paginate != nil, let blank = BlankAnswer.size(ofFile: download.path) {
+    if reads, let blank = BlankAnswer.size(ofFile: download.path) {
       download.removeFinished()
       throw HTTPStepError.badAnswer(
         page: options.paginate == nil ? nil : page, url: url,
         message:
           "\(BlankAnswer.describe(bytes: blank)) (HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none")); "
           + "an empty body is not \(options.format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; "
-          + "a server with no records answers with a document (such as [] or {\"data\": []}) or a status that on_status names empty")
+          + "a server with no records answers with a document (such as [] or {\"data\": []}), 204 No Content, or a status that on_status names empty")
     }
     if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
     return FetchedPage(
