@@ -218,7 +218,8 @@ extension StepRunner {
         message:
           "\(BlankAnswer.describe(bytes: blank)) (HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none")); "
           + "an empty body is not \(options.format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; "
-          + "a server with no records answers with a document (such as [] or {\"data\": []}), 204 No Content, or a status that on_status names empty")
+          + "a server with no records answers with a document (such as [] or {\"data\": []}), 204 No Content, or a status that on_status names empty"
+      )
     }
     if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
     return FetchedPage(
