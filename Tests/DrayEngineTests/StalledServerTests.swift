@@ -206,4 +206,52 @@ import Testing
     #expect(report.steps[0].attempts.map(\.outcome.code) == ["ok", "body_truncated", "ok", "ok"])
     #expect(report.steps[0].rows == ["items": 25])
   }
+
+  // MARK: What is retried
+
+  /// A timeout has no status: the message of a POST that timed out after it was sent does
+  /// not send the user to `on_status`.
+  @Test func aPOSTThatTimedOutIsNotRetriedAndDoesNotSuggestOnStatus() throws {
+    let server = try RestServer(["--rule", #"{"path": "/images", "hang": true}"#])
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      """
+      version: 1
+      job: post
+      retry: { count: 2, interval: 10ms }
+      steps:
+        - id: add
+          timeouts: { idle: 1s, request: 30s }
+          http: { method: POST, base_url: "\(server.url)", path: images, body: { json: { title: pear } }, output: out/added.json }
+      """)
+    #expect(report.exitCode == 1)
+    let step = report.steps[0]
+    #expect(step.attempts.map(\.outcome.code) == ["timeout_idle"])
+    #expect(
+      step.errorMessage
+        == "no data from \(server.url)images for 1s (idle timeout); the server stalled, or raise timeouts.idle; not retried: a POST may "
+        + "change data on the server and part of it was sent; make the request safe to repeat (an idempotency key the server honours) "
+        + "and use a method such as PUT")
+    #expect(try server.requests().count == 1)
+  }
+
+  /// Reading a resource's data is a read: without a transaction id too, a broken answer is
+  /// retried within the run (as the next run would ask again), until the retry count is spent.
+  @Test func aDataReadWithoutATransactionIDIsRetriedInTheRun() throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "times": 2, "reset": true}"#])
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      StalledServerTests.header(emulator, job: "read") + """
+        steps:
+          - id: countries
+            table_stream: { resource: COUNTRIES, transaction: false }
+        """)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(report.steps[0].attempts.filter { $0.call == nil }.map(\.outcome.code) == ["connection_reset", "connection_reset", "ok"])
+    let rpc = try requests(emulator, "/api/v1/rpc/COUNTRIES/")
+    #expect(rpc.count == 3)
+    #expect(rpc.allSatisfy { ($0["headers"] as? [String: String])?["X-Transaction-ID"] == nil })
+  }
 }
