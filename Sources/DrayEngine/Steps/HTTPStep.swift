@@ -177,7 +177,7 @@ extension StepRunner {
     let download = Download(path: downloadPath("page-\(page)"), style: .standard, resume: manifest.download.resume)
     let request = makeRequest(options, url: url)
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
-    if options.format == .json { download.endsWhole = { JSONEvents.endsWhole(path: $0) } }
+    download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
     let response = try runner.run(
       { _ in
         let response = try download.attempt(request, client: client, transactionID: nil)
