@@ -65,7 +65,7 @@ struct StepRunner {
     case .parallel(let p): "\(HumanUnits.counted(p.steps.count, "step")), at most \(p.max) at once"
     case .schemes(let s): s.resources?.joined(separator: ", ") ?? ""
     case .http(let h): "\(h.method.rawValue) \(h.url)"
-    default: ""
+    case .sql, .query: ""
     }
   }
 

@@ -4,8 +4,9 @@ public import DrayModel
 /// it is required, its default and a one-line summary.
 ///
 /// Three things are derived from this declaration so that they cannot drift apart:
-/// - the validator's known keys (`ManifestValidator` asks for `ManifestSchema.platform.names`
-///   and so on, and reports any other key as unknown, with a "did you mean");
+/// - what the validator reads: each mapping's keys (any other is reported as unknown, with a
+///   "did you mean"), which are required, integer ranges and defaults (`Fields`,
+///   `NodeReader`), and the step kinds (`StepKind.Name`, switched over without a default);
 /// - the JSON Schema printed by `dray schema` (`jsonSchema`), for editors;
 /// - the key reference (`keyReference`), which the tests compare row by row with
 ///   `docs/manifest.md`.
@@ -173,24 +174,39 @@ public enum ManifestSchema {
   ]
 
   /// The step kinds: each step has exactly one of these keys.
-  public static let stepKinds: [Key] = [
-    Key("schemes", .optional(.mapping(schemes)), "Fetch resource schemes and create their tables (the SDK's resources)."),
-    Key("table_stream", .mapping(tableStream), "Load a resource's answer into the database (the SDK's tableStream)."),
-    Key("table", .mapping(table), "Fetch a resource's answer and write it to a file, without the database (the SDK's table)."),
-    Key("request", .mapping(request), "Send a uniform request; keep or save the answer (the SDK's request)."),
-    Key(
-      "files",
-      .mapping(
-        files,
-        rules: [
-          .requiredWhen(key: "path", when: "action", values: ["meta", "get", "put", "delete"]),
-          .requiredWhen(key: "local", when: "action", values: ["get", "put"]),
-        ]), "One file operation on a file-server connection."),
-    Key("sql", .string(nonEmpty: true), "SQL statements, with {{ table \"RESOURCE\" \"TABLE\" }} for physical table names."),
-    Key("query", .mapping(query), "Run a query, write its rows to a file, check expectations on the first row."),
-    Key("http", .mapping(http), "Call any HTTP API; save the answer or load its records into a table (docs/http.md)."),
-    Key("parallel", .mapping(parallel), "Run a group of steps concurrently (the SDK's *Async calls)."),
-  ]
+  public static let stepKinds: [Key] = StepKind.Name.allCases.map(stepKind)
+
+  /// The declaration of one step kind.
+  static func stepKind(_ name: StepKind.Name) -> Key {
+    let key = name.rawValue
+    return switch name {
+    case .schemes:
+      Key(key, .optional(.mapping(schemes)), "Fetch resource schemes and create their tables (the SDK's resources).")
+    case .tableStream:
+      Key(key, .mapping(tableStream), "Load a resource's answer into the database (the SDK's tableStream).")
+    case .table:
+      Key(key, .mapping(table), "Fetch a resource's answer and write it to a file, without the database (the SDK's table).")
+    case .request:
+      Key(key, .mapping(request), "Send a uniform request; keep or save the answer (the SDK's request).")
+    case .files:
+      Key(
+        key,
+        .mapping(
+          files,
+          rules: [
+            .requiredWhen(key: "path", when: "action", values: ["meta", "get", "put", "delete"]),
+            .requiredWhen(key: "local", when: "action", values: ["get", "put"]),
+          ]), "One file operation on a file-server connection.")
+    case .sql:
+      Key(key, .string(nonEmpty: true), "SQL statements, with {{ table \"RESOURCE\" \"TABLE\" }} for physical table names.")
+    case .query:
+      Key(key, .mapping(query), "Run a query, write its rows to a file, check expectations on the first row.")
+    case .http:
+      Key(key, .mapping(http), "Call any HTTP API; save the answer or load its records into a table (docs/http.md).")
+    case .parallel:
+      Key(key, .mapping(parallel), "Run a group of steps concurrently (the SDK's *Async calls).")
+    }
+  }
 
   public static let schemes: [Key] = [
     Key("resources", .list(.string(nonEmpty: true)), "Resources whose tables to create; every readable resource when not set.")
