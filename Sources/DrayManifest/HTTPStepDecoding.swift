@@ -70,6 +70,25 @@ extension ManifestValidator {
         format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus))
   }
 
+  /// Which one of `Kind`'s keys `f` holds; nil, with a diagnostic, when it holds none or
+  /// several (`explaining` says what the mapping takes, before the keys found).
+  private mutating func exactlyOne<Kind: RawRepresentable & CaseIterable>(
+    _ kind: Kind.Type, in f: Fields, path: String, explaining: String
+  ) -> Kind? where Kind.RawValue == String {
+    let given = Kind.allCases.filter { f[$0.rawValue] != nil }
+    guard given.count == 1 else {
+      if given.isEmpty {
+        reader.error(f.node.location, "'\(path)' needs one of: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+      } else {
+        reader.error(
+          f.entries[given[1].rawValue]!.key.location,
+          "'\(path)' \(explaining) this one has \(given.map(\.rawValue).joined(separator: " and "))")
+      }
+      return nil
+    }
+    return given[0]
+  }
+
   private func hasTopLevelKey(_ key: String) -> Bool {
     guard case .mapping(let pairs) = root.content else { return false }
     return pairs.contains { $0.key.scalar?.text == key }
@@ -173,25 +192,17 @@ extension ManifestValidator {
   }
 
   private mutating func readHTTPAuth(_ node: YAMLNode, _ path: String) -> HTTPStep.Auth? {
-    let kinds = ManifestSchema.httpAuth.names
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpAuth) else { return nil }
-    let given = kinds.filter { f[$0] != nil }
-    guard given.count == 1 else {
-      if given.isEmpty {
-        reader.error(node.location, "'\(path)' needs one of: bearer, bearer_file, basic")
-      } else {
-        reader.error(
-          f.entries[given[1]]!.key.location,
-          "'\(path)' takes one of bearer, bearer_file, basic; this one has \(given.joined(separator: " and "))")
-      }
+    let kinds = ManifestSchema.HTTPAuthKind.allCases.map(\.rawValue).joined(separator: ", ")
+    guard let kind = exactlyOne(ManifestSchema.HTTPAuthKind.self, in: f, path: path, explaining: "takes one of \(kinds);") else {
       return nil
     }
-    switch given[0] {
-    case "bearer":
+    switch kind {
+    case .bearer:
       return reader.string(f, "bearer", secret: true).map { .bearer(token: $0) }
-    case "bearer_file":
+    case .bearerFile:
       return readSecretFile(f["bearer_file"]!, f.path("bearer_file")).map { .bearer(token: $0) }
-    default:
+    case .basic:
       guard let b = reader.fields(f["basic"]!, f.path("basic"), keys: ManifestSchema.httpBasic) else { return nil }
       let username = reader.string(b, "username", secret: true)
       let password = readPassword(b)
@@ -320,34 +331,24 @@ extension ManifestValidator {
   private mutating func readPagination(_ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?)
     -> HTTPStep.Pagination?
   {
-    let kinds = ["next", "link_header", "offset", "cursor"]
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpPaginate) else { return nil }
     maxPages = reader.integer(f, "max_pages")
     if f["max_pages"] != nil && maxPages == nil { return nil }
-    let given = kinds.filter { f[$0] != nil }
-    guard given.count == 1 else {
-      if given.isEmpty {
-        reader.error(node.location, "'\(path)' needs one of: \(kinds.joined(separator: ", "))")
-      } else {
-        reader.error(
-          f.entries[given[1]]!.key.location,
-          "'\(path)' takes one way to find the next page; this one has \(given.joined(separator: " and "))")
-      }
-      return nil
-    }
-    let kind = given[0]
-    let value = f[kind]!
+    guard
+      let kind = exactlyOne(HTTPStep.Pagination.Kind.self, in: f, path: path, explaining: "takes one way to find the next page;")
+    else { return nil }
+    let value = f[kind.rawValue]!
     switch kind {
-    case "next":
+    case .next:
       return readSelector(value, f.path("next"), format: format, relative: false, attribute: true).map { .next($0) }
-    case "link_header":
+    case .linkHeader:
       guard let on = reader.bool(value, f.path("link_header")) else { return nil }
       guard on else {
         reader.error(value.location, "'\(f.path("link_header"))' can only be true; remove 'paginate' for a single request")
         return nil
       }
       return .linkHeader
-    case "offset":
+    case .offset:
       // `offset:` alone takes every default, as an empty mapping.
       let o: Fields
       if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
@@ -367,7 +368,7 @@ extension ManifestValidator {
       return .offset(
         param: param ?? o.defaultValue("param"), limitParam: limitParam ?? o.defaultValue("limit_param"),
         limit: limit ?? o.defaultValue("limit"), start: start ?? o.defaultValue("start"))
-    default:
+    case .cursor:
       guard let c = reader.fields(value, f.path("cursor"), keys: ManifestSchema.httpCursor) else { return nil }
       let param = reader.string(c, "param")
       let from = c.required("from", &reader).flatMap {
@@ -390,9 +391,9 @@ extension ManifestValidator {
       let key = pair.key.scalar?.text ?? ""
       var rule: HTTPStep.StatusRule?
       if key.count == 3, key.hasSuffix("xx"), let hundreds = Int(key.prefix(1)), (4...5).contains(hundreds) {
-        rule = HTTPStep.StatusRule(status: hundreds, isClass: true, outcome: .fail)
+        rule = HTTPStep.StatusRule(.statusClass(hundreds), outcome: .fail)
       } else if let status = Int(key), (400...599).contains(status), key.count == 3 {
-        rule = HTTPStep.StatusRule(status: status, outcome: .fail)
+        rule = HTTPStep.StatusRule(.status(status), outcome: .fail)
       }
       guard var rule else {
         reader.error(pair.key.location, "'\(key)' in \(path) is not a status from 400 to 599, nor 4xx or 5xx")

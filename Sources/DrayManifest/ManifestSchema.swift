@@ -278,7 +278,7 @@ public enum ManifestSchema {
     Key("headers", .dictionary(.string(nonEmpty: false)), "Request header fields; credential headers are masked."),
     Key("body", .mapping(httpBody, rules: [.exactlyOne(["json", "form"])]), "The request body: json or form."),
     Key(
-      "auth", .mapping(httpAuth, rules: [.exactlyOne(["bearer", "bearer_file", "basic"])]),
+      "auth", .mapping(httpAuth, rules: [.exactlyOne(httpAuth.names)]),
       "Credentials sent as the Authorization header; masked in every output."),
     Key("tls", .mapping(tls), "TLS certificate checks."),
     Key(
@@ -287,7 +287,7 @@ public enum ManifestSchema {
     Key("output", .string(nonEmpty: true), "File each answer is saved to as it came; holds {page} when the step paginates."),
     Key("load", .mapping(httpLoad), "Load the answer's records into a table of the job's database."),
     Key(
-      "paginate", .mapping(httpPaginate, rules: [.exactlyOne(["next", "link_header", "offset", "cursor"])]),
+      "paginate", .mapping(httpPaginate, rules: [.exactlyOne(HTTPStep.Pagination.Kind.allCases.map(\.rawValue))]),
       "How to find the next page: one of next, link_header, offset, cursor."),
     Key(
       "on_status", .dictionary(.choice(HTTPStep.StatusOutcome.allCases.map(\.rawValue))),
@@ -299,11 +299,21 @@ public enum ManifestSchema {
     Key("form", .dictionary(parameterValue), "Fields sent as application/x-www-form-urlencoded."),
   ]
 
-  public static let httpAuth: [Key] = [
-    Key("bearer", .string(nonEmpty: true), "Token sent as Authorization: Bearer TOKEN."),
-    Key("bearer_file", .string(nonEmpty: true), "File holding the bearer token (one trailing newline dropped)."),
-    Key("basic", .mapping(httpBasic, rules: [.exactlyOne(["password", "password_file"])]), "HTTP basic credentials."),
-  ]
+  /// The ways an `http` step's `auth` gives credentials, by their keys; a step gives
+  /// exactly one.
+  enum HTTPAuthKind: String, CaseIterable {
+    case bearer
+    case bearerFile = "bearer_file"
+    case basic
+  }
+
+  public static let httpAuth: [Key] = HTTPAuthKind.allCases.map { kind in
+    switch kind {
+    case .bearer: Key(kind.rawValue, .string(nonEmpty: true), "Token sent as Authorization: Bearer TOKEN.")
+    case .bearerFile: Key(kind.rawValue, .string(nonEmpty: true), "File holding the bearer token (one trailing newline dropped).")
+    case .basic: Key(kind.rawValue, .mapping(httpBasic, rules: [.exactlyOne(["password", "password_file"])]), "HTTP basic credentials.")
+    }
+  }
 
   public static let httpBasic: [Key] = [
     Key("username", .string(nonEmpty: true), required: true, "User name; masked in every output."),
@@ -326,13 +336,15 @@ public enum ManifestSchema {
     Key("from", .string(nonEmpty: false), "Where the value is in a record; the member or child named like the column when not set."),
   ]
 
-  public static let httpPaginate: [Key] = [
-    Key("next", .string(nonEmpty: false), "Where the next page's URL is in the answer."),
-    Key("link_header", .boolean, "true: the next page is the rel=\"next\" link of the Link header."),
-    Key("offset", .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last."),
-    Key("cursor", .mapping(httpCursor), "A cursor from the answer, sent back as a parameter."),
-    Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set."),
-  ]
+  public static let httpPaginate: [Key] =
+    HTTPStep.Pagination.Kind.allCases.map { kind in
+      switch kind {
+      case .next: Key(kind.rawValue, .string(nonEmpty: false), "Where the next page's URL is in the answer.")
+      case .linkHeader: Key(kind.rawValue, .boolean, "true: the next page is the rel=\"next\" link of the Link header.")
+      case .offset: Key(kind.rawValue, .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last.")
+      case .cursor: Key(kind.rawValue, .mapping(httpCursor), "A cursor from the answer, sent back as a parameter.")
+      }
+    } + [Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set.")]
 
   public static let httpOffset: [Key] = [
     Key("param", .string(nonEmpty: true), default: .string("offset"), "The offset parameter."),

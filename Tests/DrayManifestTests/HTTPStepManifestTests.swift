@@ -70,6 +70,39 @@ import Testing
     #expect(manifest.redactor.redact("tok-Sentinel-4711 k-Sentinel-0815") == "*** ***")
   }
 
+  @Test func anExactStatusRuleWinsOverItsClassWhateverTheOrder() throws {
+    let manifest = try load(
+      """
+        - http: { base_url: "http://h/", on_status: { 4xx: empty, 404: retry, 5xx: fail, 503: empty } }
+      """)
+    let step = try #require(http(manifest))
+    #expect(step.onStatus.map(\.key) == ["4xx", "404", "5xx", "503"])
+    #expect(step.onStatus.map(\.match) == [.statusClass(4), .status(404), .statusClass(5), .status(503)])
+    #expect(step.outcome(for: 404) == .retry)
+    #expect(step.outcome(for: 403) == .empty)
+    #expect(step.outcome(for: 503) == .empty)
+    #expect(step.outcome(for: 500) == .fail)
+    #expect(step.declaresRetry(404))
+    #expect(!step.declaresRetry(405))
+    #expect(!step.declaresRetry(503))
+  }
+
+  @Test func everyPaginationKindIsDeclaredAndReadFromItsKey() throws {
+    #expect(
+      ManifestSchema.httpPaginate.names.filter { $0 != "max_pages" } == HTTPStep.Pagination.Kind.allCases.map(\.rawValue))
+    let manifest = try load(
+      """
+        - http: { base_url: "http://h/", output: "out/a-{page}.json", paginate: { next: /next } }
+        - http: { base_url: "http://h/", output: "out/b-{page}.json", paginate: { link_header: true } }
+        - http: { base_url: "http://h/", load: { table: t, records: /items }, paginate: { offset: } }
+        - http: { base_url: "http://h/", output: "out/c-{page}.json", paginate: { cursor: { from: /c } } }
+      """)
+    #expect(try #require(http(manifest, 0)).paginate == .next(.json(try JSONPointer(parsing: "/next"))))
+    #expect(try #require(http(manifest, 1)).paginate == .linkHeader)
+    #expect(try #require(http(manifest, 2)).paginate == .offset(param: "offset", limitParam: "limit", limit: 100, start: 0))
+    #expect(try #require(http(manifest, 3)).paginate == .cursor(param: "cursor", from: .json(try JSONPointer(parsing: "/c"))))
+  }
+
   @Test func defaultsAndOtherPaginationKinds() throws {
     let manifest = try load(
       """
