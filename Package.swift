@@ -67,8 +67,11 @@ let package = Package(
     // MARK: Tests
 
     /// What tests share: the emulator and REST server launchers, the binary and child-process
-    /// runners, job texts, report and database checks, temporary folders.
-    .target(name: "DrayTestSupport", dependencies: ["DrayModel", "DrayStore"], path: "Tests/DrayTestSupport"),
+    /// runners, manifests and jobs run from text, report and database checks, a clock moved by
+    /// hand, temporary folders.
+    .target(
+      name: "DrayTestSupport", dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayEngine"], path: "Tests/DrayTestSupport"),
+    .testTarget(name: "DrayJSONTests", dependencies: ["DrayModel", "DrayJSON", "DrayTestSupport"]),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),

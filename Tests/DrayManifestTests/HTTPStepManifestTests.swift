@@ -5,25 +5,22 @@ import Foundation
 import Testing
 
 @Suite struct HTTPStepManifestTests {
-  func load(_ steps: String, environment: [String: String] = ["API_TOKEN": "tok-Sentinel-4711"], directory: String = "/jobs")
-    throws(ManifestError) -> Manifest
+  /// A job with a database, whose steps follow.
+  static let head = "version: 1\njob: j\ndatabase: { path: db.sqlite }\nsteps:\n"
+  static let environment = ["API_TOKEN": "tok-Sentinel-4711"]
+
+  func load(_ steps: String, environment: [String: String] = Self.environment, directory: String = "/jobs") throws(ManifestError)
+    -> Manifest
   {
-    let text = "version: 1\njob: j\ndatabase: { path: db.sqlite }\nsteps:\n" + steps
-    return try ManifestLoader(environment: environment).load(text: text, path: "job.yaml", directory: directory)
+    try ManifestText.load(Self.head + steps, environment: environment, directory: directory)
   }
 
   func errors(_ steps: String) -> [String] {
-    do {
-      _ = try load(steps)
-      return []
-    } catch {
-      return error.diagnostics.map(\.description)
-    }
+    ManifestText.errors(Self.head + steps, environment: Self.environment)
   }
 
   func http(_ manifest: Manifest, _ index: Int = 0) -> HTTPStep? {
-    if case .http(let step) = manifest.steps[index].kind { return step }
-    return nil
+    manifest.steps[index].kind.http
   }
 
   @Test func readsEveryPartOfARequest() throws {

@@ -10,14 +10,8 @@ import Testing
 @Suite struct ManifestSchemaTests {
   static let validFolder = Repository.root + "/Tests/DrayManifestTests/Fixtures/valid"
 
-  /// The diagnostics of a manifest given as text.
   func errors(_ text: String, directory: String = "/jobs") -> [String] {
-    do {
-      _ = try ManifestLoader(environment: [:]).load(text: text, path: "job.yaml", directory: directory)
-      return []
-    } catch {
-      return error.diagnostics.map(\.description)
-    }
+    ManifestText.errors(text, directory: directory)
   }
 
   @Test func theValidatorReadsExactlyTheDeclaredKeys() {
@@ -62,10 +56,7 @@ import Testing
       ])
     let manifest = try ManifestLoader(environment: [:]).load(
       text: text.replacing("max: \(range.upperBound + 1)", with: "max: \(range.upperBound)"), path: "job.yaml", directory: "/jobs")
-    guard case .parallel(let fine) = manifest.steps[1].kind else {
-      Issue.record("step 2 is not a parallel group")
-      return
-    }
+    let fine = try #require(manifest.steps[1].kind.parallel)
     #expect(ManifestSchema.parallel["max"]?.defaultValue == .integer(Int64(fine.max)))
   }
 
