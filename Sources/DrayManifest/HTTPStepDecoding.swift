@@ -272,8 +272,9 @@ extension ManifestValidator {
       columns = readColumns(node, f.path("columns"), format: format)
       columnsOK = columns != nil
     }
+    let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
     guard let table, let records, columnsOK else { return nil }
-    return HTTPStep.Load(table: table, records: records, columns: columns)
+    return HTTPStep.Load(table: table, records: records, columns: columns, expect: expect)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {

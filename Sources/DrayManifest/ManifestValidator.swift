@@ -279,6 +279,8 @@ struct ManifestValidator {
       return value
     } catch .nulInFile {
       reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")
+    } catch .notRegularFile(_, let kind) {
+      reader.error(node.location, "'\(path)': '\(file)' is \(kind), not a regular file; a secret file must be a regular file")
     } catch {
       if reader.unresolvable(path, error) { return NodeReader.unresolved }
       reader.error(node.location, "'\(path)': cannot read file '\(file)'; check that it exists and is readable")
@@ -305,7 +307,9 @@ struct ManifestValidator {
 
   private mutating func readDatabase(_ node: YAMLNode) -> DatabaseSettings? {
     guard let f = reader.fields(node, "database", keys: ManifestSchema.database) else { return nil }
-    guard let path = reader.string(f, "path") else { return nil }
+    guard let path = reader.string(f, "path"), let node = f["path"],
+      fileShaped(node, "database.path", path, what: "SQLite file", example: "job.sqlite")
+    else { return nil }
     return DatabaseSettings(path: path)
   }
 
@@ -326,7 +330,9 @@ struct ManifestValidator {
   private mutating func readReport(_ node: YAMLNode) -> ReportSettings? {
     guard let f = reader.fields(node, "report", keys: ManifestSchema.report) else { return nil }
     var r = ReportSettings()
-    if let node = f["path"], let p = reader.string(f, "path") {
+    if let node = f["path"], let p = reader.string(f, "path"),
+      fileShaped(node, "report.path", p, what: "report file", example: "{job}-{run_id}.json")
+    {
       checkPlaceholders(p, node: node)
       r.path = p
     }
@@ -535,8 +541,9 @@ struct ManifestValidator {
     let rp = resourceAndParams(f)
     let delta = reader.bool(f, "delta") ?? f.defaultValue("delta")
     let transaction = reader.bool(f, "transaction") ?? f.defaultValue("transaction")
+    let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
     guard let (resource, params) = rp else { return nil }
-    return .tableStream(TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction))
+    return .tableStream(TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction, expect: expect))
   }
 
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {
@@ -587,11 +594,22 @@ struct ManifestValidator {
     let sql = reader.string(f, "sql")
     let output = f["output"].flatMap { outputPath($0, f.path("output")) }
     let format = reader.choice(f, "format", as: OutputFormat.self) ?? f.defaultValue("format")
+    let expectations = readExpect(f, names: "column names", example: "n: { min: 1 }")
+    guard let sql else { return nil }
+    return .query(QueryStep(sql: sql, output: output, format: format, expect: expectations))
+  }
+
+  /// The `expect` of a `query` step or a load: conditions by name, each with at least one
+  /// of `min`, `max`, `equals`.
+  /// - Parameters:
+  ///   - names: what the names are, and `example` a condition, for when `expect` is not a
+  ///     mapping.
+  mutating func readExpect(_ f: Fields, names: String, example: String) -> [Expectation] {
     var expectations: [Expectation] = []
     if let node = f["expect"], !node.isMapping {
       reader.error(
         node.location,
-        "'\(f.path("expect"))' must be a mapping of column names to conditions, such as n: { min: 1 }, found \(node.kindDescription)")
+        "'\(f.path("expect"))' must be a mapping of \(names) to conditions, such as \(example), found \(node.kindDescription)")
     } else if let node = f["expect"], case .mapping(let pairs) = node.content {
       for pair in pairs {
         let column = pair.key.scalar?.text ?? ""
@@ -607,8 +625,7 @@ struct ManifestValidator {
         expectations.append(x)
       }
     }
-    guard let sql else { return nil }
-    return .query(QueryStep(sql: sql, output: output, format: format, expect: expectations))
+    return expectations
   }
 
   private mutating func number(_ node: YAMLNode, _ path: String) -> ExactNumber? {

@@ -33,7 +33,7 @@ import Testing
   }
 
   @Test func whatIsNotATableAnswerIsNamed() {
-    #expect(failure("") == "the answer ends before its JSON is complete (0 bytes)")
+    #expect(failure("") == "the answer is empty; expected a JSON list of tables")
     #expect(failure("[{\"name\": \"a\", \"data\": [[1]") == "the answer ends before its JSON is complete (27 bytes)")
     #expect(failure("[x]") == "the answer is not valid JSON (lexical error: invalid char in json text., near byte 2)")
     #expect(failure(#"{"name": "a"}"#) == "the answer is a JSON object; expected a list of tables")

@@ -72,7 +72,8 @@ final class EventLog: JSONEventHandler {
   @Test func invalidTruncatedAndEmptyInputsSayWhereTheyEnded() throws {
     #expect(failure { _ = try events("[1, x]") } == #"invalid(reason: "lexical error: invalid char in json text.", byte: 5)"#)
     #expect(failure { _ = try events("[1, 2 ") } == #"truncated(reason: "parse error: premature EOF", bytes: 6)"#)
-    #expect(failure { _ = try events("") } == #"truncated(reason: "parse error: premature EOF", bytes: 0)"#)
+    #expect(failure { _ = try events("") } == "empty(bytes: 0)")
+    #expect(failure { _ = try events(" \r\n\t") } == "empty(bytes: 4)")
   }
 
   /// A file is read in 256 KiB chunks: values that straddle a chunk's end arrive whole, and

@@ -68,7 +68,14 @@ import Testing
     let f = try #require(m.steps[4].kind.files)
     let group = try #require(m.steps[5].kind.parallel)
     let q = try #require(m.steps[7].kind.query)
-    #expect(t == TableStreamStep(resource: "FRUITS", delta: true, transaction: false))
+    #expect(
+      t
+        == TableStreamStep(
+          resource: "FRUITS", delta: true, transaction: false,
+          expect: [
+            Expectation(column: "rows", min: .integer(1), max: .integer(100000)), Expectation(column: "price", min: .integer(0)),
+            Expectation(column: "in_season", equals: .integer(1)),
+          ]))
     #expect(
       table
         == TableStep(
