@@ -98,7 +98,8 @@ import Testing
 
   @Test func aCancelledWaitStopsAtOnce() {
     let cancellation = Cancellation()
-    let runner = RetryRunner(policy: RetryPolicy(count: 3, interval: .seconds(20), backoff: .fixed), cancellation: cancellation)
+    let runner = RetryRunner(
+      policy: RetryPolicy(count: 3, interval: .seconds(20), backoff: .fixed, jitter: false), cancellation: cancellation)
     var attempts: [Attempt] = []
     let start = ContinuousClock.now
     // An attempt is recorded just before its wait: the cancel lands in that wait.
