@@ -32,14 +32,7 @@ enum RunCommand {
       }
     }
     let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
-    let redactor = SharedRedactor(manifest.redactor)
-    // A password in platform.host reaches the server as `Authorization: Basic` (RFC 7617):
-    // mask it alone and in that form too.
-    if let host = manifest.platform?.host, let url = URLComponents(string: host), let user = url.user, let password = url.password {
-      redactor.add(password)
-      redactor.add(Data("\(user):\(password)".utf8).base64EncodedString())
-    }
-    let console = Console(level: level, format: format, redactor: redactor)
+    let console = Console(level: level, format: format, redactor: SharedRedactor(manifest.redactor))
     installSignalHandlers()
     let options = RunOptions(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()

@@ -69,12 +69,9 @@ extension StepKind {
 }
 
 extension HTTPStep {
-  /// Header names whose values never enter a definition (they change without changing what
-  /// the step does, and they are secrets).
-  static let secretHeaderNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
-
-  /// The step's options as JSON, in manifest key names. Credentials are left out: a rotated
-  /// token neither changes what the step does nor belongs in a fingerprint or a plan.
+  /// The step's options as JSON, in manifest key names. Credentials are left out (the
+  /// values of secret header fields, `HTTPHeader.isSecret`, show as `***`): a rotated token
+  /// neither changes what the step does nor belongs in a fingerprint or a plan.
   var options: JSONValue {
     func object(_ pairs: [(String, JSONValue?)]) -> JSONValue {
       .object(pairs.compactMap { pair in pair.1.map { (key: pair.0, value: $0) } })
@@ -132,7 +129,7 @@ extension HTTPStep {
         "headers",
         .array(
           headers.map {
-            .array([.string($0.name), .string(HTTPStep.secretHeaderNames.contains($0.name.lowercased()) ? Redactor.mask : $0.value)])
+            .array([.string($0.name), .string($0.isSecret ? Redactor.mask : $0.value)])
           })
       ),
       ("body", body), ("auth", auth),

@@ -173,7 +173,7 @@ extension ManifestValidator {
         ok = false
         continue
       }
-      let secret = Self.secretHeaders.contains(name.lowercased())
+      let secret = HTTPHeader.secretNames.contains(name.lowercased())
       if let value = reader.string(pair.value, "\(path).\(name)", secret: secret) {
         if let problem = Self.headerValueProblem(value, path: "\(path).\(name)") {
           reader.error(pair.value.location, problem)
@@ -224,7 +224,7 @@ extension ManifestValidator {
       return readSecretFile(f["bearer_file"]!, f.path("bearer_file")).map { .bearer(token: $0) }
     default:
       guard let b = reader.fields(f["basic"]!, f.path("basic"), known: ManifestSchema.httpBasic.names) else { return nil }
-      let username = b.required("username", &reader).flatMap { reader.nonEmptyString($0, b.path("username"), secret: true) }
+      let username = b.required("username", &reader).flatMap { reader.nonEmptyString($0, b.path("username"), credential: true) }
       var password: String?
       switch (b["password"], b["password_file"]) {
       case (let p?, nil): password = reader.string(p, b.path("password"), secret: true)
@@ -249,7 +249,7 @@ extension ManifestValidator {
         reader.error(node.location, "'\(path)': file '\(file)' is empty")
         return nil
       }
-      reader.redactor.add(value)
+      reader.addSecret(value, path, at: node.location)
       return value
     } catch .nulInFile {
       reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")

@@ -85,7 +85,9 @@ public enum ManifestSchema {
       "job", .string(nonEmpty: true), required: true, "The job's name: letters, digits, '-', '_', '.'; names the lock, journal and reports."
     ),
     Key("description", .string(nonEmpty: false), "What the job is for, for people."),
-    Key("secrets", .list(.string(nonEmpty: true)), "Environment variables whose values are masked in every output."),
+    Key(
+      "secrets", .list(.string(nonEmpty: true)),
+      "Environment variables (NAME or ${NAME}) and ${...} values to mask in every output; each value has at least 8 characters."),
     Key("platform", .mapping(platform), "The platform server to sign in to (the SDK's initWithCredentials)."),
     Key("auth", .mapping(auth, rules: [.exactlyOne(["password", "password_file"])]), "Credentials (the SDK's auth)."),
     Key("database", .mapping(database), "The SQLite database the job fills (the SDK's openBase)."),
