@@ -9,7 +9,8 @@ internal import Foundation
 ///
 /// Reads the manifest, the files it names through `${file:...}`, and the run journal when
 /// one exists (opened read-only first, so a plan never creates a database or a table).
-/// Every line passes through the job's `Redactor`.
+/// Every line passes through the job's `Redactor` (with `--json`, every string before it is
+/// encoded).
 enum PlanCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, flags: ["--fresh", "--json"], options: ["--from", "--only"])
@@ -36,8 +37,7 @@ enum PlanCommand {
       return ExitCode.stepFailed
     }
     let plan = JobPlan(manifest: manifest, resume: resume, schemes: recordedSchemes(manifest))
-    let text = args.flags.contains("--json") ? plan.json.indentedJSON : plan.text
-    print(manifest.redactor.redact(text))
+    print(args.flags.contains("--json") ? manifest.redactor.redact(plan.json).indentedJSON : manifest.redactor.redact(plan.text))
     return ExitCode.success
   }
 

@@ -279,6 +279,18 @@ public struct Redactor: Sendable {
     }
     return Redactor.maskingURLPasswords(String(decoding: out, as: UTF8.self))
   }
+  /// `value` with every string in it masked (`redact(_:)`), before it is encoded: the
+  /// secrets are found as the text holds them, never in JSON's escaping of it. Keys are
+  /// names and are kept.
+  public func redact(_ value: JSONValue) -> JSONValue {
+    switch value {
+    case .string(let text): .string(redact(text))
+    case .array(let items): .array(items.map(redact))
+    case .object(let pairs): .object(pairs.map { ($0.key, redact($0.value)) })
+    default: value
+    }
+  }
+
   /// The offset of the first `needle` in `haystack` at or after `start`: `memchr(3)` finds
   /// each candidate first byte, `memcmp(3)` checks the rest (glibc's `memmem` is not in
   /// Swift's Glibc module).
