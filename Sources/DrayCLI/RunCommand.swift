@@ -38,9 +38,11 @@ enum RunCommand {
     let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
     if report.exitCode != ExitCode.locked && (level > .quiet || report.exitCode != ExitCode.success) {
+      // Masked before the summary escapes what servers said (`PrintableText`), so that the
+      // secrets are found as they were sent.
       console.print(
         Summary.text(
-          report,
+          report.redacted(by: console.redactor.current),
           files: ReportFiles.paths(manifest, runID: report.runID).filter { !report.unwrittenReports.contains($0.path) }.map {
             ($0.format.rawValue, ReportFiles.display($0.path))
           },

@@ -1,4 +1,4 @@
-internal import DrayModel
+public import DrayModel
 public import DrayTransport
 public import Foundation
 
@@ -121,8 +121,9 @@ public struct RunReport: Sendable {
   /// attempt messages, notes, skip reasons and SQL. The names dray writes itself (job, run
   /// id, step ids and kinds, tables, file paths, the host) are left as they are. Every report
   /// format is written from this one value, so each masks the same text the same way before
-  /// its own encoding (JSON, XML) escapes it.
-  func redacted(by redactor: Redactor) -> RunReport {
+  /// its own encoding (JSON, XML) escapes it, and so is the summary before it makes each
+  /// line printable.
+  public func redacted(by redactor: Redactor) -> RunReport {
     func redacted(_ step: StepReport) -> StepReport {
       var step = step
       step.errorMessage = step.errorMessage.map(redactor.redact)

@@ -60,18 +60,20 @@ public struct Redactor: Sendable {
   ///   alignments it can have inside a longer text (`base64Forms(of:)`): a password inside
   ///   `Authorization: Basic base64(user:password)` (RFC 7617) is one such;
   /// - its UTF-8 bytes read as Latin-1 (`PÃ¤ss/wÃ¶rd 1`: a server that decodes a header that
-  ///   way and echoes it), as is and JSON-escaped.
+  ///   way and echoes it), in each of the forms above;
+  /// - each form holding a control character as `PrintableText.oneLine` shows it (`\u{9F}`),
+  ///   since server text is made printable where an error is built.
   ///
   /// Only forms that differ from the value are kept, so an ASCII secret without special
-  /// characters is a handful of patterns, and even `Päss/wörd 1` under a hundred;
-  /// `redact(_:)` looks for each with `memchr(3)`, so a 64 KiB error body costs about a
-  /// millisecond.
+  /// characters is 5 patterns, and `Säcret/1 wörd+1` 47; `redact(_:)` looks for each with
+  /// `memchr(3)`: a 64 KiB error body of JSON text costs about 3 ms against 8 such secrets
+  /// (376 patterns) in a debug build, the worst case (a body of `S...` lines, every `S` a
+  /// candidate) about 50 ms.
   public mutating func add(_ secret: String) {
     guard secret.count >= 3 else { return }
     var forms = Redactor.forms(of: secret)
     if secret.unicodeScalars.contains(where: { !$0.isASCII }) {
-      let latin1 = String(String.UnicodeScalarView(secret.utf8.map { Unicode.Scalar($0) }))
-      forms += [latin1] + Redactor.jsonForms(of: latin1)
+      forms += Redactor.forms(of: String(String.UnicodeScalarView(secret.utf8.map { Unicode.Scalar($0) })))
     }
     insert(forms)
   }
@@ -91,7 +93,10 @@ public struct Redactor: Sendable {
 
   private mutating func insert(_ forms: [String]) {
     var added = false
-    for form in forms where form.utf8.count >= 3 && !secrets.contains(form) {
+    // Server text is made one printable line where an error is built (`PrintableText`), so a
+    // form holding a control character (a C1 control in a Latin-1 reading) is looked for as
+    // that line shows it too.
+    for form in forms + forms.map(PrintableText.oneLine) where form.utf8.count >= 3 && !secrets.contains(form) {
       secrets.append(form)
       added = true
     }

@@ -11,7 +11,8 @@ import Testing
   /// JSON string and a URL, so that every encoding is exercised.
   struct Sentinels {
     let tag = String(UUID().uuidString.prefix(8)).lowercased()
-    /// `auth.username`, from an environment variable.
+    /// `auth.username`, from an environment variable listed under `secrets:` (a user name
+    /// is no secret otherwise).
     var user: String { "sentinel-user-\(tag)" }
     /// `auth.password`, from `${file:secrets/password.txt}`.
     var password: String { "Sentinel+Pw/\(tag)=\"x\"" }
@@ -51,6 +52,176 @@ import Testing
         value, percent, lowerPercent, plus, json, asciiJSON(value), asciiJSON(value).replacing("/", with: "\\/"), xml, latin1,
         asciiJSON(latin1),
       ]))
+  }
+
+  /// Every form of `forms(_:)` and more: HTML and XML character references (named, decimal,
+  /// hexadecimal), base64 (standard and URL-safe, alone and at each alignment inside
+  /// longer base64), and each form as a JSON string or XML text would escape it again (a
+  /// mask applied after encoding would miss those).
+  static func everyForm(_ value: String) -> [String] {
+    let latin1 = String(value.utf8.map { Character(UnicodeScalar($0)) })
+    let forms = everyEncoding(value) + (latin1 == value ? [] : everyEncoding(latin1))
+    // As dray shows server text: control characters (C1 ones in a Latin-1 reading) escaped.
+    let printable = forms.map { form in
+      form.unicodeScalars.map { (0x80...0x9F).contains($0.value) ? "\\u{\(String($0.value, radix: 16, uppercase: true))}" : String($0) }
+        .joined()
+    }
+    return Array(Set(forms + printable))
+  }
+
+  /// `value` in every encoding of `everyForm(_:)`.
+  static func everyEncoding(_ value: String) -> [String] {
+    func references(_ markup: (Unicode.Scalar) -> String, _ other: (Unicode.Scalar) -> String?) -> String {
+      value.unicodeScalars.map { c in
+        "&<>\"'".unicodeScalars.contains(c) ? markup(c) : c.isASCII ? String(c) : other(c) ?? String(c)
+      }.joined()
+    }
+    let named: [Unicode.Scalar: String] = ["&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;"]
+    let latin1: [Unicode.Scalar: String] = ["ä": "&auml;", "ö": "&ouml;", "Ã": "&Atilde;", "¤": "&curren;", "¶": "&para;", "ð": "&eth;"]
+    let decimal = { (c: Unicode.Scalar) in "&#\(c.value);" }
+    let hex = { (c: Unicode.Scalar) in "&#x\(String(c.value, radix: 16));" }
+    let upperHex = { (c: Unicode.Scalar) in "&#x\(String(c.value, radix: 16, uppercase: true));" }
+    var html = [
+      references({ named[$0]! }, { latin1[$0] }), references({ named[$0]! }, decimal),
+      references({ $0 == "'" ? "&#x27;" : named[$0]! }, decimal), references(decimal, decimal), references(hex, hex),
+      references(upperHex, upperHex),
+    ]
+    html += html.map { $0.replacing("&#39;", with: "&apos;") }
+    var base64: [String] = []
+    for filler in ["", "a", "ab"] {
+      // Past the first 4 characters and before the last 4, every character encodes the
+      // secret's bits only, wherever it starts.
+      let encoded = Data((filler + value).utf8).base64EncodedString()
+      base64 += [encoded, String(encoded.dropFirst(4).dropLast(4))]
+    }
+    base64 += base64.map { $0.replacing("+", with: "-").replacing("/", with: "_") }
+    let once = forms(value) + html + base64
+    let again = once.flatMap { form in
+      [
+        form.replacing("\\", with: "\\\\").replacing("\"", with: "\\\""),
+        form.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing("\"", with: "&quot;"),
+      ]
+    }
+    return (once + again).filter { $0.utf8.count >= 6 }
+  }
+
+  /// A secret with non-ASCII letters, a character beyond U+FFFF (a UTF-16 surrogate pair),
+  /// quotes, a backslash, a space and markup characters, echoed by the platform (sign-in and
+  /// a table call) and by an `http` step's server in every encoding of
+  /// `Emulator/faults.py`'s `ENCODINGS`, with the platform's short user name `test` in the
+  /// job's names. No form of the secret reaches either stream of any run, or any file left
+  /// in the job folder; the user name, no secret, leaves every name and path as it is, and
+  /// the report is valid.
+  @Test func aSecretEchoedInEveryEncodingIsMaskedAndNamesHoldingTheUserNameAreKept() throws {
+    let tag = String(UUID().uuidString.prefix(6)).lowercased()
+    let password = "Pä\"ss\\wö'rd/&🔑 <\(tag)>"
+    let token = "Tök\"en\\/🔑-\(tag)"
+    let outside = TemporaryDirectory("dray-secret-encodings-users")
+    let users = try JSONSerialization.data(withJSONObject: ["users": [["username": "test", "password": password]]])
+    let emulator = try Emulator(["--users", try outside.write("users.json", String(decoding: users, as: UTF8.self))])
+    let rest = try RestServer()
+    let encodings = [
+      "json", "json_upper", "json_php", "json_utf8", "quote", "quote_lower", "quote_plus", "html", "html_named", "html_hex",
+      "html_hex_upper", "base64", "base64_url",
+    ]
+    let echo = (encodings.map { "\"each_\($0)\"" } + [#""basic""#, #""authorization""#]).joined(separator: ", ")
+    try rest.setRules(#"[{"path": "/login", "status": 422, "body": "refused", "echo": [\#(echo)]}]"#)
+    let echoForms = (encodings + ["basic"]).map { "\"\($0)\"" }.joined(separator: ", ")
+    let folder = TemporaryDirectory("dray-secret-encodings")
+    try folder.write("secrets/password.txt", password + "\n")
+    try folder.write("secrets/token.txt", token)
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: contest
+      secrets: ["${file:secrets/token.txt}"]
+      platform: { host: "\(emulator.url)", environment: DocumentationExampleEnv, project: DocumentationExampleProj }
+      auth: { username: "${FMP_USER}", password: "${file:secrets/password.txt}" }
+      database: { path: data/test.sqlite }
+      retry: { count: 2, interval: 10ms, backoff: fixed }
+      report: { path: "reports/{job}-{run_id}.json", formats: [json, junit, prometheus] }
+      steps:
+        - id: test-schemes
+          schemes: { resources: [FRUITS] }
+        - id: latest-fruits
+          table_stream: { resource: FRUITS }
+        - id: attest
+          retry: { count: 0 }
+          http:
+            method: POST
+            base_url: "\(rest.url)"
+            path: login
+            auth: { bearer: "${file:secrets/token.txt}" }
+            body: { form: { user: "${FMP_USER}", password: "${file:secrets/password.txt}" } }
+
+      """)
+    var outputs: [(String, Command.Result)] = []
+    func run(_ name: String, _ faults: String, _ options: [String]) throws -> Command.Result {
+      try emulator.admin("POST", "faults", json: faults)
+      let result = try Command.dray(["run", manifest, "--fresh"] + options, environment: ["FMP_USER": "test"])
+      #expect(result.status == 1, "\(name): \(result.output)")
+      outputs.append((name, result))
+      return result
+    }
+    let echoing =
+      #"[{"path": "/api/v1/auth/", "times": 1, "status": 503, "echo_forms": [\#(echoForms)]}, "#
+      + #"{"path": "/api/v1/rpc/FRUITS/", "times": 1, "status": 500, "echo_forms": [\#(echoForms)]}]"#
+    let text = try run("a verbose run", echoing, ["--verbose"])
+    #expect(text.stderr.contains("you sent ***; you sent ***"), "\(text.stderr)")
+    let json = try run("a verbose run logging JSON", echoing, ["--verbose", "--log-format", "json"])
+    let refused = try run(
+      "a run whose sign-in is refused", #"[{"path": "/api/v1/auth/", "status": 401, "echo_forms": [\#(echoForms)]}]"#, [])
+    #expect(refused.stdout.contains("sign-in failed: HTTP 401 Unauthorized"), "\(refused.output)")
+    #expect(try rest.requests().count == 2)
+
+    // No form of a secret anywhere.
+    var scan = Scan()
+    for (name, value) in [("the password", password), ("the bearer token", token)] {
+      for form in Self.everyForm(value) { scan.sentinels.append((name, form)) }
+    }
+    for request in try emulator.requests() {
+      if let value = (request["headers"] as? [String: String])?["Authorization"], value.hasPrefix("Bearer ") {
+        scan.sentinels.append(("a platform token", String(value.dropFirst(7))))
+      }
+    }
+    for (name, result) in outputs {
+      scan.look(in: Data(result.stdout.utf8), "the standard output of \(name)")
+      scan.look(in: Data(result.stderr.utf8), "the standard error of \(name)")
+    }
+    var reports: [String] = []
+    let walker = FileManager.default.enumerator(atPath: folder.path)
+    while let relative = walker?.nextObject() as? String {
+      let path = folder.path + "/" + relative
+      var isDirectory: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+        !relative.hasPrefix("secrets/")
+      else { continue }
+      scan.look(in: try Data(contentsOf: URL(fileURLWithPath: path)), relative)
+      if relative.hasPrefix("reports/") { reports.append(path) }
+    }
+    #expect(scan.hits == [])
+    #expect(reports.filter { $0.hasSuffix(".json") }.count == 3)
+    #expect(reports.contains { $0.hasSuffix(".junit.xml") } && reports.contains { $0.hasSuffix("contest.prom") })
+
+    // Every name and path as it is: the user name `test` is no secret.
+    for (name, result) in outputs {
+      for garbled in ["con***", "la***", "***-schemes", "at***"] {
+        #expect(!result.output.contains(garbled), "\(name): \(result.output)")
+      }
+    }
+    #expect(text.stdout.contains("job contest: failed"))
+    for id in ["test-schemes", "latest-fruits", "attest"] { #expect(text.stdout.contains("  \(id) ")) }
+    #expect(json.stderr.contains(#""step":"latest-fruits""#))
+    for (_, result) in outputs {
+      let line = try #require(result.stdout.split(separator: "\n").last { $0.hasPrefix("report: ") })
+      let path = String(line.dropFirst("report: ".count))
+      #expect(FileManager.default.fileExists(atPath: path), "\(path)")
+      let report = try ReportCheck.json(path)
+      #expect(report["job"] as? String == "contest")
+      #expect((report["steps"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["test-schemes", "latest-fruits", "attest"])
+    }
+    #expect(try ReportCheck.problems(reports) == "")
   }
 
   @Test func secretsEchoedInOtherWireFormsAreMasked() throws {
@@ -203,7 +374,7 @@ import Testing
       """
       version: 1
       job: secret-scan
-      secrets: [API_KEY, PROXY_PASSWORD]
+      secrets: [API_KEY, PROXY_PASSWORD, FMP_USER]
       platform:
         host: "\(host)"
         environment: DocumentationExampleEnv
