@@ -59,7 +59,9 @@ struct ManifestValidator {
     // `secretsMayBeMissing` is known).
     for item in secretItems {
       if let name = item.name {
-        if let value = reader.interpolator.environment[name] { reader.addSecret(value, "secrets", at: item.node.location, subject: "'secrets': \(name)") }
+        if let value = reader.interpolator.environment[name] {
+          reader.addSecret(value, "secrets", at: item.node.location, subject: "'secrets': \(name)")
+        }
       } else {
         _ = reader.text(item.node, "secrets", secret: true)
       }
@@ -90,10 +92,7 @@ struct ManifestValidator {
     checkKeptPaths(manifest, top: top)
     manifest.redactor = reader.redactor
     // The job and step ids are names dray writes: never masked, even holding a secret.
-    manifest.redactor.keep([manifest.job] + manifest.steps.flatMap { step -> [String] in
-      if case .parallel(let group) = step.kind { return [step.id] + group.steps.map(\.id) }
-      return [step.id]
-    })
+    manifest.redactor.keep([manifest.job] + manifest.allSteps.map(\.id))
     Self.markSecretHeaders(&manifest)
     guard version != nil, job != nil else { return nil }
     return manifest
