@@ -40,7 +40,7 @@ struct ManifestValidator {
     self.reader = NodeReader(interpolator: Interpolator(environment: environment, secretVariables: [], directory: directory))
     // The secrets list decides how everything else is read, so it comes first.
     if case .mapping(let pairs) = root.content, let node = pairs.first(where: { $0.key.scalar?.text == "secrets" })?.value {
-      let names = readSecretNames(node)
+      let names = readSecretEntries(node)
       let found = reader
       reader = NodeReader(
         interpolator: Interpolator(environment: environment, secretVariables: Set(names.compactMap(\.name)), directory: directory))
@@ -133,7 +133,7 @@ struct ManifestValidator {
   /// The entries of `secrets` (see `secretItems`): a name `NAME` or `${NAME}` makes the
   /// variable a secret wherever a value uses it; any other text with a reference
   /// (`${file:keys/api}`, `${A:-${B}}`) is resolved and its value masked.
-  private mutating func readSecretNames(_ node: YAMLNode) -> [(name: String?, node: YAMLNode)] {
+  private mutating func readSecretEntries(_ node: YAMLNode) -> [(name: String?, node: YAMLNode)] {
     guard case .sequence(let items) = node.content else {
       reader.error(
         node.location, "'secrets' must be a list of environment variable names or ${...} references, found \(node.kindDescription)")

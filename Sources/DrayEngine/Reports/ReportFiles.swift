@@ -13,9 +13,9 @@ internal import Foundation
 ///
 /// Each file is written whole or not at all (a temporary file beside it, flushed, renamed),
 /// and every format is written from the report with its free text masked by the run's
-/// `Redactor` (`RunReport.redacted(by:)`), before the format escapes it. A folder, device, FIFO or socket at
-/// a report's path is refused, never replaced; a file not written is named on standard
-/// error and makes a run that succeeded exit 1 (docs/report.md).
+/// `Redactor` (`RunReport.redacted(by:)`), before the format escapes it. A folder, device,
+/// FIFO or socket at a report's path is refused, never replaced; a file not written is named
+/// on standard error and makes a run that succeeded exit 1 (docs/report.md).
 public enum ReportFiles {
   /// Every file a run of `manifest` writes, the JSON report first.
   public static func paths(_ manifest: Manifest, runID: String) -> [(format: ReportSettings.Format, path: String)] {
