@@ -70,14 +70,15 @@ extension StepKind {
 
 extension HTTPStep {
   /// The step's options as JSON, in manifest key names. Credentials are left out (the
-  /// values of secret header fields, `HTTPHeader.isSecret`, show as `***`): a rotated token
-  /// neither changes what the step does nor belongs in a fingerprint or a plan.
+  /// values of secret header fields, `HTTPHeader.isSecret`, and of secret query parameters
+  /// and form fields, `QueryItem.isSecret`, show as `***`): a rotated token neither changes
+  /// what the step does nor belongs in a fingerprint or a plan.
   var options: JSONValue {
     func object(_ pairs: [(String, JSONValue?)]) -> JSONValue {
       .object(pairs.compactMap { pair in pair.1.map { (key: pair.0, value: $0) } })
     }
     func items(_ items: [QueryItem]) -> JSONValue {
-      .array(items.map { .array([.string($0.name), .string($0.value)]) })
+      .array(items.map { .array([.string($0.name), .string($0.isSecret ? Redactor.mask : $0.value)]) })
     }
     let body: JSONValue? =
       switch self.body {

@@ -2,15 +2,6 @@ internal import DrayModel
 
 /// Reading the `http` step (docs/http.md).
 extension ManifestValidator {
-  /// Query parameters and form fields whose values are masked like passwords.
-  static let secretParameterNames: Set<String> = [
-    "api_key", "apikey", "access_token", "token", "key", "password", "secret", "client_secret", "signature", "sig",
-  ]
-
-  static func isSecretParameter(_ name: String) -> Bool {
-    secretParameterNames.contains(name.lowercased().replacing("-", with: "_"))
-  }
-
   mutating func readHTTP(_ node: YAMLNode, _ path: String) -> StepKind? {
     guard let f = reader.fields(node, path, known: ManifestSchema.http.names) else { return nil }
     var ok = true
@@ -140,7 +131,7 @@ extension ManifestValidator {
         ok = false
         continue
       }
-      let secret = Self.isSecretParameter(name)
+      let secret = QueryItem(name, "").isSecret
       let values: [YAMLNode]
       if case .sequence(let list) = pair.value.content { values = list } else { values = [pair.value] }
       for value in values {
