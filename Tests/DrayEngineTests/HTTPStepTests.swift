@@ -279,10 +279,8 @@ import Testing
     let second = try run(steps, server: server, environment: ["CRED": "credential-two-2", "SIG": "signature-two-2"], secrets: ["SIG"])
     #expect(second.resumes == first.runID)
     #expect(second.steps.map(\.status) == [.skipped, .succeeded])
-    #expect(
-      try server.requests().map { $0.path.prefix { $0 != "?" } + ($0.path.contains("page=2") ? "?page=2" : "") } == [
-        "/items", "/items?page=2", "/items?page=2",
-      ])
+    // `items` once, `page-2` in each run.
+    #expect(try server.requests().map { $0.path.contains("page=2") } == [false, true, true])
     #expect(try server.requests().last?.headers["X-Auth-Token"] == "credential-two-2")
   }
 
