@@ -79,6 +79,17 @@ extension Expectation {
 }
 
 extension HTTPStep {
+  /// `value` with the value of every key named as a credential (`QueryItem.secretNames`)
+  /// replaced by `***`, at any depth: a JSON body's credentials, as a form's.
+  static func maskingCredentials(_ value: JSONValue) -> JSONValue {
+    switch value {
+    case .object(let pairs):
+      .object(pairs.map { ($0.key, QueryItem($0.key, "").isSecret ? .string(Redactor.mask) : maskingCredentials($0.value)) })
+    case .array(let items): .array(items.map(maskingCredentials))
+    default: value
+    }
+  }
+
   /// The step's options as JSON, in manifest key names. Credentials are left out (the
   /// values of secret header fields, `HTTPHeader.isSecret`, and of secret query parameters
   /// and form fields, `QueryItem.isSecret`, show as `***`): a rotated token neither changes
@@ -92,7 +103,7 @@ extension HTTPStep {
     }
     let body: JSONValue? =
       switch self.body {
-      case .json(let value)?: object([("json", value)])
+      case .json(let value)?: object([("json", HTTPStep.maskingCredentials(value))])
       case .form(let fields)?: object([("form", items(fields))])
       case nil: nil
       }

@@ -183,7 +183,7 @@ extension ManifestValidator {
     guard let f = reader.fields(node, path, known: ManifestSchema.httpBody.names) else { return nil }
     switch (f["json"], f["form"]) {
     case (let json?, nil):
-      return reader.json(json, f.path("json")).map { .json($0) }
+      return reader.json(json, f.path("json"), credentials: true).map { .json($0) }
     case (nil, let form?):
       return readQueryItems(form, f.path("form")).map { .form($0) }
     case (_?, let form?):

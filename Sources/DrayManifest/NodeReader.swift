@@ -149,8 +149,8 @@ struct NodeReader {
 
   /// The core-schema value of a plain scalar, after interpolation; quoted scalars are strings.
   /// A value from `${...}` resolves like a plain scalar even when quoted: `count: "${N:-3}"` is 3.
-  private mutating func resolved(_ node: YAMLNode, _ path: String) -> (CoreSchema.Resolved, String)? {
-    guard let (value, style) = text(node, path) else { return nil }
+  private mutating func resolved(_ node: YAMLNode, _ path: String, secret: Bool = false) -> (CoreSchema.Resolved, String)? {
+    guard let (value, style) = text(node, path, secret: secret) else { return nil }
     let interpolated = node.scalar?.text.contains("${") ?? false
     if (style != .plain && !interpolated) || node.scalar?.tag == "tag:yaml.org,2002:str" { return (.string, value) }
     return (CoreSchema.resolve(value), value)
@@ -248,23 +248,28 @@ struct NodeReader {
 
   /// Any node as JSON: mappings become objects, lists arrays, plain scalars their core-schema
   /// value, quoted scalars strings.
-  mutating func json(_ node: YAMLNode, _ path: String) -> JSONValue? {
+  /// - Parameter credentials: the values of keys named as credentials (`QueryItem.secretNames`,
+  ///   as in an `http` step's JSON body) are secrets; `secret`: this node's values are.
+  mutating func json(_ node: YAMLNode, _ path: String, credentials: Bool = false, secret: Bool = false) -> JSONValue? {
     switch node.content {
     case .mapping(let pairs):
       var out: [(key: String, value: JSONValue)] = []
       for pair in pairs {
         let key = pair.key.scalar?.text ?? ""
-        if let value = json(pair.value, path.isEmpty ? key : "\(path).\(key)") { out.append((key, value)) }
+        let isSecret = secret || (credentials && QueryItem(key, "").isSecret)
+        if let value = json(pair.value, path.isEmpty ? key : "\(path).\(key)", credentials: credentials, secret: isSecret) {
+          out.append((key, value))
+        }
       }
       return .object(out)
     case .sequence(let items):
       var out: [JSONValue] = []
       for (i, item) in items.enumerated() {
-        if let value = json(item, "\(path)[\(i)]") { out.append(value) }
+        if let value = json(item, "\(path)[\(i)]", credentials: credentials, secret: secret) { out.append(value) }
       }
       return .array(out)
     case .scalar:
-      guard let (value, text) = resolved(node, path) else { return nil }
+      guard let (value, text) = resolved(node, path, secret: secret) else { return nil }
       switch value {
       case .null: return .null
       case .bool(let b): return .bool(b)

@@ -284,6 +284,28 @@ import Testing
     #expect(try server.requests().last?.headers["X-Auth-Token"] == "credential-two-2")
   }
 
+  /// A JSON body's fields named as credentials are secrets, as a form's are: masked, and
+  /// left out of the step's definition (and so of its fingerprint).
+  @Test func credentialFieldsOfAJSONBodyAreSecretsAndLeftOutOfTheDefinition() throws {
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: rest
+      steps:
+        - id: sign-up
+          http:
+            method: POST
+            base_url: "http://127.0.0.1:9/"
+            body: { json: { user: ann, password: "json-pw-Sentinel-1", keys: [{ token: "json-token-Sentinel-2" }], note: plain } }
+      """)
+    let manifest = try ManifestLoader(environment: [:]).load(path: path)
+    #expect(manifest.redactor.redact("ann json-pw-Sentinel-1 json-token-Sentinel-2") == "ann *** ***")
+    let definition = manifest.steps[0].definition.canonicalJSON
+    #expect(!definition.contains("Sentinel"))
+    #expect(definition.contains(#""note":"plain""#) && definition.contains(#""password":"***""#), "\(definition)")
+  }
+
   @Test func aRedirectToAnotherOriginCarriesNoCredentialOfTheStep() throws {
     let server = try RestServer()
     let port = try #require(URLComponents(string: server.url)?.port)
