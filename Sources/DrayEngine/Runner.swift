@@ -20,10 +20,8 @@ public struct RunOptions: Sendable {
     self.only = only
   }
 
-  /// The flags as the journal records them: `--fresh --from STEP`, or empty.
-  var journalText: String {
-    ((fresh ? ["--fresh"] : []) + (from.map { ["--from \($0)"] } ?? []) + (only.map { ["--only \($0)"] } ?? [])).joined(separator: " ")
-  }
+  /// The flags as the journal records them.
+  var journalFlags: RunFlags { RunFlags(fresh: fresh, from: from, only: only) }
 }
 
 /// Exit codes of `dray run` (README, "Exit codes").
@@ -56,6 +54,13 @@ public final class Runner {
   public static func journalPath(for manifest: Manifest) -> String {
     if let database = manifest.database { return manifest.resolve(database.path) }
     return manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
+  }
+
+  /// The job's run journal, opened for this run: SQLite's `Journal`, in the job's database
+  /// or at `journalPath`.
+  /// - Throws: `JournalError`.
+  func openJournal() throws -> sending any RunJournal {
+    try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
   }
 
   static func lockPath(for manifest: Manifest) -> String {
@@ -102,9 +107,9 @@ public final class Runner {
       )
     }
 
-    let journal: Journal
+    let journal: any RunJournal
     do {
-      journal = try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
+      journal = try openJournal()
     } catch {
       return fail(&report, "\(error)")
     }
@@ -115,16 +120,16 @@ public final class Runner {
     } catch let error as JournalError {
       return fail(&report, "\(error)")
     } catch {
-      return fail(&report, "cannot read the run journal at \(journal.path): \(error)")
+      return fail(&report, "cannot read the run journal at \(journal.location): \(error)")
     }
     let lineage = plan.lineage ?? runID
     report.resumes = plan.resumes?.id
     do {
       let abandoned = try journal.begin(
-        Journal.Run(
+        RunRecord(
           id: runID, lineage: lineage, job: manifest.job, startedAt: RunReport.rfc3339(startedAt), endedAt: nil,
-          status: "running", manifestFingerprint: report.manifestFingerprint, processID: Int(getpid()),
-          options: options.journalText))
+          status: .running, manifestFingerprint: report.manifestFingerprint, processID: Int(getpid()),
+          flags: options.journalFlags))
       for run in abandoned {
         console.info("run \(run.id) (process \(run.processID)) ended without recording an end; marked abandoned")
       }
@@ -135,7 +140,7 @@ public final class Runner {
       console.error(running.description)
       return report
     } catch {
-      return fail(&report, "cannot write the run journal at \(journal.path): \(error)")
+      return fail(&report, "cannot write the run journal at \(journal.location): \(error)")
     }
     CrashPoint.reach("run-recorded")
     // A fresh run starts over: no answer an earlier run downloaded, finished or partial, is
@@ -196,12 +201,12 @@ public final class Runner {
         "interrupted by \(Runner.signalName(cancellation)); the run stopped at a safe point and the next 'dray run' resumes it")
     }
     do {
-      try journal.finish(runID: runID, status: status.rawValue, endedAt: RunReport.rfc3339(report.endedAt))
+      try shared.journal.withLock { try $0.finish(runID: runID, status: status.journalStatus, endedAt: RunReport.rfc3339(report.endedAt)) }
     } catch {
       // The journal is the record of what ran: a run whose end it lacks must not claim
       // success (the next run finds it still 'running', marks it abandoned and resumes).
       let message =
-        "the run journal at \(journal.path) could not record the end of this run: \(error); the next 'dray run' resumes the run when the journal is whole, and says what to do when it is not"
+        "the run journal at \(shared.journalLocation) could not record the end of this run: \(error); the next 'dray run' resumes the run when the journal is whole, and says what to do when it is not"
       console.error(message)
       if report.status == .succeeded {
         report.status = .failed
@@ -213,7 +218,7 @@ public final class Runner {
     }
     CrashPoint.reach("run-finished")
     if report.status == .succeeded && options.only == nil { removeDownloads() }
-    report.recordCheckpointsOfStepsNotRun(journal)
+    shared.journal.withLock { report.recordCheckpointsOfStepsNotRun($0) }
     write(&report)
     return report
   }
@@ -293,20 +298,20 @@ final class RunContext: Sendable {
   let console: Console
   let cancellation: Cancellation
   let session: PlatformSession?
-  /// The journal's own connection; used from the run's main thread only.
-  nonisolated(unsafe) let journal: Journal
+  /// The journal's own connection, shared by parallel members: one of them at a time.
+  let journal: Mutex<any RunJournal>
+  /// Where the journal is, for messages.
+  let journalLocation: String
   /// Serialises write transactions on the target database within this process, so that
   /// parallel loads wait for each other here instead of meeting SQLITE_BUSY.
   let databaseWrites = Mutex<Void>(())
-  /// Serialises checkpoints written through the journal's connection.
-  let journalWrites = Mutex<Void>(())
   /// The files no step may write: the database, the manifest, the state and download
   /// folders, this run's reports.
   let kept: KeptPaths
 
   init(
     manifest: Manifest, runID: String, lineage: String, skipReasons: [String: String], console: Console,
-    cancellation: Cancellation, session: PlatformSession?, journal: Journal
+    cancellation: Cancellation, session: PlatformSession?, journal: sending any RunJournal
   ) {
     self.manifest = manifest
     self.runID = runID
@@ -315,7 +320,8 @@ final class RunContext: Sendable {
     self.console = console
     self.cancellation = cancellation
     self.session = session
-    self.journal = journal
+    self.journalLocation = journal.location
+    self.journal = Mutex(journal)
     self.kept = KeptPaths.forOutputs(of: manifest, runID: runID)
   }
 }

@@ -1,6 +1,7 @@
 import DrayEngine
 import DrayManifest
 import DrayModel
+import DrayStore
 import DrayTestSupport
 import Foundation
 import Glibc

@@ -26,7 +26,7 @@ extension StepRunner {
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
 
-    let store = options.load != nil ? try openStore() : nil
+    let store = options.load != nil ? try openSQLiteStore() : nil
     let ledger: PageLedger? = try {
       guard options.load != nil || options.paginate != nil else { return nil }
       let database = try store?.database ?? Database(path: Runner.journalPath(for: manifest))
@@ -108,7 +108,7 @@ extension StepRunner {
       var done = report
       done.attempts = attempts
       let (rows, created) = try context.databaseWrites.withLock { _ in
-        try store.database.transaction {
+        try store.write { transaction in
           let staged = try RecordTable(database: store.database, name: staging)
           let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
           if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
@@ -116,7 +116,7 @@ extension StepRunner {
           try ledger?.clear()
           done.rows = [load.table: rows]
           done.tables = created ? [load.table] : []
-          try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+          try transaction.record(checkpoint(done, status: .succeeded))
           return (rows, created)
         }
       }

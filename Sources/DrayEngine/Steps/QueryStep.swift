@@ -13,34 +13,26 @@ extension StepRunner {
     let destination = try options.output.map { try folder.output($0, role: "output") }
     let store = try openStore()
     let sql = try render(options.sql, store: store)
-    // Statements that would change dray's own tables are refused when prepared.
+    // Statements that would change dray's own tables are refused when prepared; what
+    // follows the first statement is never run.
     var count = 0
     var columns: [String] = []
     var firstRow: [(String, SQLValue)]?
     var writer: RowWriter?
     do {
-      try store.database.protectingOwnTables {
-        // What follows the first statement is never prepared: `SELECT 1; DROP TABLE x` is two
-        // statements whether or not `x` exists.
-        let (first, rest) = try store.database.prepareFirst(sql)
-        if let rest {
-          throw StepError.unsupported("a query runs one statement; found another after the first: \(rest); use a sql step for it")
-        }
-        guard let statement = first else { throw StepError.unsupported("the query holds no SQL statement") }
-        columns = (0..<statement.columnCount).map { statement.columnName($0) }
-        writer = try destination.map { try RowWriter(format: options.format, columns: columns, file: OutputFile(path: $0)) }
-        while try statement.step() {
-          let row = (0..<statement.columnCount).map { statement.value($0) }
+      try store.query(
+        sql,
+        columns: { names in
+          columns = names
+          writer = try destination.map { try RowWriter(format: options.format, columns: names, file: OutputFile(path: $0)) }
+        },
+        row: { row in
           if firstRow == nil { firstRow = Array(zip(columns, row)) }
           count += 1
           try writer?.write(row.map(RowWriter.json))
-        }
-        try store.database.checkTriggers()
-      }
-    } catch let error as SQLiteError where error.refusedOwnTable != nil {
-      throw StepError.ownTable(
-        error.refusedOwnTable!, statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")),
-        trigger: error.refusedInTrigger)
+        })
+    } catch let refusal as UserSQLError {
+      throw StepError(refusal)
     }
     try writer?.finish()
     // Rows count as written only when they go to a file; otherwise the count is a note, so
