@@ -200,27 +200,30 @@ public final class Journal {
     defer {
       for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) }
     }
-    do {
-      let database = try Database(path: temporary)
-      _ = try database.transaction { try database.execute(Journal.schema) }
-      // Back to a rollback journal so that the whole file is in `temporary` when it closes.
-      try database.execute("PRAGMA journal_mode=DELETE")
-    }
-    let fd = open(temporary, O_RDONLY)
-    if fd >= 0 {
-      fsync(fd)
-      close(fd)
-    }
+    let database = try Database(path: temporary)
+    _ = try database.transaction { try database.execute(Journal.schema) }
+    // Back to a rollback journal so that the whole file is in `temporary` when it closes.
+    try database.execute("PRAGMA journal_mode=DELETE")
+    try database.close()
+    try sync(temporary, journal: path)
     CrashPoint.reach("journal-built")
     if link(temporary, path) != 0 && errno != EEXIST {
       throw JournalError.unavailable(
         path: path, detail: "cannot create it: \(String(cString: strerror(errno)))", advice: JournalError.permissionAdvice)
     }
-    let directory = open(folder.isEmpty ? "." : folder, O_RDONLY)
-    if directory >= 0 {
-      fsync(directory)
-      close(directory)
+    try sync(folder.isEmpty ? "." : folder, journal: path)
+  }
+
+  /// Flushes the file or folder at `file` to disk (`fsync(2)`), for the journal at `path`.
+  /// - Throws: `JournalError.unavailable` with the system's reason.
+  static func sync(_ file: String, journal path: String) throws(JournalError) {
+    let fd = open(file, O_RDONLY)
+    guard fd >= 0, fsync(fd) == 0 else {
+      let reason = String(cString: strerror(errno))
+      if fd >= 0 { close(fd) }
+      throw .unavailable(path: path, detail: "cannot flush \(file) to disk: \(reason)", advice: JournalError.permissionAdvice)
     }
+    close(fd)
   }
 
   /// Removes journals half-built by processes that died before linking them into place
@@ -579,3 +582,7 @@ extension SQLValue {
     }
   }
 }
+
+// One connection, one owner: shared between threads only behind a `Mutex`.
+@available(*, unavailable)
+extension Journal: Sendable {}

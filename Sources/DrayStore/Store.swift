@@ -314,6 +314,10 @@ public final class Store {
   }
 }
 
+// Its connection has one owner at a time; each step thread opens its own store.
+@available(*, unavailable)
+extension Store: Sendable {}
+
 /// Problems with what the store is asked to hold.
 public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
   case cannotCreateFolder(String)

@@ -73,7 +73,6 @@ struct TableLoader {
   /// - Throws: `LoadError` naming resource, table, row and column.
   func run(file: String) throws -> Outcome {
     let session = LoadSession(loader: self)
-    defer { session.close() }
     var pass = LoadSession.Pass.main
     while true {
       try session.parse(file: file, pass: pass)
@@ -227,12 +226,11 @@ private final class LoadSession {
     cursor.initialize(to: Cursor(session: self, arena: UnsafeMutablePointer<UInt8>.allocate(capacity: capacity), capacity: capacity))
   }
 
-  func close() {
+  deinit {
     for s in statements.values {
       s.kinds.deallocate()
       s.texts.deallocate()
     }
-    statements.removeAll()
     cursor.pointee.arena.deallocate()
     cursor.deinitialize(count: 1)
     cursor.deallocate()
@@ -623,7 +621,8 @@ private final class LoadSession {
       return fail("delete_ids holds row ids (integers of at most 64 bits); item \(cursor.pointee.row) is \(shown)", inRow: false)
     }
     guard let name = current.name, let delete = statements[name]?.deleteByID else { return 0 }
-    sqlite3_bind_int64(delete.handle, 1, id)
+    let bound = sqlite3_bind_int64(delete.handle, 1, id)
+    guard bound == SQLITE_OK else { return stepFailed(bound) }
     let rc = sqlite3_step(delete.handle)
     sqlite3_reset(delete.handle)
     guard rc == SQLITE_DONE else { return stepFailed(rc) }
@@ -733,6 +732,15 @@ private final class LoadSession {
   @inline(__always)
   static func session(_ c: UnsafeMutablePointer<Cursor>) -> LoadSession { c.pointee.session.takeUnretainedValue() }
 
+  /// The checked path for the per-value C results: false when `rc` is `SQLITE_OK`; else the
+  /// load stops with SQLite's message (`stepFailed`) and the caller returns 0 to yajl.
+  @inline(__always)
+  static func failed(_ c: UnsafeMutablePointer<Cursor>, _ rc: Int32) -> Bool {
+    guard rc != SQLITE_OK else { return false }
+    _ = session(c).stepFailed(rc)
+    return true
+  }
+
   @inline(__always)
   static func bindText(
     _ c: UnsafeMutablePointer<Cursor>, _ p: UnsafePointer<UInt8>, _ n: Int, found: String, textColumnAccepts: Bool
@@ -794,13 +802,13 @@ private final class LoadSession {
         if kind == .real {
           let real = Double(value)
           if Int64(exactly: real) == value {
-            sqlite3_bind_double(statement, index, real)
+            if failed(c, sqlite3_bind_double(statement, index, real)) { return 0 }
           } else {
-            sqlite3_bind_int64(statement, index, value)
+            if failed(c, sqlite3_bind_int64(statement, index, value)) { return 0 }
             session(c).mismatch(found: "an integer a double cannot hold exactly", value: text(p, n), storedAs: "integer")
           }
         } else {
-          sqlite3_bind_int64(statement, index, value)
+          if failed(c, sqlite3_bind_int64(statement, index, value)) { return 0 }
           if kind == .text { session(c).mismatch(found: "an integer", value: text(p, n), storedAs: "integer") }
         }
         c.pointee.column = column + 1
@@ -811,7 +819,7 @@ private final class LoadSession {
       if kind == .real {
         let real = NumberText.strtodCopy(p, n)
         if NumberText.isExact(real, integerText: p, n) {
-          sqlite3_bind_double(statement, index, real)
+          if failed(c, sqlite3_bind_double(statement, index, real)) { return 0 }
           c.pointee.column = column + 1
           return 1
         }
@@ -821,7 +829,7 @@ private final class LoadSession {
     if kind == .rowID { return session(c).badRowID(text(p, n)) }
     let real = NumberText.double(p, n)
     guard real.isFinite else { return bindText(c, p, n, found: "a number beyond the range of a double", textColumnAccepts: false) }
-    sqlite3_bind_double(statement, index, real)
+    if failed(c, sqlite3_bind_double(statement, index, real)) { return 0 }
     if kind == .integer || kind == .text { session(c).mismatch(found: "a real number", value: text(p, n), storedAs: "real") }
     c.pointee.column = column + 1
     return 1
@@ -833,7 +841,7 @@ private final class LoadSession {
     guard column < c.pointee.width else { return session(c).tooManyValues() }
     let kind = c.pointee.kinds![column]
     if kind == .rowID { return session(c).badRowID("a boolean") }
-    sqlite3_bind_int64(c.pointee.insert, Int32(column + 1), value ? 1 : 0)
+    if failed(c, sqlite3_bind_int64(c.pointee.insert, Int32(column + 1), value ? 1 : 0)) { return 0 }
     if kind == .real || kind == .text { session(c).mismatch(found: "a boolean", value: value ? "true" : "false", storedAs: "integer") }
     c.pointee.column = column + 1
     return 1
@@ -844,7 +852,7 @@ private final class LoadSession {
     let column = c.pointee.column
     guard column < c.pointee.width else { return session(c).tooManyValues() }
     if c.pointee.kinds![column] == .rowID { return session(c).badRowID("null") }
-    sqlite3_bind_null(c.pointee.insert, Int32(column + 1))
+    if failed(c, sqlite3_bind_null(c.pointee.insert, Int32(column + 1))) { return 0 }
     c.pointee.column = column + 1
     return 1
   }
