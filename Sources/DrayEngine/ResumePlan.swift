@@ -31,7 +31,7 @@ public struct ResumePlan: Sendable {
 
   /// Decides the plan for `manifest` under `options` from `journal` (nil: no journal yet).
   /// - Throws: `JournalError`, or an SQLite error reading the journal.
-  public init(manifest: Manifest, options: RunOptions, journal: (any RunJournal)?) throws {
+  public init(manifest: Manifest, options: RunFlags, journal: (any RunJournal)?) throws {
     skipReasons = [:]
     resumes = nil
     lineage = nil
@@ -83,7 +83,7 @@ public struct ResumePlan: Sendable {
   /// Skip reasons for `--only` and `--from`.
   /// - Returns: true when the operator chose the steps.
   @discardableResult
-  private static func select(_ manifest: Manifest, _ options: RunOptions, into reasons: inout [String: String]) -> Bool {
+  private static func select(_ manifest: Manifest, _ options: RunFlags, into reasons: inout [String: String]) -> Bool {
     if let only = options.only {
       for step in manifest.steps where step.id != only { reasons[step.id] = "not selected by --only \(only)" }
       return true

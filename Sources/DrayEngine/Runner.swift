@@ -1,28 +1,9 @@
 public import DrayModel
 internal import DrayPlatform
-internal import DrayStore
+public import DrayStore
 internal import DrayTransport
 internal import Foundation
 internal import Synchronization
-
-/// How `dray run` was asked to run.
-public struct RunOptions: Sendable {
-  /// Ignore checkpoints and start a new run.
-  public var fresh = false
-  /// Start at this step, running it and every later one.
-  public var from: String?
-  /// Run only this step.
-  public var only: String?
-
-  public init(fresh: Bool = false, from: String? = nil, only: String? = nil) {
-    self.fresh = fresh
-    self.from = from
-    self.only = only
-  }
-
-  /// The flags as the journal records them.
-  var journalFlags: RunFlags { RunFlags(fresh: fresh, from: from, only: only) }
-}
 
 /// Exit codes of `dray run` (README, "Exit codes").
 public enum ExitCode {
@@ -39,11 +20,12 @@ public enum ExitCode {
 /// checkpoints, writes the report.
 public final class Runner {
   public let manifest: Manifest
-  public let options: RunOptions
+  /// How the run was asked to run (`--fresh`, `--from`, `--only`), as the journal records it.
+  public let options: RunFlags
   public let console: Console
   public let cancellation: Cancellation
 
-  public init(manifest: Manifest, options: RunOptions = RunOptions(), console: Console, cancellation: Cancellation) {
+  public init(manifest: Manifest, options: RunFlags = RunFlags(), console: Console, cancellation: Cancellation) {
     self.manifest = manifest
     self.options = options
     self.console = console
@@ -129,7 +111,7 @@ public final class Runner {
         RunRecord(
           id: runID, lineage: lineage, job: manifest.job, startedAt: RunReport.rfc3339(startedAt), endedAt: nil,
           status: .running, manifestFingerprint: report.manifestFingerprint, processID: Int(getpid()),
-          flags: options.journalFlags))
+          flags: options))
       for run in abandoned {
         console.info("run \(run.id) (process \(run.processID)) ended without recording an end; marked abandoned")
       }

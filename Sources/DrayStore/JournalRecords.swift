@@ -40,11 +40,14 @@ public struct RunRecord: Sendable, Equatable {
   public var isOnly: Bool { flags.only != nil }
 }
 
-/// The flags a run was started with: `--fresh`, `--from STEP`, `--only STEP`. Stored in
-/// the columns `fresh`, `from_step` and `only_step` of `_dray_runs`.
+/// How `dray run` was asked to run: `--fresh`, `--from STEP`, `--only STEP`. Stored in the
+/// columns `fresh`, `from_step` and `only_step` of `_dray_runs`.
 public struct RunFlags: Sendable, Equatable {
+  /// Ignore checkpoints and start a new run.
   public var fresh: Bool
+  /// Start at this step, running it and every later one.
   public var from: String?
+  /// Run only this step.
   public var only: String?
 
   public init(fresh: Bool = false, from: String? = nil, only: String? = nil) {
