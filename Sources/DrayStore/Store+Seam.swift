@@ -83,6 +83,18 @@ final class SQLiteTransaction: StoreTransaction {
 
   func rowCount(ofTable name: String) throws -> Int { try store.rowCount(ofTable: name) }
 
+  func columns(ofTable name: String) throws -> [String] {
+    try store.database.rows("SELECT name FROM pragma_table_info(?)", [.text(name)]).compactMap {
+      if case .text(let name) = $0[0].1 { name } else { nil }
+    }
+  }
+
+  func aggregates(ofTable name: String, _ aggregates: [TableAggregate]) throws -> [SQLValue] {
+    let list = aggregates.map { "\($0.function.rawValue)(\($0.column.map(Database.quote) ?? "*"))" }
+    let row = try store.database.rows("SELECT \(list.joined(separator: ", ")) FROM \(Database.quote(name))").first ?? []
+    return row.map(\.1)
+  }
+
   /// A COMMIT among the statements would commit the first ones without the checkpoint, and
   /// a rerun would repeat them; writes to dray's own tables (the journal among them) are
   /// refused too, and so is a trigger whose body would write them when a load fires it.

@@ -55,6 +55,20 @@ public protocol TargetStore: AnyObject {
   func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
 }
 
+/// An SQL aggregate over a table's column, or over its rows (`count` of no column).
+public struct TableAggregate: Sendable, Equatable {
+  public enum Function: String, Sendable { case count, min, max }
+
+  public var function: Function
+  /// The column, exactly as named; nil for `count(*)`.
+  public var column: String?
+
+  public init(_ function: Function, of column: String?) {
+    self.function = function
+    self.column = column
+  }
+}
+
 /// The operations of one open write transaction of a `TargetStore`.
 public protocol StoreTransaction: AnyObject {
   /// Records `scheme` and creates the tables of its outputs for `params`, leaving existing
@@ -78,6 +92,13 @@ public protocol StoreTransaction: AnyObject {
 
   /// Rows in the physical table `name`.
   func rowCount(ofTable name: String) throws -> Int
+
+  /// The column names of table `name`, in order; empty when there is no such table.
+  func columns(ofTable name: String) throws -> [String]
+
+  /// One row of `aggregates` over table `name`, in order (SQL's `count`, `min`, `max`;
+  /// `min` and `max` skip NULLs and give NULL for a table without values).
+  func aggregates(ofTable name: String, _ aggregates: [TableAggregate]) throws -> [SQLValue]
 
   /// Runs the statements an `sql` step wrote (its `{{ table }}` references resolved), in
   /// order, inside this transaction.

@@ -7,7 +7,8 @@ internal import Foundation
 extension StepRunner {
   /// `table_stream`: posts the parameters to `rpc/<resource>/`, streams the answer to a
   /// resumable download, and loads it into the resource's table in one transaction with
-  /// the step's checkpoint (the SDK's `tableStream`).
+  /// the step's checkpoint (the SDK's `tableStream`). `expect` is checked on each table in
+  /// that transaction before it commits (`Expectations.audit`); a failure rolls it back.
   func runTableStream(_ options: TableStreamStep, _ report: inout StepReport) throws {
     let client = try platformClient()
     let store = try openStore()
@@ -101,6 +102,11 @@ extension StepRunner {
             let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
             done.rows[name] = try transaction.rowCount(ofTable: name)
             done.tables.append(name)
+          }
+          if let failed = try Expectations.audit(options.expect, tables: done.tables, in: transaction) {
+            // Rolled back with the load; the answer is never reused: the next run asks again.
+            download.removeFinished()
+            throw failed
           }
           try transaction.record(checkpoint(done, status: .succeeded))
           CrashPoint.reach("before-commit:\(step.id)")
