@@ -310,7 +310,8 @@ public final class Journal {
 
   // MARK: Runs
 
-  /// The most recent run of `job`.
+  /// The most recent run of `job`: the last one recorded, whatever clock wrote its
+  /// `started_at`.
   public func lastRun(job: String) throws -> RunRecord? {
     try runs(job: job, limit: 1).first
   }
@@ -336,9 +337,11 @@ public final class Journal {
       case .text: "0, NULL, NULL, options"
       case .none: "0, NULL, NULL, NULL"
       }
+    // Newest first by insertion order (`rowid`), not by `started_at`: a clock that was fast
+    // and then corrected writes a future time, and that run must not stay the newest.
     let sql = """
       SELECT run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, \(flags)
-      FROM _dray_runs WHERE \(condition) ORDER BY started_at DESC, rowid DESC LIMIT ?
+      FROM _dray_runs WHERE \(condition) ORDER BY rowid DESC LIMIT ?
       """
     return try database.rows(sql, values + [.integer(Int64(limit))]).map { row throws(JournalError) in
       let id = row[0].1.text

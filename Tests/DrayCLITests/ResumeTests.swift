@@ -124,6 +124,40 @@ struct Report {
     #expect(try job.rows("SELECT count(*) FROM tally") == [["1"]])
   }
 
+  /// A run recorded while the clock was fast keeps its future `started_at`, but the runs
+  /// recorded after it are newer: the journal's insertion order decides.
+  @Test func aRunRecordedWithAFutureStartTimeIsNotTheNewestOnceALaterRunIsRecorded() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
+    let first = try job.run()
+    #expect(first.status == 1)
+    let firstID = try Report(first.stdout).runID
+    try ResumeTests.sqlite(job.database, "UPDATE _dray_runs SET started_at = '2999-01-01T00:00:00.000Z'")
+    try job.emulator.admin("DELETE", "faults")
+
+    let second = try job.run()
+    #expect(second.status == 0, "\(second.output)")
+    let resumed = try Report(second.stdout)
+    #expect(resumed.resumes == firstID)
+    #expect(
+      resumed.lines == [
+        "schemes skipped finished in run \(firstID), unchanged", "fruits skipped finished in run \(firstID), unchanged",
+        "countries succeeded", "tally succeeded",
+      ])
+
+    let third = try job.run()
+    #expect(third.status == 0, "\(third.output)")
+    let fresh = try Report(third.stdout)
+    #expect(fresh.resumes == nil)
+    #expect(fresh.lines == ["schemes succeeded", "fruits succeeded", "countries succeeded", "tally succeeded"])
+    #expect(try job.rows("SELECT count(*) FROM tally") == [["2"]])
+
+    let status = try Command.dray(["status", job.manifest])
+    let listed = status.stdout.split(separator: "\n").dropFirst().prefix(3).map { String($0.split(separator: " ")[0]) }
+    #expect(listed == [fresh.runID, resumed.runID, firstID])
+    let plan = try Command.dray(["plan", job.manifest])
+    #expect(!plan.stdout.contains(firstID), "\(plan.stdout)")
+  }
+
   @Test func aChangedStepRunsAgainWithEveryStepAfterIt() throws {
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
     let first = try job.run()
