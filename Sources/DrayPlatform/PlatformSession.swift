@@ -231,7 +231,7 @@ public enum PlatformError: ReportableError, Sendable {
       let text = String(decoding: response.errorBody.prefix(300), as: UTF8.self)
       error.bodyExcerpt = PrintableText.oneLine(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
-    if let value = response.headers["Retry-After"] { error.retryAfter = RetryRunner.retryAfterSeconds(value) }
+    error.readRetryAfter(response.headers["Retry-After"])
     return error
   }
 }

@@ -113,6 +113,11 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     return self
   }
 
+  /// A number of up to 40 digits as it is; a longer one as its first 20 digits and its length.
+  static func shortDigits(_ digits: String) -> String {
+    digits.count <= 40 ? digits : "\(digits.prefix(20))… (a number of \(digits.count) digits)"
+  }
+
   public var description: String {
     switch self {
     case .dnsFailure(let host):
@@ -146,8 +151,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .cancelled: "cancelled"
     case .bodyTooLarge(let limit): "the answer is larger than \(limit) bytes, the most kept in memory"
     case .retryAfterTooLong(let e, let seconds, let limit):
-      // `Retry-After: 9223372036854775807` reads as 2^63 seconds, past Int: shown as a Double.
-      "\(e); the server asked to wait \(seconds < 9e18 ? String(Int(seconds.rounded())) : "\(seconds)") s before retrying (Retry-After), "
+      // The server's own digits: `Retry-After: 9223372036854775808` is past Int and would
+      // show as a Double (9.223372036854776e+18); a date shows the seconds until it.
+      "\(e); the server asked to wait \(e.retryAfterDigits.map(Self.shortDigits) ?? String(Int(min(seconds, 9e18).rounded()))) s before retrying (Retry-After), "
         + "longer than retry.max_retry_after (\(limit.formatted)); giving up. Raise retry.max_retry_after to wait that long"
     case .gaveUp(let last, let reason): "\(last); \(reason)"
     case .file(let path, let detail): "cannot use file \(path): \(detail)"
@@ -186,6 +192,9 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
   public var bodyExcerpt: String?
   /// Seconds from `Retry-After`, when sent.
   public var retryAfter: Double?
+  /// `Retry-After`'s delay-seconds digits as the server sent them (nil for an HTTP-date),
+  /// so that a message repeats the server's number instead of a rounded Double.
+  public var retryAfterDigits: String?
 
   public init(
     status: Int, url: String, serverDescription: String? = nil, originalDescriptions: [String] = [], bodyExcerpt: String? = nil,
@@ -197,6 +206,17 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
     self.originalDescriptions = originalDescriptions
     self.bodyExcerpt = bodyExcerpt
     self.retryAfter = retryAfter
+  }
+
+  /// Reads `header`, the answer's `Retry-After` field, into `retryAfter` and
+  /// `retryAfterDigits` (`RetryRunner.retryAfterSeconds`); nil leaves both nil.
+  public mutating func readRetryAfter(_ header: String?) {
+    guard let header else { return }
+    retryAfter = RetryRunner.retryAfterSeconds(header)
+    let digits = header.trimmingCharacters(in: .whitespaces)
+    if retryAfter != nil, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+      retryAfterDigits = digits
+    }
   }
 
   /// This error with every secret of `redactor` masked in what the server said (a careless

@@ -163,6 +163,28 @@ import Testing
         + "longer than retry.max_retry_after (10m); giving up. Raise retry.max_retry_after to wait that long")
   }
 
+  /// The message repeats the server's digits, even past `Int.max`, not a rounded Double.
+  @Test(arguments: [
+    ("9223372036854775808", "9223372036854775808"), (" 601 ", "601"),
+    (String(repeating: "9", count: 400), "99999999999999999999… (a number of 400 digits)"),
+  ])
+  func aRetryAfterTooLongIsShownInTheServersOwnDigits(header: String, shown: String) {
+    var status = HTTPStatusError(status: 503, url: "http://127.0.0.1:9/x")
+    status.readRetryAfter(header)
+    #expect(status.retryAfter != nil)
+    #expect(
+      "\(TransportError.retryAfterTooLong(status, seconds: status.retryAfter ?? 0, limit: .seconds(600)))"
+        == "HTTP 503 Service Unavailable from http://127.0.0.1:9/x; the server asked to wait \(shown) s before retrying (Retry-After), "
+        + "longer than retry.max_retry_after (10m); giving up. Raise retry.max_retry_after to wait that long")
+  }
+
+  @Test func aRetryAfterDateIsShownAsTheSecondsUntilIt() {
+    var status = HTTPStatusError(status: 503, url: "http://127.0.0.1:9/x")
+    status.readRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT")
+    #expect(status.retryAfterDigits == nil)
+    #expect(status.retryAfter ?? 0 > 2.5e11)
+  }
+
   @Test func theWaitBudgetIsSharedByEveryCallOfTheRun() {
     let policy = RetryPolicy(
       count: 10, interval: .seconds(40), backoff: .fixed, maxInterval: .seconds(40), jitter: false, waitBudget: .seconds(100))

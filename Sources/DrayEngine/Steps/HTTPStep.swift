@@ -267,9 +267,9 @@ extension StepRunner {
     // One line without control characters: the server's text must not pass for log lines.
     var text = PrintableText.oneLine(String(decoding: response.errorBody, as: UTF8.self).trimmingCharacters(in: .whitespaces))
     if text.count > 4000 { text = String(text.prefix(4000)) + "…" }
-    return HTTPStatusError(
-      status: response.status, url: url, bodyExcerpt: text.isEmpty ? nil : text,
-      retryAfter: response.headers["Retry-After"].flatMap { RetryRunner.retryAfterSeconds($0) })
+    var error = HTTPStatusError(status: response.status, url: url, bodyExcerpt: text.isEmpty ? nil : text)
+    error.readRetryAfter(response.headers["Retry-After"])
+    return error
   }
 
   /// Reads one page and commits what it holds with the ledger's new entry: the page's records
