@@ -282,17 +282,41 @@ struct JobPlan {
     header.isSecret ? Redactor.mask : header.value
   }
 
-  /// `count 5, interval 1s, backoff exponential, max_interval 30s, jitter false (waits 1s, 2s, 4s, 8s, 16s)`
+  /// `count 5, interval 1s, backoff exponential, max_interval 30s, jitter false (waits 1s, 2s, 4s, 8s, 16s)`.
+  /// When the waits of every retry add up to more than `wait_budget` (the run's total of
+  /// retry waits, `RetryBudget`), it says so: without jitter, the waits listed are those
+  /// that fit (`(waits 1s, 2s; a 3rd wait would pass wait_budget 5s and end the call)`).
   static func retryText(_ r: RetryPolicy) -> String {
     var text = "count \(r.count), interval \(r.interval.formatted), backoff \(r.backoff.rawValue), max_interval \(r.maxInterval.formatted)"
     text += ", jitter \(r.jitter)"
     if let elapsed = r.maxElapsed { text += ", max_elapsed \(elapsed.formatted)" }
     text += ", max_retry_after \(r.maxRetryAfter.formatted), wait_budget \(r.waitBudget.formatted)"
     guard r.count > 0 else { return text + " (one attempt, no retry)" }
-    let shown = min(r.count, 6)
-    var waits = (1...shown).map { r.delay(beforeRetry: $0, random: { 1 }).formatted }
-    if r.count > shown { waits.append("...") }
-    return text + " (waits \(r.jitter ? "up to " : "")\(waits.joined(separator: ", ")))"
+    let full = (1...r.count).map { r.delay(beforeRetry: $0, random: { 1 }) }
+    // How many full waits fit in the budget, as `RetryBudget.take` counts.
+    var total = Duration.zero
+    let fitting = full.firstIndex { wait in
+      total += wait
+      return total > r.waitBudget
+    }
+    let listed = r.jitter ? full : Array(full.prefix(fitting ?? full.count))
+    var waits = listed.prefix(6).map(\.formatted)
+    if listed.count > 6 { waits.append("...") }
+    var note = waits.isEmpty ? "no retry" : "waits \(r.jitter ? "up to " : "")\(waits.joined(separator: ", "))"
+    if let fitting {
+      note +=
+        r.jitter
+        ? "; fewer retries if the waits add up to more than wait_budget \(r.waitBudget.formatted)"
+        : "; the \(Self.ordinal(fitting + 1)) wait (\(full[fitting].formatted)) would pass wait_budget \(r.waitBudget.formatted) and end the call"
+    }
+    return text + " (\(note))"
+  }
+
+  /// `1st`, `2nd`, `3rd`, `4th`, `11th`, `21st`.
+  static func ordinal(_ n: Int) -> String {
+    let suffix =
+      (11...13).contains(n % 100) ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th"
+    return "\(n)\(suffix)"
   }
 
   static func timeoutsText(_ t: Timeouts) -> String {

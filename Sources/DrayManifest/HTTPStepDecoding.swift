@@ -263,7 +263,7 @@ extension ManifestValidator {
       columns = readColumns(node, f.path("columns"), format: format)
       columnsOK = columns != nil
     }
-    let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
+    let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }", load: true)
     guard let table, let records, columnsOK else { return nil }
     return HTTPStep.Load(table: table, records: records, columns: columns, expect: expect)
   }

@@ -173,8 +173,15 @@ enum InterpolationError: Error, CustomStringConvertible {
   /// The file holds U+0000.
   case nulInFile(String)
 
-  var description: String {
+  var description: String { description(secret: false) }
+
+  /// The message; for a `secret` value, an unset variable's hint never suggests writing the
+  /// value into the manifest as a default, but reading it from a file (with `fileKey`, the
+  /// sibling key that names one, such as `password_file`, when there is one).
+  func description(secret: Bool, fileKey: String? = nil) -> String {
     switch self {
+    case .unset(let name) where secret:
+      "environment variable \(name) is not set; set it, or read the secret from a file with ${file:PATH}\(fileKey.map { " or '\($0)'" } ?? "") (a value written in the manifest is no secret)"
     case .unset(let name):
       "environment variable \(name) is not set; set it, or give a default with ${\(name):-default}"
     case .unterminated:

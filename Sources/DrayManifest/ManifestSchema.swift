@@ -48,8 +48,9 @@ public enum ManifestSchema {
     /// An integer or a decimal number.
     case number
     case boolean
-    /// A number and a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`.
-    case duration
+    /// A number and a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`; at least `minimum`, at most
+    /// 30 days.
+    case duration(minimum: Duration)
     /// One of a closed set of words.
     case choice([String])
     case list(Value)
@@ -116,13 +117,19 @@ public enum ManifestSchema {
     Key("ca_file", .string(nonEmpty: true), "PEM file of trusted certificate authorities, replacing the system's."),
   ]
 
+  /// The least time limit: libcurl reads 0 as its own default (300 s to connect, no limit
+  /// otherwise), and a call cannot finish in less.
+  static let timeoutMinimum = Duration.milliseconds(100)
+
   public static let timeouts: [Key] = [
-    Key("connect", .duration, default: duration(Timeouts().connect), "Longest time to set up a connection (TCP and TLS)."),
     Key(
-      "request", .duration, default: duration(Timeouts().request),
+      "connect", .duration(minimum: timeoutMinimum), default: duration(Timeouts().connect),
+      "Longest time to set up a connection (TCP and TLS)."),
+    Key(
+      "request", .duration(minimum: timeoutMinimum), default: duration(Timeouts().request),
       "Longest time for a whole call, answer included; a download cut by it resumes on the next attempt."),
     Key(
-      "idle", .duration, default: duration(Timeouts().idle),
+      "idle", .duration(minimum: timeoutMinimum), default: duration(Timeouts().idle),
       "Longest time without a byte received or sent, counted from when the request is sent, before a call is abandoned."),
   ]
 
@@ -143,17 +150,20 @@ public enum ManifestSchema {
 
   public static let retry: [Key] = [
     Key("count", .integer(0...1000), default: .integer(Int64(RetryPolicy.default.count)), "Retries after the first attempt; 0 for none."),
-    Key("interval", .duration, default: duration(RetryPolicy.default.interval), "Wait before the first retry."),
+    Key("interval", .duration(minimum: .zero), default: duration(RetryPolicy.default.interval), "Wait before the first retry."),
     Key(
       "backoff", .choice(RetryPolicy.Backoff.allCases.map(\.rawValue)), default: .string(RetryPolicy.default.backoff.rawValue),
       "fixed: every wait is 'interval'; exponential: the wait doubles each retry."),
     Key(
-      "max_interval", .duration, default: duration(RetryPolicy.default.maxInterval), "Longest computed wait between attempts."),
+      "max_interval", .duration(minimum: .zero), default: duration(RetryPolicy.default.maxInterval),
+      "Longest computed wait between attempts."),
     Key(
       "jitter", .boolean, default: .bool(RetryPolicy.default.jitter), "Wait a random time between 0 and the computed wait (full jitter)."),
-    Key("max_elapsed", .duration, "Longest time from the first attempt to the start of the last; no limit when not set."),
     Key(
-      "max_retry_after", .duration, default: duration(RetryPolicy.default.maxRetryAfter),
+      "max_elapsed", .duration(minimum: .seconds(1)), "Longest time from the first attempt to the start of the last; no limit when not set."
+    ),
+    Key(
+      "max_retry_after", .duration(minimum: .seconds(1)), default: duration(RetryPolicy.default.maxRetryAfter),
       "Longest Retry-After honoured; a server that asks for a longer wait fails the call."),
   ]
 
@@ -161,7 +171,7 @@ public enum ManifestSchema {
   public static let jobRetry: [Key] =
     retry + [
       Key(
-        "wait_budget", .duration, default: duration(RetryPolicy.default.waitBudget),
+        "wait_budget", .duration(minimum: .seconds(1)), default: duration(RetryPolicy.default.waitBudget),
         "Longest total of retry waits in one run, over every step; a wait that would pass it ends the call. Job-wide only.")
     ]
 
@@ -464,7 +474,8 @@ extension ManifestSchema {
     case .integer(let range): "integer (\(range.lowerBound) to \(range.upperBound))"
     case .number: "number"
     case .boolean: "boolean"
-    case .duration: "duration"
+    case .duration(let minimum) where minimum == .zero: "duration (0s to 720h)"
+    case .duration(let minimum): "duration (\(minimum.formatted) to 720h)"
     case .choice(let words): "one of: " + words.joined(separator: ", ")
     case .list(let inner): "list of " + plural(typeName(inner))
     case .mapping: "mapping"

@@ -111,7 +111,10 @@ struct NodeReader {
       return (result.value, scalar.style)
     } catch {
       if secret || credential, unresolvable(path, error) { return (Self.unresolved, .doubleQuoted) }
-      self.error(node.location, "\(Self.label(path)): \(error)")
+      var isSecret = secret
+      if case .unset(let name) = error, interpolator.secretVariables.contains(name) { isSecret = true }
+      let fileKey = path.hasSuffix(".password") ? "password_file" : nil
+      self.error(node.location, "\(Self.label(path)): \(error.description(secret: isSecret, fileKey: fileKey))")
       return nil
     }
   }
@@ -188,12 +191,19 @@ struct NodeReader {
   /// mistakes (and beyond it a count of milliseconds outgrows what libcurl takes).
   static let maxDuration = Duration.seconds(30 * 24 * 3600)
 
-  /// A duration with a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`; at most `maxDuration`.
-  mutating func duration(_ node: YAMLNode, _ path: String) -> Duration? {
+  /// A duration with a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`; at least `minimum` (the
+  /// key's, `ManifestSchema.Value.duration`), at most `maxDuration`.
+  mutating func duration(_ node: YAMLNode, _ path: String, minimum: Duration) -> Duration? {
     guard let (_, text) = resolved(node, path) else { return nil }
     if let d = Self.parseDuration(text) {
       guard d <= Self.maxDuration else {
         error(node.location, "\(Self.label(path)) is too long: \(text); a duration is at most 30 days (720h)")
+        return nil
+      }
+      guard d >= minimum else {
+        error(
+          node.location,
+          "\(Self.label(path)) is too short: \(text); it must be between \(minimum.formatted) and \(Self.maxDuration.formatted)")
         return nil
       }
       return d
@@ -429,9 +439,10 @@ extension NodeReader {
     fields.node(key, &self).flatMap { bool($0, fields.path(key)) }
   }
 
-  /// The duration at `key` of `fields`; nil when absent or wrong.
+  /// The duration at `key` of `fields`, within its declared range; nil when absent or wrong.
   mutating func duration(_ fields: Fields, _ key: String) -> Duration? {
-    fields.node(key, &self).flatMap { duration($0, fields.path(key)) }
+    guard case .duration(let minimum) = fields.declaration(key).value else { preconditionFailure("'\(key)' is not a duration") }
+    return fields.node(key, &self).flatMap { duration($0, fields.path(key), minimum: minimum) }
   }
 
   /// One of `E`'s words at `key` of `fields`; nil when absent or wrong.

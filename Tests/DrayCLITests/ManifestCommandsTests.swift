@@ -73,6 +73,37 @@ import Testing
     #expect(try Command.dray(["validate"]).status == 2)
   }
 
+  /// The waits `dray plan` lists stop where the run's `wait_budget` would end the call.
+  @Test(arguments: [
+    ("interval: 1s, jitter: false, wait_budget: 5s", "(waits 1s, 2s; the 3rd wait (4s) would pass wait_budget 5s and end the call)"),
+    ("interval: 1s, jitter: false, wait_budget: 1h", "(waits 1s, 2s, 4s, 8s, 16s)"),
+    (
+      "interval: 1s, jitter: true, wait_budget: 5s",
+      "(waits up to 1s, 2s, 4s, 8s, 16s; fewer retries if the waits add up to more than wait_budget 5s)"
+    ),
+    ("interval: 10s, jitter: false, wait_budget: 5s", "(no retry; the 1st wait (10s) would pass wait_budget 5s and end the call)"),
+  ])
+  func planShowsWhereTheWaitBudgetEndsTheRetries(retry: String, waits: String) throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: budget
+      platform: { host: "http://127.0.0.1:9/", environment: Env, project: Proj }
+      auth: { username: demo, password: demo-password }
+      database: { path: db.sqlite }
+      retry: { count: 5, backoff: exponential, \(retry) }
+      steps:
+        - table_stream: { resource: FRUITS }
+
+      """)
+    let result = try Command.dray(["plan", path])
+    #expect(result.status == 0, "\(result.output)")
+    let line = try #require(result.stdout.split(separator: "\n").first { $0.contains(" retry ") })
+    #expect(line.hasSuffix(waits), "\(line)")
+  }
+
   @Test func planShowsTheResolvedJobWithSecretsMasked() throws {
     let folder = TemporaryDirectory()
     let path = try folder.write("job.yaml", Self.planJob)
