@@ -22,11 +22,13 @@ let package = Package(
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     /// libxml2: XML answers of the `http` step, read with its streaming xmlTextReader.
     .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+    /// The commit `make release` builds from (`-Xcc -DDRAY_COMMIT=...`), empty otherwise.
+    .target(name: "CBuildInfo"),
 
     // MARK: Model: plain Sendable values shared by every layer
 
     /// The resolved job: manifest values, retry policy, durations, secrets.
-    .target(name: "DrayModel", dependencies: ["CCrypto"]),
+    .target(name: "DrayModel", dependencies: ["CCrypto", "CBuildInfo"]),
     /// JSON documents parsed into `JSONValue` with yajl's tree parser.
     .target(name: "DrayJSON", dependencies: ["DrayModel", "CYAJL"]),
 
@@ -57,7 +59,12 @@ let package = Package(
     // MARK: Command line
 
     /// The `dray` commands, testable in-process.
-    .target(name: "DrayCLI", dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayEngine"]),
+    .target(
+      name: "DrayCLI",
+      dependencies: [
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayEngine",
+      ]
+    ),
     /// The thin executable.
     .executableTarget(name: "dray", dependencies: ["DrayCLI"]),
 

@@ -1,5 +1,10 @@
 #include <curl/curl.h>
 
+// CURLVERSION_NOW is a macro naming an enum constant, which Swift does not import.
+static inline const char *dray_curl_version(void) {
+  return curl_version_info(CURLVERSION_NOW)->version;
+}
+
 // curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call. These typed
 // wrappers give each argument kind its own entry point, as swift-corelibs-foundation does.
 
