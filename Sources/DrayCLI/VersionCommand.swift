@@ -1,3 +1,4 @@
+internal import DrayEngine
 internal import DrayJSON
 internal import DrayManifest
 internal import DrayModel
