@@ -116,18 +116,20 @@ class Pod:
         binds += [(sources[m["name"]], m["mountPath"]) for m in container["volumeMounts"]]
         # Mount points that do not exist on this machine appear in an overlay of their
         # nearest existing folder, private to the pod's namespace.
-        lines, overlays = [], 0
+        lines, overlaid = [], []
         for source, target in binds:
             if not os.path.isdir(target):
                 parent = target
                 while not os.path.isdir(parent):
                     parent = os.path.dirname(parent)
-                overlays += 1
-                upper, scratch = os.path.join(base, f"upper{overlays}"), os.path.join(base, f"work{overlays}")
-                os.makedirs(upper)
-                os.makedirs(scratch)
-                lines.append(f"mount -t overlay overlay -o lowerdir={parent},upperdir={upper},workdir={scratch} "
-                             f"{parent} && mkdir -p {target}")
+                if parent not in overlaid:
+                    overlaid.append(parent)
+                    upper, scratch = (os.path.join(base, f"{kind}{len(overlaid)}") for kind in ("upper", "work"))
+                    os.makedirs(upper)
+                    os.makedirs(scratch)
+                    lines.append(f"mount -t overlay overlay -o lowerdir={parent},upperdir={upper},workdir={scratch} "
+                                 f"{parent}")
+                lines.append(f"mkdir -p {shlex.quote(target)}")
             lines.append(f"mount --bind {shlex.quote(source)} {shlex.quote(target)}")
         uid, gid = self.user.split(":")
         self.argv = (["unshare", "--mount", "--propagation", "private", "sh", "-c", " && ".join(lines) + ' && exec "$@"',
