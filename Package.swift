@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The commit `make release` bakes into `dray version` (scripts/release.sh sets DRAY_COMMIT);
+/// a build without it says "commit unknown". Only CBuildInfo is compiled again when it changes.
+let buildCommit = Context.environment["DRAY_COMMIT"] ?? ""
+
 let package = Package(
   name: "dray",
   platforms: [.macOS(.v15)],
@@ -22,8 +26,11 @@ let package = Package(
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     /// libxml2: XML answers of the `http` step, read with its streaming xmlTextReader.
     .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
-    /// The commit `make release` builds from (`-Xcc -DDRAY_COMMIT=...`), empty otherwise.
-    .target(name: "CBuildInfo"),
+    /// The commit `make release` builds from (`buildCommit`), empty otherwise.
+    .target(
+      name: "CBuildInfo",
+      cSettings: buildCommit.isEmpty ? [] : [.define("DRAY_COMMIT", to: "\"\(buildCommit)\"")]
+    ),
 
     // MARK: Model: plain Sendable values shared by every layer
 

@@ -24,9 +24,7 @@ version=$(sed -n 's/.*public static let current = "\(.*\)"/\1/p' Sources/DrayMod
 commit=$(git describe --always --dirty --abbrev=12 2>/dev/null || true)
 name="dray-$version-linux-$(uname -m)"
 
-flags=(-c release --product dray --static-swift-stdlib --scratch-path .build/static)
-[ -n "$commit" ] && flags+=(-Xcc "-DDRAY_COMMIT=\"$commit\"")
-swift build "${flags[@]}" >&2
+DRAY_COMMIT=$commit swift build -c release --product dray --static-swift-stdlib --scratch-path .build/static >&2
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT

@@ -1,7 +1,8 @@
 #include "BuildInfo.h"
 
-// `make release` passes the commit with `-Xcc -DDRAY_COMMIT="..."` (`git describe --always
-// --dirty`). A plain `swift build`, or a build from a tarball without .git, leaves it unset.
+// `make release` sets DRAY_COMMIT (`git describe --always --dirty`) in the environment and
+// Package.swift defines it for this file alone. A plain `swift build`, or a build from a
+// tarball without .git, leaves it unset.
 #ifndef DRAY_COMMIT
 #define DRAY_COMMIT ""
 #endif
