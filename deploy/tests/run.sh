@@ -18,6 +18,7 @@ cd "$repo"
 step() { printf '%s: %ss\n' "$1" "$(( $(date +%s) - started ))"; started=$(date +%s); }
 started=$(date +%s)
 
+commit=$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 tarball=$(scripts/release.sh)
 step "release build"
 
@@ -29,7 +30,6 @@ packed=$(echo "$work"/dray-*/dray)
 for file in README.md schemas/manifest.schema.json schemas/report.schema.json; do
   [ -f "$(dirname "$packed")/$file" ] || { echo "release: $file is not in $tarball" >&2; exit 1; }
 done
-commit=$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 "$packed" version | grep -qx "commit $commit" || {
   echo "release: dray version does not say commit $commit:" >&2
   "$packed" version >&2
