@@ -1,6 +1,7 @@
 #include <curl/curl.h>
 
-// CURLVERSION_NOW is a macro naming an enum constant, which Swift does not import.
+// curl_version_info(3): the running libcurl, asked with the struct layout of these headers
+// (CURLVERSION_NOW is a macro aliasing one of the CURLversion constants).
 static inline const char *dray_curl_version(void) {
   return curl_version_info(CURLVERSION_NOW)->version;
 }
