@@ -22,6 +22,8 @@ let package = Package(
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     /// libxml2: XML answers of the `http` step, read with its streaming xmlTextReader.
     .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+    /// libpq: connections to a PostgreSQL target database.
+    .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
     // MARK: Model: plain Sendable values shared by every layer
 
@@ -39,6 +41,8 @@ let package = Package(
 
     /// SQLite connection, physical table names, streaming table loads.
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
+    /// PostgreSQL over libpq: connections, COPY, the value and identifier rules, the run lock.
+    .target(name: "DrayPostgres", dependencies: ["DrayModel", "CLibPQ"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
     .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
@@ -64,9 +68,10 @@ let package = Package(
     // MARK: Tests
 
     /// Fixtures, the emulator launcher, the binary runner.
-    .target(name: "DrayTestSupport", dependencies: ["DrayModel", "DrayStore"], path: "Tests/DrayTestSupport"),
+    .target(name: "DrayTestSupport", dependencies: ["DrayModel", "DrayStore", "DrayPostgres"], path: "Tests/DrayTestSupport"),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayPostgresTests", dependencies: ["DrayPostgres", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(name: "DrayEngineTests", dependencies: ["DrayEngine", "DrayTestSupport"]),
