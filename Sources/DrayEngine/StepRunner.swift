@@ -160,7 +160,11 @@ struct StepRunner {
   /// The target database, opened for this step's thread.
   func openStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.unsupported("step '\(step.id)' needs a 'database'") }
-    let store = try Store(path: manifest.resolve(database.path))
+    guard let path = database.path else {
+      throw StepError.unsupported(
+        "step '\(step.id)': a PostgreSQL database (database.url) cannot be filled yet; use database.path (SQLite) for now")
+    }
+    let store = try Store(path: manifest.resolve(path))
     store.database.stopWhen(context.cancellation)
     return store
   }

@@ -87,7 +87,7 @@ extension ManifestValidator {
   ///   download folder.
   mutating func checkKeptPaths(_ manifest: Manifest, top: Fields) {
     let manifestFile = manifest.file
-    let database = manifest.database.map { JobPath.lexical(manifest.resolve($0.path)) }
+    let database = manifest.database?.path.map { JobPath.lexical(manifest.resolve($0)) }
     if let database, database == manifestFile, let node = Self.child(top["database"], "path") {
       reader.error(node.location, "'database.path': '\(manifest.database?.path ?? "")' is the job's manifest; name the SQLite file to fill")
     }
@@ -165,12 +165,12 @@ extension ManifestValidator {
   /// through a symbolic link (SQLite opens what it leads to); the others are not (a rename
   /// replaces the link). The engine checks again when it writes.
   private mutating func checkFileKinds(_ manifest: Manifest, top: Fields) {
-    if let database = manifest.database, let node = Self.child(top["database"], "path"),
-      let kind = FileKind.refusal(at: manifest.resolve(database.path), followingLinks: true)
+    if let database = manifest.database?.path, let node = Self.child(top["database"], "path"),
+      let kind = FileKind.refusal(at: manifest.resolve(database), followingLinks: true)
     {
       reader.error(
         node.location,
-        "'database.path': '\(database.path)' is \(kind), not an SQLite database file; dray neither opens nor replaces it: name a regular file or a new path"
+        "'database.path': '\(database)' is \(kind), not an SQLite database file; dray neither opens nor replaces it: name a regular file or a new path"
       )
     }
     for (format, path) in manifest.reportFiles(runID: KeptPaths.exampleRunID) where !path.contains(KeptPaths.exampleRunID) {

@@ -27,7 +27,7 @@ import Testing
     #expect(manifest.auth == Credentials(username: "demo", password: "p#ss: $x 'q\" w"))
     #expect(manifest.steps.map(\.id) == ["schemes", "countries", "currencies", "languages", "subdivisions", "drop-unnamed"])
     #expect(manifest.directory == Repository.root + "/jobs")
-    #expect(manifest.resolve(manifest.database!.path) == Repository.root + "/jobs/data/iso.sqlite")
+    #expect(manifest.resolve(manifest.database!.path!) == Repository.root + "/jobs/data/iso.sqlite")
     guard case .tableStream(let step) = manifest.steps[1].kind else {
       Issue.record("step 2 is not a table_stream")
       return
