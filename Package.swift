@@ -65,6 +65,11 @@ let package = Package(
     /// The thin executable.
     .executableTarget(name: "dray", dependencies: ["DrayCLI"]),
 
+    // MARK: Benchmarks
+
+    /// COPY of generated rows through the PostgreSQL value rule (Benchmarks/postgres-copy.py).
+    .executableTarget(name: "dray-bench-postgres", dependencies: ["DrayModel", "DrayPostgres"], path: "Benchmarks/PostgresCopy"),
+
     // MARK: Tests
 
     /// Fixtures, the emulator launcher, the binary runner.
