@@ -15,6 +15,8 @@ next `times` of them (every one when absent); the first rule that applies is use
     echo_body     likewise for the request's body
     redirect      answer `redirect_status` (default 307) with this Location (absolute, or a
                   path on this server)
+    body          answer 200 with this text as the whole body, as JSON (`""` or `" \\n"`:
+                  a server that answers a call with nothing)
 
   in the answer (table data; any answer for the body keys)
     close_after   send only this many body bytes, then close the connection
@@ -47,7 +49,7 @@ import uuid
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
          "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
-         "weak_etag", "garble"}
+         "weak_etag", "garble", "body"}
 
 
 class Faults:
@@ -99,6 +101,9 @@ def answer_early(handler, fault, body=b""):
     if fault.get("redirect"):
         location = urllib.parse.urljoin(handler.self_url(), fault["redirect"])
         handler.send(int(fault.get("redirect_status", 307)), b"", {"Location": location})
+        return True
+    if "body" in fault:
+        handler.send(200, fault["body"].encode())
         return True
     if fault.get("status"):
         status = int(fault["status"])

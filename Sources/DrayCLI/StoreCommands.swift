@@ -98,11 +98,15 @@ enum TablesCommand {
       throw UsageError("--params and --table choose among the tables of one resource; add --resource NAME")
     }
     var params = JSONValue.object([])
-    if let text = args.values["--params"] {
+    // An empty string is the empty object, as the SDK's getTablesName takes it (its sample
+    // passes "").
+    if let text = args.values["--params"], BlankAnswer.size(of: Array(text.utf8)) == nil {
       do {
         params = try JSONValue(parsing: text)
       } catch {
-        throw UsageError("--params must be a JSON object: \(error.message)")
+        // yajl's first line; the rest quotes the text with a caret under it.
+        let reason = error.message.split(separator: "\n").first.map(String.init) ?? error.message
+        throw UsageError("--params must be a JSON object, such as '{\"region\":\"EU\"}': \(reason)")
       }
       guard case .object = params else { throw UsageError("--params must be a JSON object, such as '{\"region\":\"EU\"}'") }
     }

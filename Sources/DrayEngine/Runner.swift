@@ -267,12 +267,15 @@ public final class Runner {
     }
   }
 
-  /// A sortable, unique run id: `20261130T114740Z-3f2a9c`.
+  /// A unique run id that sorts by start time: `20261130T114740.123Z-3f2a9c`, the start
+  /// time in UTC to the millisecond (ISO 8601 basic format, as precise as `started_at`), so
+  /// that runs started within one second sort in the order they started, then 6 random hex
+  /// digits (docs/report.md).
   static func newRunID(_ date: Date) -> String {
     let formatter = DateFormatter()
     formatter.locale = Locale(identifier: "en_US_POSIX")
     formatter.timeZone = TimeZone(identifier: "UTC")
-    formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+    formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
     return formatter.string(from: date) + "-" + UUID().uuidString.lowercased().prefix(6)
   }
 

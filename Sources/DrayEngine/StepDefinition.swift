@@ -27,6 +27,8 @@ extension StepKind {
     case .tableStream(let t):
       return opt([
         ("resource", .string(t.resource)), ("params", t.params), ("delta", .bool(t.delta)), ("transaction", .bool(t.transaction)),
+        // Only when set, so that the fingerprints of steps without it stay.
+        ("expect", t.expect.isEmpty ? nil : Expectation.definition(t.expect)),
       ])
     case .table(let t):
       return opt([
@@ -46,25 +48,33 @@ extension StepKind {
     case .sql(let s):
       return opt([("sql", .string(s.sql))])
     case .query(let q):
-      let expect = JSONValue.object(
-        q.expect.map { e in
-          (
-            key: e.column,
-            // Bounds as doubles ("200.0"), as they were first written, so fingerprints stay.
-            value: opt([
-              ("min", e.min.map { .number("\($0.doubleValue)") }), ("max", e.max.map { .number("\($0.doubleValue)") }),
-              ("equals", e.equals),
-            ])
-          )
-        })
       return opt([
-        ("sql", .string(q.sql)), ("output", q.output.map { .string($0) }), ("format", .string(q.format.rawValue)), ("expect", expect),
+        ("sql", .string(q.sql)), ("output", q.output.map { .string($0) }), ("format", .string(q.format.rawValue)),
+        ("expect", Expectation.definition(q.expect)),
       ])
     case .parallel(let p):
       return opt([("max", .integer(Int64(p.max))), ("steps", .array(p.steps.map(\.definition)))])
     case .http(let h):
       return h.options
     }
+  }
+}
+
+extension Expectation {
+  /// Conditions as JSON, in manifest key names: `{"n": {"min": 200.0}}`.
+  static func definition(_ expectations: [Expectation]) -> JSONValue {
+    .object(
+      expectations.map { e in
+        (
+          key: e.column,
+          // Bounds as doubles ("200.0"), as they were first written, so fingerprints stay.
+          value: .object(
+            [
+              ("min", e.min.map { JSONValue.number("\($0.doubleValue)") }), ("max", e.max.map { .number("\($0.doubleValue)") }),
+              ("equals", e.equals),
+            ].compactMap { pair in pair.1.map { (key: pair.0, value: $0) } })
+        )
+      })
   }
 }
 
@@ -123,6 +133,7 @@ extension HTTPStep {
               })
           }
         ),
+        ("expect", load.expect.isEmpty ? nil : Expectation.definition(load.expect)),
       ])
     }
     return object([

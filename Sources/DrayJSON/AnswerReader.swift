@@ -48,6 +48,8 @@ public struct AnswerReader {
       throw AnswerReadError(message: "the answer is not valid JSON (\(reason), near byte \(byte))")
     } catch .truncated(_, let bytes) {
       throw AnswerReadError(message: "the answer ends before its JSON is complete (\(bytes) bytes)")
+    } catch .empty(let bytes) {
+      throw AnswerReadError(message: BlankAnswer.describe(bytes: bytes) + "; expected a JSON list of tables")
     } catch .outOfMemory {
       throw AnswerReadError(message: "out of memory starting the JSON parser")
     }

@@ -28,8 +28,11 @@ public enum JSONEvents {
     case stopped(byte: Int)
     /// Not JSON: yajl's reason (spaces trimmed) and the byte it stopped near.
     case invalid(reason: String, byte: Int)
-    /// The input ended, after `bytes` bytes (0: it was empty), before its JSON was complete.
+    /// The input ended, after `bytes` bytes, before its JSON was complete.
     case truncated(reason: String, bytes: Int)
+    /// The input held no JSON value at all: nothing (`bytes` is 0), or only whitespace
+    /// (`BlankAnswer`).
+    case empty(bytes: Int)
     case outOfMemory
   }
 
@@ -92,7 +95,11 @@ public enum JSONEvents {
     }
     var offset = 0
     var last = Data()
+    // Whether a byte other than JSON whitespace (RFC 8259 §2) came: only the leading
+    // whitespace is ever scanned.
+    var sawText = false
     while let chunk = next() {
+      if !sawText { sawText = chunk.contains { !BlankAnswer.isWhitespace($0) } }
       let status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }
       let consumed = Int(yajl_get_bytes_consumed(parser))
       if status == yajl_status_client_canceled { throw .stopped(byte: offset + max(0, consumed - 1)) }
@@ -102,7 +109,10 @@ public enum JSONEvents {
     }
     let status = yajl_complete_parse(parser)
     if status == yajl_status_client_canceled { throw .stopped(byte: max(0, offset - 1)) }
-    if status == yajl_status_error { throw .truncated(reason: reason(last), bytes: offset) }
+    if status == yajl_status_error {
+      if !sawText { throw .empty(bytes: offset) }
+      throw .truncated(reason: reason(last), bytes: offset)
+    }
   }
 }
 

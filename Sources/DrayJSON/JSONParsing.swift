@@ -22,6 +22,8 @@ extension JSONValue {
       throw JSONParseError(message: JSONValue.nestingMessage(at: byte), isTooDeep: true)
     } catch .invalid(let reason, _), .truncated(let reason, _) {
       throw JSONParseError(message: reason.isEmpty ? "not valid JSON" : reason)
+    } catch .empty(let bytes) {
+      throw JSONParseError(message: bytes == 0 ? "empty" : "only whitespace (\(bytes) bytes)")
     } catch .outOfMemory {
       throw JSONParseError(message: "out of memory starting the JSON parser")
     } catch {

@@ -254,6 +254,9 @@ extension ManifestValidator {
     } catch .nulInFile {
       reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")
       return nil
+    } catch .notRegularFile(_, let kind) {
+      reader.error(node.location, "'\(path)': '\(file)' is \(kind), not a regular file; a secret file must be a regular file")
+      return nil
     } catch {
       if reader.unresolvable(path, error) { return NodeReader.unresolved }
       reader.error(node.location, "cannot read \(path) '\(file)'; check that it exists and is readable")
@@ -328,8 +331,9 @@ extension ManifestValidator {
       columns = readColumns(node, f.path("columns"), format: format)
       columnsOK = columns != nil
     }
+    let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
     guard let table, let records, columnsOK else { return nil }
-    return HTTPStep.Load(table: table, records: records, columns: columns)
+    return HTTPStep.Load(table: table, records: records, columns: columns, expect: expect)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {

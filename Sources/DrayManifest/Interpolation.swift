@@ -1,3 +1,4 @@
+internal import DrayModel
 internal import Foundation
 
 /// Resolves `${...}` references in manifest strings, after YAML parsing.
@@ -141,6 +142,8 @@ struct Interpolator {
   private func readFile(_ path: String) throws(InterpolationError) -> String {
     guard !path.isEmpty else { throw .noFile }
     let full = path.hasPrefix("/") ? path : directory + "/" + path
+    // Looked at before it is opened: reading a FIFO would wait for a writer forever.
+    if let kind = FileKind.refusal(at: full, followingLinks: true) { throw .notRegularFile(path, kind: kind) }
     guard let data = FileManager.default.contents(atPath: full) else {
       throw .unreadableFile(path)
     }
@@ -161,6 +164,8 @@ enum InterpolationError: Error, CustomStringConvertible {
   case unterminated
   case badName(String)
   case unreadableFile(String)
+  /// The path names a folder, a device, a FIFO or a socket (`FileKind`).
+  case notRegularFile(String, kind: String)
   case notUTF8(String)
   case noFile
   /// The variable's value holds U+0000, which C libraries (SQLite, libcurl) read as its end.
@@ -178,6 +183,8 @@ enum InterpolationError: Error, CustomStringConvertible {
       "'${\(body)}' is not a reference; use ${NAME}, ${NAME:-default} or ${file:PATH}, or '$$' for a literal '$'"
     case .unreadableFile(let path):
       "cannot read file '\(path)' named by ${file:\(path)}; check that it exists and is readable"
+    case .notRegularFile(let path, let kind):
+      "'\(path)' named by ${file:\(path)} is \(kind), not a regular file; name a regular file"
     case .noFile:
       "'${file:}' names no file; write ${file:PATH}, the path relative to the job folder"
     case .notUTF8(let path):

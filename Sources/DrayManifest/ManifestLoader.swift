@@ -25,14 +25,15 @@ public struct ManifestLoader {
   /// Reads and validates the manifest at `path`.
   /// - Throws: `ManifestError` listing every problem found, each with its position.
   public func load(path: String) throws(ManifestError) -> Manifest {
-    var isFolder: ObjCBool = false
-    guard !(FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && isFolder.boolValue),
-      let data = FileManager.default.contents(atPath: path)
-    else {
+    // What is there is looked at before it is opened: reading a FIFO would wait for a
+    // writer forever, and a device (`/dev/null`) is no manifest.
+    let kind = FileKind.refusal(at: path, followingLinks: true)
+    guard kind == nil, let data = FileManager.default.contents(atPath: path) else {
       let reason =
-        isFolder.boolValue
+        kind == "a folder"
         ? "it is a folder; name the manifest file"
-        : FileManager.default.fileExists(atPath: path) ? "cannot read it (check permissions)" : "no such file"
+        : kind.map { "it is \($0); a manifest must be a regular file" }
+          ?? (FileManager.default.fileExists(atPath: path) ? "cannot read it (check permissions)" : "no such file")
       throw ManifestError(diagnostics: [Diagnostic(SourceLocation(file: path, line: 1, column: 1), "cannot open manifest: \(reason)")])
     }
     guard let text = String(validating: data, as: UTF8.self) else {

@@ -217,6 +217,7 @@ public enum ManifestSchema {
     resourceKeys + [
       Key("delta", .boolean, default: .bool(false), "Ask only for the changes since the stored version (X-Delta)."),
       transactionKey,
+      loadExpect,
     ]
 
   public static let table: [Key] =
@@ -248,10 +249,16 @@ public enum ManifestSchema {
   ]
 
   public static let expectation: [Key] = [
-    Key("min", .number, "The column's value is at least this."),
-    Key("max", .number, "The column's value is at most this."),
-    Key("equals", .json, "The column's value equals this."),
+    Key("min", .number, "The value is at least this (a load: its row count, or every value of its column)."),
+    Key("max", .number, "The value is at most this (a load: its row count, or every value of its column)."),
+    Key("equals", .json, "The value equals this (a load: its row count, or every value of its column)."),
   ]
+
+  /// A load's expectations, checked before its table replaces the old one.
+  static let loadExpect = Key(
+    "expect", .dictionary(.mapping(expectation)),
+    "Conditions on the loaded table before it replaces the old one: rows (its row count) or a column's values; a failed one rolls the load back and fails the step."
+  )
 
   public static let parallel: [Key] = [
     Key("max", .integer(1...64), default: .integer(4), "Most steps running at once."),
@@ -310,6 +317,7 @@ public enum ManifestSchema {
       "records", .string(nonEmpty: false),
       "Where the records are: a JSON Pointer (default: the whole document) or, required for XML, an element path."),
     Key("columns", .dictionary(.oneOf([columnType, .mapping(httpColumn)])), "Declared columns by name; inferred when not set."),
+    loadExpect,
   ]
 
   public static let httpColumn: [Key] = [

@@ -31,16 +31,25 @@ extension ManifestValidator {
       reader.error(node.location, "'\(path)': \(error); a step reads and writes files only inside the job folder")
       return nil
     }
-    if !folder && text.hasSuffix("/") {
-      reader.error(
-        node.location, "'\(path)': '\(text)' ends in '/', so it names a folder; name the file to write, such as '\(text)rows.json'")
-      return nil
-    }
+    if !folder && text.hasSuffix("/") && !fileShaped(node, path, text, what: "file to write", example: "rows.json") { return nil }
     if !folder && normalized == "." {
       reader.error(node.location, "'\(path)': '\(text)' names the job folder itself; name the file to write, such as 'out/rows.json'")
       return nil
     }
+    if !folder && !fileShaped(node, path, text, what: "file to write", example: "rows.json") { return nil }
     return text
+  }
+
+  /// Whether `text`, where dray creates a file, has the form of a file path: a path that
+  /// ends in `/`, or whose last part is `.` or `..`, names a folder, which a run could only
+  /// fail to open or write. Otherwise reports it, suggesting `example` inside it.
+  mutating func fileShaped(_ node: YAMLNode, _ key: String, _ text: String, what: String, example: String) -> Bool {
+    let last = text.split(separator: "/").last
+    let ending = text.hasSuffix("/") ? "/" : last == "." || last == ".." ? String(last!) : nil
+    guard let ending else { return true }
+    let inside = text.hasSuffix("/") ? text + example : text + "/" + example
+    reader.error(node.location, "'\(key)': '\(text)' ends in '\(ending)', so it names a folder; name the \(what), such as '\(inside)'")
+    return false
   }
 
   /// A step's output file, checked by `jobFolderPath` and noted for `checkKeptPaths`.
@@ -173,6 +182,7 @@ extension ManifestValidator {
         "'database.path': '\(database)' is \(kind), not an SQLite database file; dray neither opens nor replaces it: name a regular file or a new path"
       )
     }
+    checkFolders(manifest, top: top)
     for (format, path) in manifest.reportFiles(runID: KeptPaths.exampleRunID) where !path.contains(KeptPaths.exampleRunID) {
       guard let kind = FileKind.refusal(at: path) else { continue }
       let node = Self.child(top["report"], "path") ?? root
@@ -188,6 +198,31 @@ extension ManifestValidator {
         output.node.location,
         "'\(output.key)': '\(output.shown)' is \(kind), not a regular file; a step writes its output only as a new file or over a regular file: remove it or name another file"
       )
+    }
+  }
+
+  /// The folders on the way to each path dray creates (the database, the state and download
+  /// folders, reports, step outputs) as they are on disk now: one that exists must be a
+  /// folder (`FileKind.blockedAncestor`), or the run could only fail to create what is in it.
+  private mutating func checkFolders(_ manifest: Manifest, top: Fields) {
+    func check(_ node: YAMLNode?, _ key: String, _ shown: String, _ path: String) {
+      guard let blocked = FileKind.blockedAncestor(of: JobPath.lexical(path)) else { return }
+      reader.error(
+        (node ?? root).location,
+        "'\(key)': '\(shown)' cannot be created: \(blocked), not a folder; move it aside or name another path")
+    }
+    if let database = manifest.database?.path {
+      check(Self.child(top["database"], "path"), "database.path", database, manifest.resolve(database))
+    }
+    // Inside each folder: the folder itself must be one.
+    check(Self.child(top["state"], "path"), "state.path", manifest.state.path, manifest.resolve(manifest.state.path) + "/lock")
+    check(
+      Self.child(top["download"], "path"), "download.path", manifest.download.path, manifest.resolve(manifest.download.path) + "/answer")
+    if let (_, path) = manifest.reportFiles(runID: KeptPaths.exampleRunID).first {
+      check(Self.child(top["report"], "path"), "report.path", manifest.report.path, path)
+    }
+    for output in stepOutputs {
+      check(output.node, output.key, output.shown, manifest.directory + "/" + output.path + (output.isFolder ? "/file" : ""))
     }
   }
 

@@ -262,6 +262,9 @@ struct ManifestValidator {
           reader.error(
             file.location,
             "'auth.password_file': file '\(path)' holds a NUL character (U+0000), which would cut the password short; remove it")
+        } catch .notRegularFile(_, let kind) {
+          reader.error(
+            file.location, "'auth.password_file': '\(path)' is \(kind), not a regular file; a secret file must be a regular file")
         } catch {
           if reader.unresolvable("auth.password_file", error) {
             password = NodeReader.unresolved
@@ -289,7 +292,10 @@ struct ManifestValidator {
           reader.error(extra.location, "'database.\(key)' goes with 'url' (PostgreSQL); an SQLite database (database.path) has none")
         }
       }
-      return reader.nonEmptyString(pathNode, "database.path").map { DatabaseSettings(path: $0) }
+      guard let path = reader.nonEmptyString(pathNode, "database.path"),
+        fileShaped(pathNode, "database.path", path, what: "SQLite file", example: "job.sqlite")
+      else { return nil }
+      return DatabaseSettings(path: path)
     case (nil, let urlNode?):
       return readPostgres(f, urlNode).map { DatabaseSettings(postgres: $0) }
     case (_?, let urlNode?):
@@ -359,7 +365,9 @@ struct ManifestValidator {
   private mutating func readReport(_ node: YAMLNode) -> ReportSettings? {
     guard let f = reader.fields(node, "report", known: ManifestSchema.report.names) else { return nil }
     var r = ReportSettings()
-    if let node = f["path"], let p = reader.nonEmptyString(node, "report.path") {
+    if let node = f["path"], let p = reader.nonEmptyString(node, "report.path"),
+      fileShaped(node, "report.path", p, what: "report file", example: "{job}-{run_id}.json")
+    {
       checkPlaceholders(p, node: node)
       r.path = p
     }
@@ -567,8 +575,9 @@ struct ManifestValidator {
     let rp = resourceAndParams(f)
     let delta = f["delta"].flatMap { reader.bool($0, f.path("delta")) } ?? false
     let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
+    let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
     guard let (resource, params) = rp else { return nil }
-    return .tableStream(TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction))
+    return .tableStream(TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction, expect: expect))
   }
 
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {
@@ -619,11 +628,22 @@ struct ManifestValidator {
     let sql = f.required("sql", &reader).flatMap { reader.nonEmptyString($0, f.path("sql")) }
     let output = f["output"].flatMap { outputPath($0, f.path("output")) }
     let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
+    let expectations = readExpect(f, names: "column names", example: "n: { min: 1 }")
+    guard let sql else { return nil }
+    return .query(QueryStep(sql: sql, output: output, format: format, expect: expectations))
+  }
+
+  /// The `expect` of a `query` step or a load: conditions by name, each with at least one
+  /// of `min`, `max`, `equals`.
+  /// - Parameters:
+  ///   - names: what the names are, and `example` a condition, for when `expect` is not a
+  ///     mapping.
+  mutating func readExpect(_ f: Fields, names: String, example: String) -> [Expectation] {
     var expectations: [Expectation] = []
     if let node = f["expect"], !node.isMapping {
       reader.error(
         node.location,
-        "'\(f.path("expect"))' must be a mapping of column names to conditions, such as n: { min: 1 }, found \(node.kindDescription)")
+        "'\(f.path("expect"))' must be a mapping of \(names) to conditions, such as \(example), found \(node.kindDescription)")
     } else if let node = f["expect"], case .mapping(let pairs) = node.content {
       for pair in pairs {
         let column = pair.key.scalar?.text ?? ""
@@ -639,8 +659,7 @@ struct ManifestValidator {
         expectations.append(x)
       }
     }
-    guard let sql else { return nil }
-    return .query(QueryStep(sql: sql, output: output, format: format, expect: expectations))
+    return expectations
   }
 
   private mutating func number(_ node: YAMLNode, _ path: String) -> ExactNumber? {

@@ -27,6 +27,22 @@ public enum FileKind {
     return name(info.st_mode)
   }
 
+  /// What stands in the way of creating `path` (an absolute path) as things are on disk:
+  /// the first folder on the way to it that exists but is not a folder, named with what it
+  /// is (`/srv/job/afile is a regular file`); nil when every one that exists is a folder
+  /// (what is missing dray creates). Symbolic links on the way are followed, as opening
+  /// the path would.
+  public static func blockedAncestor(of path: String) -> String? {
+    var prefix = ""
+    for component in path.split(separator: "/").dropLast() {
+      prefix += "/" + component
+      var info = stat()
+      guard stat(prefix, &info) == 0 else { return nil }
+      if info.st_mode & S_IFMT != S_IFDIR { return "\(prefix) is \(name(info.st_mode) ?? "a regular file")" }
+    }
+    return nil
+  }
+
   /// `a folder`, `a FIFO (named pipe)`, …, for the file type in `mode`; nil for a regular
   /// file or a symbolic link.
   static func name(_ mode: mode_t) -> String? {

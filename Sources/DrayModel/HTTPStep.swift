@@ -43,11 +43,15 @@ public struct HTTPStep: Sendable, Hashable {
     public var records: RecordSelector
     /// Declared columns, in order; nil to infer them from the records.
     public var columns: [Column]?
+    /// Conditions the loaded table must meet before it replaces the old one (`rows`, or a
+    /// column's values); see `Expectation`.
+    public var expect: [Expectation]
 
-    public init(table: String, records: RecordSelector, columns: [Column]? = nil) {
+    public init(table: String, records: RecordSelector, columns: [Column]? = nil, expect: [Expectation] = []) {
       self.table = table
       self.records = records
       self.columns = columns
+      self.expect = expect
     }
   }
 

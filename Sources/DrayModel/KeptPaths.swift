@@ -39,7 +39,7 @@ public struct KeptPaths: Sendable {
   }
 
   /// An example run id, for checking report paths that hold `{run_id}` before a run has one.
-  public static let exampleRunID = "00000000T000000Z-000000"
+  public static let exampleRunID = "00000000T000000.000Z-000000"
 
   /// What no step output may be: the manifest, the database files, the run's report files,
   /// and anything inside the state folder or the download folder.

@@ -81,11 +81,17 @@ public struct TableStreamStep: Sendable, Hashable {
   public var delta: Bool
   /// Send an `X-Transaction-ID`, kept across retries of the call.
   public var transaction: Bool
-  public init(resource: String, params: JSONValue = .object([]), delta: Bool = false, transaction: Bool = true) {
+  /// Conditions each loaded table must meet before it replaces the old one (`rows`, or a
+  /// column's values); see `Expectation`.
+  public var expect: [Expectation]
+  public init(
+    resource: String, params: JSONValue = .object([]), delta: Bool = false, transaction: Bool = true, expect: [Expectation] = []
+  ) {
     self.resource = resource
     self.params = params
     self.delta = delta
     self.transaction = transaction
+    self.expect = expect
   }
 }
 
@@ -167,8 +173,9 @@ public struct QueryStep: Sendable, Hashable {
   }
 }
 
-/// A condition on a column of a query's first row: `n: { min: 200 }`. Numbers compare by
-/// their exact value (`ExactNumber`).
+/// A condition on a column of a query's first row (`n: { min: 200 }`), or on a table a load
+/// is about to publish: `rows: { min: 1000 }` (the rows it holds), `price: { min: 0 }` (its
+/// column's values). Numbers compare by their exact value (`ExactNumber`).
 public struct Expectation: Sendable, Hashable {
   public var column: String
   public var min: ExactNumber?

@@ -91,9 +91,11 @@ public final class PlatformClient {
   }
 
   /// Sends a call whose answer is a small JSON document and parses it.
-  /// - Throws: `PlatformError.badAnswer` naming `what` when the answer is not JSON.
+  /// - Throws: `PlatformError.badAnswer` naming `what` when the answer is not JSON, or is
+  ///   blank (`blankAnswer`).
   private func smallJSON(_ request: HTTPRequest, what: String, policy: RetryPolicy, record: (Attempt) -> Void) throws -> JSONValue {
-    let (_, bytes) = try small(request, policy: policy, record: record)
+    let (response, bytes) = try small(request, policy: policy, record: record)
+    if let blank = BlankAnswer.size(of: bytes) { throw PlatformClient.blankAnswer(blank, response, url: request.url) }
     do {
       return try JSONValue(parsing: bytes)
     } catch {
@@ -212,7 +214,8 @@ public final class PlatformClient {
   /// Posts `params` to `rpc/<resource>/` and streams the answer into `download`.
   /// - Parameters:
   ///   - delta: the version held (`v6`) to ask for a delta from, or nil for full data.
-  /// - Throws: `TransportError`, `PlatformError`.
+  /// - Throws: `TransportError`, `PlatformError` (`blankAnswer` for an empty body, whose
+  ///   download is removed).
   public func rpc(
     resource: String, params: JSONValue, delta: String?, transactionID: String?, download: Download,
     policy: RetryPolicy, record: (Attempt) -> Void
@@ -226,7 +229,23 @@ public final class PlatformClient {
       }
     }
     try download.complete()
+    if let blank = BlankAnswer.size(ofFile: download.path) {
+      download.removeFinished()
+      throw PlatformClient.blankAnswer(blank, response, url: request.url)
+    }
     return PlatformClient.head(response)
+  }
+
+  /// The error for a 2xx answer whose body is blank (`BlankAnswer`): every platform answer
+  /// but a file's bytes is a JSON document (platform-api.md §2–§5), and reading a blank one
+  /// as "no rows" would replace tables with nothing. It is not retried (the server answered
+  /// in full, and would most likely answer the same); the next run asks again.
+  static func blankAnswer(_ blank: Int, _ response: HTTPResponse, url: String) -> PlatformError {
+    .badAnswer(
+      url: HTTPClient.displayURL(url),
+      detail:
+        "\(BlankAnswer.describe(bytes: blank)) (HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none")); "
+        + "an empty body is not a JSON document, so it was refused and nothing was changed")
   }
 
   /// Runs `body` with `record` wrapped so that each of the call's own attempts also

@@ -30,7 +30,8 @@ public struct JSONRecordReader {
 
   /// Reads `file`, handing each record to `each`.
   /// - Returns: how many records were read, and what each probe found.
-  /// - Throws: `RecordError` when the file is not JSON, is nested deeper than
+  /// - Throws: `RecordError` when the file is not JSON (an empty one included: a server
+  ///   with no records says so with a document such as `[]`), is nested deeper than
   ///   `JSONValue.maxDepth` levels, or the records selector points at a string or number, or
   ///   selects nothing; errors thrown by `each` as they are.
   public func read(file: String, each: (Record) throws -> Void) throws -> AnswerSummary {
@@ -42,8 +43,8 @@ public struct JSONRecordReader {
       let state = JSONScanState(reader: self, each: each)
       do throws(JSONEvents.Failure) {
         try JSONEvents.parse(input, into: state)
-      } catch .truncated(_, bytes: 0) {
-        return AnswerSummary()  // an empty answer: no records
+      } catch .empty(let bytes) {
+        throw RecordError(BlankAnswer.describe(bytes: bytes) + "; an empty body is not a JSON document")
       } catch .truncated(_, let bytes) {
         throw RecordError("the answer ends before its JSON is complete (\(bytes) bytes)")
       } catch .stopped(let byte) {

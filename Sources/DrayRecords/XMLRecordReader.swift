@@ -42,7 +42,8 @@ public struct XMLRecordReader {
 
   /// Reads `file`, handing each record to `each`.
   /// - Returns: how many records were read, and what each probe found.
-  /// - Throws: `RecordError` when the file is not well-formed XML, or when a records path
+  /// - Throws: `RecordError` when the file is not well-formed XML (an empty one included),
+  ///   or when a records path
   ///   anchored at the root names another root element; errors thrown by `each` as they are.
   public func read(file: String, each: (Record) throws -> Void) throws -> AnswerSummary {
     _ = xmlReady
@@ -87,6 +88,9 @@ public struct XMLRecordReader {
         if empty { stack.removeLast() }
       }
       status = xmlTextReaderRead(handle.reader)
+    }
+    if !sawRoot, let blank = BlankAnswer.size(ofFile: file) {
+      throw RecordError(BlankAnswer.describe(bytes: blank) + "; an empty body is not an XML document")
     }
     if status < 0 { throw handle.failure(file: file) }
     return summary

@@ -311,7 +311,7 @@ private final class LoadSession {
         throw failure ?? LoadError(resource: loader.resource, message: "the load stopped")
       }
       if status == yajl_status_error {
-        throw syntaxError(parser, bytes: bytes, previousTail: previousTail, offset: offset, atEnd: count == 0)
+        throw syntaxError(parser, file: file, bytes: bytes, previousTail: previousTail, offset: offset, atEnd: count == 0)
       }
       if count == 0 { break }
       offset += count
@@ -323,14 +323,16 @@ private final class LoadSession {
   }
 
   /// The error for JSON yajl refuses, naming NaN and Infinity, which are not JSON.
-  func syntaxError(_ parser: yajl_handle, bytes: UnsafeRawBufferPointer, previousTail: [UInt8], offset: Int, atEnd: Bool) -> LoadError {
+  func syntaxError(
+    _ parser: yajl_handle, file: String, bytes: UnsafeRawBufferPointer, previousTail: [UInt8], offset: Int, atEnd: Bool
+  ) -> LoadError {
     let c = cursor.pointee
     let inRow = c.place == .row || c.place == .nested
     let row = inRow || c.place == .rows ? c.row + (c.place == .rows ? 1 : 0) : nil
     let column = inRow ? c.column + 1 : nil
     let table = index >= 0 && index < objects.count ? objects[index].name : nil
-    if atEnd && offset == 0 {
-      return LoadError(resource: loader.resource, message: "the answer is empty; expected a JSON list of tables")
+    if atEnd && c.place == .start, let blank = BlankAnswer.size(ofFile: file) {
+      return LoadError(resource: loader.resource, message: BlankAnswer.describe(bytes: blank) + "; expected a JSON list of tables")
     }
     if atEnd {
       return LoadError(

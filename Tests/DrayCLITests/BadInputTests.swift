@@ -206,6 +206,8 @@ import Testing
     let params = #"{"a":"# + String(repeating: "[", count: 20000) + String(repeating: "]", count: 20000) + "}"
     let tables = try Command.dray(["tables", folder.path + "/data.sqlite", "--resource", "X", "--params", params])
     #expect(tables.status == 2)
-    #expect(tables.stderr.contains("--params must be a JSON object: nested deeper than 512 levels at byte 516"), "\(tables.stderr)")
+    #expect(
+      tables.stderr.contains(#"--params must be a JSON object, such as '{"region":"EU"}': nested deeper than 512 levels at byte 516"#),
+      "\(tables.stderr)")
   }
 }

@@ -33,7 +33,7 @@ import Testing
   /// `text` with times such as `0.21s` replaced by `N.NNs`, run ids by `RUN`, the job folder by `JOB`.
   static func plain(_ text: String, _ job: Job) throws -> String {
     var out = text.replacing(job.folder.path, with: "JOB")
-    out = out.replacing(try Regex(#"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}"#), with: "RUN")
+    out = out.replacing(try Regex(#"[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{6}"#), with: "RUN")
     return out.replacing(try Regex(#"[0-9]+\.[0-9]{2}s"#), with: "N.NNs")
   }
 
@@ -87,7 +87,7 @@ import Testing
   }
 
   static func runID(_ summary: String) -> String? {
-    summary.firstMatch(of: #/\(run ([0-9]{8}T[0-9]{6}Z-[0-9a-f]{6})\)/#).map { String($0.1) }
+    summary.firstMatch(of: #/\(run ([0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{6})\)/#).map { String($0.1) }
   }
 
   @Test func quietPrintsNothingForAGoodRunAndTheProblemForABadOne() throws {

@@ -68,7 +68,8 @@ import Testing
 
   @Test func aReportUnderARegularFileIsNamedAsNotWrittenAndTheRunExits1() throws {
     let folder = TemporaryDirectory()
-    _ = try folder.write("reports", "a file where the reports' folder should be\n")
+    // Validation refuses a file where the reports' folder should be (UncreatablePathTests);
+    // here the run itself writes one, after validation.
     let job = try folder.write(
       "job.yaml",
       """
@@ -77,6 +78,7 @@ import Testing
       database: { path: data.sqlite }
       steps:
         - { id: make, sql: CREATE TABLE t(x) }
+        - { id: block, query: { sql: SELECT 1 AS n, output: reports, format: csv } }
       report: { path: "reports/{job}-{run_id}.json" }
       """)
     let result = try Command.dray(["run", job])
@@ -90,6 +92,112 @@ import Testing
     #expect(result.stdout.hasPrefix("job unwritten: succeeded"))
     #expect(result.stdout.contains("\nerror: the run's record is incomplete: \(folder.path)/reports/unwritten-"))
     #expect(!result.stdout.contains("\nreport: "), "\(result.stdout)")
-    #expect(try folder.read("reports") == "a file where the reports' folder should be\n")
+    #expect(try folder.read("reports") == "n\r\n1\r\n")
+  }
+}
+
+/// A manifest, or a file it reads, that is not a regular file is named for what it is,
+/// and never read: a FIFO would keep `dray` waiting for a writer forever.
+@Suite struct SpecialManifestTests {
+  @Test(arguments: [S_IFIFO, S_IFCHR])
+  func aManifestThatIsNotARegularFileIsNamedAndNeverRead(kind: mode_t) throws {
+    let folder = TemporaryDirectory()
+    let path = try SpecialFileCommandTests.make(kind, in: folder, "job.yaml")
+    for arguments in [["validate", path], ["run", path], ["plan", path]] {
+      let result = try Command.dray(arguments)
+      #expect(result.status == 2)
+      #expect(
+        result.stderr.hasPrefix(
+          "\(path):1:1: error: cannot open manifest: it is \(SpecialFileCommandTests.name(kind)); a manifest must be a regular file\n"),
+        "\(result.stderr)")
+    }
+    let null = try Command.dray(["validate", "/dev/null"])
+    #expect(
+      null.stderr.hasPrefix("/dev/null:1:1: error: cannot open manifest: it is a character device; a manifest must be a regular file\n"))
+  }
+
+  @Test func aSecretFileThatIsNotARegularFileIsNamedAndNeverRead() throws {
+    let folder = TemporaryDirectory()
+    _ = try SpecialFileCommandTests.make(S_IFIFO, in: folder, "secret")
+    let job = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: fifo
+      description: "${file:secret}"
+      platform: { host: "http://127.0.0.1:9/", environment: E, project: P }
+      auth: { username: u, password_file: secret }
+      database: { path: db.sqlite }
+      steps:
+        - id: get
+          http: { base_url: "http://127.0.0.1:9/", auth: { bearer_file: secret } }
+      """)
+    let result = try Command.dray(["validate", job])
+    #expect(result.status == 2)
+    let lines = result.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix(job + ":") }
+    #expect(
+      lines == [
+        "\(job):3:14: error: 'description': 'secret' named by ${file:secret} is a FIFO (named pipe), not a regular file; name a regular file",
+        "\(job):5:37: error: 'auth.password_file': 'secret' is a FIFO (named pipe), not a regular file; a secret file must be a regular file",
+        "\(job):9:67: error: 'steps.get.http.auth.bearer_file': 'secret' is a FIFO (named pipe), not a regular file; a secret file must be a regular file",
+        "\(job): 3 errors; nothing was run",
+      ], "\(result.stderr)")
+  }
+}
+
+/// Validation refuses every path a run would fail to create: a database or report path
+/// that names a folder by its form, and any path under something that is not a folder.
+@Suite struct UncreatablePathTests {
+  @Test func validationRefusesWhatARunCouldNotCreate() throws {
+    let folder = TemporaryDirectory()
+    _ = try folder.write("afile", "not a folder")
+    let cases: [(String, String)] = [
+      (
+        "database: { path: data/ }",
+        "3:19: error: 'database.path': 'data/' ends in '/', so it names a folder; name the SQLite file, such as 'data/job.sqlite'"
+      ),
+      (
+        "database: { path: data/.. }",
+        "3:19: error: 'database.path': 'data/..' ends in '..', so it names a folder; name the SQLite file, such as 'data/../job.sqlite'"
+      ),
+      (
+        "database: { path: afile/db.sqlite }",
+        "3:19: error: 'database.path': 'afile/db.sqlite' cannot be created: \(folder.path)/afile is a regular file, not a folder; move it aside or name another path"
+      ),
+      (
+        "database: { path: d.sqlite }\nreport: { path: reports/ }",
+        "4:17: error: 'report.path': 'reports/' ends in '/', so it names a folder; name the report file, such as 'reports/{job}-{run_id}.json'"
+      ),
+      (
+        "database: { path: d.sqlite }\nreport: { path: \"afile/{run_id}.json\" }",
+        "4:17: error: 'report.path': 'afile/{run_id}.json' cannot be created: \(folder.path)/afile is a regular file, not a folder; move it aside or name another path"
+      ),
+      (
+        "database: { path: d.sqlite }\nstate: { path: afile }",
+        "4:16: error: 'state.path': 'afile' cannot be created: \(folder.path)/afile is a regular file, not a folder; move it aside or name another path"
+      ),
+      (
+        "database: { path: d.sqlite }\ndownload: { path: afile/downloads }",
+        "4:19: error: 'download.path': 'afile/downloads' cannot be created: \(folder.path)/afile is a regular file, not a folder; move it aside or name another path"
+      ),
+      (
+        "database: { path: d.sqlite }\nsteps:\n  - { id: q, query: { sql: SELECT 1, output: out/. } }",
+        "5:46: error: 'steps.q.query.output': 'out/.' ends in '.', so it names a folder; name the file to write, such as 'out/./rows.json'"
+      ),
+      (
+        "database: { path: d.sqlite }\nsteps:\n  - { id: q, query: { sql: SELECT 1, output: afile/rows.json } }",
+        "5:46: error: 'steps.q.query.output': 'afile/rows.json' cannot be created: \(folder.path)/afile is a regular file, not a folder; move it aside or name another path"
+      ),
+    ]
+    for (block, message) in cases {
+      let steps = block.contains("steps:") ? "" : "\nsteps:\n  - { id: s, sql: SELECT 1 }"
+      let job = try folder.write("job.yaml", "version: 1\njob: paths\n\(block)\(steps)\n")
+      for command in ["validate", "run"] {
+        let result = try Command.dray([command, job])
+        #expect(result.status == 2, "\(block): \(result.output)")
+        let lines = result.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix(job + ":") }
+        #expect(lines == ["\(job):\(message)", "\(job): 1 error; nothing was run"], "\(block)")
+      }
+    }
   }
 }

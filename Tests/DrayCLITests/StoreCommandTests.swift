@@ -46,6 +46,10 @@ import Testing
     #expect(all.stdout == "FRUITS__output_table\n\(eu)\n")
 
     #expect(try Command.dray(["tables", db, "--resource", "FRUITS"]).stdout == "FRUITS__output_table\n")
+    // An empty string is {}, as the SDK's getTablesName takes it.
+    for empty in ["", " "] {
+      #expect(try Command.dray(["tables", db, "--resource", "FRUITS", "--params", empty]).stdout == "FRUITS__output_table\n")
+    }
     #expect(try Command.dray(["tables", db, "--resource", "FRUITS", "--params", #"{"region": "EU"}"#]).stdout == "\(eu)\n")
     let one = try Command.dray(["tables", db, "--resource", "FRUITS", "--params", #"{"region":"EU"}"#, "--table", "output_table"])
     #expect(one.stdout == "\(eu)\n")
@@ -82,6 +86,13 @@ import Testing
     let badParams = try Command.dray(["tables", plain, "--resource", "R", "--params", "[1]"])
     #expect(badParams.status == 2)
     #expect(badParams.stderr.hasPrefix(#"dray: --params must be a JSON object, such as '{"region":"EU"}'"#))
+    // Text that is not JSON: one line naming what is wrong, not yajl's quote and caret.
+    let notJSON = try Command.dray(["tables", plain, "--resource", "R", "--params", "{region: EU}"])
+    #expect(notJSON.status == 2)
+    #expect(
+      notJSON.stderr
+        == "dray: --params must be a JSON object, such as '{\"region\":\"EU\"}': lexical error: invalid char in json text.\nRun 'dray help' for usage.\n"
+    )
     let noResource = try Command.dray(["tables", plain, "--table", "t"])
     #expect(noResource.status == 2)
     #expect(noResource.stderr.hasPrefix("dray: --params and --table choose among the tables of one resource; add --resource NAME"))

@@ -188,3 +188,15 @@ import Testing
         """)
   }
 }
+
+/// Run ids sort by start time, runs started within one second included, and stay unique.
+@Suite struct RunIDTests {
+  @Test func runIDsSortByStartTimeToTheMillisecond() throws {
+    let start = Date(timeIntervalSince1970: 1_796_040_000)  // 2026-11-30T12:00:00Z
+    let ids = [0, 0.001, 0.25, 0.999, 1, 61.5].map { Runner.newRunID(start.addingTimeInterval($0)) }
+    #expect(ids.sorted() == ids)
+    #expect(ids[2].hasPrefix("20261130T120000.250Z-"))
+    #expect(ids.allSatisfy { $0.wholeMatch(of: #/[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{6}/#) != nil })
+    #expect(Runner.newRunID(start) != Runner.newRunID(start))
+  }
+}

@@ -73,7 +73,14 @@ import Testing
       Issue.record("unexpected step kinds")
       return
     }
-    #expect(t == TableStreamStep(resource: "FRUITS", delta: true, transaction: false))
+    #expect(
+      t
+        == TableStreamStep(
+          resource: "FRUITS", delta: true, transaction: false,
+          expect: [
+            Expectation(column: "rows", min: .integer(1), max: .integer(100000)), Expectation(column: "price", min: .integer(0)),
+            Expectation(column: "in_season", equals: .integer(1)),
+          ]))
     #expect(
       table
         == TableStep(

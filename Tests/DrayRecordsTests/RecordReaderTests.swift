@@ -47,10 +47,9 @@ import Testing
     // The whole document as the records; scalars become a `value` column.
     let (list, _) = try read(#"[1, "two", [3], null]"#, records: "")
     #expect(values(list) == [[.integer(1)], [.text("two")], [.text("[3]")], [.null]])
-    // An object is one record; null is none; an empty answer is none.
+    // An object is one record; null is none (an empty answer is refused: see below).
     #expect(try read(#"{"item": {"id": 7}}"#, records: "/item").0.count == 1)
     #expect(try read(#"{"items": null}"#, records: "/items").1.records == 0)
-    #expect(try read("", records: "/items").1.records == 0)
     // An element by index.
     #expect(values(try read(#"{"pages": [[{"a": 1}], [{"a": 2}]]}"#, records: "/pages/1").0) == [[.integer(2)]])
   }
@@ -91,6 +90,21 @@ import Testing
       <x:next href="/catalog?page=2">/catalog?page=2</x:next>
     </catalog>
     """
+
+  /// An empty body is not a document: never "no records", which would empty a table.
+  @Test func blankAnswersAreRefusedInEveryFormat() throws {
+    for (format, records, kind) in [(AnswerFormat.json, "", "a JSON"), (.json, "/data", "a JSON"), (.xml, "//item", "an XML")] {
+      #expect(throws: RecordError("the answer is empty; an empty body is not \(kind) document")) {
+        try read("", format: format, records: records)
+      }
+      #expect(throws: RecordError("the answer holds only whitespace (4 bytes); an empty body is not \(kind) document")) {
+        try read(" \r\n\t", format: format, records: records)
+      }
+    }
+    // A value after whitespace, or a cut one, is not blank.
+    #expect(try read(" []", records: "").0.isEmpty)
+    #expect(throws: RecordError("the answer ends before its JSON is complete (4 bytes)")) { try read(" tru", records: "") }
+  }
 
   @Test func xmlRecordsFromAnElementPath() throws {
     let (records, summary) = try read(

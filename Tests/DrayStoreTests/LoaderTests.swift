@@ -89,6 +89,7 @@ import Testing
     let plain = LoaderTests.plain
     let cases: [(String, String)] = [
       ("", "resource R: the answer is empty; expected a JSON list of tables"),
+      (" \n\t ", "resource R: the answer holds only whitespace (4 bytes); expected a JSON list of tables"),
       (#"{"name":"t"}"#, "resource R: the answer must be a JSON list of tables, found an object"),
       (#"[["t"]]"#, "resource R: each element of the answer must be an object with 'name' and 'data', found a list"),
       (#"[{"name":"t","data":[{"id":1}]}]"#, "resource R, table t, row 1: each row must be a JSON list of values, found an object"),

@@ -12,8 +12,10 @@ extension StepRunner {
   /// step's policy and `on_status`. With `load`, the page's records go into a staging table
   /// in one transaction with the page's entry in `_dray_http_pages` (see `PageLedger`), so a
   /// killed run resumes at the page after the last committed one; when the last page is in,
-  /// one transaction replaces the table's rows with the staging table's and records the
-  /// step's checkpoint, so readers never see a half-loaded table.
+  /// one transaction replaces the table's rows with the staging table's, checks
+  /// `load.expect` (`Expectations.audit`) and records the step's checkpoint, so readers
+  /// never see a half-loaded table, nor one that fails its expectations (whose staged pages
+  /// are then dropped).
   func runHTTP(_ options: HTTPStep, _ report: inout StepReport) throws {
     let client = HTTPClient(cancellation: context.cancellation)
     if !options.tls.verify && options.baseURL.lowercased().hasPrefix("https://") {
@@ -108,16 +110,26 @@ extension StepRunner {
       var done = report
       done.attempts = attempts
       let (rows, created) = try context.databaseWrites.withLock { _ in
-        try store.database.transaction {
-          let staged = try RecordTable(database: store.database, name: staging)
-          let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
-          if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
-          let rows = try staged.publish(into: load.table)
-          try ledger?.clear()
-          done.rows = [load.table: rows]
-          done.tables = created ? [load.table] : []
-          try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
-          return (rows, created)
+        do {
+          return try store.database.transaction {
+            let staged = try RecordTable(database: store.database, name: staging)
+            let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
+            if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
+            let rows = try staged.publish(into: load.table)
+            if let failed = try Expectations.audit(load.expect, tables: [load.table], in: store.database) { throw failed }
+            try ledger?.clear()
+            done.rows = [load.table: rows]
+            done.tables = created ? [load.table] : []
+            try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+            return (rows, created)
+          }
+        } catch let failed as StepError {
+          // Pages that failed `expect` are never published: the next run fetches them again.
+          try store.database.transaction {
+            try RecordTable(database: store.database, name: staging).drop()
+            try ledger?.clear()
+          }
+          throw failed
         }
       }
       report.rows = [load.table: rows]
@@ -147,7 +159,8 @@ extension StepRunner {
   /// and its head.
   struct FetchedPage {
     var file: String?
-    /// The status that `on_status` turned into an empty page.
+    /// The status that made an empty page: one `on_status` names `empty`, or a 204 to a
+    /// step that reads its answers.
     var status: Int?
     var headers: HTTPHeaders
     var contentType: String?
@@ -155,6 +168,8 @@ extension StepRunner {
   }
 
   /// Sends the request for one page under the retry policy and `on_status`.
+  /// - Throws: `TransportError`; `HTTPStepError.badAnswer` for a 2xx answer with a blank
+  ///   body (`BlankAnswer`) that the step would read (`load`, `paginate`), not retried.
   private func fetchPage(
     _ options: HTTPStep, url: String, page: Int, client: HTTPClient, record: (Attempt) -> Void
   ) throws -> FetchedPage {
@@ -187,11 +202,25 @@ extension StepRunner {
         record(entry)
         logAttempt(entry)
       })
-    guard (200..<300).contains(response.status) else {
+    // An answer the step reads must be a document: a blank one is not "no records" (a
+    // server with none says so with a document, `204 No Content`, or a status `on_status`
+    // names empty). One only saved is kept as is: a DELETE may well answer 204 with nothing.
+    let reads = options.load != nil || options.paginate != nil
+    guard (200..<300).contains(response.status) && !(reads && response.status == 204) else {
       download.discard()
       return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived)
     }
     try download.complete()
+    if reads, let blank = BlankAnswer.size(ofFile: download.path) {
+      download.removeFinished()
+      throw HTTPStepError.badAnswer(
+        page: options.paginate == nil ? nil : page, url: url,
+        message:
+          "\(BlankAnswer.describe(bytes: blank)) (HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none")); "
+          + "an empty body is not \(options.format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; "
+          + "a server with no records answers with a document (such as [] or {\"data\": []}), 204 No Content, or a status that on_status names empty"
+      )
+    }
     if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
     return FetchedPage(
       file: download.path, status: nil, headers: response.headers, contentType: response.headers["Content-Type"],

@@ -51,14 +51,12 @@ extension StepRunner {
     } else {
       report.notes.append("the query returned \(HumanUnits.counted(count, "row"))")
     }
-    let failures = Expectations.check(options.expect, firstRow: firstRow, columns: columns)
-    if failures.count == 1 { throw StepError.expectation("expectation failed: \(failures[0])") }
-    if failures.count > 1 { throw StepError.expectation("\(failures.count) expectations failed: \(failures.joined(separator: "; "))") }
+    if let error = Expectations.error(Expectations.check(options.expect, firstRow: firstRow, columns: columns)) { throw error }
     try recordCheckpoint(report, status: .succeeded)
   }
 }
 
-/// The `expect` conditions of a query step.
+/// The `expect` conditions of a query step, and of a load (`table_stream`, `http`).
 ///
 /// Numbers compare by their exact value (`ExactNumber`): an INTEGER with an integer bound
 /// as integers, so 9223372036854775807 is not "at most 9223372036854775806"; a REAL with an
@@ -92,6 +90,80 @@ enum Expectations {
       }
     }
     return failures
+  }
+
+  /// The step's error for `failures`, nil when there are none:
+  /// `expectation failed: n = 12, expected at least 200`, or `2 expectations failed: …; …`,
+  /// between `prefix` and `suffix`.
+  static func error(_ failures: [String], prefix: String = "", suffix: String = "") -> StepError? {
+    switch failures.count {
+    case 0: nil
+    case 1: .expectation("\(prefix)expectation failed: \(failures[0])\(suffix)")
+    default: .expectation("\(prefix)\(failures.count) expectations failed: \(failures.joined(separator: "; "))\(suffix)")
+    }
+  }
+
+  /// Checks a load's `expect` against `table` as the load's own transaction sees it, before
+  /// it commits (write, audit, publish): `rows` against the table's row count (for a delta,
+  /// the rows after applying it); any other name against the table's column of that name,
+  /// `min` its smallest value, `max` its largest, `equals` both (SQL's `min()` and `max()`,
+  /// which skip NULLs; a column with no value gives null, which meets no bound).
+  /// - Returns: what fails, one sentence per condition: `rows = 3, expected at least 1000`,
+  ///   `min(price) = -2, expected at least 0`, `the table has no column 'prise' (its
+  ///   columns: id, price)`.
+  /// - Throws: `SQLiteError`.
+  static func check(_ expectations: [Expectation], table: String, in database: Database) throws -> [String] {
+    guard !expectations.isEmpty else { return [] }
+    let columns = try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap {
+      if case .text(let name) = $0[0].1 { name } else { nil }
+    }
+    var failures: [String] = []
+    // Each condition on one figure: `rows`, `min(price)`, `max(price)`, with its SQL.
+    var figures: [(label: String, sql: String)] = [("rows", "count(*)")]
+    var conditions: [Expectation] = []
+    func figure(_ function: String, _ column: String) -> String {
+      let label = "\(function)(\(column))"
+      if !figures.contains(where: { $0.label == label }) { figures.append((label, "\(function)(\(Database.quote(column)))")) }
+      return label
+    }
+    for e in expectations {
+      if e.column == "rows" {
+        conditions.append(e)
+        continue
+      }
+      guard let column = columns.first(where: { IdentifierKey($0) == IdentifierKey(e.column) }) else {
+        let found = columns.isEmpty ? "the load had no records, so there is no table" : "its columns: \(columns.joined(separator: ", "))"
+        failures.append("the table has no column '\(e.column)' (\(found))")
+        continue
+      }
+      if e.min != nil || e.equals != nil { conditions.append(Expectation(column: figure("min", column), min: e.min, equals: e.equals)) }
+      if e.max != nil || e.equals != nil { conditions.append(Expectation(column: figure("max", column), max: e.max, equals: e.equals)) }
+    }
+    // A table a load did not create (no records, no declared columns) has no rows.
+    let row =
+      columns.isEmpty
+      ? [("rows", SQLValue.integer(0))]
+      : try database.rows("SELECT \(figures.map(\.sql).joined(separator: ", ")) FROM \(Database.quote(table))").first ?? []
+    let values = zip(figures, row).map { ($0.label, $1.1) }
+    return failures + check(conditions, firstRow: values, columns: figures.map(\.label))
+  }
+
+  /// The error for a load whose `tables` fail `expectations`, checked inside the load's
+  /// transaction; nil when every table passes. The caller throws it there, so the load rolls
+  /// back and readers keep the old tables:
+  /// `table items: expectation failed: rows = 3, expected at least 1000; nothing was published: …`.
+  /// - Throws: `SQLiteError`.
+  static func audit(_ expectations: [Expectation], tables: [String], in database: Database) throws -> StepError? {
+    for table in tables {
+      let failures = try check(expectations, table: table, in: database)
+      if let error = error(
+        failures, prefix: "table \(table): ",
+        suffix: "; nothing was published: the load was rolled back and the table keeps its previous rows")
+      {
+        return error
+      }
+    }
+    return nil
   }
 
   /// `at least 200 and at most 300`.

@@ -7,7 +7,8 @@ internal import Foundation
 extension StepRunner {
   /// `table_stream`: posts the parameters to `rpc/<resource>/`, streams the answer to a
   /// resumable download, and loads it into the resource's table in one transaction with
-  /// the step's checkpoint (the SDK's `tableStream`).
+  /// the step's checkpoint (the SDK's `tableStream`). `expect` is checked on each table in
+  /// that transaction before it commits (`Expectations.audit`); a failure rolls it back.
   func runTableStream(_ options: TableStreamStep, _ report: inout StepReport) throws {
     let client = try platformClient()
     let store = try openStore()
@@ -102,6 +103,11 @@ extension StepRunner {
             let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
             if case .integer(let n)? = count { done.rows[name] = Int(n) }
             done.tables.append(name)
+          }
+          if let failed = try Expectations.audit(options.expect, tables: done.tables, in: database) {
+            // Rolled back with the load; the answer is never reused: the next run asks again.
+            download.removeFinished()
+            throw failed
           }
           try Journal.record(checkpoint(done, status: .succeeded), in: database)
           CrashPoint.reach("before-commit:\(step.id)")

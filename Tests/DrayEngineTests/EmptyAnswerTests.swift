@@ -1,0 +1,168 @@
+import DrayEngine
+import DrayManifest
+import DrayModel
+import DrayStore
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// A server that answers `200` with an empty body (or only whitespace) once made an `http`
+/// load "succeed with 0 rows" and replace a table holding last night's rows. An empty body
+/// is not a JSON (or XML) document: every reader refuses it, names the URL, status and
+/// Content-Type, and keeps what the last good run left.
+@Suite struct EmptyAnswerTests {
+  static let bodies = ["", " \n\t "]
+
+  static func described(_ body: String) -> String {
+    body.isEmpty ? "the answer is empty" : "the answer holds only whitespace (\(body.utf8.count) bytes)"
+  }
+
+  // MARK: Platform calls
+
+  /// Every platform call whose answer dray reads, with the emulator path it calls.
+  static let platformSteps: [(path: String, step: String)] = [
+    ("api/v1/schema/", "schemes: {}"),
+    ("api/v1/rpc/FRUITS/", "table_stream: { resource: FRUITS }"),
+    ("api/v1/rpc/FRUITS/", "table: { resource: FRUITS, output: out/fruits.json }"),
+    ("api/v1/rpc/FRUITS/", "request: { resource: FRUITS, output: out/answer.json }"),
+    ("api/v1/directory/local_storage/", "files: { connection: local_storage, action: list, path: ., local: out/list.json }"),
+    ("api/v1/file/local_storage/meta/", "files: { connection: local_storage, action: meta, path: welcome.txt, local: out/meta.json }"),
+  ]
+
+  @Test(arguments: platformSteps)
+  func aBlankPlatformAnswerFailsTheStepAndKeepsTablesAndFiles(path: String, step: String) throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let job =
+      JobText.header(job: "blank", emulator: emulator, database: "data.sqlite") + "steps:\n  - id: good\n    " + step
+      + "\n  - id: fruits\n    table_stream: { resource: FRUITS }\n"
+    let (manifest, first) = try runJob(folder, job)
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    let outputs = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/out")) ?? []).sorted()
+    let before = try outputs.map { try bytes(folder.path + "/out/" + $0) }
+    let database = try DatabaseDigest(path: folder.path + "/data.sqlite")
+
+    for body in Self.bodies {
+      let fault = try JSONSerialization.data(withJSONObject: [["path": "/" + path, "body": body]])
+      try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
+      let report = Runner(
+        manifest: manifest, options: RunOptions(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+      ).run()
+      #expect(report.exitCode == 1)
+      #expect(report.steps[0].errorCode == "bad_answer")
+      let url =
+        emulator.url + path + (path.hasSuffix("meta/") ? "?file=welcome.txt" : path.hasPrefix("api/v1/directory") ? "?directory=." : "")
+      #expect(
+        report.steps[0].errorMessage
+          == "unexpected answer from \(url): \(Self.described(body)) (HTTP 200, Content-Type: application/json); an empty body is not a JSON document, so it was refused and nothing was changed"
+      )
+      #expect(try DatabaseDigest(path: folder.path + "/data.sqlite") == database)
+      #expect(try outputs.map { try bytes(folder.path + "/out/" + $0) } == before)
+      #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/out")) ?? []).sorted() == outputs)
+    }
+  }
+
+  // MARK: http step
+
+  @Test(arguments: [AnswerFormat.json, .xml])
+  func aBlankHTTPAnswerFailsTheLoadAndKeepsYesterdaysTable(format: AnswerFormat) throws {
+    let document =
+      format == .json
+      ? #"[{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]"# : #"<list><item id="1" name="a"/><item id="2" name="b"/></list>"#
+    let records = format == .json ? "\"\"" : "//item"
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", document)])
+    let folder = TemporaryDirectory()
+    let job = """
+      version: 1
+      job: blank
+      database: { path: data.sqlite }
+      retry: { count: 0 }
+      steps:
+        - id: things
+          http: { base_url: '${API}', path: things, format: \(format.rawValue), load: { table: things, records: \(records) } }
+      """
+    let (manifest, first) = try runJob(folder, job, environment: ["API": server.url])
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    for body in Self.bodies {
+      try server.setRules("[" + (try HTTPBadAnswerTests.rule("/things", body)) + "]")
+      let report = Runner(
+        manifest: manifest, options: RunOptions(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+      ).run()
+      #expect(report.exitCode == 1)
+      #expect(report.steps[0].errorCode == "bad_answer")
+      #expect(
+        report.steps[0].errorMessage
+          == "the answer of \(server.url)things: \(Self.described(body)) (HTTP 200, Content-Type: \(body.isEmpty ? "none" : "text/plain")); an empty body is not \(format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; a server with no records answers with a document (such as [] or {\"data\": []}), 204 No Content, or a status that on_status names empty"
+      )
+      #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(2))
+    }
+  }
+
+  @Test func aBlankSecondPageFailsTheStepAndKeepsTheTable() throws {
+    let server = try RestServer()
+    let folder = TemporaryDirectory()
+    let job = """
+      version: 1
+      job: pages
+      database: { path: data.sqlite }
+      retry: { count: 0 }
+      steps:
+        - id: items
+          http:
+            base_url: '${API}'
+            path: items
+            query: { per_page: 10 }
+            paginate: { next: /links/next }
+            load: { table: items, records: /data }
+      """
+    let (manifest, first) = try runJob(folder, job, environment: ["API": server.url])
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    let rows = try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1
+    let rule = String(
+      decoding: try JSONSerialization.data(withJSONObject: ["path": "/items", "query": ["page": "2"], "status": 200, "body": "  "]),
+      as: UTF8.self)
+    try server.setRules("[\(rule)]")
+    let report = Runner(
+      manifest: manifest, options: RunOptions(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+    ).run()
+    #expect(report.exitCode == 1)
+    #expect(
+      report.steps[0].errorMessage?.hasPrefix(
+        "page 2 (\(server.url)items?page=2&per_page=10): the answer holds only whitespace (2 bytes) (HTTP 200") == true)
+    #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1 == rows)
+  }
+
+  /// `204 No Content` says there is nothing: an empty page, as `on_status: empty` makes one;
+  /// `expect` is what keeps such an answer from emptying a table that must not be empty.
+  @Test func a204IsAnEmptyPageAndExpectKeepsTheTable() throws {
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", #"[{"id": 1}, {"id": 2}]"#)])
+    let folder = TemporaryDirectory()
+    func run(_ expect: String) throws -> RunReport {
+      try runJob(
+        folder,
+        """
+        version: 1
+        job: nothing
+        database: { path: data.sqlite }
+        retry: { count: 0 }
+        steps:
+          - id: things
+            http: { base_url: '${API}', path: things, load: { table: things, columns: { id: INTEGER }\(expect) } }
+        """, environment: ["API": server.url]
+      ).1
+    }
+    #expect(try run("").exitCode == 0)
+    let noContent = String(
+      decoding: try JSONSerialization.data(withJSONObject: ["path": "/things", "status": 204, "body": ""]), as: UTF8.self)
+    try server.setRules("[\(noContent)]")
+    let guarded = try run(", expect: { rows: { min: 1 } }")
+    #expect(
+      guarded.steps[0].errorMessage
+        == "table things: expectation failed: rows = 0, expected at least 1; nothing was published: the load was rolled back and the table keeps its previous rows"
+    )
+    #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(2))
+    let report = try run("")
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(0))
+  }
+}
