@@ -16,7 +16,7 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     /// libcurl: every HTTP request.
     .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-    /// yajl: the streaming JSON parser under table loads.
+    /// yajl: the event-driven JSON parser under every JSON document, table answer and record.
     .systemLibrary(name: "CYAJL", pkgConfig: "yajl", providers: [.apt(["libyajl-dev"])]),
     /// OpenSSL's libcrypto: SHA-256 for table names and step fingerprints.
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
@@ -27,19 +27,23 @@ let package = Package(
 
     // MARK: Model: plain Sendable values shared by every layer
 
-    /// The resolved job: manifest values, retry policy, durations, secrets.
+    /// The resolved job as plain values: manifest, steps, retry policy, JSON values, SQL templates,
+    /// secrets and their redaction, SHA-256 for names and fingerprints.
     .target(name: "DrayModel", dependencies: ["CCrypto"]),
-    /// JSON documents parsed into `JSONValue` with yajl's tree parser.
+    /// JSON over yajl's event parser (`JSONEvents`): whole documents into `JSONValue`, table answers
+    /// row by row (`AnswerReader`), the events the record readers follow.
     .target(name: "DrayJSON", dependencies: ["DrayModel", "CYAJL"]),
 
     // MARK: Manifest loading
 
-    /// YAML node tree with positions, interpolation, validation into `DrayModel`.
+    /// The manifest language: YAML node tree with positions, interpolation, its one declaration
+    /// (`ManifestSchema`), validation into `DrayModel`.
     .target(name: "DrayManifest", dependencies: ["DrayModel", "DrayJSON", "CYAML"]),
 
     // MARK: Storage, transport, platform client
 
-    /// SQLite connection, physical table names, streaming table loads.
+    /// The store seam (target database and run journal, as the engine sees them) and SQLite
+    /// behind it: connection, physical table names, streaming table loads, the run journal.
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
     /// PostgreSQL over libpq: connections, COPY, the value and identifier rules, the run lock.
     .target(name: "DrayPostgres", dependencies: ["DrayModel", "CLibPQ"]),
@@ -52,10 +56,10 @@ let package = Package(
 
     // MARK: Engine
 
-    /// Runs a job's steps in order with checkpoints, the lock, the journal and the report.
+    /// Runs a job's steps in order with checkpoints, the lock, the journal and the report files.
     .target(
       name: "DrayEngine",
-      dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform"]
+      dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform"]
     ),
 
     // MARK: Command line
@@ -72,15 +76,24 @@ let package = Package(
 
     // MARK: Tests
 
-    /// Fixtures, the emulator launcher, the binary runner.
-    .target(name: "DrayTestSupport", dependencies: ["DrayModel", "DrayStore", "DrayPostgres"], path: "Tests/DrayTestSupport"),
-    .testTarget(name: "DrayManifestTests", dependencies: ["DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
-    .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
-    .testTarget(name: "DrayPostgresTests", dependencies: ["DrayPostgres", "DrayTestSupport"]),
-    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayRecords", "DrayStore", "DrayTestSupport"]),
-    .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),
-    .testTarget(name: "DrayEngineTests", dependencies: ["DrayEngine", "DrayTestSupport"]),
-    .testTarget(name: "DrayCLITests", dependencies: ["DrayCLI", "dray", "DrayTestSupport"]),
+    /// What tests share: the emulator and REST server launchers, the binary and child-process
+    /// runners, manifests and jobs run from text, report and database checks, a clock moved by
+    /// hand, temporary folders.
+    .target(
+      name: "DrayTestSupport", dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayPostgres", "DrayEngine"],
+      path: "Tests/DrayTestSupport"),
+    .testTarget(name: "DrayJSONTests", dependencies: ["DrayModel", "DrayJSON", "DrayTestSupport"]),
+    .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
+    .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayPostgres", "DrayTestSupport"]),
+    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
+    .testTarget(
+      name: "DrayEngineTests",
+      dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayTransport", "DrayEngine", "DrayTestSupport"]
+    ),
+    /// Runs the built `dray` binary (hence the dependency on the executable).
+    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayStore", "DrayTestSupport"]),
   ]
 )
 

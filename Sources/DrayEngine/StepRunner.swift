@@ -65,7 +65,7 @@ struct StepRunner {
     case .parallel(let p): "\(HumanUnits.counted(p.steps.count, "step")), at most \(p.max) at once"
     case .schemes(let s): s.resources?.joined(separator: ", ") ?? ""
     case .http(let h): "\(h.method.rawValue) \(h.url)"
-    default: ""
+    case .sql, .query: ""
     }
   }
 
@@ -79,7 +79,7 @@ struct StepRunner {
 
   /// The step's checkpoint in the journal now, or nil.
   private func currentCheckpoint() -> CheckpointState? {
-    let found = context.journalWrites.withLock { _ in try? context.journal.checkpoint(job: manifest.job, stepID: step.id) }
+    let found = context.journal.withLock { try? $0.checkpoint(job: manifest.job, stepID: step.id) }
     return found.map(CheckpointState.init)
   }
 
@@ -117,10 +117,10 @@ struct StepRunner {
   }
 
   /// Shows rows as a load inserts them, on a terminal; nil when no progress is shown.
-  func showLoadProgress(_ database: Database) -> InsertedRowsObserver? {
+  func showLoadProgress(_ store: any TargetStore) -> (any InsertedRowsObservation)? {
     guard console.showsProgress else { return nil }
     let (console, id, kind) = (console, step.id, step.kindName)
-    return database.observeInsertedRows(every: 500) { console.progress(step: id, kind: kind, rows: $0) }
+    return store.observeInsertedRows(every: 500) { console.progress(step: id, kind: kind, rows: $0) }
   }
 
   private func execute(_ report: inout StepReport) throws {
@@ -141,7 +141,7 @@ struct StepRunner {
 
   /// A platform client for this step's thread.
   func platformClient() throws -> PlatformClient {
-    guard let session = context.session else { throw StepError.unsupported("step '\(step.id)' needs 'platform' and 'auth'") }
+    guard let session = context.session else { throw StepError.settingMissing("step '\(step.id)' needs 'platform' and 'auth'") }
     let client = PlatformClient(session: session, cancellation: context.cancellation)
     client.timeouts = step.timeouts
     if console.showsProgress {
@@ -157,15 +157,22 @@ struct StepRunner {
     try JobFolder(manifest.directory, keeping: context.kept)
   }
 
-  /// The target database, opened for this step's thread.
-  func openStore() throws -> Store {
-    guard let database = manifest.database else { throw StepError.unsupported("step '\(step.id)' needs a 'database'") }
+  /// The target database, opened for this step's thread: SQLite's `Store` at
+  /// `database.path` (a second database plugs in here, chosen by the manifest).
+  func openStore() throws -> any TargetStore {
+    try openSQLiteStore()
+  }
+
+  /// The job's SQLite database, for what only SQLite holds today: the `http` step's
+  /// record tables and page ledger (`RecordTable`, `PageLedger`).
+  func openSQLiteStore() throws -> Store {
+    guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
     guard let path = database.path else {
-      throw StepError.unsupported(
+      throw StepError.settingMissing(
         "step '\(step.id)': a PostgreSQL database (database.url) cannot be filled yet; use database.path (SQLite) for now")
     }
     let store = try Store(path: manifest.resolve(path))
-    store.database.stopWhen(context.cancellation)
+    store.stopWhen(context.cancellation)
     return store
   }
 
@@ -176,20 +183,21 @@ struct StepRunner {
     return manifest.resolve(manifest.download.path) + "/\(manifest.job)/\(step.id)-\(fingerprint).\(suffix)"
   }
 
-  func checkpoint(_ report: StepReport, status: RunStatus) -> Journal.Checkpoint {
+  func checkpoint(_ report: StepReport, status: CheckpointRecord.Status) -> CheckpointRecord {
     let outputs = JSONValue.object([
       ("tables", .array(report.tables.map { .string($0) })), ("files", .array(report.outputs.map { .string($0) })),
     ]).json
-    return Journal.Checkpoint(
+    return CheckpointRecord(
       job: manifest.job, stepID: step.id, runID: context.runID, lineage: context.lineage,
-      fingerprint: step.fingerprint(in: manifest), status: status.rawValue, attempts: report.attempts.count,
+      fingerprint: step.fingerprint(in: manifest), status: status, attempts: report.attempts.count,
       rows: report.totalRows, bytes: report.bytes, outputs: outputs, finishedAt: RunReport.rfc3339(Date()))
   }
 
   /// Records the step's checkpoint through the journal's own connection (for steps that do
   /// not write the target database).
-  func recordCheckpoint(_ report: StepReport, status: RunStatus) throws {
-    try context.journalWrites.withLock { _ in try context.journal.record(checkpoint(report, status: status)) }
+  func recordCheckpoint(_ report: StepReport, status: CheckpointRecord.Status) throws {
+    let checkpoint = checkpoint(report, status: status)
+    try context.journal.withLock { try $0.record(checkpoint) }
   }
 
   static func code(of error: any Error) -> String {
@@ -210,7 +218,20 @@ struct StepRunner {
 
 /// Step failures that are not transport, platform or store errors.
 enum StepError: Error, CustomStringConvertible {
-  case unsupported(String)
+  /// Members of a `parallel` group failed (their own errors are in their reports).
+  case groupFailed(members: [String])
+  /// A signal stopped a `parallel` group before all its members ran.
+  case interrupted
+  /// A resource's answer is not a table answer (`AnswerReadError`); it was discarded.
+  case unreadableAnswer(resource: String, reason: String)
+  /// A `table` step's answer does not fit a one-table file (`csv`, `ndjson`): the scheme or
+  /// the answer holds another table, or a row another number of values than the scheme's
+  /// columns.
+  case notOneTable(String)
+  /// A `query` step's SQL is not exactly one statement.
+  case notOneStatement(String)
+  /// The manifest lacks a block the step needs (validation refuses such manifests first).
+  case settingMissing(String)
   case resourceNotFound(resource: String, available: [String])
   case tableNotLoaded(resource: String, table: String, physical: String)
   case expectation(String)
@@ -220,11 +241,28 @@ enum StepError: Error, CustomStringConvertible {
   /// dray's own tables (`_dray_...`), itself or through the body of `trigger`.
   case ownTable(String, statement: String, trigger: String? = nil)
 
+  /// The step error for SQL the store refused to run.
+  init(_ refusal: UserSQLError) {
+    switch refusal {
+    case .transactionControl(let statement): self = .transactionControl(statement: statement)
+    case .ownTable(let table, let statement, let trigger): self = .ownTable(table, statement: statement, trigger: trigger)
+    case .notOneStatement(let rest?):
+      self = .notOneStatement("a query runs one statement; found another after the first: \(rest); use a sql step for it")
+    case .notOneStatement(nil): self = .notOneStatement("the query holds no SQL statement")
+    }
+  }
+
+  /// The stable code in the report's `error.code` (docs/report.md, "Error codes").
   var code: String {
     switch self {
+    case .groupFailed: "group_failed"
+    case .interrupted: "interrupted"
+    case .unreadableAnswer: "answer_unreadable"
+    case .notOneTable: "not_one_table"
+    case .notOneStatement: "not_one_statement"
+    case .settingMissing: "setting_missing"
     case .transactionControl: "transaction_statement"
     case .ownTable: "dray_table"
-    case .unsupported: "unsupported"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
     case .expectation: "expectation_failed"
@@ -233,7 +271,11 @@ enum StepError: Error, CustomStringConvertible {
 
   var description: String {
     switch self {
-    case .unsupported(let m): m
+    case .groupFailed(let members): "steps failed in the group: \(members.joined(separator: ", "))"
+    case .interrupted: "interrupted"
+    case .unreadableAnswer(let resource, let reason):
+      "the answer of \(resource) is not a table answer: \(reason); the answer was discarded, so the next run downloads it again"
+    case .notOneTable(let m), .notOneStatement(let m), .settingMissing(let m): m
     case .resourceNotFound(let resource, let available):
       "resource '\(resource)' is not in the server's schema for this user; it offers: \(available.joined(separator: ", "))"
     case .tableNotLoaded(let resource, let table, let physical):

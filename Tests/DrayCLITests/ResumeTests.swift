@@ -180,8 +180,8 @@ struct Report {
     #expect(fresh.status == 0)
     #expect(try Report(fresh.stdout).lines == ["schemes succeeded", "fruits succeeded", "countries succeeded", "tally succeeded"])
     #expect(
-      try job.rows("SELECT options FROM _dray_runs ORDER BY rowid") == [
-        [""], ["--only countries"], [""], ["--from countries"], ["--fresh"],
+      try job.rows("SELECT fresh, from_step, only_step FROM _dray_runs ORDER BY rowid") == [
+        ["0", nil, nil], ["0", nil, "countries"], ["0", nil, nil], ["0", "countries", nil], ["1", nil, nil],
       ])
   }
 
@@ -590,6 +590,8 @@ struct Report {
     let members = report.step("group")["steps"] as? [[String: Any]] ?? []
     #expect(members.map { $0["id"] as? String } == ["countries", "fruits", "currencies"])
     #expect(members.map { $0["status"] as? String } == ["interrupted", "not_run", "not_run"])
+    #expect((report.step("group")["error"] as? [String: Any])?["code"] as? String == "interrupted")
+    #expect((members[0]["error"] as? [String: Any])?["code"] as? String == "interrupted")
     #expect(members.map { $0["skip_reason"] as? String } == [nil, "the run was interrupted", "the run was interrupted"])
     #expect(report.step("after")["status"] as? String == "not_run")
   }
