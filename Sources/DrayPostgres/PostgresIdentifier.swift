@@ -19,12 +19,12 @@ public enum PostgresIdentifier {
   }
 
   /// The name dray gives PostgreSQL for `name`: `name` itself when it has at most 63 bytes
-  /// of UTF-8; otherwise its longest prefix of at most 54 bytes that ends on a character
-  /// boundary, then `_` and the first 8 hex digits of the SHA-256 of the whole name (63
-  /// bytes at most in all).
+  /// of UTF-8; otherwise its longest prefix, cut between characters, that leaves room for
+  /// `__` and the first 8 hex digits of the SHA-256 of the whole name (63 bytes at most in
+  /// all). The same rule as `TableNaming` in DrayStore applies to physical table names.
   ///
   /// ```
-  /// fitted(String(repeating: "a", count: 70))   // 54 × "a" + "_" + 8 hex digits
+  /// fitted(String(repeating: "a", count: 70))   // 53 × "a" + "__" + 8 hex digits
   /// ```
   ///
   /// Two different long names share a fitted name only when their SHA-256 digests share
@@ -32,13 +32,14 @@ public enum PostgresIdentifier {
   /// fewer is kept as it is, so it meets a fitted name only by being spelled exactly like
   /// one, hash digits included.
   public static func fitted(_ name: String) -> String {
-    let utf8 = Array(name.utf8)
-    guard utf8.count > maxBytes else { return name }
-    var cut = maxBytes - 9
-    // A UTF-8 continuation byte is 10xxxxxx: back up to the first byte of its character.
-    while cut > 0 && utf8[cut] & 0xC0 == 0x80 { cut -= 1 }
-    let hash = SHA256.hex(utf8).prefix(8)
-    return String(decoding: utf8[..<cut], as: UTF8.self) + "_" + hash
+    guard name.utf8.count > maxBytes else { return name }
+    let suffix = "__" + SHA256.hex(name).prefix(8)
+    var prefix = ""
+    for character in name {
+      guard prefix.utf8.count + character.utf8.count + suffix.utf8.count <= maxBytes else { break }
+      prefix.append(character)
+    }
+    return prefix + suffix
   }
 
   /// `quoted(fitted(name))`: how SQL names a table or column dray creates.

@@ -20,18 +20,18 @@ import Testing
   @Test func aLongerNameIsCutAndGetsAHashOfTheWholeName() {
     let name = String(repeating: "n", count: 64)
     let fitted = PostgresIdentifier.fitted(name)
-    #expect(fitted == String(repeating: "n", count: 54) + "_" + SHA256.hex(name).prefix(8))
+    #expect(fitted == String(repeating: "n", count: 53) + "__" + SHA256.hex(name).prefix(8))
     #expect(fitted.utf8.count == 63)
   }
 
   @Test func aMultiByteNameIsCutOnACharacterBoundary() {
-    // "a" then 3-byte characters: byte 54 falls inside a character, so the cut backs up to 52.
+    // "a" then 3-byte characters: 53 bytes would end inside a character, so the cut is at 52.
     let name = "a" + String(repeating: "€", count: 30)
     let fitted = PostgresIdentifier.fitted(name)
-    #expect(fitted == "a" + String(repeating: "€", count: 17) + "_" + SHA256.hex(name).prefix(8))
-    #expect(fitted.utf8.count == 61)
+    #expect(fitted == "a" + String(repeating: "€", count: 17) + "__" + SHA256.hex(name).prefix(8))
+    #expect(fitted.utf8.count == 62)
     let cyrillic = String(repeating: "ж", count: 40)
-    #expect(PostgresIdentifier.fitted(cyrillic).hasPrefix(String(repeating: "ж", count: 27) + "_"))
+    #expect(PostgresIdentifier.fitted(cyrillic) == String(repeating: "ж", count: 26) + "__" + SHA256.hex(cyrillic).prefix(8))
   }
 
   @Test func twoLongNamesWithTheSameStartStayApartOnTheServer() throws {
