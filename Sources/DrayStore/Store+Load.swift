@@ -40,8 +40,9 @@ extension Store {
   /// A full answer replaces the rows of each table it names (recreating a table whose
   /// columns are no longer the scheme's); a delta deletes `delete_ids`, then inserts
   /// `insert_rows`. The bookkeeping row of each table changed records `info` and the new
-  /// row count.
-  /// - Throws: `LoadError` (naming resource, table, row, column), `StoreError`, `SQLiteError`.
+  /// row count. An answer that lacks a table the scheme declares loads nothing.
+  /// - Throws: `LoadError` (naming resource, table, row, column; the missing table),
+  ///   `StoreError`, `SQLiteError`.
   func loadInTransaction(
     file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
   ) throws -> LoadResult {
@@ -87,6 +88,16 @@ extension Store {
         }
       }, cancellation: cancellation)
     let outcome = try loader.run(file: file)
+    // The platform answers one element per output table (platform-api.md, full data and
+    // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
+    if let missing = scheme.outputs.first(where: { !outcome.named.contains($0.name) }) {
+      let named = scheme.outputs.map(\.name).filter(outcome.named.contains)
+      throw LoadError(
+        resource: scheme.name, table: missing.name,
+        message:
+          "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(named.isEmpty ? "no table of the scheme" : named.map { "'\($0)'" }.joined(separator: ", "))); "
+          + "nothing was loaded: every table keeps its previous rows")
+    }
     var result = LoadResult(
       rowCounts: [:], inserted: [:], deleted: [:], tables: [:], mismatches: outcome.mismatches,
       mismatchCount: outcome.mismatchCount, skippedTables: outcome.skipped)

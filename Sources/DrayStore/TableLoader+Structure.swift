@@ -67,6 +67,7 @@ extension LoadSession {
       if !outcome.skipped.contains(name) { outcome.skipped.append(name) }
       return 1
     }
+    outcome.named.insert(name)
     // `data` met before the name: empty the table now; its rows load on a later pass.
     if current.hasData { return replace(target) }
     return 1

@@ -44,6 +44,8 @@ struct TableLoader {
     var deleted: [String: Int] = [:]
     /// Tables emptied and refilled because the answer held their `data`.
     var replaced: Set<String> = []
+    /// Tables of the scheme the answer named (full data or a delta).
+    var named: Set<String> = []
     /// Tables the answer named that the scheme does not list, in order of appearance.
     var skipped: [String] = []
     /// The first `mismatchDetailLimit` values that did not fit their column's type.

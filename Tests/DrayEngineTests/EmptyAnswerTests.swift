@@ -165,4 +165,37 @@ import Testing
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
     #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(0))
   }
+
+  // MARK: A list of no tables
+
+  /// A platform answer `[]` is a document, but it lacks the output table the scheme
+  /// declares: the load fails naming resource and table, instead of reporting yesterday's
+  /// rows as a fresh load and checking `expect` against them; the table and its
+  /// bookkeeping (`loaded_at`) stay as they were.
+  @Test func anAnswerWithoutTheDeclaredTableFailsTheLoadAndKeepsTheTable() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let job =
+      JobText.header(job: "no-tables", emulator: emulator, database: "data.sqlite")
+      + "steps:\n  - id: schemes\n    schemes: {}\n  - id: fruits\n    table_stream: { resource: FRUITS, expect: { rows: { min: 1 } } }\n"
+    let (manifest, first) = try runJob(folder, job)
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    // `loaded_at` included: a load that changed nothing must not look fresh (the schemes
+    // step runs again, so `fetched_at` moves).
+    let ignored = ["_dray_resources": Set(["fetched_at"])]
+    let database = try DatabaseDigest(path: folder.path + "/data.sqlite", ignoringColumns: ignored)
+    let fault = try JSONSerialization.data(withJSONObject: [["path": "/api/v1/rpc/FRUITS/", "body": "[]"]])
+    try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
+    let report = Runner(
+      manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+    ).run()
+    #expect(report.exitCode == 1)
+    let fruits = try #require(report.steps.first { $0.id == "fruits" })
+    #expect(fruits.status == .failed)
+    #expect(
+      fruits.errorMessage?.hasPrefix(
+        "resource FRUITS, table output_table: the answer holds no table 'output_table', which the scheme declares (it holds no table of the scheme); nothing was loaded"
+      ) == true, "\(fruits.errorMessage ?? "")")
+    #expect(try DatabaseDigest(path: folder.path + "/data.sqlite", ignoringColumns: ignored) == database)
+  }
 }

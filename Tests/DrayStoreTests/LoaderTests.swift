@@ -84,6 +84,32 @@ import Testing
     #expect(result.tables == ["a": "R__a", "b": "R__b"])
   }
 
+  /// The platform answers one element per output table: an answer without one (`[]`, or
+  /// some tables only), full data or a delta, loads nothing and keeps every table and its
+  /// bookkeeping as they were, instead of counting the old rows as a fresh load.
+  @Test(arguments: [
+    (#"[]"#, false, "a", "no table of the scheme"),
+    (#"[{"name":"a","data":[[7,8]]}]"#, false, "b", "'a'"),
+    (#"[{"name":"b","data":[[3,"r"]]},{"name":"other","data":[]}]"#, false, "a", "'b'"),
+    (#"[]"#, true, "a", "no table of the scheme"),
+    (#"[{"name":"b","insert_rows":[[9,"r"]],"delete_ids":[]}]"#, true, "a", "'b'"),
+  ])
+  func anAnswerWithoutADeclaredTableLoadsNothing(answer: String, delta: Bool, missing: String, holds: String) throws {
+    let fixture = try StoreFixture()
+    let scheme = ResourceScheme(
+      name: "R", lifetime: 3600,
+      outputs: [.init(name: "a", columns: [.init(name: "x", type: "BIGINT")]), .init(name: "b", columns: [.init(name: "y", type: "TEXT")])])
+    try fixture.load(scheme, #"[{"name":"a","data":[[1,5]]},{"name":"b","data":[[2,"p"]]}]"#, info: .init(contentVersion: "v1"))
+    let loadedAt = try fixture.rows("SELECT name, content_version, loaded_at FROM _dray_tables ORDER BY name")
+    #expect(
+      try fixture.loadError(scheme, answer, delta: delta)
+        == "resource R, table \(missing): the answer holds no table '\(missing)', which the scheme declares (it holds \(holds)); nothing was loaded: every table keeps its previous rows"
+    )
+    #expect(try fixture.rows("SELECT hhive_id, x FROM R__a") == [[.integer(1), .integer(5)]])
+    #expect(try fixture.rows("SELECT hhive_id, y FROM R__b") == [[.integer(2), .text("p")]])
+    #expect(try fixture.rows("SELECT name, content_version, loaded_at FROM _dray_tables ORDER BY name") == loadedAt)
+  }
+
   @Test func brokenAnswersAreRefusedWithWhereAndWhy() throws {
     let fixture = try StoreFixture()
     let plain = LoaderTests.plain
@@ -167,9 +193,10 @@ import Testing
     try fixture.load(
       scheme, #"[{"name":"a","data":[[1,"p"]]},{"name":"b","data":[]}]"#,
       info: .init(contentVersion: "v1", etag: "\"e1\"", cacheHash: hashes))
-    // A full answer that names only table a changes only table a.
+    // A full answer changes the tables it holds data for (`b` with no data stays as it was).
     try fixture.load(
-      scheme, #"[{"name":"a","data":[[1,"p"],[2,"q"]]}]"#, info: .init(contentVersion: "v2", etag: "\"e2\"", cacheHash: hashes))
+      scheme, #"[{"name":"a","data":[[1,"p"],[2,"q"]]},{"name":"b"}]"#,
+      info: .init(contentVersion: "v2", etag: "\"e2\"", cacheHash: hashes))
     let sql = "SELECT name, resource, params, source_table, content_version, etag, cache_hash, row_count FROM _dray_tables ORDER BY name"
     #expect(
       try fixture.rows(sql) == [
@@ -177,8 +204,10 @@ import Testing
         [.text("R__b"), .text("R"), .text("{}"), .text("b"), .text("v1"), .text("\"e1\""), .text("2222"), .integer(0)],
       ])
     #expect(try fixture.store.deltaBase(scheme: scheme, params: .object([])) == nil)
-    // A delta brings every table to its version, named in the answer or not.
-    try fixture.load(scheme, #"[{"name":"a","insert_rows":[],"delete_ids":[2]}]"#, delta: true, info: .init(contentVersion: "v3"))
+    // A delta brings every table to its version, changed or not.
+    try fixture.load(
+      scheme, #"[{"name":"a","insert_rows":[],"delete_ids":[2]},{"name":"b","insert_rows":[],"delete_ids":[]}]"#, delta: true,
+      info: .init(contentVersion: "v3"))
     #expect(try fixture.store.deltaBase(scheme: scheme, params: .object([])) == "v3")
   }
 
