@@ -239,6 +239,40 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: try emulator.filesRoot() + "/nfs4/stolen.txt"))
   }
 
+  /// An `http` step's `output` is checked before its request is sent: a POST whose answer
+  /// could not be saved would otherwise create a record on the server on every rerun.
+  @Test(arguments: ["link/added.json", "link/page-{page}.json", "added.json"])
+  func anHTTPOutputLeadingOutIsRefusedBeforeTheRequestIsSent(output: String) throws {
+    let server = try RestServer()
+    let base = TemporaryDirectory()
+    let job = base.path + "/job"
+    let outside = base.path + "/outside"
+    try FileManager.default.createDirectory(atPath: job, withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+    try FileManager.default.createSymbolicLink(atPath: job + "/link", withDestinationPath: outside)
+    try FileManager.default.createSymbolicLink(atPath: job + "/added.json", withDestinationPath: outside + "/added.json")
+    let (_, report) = try runJob(
+      at: job + "/job.yaml",
+      """
+      version: 1
+      job: post
+      steps:
+        - id: add
+          http:
+            method: POST
+            base_url: "\(server.url)"
+            path: images
+            body: { json: { title: pear } }
+            output: "\(output)"\(output.contains("{page}") ? "\n      paginate: { link_header: true }" : "")
+
+      """)
+    #expect(report.exitCode == 1)
+    #expect(report.steps[0].errorCode == "path_refused")
+    #expect(report.steps[0].errorMessage?.hasPrefix("refused output '\(output.replacing("{page}", with: "1"))': ") == true)
+    #expect(try server.requests().isEmpty)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+  }
+
   @Test func aNameTheServerListsCannotLeadOutOfTheLocalFolder() throws {
     let emulator = try Emulator()
     try emulator.admin(

@@ -65,14 +65,19 @@ extension StepRunner {
         throw HTTPStepError.paginationLoop("the server led back to \(next.url), a page fetched earlier in this run")
       }
       let page = progress.pages + 1
+      // The page's file is checked before its request is sent: a path refused after a POST
+      // would have sent it for nothing, again on every rerun.
+      var pagePath: String?
+      if let output = options.output, let folder {
+        pagePath = try folder.output(output.replacing("{page}", with: String(page)), role: "output")
+      }
       let fetched = try fetchPage(options, url: next.url, page: page, client: client) { attempts.append($0) }
       progress.bytes += fetched.bytes
 
       // Save the answer first: a kill before the page's commit fetches it again and
       // overwrites the same file.
       var file = fetched.file
-      if let output = options.output, let folder, let answer = fetched.file {
-        let path = try folder.output(output.replacing("{page}", with: String(page)), role: "output")
+      if let path = pagePath, let folder, let answer = fetched.file {
         try folder.place(answer, at: path)
         file = path
       }
