@@ -46,12 +46,19 @@ let package = Package(
     /// The mobile platform's API (platform-api.md): token, schemes, rpc, files.
     .target(name: "DrayPlatform", dependencies: ["DrayModel", "DrayJSON", "DrayTransport"]),
 
+    // MARK: Report page
+
+    /// The HTML page of a run and its job's history: a pure function of the decoded JSON report and the journal's runs.
+    .target(name: "DrayReportPage", dependencies: ["DrayModel", "DrayJSON"]),
+
     // MARK: Engine
 
     /// Runs a job's steps in order with checkpoints, the lock, the journal and the report.
     .target(
       name: "DrayEngine",
-      dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform"]
+      dependencies: [
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform", "DrayReportPage",
+      ]
     ),
 
     // MARK: Command line
@@ -69,6 +76,7 @@ let package = Package(
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),
+    .testTarget(name: "DrayReportPageTests", dependencies: ["DrayReportPage", "DrayJSON", "DrayTestSupport"]),
     .testTarget(name: "DrayEngineTests", dependencies: ["DrayEngine", "DrayTestSupport"]),
     .testTarget(name: "DrayCLITests", dependencies: ["DrayCLI", "dray", "DrayTestSupport"]),
   ]

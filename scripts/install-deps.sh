@@ -18,6 +18,7 @@ packages=(
   python3-jsonschema   # tests: reports against docs/report.schema.json (scripts/check-report.py)
   python3-prometheus-client # tests: Prometheus textfiles through the exposition-format parser
   bsdutils             # tests: `script`, to run dray on a pseudo-terminal
+  chromium             # tests: HTML report pages opened in a real browser (scripts/check-page-in-browser.sh)
 )
 
 missing=()
