@@ -76,7 +76,8 @@ let package = Package(
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),
-    .testTarget(name: "DrayReportPageTests", dependencies: ["DrayReportPage", "DrayJSON", "DrayTestSupport"]),
+    .testTarget(
+      name: "DrayReportPageTests", dependencies: ["DrayReportPage", "DrayModel", "DrayJSON", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DrayEngineTests", dependencies: ["DrayEngine", "DrayTestSupport"]),
     .testTarget(name: "DrayCLITests", dependencies: ["DrayCLI", "dray", "DrayTestSupport"]),
   ]
