@@ -63,10 +63,12 @@ struct HistorySection {
   }
 
   private static func point(_ run: ReportPage.Run) -> Point {
-    let journalDuration: Double? =
-      if let ended = run.endedAt, let end = Timestamp.seconds(ended), let start = Timestamp.seconds(run.startedAt) {
-        end - start
-      } else { nil }
+    var journalDuration: Double? {
+      guard let ended = run.endedAt, let end = Timestamp.seconds(ended), let start = Timestamp.seconds(run.startedAt) else {
+        return nil
+      }
+      return end - start
+    }
     switch run.report {
     case .report(let json):
       guard json["format_version"]?.intValue == 1 else {
