@@ -26,14 +26,16 @@ enum ReportCommand {
     let runID = args.values["--run"] ?? page.history.first?.id
     guard let path = args.values["-o"] ?? runID.map({ htmlPath(manifest, runID: $0) }) else {
       DrayCommandLine.printError(
-        "dray: job \(manifest.job) has no run yet, so there is no report to put the page beside; run it first, or name the page with -o FILE.html")
+        "dray: job \(manifest.job) has no run yet, so there is no report to put the page beside; run it first, or name the page with -o FILE.html"
+      )
       return ExitCode.stepFailed
     }
     do {
       try ReportFiles.writeFile(manifest.redactor.redact(page.html()), to: path)
     } catch {
       DrayCommandLine.printError(
-        "dray: the page was not written to \(ReportFiles.display(path)): \(error.reason); \(error.advice(args.values["-o"] == nil ? "report.path" : "-o")), then run again")
+        "dray: the page was not written to \(ReportFiles.display(path)): \(error.reason); \(error.advice(args.values["-o"] == nil ? "report.path" : "-o")), then run again"
+      )
       return ExitCode.stepFailed
     }
     print(ReportFiles.display(path))

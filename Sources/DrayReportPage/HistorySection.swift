@@ -97,7 +97,9 @@ struct HistorySection {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" viewBox=\"0 0 \(Figures.coordinate(Self.chartWidth)) "
         + "\(Figures.coordinate(height + 8))\" width=\"\(Figures.coordinate(Self.chartWidth))\" aria-label=\"")
     page.text(name)
-    page.raw("\">\n<line class=\"axis\" x1=\"0\" y1=\"\(Figures.coordinate(height))\" x2=\"\(Figures.coordinate(Self.chartWidth))\" y2=\"\(Figures.coordinate(height))\"/>\n")
+    page.raw(
+      "\">\n<line class=\"axis\" x1=\"0\" y1=\"\(Figures.coordinate(height))\" x2=\"\(Figures.coordinate(Self.chartWidth))\" y2=\"\(Figures.coordinate(height))\"/>\n"
+    )
     for (index, (value, run)) in zip(values, runs).enumerated() {
       let x = Double(index) * slot
       let statusClass = StatusClass.of(run.status)

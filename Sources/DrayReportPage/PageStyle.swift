@@ -19,7 +19,7 @@ enum PageStyle {
     dd { margin: 0; overflow-wrap: anywhere; }
     table { border-collapse: collapse; width: 100%; font-size: .92em; }
     th, td { border-bottom: 1px solid var(--line); padding: .25em .5em; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
-    thead th { color: var(--muted); font-weight: 600; }
+    thead th { color: var(--muted); font-weight: 600; white-space: nowrap; }
     table.steps th[scope=row], td.status, table.steps td:nth-child(2) { white-space: nowrap; }
     table.attempts { width: auto; } table.attempts td:not(:last-child) { white-space: nowrap; }
     td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }

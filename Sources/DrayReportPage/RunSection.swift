@@ -113,7 +113,9 @@ struct RunSection {
       page.element(
         "td", attempt.wait.map { Figures.seconds($0) + (attempt.waitFromRetryAfter ? " (Retry-After)" : "") } ?? "", class: "number")
       var message = attempt.message ?? ""
-      if let offset = attempt.resumedFrom { message = "resumed from byte \(Figures.count(offset))" + (message.isEmpty ? "" : "; " + message) }
+      if let offset = attempt.resumedFrom {
+        message = "resumed from byte \(Figures.count(offset))" + (message.isEmpty ? "" : "; " + message)
+      }
       page.element("td", message)
       page.raw("</tr>")
     }

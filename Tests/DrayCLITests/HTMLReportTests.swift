@@ -21,11 +21,11 @@ import Testing
         JobText.header(
           job: "nightly", emulator: emulator, database: "data/db.sqlite", retry: "{ count: 1, interval: 50ms, backoff: fixed }")
           + steps + """
-          report:
-            path: "reports/{job}-{run_id}.json"
-            formats: \(formats)
+            report:
+              path: "reports/{job}-{run_id}.json"
+              formats: \(formats)
 
-          """)
+            """)
     }
 
     func run() throws -> Command.Result { try Command.dray(["run", manifest]) }

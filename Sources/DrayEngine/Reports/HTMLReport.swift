@@ -1,5 +1,5 @@
-public import DrayModel
 internal import DrayJSON
+public import DrayModel
 public import DrayReportPage
 internal import Foundation
 
