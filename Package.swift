@@ -16,7 +16,7 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     /// libcurl: every HTTP request.
     .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-    /// yajl: the streaming JSON parser under table loads.
+    /// yajl: the event-driven JSON parser under every JSON document, table answer and record.
     .systemLibrary(name: "CYAJL", pkgConfig: "yajl", providers: [.apt(["libyajl-dev"])]),
     /// OpenSSL's libcrypto: SHA-256 for table names and step fingerprints.
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
@@ -25,14 +25,17 @@ let package = Package(
 
     // MARK: Model: plain Sendable values shared by every layer
 
-    /// The resolved job: manifest values, retry policy, durations, secrets.
+    /// The resolved job as plain values: manifest, steps, retry policy, JSON values, SQL templates,
+    /// secrets and their redaction, SHA-256 for names and fingerprints.
     .target(name: "DrayModel", dependencies: ["CCrypto"]),
-    /// JSON documents parsed into `JSONValue` with yajl's tree parser.
+    /// JSON over yajl's event parser (`JSONEvents`): whole documents into `JSONValue`, table answers
+    /// row by row (`AnswerReader`), the events the record readers follow.
     .target(name: "DrayJSON", dependencies: ["DrayModel", "CYAJL"]),
 
     // MARK: Manifest loading
 
-    /// YAML node tree with positions, interpolation, validation into `DrayModel`.
+    /// The manifest language: YAML node tree with positions, interpolation, its one declaration
+    /// (`ManifestSchema`), validation into `DrayModel`.
     .target(name: "DrayManifest", dependencies: ["DrayModel", "DrayJSON", "CYAML"]),
 
     // MARK: Storage, transport, platform client
@@ -48,17 +51,16 @@ let package = Package(
 
     // MARK: Report page
 
-    /// The HTML page of a run and its job's history: a pure function of the decoded JSON report and the journal's runs.
+    /// The HTML page of a run and its job's history: a pure function of the decoded JSON report
+    /// and the journal's runs.
     .target(name: "DrayReportPage", dependencies: ["DrayModel", "DrayJSON"]),
 
     // MARK: Engine
 
-    /// Runs a job's steps in order with checkpoints, the lock, the journal and the report.
+    /// Runs a job's steps in order with checkpoints, the lock, the journal and the report files.
     .target(
       name: "DrayEngine",
-      dependencies: [
-        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform", "DrayReportPage",
-      ]
+      dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform", "DrayReportPage"]
     ),
 
     // MARK: Command line
@@ -70,16 +72,24 @@ let package = Package(
 
     // MARK: Tests
 
-    /// Fixtures, the emulator launcher, the binary runner.
-    .target(name: "DrayTestSupport", dependencies: ["DrayModel", "DrayStore"], path: "Tests/DrayTestSupport"),
-    .testTarget(name: "DrayManifestTests", dependencies: ["DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
-    .testTarget(name: "DrayStoreTests", dependencies: ["DrayStore", "DrayTestSupport"]),
-    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayRecords", "DrayStore", "DrayTestSupport"]),
-    .testTarget(name: "DrayTransportTests", dependencies: ["DrayTransport", "DrayPlatform", "DrayTestSupport"]),
+    /// What tests share: the emulator and REST server launchers, the binary and child-process
+    /// runners, manifests and jobs run from text, report and database checks, a clock moved by
+    /// hand, temporary folders.
+    .target(
+      name: "DrayTestSupport", dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayEngine"], path: "Tests/DrayTestSupport"),
+    .testTarget(name: "DrayJSONTests", dependencies: ["DrayModel", "DrayJSON", "DrayTestSupport"]),
+    .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
+    .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(
-      name: "DrayReportPageTests", dependencies: ["DrayReportPage", "DrayModel", "DrayJSON", "DrayTestSupport"], exclude: ["Fixtures"]),
-    .testTarget(name: "DrayEngineTests", dependencies: ["DrayEngine", "DrayTestSupport"]),
-    .testTarget(name: "DrayCLITests", dependencies: ["DrayCLI", "dray", "DrayTestSupport"]),
+      name: "DrayReportPageTests", dependencies: ["DrayModel", "DrayJSON", "DrayReportPage", "DrayTestSupport"], exclude: ["Fixtures"]),
+    .testTarget(
+      name: "DrayEngineTests",
+      dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayTransport", "DrayEngine", "DrayTestSupport"]
+    ),
+    /// Runs the built `dray` binary (hence the dependency on the executable).
+    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayStore", "DrayTestSupport"]),
   ]
 )
 

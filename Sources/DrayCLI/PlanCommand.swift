@@ -55,7 +55,7 @@ enum PlanCommand {
       switch step.kind {
       case .schemes(let s): resources = s.resources ?? []
       case .tableStream(let t): resources = [t.resource]
-      default: resources = JobPlan.references(step).map(\.resource)
+      case .table, .request, .files, .sql, .query, .http, .parallel: resources = JobPlan.references(step).map(\.resource)
       }
       for resource in resources where schemes[resource] == nil {
         if let scheme = try? store.scheme(for: resource) { schemes[resource] = scheme }
@@ -108,7 +108,7 @@ struct JobPlan {
     switch step.kind {
     case .sql(let s): sql = s.sql
     case .query(let q): sql = q.sql
-    default: return []
+    case .schemes, .tableStream, .table, .request, .files, .http, .parallel: return []
     }
     // The manifest validated, so every template parses.
     guard let template = try? SQLTemplate(parsing: sql) else { return [] }
@@ -151,7 +151,7 @@ struct JobPlan {
         if !out.contains(name) { out.append(name) }
       }
       return out
-    default:
+    case .table, .request, .files, .http, .parallel:
       return []
     }
   }
@@ -160,7 +160,7 @@ struct JobPlan {
   static func callsNetwork(_ step: Step) -> Bool {
     switch step.kind {
     case .sql, .query: false
-    default: true
+    case .schemes, .tableStream, .table, .request, .files, .http, .parallel: true
     }
   }
 
@@ -244,7 +244,7 @@ struct JobPlan {
       }
     case .parallel(let p):
       rows.append(("max", "\(p.max) at once"))
-    default:
+    case .schemes, .tableStream, .table, .request, .files, .http:
       if case .object(let pairs) = step.kind.options {
         for (key, value) in pairs {
           switch (key, value) {

@@ -65,7 +65,7 @@ struct StepRunner {
     case .parallel(let p): "\(HumanUnits.counted(p.steps.count, "step")), at most \(p.max) at once"
     case .schemes(let s): s.resources?.joined(separator: ", ") ?? ""
     case .http(let h): "\(h.method.rawValue) \(h.url)"
-    default: ""
+    case .sql, .query: ""
     }
   }
 
@@ -141,7 +141,7 @@ struct StepRunner {
 
   /// A platform client for this step's thread.
   func platformClient() throws -> PlatformClient {
-    guard let session = context.session else { throw StepError.unsupported("step '\(step.id)' needs 'platform' and 'auth'") }
+    guard let session = context.session else { throw StepError.settingMissing("step '\(step.id)' needs 'platform' and 'auth'") }
     let client = PlatformClient(session: session, cancellation: context.cancellation)
     client.timeouts = step.timeouts
     if console.showsProgress {
@@ -159,7 +159,7 @@ struct StepRunner {
 
   /// The target database, opened for this step's thread.
   func openStore() throws -> Store {
-    guard let database = manifest.database else { throw StepError.unsupported("step '\(step.id)' needs a 'database'") }
+    guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
     let store = try Store(path: manifest.resolve(database.path))
     store.database.stopWhen(context.cancellation)
     return store
@@ -206,7 +206,20 @@ struct StepRunner {
 
 /// Step failures that are not transport, platform or store errors.
 enum StepError: Error, CustomStringConvertible {
-  case unsupported(String)
+  /// Members of a `parallel` group failed (their own errors are in their reports).
+  case groupFailed(members: [String])
+  /// A signal stopped a `parallel` group before all its members ran.
+  case interrupted
+  /// A resource's answer is not a table answer (`AnswerReadError`); it was discarded.
+  case unreadableAnswer(resource: String, reason: String)
+  /// A `table` step's answer does not fit a one-table file (`csv`, `ndjson`): the scheme or
+  /// the answer holds another table, or a row another number of values than the scheme's
+  /// columns.
+  case notOneTable(String)
+  /// A `query` step's SQL is not exactly one statement.
+  case notOneStatement(String)
+  /// The manifest lacks a block the step needs (validation refuses such manifests first).
+  case settingMissing(String)
   case resourceNotFound(resource: String, available: [String])
   case tableNotLoaded(resource: String, table: String, physical: String)
   case expectation(String)
@@ -216,11 +229,17 @@ enum StepError: Error, CustomStringConvertible {
   /// dray's own tables (`_dray_...`), itself or through the body of `trigger`.
   case ownTable(String, statement: String, trigger: String? = nil)
 
+  /// The stable code in the report's `error.code` (docs/report.md, "Error codes").
   var code: String {
     switch self {
+    case .groupFailed: "group_failed"
+    case .interrupted: "interrupted"
+    case .unreadableAnswer: "answer_unreadable"
+    case .notOneTable: "not_one_table"
+    case .notOneStatement: "not_one_statement"
+    case .settingMissing: "setting_missing"
     case .transactionControl: "transaction_statement"
     case .ownTable: "dray_table"
-    case .unsupported: "unsupported"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
     case .expectation: "expectation_failed"
@@ -229,7 +248,11 @@ enum StepError: Error, CustomStringConvertible {
 
   var description: String {
     switch self {
-    case .unsupported(let m): m
+    case .groupFailed(let members): "steps failed in the group: \(members.joined(separator: ", "))"
+    case .interrupted: "interrupted"
+    case .unreadableAnswer(let resource, let reason):
+      "the answer of \(resource) is not a table answer: \(reason); the answer was discarded, so the next run downloads it again"
+    case .notOneTable(let m), .notOneStatement(let m), .settingMissing(let m): m
     case .resourceNotFound(let resource, let available):
       "resource '\(resource)' is not in the server's schema for this user; it offers: \(available.joined(separator: ", "))"
     case .tableNotLoaded(let resource, let table, let physical):

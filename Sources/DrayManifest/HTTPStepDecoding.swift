@@ -12,25 +12,23 @@ extension ManifestValidator {
   }
 
   mutating func readHTTP(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.http.names) else { return nil }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.http) else { return nil }
     var ok = true
     func need<T>(_ value: T?, present: Bool) -> T? {
       if value == nil && present { ok = false }
       return value
     }
 
-    let method =
-      need(f["method"].flatMap { reader.choice($0, f.path("method"), as: HTTPStep.Method.self) }, present: f["method"] != nil) ?? .get
+    let method = need(reader.choice(f, "method", as: HTTPStep.Method.self), present: f["method"] != nil) ?? f.defaultValue("method")
     let baseURL = f.required("base_url", &reader).flatMap { readBaseURL($0, f.path("base_url")) }
     if baseURL == nil { ok = false }
     let urlPath = need(f["path"].flatMap { readURLPath($0, f.path("path")) }, present: f["path"] != nil)
     let query = need(f["query"].flatMap { readQueryItems($0, f.path("query")) }, present: f["query"] != nil) ?? []
-    let headers = need(f["headers"].flatMap { readHTTPHeaders($0, f.path("headers")) }, present: f["headers"] != nil) ?? []
+    let headers = need(f["headers"].flatMap { readHeaders($0, f.path("headers")) }, present: f["headers"] != nil) ?? []
     let body = need(f["body"].flatMap { readBody($0, f.path("body")) }, present: f["body"] != nil)
     let auth = need(f["auth"].flatMap { readHTTPAuth($0, f.path("auth")) }, present: f["auth"] != nil)
-    let tls = need(f["tls"].flatMap { readHTTPTLS($0, f.path("tls")) }, present: f["tls"] != nil) ?? TLSSettings()
-    let format =
-      need(f["format"].flatMap { reader.choice($0, f.path("format"), as: AnswerFormat.self) }, present: f["format"] != nil) ?? .json
+    let tls = need(f["tls"].flatMap { readTLS($0, f.path("tls")) }, present: f["tls"] != nil) ?? TLSSettings()
+    let format = need(reader.choice(f, "format", as: AnswerFormat.self), present: f["format"] != nil) ?? f.defaultValue("format")
     let output = need(f["output"].flatMap { outputPath($0, f.path("output")) }, present: f["output"] != nil)
     let load = need(f["load"].flatMap { readLoad($0, f.path("load"), format: format) }, present: f["load"] != nil)
     var maxPages: Int?
@@ -70,6 +68,25 @@ extension ManifestValidator {
       HTTPStep(
         method: method, baseURL: baseURL, path: urlPath, query: query, headers: headers, body: body, auth: auth, tls: tls,
         format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus))
+  }
+
+  /// Which one of `Kind`'s keys `f` holds; nil, with a diagnostic, when it holds none or
+  /// several (`explaining` says what the mapping takes, before the keys found).
+  private mutating func exactlyOne<Kind: RawRepresentable & CaseIterable>(
+    _ kind: Kind.Type, in f: Fields, path: String, explaining: String
+  ) -> Kind? where Kind.RawValue == String {
+    let given = Kind.allCases.filter { f[$0.rawValue] != nil }
+    guard given.count == 1 else {
+      if given.isEmpty {
+        reader.error(f.node.location, "'\(path)' needs one of: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+      } else {
+        reader.error(
+          f.entries[given[1].rawValue]!.key.location,
+          "'\(path)' \(explaining) this one has \(given.map(\.rawValue).joined(separator: " and "))")
+      }
+      return nil
+    }
+    return given[0]
   }
 
   private func hasTopLevelKey(_ key: String) -> Bool {
@@ -159,37 +176,8 @@ extension ManifestValidator {
     return ok ? items : nil
   }
 
-  private mutating func readHTTPHeaders(_ node: YAMLNode, _ path: String) -> [HTTPHeader]? {
-    guard case .mapping(let pairs) = node.content else {
-      reader.error(node.location, "'\(path)' must be a mapping of header names to values, found \(node.kindDescription)")
-      return nil
-    }
-    var headers: [HTTPHeader] = []
-    var ok = true
-    for pair in pairs {
-      let name = pair.key.scalar?.text ?? ""
-      if let problem = Self.headerNameProblem(name) {
-        reader.error(pair.key.location, problem)
-        ok = false
-        continue
-      }
-      let secret = Self.secretHeaders.contains(name.lowercased())
-      if let value = reader.string(pair.value, "\(path).\(name)", secret: secret) {
-        if let problem = Self.headerValueProblem(value, path: "\(path).\(name)") {
-          reader.error(pair.value.location, problem)
-          ok = false
-          continue
-        }
-        headers.append(HTTPHeader(name, value))
-      } else {
-        ok = false
-      }
-    }
-    return ok ? headers : nil
-  }
-
   private mutating func readBody(_ node: YAMLNode, _ path: String) -> HTTPStep.Body? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.httpBody.names) else { return nil }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.httpBody) else { return nil }
     switch (f["json"], f["form"]) {
     case (let json?, nil):
       return reader.json(json, f.path("json")).map { .json($0) }
@@ -204,72 +192,25 @@ extension ManifestValidator {
   }
 
   private mutating func readHTTPAuth(_ node: YAMLNode, _ path: String) -> HTTPStep.Auth? {
-    let kinds = ManifestSchema.httpAuth.names
-    guard let f = reader.fields(node, path, known: kinds) else { return nil }
-    let given = kinds.filter { f[$0] != nil }
-    guard given.count == 1 else {
-      if given.isEmpty {
-        reader.error(node.location, "'\(path)' needs one of: bearer, bearer_file, basic")
-      } else {
-        reader.error(
-          f.entries[given[1]]!.key.location,
-          "'\(path)' takes one of bearer, bearer_file, basic; this one has \(given.joined(separator: " and "))")
-      }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.httpAuth) else { return nil }
+    let kinds = ManifestSchema.HTTPAuthKind.allCases.map(\.rawValue).joined(separator: ", ")
+    guard let kind = exactlyOne(ManifestSchema.HTTPAuthKind.self, in: f, path: path, explaining: "takes one of \(kinds);") else {
       return nil
     }
-    switch given[0] {
-    case "bearer":
-      return reader.nonEmptyString(f["bearer"]!, f.path("bearer"), secret: true).map { .bearer(token: $0) }
-    case "bearer_file":
+    switch kind {
+    case .bearer:
+      return reader.string(f, "bearer", secret: true).map { .bearer(token: $0) }
+    case .bearerFile:
       return readSecretFile(f["bearer_file"]!, f.path("bearer_file")).map { .bearer(token: $0) }
-    default:
-      guard let b = reader.fields(f["basic"]!, f.path("basic"), known: ManifestSchema.httpBasic.names) else { return nil }
-      let username = b.required("username", &reader).flatMap { reader.nonEmptyString($0, b.path("username"), secret: true) }
-      var password: String?
-      switch (b["password"], b["password_file"]) {
-      case (let p?, nil): password = reader.string(p, b.path("password"), secret: true)
-      case (nil, let file?): password = readSecretFile(file, b.path("password_file"))
-      case (_?, let file?): reader.error(file.location, "'\(f.path("basic"))' takes 'password' or 'password_file', not both")
-      case (nil, nil): reader.error(f["basic"]!.location, "missing required key 'password' (or 'password_file') in \(f.path("basic"))")
-      }
+    case .basic:
+      guard let b = reader.fields(f["basic"]!, f.path("basic"), keys: ManifestSchema.httpBasic) else { return nil }
+      let username = reader.string(b, "username", secret: true)
+      let password = readPassword(b)
       guard let username, let password else { return nil }
       let auth = HTTPStep.Auth.basic(username: username, password: password)
       reader.redactor.add(String(auth.authorization.dropFirst("Basic ".count)))
       return auth
     }
-  }
-
-  /// A secret read from a file (relative to the job folder), without one trailing newline.
-  private mutating func readSecretFile(_ node: YAMLNode, _ path: String) -> String? {
-    guard let file = reader.nonEmptyString(node, path) else { return nil }
-    let full = file.hasPrefix("/") ? file : directory + "/" + file
-    do {
-      let value = try Interpolator(environment: [:], secretVariables: [], directory: directory).resolve("${file:\(full)}").value
-      guard !value.isEmpty else {
-        reader.error(node.location, "'\(path)': file '\(file)' is empty")
-        return nil
-      }
-      reader.redactor.add(value)
-      return value
-    } catch .nulInFile {
-      reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")
-      return nil
-    } catch .notRegularFile(_, let kind) {
-      reader.error(node.location, "'\(path)': '\(file)' is \(kind), not a regular file; a secret file must be a regular file")
-      return nil
-    } catch {
-      if reader.unresolvable(path, error) { return NodeReader.unresolved }
-      reader.error(node.location, "cannot read \(path) '\(file)'; check that it exists and is readable")
-      return nil
-    }
-  }
-
-  private mutating func readHTTPTLS(_ node: YAMLNode, _ path: String) -> TLSSettings? {
-    guard let t = reader.fields(node, path, known: ManifestSchema.tls.names) else { return nil }
-    var tls = TLSSettings()
-    if let v = t["verify"].flatMap({ reader.bool($0, t.path("verify")) }) { tls.verify = v }
-    tls.caFile = t["ca_file"].flatMap { reader.nonEmptyString($0, t.path("ca_file")) }
-    return tls
   }
 
   // MARK: Answers
@@ -307,8 +248,8 @@ extension ManifestValidator {
   }
 
   private mutating func readLoad(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> HTTPStep.Load? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.httpLoad.names) else { return nil }
-    var table = f.required("table", &reader).flatMap { reader.nonEmptyString($0, f.path("table")) }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.httpLoad) else { return nil }
+    var table = reader.string(f, "table")
     if let name = table, let tableNode = f["table"] {
       let lower = name.lowercased()
       if lower.hasPrefix("_dray") || lower.hasPrefix("sqlite_") {
@@ -368,7 +309,7 @@ extension ManifestValidator {
         }
         columns.append(HTTPStep.Column(name: name, type: type))
       } else {
-        guard let c = reader.fields(pair.value, cpath, known: ManifestSchema.httpColumn.names) else {
+        guard let c = reader.fields(pair.value, cpath, keys: ManifestSchema.httpColumn) else {
           ok = false
           continue
         }
@@ -378,7 +319,7 @@ extension ManifestValidator {
           ok = false
           continue
         }
-        columns.append(HTTPStep.Column(name: name, type: type ?? .text, from: from))
+        columns.append(HTTPStep.Column(name: name, type: type ?? c.defaultValue("type"), from: from))
       }
     }
     return ok ? columns : nil
@@ -391,56 +332,52 @@ extension ManifestValidator {
   private mutating func readPagination(_ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?)
     -> HTTPStep.Pagination?
   {
-    let kinds = ["next", "link_header", "offset", "cursor"]
-    guard let f = reader.fields(node, path, known: ManifestSchema.httpPaginate.names) else { return nil }
-    maxPages = f["max_pages"].flatMap { reader.integer($0, f.path("max_pages"), in: 1...Int(Int32.max)) }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.httpPaginate) else { return nil }
+    maxPages = reader.integer(f, "max_pages")
     if f["max_pages"] != nil && maxPages == nil { return nil }
-    let given = kinds.filter { f[$0] != nil }
-    guard given.count == 1 else {
-      if given.isEmpty {
-        reader.error(node.location, "'\(path)' needs one of: \(kinds.joined(separator: ", "))")
-      } else {
-        reader.error(
-          f.entries[given[1]]!.key.location,
-          "'\(path)' takes one way to find the next page; this one has \(given.joined(separator: " and "))")
-      }
-      return nil
-    }
-    let kind = given[0]
-    let value = f[kind]!
+    guard
+      let kind = exactlyOne(HTTPStep.Pagination.Kind.self, in: f, path: path, explaining: "takes one way to find the next page;")
+    else { return nil }
+    let value = f[kind.rawValue]!
     switch kind {
-    case "next":
+    case .next:
       return readSelector(value, f.path("next"), format: format, relative: false, attribute: true).map { .next($0) }
-    case "link_header":
+    case .linkHeader:
       guard let on = reader.bool(value, f.path("link_header")) else { return nil }
       guard on else {
         reader.error(value.location, "'\(f.path("link_header"))' can only be true; remove 'paginate' for a single request")
         return nil
       }
       return .linkHeader
-    case "offset":
+    case .offset:
+      // `offset:` alone takes every default, as an empty mapping.
+      let o: Fields
       if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
-        return .offset(param: "offset", limitParam: "limit", limit: 100, start: 0)
+        o = Fields(node: value, path: f.path("offset"), keys: ManifestSchema.httpOffset)
+      } else {
+        guard let read = reader.fields(value, f.path("offset"), keys: ManifestSchema.httpOffset) else { return nil }
+        o = read
       }
-      guard let o = reader.fields(value, f.path("offset"), known: ManifestSchema.httpOffset.names) else { return nil }
-      let param = o["param"].flatMap { reader.nonEmptyString($0, o.path("param")) }
-      let limitParam = o["limit_param"].flatMap { reader.nonEmptyString($0, o.path("limit_param")) }
-      let limit = o["limit"].flatMap { reader.integer($0, o.path("limit"), in: 1...1_000_000) }
-      let start = o["start"].flatMap { reader.integer($0, o.path("start"), in: 0...Int(Int32.max)) }
+      let param = reader.string(o, "param")
+      let limitParam = reader.string(o, "limit_param")
+      let limit = reader.integer(o, "limit")
+      let start = reader.integer(o, "start")
       let bad =
         (o["param"] != nil && param == nil) || (o["limit_param"] != nil && limitParam == nil)
         || (o["limit"] != nil && limit == nil) || (o["start"] != nil && start == nil)
       if bad { return nil }
-      return .offset(param: param ?? "offset", limitParam: limitParam ?? "limit", limit: limit ?? 100, start: start ?? 0)
-    default:
-      guard let c = reader.fields(value, f.path("cursor"), known: ManifestSchema.httpCursor.names) else { return nil }
-      let param = c["param"].flatMap { reader.nonEmptyString($0, c.path("param")) }
+      return .offset(
+        param: param ?? o.defaultValue("param"), limitParam: limitParam ?? o.defaultValue("limit_param"),
+        limit: limit ?? o.defaultValue("limit"), start: start ?? o.defaultValue("start"))
+    case .cursor:
+      guard let c = reader.fields(value, f.path("cursor"), keys: ManifestSchema.httpCursor) else { return nil }
+      let param = reader.string(c, "param")
       let from = c.required("from", &reader).flatMap {
         readSelector($0, c.path("from"), format: format, relative: false, attribute: true)
       }
       if c["param"] != nil && param == nil { return nil }
       guard let from else { return nil }
-      return .cursor(param: param ?? "cursor", from: from)
+      return .cursor(param: param ?? c.defaultValue("param"), from: from)
     }
   }
 
@@ -455,9 +392,9 @@ extension ManifestValidator {
       let key = pair.key.scalar?.text ?? ""
       var rule: HTTPStep.StatusRule?
       if key.count == 3, key.hasSuffix("xx"), let hundreds = Int(key.prefix(1)), (4...5).contains(hundreds) {
-        rule = HTTPStep.StatusRule(status: hundreds, isClass: true, outcome: .fail)
+        rule = HTTPStep.StatusRule(.statusClass(hundreds), outcome: .fail)
       } else if let status = Int(key), (400...599).contains(status), key.count == 3 {
-        rule = HTTPStep.StatusRule(status: status, outcome: .fail)
+        rule = HTTPStep.StatusRule(.status(status), outcome: .fail)
       }
       guard var rule else {
         reader.error(pair.key.location, "'\(key)' in \(path) is not a status from 400 to 599, nor 4xx or 5xx")

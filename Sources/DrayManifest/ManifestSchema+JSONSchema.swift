@@ -24,7 +24,7 @@ extension ManifestSchema {
         "definitions",
         .object([
           ("step", stepSchema(kinds: stepKinds)),
-          ("parallelMember", stepSchema(kinds: stepKinds.filter { $0.name != "parallel" })),
+          ("parallelMember", stepSchema(kinds: stepKinds.filter { $0.name != StepKind.Name.parallel.rawValue })),
           (
             "interpolated",
             .object([

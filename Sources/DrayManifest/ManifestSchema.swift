@@ -4,8 +4,9 @@ public import DrayModel
 /// it is required, its default and a one-line summary.
 ///
 /// Three things are derived from this declaration so that they cannot drift apart:
-/// - the validator's known keys (`ManifestValidator` asks for `ManifestSchema.platform.names`
-///   and so on, and reports any other key as unknown, with a "did you mean");
+/// - what the validator reads: each mapping's keys (any other is reported as unknown, with a
+///   "did you mean"), which are required, integer ranges and defaults (`Fields`,
+///   `NodeReader`), and the step kinds (`StepKind.Name`, switched over without a default);
 /// - the JSON Schema printed by `dray schema` (`jsonSchema`), for editors;
 /// - the key reference (`keyReference`), which the tests compare row by row with
 ///   `docs/manifest.md`.
@@ -173,24 +174,39 @@ public enum ManifestSchema {
   ]
 
   /// The step kinds: each step has exactly one of these keys.
-  public static let stepKinds: [Key] = [
-    Key("schemes", .optional(.mapping(schemes)), "Fetch resource schemes and create their tables (the SDK's resources)."),
-    Key("table_stream", .mapping(tableStream), "Load a resource's answer into the database (the SDK's tableStream)."),
-    Key("table", .mapping(table), "Fetch a resource's answer and write it to a file, without the database (the SDK's table)."),
-    Key("request", .mapping(request), "Send a uniform request; keep or save the answer (the SDK's request)."),
-    Key(
-      "files",
-      .mapping(
-        files,
-        rules: [
-          .requiredWhen(key: "path", when: "action", values: ["meta", "get", "put", "delete"]),
-          .requiredWhen(key: "local", when: "action", values: ["get", "put"]),
-        ]), "One file operation on a file-server connection."),
-    Key("sql", .string(nonEmpty: true), "SQL statements, with {{ table \"RESOURCE\" \"TABLE\" }} for physical table names."),
-    Key("query", .mapping(query), "Run a query, write its rows to a file, check expectations on the first row."),
-    Key("http", .mapping(http), "Call any HTTP API; save the answer or load its records into a table (docs/http.md)."),
-    Key("parallel", .mapping(parallel), "Run a group of steps concurrently (the SDK's *Async calls)."),
-  ]
+  public static let stepKinds: [Key] = StepKind.Name.allCases.map(stepKind)
+
+  /// The declaration of one step kind.
+  static func stepKind(_ name: StepKind.Name) -> Key {
+    let key = name.rawValue
+    return switch name {
+    case .schemes:
+      Key(key, .optional(.mapping(schemes)), "Fetch resource schemes and create their tables (the SDK's resources).")
+    case .tableStream:
+      Key(key, .mapping(tableStream), "Load a resource's answer into the database (the SDK's tableStream).")
+    case .table:
+      Key(key, .mapping(table), "Fetch a resource's answer and write it to a file, without the database (the SDK's table).")
+    case .request:
+      Key(key, .mapping(request), "Send a uniform request; keep or save the answer (the SDK's request).")
+    case .files:
+      Key(
+        key,
+        .mapping(
+          files,
+          rules: [
+            .requiredWhen(key: "path", when: "action", values: ["meta", "get", "put", "delete"]),
+            .requiredWhen(key: "local", when: "action", values: ["get", "put"]),
+          ]), "One file operation on a file-server connection.")
+    case .sql:
+      Key(key, .string(nonEmpty: true), "SQL statements, with {{ table \"RESOURCE\" \"TABLE\" }} for physical table names.")
+    case .query:
+      Key(key, .mapping(query), "Run a query, write its rows to a file, check expectations on the first row.")
+    case .http:
+      Key(key, .mapping(http), "Call any HTTP API; save the answer or load its records into a table (docs/http.md).")
+    case .parallel:
+      Key(key, .mapping(parallel), "Run a group of steps concurrently (the SDK's *Async calls).")
+    }
+  }
 
   public static let schemes: [Key] = [
     Key("resources", .list(.string(nonEmpty: true)), "Resources whose tables to create; every readable resource when not set.")
@@ -269,7 +285,7 @@ public enum ManifestSchema {
     Key("headers", .dictionary(.string(nonEmpty: false)), "Request header fields; credential headers are masked."),
     Key("body", .mapping(httpBody, rules: [.exactlyOne(["json", "form"])]), "The request body: json or form."),
     Key(
-      "auth", .mapping(httpAuth, rules: [.exactlyOne(["bearer", "bearer_file", "basic"])]),
+      "auth", .mapping(httpAuth, rules: [.exactlyOne(httpAuth.names)]),
       "Credentials sent as the Authorization header; masked in every output."),
     Key("tls", .mapping(tls), "TLS certificate checks."),
     Key(
@@ -278,7 +294,7 @@ public enum ManifestSchema {
     Key("output", .string(nonEmpty: true), "File each answer is saved to as it came; holds {page} when the step paginates."),
     Key("load", .mapping(httpLoad), "Load the answer's records into a table of the job's database."),
     Key(
-      "paginate", .mapping(httpPaginate, rules: [.exactlyOne(["next", "link_header", "offset", "cursor"])]),
+      "paginate", .mapping(httpPaginate, rules: [.exactlyOne(HTTPStep.Pagination.Kind.allCases.map(\.rawValue))]),
       "How to find the next page: one of next, link_header, offset, cursor."),
     Key(
       "on_status", .dictionary(.choice(HTTPStep.StatusOutcome.allCases.map(\.rawValue))),
@@ -290,11 +306,21 @@ public enum ManifestSchema {
     Key("form", .dictionary(parameterValue), "Fields sent as application/x-www-form-urlencoded."),
   ]
 
-  public static let httpAuth: [Key] = [
-    Key("bearer", .string(nonEmpty: true), "Token sent as Authorization: Bearer TOKEN."),
-    Key("bearer_file", .string(nonEmpty: true), "File holding the bearer token (one trailing newline dropped)."),
-    Key("basic", .mapping(httpBasic, rules: [.exactlyOne(["password", "password_file"])]), "HTTP basic credentials."),
-  ]
+  /// The ways an `http` step's `auth` gives credentials, by their keys; a step gives
+  /// exactly one.
+  enum HTTPAuthKind: String, CaseIterable {
+    case bearer
+    case bearerFile = "bearer_file"
+    case basic
+  }
+
+  public static let httpAuth: [Key] = HTTPAuthKind.allCases.map { kind in
+    switch kind {
+    case .bearer: Key(kind.rawValue, .string(nonEmpty: true), "Token sent as Authorization: Bearer TOKEN.")
+    case .bearerFile: Key(kind.rawValue, .string(nonEmpty: true), "File holding the bearer token (one trailing newline dropped).")
+    case .basic: Key(kind.rawValue, .mapping(httpBasic, rules: [.exactlyOne(["password", "password_file"])]), "HTTP basic credentials.")
+    }
+  }
 
   public static let httpBasic: [Key] = [
     Key("username", .string(nonEmpty: true), required: true, "User name; masked in every output."),
@@ -318,13 +344,15 @@ public enum ManifestSchema {
     Key("from", .string(nonEmpty: false), "Where the value is in a record; the member or child named like the column when not set."),
   ]
 
-  public static let httpPaginate: [Key] = [
-    Key("next", .string(nonEmpty: false), "Where the next page's URL is in the answer."),
-    Key("link_header", .boolean, "true: the next page is the rel=\"next\" link of the Link header."),
-    Key("offset", .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last."),
-    Key("cursor", .mapping(httpCursor), "A cursor from the answer, sent back as a parameter."),
-    Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set."),
-  ]
+  public static let httpPaginate: [Key] =
+    HTTPStep.Pagination.Kind.allCases.map { kind in
+      switch kind {
+      case .next: Key(kind.rawValue, .string(nonEmpty: false), "Where the next page's URL is in the answer.")
+      case .linkHeader: Key(kind.rawValue, .boolean, "true: the next page is the rel=\"next\" link of the Link header.")
+      case .offset: Key(kind.rawValue, .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last.")
+      case .cursor: Key(kind.rawValue, .mapping(httpCursor), "A cursor from the answer, sent back as a parameter.")
+      }
+    } + [Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set.")]
 
   public static let httpOffset: [Key] = [
     Key("param", .string(nonEmpty: true), default: .string("offset"), "The offset parameter."),

@@ -3,16 +3,11 @@ internal import DrayModel
 
 /// Turns a manifest's node tree into a `Manifest`, recording every problem on the way.
 ///
-/// The keys of every mapping come from `ManifestSchema` (the key lists below are checked
-/// against it by the tests); each block and each step kind has its own `read...` function.
+/// `ManifestSchema` declares what every mapping holds: its keys, which are required, their
+/// ranges and defaults; the validator reads through it (`Fields`, `NodeReader`) and adds the
+/// rules a declaration cannot say. Each block and each step kind has its own `read...`
+/// function.
 struct ManifestValidator {
-  static let topLevelKeys = [
-    "version", "job", "description", "secrets", "platform", "auth", "database", "download",
-    "retry", "state", "report", "steps",
-  ]
-  static let stepKinds = ["schemes", "table_stream", "table", "request", "files", "sql", "query", "http", "parallel"]
-  static let stepCommonKeys = ["id", "description", "retry", "timeouts"]
-
   /// Top-level keys starting with this are ignored: a place to define anchors, as in
   /// `x-defaults: &defaults { ... }`.
   static let extensionPrefix = "x-"
@@ -49,10 +44,10 @@ struct ManifestValidator {
   }
 
   mutating func validate() -> Manifest? {
-    guard let top = reader.fields(root, "", known: Self.topLevelKeys, extensionPrefix: Self.extensionPrefix) else { return nil }
+    guard let top = reader.fields(root, "", keys: ManifestSchema.top, extensionPrefix: Self.extensionPrefix) else { return nil }
     let version = top.required("version", &reader).flatMap { readVersion($0) }
     let job = top.required("job", &reader).flatMap { readJobName($0) }
-    let description = top["description"].flatMap { reader.string($0, "description") }
+    let description = reader.string(top, "description")
     let platform = top["platform"].flatMap { readPlatform($0) }
     let auth = top["auth"].flatMap { readAuth($0) }
     let database = top["database"].flatMap { readDatabase($0) }
@@ -100,7 +95,7 @@ struct ManifestValidator {
       case .parallel(var group):
         group.steps = group.steps.map(mark)
         step.kind = .parallel(group)
-      default:
+      case .schemes, .tableStream, .table, .request, .files, .sql, .query:
         break
       }
       return step
@@ -133,13 +128,16 @@ struct ManifestValidator {
     return names
   }
 
+  /// The version, within the declared range; its own messages say what to do on each side.
   private mutating func readVersion(_ node: YAMLNode) -> Int? {
-    guard let version = reader.integer(node, "version", in: Int.min...Int.max) else { return nil }
-    if version < 1 {
+    guard case .integer(let supported) = ManifestSchema.top["version"]?.value,
+      let version = reader.integer(node, "version", in: Int.min...Int.max)
+    else { return nil }
+    if version < supported.lowerBound {
       reader.error(node.location, "'version' must be \(Manifest.supportedVersion), the manifest format this dray reads; found \(version)")
       return nil
     }
-    if version > Manifest.supportedVersion {
+    if version > supported.upperBound {
       reader.error(
         node.location,
         "manifest version \(version) is newer than this dray supports (\(Manifest.supportedVersion)); upgrade dray or write version: \(Manifest.supportedVersion)"
@@ -166,20 +164,14 @@ struct ManifestValidator {
   }
 
   private mutating func readPlatform(_ node: YAMLNode) -> PlatformSettings? {
-    guard
-      let f = reader.fields(node, "platform", known: ManifestSchema.platform.names)
-    else { return nil }
+    guard let f = reader.fields(node, "platform", keys: ManifestSchema.platform) else { return nil }
     let host = f.required("host", &reader).flatMap { readHost($0, f.path("host")) }
-    let environment = f.required("environment", &reader).flatMap { reader.nonEmptyString($0, f.path("environment")) }
-    let project = f.required("project", &reader).flatMap { reader.nonEmptyString($0, f.path("project")) }
-    let apiVersion = f["api_version"].flatMap { reader.nonEmptyString($0, f.path("api_version")) } ?? "v1"
-    let application = f["application"].flatMap { reader.string($0, f.path("application")) }
-    let device = f["device"].flatMap { reader.nonEmptyString($0, f.path("device")) } ?? "dray-cli"
-    var tls = TLSSettings()
-    if let node = f["tls"], let t = reader.fields(node, f.path("tls"), known: ManifestSchema.tls.names) {
-      if let v = t["verify"].flatMap({ reader.bool($0, t.path("verify")) }) { tls.verify = v }
-      tls.caFile = t["ca_file"].flatMap { reader.nonEmptyString($0, t.path("ca_file")) }
-    }
+    let environment = reader.string(f, "environment")
+    let project = reader.string(f, "project")
+    let apiVersion = reader.string(f, "api_version") ?? f.defaultValue("api_version")
+    let application = reader.string(f, "application")
+    let device = reader.string(f, "device") ?? f.defaultValue("device")
+    let tls = f["tls"].flatMap { readTLS($0, f.path("tls")) } ?? TLSSettings()
     let timeouts = f["timeouts"].flatMap { readTimeouts($0, f.path("timeouts"), base: Timeouts()) } ?? Timeouts()
     let headers = f["headers"].flatMap { readHeaders($0, f.path("headers")) } ?? []
     guard let host, let environment, let project else { return nil }
@@ -212,102 +204,133 @@ struct ManifestValidator {
   /// Header names whose values are always masked.
   static let secretHeaders = HTTPHeader.secretNames
 
-  private mutating func readHeaders(_ node: YAMLNode, _ path: String) -> [HTTPHeader]? {
+  /// Header fields (`platform.headers`, an `http` step's `headers`): a mapping of names to
+  /// values; nil when any field is wrong (each with a diagnostic).
+  mutating func readHeaders(_ node: YAMLNode, _ path: String) -> [HTTPHeader]? {
     guard case .mapping(let pairs) = node.content else {
       reader.error(node.location, "'\(path)' must be a mapping of header names to values, found \(node.kindDescription)")
       return nil
     }
     var headers: [HTTPHeader] = []
+    var ok = true
     for pair in pairs {
       let name = pair.key.scalar?.text ?? ""
       if let problem = Self.headerNameProblem(name) {
         reader.error(pair.key.location, problem)
+        ok = false
         continue
       }
       let secret = Self.secretHeaders.contains(name.lowercased())
-      if let value = reader.string(pair.value, "\(path).\(name)", secret: secret) {
-        if let problem = Self.headerValueProblem(value, path: "\(path).\(name)") {
-          reader.error(pair.value.location, problem)
-          continue
-        }
-        headers.append(HTTPHeader(name, value))
+      guard let value = reader.string(pair.value, "\(path).\(name)", secret: secret) else {
+        ok = false
+        continue
       }
+      if let problem = Self.headerValueProblem(value, path: "\(path).\(name)") {
+        reader.error(pair.value.location, problem)
+        ok = false
+        continue
+      }
+      headers.append(HTTPHeader(name, value))
     }
-    return headers
+    return ok ? headers : nil
+  }
+
+  /// TLS settings (`platform.tls`, an `http` step's `tls`).
+  mutating func readTLS(_ node: YAMLNode, _ path: String) -> TLSSettings? {
+    guard let t = reader.fields(node, path, keys: ManifestSchema.tls) else { return nil }
+    var tls = TLSSettings()
+    if let v = reader.bool(t, "verify") { tls.verify = v }
+    tls.caFile = reader.string(t, "ca_file")
+    return tls
+  }
+
+  /// A password given as `password` or read from `password_file` (`auth`, an `http` step's
+  /// `auth.basic`), which `f` holds one of.
+  mutating func readPassword(_ f: Fields) -> String? {
+    switch (f["password"], f["password_file"]) {
+    case (let p?, nil):
+      return reader.string(f, "password", secret: true)
+    case (nil, let file?):
+      return readSecretFile(file, f.path("password_file"))
+    case (_?, let file?):
+      reader.error(file.location, "'\(f.path)' takes 'password' or 'password_file', not both")
+    case (nil, nil):
+      reader.error(f.node.location, "missing required key 'password' (or 'password_file') in \(f.path)")
+    }
+    return nil
+  }
+
+  /// A secret read from a file (relative to the job folder), without one trailing newline:
+  /// `auth.password_file`, `bearer_file`, `basic.password_file`. An empty file is refused: a
+  /// secret file that holds nothing was not written or not mounted, and sending an empty
+  /// secret would only fail later at the server (an empty password is written
+  /// `password: ""`).
+  mutating func readSecretFile(_ node: YAMLNode, _ path: String) -> String? {
+    guard let file = reader.nonEmptyString(node, path) else { return nil }
+    let full = file.hasPrefix("/") ? file : directory + "/" + file
+    do {
+      let value = try Interpolator(environment: [:], secretVariables: [], directory: directory).resolve("${file:\(full)}").value
+      guard !value.isEmpty else {
+        reader.error(
+          node.location, "'\(path)': file '\(file)' is empty; write the secret in it (an empty password is written password: \"\")")
+        return nil
+      }
+      reader.redactor.add(value)
+      return value
+    } catch .nulInFile {
+      reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")
+    } catch .notRegularFile(_, let kind) {
+      reader.error(node.location, "'\(path)': '\(file)' is \(kind), not a regular file; a secret file must be a regular file")
+    } catch {
+      if reader.unresolvable(path, error) { return NodeReader.unresolved }
+      reader.error(node.location, "'\(path)': cannot read file '\(file)'; check that it exists and is readable")
+    }
+    return nil
   }
 
   private mutating func readTimeouts(_ node: YAMLNode, _ path: String, base: Timeouts) -> Timeouts? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.timeouts.names) else { return nil }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.timeouts) else { return nil }
     var t = base
-    if let d = f["connect"].flatMap({ reader.duration($0, f.path("connect")) }) { t.connect = d }
-    if let d = f["request"].flatMap({ reader.duration($0, f.path("request")) }) { t.request = d }
-    if let d = f["idle"].flatMap({ reader.duration($0, f.path("idle")) }) { t.idle = d }
+    if let d = reader.duration(f, "connect") { t.connect = d }
+    if let d = reader.duration(f, "request") { t.request = d }
+    if let d = reader.duration(f, "idle") { t.idle = d }
     return t
   }
 
   private mutating func readAuth(_ node: YAMLNode) -> Credentials? {
-    guard let f = reader.fields(node, "auth", known: ManifestSchema.auth.names) else { return nil }
-    let username = f.required("username", &reader).flatMap { reader.nonEmptyString($0, "auth.username", secret: true) }
-    var password: String?
-    switch (f["password"], f["password_file"]) {
-    case (let p?, nil):
-      password = reader.string(p, "auth.password", secret: true)
-    case (nil, let file?):
-      if let path = reader.nonEmptyString(file, "auth.password_file") {
-        let full = path.hasPrefix("/") ? path : directory + "/" + path
-        do {
-          password = try Interpolator(environment: [:], secretVariables: [], directory: directory).resolve("${file:\(full)}").value
-          reader.redactor.add(password!)
-        } catch .nulInFile {
-          reader.error(
-            file.location,
-            "'auth.password_file': file '\(path)' holds a NUL character (U+0000), which would cut the password short; remove it")
-        } catch .notRegularFile(_, let kind) {
-          reader.error(
-            file.location, "'auth.password_file': '\(path)' is \(kind), not a regular file; a secret file must be a regular file")
-        } catch {
-          if reader.unresolvable("auth.password_file", error) {
-            password = NodeReader.unresolved
-          } else {
-            reader.error(file.location, "'auth.password_file': cannot read file '\(path)'; check that it exists and is readable")
-          }
-        }
-      }
-    case (_?, let file?):
-      reader.error(file.location, "'auth' takes 'password' or 'password_file', not both")
-    case (nil, nil):
-      reader.error(node.location, "missing required key 'password' (or 'password_file') in auth")
-    }
+    guard let f = reader.fields(node, "auth", keys: ManifestSchema.auth) else { return nil }
+    let username = reader.string(f, "username", secret: true)
+    let password = readPassword(f)
     guard let username, let password else { return nil }
     return Credentials(username: username, password: password)
   }
 
   private mutating func readDatabase(_ node: YAMLNode) -> DatabaseSettings? {
-    guard let f = reader.fields(node, "database", known: ManifestSchema.database.names) else { return nil }
-    guard let node = f.required("path", &reader), let path = reader.nonEmptyString(node, "database.path"),
+    guard let f = reader.fields(node, "database", keys: ManifestSchema.database) else { return nil }
+    guard let path = reader.string(f, "path"), let node = f["path"],
       fileShaped(node, "database.path", path, what: "SQLite file", example: "job.sqlite")
     else { return nil }
     return DatabaseSettings(path: path)
   }
 
   private mutating func readDownload(_ node: YAMLNode) -> DownloadSettings? {
-    guard let f = reader.fields(node, "download", known: ManifestSchema.download.names) else { return nil }
+    guard let f = reader.fields(node, "download", keys: ManifestSchema.download) else { return nil }
     var d = DownloadSettings()
-    if let p = f["path"].flatMap({ reader.nonEmptyString($0, "download.path") }) { d.path = p }
-    if let r = f["resume"].flatMap({ reader.bool($0, "download.resume") }) { d.resume = r }
+    if let p = reader.string(f, "path") { d.path = p }
+    if let r = reader.bool(f, "resume") { d.resume = r }
     return d
   }
 
   private mutating func readState(_ node: YAMLNode) -> StateSettings? {
-    guard let f = reader.fields(node, "state", known: ManifestSchema.state.names) else { return nil }
-    guard let p = f["path"].flatMap({ reader.nonEmptyString($0, "state.path") }) else { return StateSettings() }
+    guard let f = reader.fields(node, "state", keys: ManifestSchema.state) else { return nil }
+    guard let p = reader.string(f, "path") else { return StateSettings() }
     return StateSettings(path: p)
   }
 
   private mutating func readReport(_ node: YAMLNode) -> ReportSettings? {
-    guard let f = reader.fields(node, "report", known: ManifestSchema.report.names) else { return nil }
+    guard let f = reader.fields(node, "report", keys: ManifestSchema.report) else { return nil }
     var r = ReportSettings()
-    if let node = f["path"], let p = reader.nonEmptyString(node, "report.path"),
+    if let node = f["path"], let p = reader.string(f, "path"),
       fileShaped(node, "report.path", p, what: "report file", example: "{job}-{run_id}.json")
     {
       checkPlaceholders(p, node: node)
@@ -346,16 +369,16 @@ struct ManifestValidator {
 
   /// A `retry:` block over `base`: keys given replace the base's.
   private mutating func readRetry(_ node: YAMLNode, _ path: String, base: RetryPolicy) -> RetryPolicy {
-    guard let f = reader.fields(node, path, known: ManifestSchema.retry.names) else {
+    guard let f = reader.fields(node, path, keys: ManifestSchema.retry) else {
       return base
     }
     var r = base
-    if let v = f["count"].flatMap({ reader.integer($0, f.path("count"), in: 0...1000) }) { r.count = v }
-    if let v = f["interval"].flatMap({ reader.duration($0, f.path("interval")) }) { r.interval = v }
-    if let v = f["backoff"].flatMap({ reader.choice($0, f.path("backoff"), as: RetryPolicy.Backoff.self) }) { r.backoff = v }
-    if let v = f["max_interval"].flatMap({ reader.duration($0, f.path("max_interval")) }) { r.maxInterval = v }
-    if let v = f["jitter"].flatMap({ reader.bool($0, f.path("jitter")) }) { r.jitter = v }
-    if let v = f["max_elapsed"].flatMap({ reader.duration($0, f.path("max_elapsed")) }) { r.maxElapsed = v }
+    if let v = reader.integer(f, "count") { r.count = v }
+    if let v = reader.duration(f, "interval") { r.interval = v }
+    if let v = reader.choice(f, "backoff", as: RetryPolicy.Backoff.self) { r.backoff = v }
+    if let v = reader.duration(f, "max_interval") { r.maxInterval = v }
+    if let v = reader.bool(f, "jitter") { r.jitter = v }
+    if let v = reader.duration(f, "max_elapsed") { r.maxElapsed = v }
     if r.maxInterval < r.interval, let node = f["max_interval"] ?? f["interval"] {
       reader.error(
         node.location, "'\(path).max_interval' (\(r.maxInterval.formatted)) is shorter than '\(path).interval' (\(r.interval.formatted))")
@@ -415,12 +438,13 @@ struct ManifestValidator {
     }
     let label = stepLabel(id: explicitID, position: position, group: group)
 
-    let kinds = Self.stepKinds
-    var f = Fields(node: node, path: label)
+    let kinds = ManifestSchema.stepKinds.names
+    let common = ManifestSchema.stepCommon.names
+    var f = Fields(node: node, path: label, keys: ManifestSchema.stepCommon + ManifestSchema.stepKinds)
     var unknown: [YAMLNode.Pair] = []
     for pair in pairs {
       let key = pair.key.scalar?.text ?? ""
-      if Self.stepCommonKeys.contains(key) || kinds.contains(key) {
+      if common.contains(key) || kinds.contains(key) {
         f.entries[key] = pair
       } else {
         unknown.append(pair)
@@ -432,7 +456,7 @@ struct ManifestValidator {
     var kindReported = false
     for pair in unknown {
       let key = pair.key.scalar?.text ?? ""
-      if let suggestion = EditDistance.closest(to: key, among: Self.stepCommonKeys + kinds) {
+      if let suggestion = EditDistance.closest(to: key, among: common + kinds) {
         reader.error(pair.key.location, "unknown key '\(key)' in \(label); did you mean '\(suggestion)'?")
         kindReported = kindReported || kinds.contains(suggestion)
       } else if given.isEmpty {
@@ -441,11 +465,11 @@ struct ManifestValidator {
       } else if case .mapping(let options, _) = ManifestSchema.stepKinds[given[0]]?.value, options.names.contains(key) {
         reader.error(pair.key.location, "'\(key)' is an option of \(given[0]); indent it under '\(given[0])' in \(label)")
       } else {
-        let valid = (Self.stepCommonKeys + [given[0]]).joined(separator: ", ")
+        let valid = (common + [given[0]]).joined(separator: ", ")
         reader.error(pair.key.location, "unknown key '\(key)' in \(label); valid keys: \(valid) (a step's options go inside its kind)")
       }
     }
-    guard given.count == 1, let kindName = given.first, let kindNode = f[kindName] else {
+    guard given.count == 1, let kindKey = given.first, let kindName = StepKind.Name(rawValue: kindKey), let kindNode = f[kindKey] else {
       if given.isEmpty {
         if !kindReported {
           reader.error(node.location, "\(label) has no kind; give one of: \(kinds.joined(separator: ", "))")
@@ -457,16 +481,16 @@ struct ManifestValidator {
       }
       return nil
     }
-    if group != nil && kindName == "parallel" {
+    if group != nil && kindName == .parallel {
       reader.error(
-        f.entries[kindName]!.key.location,
+        f.entries[kindKey]!.key.location,
         "a parallel group cannot hold another parallel group; list its steps in the group '\(group!)' instead")
       return nil
     }
     guard idIsValid else { return nil }
     // A member of a group without an id is named after the group, so that it cannot clash
     // with a top-level step's default id: `all-sales.table_stream-2`.
-    let id = explicitID ?? (group.map { "\($0)." } ?? "") + "\(kindName)-\(position)"
+    let id = explicitID ?? (group.map { "\($0)." } ?? "") + "\(kindKey)-\(position)"
     let idLocation = f["id"]?.location ?? node.location
     if let first = stepIDs[id] {
       let owner = first.isDefault ? " (the default id of the step there)" : ""
@@ -477,21 +501,21 @@ struct ManifestValidator {
     let description = f["description"].flatMap { reader.string($0, "steps.\(id).description") }
     let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry) } ?? retry
     let stepTimeouts = f["timeouts"].flatMap { readTimeouts($0, "steps.\(id).timeouts", base: timeouts) } ?? timeouts
-    let kindPath = "steps.\(id).\(kindName)"
+    let kindPath = "steps.\(id).\(kindKey)"
     let kind: StepKind?
     switch kindName {
-    case "schemes": kind = readSchemes(kindNode, kindPath)
-    case "table_stream": kind = readTableStream(kindNode, kindPath)
-    case "table": kind = readTable(kindNode, kindPath)
-    case "request": kind = readRequest(kindNode, kindPath)
-    case "files": kind = readFiles(kindNode, kindPath)
-    case "sql": kind = readSQL(kindNode, kindPath)
-    case "query": kind = readQuery(kindNode, kindPath)
-    case "http": kind = readHTTP(kindNode, kindPath)
-    default: kind = readParallel(kindNode, kindPath, retry: stepRetry, timeouts: stepTimeouts)
+    case .schemes: kind = readSchemes(kindNode, kindPath)
+    case .tableStream: kind = readTableStream(kindNode, kindPath)
+    case .table: kind = readTable(kindNode, kindPath)
+    case .request: kind = readRequest(kindNode, kindPath)
+    case .files: kind = readFiles(kindNode, kindPath)
+    case .sql: kind = readSQL(kindNode, kindPath)
+    case .query: kind = readQuery(kindNode, kindPath)
+    case .http: kind = readHTTP(kindNode, kindPath)
+    case .parallel: kind = readParallel(kindNode, kindPath, retry: stepRetry, timeouts: stepTimeouts)
     }
     guard let kind else {
-      if kindName == "table_stream" { hasBrokenLoader = true }
+      if kindName == .tableStream { hasBrokenLoader = true }
       return nil
     }
     noteSQL(kind, id: id, node: kindNode)
@@ -500,54 +524,54 @@ struct ManifestValidator {
 
   private mutating func readSchemes(_ node: YAMLNode, _ path: String) -> StepKind? {
     if let s = node.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null { return .schemes(SchemesStep()) }
-    guard let f = reader.fields(node, path, known: ManifestSchema.schemes.names) else { return nil }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.schemes) else { return nil }
     let resources = f["resources"].flatMap { reader.stringList($0, f.path("resources")) }
     return .schemes(SchemesStep(resources: resources))
   }
 
   private mutating func resourceAndParams(_ f: Fields) -> (String, JSONValue)? {
-    let resource = f.required("resource", &reader).flatMap { reader.nonEmptyString($0, f.path("resource")) }
-    let params = f["params"].flatMap { reader.jsonObject($0, f.path("params")) } ?? .object([])
+    let resource = reader.string(f, "resource")
+    let params = f["params"].flatMap { reader.jsonObject($0, f.path("params")) } ?? f.defaultValue("params")
     guard let resource else { return nil }
     return (resource, params)
   }
 
   private mutating func readTableStream(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.tableStream.names) else { return nil }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.tableStream) else { return nil }
     let rp = resourceAndParams(f)
-    let delta = f["delta"].flatMap { reader.bool($0, f.path("delta")) } ?? false
-    let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
+    let delta = reader.bool(f, "delta") ?? f.defaultValue("delta")
+    let transaction = reader.bool(f, "transaction") ?? f.defaultValue("transaction")
     let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
     guard let (resource, params) = rp else { return nil }
     return .tableStream(TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction, expect: expect))
   }
 
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.table.names) else { return nil }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.table) else { return nil }
     let rp = resourceAndParams(f)
     let output = f.required("output", &reader).flatMap { outputPath($0, f.path("output")) }
-    let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
-    let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
+    let format = reader.choice(f, "format", as: OutputFormat.self) ?? f.defaultValue("format")
+    let transaction = reader.bool(f, "transaction") ?? f.defaultValue("transaction")
     guard let (resource, params) = rp, let output else { return nil }
     return .table(TableStep(resource: resource, params: params, output: output, format: format, transaction: transaction))
   }
 
   private mutating func readRequest(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.request.names) else { return nil }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.request) else { return nil }
     let rp = resourceAndParams(f)
     let output = f["output"].flatMap { outputPath($0, f.path("output")) }
-    let transaction = f["transaction"].flatMap { reader.bool($0, f.path("transaction")) } ?? true
+    let transaction = reader.bool(f, "transaction") ?? f.defaultValue("transaction")
     guard let (resource, params) = rp else { return nil }
     return .request(RequestStep(resource: resource, params: params, output: output, transaction: transaction))
   }
 
   private mutating func readFiles(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.files.names) else { return nil }
-    let connection = f.required("connection", &reader).flatMap { reader.nonEmptyString($0, f.path("connection")) }
-    let action = f.required("action", &reader).flatMap { reader.choice($0, f.path("action"), as: FilesStep.Action.self) }
-    let remote = f["path"].flatMap { reader.nonEmptyString($0, f.path("path")) }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.files) else { return nil }
+    let connection = reader.string(f, "connection")
+    let action = reader.choice(f, "action", as: FilesStep.Action.self)
+    let remote = reader.string(f, "path")
     let local = f["local"].flatMap { filesLocalPath($0, f.path("local"), action: action, remote: remote) }
-    let missingOK = f["missing_ok"].flatMap { reader.bool($0, f.path("missing_ok")) } ?? false
+    let missingOK = reader.bool(f, "missing_ok") ?? f.defaultValue("missing_ok")
     guard let connection, let action else { return nil }
     if remote == nil && action != .list {
       reader.error(node.location, "missing required key 'path' in \(path) (the file on the server for '\(action.rawValue)')")
@@ -566,10 +590,10 @@ struct ManifestValidator {
   }
 
   private mutating func readQuery(_ node: YAMLNode, _ path: String) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.query.names) else { return nil }
-    let sql = f.required("sql", &reader).flatMap { reader.nonEmptyString($0, f.path("sql")) }
+    guard let f = reader.fields(node, path, keys: ManifestSchema.query) else { return nil }
+    let sql = reader.string(f, "sql")
     let output = f["output"].flatMap { outputPath($0, f.path("output")) }
-    let format = f["format"].flatMap { reader.choice($0, f.path("format"), as: OutputFormat.self) } ?? .json
+    let format = reader.choice(f, "format", as: OutputFormat.self) ?? f.defaultValue("format")
     let expectations = readExpect(f, names: "column names", example: "n: { min: 1 }")
     guard let sql else { return nil }
     return .query(QueryStep(sql: sql, output: output, format: format, expect: expectations))
@@ -590,7 +614,7 @@ struct ManifestValidator {
       for pair in pairs {
         let column = pair.key.scalar?.text ?? ""
         let cpath = "\(f.path("expect")).\(column)"
-        guard let c = reader.fields(pair.value, cpath, known: ManifestSchema.expectation.names) else { continue }
+        guard let c = reader.fields(pair.value, cpath, keys: ManifestSchema.expectation) else { continue }
         var x = Expectation(column: column)
         x.min = c["min"].flatMap { number($0, c.path("min")) }
         x.max = c["max"].flatMap { number($0, c.path("max")) }
@@ -616,8 +640,8 @@ struct ManifestValidator {
   }
 
   private mutating func readParallel(_ node: YAMLNode, _ path: String, retry: RetryPolicy, timeouts: Timeouts) -> StepKind? {
-    guard let f = reader.fields(node, path, known: ManifestSchema.parallel.names) else { return nil }
-    let max = f["max"].flatMap { reader.integer($0, f.path("max"), in: 1...64) } ?? 4
+    guard let f = reader.fields(node, path, keys: ManifestSchema.parallel) else { return nil }
+    let max = reader.integer(f, "max") ?? f.defaultValue("max")
     guard let stepsNode = f.required("steps", &reader) else { return nil }
     let id = String(path.dropFirst("steps.".count).dropLast(".parallel".count))
     let steps = readSteps(stepsNode, f.path("steps"), retry: retry, timeouts: timeouts, group: id)
@@ -633,13 +657,13 @@ struct ManifestValidator {
     let callsPlatform: (Step) -> Bool = {
       switch $0.kind {
       case .schemes, .tableStream, .table, .request, .files: true
-      default: false
+      case .sql, .query, .http, .parallel: false
       }
     }
     let usesDatabase: (Step) -> Bool = {
       switch $0.kind {
       case .schemes, .tableStream, .sql, .query: true
-      default: false
+      case .table, .request, .files, .http, .parallel: false
       }
     }
     if let step = steps.first(where: callsPlatform) {
@@ -664,7 +688,7 @@ struct ManifestValidator {
       if case .mapping(let pairs) = node.content, let sql = pairs.first(where: { $0.key.scalar?.text == "sql" })?.value {
         sqlSources.append((id, step.sql, sql))
       }
-    default:
+    case .schemes, .tableStream, .table, .request, .files, .http, .parallel:
       break
     }
   }

@@ -27,14 +27,16 @@ struct NodeReader {
 
   // MARK: Mappings
 
-  /// The entries of a mapping node, with unknown keys reported against `known`; keys
-  /// starting with `extensionPrefix` (when given) are skipped silently.
-  mutating func fields(_ node: YAMLNode, _ path: String, known: [String], extensionPrefix: String? = nil) -> Fields? {
+  /// The entries of a mapping node declared by `keys` (`ManifestSchema`), with any other key
+  /// reported as unknown; keys starting with `extensionPrefix` (when given) are skipped
+  /// silently.
+  mutating func fields(_ node: YAMLNode, _ path: String, keys: [ManifestSchema.Key], extensionPrefix: String? = nil) -> Fields? {
     guard case .mapping(let pairs) = node.content else {
       error(node.location, "\(Self.label(path)) must be a mapping, found \(node.kindDescription)")
       return nil
     }
-    var fields = Fields(node: node, path: path)
+    var fields = Fields(node: node, path: path, keys: keys)
+    let known = keys.names
     for pair in pairs {
       let key = pair.key.scalar?.text ?? ""
       if known.contains(key) {
@@ -278,15 +280,18 @@ struct NodeReader {
   }
 }
 
-/// The entries of one mapping, by key.
+/// The entries of one mapping, by key, with the mapping's declaration (`ManifestSchema`).
 struct Fields {
   let node: YAMLNode
   let path: String
+  /// What the mapping may hold: each key's type, range, default and whether it is required.
+  let keys: [ManifestSchema.Key]
   var entries: [String: YAMLNode.Pair] = [:]
 
-  init(node: YAMLNode, path: String) {
+  init(node: YAMLNode, path: String, keys: [ManifestSchema.Key]) {
     self.node = node
     self.path = path
+    self.keys = keys
   }
 
   subscript(key: String) -> YAMLNode? { entries[key]?.value }
@@ -294,12 +299,110 @@ struct Fields {
   /// The dotted path of `key` inside this mapping, for messages.
   func path(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
+  /// The declaration of `key`; asking for a key the mapping does not declare is a mistake
+  /// in dray, caught by the tests.
+  func declaration(_ key: String) -> ManifestSchema.Key {
+    guard let declared = keys[key] else { preconditionFailure("'\(key)' is not declared in \(Self.self) '\(path)'") }
+    return declared
+  }
+
   /// The node at `key`, or nil with a "missing required key" diagnostic.
   func required(_ key: String, _ reader: inout NodeReader) -> YAMLNode? {
+    assert(declaration(key).required, "'\(key)' is not declared required in '\(path)'")
     if let value = entries[key]?.value { return value }
     let place = path.isEmpty ? "at the top level" : "in \(path)"
     reader.error(node.location, "missing required key '\(key)' \(place)")
     return nil
+  }
+
+  /// The node at `key`: for a key declared required, nil with a "missing required key"
+  /// diagnostic when it is absent.
+  func node(_ key: String, _ reader: inout NodeReader) -> YAMLNode? {
+    declaration(key).required ? required(key, &reader) : self[key]
+  }
+
+  /// The default `ManifestSchema` declares for `key`, as `T`.
+  func defaultValue<T: DeclaredDefault>(_ key: String) -> T {
+    guard let json = declaration(key).defaultValue, let value = T(declaredDefault: json) else {
+      preconditionFailure("'\(path(key))' declares no default of type \(T.self)")
+    }
+    return value
+  }
+}
+
+/// A type a key's declared default (`ManifestSchema.Key.defaultValue`, JSON) reads as.
+protocol DeclaredDefault {
+  init?(declaredDefault: JSONValue)
+}
+
+extension Int: DeclaredDefault {
+  init?(declaredDefault json: JSONValue) {
+    guard case .integer(let i) = json, let value = Int(exactly: i) else { return nil }
+    self = value
+  }
+}
+
+extension Bool: DeclaredDefault {
+  init?(declaredDefault json: JSONValue) {
+    guard case .bool(let b) = json else { return nil }
+    self = b
+  }
+}
+
+extension String: DeclaredDefault {
+  init?(declaredDefault json: JSONValue) {
+    guard case .string(let s) = json else { return nil }
+    self = s
+  }
+}
+
+extension JSONValue: DeclaredDefault {
+  init?(declaredDefault json: JSONValue) { self = json }
+}
+
+extension DeclaredDefault where Self: RawRepresentable, RawValue == String {
+  init?(declaredDefault json: JSONValue) {
+    guard case .string(let s) = json else { return nil }
+    self.init(rawValue: s)
+  }
+}
+
+extension OutputFormat: DeclaredDefault {}
+extension AnswerFormat: DeclaredDefault {}
+extension ColumnType: DeclaredDefault {}
+extension HTTPStep.Method: DeclaredDefault {}
+
+// MARK: Values read as the schema declares them
+
+extension NodeReader {
+  /// The string at `key` of `fields`: non-empty when declared so; nil when absent (with a
+  /// diagnostic when required) or not a string.
+  mutating func string(_ fields: Fields, _ key: String, secret: Bool = false) -> String? {
+    guard let node = fields.node(key, &self) else { return nil }
+    guard case .string(let nonEmpty) = fields.declaration(key).value else { preconditionFailure("'\(key)' is not a string") }
+    return nonEmpty ? nonEmptyString(node, fields.path(key), secret: secret) : string(node, fields.path(key), secret: secret)
+  }
+
+  /// The integer at `key` of `fields`, within its declared range; nil when absent or wrong.
+  mutating func integer(_ fields: Fields, _ key: String) -> Int? {
+    guard case .integer(let range) = fields.declaration(key).value else { preconditionFailure("'\(key)' is not an integer") }
+    return fields.node(key, &self).flatMap { integer($0, fields.path(key), in: range) }
+  }
+
+  /// The boolean at `key` of `fields`; nil when absent or wrong.
+  mutating func bool(_ fields: Fields, _ key: String) -> Bool? {
+    fields.node(key, &self).flatMap { bool($0, fields.path(key)) }
+  }
+
+  /// The duration at `key` of `fields`; nil when absent or wrong.
+  mutating func duration(_ fields: Fields, _ key: String) -> Duration? {
+    fields.node(key, &self).flatMap { duration($0, fields.path(key)) }
+  }
+
+  /// One of `E`'s words at `key` of `fields`; nil when absent or wrong.
+  mutating func choice<E: RawRepresentable & CaseIterable>(_ fields: Fields, _ key: String, as type: E.Type) -> E?
+  where E.RawValue == String {
+    fields.node(key, &self).flatMap { choice($0, fields.path(key), as: type) }
   }
 }
 

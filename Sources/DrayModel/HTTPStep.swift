@@ -82,6 +82,14 @@ public struct HTTPStep: Sendable, Hashable {
     /// The answer holds the next page's cursor at `from`, sent back as `param`; a missing,
     /// null or empty cursor ends.
     case cursor(param: String, from: RecordSelector)
+
+    /// The ways to find the next page, by their manifest keys under `paginate`; a step gives
+    /// exactly one.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+      case next
+      case linkHeader = "link_header"
+      case offset, cursor
+    }
   }
 
   /// What a status that is not 2xx does.
@@ -96,19 +104,32 @@ public struct HTTPStep: Sendable, Hashable {
 
   /// One `on_status` entry: a status (`404`) or a class (`4xx`, `5xx`).
   public struct StatusRule: Sendable, Hashable {
-    /// The status, or its hundreds for a class (4 for `4xx`).
-    public var status: Int
-    public var isClass: Bool
+    /// The statuses a rule covers.
+    public enum Match: Sendable, Hashable {
+      /// One status: `404`.
+      case status(Int)
+      /// A class of statuses by its hundreds: 4 for `4xx`.
+      case statusClass(Int)
+
+      /// `404` or `4xx`, as the manifest writes it.
+      public var key: String {
+        switch self {
+        case .status(let status): "\(status)"
+        case .statusClass(let hundreds): "\(hundreds)xx"
+        }
+      }
+    }
+
+    public var match: Match
     public var outcome: StatusOutcome
 
-    public init(status: Int, isClass: Bool = false, outcome: StatusOutcome) {
-      self.status = status
-      self.isClass = isClass
+    public init(_ match: Match, outcome: StatusOutcome) {
+      self.match = match
       self.outcome = outcome
     }
 
     /// `404` or `4xx`.
-    public var key: String { isClass ? "\(status)xx" : "\(status)" }
+    public var key: String { match.key }
   }
 
   public var method: Method
@@ -159,14 +180,14 @@ public struct HTTPStep: Sendable, Hashable {
   /// What `status` (not 2xx) does: the exact rule, else the class rule, else the default
   /// (retry the transient statuses, fail every other).
   public func outcome(for status: Int) -> StatusOutcome {
-    if let rule = onStatus.first(where: { !$0.isClass && $0.status == status }) { return rule.outcome }
-    if let rule = onStatus.first(where: { $0.isClass && $0.status == status / 100 }) { return rule.outcome }
+    if let rule = onStatus.first(where: { $0.match == .status(status) }) { return rule.outcome }
+    if let rule = onStatus.first(where: { $0.match == .statusClass(status / 100) }) { return rule.outcome }
     return HTTPStep.defaultRetryStatuses.contains(status) ? .retry : .fail
   }
 
   /// Whether `on_status` names `status` (exactly or by class) with `retry`.
   public func declaresRetry(_ status: Int) -> Bool {
-    onStatus.contains { $0.outcome == .retry && ($0.isClass ? $0.status == status / 100 : $0.status == status) }
+    onStatus.contains { $0.outcome == .retry && ($0.match == .status(status) || $0.match == .statusClass(status / 100)) }
   }
 
   /// The request's URL without pagination parameters: `base_url` and `path` joined by one

@@ -27,7 +27,7 @@ public struct Step: Sendable {
   }
 
   /// The kind's manifest key, e.g. `table_stream`.
-  public var kindName: String { kind.name }
+  public var kindName: String { kind.name.rawValue }
 }
 
 /// What a step does; one case per manifest step key.
@@ -51,18 +51,27 @@ public enum StepKind: Sendable {
   /// Call any HTTP API; save the answer or load its records into a table.
   case http(HTTPStep)
 
-  /// The manifest key of this kind.
-  public var name: String {
+  /// The step kinds by their manifest keys, in the order the manifest reference lists
+  /// them. The manifest's declaration (`ManifestSchema.stepKinds`) and the validator switch
+  /// over these cases, so that a new kind cannot be forgotten in either.
+  public enum Name: String, Sendable, Hashable, CaseIterable {
+    case schemes
+    case tableStream = "table_stream"
+    case table, request, files, sql, query, http, parallel
+  }
+
+  /// This kind's name; its raw value is the manifest key.
+  public var name: Name {
     switch self {
-    case .schemes: "schemes"
-    case .tableStream: "table_stream"
-    case .table: "table"
-    case .request: "request"
-    case .files: "files"
-    case .sql: "sql"
-    case .query: "query"
-    case .parallel: "parallel"
-    case .http: "http"
+    case .schemes: .schemes
+    case .tableStream: .tableStream
+    case .table: .table
+    case .request: .request
+    case .files: .files
+    case .sql: .sql
+    case .query: .query
+    case .parallel: .parallel
+    case .http: .http
     }
   }
 }

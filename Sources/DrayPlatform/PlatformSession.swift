@@ -27,6 +27,8 @@ public final class PlatformSession: Sendable {
   private let state = Mutex<State>(State())
   /// Serialises sign-ins so that concurrent renewals share one.
   private let signIn = Mutex<Void>(())
+  /// The time a token arrives and is checked against its renewal time.
+  private let now: @Sendable () -> ContinuousClock.Instant
 
   struct State {
     var token: String?
@@ -38,10 +40,16 @@ public final class PlatformSession: Sendable {
   /// - Parameters:
   ///   - onToken: called with every new token (for example to register it with the run's
   ///     `Redactor`), during the sign-in; it must not call back into the session.
-  public init(settings: PlatformSettings, credentials: Credentials, onToken: (@Sendable (String) -> Void)? = nil) {
+  ///   - now: the monotonic clock that decides when a token is due for renewal; tests pass
+  ///     one they move by hand.
+  public init(
+    settings: PlatformSettings, credentials: Credentials, onToken: (@Sendable (String) -> Void)? = nil,
+    now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+  ) {
     self.settings = settings
     self.credentials = credentials
     self.onToken = onToken
+    self.now = now
   }
 
   /// Sign-ins so far (the first, plus re-authentications).
@@ -57,7 +65,7 @@ public final class PlatformSession: Sendable {
   func token(client: HTTPClient, runner: RetryRunner, record: (Attempt) -> Void) throws -> String {
     let (token, renewAt) = state.withLock { ($0.token, $0.renewAt) }
     if let token {
-      guard let renewAt, ContinuousClock.now >= renewAt else { return token }
+      guard let renewAt, now() >= renewAt else { return token }
       return try renew(stale: token, because: "the token expires soon (exp)", client: client, runner: runner, record: record)
     }
     return try renew(stale: nil, because: nil, client: client, runner: runner, record: record)
@@ -78,7 +86,7 @@ public final class PlatformSession: Sendable {
         renewal.message = "signed in again: \(because ?? "the token was replaced")"
         record(renewal)
       }
-      let renewAt = PlatformSession.renewalTime(token: token, receivedAt: .now, wallClock: Date())
+      let renewAt = PlatformSession.renewalTime(token: token, receivedAt: now(), wallClock: Date())
       onToken?(token)
       state.withLock {
         $0.token = token

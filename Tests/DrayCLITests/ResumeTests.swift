@@ -590,6 +590,8 @@ struct Report {
     let members = report.step("group")["steps"] as? [[String: Any]] ?? []
     #expect(members.map { $0["id"] as? String } == ["countries", "fruits", "currencies"])
     #expect(members.map { $0["status"] as? String } == ["interrupted", "not_run", "not_run"])
+    #expect((report.step("group")["error"] as? [String: Any])?["code"] as? String == "interrupted")
+    #expect((members[0]["error"] as? [String: Any])?["code"] as? String == "interrupted")
     #expect(members.map { $0["skip_reason"] as? String } == [nil, "the run was interrupted", "the run was interrupted"])
     #expect(report.step("after")["status"] as? String == "not_run")
   }

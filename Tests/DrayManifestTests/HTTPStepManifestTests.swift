@@ -5,25 +5,22 @@ import Foundation
 import Testing
 
 @Suite struct HTTPStepManifestTests {
-  func load(_ steps: String, environment: [String: String] = ["API_TOKEN": "tok-Sentinel-4711"], directory: String = "/jobs")
-    throws(ManifestError) -> Manifest
+  /// A job with a database, whose steps follow.
+  static let head = "version: 1\njob: j\ndatabase: { path: db.sqlite }\nsteps:\n"
+  static let environment = ["API_TOKEN": "tok-Sentinel-4711"]
+
+  func load(_ steps: String, environment: [String: String] = Self.environment, directory: String = "/jobs") throws(ManifestError)
+    -> Manifest
   {
-    let text = "version: 1\njob: j\ndatabase: { path: db.sqlite }\nsteps:\n" + steps
-    return try ManifestLoader(environment: environment).load(text: text, path: "job.yaml", directory: directory)
+    try ManifestText.load(Self.head + steps, environment: environment, directory: directory)
   }
 
   func errors(_ steps: String) -> [String] {
-    do {
-      _ = try load(steps)
-      return []
-    } catch {
-      return error.diagnostics.map(\.description)
-    }
+    ManifestText.errors(Self.head + steps, environment: Self.environment)
   }
 
   func http(_ manifest: Manifest, _ index: Int = 0) -> HTTPStep? {
-    if case .http(let step) = manifest.steps[index].kind { return step }
-    return nil
+    manifest.steps[index].kind.http
   }
 
   @Test func readsEveryPartOfARequest() throws {
@@ -68,6 +65,39 @@ import Testing
     #expect(step.outcome(for: 429) == .retry)
     #expect(step.outcome(for: 409) == .fail)
     #expect(manifest.redactor.redact("tok-Sentinel-4711 k-Sentinel-0815") == "*** ***")
+  }
+
+  @Test func anExactStatusRuleWinsOverItsClassWhateverTheOrder() throws {
+    let manifest = try load(
+      """
+        - http: { base_url: "http://h/", on_status: { 4xx: empty, 404: retry, 5xx: fail, 503: empty } }
+      """)
+    let step = try #require(http(manifest))
+    #expect(step.onStatus.map(\.key) == ["4xx", "404", "5xx", "503"])
+    #expect(step.onStatus.map(\.match) == [.statusClass(4), .status(404), .statusClass(5), .status(503)])
+    #expect(step.outcome(for: 404) == .retry)
+    #expect(step.outcome(for: 403) == .empty)
+    #expect(step.outcome(for: 503) == .empty)
+    #expect(step.outcome(for: 500) == .fail)
+    #expect(step.declaresRetry(404))
+    #expect(!step.declaresRetry(405))
+    #expect(!step.declaresRetry(503))
+  }
+
+  @Test func everyPaginationKindIsDeclaredAndReadFromItsKey() throws {
+    #expect(
+      ManifestSchema.httpPaginate.names.filter { $0 != "max_pages" } == HTTPStep.Pagination.Kind.allCases.map(\.rawValue))
+    let manifest = try load(
+      """
+        - http: { base_url: "http://h/", output: "out/a-{page}.json", paginate: { next: /next } }
+        - http: { base_url: "http://h/", output: "out/b-{page}.json", paginate: { link_header: true } }
+        - http: { base_url: "http://h/", load: { table: t, records: /items }, paginate: { offset: } }
+        - http: { base_url: "http://h/", output: "out/c-{page}.json", paginate: { cursor: { from: /c } } }
+      """)
+    #expect(try #require(http(manifest, 0)).paginate == .next(.json(try JSONPointer(parsing: "/next"))))
+    #expect(try #require(http(manifest, 1)).paginate == .linkHeader)
+    #expect(try #require(http(manifest, 2)).paginate == .offset(param: "offset", limitParam: "limit", limit: 100, start: 0))
+    #expect(try #require(http(manifest, 3)).paginate == .cursor(param: "cursor", from: .json(try JSONPointer(parsing: "/c"))))
   }
 
   @Test func defaultsAndOtherPaginationKinds() throws {

@@ -7,16 +7,11 @@ import Testing
   let environment = ["FMP_USER": "demo", "FMP_PASSWORD": "p#ss: $x 'q\" w"]
 
   func load(_ text: String, environment: [String: String]? = nil) throws(ManifestError) -> Manifest {
-    try ManifestLoader(environment: environment ?? self.environment).load(text: text, path: "job.yaml", directory: "/jobs")
+    try ManifestText.load(text, environment: environment ?? self.environment)
   }
 
   func errors(_ text: String, environment: [String: String]? = nil) -> [String] {
-    do {
-      _ = try load(text, environment: environment)
-      return []
-    } catch {
-      return error.diagnostics.map(\.description)
-    }
+    ManifestText.errors(text, environment: environment ?? self.environment)
   }
 
   @Test func loadsTheISOReferenceJob() throws {
@@ -28,10 +23,7 @@ import Testing
     #expect(manifest.steps.map(\.id) == ["schemes", "countries", "currencies", "languages", "subdivisions", "drop-unnamed"])
     #expect(manifest.directory == Repository.root + "/jobs")
     #expect(manifest.resolve(manifest.database!.path) == Repository.root + "/jobs/data/iso.sqlite")
-    guard case .tableStream(let step) = manifest.steps[1].kind else {
-      Issue.record("step 2 is not a table_stream")
-      return
-    }
+    let step = try #require(manifest.steps[1].kind.tableStream)
     #expect(step.resource == "COUNTRIES")
     #expect(manifest.steps[1].retry == RetryPolicy(count: 5, interval: .seconds(1), backoff: .exponential, maxInterval: .seconds(30)))
   }
@@ -78,7 +70,7 @@ import Testing
         - sql: "SELECT '$$5', 'a$b'"
       """, environment: [:])
     #expect(manifest.database?.path == "data/x.sqlite")
-    guard case .sql(let sql) = manifest.steps[0].kind else { return }
+    let sql = try #require(manifest.steps[0].kind.sql)
     #expect(sql.sql == "SELECT '$5', 'a$b'")
     // A value from ${...} resolves by its text, quoted or not.
     #expect(manifest.retry.count == 7)

@@ -10,11 +10,131 @@ import Testing
 @Suite struct ManifestSchemaTests {
   static let validFolder = Repository.root + "/Tests/DrayManifestTests/Fixtures/valid"
 
+  func errors(_ text: String, directory: String = "/jobs") -> [String] {
+    ManifestText.errors(text, directory: directory)
+  }
+
   @Test func theValidatorReadsExactlyTheDeclaredKeys() {
-    #expect(ManifestValidator.topLevelKeys == ManifestSchema.top.names)
-    #expect(ManifestValidator.stepCommonKeys == ManifestSchema.stepCommon.names)
-    // A step kind the validator reads must be declared, and the other way round.
-    #expect(ManifestValidator.stepKinds == ManifestSchema.stepKinds.names)
+    let found = errors(
+      """
+      version: 1
+      job: j
+      zzzzzzzzzz: 1
+      steps:
+        - zzzzzzzzzz: 1
+      """)
+    #expect(
+      found == [
+        "job.yaml:3:1: error: unknown key 'zzzzzzzzzz' at the top level; valid keys: \(ManifestSchema.top.names.joined(separator: ", "))",
+        "job.yaml:5:5: error: unknown step kind 'zzzzzzzzzz' in step 1; step kinds: \(ManifestSchema.stepKinds.names.joined(separator: ", "))",
+      ])
+    // The step kinds are declared in the model's order, each under its manifest key.
+    #expect(ManifestSchema.stepKinds.names == StepKind.Name.allCases.map(\.rawValue))
+    #expect(ManifestSchema.stepKinds.names == ["schemes", "table_stream", "table", "request", "files", "sql", "query", "http", "parallel"])
+  }
+
+  @Test func rangesAndDefaultsComeFromTheDeclaration() throws {
+    guard case .integer(let range) = ManifestSchema.parallel["max"]?.value else {
+      Issue.record("parallel.max is not declared as an integer")
+      return
+    }
+    let text = """
+      version: 1
+      job: j
+      database: { path: db.sqlite }
+      steps:
+        - id: group
+          parallel:
+            max: \(range.upperBound + 1)
+            steps: [{ sql: SELECT 1 }]
+        - id: fine
+          parallel: { steps: [{ sql: SELECT 1 }] }
+      """
+    #expect(
+      errors(text) == [
+        "job.yaml:7:12: error: 'steps.group.parallel.max' must be between \(range.lowerBound) and \(range.upperBound), found \(range.upperBound + 1)"
+      ])
+    let manifest = try ManifestLoader(environment: [:]).load(
+      text: text.replacing("max: \(range.upperBound + 1)", with: "max: \(range.upperBound)"), path: "job.yaml", directory: "/jobs")
+    let fine = try #require(manifest.steps[1].kind.parallel)
+    #expect(ManifestSchema.parallel["max"]?.defaultValue == .integer(Int64(fine.max)))
+  }
+
+  /// `auth.password_file`, `bearer_file` and `basic.password_file` are read by one reader:
+  /// an empty file is refused alike (it was not written or not mounted), and an empty
+  /// password is written `password: ""`.
+  @Test func anEmptySecretFileIsRefusedWhereverItIsNamed() throws {
+    let folder = TemporaryDirectory()
+    try folder.write("empty", "")
+    try folder.write("newline", "\n")
+    let found = errors(
+      """
+      version: 1
+      job: j
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: u, password_file: empty }
+      steps:
+        - table: { resource: R, output: out/r.json }
+        - http: { base_url: "http://h/", auth: { bearer_file: newline } }
+        - http: { base_url: "http://h/", auth: { basic: { username: u, password_file: empty } } }
+      """, directory: folder.path)
+    let advice = "write the secret in it (an empty password is written password: \"\")"
+    #expect(
+      found == [
+        "job.yaml:4:37: error: 'auth.password_file': file 'empty' is empty; \(advice)",
+        "job.yaml:7:57: error: 'steps.http-2.http.auth.bearer_file': file 'newline' is empty; \(advice)",
+        "job.yaml:8:81: error: 'steps.http-3.http.auth.basic.password_file': file 'empty' is empty; \(advice)",
+      ])
+    #expect(
+      errors(
+        """
+        version: 1
+        job: j
+        platform: { host: "http://h/", environment: e, project: p }
+        auth: { username: u, password: "" }
+        steps:
+          - table: { resource: R, output: out/r.json }
+        """
+      ).isEmpty)
+  }
+
+  @Test func anUnreadableSecretFileIsNamedAlikeInEveryBlock() {
+    let found = errors(
+      """
+      version: 1
+      job: j
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: u, password_file: nowhere }
+      steps:
+        - table: { resource: R, output: out/r.json }
+        - http: { base_url: "http://h/", auth: { bearer_file: nowhere } }
+      """, directory: TemporaryDirectory().path)
+    #expect(
+      found == [
+        "job.yaml:4:37: error: 'auth.password_file': cannot read file 'nowhere'; check that it exists and is readable",
+        "job.yaml:7:57: error: 'steps.http-2.http.auth.bearer_file': cannot read file 'nowhere'; check that it exists and is readable",
+      ])
+  }
+
+  /// `platform.headers` and an `http` step's `headers` are read by one reader, with the same
+  /// checks and messages.
+  @Test func headersAndTLSReadAlikeOnThePlatformAndInHTTPSteps() {
+    let found = errors(
+      """
+      version: 1
+      job: j
+      platform: { host: "http://h/", environment: e, project: p, headers: { "Bad Name": x }, tls: { verify: maybe } }
+      auth: { username: u, password: p }
+      steps:
+        - table: { resource: R, output: out/r.json }
+        - http: { base_url: "http://h/", headers: { "Bad Name": x }, tls: { verify: maybe } }
+      """)
+    #expect(found.count == 4)
+    #expect(found[0].hasPrefix("job.yaml:3:71: error: "))
+    #expect(found[2].hasPrefix("job.yaml:7:47: error: "))
+    #expect(found[0].dropFirst("job.yaml:3:71: error: ".count) == found[2].dropFirst("job.yaml:7:47: error: ".count))
+    #expect(found[1] == "job.yaml:3:103: error: 'platform.tls.verify' must be true or false, found a string ('maybe')")
+    #expect(found[3] == "job.yaml:7:79: error: 'steps.http-2.http.tls.verify' must be true or false, found a string ('maybe')")
   }
 
   @Test func theKitchenSinkManifestUsesEveryDeclaredKey() throws {

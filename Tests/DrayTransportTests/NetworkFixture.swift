@@ -18,19 +18,22 @@ final class NetworkFixture {
   let client: PlatformClient
   let rows: Int
 
-  init(_ arguments: [String] = [], rows: Int = NetworkFixture.rows, exp: Bool = true) throws {
+  /// - Parameter clock: the clock the session renews tokens by; the real one when nil.
+  init(_ arguments: [String] = [], rows: Int = NetworkFixture.rows, exp: Bool = true, clock: TestClock? = nil) throws {
     self.rows = rows
     emulator = try Emulator(["--generate", "BIG:\(rows)", "--cache-dir", NetworkFixture.cacheDirectory] + arguments)
-    session = NetworkFixture.session(emulator.url)
+    session = NetworkFixture.session(emulator.url, clock: clock)
     client = PlatformClient(session: session, cancellation: Cancellation())
   }
 
-  static func session(_ url: String, tls: TLSSettings = TLSSettings()) -> PlatformSession {
-    PlatformSession(
+  static func session(_ url: String, tls: TLSSettings = TLSSettings(), clock: TestClock? = nil) -> PlatformSession {
+    let now: @Sendable () -> ContinuousClock.Instant = { clock?.now ?? .now }
+    return PlatformSession(
       settings: PlatformSettings(
         host: url, environment: "DocumentationExampleEnv", project: "DocumentationExampleProj", tls: tls,
         timeouts: Timeouts(connect: .seconds(2), idle: .seconds(5))),
-      credentials: Credentials(username: DemoUser.name, password: DemoUser.password))
+      credentials: Credentials(username: DemoUser.name, password: DemoUser.password),
+      now: now)
   }
 
   /// A quick policy: `count` retries 50 ms apart.
@@ -155,7 +158,9 @@ final class StalledListener {
       }
       descriptors.append(client)
     }
-    Thread.sleep(forTimeInterval: 0.05)
+    // The queue is full once it holds a connection: the listening socket is then readable.
+    var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    guard poll(&ready, 1, -1) == 1 else { throw TestSupportError("the loopback listener's queue did not fill") }
   }
 
   deinit { for fd in descriptors { close(fd) } }

@@ -97,12 +97,19 @@ import Testing
   @Test func aCancelledWaitStopsAtOnce() {
     let cancellation = Cancellation()
     let runner = RetryRunner(policy: RetryPolicy(count: 3, interval: .seconds(20), backoff: .fixed), cancellation: cancellation)
-    Thread.detachNewThread {
-      Thread.sleep(forTimeInterval: 0.2)
-      cancellation.cancel()
-    }
+    var attempts: [Attempt] = []
     let start = ContinuousClock.now
-    #expect(throws: TransportError.cancelled) { try runner.run({ _ in throw refused }, record: { _ in }) }
+    // An attempt is recorded just before its wait: the cancel lands in that wait.
+    #expect(throws: TransportError.cancelled) {
+      try runner.run(
+        { _ in throw refused },
+        record: {
+          attempts.append($0)
+          cancellation.cancel()
+        })
+    }
+    #expect(attempts.map(\.wait) == [20])
+    // `RetryRunner` sleeps on the system's clock, so "at once" is measured on it.
     #expect(ContinuousClock.now - start < .seconds(2))
   }
 }

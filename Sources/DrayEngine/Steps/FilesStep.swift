@@ -49,7 +49,7 @@ extension StepRunner {
         report.outputs = [try folder.check(local, role: "local")]
       }
     case .get:
-      guard let local = options.local else { throw StepError.unsupported("files get needs 'local'") }
+      guard let local = options.local else { throw StepError.settingMissing("files get needs 'local'") }
       if options.path.hasSuffix("/") {
         try getFolder(options, local: local, folder: folder, files: files, &report)
       } else {
@@ -59,7 +59,7 @@ extension StepRunner {
         report.outputs = [try folder.check(target, role: "local")]
       }
     case .put:
-      guard let local = options.local else { throw StepError.unsupported("files put needs 'local'") }
+      guard let local = options.local else { throw StepError.settingMissing("files put needs 'local'") }
       let source = try folder.input(local, role: "local")
       let remote = options.path.hasSuffix("/") ? options.path + (local as NSString).lastPathComponent : options.path
       try client.putFile(connection: options.connection, path: remote, localFile: source, policy: step.retry, record: files.record)

@@ -315,7 +315,7 @@ extension StepRunner {
     case nil:
       return nil
     case .next(let selector):
-      guard let link = try value(summary, selector, "paginate.next") else { return nil }
+      guard let link = try value(summary, selector, as: .nextLink) else { return nil }
       return PageLedger.Next(url: try follow(link, from: current.url, options: options))
     case .linkHeader:
       guard let link = LinkHeader(headers).target("next"), !link.isEmpty else { return nil }
@@ -326,7 +326,7 @@ extension StepRunner {
       return PageLedger.Next(
         url: options.url(adding: [QueryItem(param, String(offset)), QueryItem(limitParam, String(limit))]), offset: offset)
     case .cursor(let param, let from):
-      guard let cursor = try value(summary, from, "paginate.cursor.from") else { return nil }
+      guard let cursor = try value(summary, from, as: .cursor) else { return nil }
       if cursor == current.cursor {
         throw HTTPStepError.paginationLoop("the server sent cursor '\(PrintableText.oneLine(cursor))' again")
       }
@@ -334,20 +334,39 @@ extension StepRunner {
     }
   }
 
+  /// What a pagination selector points at in an answer.
+  private enum PageValue {
+    /// The next page's URL (`paginate.next`): a string.
+    case nextLink
+    /// The next page's cursor (`paginate.cursor.from`): a string or a number.
+    case cursor
+
+    /// The selector's manifest key, for messages.
+    var key: String {
+      switch self {
+      case .nextLink: "paginate.next"
+      case .cursor: "paginate.cursor.from"
+      }
+    }
+  }
+
   /// The text a pagination selector found; nil when absent, null or empty.
-  private func value(_ summary: AnswerSummary, _ selector: RecordSelector, _ key: String) throws -> String? {
+  private func value(_ summary: AnswerSummary, _ selector: RecordSelector, as role: PageValue) throws -> String? {
     switch summary.values[selector] ?? .absent {
     case .absent, .null: return nil
     case .text(let text): return text.isEmpty ? nil : text
     case .scalar(let json):
-      // A cursor may be a number; a next link is a URL, so a string.
-      guard key == "paginate.next" else { return json }
-      let kind = json == "true" || json == "false" ? "a boolean" : "a number"
-      throw RecordError(
-        "paginate.next '\(selector)' is \(kind) (\(json)) in the answer; a next link must be a string holding a URL, or null or absent on the last page"
-      )
+      switch role {
+      case .cursor:
+        return json
+      case .nextLink:
+        let kind = json == "true" || json == "false" ? "a boolean" : "a number"
+        throw RecordError(
+          "\(role.key) '\(selector)' is \(kind) (\(json)) in the answer; a next link must be a string holding a URL, or null or absent on the last page"
+        )
+      }
     case .structure(let kind):
-      throw HTTPStepError.badPagination("\(key) '\(selector)' is \(kind) in the answer; point it at the value itself")
+      throw HTTPStepError.badPagination("\(role.key) '\(selector)' is \(kind) in the answer; point it at the value itself")
     }
   }
 

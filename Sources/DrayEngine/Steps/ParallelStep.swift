@@ -59,8 +59,8 @@ extension StepRunner {
         }()
     }
     let failed = reports.values.filter { $0.status == .failed }.map(\.id).sorted()
-    if !failed.isEmpty { throw StepError.unsupported("steps failed in the group: \(failed.joined(separator: ", "))") }
-    if context.cancellation.isCancelled { throw StepError.unsupported("interrupted") }
+    if !failed.isEmpty { throw StepError.groupFailed(members: failed) }
+    if context.cancellation.isCancelled { throw StepError.interrupted }
     try recordCheckpoint(report, status: .succeeded)
   }
 }

@@ -24,9 +24,9 @@ extension StepRunner {
         // statements whether or not `x` exists.
         let (first, rest) = try store.database.prepareFirst(sql)
         if let rest {
-          throw StepError.unsupported("a query runs one statement; found another after the first: \(rest); use a sql step for it")
+          throw StepError.notOneStatement("a query runs one statement; found another after the first: \(rest); use a sql step for it")
         }
-        guard let statement = first else { throw StepError.unsupported("the query holds no SQL statement") }
+        guard let statement = first else { throw StepError.notOneStatement("the query holds no SQL statement") }
         columns = (0..<statement.columnCount).map { statement.columnName($0) }
         writer = try destination.map { try RowWriter(format: options.format, columns: columns, file: OutputFile(path: $0)) }
         while try statement.step() {

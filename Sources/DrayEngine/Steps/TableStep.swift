@@ -29,7 +29,7 @@ extension StepRunner {
         throw StepError.resourceNotFound(resource: options.resource, available: schemes.map(\.name))
       }
       guard scheme.outputs.count == 1, let table = scheme.outputs.first else {
-        throw StepError.unsupported(
+        throw StepError.notOneTable(
           "resource '\(options.resource)' has \(scheme.outputs.count) output tables (\(scheme.outputs.map(\.name).joined(separator: ", "))); a \(options.format.rawValue) file holds one table: use format: json"
         )
       }
@@ -64,7 +64,7 @@ extension StepRunner {
         try AnswerReader(path: download.path).read(
           table: { name in
             guard current.isEmpty else {
-              throw StepError.unsupported(
+              throw StepError.notOneTable(
                 "resource '\(options.resource)' answered a second table '\(name)'; a \(options.format.rawValue) file holds one table: use format: json"
               )
             }
@@ -72,7 +72,7 @@ extension StepRunner {
           },
           row: { values in
             guard values.count == columns.count else {
-              throw StepError.unsupported(
+              throw StepError.notOneTable(
                 "row \(writer.count + 1) of \(options.resource) '\(current)' has \(values.count) values; its scheme has \(columns.count) columns (\(columns.joined(separator: ", ")))"
               )
             }
@@ -84,8 +84,7 @@ extension StepRunner {
       return rows
     }
     func unreadable(_ error: AnswerReadError) -> StepError {
-      .unsupported(
-        "the answer of \(options.resource) is not a table answer: \(error); the answer was discarded, so the next run downloads it again")
+      .unreadableAnswer(resource: options.resource, reason: "\(error)")
     }
 
     let rows: [String: Int]

@@ -1,18 +1,17 @@
-import DrayEngine
-import DrayManifest
-import DrayModel
-import DrayTestSupport
-import Foundation
+public import DrayEngine
+internal import DrayManifest
+public import DrayModel
+internal import Foundation
 
 /// Writes `text` as `folder/file`, loads it and runs it quietly.
-func runJob(_ folder: TemporaryDirectory, _ text: String, file: String = "job.yaml", environment: [String: String] = [:]) throws -> (
+public func runJob(_ folder: TemporaryDirectory, _ text: String, file: String = "job.yaml", environment: [String: String] = [:]) throws -> (
   Manifest, RunReport
 ) {
   try runJob(at: folder.path + "/" + file, text, environment: environment)
 }
 
 /// Writes `text` to `path`, loads it and runs it quietly.
-func runJob(at path: String, _ text: String, environment: [String: String] = [:]) throws -> (Manifest, RunReport) {
+public func runJob(at path: String, _ text: String, environment: [String: String] = [:]) throws -> (Manifest, RunReport) {
   try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
   try text.write(toFile: path, atomically: true, encoding: .utf8)
   let manifest = try ManifestLoader(environment: environment).load(path: path)
@@ -21,21 +20,21 @@ func runJob(at path: String, _ text: String, environment: [String: String] = [:]
 }
 
 /// A path with every symbolic link resolved (the job folder as steps name it).
-func realPath(_ path: String) -> String {
+public func realPath(_ path: String) -> String {
   URL(fileURLWithPath: path).resolvingSymlinksInPath().path
 }
 
 /// A file's bytes.
-func bytes(_ path: String) throws -> [UInt8] {
+public func bytes(_ path: String) throws -> [UInt8] {
   Array(try Data(contentsOf: URL(fileURLWithPath: path)))
 }
 
 /// A file's text.
-func text(_ path: String) throws -> String {
+public func text(_ path: String) throws -> String {
   try String(contentsOfFile: path, encoding: .utf8)
 }
 
 /// The emulator's requests whose path starts with `prefix`.
-func requests(_ emulator: Emulator, _ prefix: String) throws -> [[String: Any]] {
+public func requests(_ emulator: Emulator, _ prefix: String) throws -> [[String: Any]] {
   try emulator.requests().filter { ($0["path"] as? String)?.hasPrefix(prefix) == true }
 }

@@ -1,0 +1,56 @@
+import DrayJSON
+import DrayModel
+import DrayTestSupport
+import Testing
+
+/// Table answers (platform-api.md §3) read row by row.
+@Suite struct AnswerReaderTests {
+  /// What `read` called, in order: `table NAME` and each row's values as JSON.
+  func read(_ answer: String) throws -> [String] {
+    let folder = TemporaryDirectory()
+    var calls: [String] = []
+    try AnswerReader(path: try folder.write("answer.json", answer)).read(
+      table: { calls.append("table \($0)") },
+      row: { calls.append(JSONValue.array($0).json) })
+    return calls
+  }
+
+  func failure(_ answer: String) -> String? {
+    do {
+      _ = try read(answer)
+      return nil
+    } catch let error as AnswerReadError {
+      return error.message
+    } catch {
+      return "\(type(of: error)): \(error)"
+    }
+  }
+
+  @Test func tablesAndTheirRowsArriveInOrder() throws {
+    #expect(
+      try read(#"[{"name": "a", "version": 6, "data": [[1, "x", null], [2, [3, {"k": 4.5}], true]]}, {"name": "b", "data": []}]"#)
+        == ["table a", #"[1,"x",null]"#, #"[2,[3,{"k":4.5}],true]"#, "table b"])
+  }
+
+  @Test func whatIsNotATableAnswerIsNamed() {
+    #expect(failure("") == "the answer is empty; expected a JSON list of tables")
+    #expect(failure("[{\"name\": \"a\", \"data\": [[1]") == "the answer ends before its JSON is complete (27 bytes)")
+    #expect(failure("[x]") == "the answer is not valid JSON (lexical error: invalid char in json text., near byte 2)")
+    #expect(failure(#"{"name": "a"}"#) == "the answer is a JSON object; expected a list of tables")
+    #expect(failure("3") == "the answer is a single value; expected a list of tables")
+    #expect(failure(#"[{"data": [[1]], "name": "a"}]"#) == "a table's rows come before its name")
+    #expect(failure(#"[{"name": "a", "data": [1]}]"#) == "row 1 of table 'a' is not a list of values")
+    let deep = #"[{"name": "a", "data": [["# + String(repeating: "[", count: 600)
+    #expect(failure(deep)?.contains("nested deeper than 512 levels at byte") == true)
+  }
+
+  @Test func anErrorOfTheCallerPassesThroughUnchanged() {
+    struct Enough: Error {}
+    let folder = TemporaryDirectory()
+    #expect(throws: Enough.self) {
+      try AnswerReader(path: try folder.write("answer.json", #"[{"name": "a", "data": [[1], [2]]}]"#)).read(
+        table: { _ in }, row: { _ in throw Enough() })
+    }
+    #expect(throws: AnswerReadError.self) { try AnswerReader(path: folder.path + "/missing.json").read(table: { _ in }, row: { _ in }) }
+  }
+}

@@ -1,0 +1,25 @@
+public import DrayManifest
+public import DrayModel
+
+/// Manifests given as text, loaded as `job.yaml` of a job folder (`/jobs` unless given):
+/// only the files the manifest itself names are read.
+public enum ManifestText {
+  /// The manifest `text` holds.
+  /// - Throws: `ManifestError` with every problem found.
+  public static func load(_ text: String, environment: [String: String] = [:], directory: String = "/jobs") throws(ManifestError)
+    -> Manifest
+  {
+    try ManifestLoader(environment: environment).load(text: text, path: "job.yaml", directory: directory)
+  }
+
+  /// The problems of `text` as `dray validate` prints them (`job.yaml:3:1: error: ...`);
+  /// empty when it loads.
+  public static func errors(_ text: String, environment: [String: String] = [:], directory: String = "/jobs") -> [String] {
+    do {
+      _ = try load(text, environment: environment, directory: directory)
+      return []
+    } catch {
+      return error.diagnostics.map(\.description)
+    }
+  }
+}
