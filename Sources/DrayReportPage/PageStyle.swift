@@ -48,7 +48,7 @@ enum PageStyle {
     .legend { color: var(--muted); font-size: .85em; }
     .key { display: inline-block; width: .9em; height: .9em; vertical-align: -.1em; margin-left: .8em; }
     .key.ok { background: var(--ok); } .key.failed { background: var(--failed); } .key.wait { background: var(--wait); }
-    .key.resumed { background: var(--resumed); } .key.skipped { background: var(--skipped); }
+    .key.resumed { background: var(--resumed); } .key.interrupted { background: var(--interrupted); } .key.skipped { background: var(--skipped); }
     figure.chart { margin: .6em 0 1em; }
     figcaption { font-weight: 600; }
     tr.current > td { font-weight: 600; }

@@ -106,7 +106,7 @@ struct RunSection {
       page.raw("<tr>")
       page.element("td", attempt.call ?? "step")
       page.element("td", String(attempt.number), class: "number")
-      page.element("td", attempt.outcome, class: attempt.outcome == "ok" ? "status ok" : "status failed")
+      page.element("td", attempt.outcome, class: "status " + StatusClass.ofOutcome(attempt.outcome))
       page.element("td", attempt.httpStatus.map(String.init) ?? "", class: "number")
       page.element("td", "+" + Figures.seconds(attempt.startOffset), class: "number")
       page.element("td", Figures.seconds(attempt.duration), class: "number")
@@ -132,6 +132,16 @@ enum StatusClass {
     case "interrupted", "abandoned": "interrupted"
     case "skipped", "not_run": "skipped"
     default: "other"
+    }
+  }
+
+  /// The class of an attempt's outcome: `ok`, `interrupted` for an attempt a signal
+  /// cancelled, `failed` for every error code.
+  static func ofOutcome(_ outcome: String) -> String {
+    switch outcome {
+    case "ok": "ok"
+    case "cancelled", "interrupted": "interrupted"
+    default: "failed"
     }
   }
 }

@@ -5,7 +5,7 @@ internal import Foundation
 /// a `parallel` group, so members that overlap in time ran in parallel.
 ///
 /// A step's bar spans its `started_at` and `duration_seconds`. On it, each attempt is a
-/// box (green when `ok`, red otherwise) and each retry wait a hatched box after the attempt
+/// box (green when `ok`, orange when a signal cancelled it, red for an error) and each retry wait a hatched box after the attempt
 /// that waited. A report gives an attempt's start from the start of its call, so a step's
 /// calls (a sign-in, the scheme fetch, its own request) are placed one after the other, each
 /// starting where the previous call's last attempt and wait ended. A download that resumed
@@ -49,7 +49,7 @@ struct Timeline {
     }
     page.raw("</svg>\n")
     page.raw(
-      "<p class=\"legend\"><span class=\"key ok\"></span> attempt ok <span class=\"key failed\"></span> attempt failed "
+      "<p class=\"legend\"><span class=\"key ok\"></span> attempt ok <span class=\"key failed\"></span> attempt failed <span class=\"key interrupted\"></span> interrupted "
         + "<span class=\"key wait\"></span> retry wait <span class=\"key resumed\"></span> download resumed "
         + "<span class=\"key skipped\"></span> skipped or not run</p>\n")
   }
@@ -99,7 +99,7 @@ struct Timeline {
       let name = "\(attempt.call ?? step.id) attempt \(attempt.number): \(attempt.outcome)"
       let status = attempt.httpStatus.map { " (HTTP \($0))" } ?? ""
       rect(
-        "attempt \(attempt.outcome == "ok" ? "ok" : "failed")", x: Timeline.labelWidth + begin * scale, y: y + 7,
+        "attempt \(StatusClass.ofOutcome(attempt.outcome))", x: Timeline.labelWidth + begin * scale, y: y + 7,
         width: attempt.duration * scale, height: Timeline.laneHeight - 14,
         title: "\(name)\(status), \(Figures.seconds(attempt.duration))" + (attempt.message.map { ": " + $0 } ?? ""), to: &page)
       if let wait = attempt.wait {

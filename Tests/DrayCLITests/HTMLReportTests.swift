@@ -185,6 +185,7 @@ import Testing
     #expect(before.path == job.folder.path + "/interrupted.html")
     Self.expectEverything(of: interrupted, on: before.html)
     #expect(before.html.contains(">not_run: the run was interrupted</text>"))
+    #expect(before.html.contains(#"<rect class="attempt interrupted""#))
     try Self.expectSound(before.path, screenshot: "report-interrupted", in: job.folder)
   }
 
