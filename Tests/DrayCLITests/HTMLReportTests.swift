@@ -219,16 +219,27 @@ import Testing
     try Self.expectSound(String(path), screenshot: "report-parallel", in: job.folder)
   }
 
-  @Test func aMissingReportIsNamedOnThePage() throws {
+  @Test func aMissingOrDamagedReportIsNamedOnThePage() throws {
     let job = try Job(steps: Self.steps)
-    let first = try job.run()
-    #expect(try job.run().status == 0)
-    let gone = try #require(first.stdout.split(separator: "\n").last { $0.hasPrefix("report: ") }).dropFirst("report: ".count)
-    try FileManager.default.removeItem(atPath: String(gone))
+    var paths: [String] = []
+    for _ in 0..<3 {
+      let run = try job.run()
+      #expect(run.status == 0, "\(run.output)")
+      paths.append(String(try #require(run.stdout.split(separator: "\n").last { $0.hasPrefix("report: ") }).dropFirst("report: ".count)))
+    }
+    try FileManager.default.removeItem(atPath: paths[0])
+    try "{\"format_version\": 1, \"steps\": [".write(toFile: paths[1], atomically: true, encoding: .utf8)
     let page = try job.page(["--runs", "5"])
-    #expect(page.html.contains("report \(gone): no such file (never written, or removed since)"))
-    #expect(page.html.contains("<h2>The last 2 runs</h2>"))
+    #expect(page.html.contains("report \(paths[0]): no such file (never written, or removed since)"))
+    #expect(page.html.contains("report \(paths[1]): it is not JSON: "))
+    #expect(page.html.contains("<h2>The last 3 runs</h2>"))
     #expect(try ReportCheck.problems([page.path]) == "")
+
+    // The run drawn in full may be the one whose report is damaged.
+    let runID = String((paths[1] as NSString).lastPathComponent.dropFirst("nightly-".count).dropLast(".json".count))
+    let damaged = try job.page(["--run", runID, "-o", job.folder.path + "/damaged.html"])
+    #expect(damaged.html.contains("<p class=\"problem\">The report \(paths[1]) could not be read: it is not JSON: "))
+    #expect(try ReportCheck.problems([damaged.path]) == "")
   }
 
   @Test func theCommandLineIsChecked() throws {
