@@ -26,7 +26,7 @@ enum PlanCommand {
         throw UsageError("\(option) \(id): no such step; steps: \(ids.joined(separator: ", "))")
       }
     }
-    let options = RunOptions(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
+    let options = RunFlags(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let resume: ResumePlan
     do {
       resume = try ResumePlan(manifest: manifest, options: options, journal: try existingJournal(manifest))

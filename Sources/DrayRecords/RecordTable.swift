@@ -138,9 +138,9 @@ public final class RecordTable {
       }
       let index = Int32(i + 1)
       switch value {
-      case .null: statement.bindNull(at: index)
-      case .integer(let v): statement.bindInteger(v, at: index)
-      case .real(let v): statement.bindReal(v, at: index)
+      case .null: try statement.bindNull(at: index)
+      case .integer(let v): try statement.bindInteger(v, at: index)
+      case .real(let v): try statement.bindReal(v, at: index)
       case .text(let v): try statement.bind(.text(v), at: index)
       }
     }

@@ -1,6 +1,7 @@
 internal import DrayJSON
 public import DrayModel
 public import DrayReportPage
+internal import DrayStore
 internal import Foundation
 
 /// The inputs of a job's HTML page (`ReportPage`) read from what dray keeps: the run journal
@@ -23,7 +24,7 @@ public enum HTMLReport {
     let (runs, problem) = journalRuns(manifest, limit: limit)
     let history = runs.map { run in
       ReportPage.Run(
-        id: run.id, status: run.status, startedAt: run.startedAt, endedAt: run.endedAt, options: run.options,
+        id: run.id, status: run.status.rawValue, startedAt: run.startedAt, endedAt: run.endedAt, options: run.flags.text,
         report: document(at: Runner.reportPath(manifest, runID: run.id)))
     }
     let chosen = runID ?? runs.first?.id
@@ -32,7 +33,7 @@ public enum HTMLReport {
   }
 
   /// The job's last `limit` runs, newest first, or why the journal could not be read.
-  private static func journalRuns(_ manifest: Manifest, limit: Int) -> ([Journal.Run], String?) {
+  private static func journalRuns(_ manifest: Manifest, limit: Int) -> ([RunRecord], String?) {
     let path = Runner.journalPath(for: manifest)
     do {
       let journal = try Journal(readingAt: path)

@@ -28,7 +28,7 @@ extension StepRunner {
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
 
-    let store = options.load != nil ? try openStore() : nil
+    let store = options.load != nil ? try openSQLiteStore() : nil
     let ledger: PageLedger? = try {
       guard options.load != nil || options.paginate != nil else { return nil }
       let database = try store?.database ?? Database(path: Runner.journalPath(for: manifest))
@@ -111,16 +111,16 @@ extension StepRunner {
       done.attempts = attempts
       let (rows, created) = try context.databaseWrites.withLock { _ in
         do {
-          return try store.database.transaction {
+          return try store.write { transaction in
             let staged = try RecordTable(database: store.database, name: staging)
             let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
             if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
             let rows = try staged.publish(into: load.table)
-            if let failed = try Expectations.audit(load.expect, tables: [load.table], in: store.database) { throw failed }
+            if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]
             done.tables = created ? [load.table] : []
-            try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+            try transaction.record(checkpoint(done, status: .succeeded))
             return (rows, created)
           }
         } catch let failed as StepError {
