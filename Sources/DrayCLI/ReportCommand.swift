@@ -7,9 +7,10 @@ internal import Foundation
 /// the journal and the JSON reports without changing them (docs/report.md, "The HTML page").
 ///
 /// Writes the page to `-o FILE`, or beside the run's JSON report (its path with `.json`
-/// replaced by `.html`), whole or not at all, and prints its path. Secrets the manifest
-/// knows are masked on the page, as in every report file. Exits 1 when the page cannot be
-/// written, 2 for a wrong command line or an invalid manifest.
+/// replaced by `.html`), whole or not at all, and prints its path. The page holds no secret:
+/// it is drawn from the JSON reports, whose free text each run masked before writing them
+/// (`RunReport.redacted(by:)`), and from the journal, which holds none. Exits 1 when the
+/// page cannot be written, 2 for a wrong command line or an invalid manifest.
 enum ReportCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, options: ["--run", "--runs", "-o"])
@@ -31,7 +32,7 @@ enum ReportCommand {
       return ExitCode.stepFailed
     }
     do {
-      try ReportFiles.writeFile(manifest.redactor.redact(page.html()), to: path)
+      try ReportFiles.writeFile(page.html(), to: path)
     } catch {
       DrayCommandLine.printError(
         "dray: the page was not written to \(ReportFiles.display(path)): \(error.reason); \(error.advice(args.values["-o"] == nil ? "report.path" : "-o")), then run again"

@@ -9,8 +9,10 @@ internal import Foundation
 /// report. It reads no file and knows no clock. The page holds everything it shows: inline
 /// CSS (a dark theme through `prefers-color-scheme`, a print style), inline SVG charts, no
 /// script, font, image or link to anything else, so opening it makes no network request.
-/// Every text from a report is escaped (`HTMLText`); masking secrets is the caller's, on
-/// the finished page, as for every report file.
+/// Every text from a report is escaped (`HTMLText`). Secrets are masked before the page
+/// sees them: the JSON reports it draws were written from a copy of the run's report whose
+/// free text the run's redactor masked (`RunReport.redacted(by:)`, docs/report.md
+/// "Secrets"), and the journal holds none.
 ///
 /// ```swift
 /// let page = ReportPage(job: "nightly", run: .report(json), history: runs).html()

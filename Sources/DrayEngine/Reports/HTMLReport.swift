@@ -13,8 +13,9 @@ public enum HTMLReport {
   /// How many runs the history shows unless told otherwise.
   public static let defaultRuns = 30
 
-  /// The page of run `runID` (nil: the job's newest run) with the job's last `limit` runs.
-  /// The caller masks secrets on the page it gets, as for every report file.
+  /// The page of run `runID` (nil: the job's newest run) with the job's last `limit` runs,
+  /// drawn from the JSON reports (their free text masked when they were written) and the
+  /// journal (which holds no secret).
   /// - Parameters:
   ///   - manifest: the job; its journal (`Runner.journalPath(for:)`) and `report.path` say
   ///     where the runs and their reports are.
