@@ -133,7 +133,9 @@ import Testing
     let page = try job.page()
     Self.expectEverything(of: report, on: page.html)
     #expect(page.html.contains("<td class=\"status failed\">http_500</td>"))
-    #expect(page.html.contains("<title>waited 0.050 s before attempt 2</title>"))
+    let languages = (report["steps"] as? [[String: Any]])?.first { $0["id"] as? String == "languages" }
+    let wait = try #require((languages?["attempts"] as? [[String: Any]])?.first?["wait_seconds"] as? Double)
+    #expect(page.html.contains("<title>waited \(String(format: "%.3f", wait)) s before attempt 2</title>"))
     #expect(page.html.contains("<h2>The last 2 runs</h2>"))
     #expect(page.html.contains("class=\"mark failed\""))
     #expect(page.html.contains("Bearer ***"))
