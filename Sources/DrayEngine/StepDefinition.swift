@@ -134,6 +134,16 @@ extension HTTPStep {
           }
         ),
         ("expect", load.expect.isEmpty ? nil : Expectation.definition(load.expect)),
+        // Left out at its default, so that the definitions of earlier steps stay.
+        ("write", load.write == .replace ? nil : .string(load.write.rawValue)),
+        ("primary_key", load.primaryKey.isEmpty ? nil : .array(load.primaryKey.map { .string($0) })),
+        ("deleted", load.deleted.map { .string($0.description) }),
+      ])
+    }
+    let incremental: JSONValue? = self.incremental.map { i in
+      object([
+        ("cursor", .string(i.cursor.description)), ("param", .string(i.param)), ("initial", i.initial),
+        ("lag", i.lag.map { .integer($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) }),
       ])
     }
     return object([
@@ -151,6 +161,7 @@ extension HTTPStep {
       ("format", .string(format.rawValue)), ("output", output.map { .string($0) }), ("load", load), ("paginate", paginate),
       ("max_pages", maxPages.map { .integer(Int64($0)) }),
       ("on_status", object(onStatus.map { ($0.key, .string($0.outcome.rawValue)) })),
+      ("incremental", incremental),
     ])
   }
 }

@@ -35,6 +35,12 @@ extension ManifestValidator {
     let paginate = f["paginate"].flatMap { readPagination($0, f.path("paginate"), format: format, maxPages: &maxPages) }
     if f["paginate"] != nil && paginate == nil { ok = false }
     let onStatus = need(f["on_status"].flatMap { readOnStatus($0, f.path("on_status")) }, present: f["on_status"] != nil) ?? []
+    let incremental = need(
+      f["incremental"].flatMap { readIncremental($0, f.path("incremental"), format: format) }, present: f["incremental"] != nil)
+    if let node = f["incremental"], f["load"] == nil {
+      reader.error(node.location, "'\(f.path("incremental"))' takes its cursor from the records; add 'load' to '\(path)'")
+      ok = false
+    }
 
     if auth != nil, let pair = headerPair(f["headers"], named: "authorization") {
       reader.error(
@@ -67,7 +73,48 @@ extension ManifestValidator {
     return .http(
       HTTPStep(
         method: method, baseURL: baseURL, path: urlPath, query: query, headers: headers, body: body, auth: auth, tls: tls,
-        format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus))
+        format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus,
+        incremental: incremental))
+  }
+
+  private mutating func readIncremental(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> HTTPStep.Incremental? {
+    guard let f = reader.fields(node, path, keys: ManifestSchema.httpIncremental) else { return nil }
+    if format != .json {
+      reader.error(node.location, "'\(path)' reads a JSON Pointer in each record; it needs format: json")
+      return nil
+    }
+    let cursor = f.required("cursor", &reader).flatMap { readPointer($0, f.path("cursor")) }
+    let param = reader.string(f, "param")
+    var initial: JSONValue?
+    if let initialNode = f.required("initial", &reader), let value = reader.json(initialNode, f.path("initial")) {
+      switch value {
+      case .string, .integer, .number: initial = value
+      default:
+        reader.error(
+          initialNode.location,
+          "'\(f.path("initial"))' must be a string or a number, such as \"2024-01-01T00:00:00Z\" or 0, found \(value.json)")
+      }
+    }
+    let lag = f["lag"].flatMap { reader.duration($0, f.path("lag")) }
+    if f["lag"] != nil && lag == nil { return nil }
+    if let lagNode = f["lag"], let initial, IncrementalCursor.Value(json: initial)?.isInstant != true {
+      reader.error(
+        lagNode.location, "'\(f.path("lag"))' moves back an RFC 3339 instant; 'initial' is not one, such as 2024-01-01T00:00:00Z")
+      return nil
+    }
+    guard let cursor, let param, let initial else { return nil }
+    return HTTPStep.Incremental(cursor: cursor, param: param, initial: initial, lag: lag)
+  }
+
+  /// A JSON Pointer (RFC 6901), or nil with a diagnostic.
+  private mutating func readPointer(_ node: YAMLNode, _ path: String) -> JSONPointer? {
+    guard let text = reader.string(node, path) else { return nil }
+    do {
+      return try JSONPointer(parsing: text)
+    } catch {
+      reader.error(node.location, "'\(path)': \(error.message)")
+      return nil
+    }
   }
 
   /// Which one of `Kind`'s keys `f` holds; nil, with a diagnostic, when it holds none or
@@ -273,8 +320,45 @@ extension ManifestValidator {
       columnsOK = columns != nil
     }
     let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
+    let chosen = reader.choice(f, "write", as: HTTPStep.WriteMode.self)
+    if f["write"] != nil && chosen == nil { columnsOK = false }
+    let write = chosen ?? f.defaultValue("write")
+    var primaryKey: [String] = []
+    if let keyNode = f["primary_key"] {
+      primaryKey = reader.stringList(keyNode, f.path("primary_key")) ?? []
+      if primaryKey.isEmpty { columnsOK = false }
+      if write != .merge {
+        reader.error(keyNode.location, "'\(f.path("primary_key"))' is for write: merge; this load writes with \(write.rawValue)")
+        columnsOK = false
+      }
+      if let columns {
+        for name in primaryKey where !columns.contains(where: { IdentifierKey($0.name) == IdentifierKey(name) }) {
+          reader.error(keyNode.location, "'\(f.path("primary_key"))' names '\(name)', which is not in '\(f.path("columns"))'")
+          columnsOK = false
+        }
+      }
+    } else if write == .merge {
+      reader.error(
+        f["write"]?.location ?? node.location,
+        "'\(f.path("write"))': merge needs 'primary_key', the record fields that identify a row, such as primary_key: [id]")
+      columnsOK = false
+    }
+    var deleted: JSONPointer?
+    if let deletedNode = f["deleted"] {
+      deleted = readPointer(deletedNode, f.path("deleted"))
+      if deleted == nil { columnsOK = false }
+      if write != .merge {
+        reader.error(deletedNode.location, "'\(f.path("deleted"))' deletes merged rows; it needs write: merge")
+        columnsOK = false
+      }
+      if format != .json {
+        reader.error(deletedNode.location, "'\(f.path("deleted"))' is a JSON Pointer; it needs format: json")
+        columnsOK = false
+      }
+    }
     guard let table, let records, columnsOK else { return nil }
-    return HTTPStep.Load(table: table, records: records, columns: columns, expect: expect)
+    return HTTPStep.Load(
+      table: table, records: records, columns: columns, expect: expect, write: write, primaryKey: primaryKey, deleted: deleted)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {

@@ -299,6 +299,7 @@ public enum ManifestSchema {
     Key(
       "on_status", .dictionary(.choice(HTTPStep.StatusOutcome.allCases.map(\.rawValue))),
       "What a status (404) or class (5xx) does: fail, empty or retry."),
+    Key("incremental", .mapping(httpIncremental), "Fetch only the records changed since the last run, by a cursor."),
   ]
 
   public static let httpBody: [Key] = [
@@ -337,6 +338,18 @@ public enum ManifestSchema {
       "Where the records are: a JSON Pointer (default: the whole document) or, required for XML, an element path."),
     Key("columns", .dictionary(.oneOf([columnType, .mapping(httpColumn)])), "Declared columns by name; inferred when not set."),
     loadExpect,
+    Key(
+      "write", .choice(HTTPStep.WriteMode.allCases.map(\.rawValue)), default: .string(HTTPStep.WriteMode.replace.rawValue),
+      "How records meet the table's rows: replace them all, append, or merge by primary_key."),
+    Key("primary_key", .list(.string(nonEmpty: true)), "The record fields that identify a row; required by write: merge."),
+    Key("deleted", .string(nonEmpty: true), "JSON Pointer to a boolean in each record; true deletes its row (write: merge)."),
+  ]
+
+  public static let httpIncremental: [Key] = [
+    Key("cursor", .string(nonEmpty: true), required: true, "JSON Pointer to the field of each record that grows (updated_at, id)."),
+    Key("param", .string(nonEmpty: true), required: true, "The query parameter that sends the kept value on the first page."),
+    Key("initial", .json, required: true, "The value sent before any is kept: a string or a number."),
+    Key("lag", .duration, "A window re-read before the kept value (RFC 3339 instants only)."),
   ]
 
   public static let httpColumn: [Key] = [

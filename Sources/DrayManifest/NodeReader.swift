@@ -369,6 +369,7 @@ extension DeclaredDefault where Self: RawRepresentable, RawValue == String {
 
 extension OutputFormat: DeclaredDefault {}
 extension AnswerFormat: DeclaredDefault {}
+extension HTTPStep.WriteMode: DeclaredDefault {}
 extension ColumnType: DeclaredDefault {}
 extension HTTPStep.Method: DeclaredDefault {}
 

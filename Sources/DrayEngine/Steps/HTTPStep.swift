@@ -39,7 +39,13 @@ extension StepRunner {
     }()
     let staging = RecordTableNames.staging(job: manifest.job, step: step.id)
 
-    var progress = PageLedger.Progress(next: PageLedger.Next(url: firstURL(options)))
+    let cursors = try store.flatMap { store in
+      try options.incremental.map {
+        try IncrementalRun(options: $0, store: store, job: manifest.job, stepID: step.id, fresh: context.fresh)
+      }
+    }
+    let since = cursors?.sent.text
+    var progress = PageLedger.Progress(next: PageLedger.Next(url: firstURL(options, since: since), since: since))
     if let ledger, let saved = try ledger.resumable() {
       progress = saved
       report.notes.append("resumed after page \(saved.pages) (\(HumanUnits.counted(saved.rows, "row")) already in)")
@@ -49,8 +55,13 @@ extension StepRunner {
         try ledger.database.transaction {
           if options.load != nil { try RecordTable(database: ledger.database, name: staging).drop() }
           try ledger.clear()
+          try cursors?.start()
         }
       }
+    }
+    if let cursors {
+      console.info("incremental: sending \(cursors.options.param)=\(cursors.sent.text)", step: step.id)
+      report.notes.append("sent \(cursors.options.param)=\(cursors.sent.text)")
     }
 
     var stoppedEarly = false
@@ -80,7 +91,8 @@ extension StepRunner {
       committed.pages = page
       let found = try withPageContext(page: page, url: next.url, options: options, contentType: fetched.contentType) {
         try commitPage(
-          options, file: file, status: fetched.status, headers: fetched.headers, current: next, ledger: ledger, staging: staging
+          options, file: file, status: fetched.status, headers: fetched.headers, current: next, ledger: ledger, staging: staging,
+          cursors: cursors
         ) {
           committed.rows += $0
           committed.next = $1
@@ -115,7 +127,15 @@ extension StepRunner {
             let staged = try RecordTable(database: store.database, name: staging)
             let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
             if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
-            let rows = try staged.publish(into: load.table)
+            let rows: Int
+            if load.write == .replace {
+              rows = try staged.publish(into: load.table)
+            } else {
+              let written = try write(load, staged: staged, fresh: cursors?.entry.fresh ?? false, in: store.database)
+              done.notes += written.notes
+              rows = written.rows
+            }
+            try cursors?.publish(&done.notes)
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: store.database) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]
@@ -134,7 +154,8 @@ extension StepRunner {
       }
       report.rows = [load.table: rows]
       report.tables = created ? [load.table] : []
-      if !created { report.notes.append(StepRunner.noTableNote(load.table)) }
+      report.notes = done.notes
+      for note in done.notes where note.hasPrefix("added column") { console.info(note, step: step.id) }
     } else {
       try ledger?.clear()
       var done = report
@@ -148,11 +169,17 @@ extension StepRunner {
   }
 
   /// The first page's URL: the step's URL, with the first offset or none.
-  private func firstURL(_ options: HTTPStep) -> String {
+  private func firstURL(_ options: HTTPStep, since: String?) -> String {
     if case .offset(let param, let limitParam, let limit, let start)? = options.paginate {
-      return options.url(adding: [QueryItem(param, String(start)), QueryItem(limitParam, String(limit))])
+      return pageURL(options, since: since, [QueryItem(param, String(start)), QueryItem(limitParam, String(limit))])
     }
-    return options.url
+    return pageURL(options, since: since, [])
+  }
+
+  /// The step's URL with the incremental cursor (when sent) and `extra`.
+  private func pageURL(_ options: HTTPStep, since: String?, _ extra: [QueryItem]) -> String {
+    let cursor = zip(options.incremental.map { [$0.param] } ?? [], since.map { [$0] } ?? []).map { QueryItem($0, $1) }
+    return options.url(adding: cursor + extra)
   }
 
   /// One page's answer: its file (nil for a status treated as empty), the empty status,
@@ -269,7 +296,7 @@ extension StepRunner {
   /// - Returns: the records read.
   private func commitPage(
     _ options: HTTPStep, file: String?, status: Int?, headers: HTTPHeaders, current: PageLedger.Next, ledger: PageLedger?,
-    staging: String, advance: (Int, PageLedger.Next?) -> PageLedger.Progress
+    staging: String, cursors: IncrementalRun?, advance: (Int, PageLedger.Next?) -> PageLedger.Progress
   ) throws -> Int {
     var probes: [RecordSelector] = []
     switch options.paginate {
@@ -283,13 +310,16 @@ extension StepRunner {
       var summary = AnswerSummary()
       if let file {
         if let table {
+          var checks = RecordChecks(load: options.load!, cursors: cursors)
           summary = try reader.load(
-            file: file, prepare: { try table.prepare($0, widen: options.load?.columns == nil) }, each: { try table.insert($0) })
+            file: file, prepare: { try table.prepare($0 + checks.extraColumns, widen: options.load?.columns == nil) },
+            each: { try table.insert(try checks.check($0)) })
+          try cursors?.stage(checks.highest)
         } else if !probes.isEmpty {
           summary = try reader.read(file: file) { _ in }
         }
-      } else if let table, let columns = options.load?.columns {
-        try table.prepare(columns.map { ($0.name, $0.type) }, widen: false)
+      } else if let table, let load = options.load, let columns = load.columns {
+        try table.prepare(columns.map { ($0.name, $0.type) } + RecordChecks(load: load, cursors: nil).extraColumns, widen: false)
       }
       let next = status == nil ? try nextPage(options, current: current, summary: summary, headers: headers) : nil
       // `advance` must run even without a ledger: it carries the next page to the loop.
@@ -324,13 +354,14 @@ extension StepRunner {
       guard summary.records >= limit else { return nil }
       let offset = (current.offset ?? start) + limit
       return PageLedger.Next(
-        url: options.url(adding: [QueryItem(param, String(offset)), QueryItem(limitParam, String(limit))]), offset: offset)
+        url: pageURL(options, since: current.since, [QueryItem(param, String(offset)), QueryItem(limitParam, String(limit))]),
+        offset: offset, since: current.since)
     case .cursor(let param, let from):
       guard let cursor = try value(summary, from, as: .cursor) else { return nil }
       if cursor == current.cursor {
         throw HTTPStepError.paginationLoop("the server sent cursor '\(PrintableText.oneLine(cursor))' again")
       }
-      return PageLedger.Next(url: options.url(adding: [QueryItem(param, cursor)]), cursor: cursor)
+      return PageLedger.Next(url: pageURL(options, since: current.since, [QueryItem(param, cursor)]), cursor: cursor, since: current.since)
     }
   }
 
