@@ -143,7 +143,7 @@ extension HTTPStep {
     let incremental: JSONValue? = self.incremental.map { i in
       object([
         ("cursor", .string(i.cursor.description)), ("param", .string(i.param)), ("initial", i.initial),
-        ("lag", i.lag.map { .integer($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000) }),
+        ("lag", i.lag.map { .string($0.formatted) }),
       ])
     }
     return object([

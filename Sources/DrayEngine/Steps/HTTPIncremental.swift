@@ -6,8 +6,8 @@ internal import Foundation
 
 /// The cursor of one run of an `incremental` step (docs/http.md, "Incremental loads").
 ///
-/// The value sent is the kept one (`CursorLedger`), or `initial` before any is kept or
-/// under `--fresh`, moved back by `lag`. Each page's highest cursor is staged in the
+/// The value sent is the kept one (`CursorLedger`) moved back by `lag`, or `initial` before
+/// any is kept or under `--fresh`. Each page's highest cursor is staged in the
 /// transaction that commits the page; the transaction that publishes the pages keeps the
 /// highest of the kept and the staged value, so the kept cursor never moves backwards.
 final class IncrementalRun {
@@ -27,8 +27,7 @@ final class IncrementalRun {
     entry = try ledger.read()
     let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
     // `initial` was checked at validation: a string or a number.
-    let start = kept ?? IncrementalCursor.Value(json: options.initial)!
-    sent = start.moved(back: options.lag)
+    sent = kept?.moved(back: options.lag) ?? IncrementalCursor.Value(json: options.initial)!
   }
 
   /// Starts staging afresh (no page of an earlier run is resumed), in the caller's
