@@ -40,7 +40,8 @@ let package = Package(
 
     // MARK: Storage, transport, platform client
 
-    /// SQLite connection, physical table names, streaming table loads.
+    /// The store seam (target database and run journal, as the engine sees them) and SQLite
+    /// behind it: connection, physical table names, streaming table loads, the run journal.
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
     .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "CXML2"]),

@@ -26,7 +26,7 @@ enum PlanCommand {
         throw UsageError("\(option) \(id): no such step; steps: \(ids.joined(separator: ", "))")
       }
     }
-    let options = RunOptions(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
+    let options = RunFlags(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let resume: ResumePlan
     do {
       resume = try ResumePlan(manifest: manifest, options: options, journal: try existingJournal(manifest))
@@ -74,8 +74,7 @@ enum PlanCommand {
     var kept: [String: JSONValue] = [:]
     for step in manifest.allSteps {
       guard case .http(let h) = step.kind, h.incremental != nil else { continue }
-      let ledger = CursorLedger(database: probe, job: manifest.job, stepID: step.id)
-      if let value = (try? ledger.read())?.value { kept[step.id] = value }
+      if let value = (try? Store.cursor(in: probe, job: manifest.job, stepID: step.id))?.value { kept[step.id] = value }
     }
     return kept
   }

@@ -1,5 +1,6 @@
 internal import DrayEngine
 internal import DrayModel
+internal import DrayStore
 internal import Foundation
 internal import Glibc
 
@@ -41,7 +42,7 @@ enum RunCommand {
     }
     let console = Console(level: level, format: format, redactor: redactor)
     installSignalHandlers()
-    let options = RunOptions(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
+    let options = RunFlags(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
     if report.exitCode != ExitCode.locked && (level > .quiet || report.exitCode != ExitCode.success) {

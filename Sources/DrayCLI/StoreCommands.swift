@@ -33,18 +33,18 @@ enum StatusCommand {
   }
 
   /// The status report of `manifest`'s job from `journal`.
-  static func text(_ manifest: Manifest, journal: Journal, limit: Int) throws -> String {
+  static func text(_ manifest: Manifest, journal: any RunJournal, limit: Int) throws -> String {
     let runs = try journal.runs(job: manifest.job, limit: limit)
-    var lines = ["job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(journal.path))"]
+    var lines = ["job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(journal.location))"]
     for run in runs {
-      var line = "  \(run.id)  \(run.status.padding(toLength: 11, withPad: " ", startingAt: 0)) started \(run.startedAt)"
+      var line = "  \(run.id)  \(run.status.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)) started \(run.startedAt)"
       if let ended = run.endedAt { line += ", ended \(ended)" }
       var notes: [String] = []
-      if !run.options.isEmpty { notes.append(run.options) }
+      if !run.flags.text.isEmpty { notes.append(run.flags.text) }
       if run.lineage != run.id { notes.append("continues \(run.lineage)") }
       switch run.status {
-      case "abandoned": notes.append("process \(run.processID) ended without recording an end")
-      case "running":
+      case .abandoned: notes.append("process \(run.processID) ended without recording an end")
+      case .running:
         notes.append(
           kill(pid_t(run.processID), 0) == 0 || errno == EPERM
             ? "process \(run.processID)" : "process \(run.processID) is gone; the next run marks it abandoned")
@@ -62,7 +62,7 @@ enum StatusCommand {
       }
       let changed = c.fingerprint == step.fingerprint(in: manifest) ? "" : " (definition changed since)"
       lines.append(
-        "  \(step.id): \(c.status) in run \(c.runID) at \(c.finishedAt)"
+        "  \(step.id): \(c.status.rawValue) in run \(c.runID) at \(c.finishedAt)"
           + (c.attempts > 1 ? ", \(c.attempts) attempts" : "")
           + ", \(HumanUnits.counted(Int(c.rows), "row")), \(HumanUnits.counted(Int(c.bytes), "byte"))\(changed)"
       )

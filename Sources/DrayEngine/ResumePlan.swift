@@ -1,4 +1,5 @@
 public import DrayModel
+public import DrayStore
 
 /// Which steps a run will skip and why, decided from the journal before the first step.
 ///
@@ -17,7 +18,7 @@ public import DrayModel
 ///   continues it skips what they finished.
 public struct ResumePlan: Sendable {
   /// The run continued, when the last run did not succeed (and not `--fresh`).
-  public var resumes: Journal.Run?
+  public var resumes: RunRecord?
   /// Why each step is skipped, by step id; absent for steps that run. Members of a group
   /// appear when the group is the first step a continued run runs (those that finished).
   public var skipReasons: [String: String]
@@ -30,7 +31,7 @@ public struct ResumePlan: Sendable {
 
   /// Decides the plan for `manifest` under `options` from `journal` (nil: no journal yet).
   /// - Throws: `JournalError`, or an SQLite error reading the journal.
-  public init(manifest: Manifest, options: RunOptions, journal: Journal?) throws {
+  public init(manifest: Manifest, options: RunFlags, journal: (any RunJournal)?) throws {
     skipReasons = [:]
     resumes = nil
     lineage = nil
@@ -39,7 +40,7 @@ public struct ResumePlan: Sendable {
       return
     }
     let last = try journal?.lastWholeRun(job: manifest.job)
-    if let last, last.status != RunStatus.succeeded.rawValue { resumes = last }
+    if let last, last.status != .succeeded { resumes = last }
     if ResumePlan.select(manifest, options, into: &skipReasons) {
       lineage = last?.lineage
       return
@@ -48,9 +49,9 @@ public struct ResumePlan: Sendable {
     lineage = resumes.lineage
     let checkpoints = try journal.checkpoints(job: manifest.job)
     /// The checkpoint of `step` when it finished in the continued chain, unchanged since.
-    func finished(_ step: Step) -> Journal.Checkpoint? {
+    func finished(_ step: Step) -> CheckpointRecord? {
       checkpoints.first {
-        $0.stepID == step.id && $0.lineage == resumes.lineage && $0.status == RunStatus.succeeded.rawValue
+        $0.stepID == step.id && $0.lineage == resumes.lineage && $0.status == .succeeded
           && $0.fingerprint == step.fingerprint(in: manifest)
       }
     }
@@ -63,8 +64,9 @@ public struct ResumePlan: Sendable {
       }
       if let checkpoint = checkpoints.first(where: { $0.stepID == step.id && $0.lineage == resumes.lineage }) {
         runReasons[step.id] =
-          checkpoint.status == RunStatus.succeeded.rawValue
-          ? "its definition changed since run \(checkpoint.runID)" : "did not finish in run \(checkpoint.runID) (\(checkpoint.status))"
+          checkpoint.status == .succeeded
+          ? "its definition changed since run \(checkpoint.runID)"
+          : "did not finish in run \(checkpoint.runID) (\(checkpoint.status.rawValue))"
       }
       return false
     }
@@ -81,7 +83,7 @@ public struct ResumePlan: Sendable {
   /// Skip reasons for `--only` and `--from`.
   /// - Returns: true when the operator chose the steps.
   @discardableResult
-  private static func select(_ manifest: Manifest, _ options: RunOptions, into reasons: inout [String: String]) -> Bool {
+  private static func select(_ manifest: Manifest, _ options: RunFlags, into reasons: inout [String: String]) -> Bool {
     if let only = options.only {
       for step in manifest.steps where step.id != only { reasons[step.id] = "not selected by --only \(only)" }
       return true

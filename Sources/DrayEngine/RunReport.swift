@@ -1,4 +1,5 @@
 internal import DrayModel
+internal import DrayStore
 public import DrayTransport
 public import Foundation
 
@@ -7,6 +8,16 @@ public enum RunStatus: String, Sendable, Equatable, CaseIterable {
   case succeeded, failed, skipped, interrupted
   /// A step the run never reached.
   case notRun = "not_run"
+
+  /// The status a run that ended so has in the journal (a run ends succeeded, failed or
+  /// interrupted; the others count as failed).
+  var journalStatus: RunRecord.Status {
+    switch self {
+    case .succeeded: .succeeded
+    case .interrupted: .interrupted
+    case .failed, .skipped, .notRun: .failed
+    }
+  }
 }
 
 /// A step's checkpoint in the run journal, as the report shows it before and after the step.
@@ -27,8 +38,9 @@ public struct CheckpointState: Sendable, Equatable {
     self.finishedAt = finishedAt
   }
 
-  init(_ checkpoint: Journal.Checkpoint) {
-    self.init(runID: checkpoint.runID, status: checkpoint.status, fingerprint: checkpoint.fingerprint, finishedAt: checkpoint.finishedAt)
+  init(_ checkpoint: CheckpointRecord) {
+    self.init(
+      runID: checkpoint.runID, status: checkpoint.status.rawValue, fingerprint: checkpoint.fingerprint, finishedAt: checkpoint.finishedAt)
   }
 }
 

@@ -1,30 +1,9 @@
 public import DrayModel
 internal import DrayPlatform
-internal import DrayStore
+public import DrayStore
 internal import DrayTransport
 internal import Foundation
 internal import Synchronization
-
-/// How `dray run` was asked to run.
-public struct RunOptions: Sendable {
-  /// Ignore checkpoints and start a new run.
-  public var fresh = false
-  /// Start at this step, running it and every later one.
-  public var from: String?
-  /// Run only this step.
-  public var only: String?
-
-  public init(fresh: Bool = false, from: String? = nil, only: String? = nil) {
-    self.fresh = fresh
-    self.from = from
-    self.only = only
-  }
-
-  /// The flags as the journal records them: `--fresh --from STEP`, or empty.
-  var journalText: String {
-    ((fresh ? ["--fresh"] : []) + (from.map { ["--from \($0)"] } ?? []) + (only.map { ["--only \($0)"] } ?? [])).joined(separator: " ")
-  }
-}
 
 /// Exit codes of `dray run` (README, "Exit codes").
 public enum ExitCode {
@@ -41,11 +20,12 @@ public enum ExitCode {
 /// checkpoints, writes the report.
 public final class Runner {
   public let manifest: Manifest
-  public let options: RunOptions
+  /// How the run was asked to run (`--fresh`, `--from`, `--only`), as the journal records it.
+  public let options: RunFlags
   public let console: Console
   public let cancellation: Cancellation
 
-  public init(manifest: Manifest, options: RunOptions = RunOptions(), console: Console, cancellation: Cancellation) {
+  public init(manifest: Manifest, options: RunFlags = RunFlags(), console: Console, cancellation: Cancellation) {
     self.manifest = manifest
     self.options = options
     self.console = console
@@ -56,6 +36,13 @@ public final class Runner {
   public static func journalPath(for manifest: Manifest) -> String {
     if let database = manifest.database { return manifest.resolve(database.path) }
     return manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
+  }
+
+  /// The job's run journal, opened for this run: SQLite's `Journal`, in the job's database
+  /// or at `journalPath`.
+  /// - Throws: `JournalError`.
+  func openJournal() throws -> sending any RunJournal {
+    try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
   }
 
   static func lockPath(for manifest: Manifest) -> String {
@@ -102,9 +89,9 @@ public final class Runner {
       )
     }
 
-    let journal: Journal
+    let journal: any RunJournal
     do {
-      journal = try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
+      journal = try openJournal()
     } catch {
       return fail(&report, "\(error)")
     }
@@ -115,16 +102,16 @@ public final class Runner {
     } catch let error as JournalError {
       return fail(&report, "\(error)")
     } catch {
-      return fail(&report, "cannot read the run journal at \(journal.path): \(error)")
+      return fail(&report, "cannot read the run journal at \(journal.location): \(error)")
     }
     let lineage = plan.lineage ?? runID
     report.resumes = plan.resumes?.id
     do {
       let abandoned = try journal.begin(
-        Journal.Run(
+        RunRecord(
           id: runID, lineage: lineage, job: manifest.job, startedAt: RunReport.rfc3339(startedAt), endedAt: nil,
-          status: "running", manifestFingerprint: report.manifestFingerprint, processID: Int(getpid()),
-          options: options.journalText))
+          status: .running, manifestFingerprint: report.manifestFingerprint, processID: Int(getpid()),
+          flags: options))
       for run in abandoned {
         console.info("run \(run.id) (process \(run.processID)) ended without recording an end; marked abandoned")
       }
@@ -135,7 +122,7 @@ public final class Runner {
       console.error(running.description)
       return report
     } catch {
-      return fail(&report, "cannot write the run journal at \(journal.path): \(error)")
+      return fail(&report, "cannot write the run journal at \(journal.location): \(error)")
     }
     CrashPoint.reach("run-recorded")
     // A fresh run starts over: no answer an earlier run downloaded, finished or partial, is
@@ -196,12 +183,12 @@ public final class Runner {
         "interrupted by \(Runner.signalName(cancellation)); the run stopped at a safe point and the next 'dray run' resumes it")
     }
     do {
-      try journal.finish(runID: runID, status: status.rawValue, endedAt: RunReport.rfc3339(report.endedAt))
+      try shared.journal.withLock { try $0.finish(runID: runID, status: status.journalStatus, endedAt: RunReport.rfc3339(report.endedAt)) }
     } catch {
       // The journal is the record of what ran: a run whose end it lacks must not claim
       // success (the next run finds it still 'running', marks it abandoned and resumes).
       let message =
-        "the run journal at \(journal.path) could not record the end of this run: \(error); the next 'dray run' resumes the run when the journal is whole, and says what to do when it is not"
+        "the run journal at \(shared.journalLocation) could not record the end of this run: \(error); the next 'dray run' resumes the run when the journal is whole, and says what to do when it is not"
       console.error(message)
       if report.status == .succeeded {
         report.status = .failed
@@ -213,7 +200,7 @@ public final class Runner {
     }
     CrashPoint.reach("run-finished")
     if report.status == .succeeded && options.only == nil { removeDownloads() }
-    report.recordCheckpointsOfStepsNotRun(journal)
+    shared.journal.withLock { report.recordCheckpointsOfStepsNotRun($0) }
     write(&report)
     return report
   }
@@ -298,20 +285,20 @@ final class RunContext: Sendable {
   let console: Console
   let cancellation: Cancellation
   let session: PlatformSession?
-  /// The journal's own connection; used from the run's main thread only.
-  nonisolated(unsafe) let journal: Journal
+  /// The journal's own connection, shared by parallel members: one of them at a time.
+  let journal: Mutex<any RunJournal>
+  /// Where the journal is, for messages.
+  let journalLocation: String
   /// Serialises write transactions on the target database within this process, so that
   /// parallel loads wait for each other here instead of meeting SQLITE_BUSY.
   let databaseWrites = Mutex<Void>(())
-  /// Serialises checkpoints written through the journal's connection.
-  let journalWrites = Mutex<Void>(())
   /// The files no step may write: the database, the manifest, the state and download
   /// folders, this run's reports.
   let kept: KeptPaths
 
   init(
     manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String], console: Console,
-    cancellation: Cancellation, session: PlatformSession?, journal: Journal
+    cancellation: Cancellation, session: PlatformSession?, journal: sending any RunJournal
   ) {
     self.manifest = manifest
     self.runID = runID
@@ -321,7 +308,8 @@ final class RunContext: Sendable {
     self.console = console
     self.cancellation = cancellation
     self.session = session
-    self.journal = journal
+    self.journalLocation = journal.location
+    self.journal = Mutex(journal)
     self.kept = KeptPaths.forOutputs(of: manifest, runID: runID)
   }
 }

@@ -79,7 +79,7 @@ struct StepRunner {
 
   /// The step's checkpoint in the journal now, or nil.
   private func currentCheckpoint() -> CheckpointState? {
-    let found = context.journalWrites.withLock { _ in try? context.journal.checkpoint(job: manifest.job, stepID: step.id) }
+    let found = context.journal.withLock { try? $0.checkpoint(job: manifest.job, stepID: step.id) }
     return found.map(CheckpointState.init)
   }
 
@@ -117,10 +117,10 @@ struct StepRunner {
   }
 
   /// Shows rows as a load inserts them, on a terminal; nil when no progress is shown.
-  func showLoadProgress(_ database: Database) -> InsertedRowsObserver? {
+  func showLoadProgress(_ store: any TargetStore) -> (any InsertedRowsObservation)? {
     guard console.showsProgress else { return nil }
     let (console, id, kind) = (console, step.id, step.kindName)
-    return database.observeInsertedRows(every: 500) { console.progress(step: id, kind: kind, rows: $0) }
+    return store.observeInsertedRows(every: 500) { console.progress(step: id, kind: kind, rows: $0) }
   }
 
   private func execute(_ report: inout StepReport) throws {
@@ -157,11 +157,18 @@ struct StepRunner {
     try JobFolder(manifest.directory, keeping: context.kept)
   }
 
-  /// The target database, opened for this step's thread.
-  func openStore() throws -> Store {
+  /// The target database, opened for this step's thread: SQLite's `Store` at
+  /// `database.path` (a second database plugs in here, chosen by the manifest).
+  func openStore() throws -> any TargetStore {
+    try openSQLiteStore()
+  }
+
+  /// The job's SQLite database, for what only SQLite holds today: the `http` step's
+  /// record tables and page ledger (`RecordTable`, `PageLedger`).
+  func openSQLiteStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
     let store = try Store(path: manifest.resolve(database.path))
-    store.database.stopWhen(context.cancellation)
+    store.stopWhen(context.cancellation)
     return store
   }
 
@@ -172,20 +179,21 @@ struct StepRunner {
     return manifest.resolve(manifest.download.path) + "/\(manifest.job)/\(step.id)-\(fingerprint).\(suffix)"
   }
 
-  func checkpoint(_ report: StepReport, status: RunStatus) -> Journal.Checkpoint {
+  func checkpoint(_ report: StepReport, status: CheckpointRecord.Status) -> CheckpointRecord {
     let outputs = JSONValue.object([
       ("tables", .array(report.tables.map { .string($0) })), ("files", .array(report.outputs.map { .string($0) })),
     ]).json
-    return Journal.Checkpoint(
+    return CheckpointRecord(
       job: manifest.job, stepID: step.id, runID: context.runID, lineage: context.lineage,
-      fingerprint: step.fingerprint(in: manifest), status: status.rawValue, attempts: report.attempts.count,
+      fingerprint: step.fingerprint(in: manifest), status: status, attempts: report.attempts.count,
       rows: report.totalRows, bytes: report.bytes, outputs: outputs, finishedAt: RunReport.rfc3339(Date()))
   }
 
   /// Records the step's checkpoint through the journal's own connection (for steps that do
   /// not write the target database).
-  func recordCheckpoint(_ report: StepReport, status: RunStatus) throws {
-    try context.journalWrites.withLock { _ in try context.journal.record(checkpoint(report, status: status)) }
+  func recordCheckpoint(_ report: StepReport, status: CheckpointRecord.Status) throws {
+    let checkpoint = checkpoint(report, status: status)
+    try context.journal.withLock { try $0.record(checkpoint) }
   }
 
   static func code(of error: any Error) -> String {
@@ -228,6 +236,17 @@ enum StepError: Error, CustomStringConvertible {
   /// An `sql` or `query` step's statement that would create, alter, drop or write one of
   /// dray's own tables (`_dray_...`), itself or through the body of `trigger`.
   case ownTable(String, statement: String, trigger: String? = nil)
+
+  /// The step error for SQL the store refused to run.
+  init(_ refusal: UserSQLError) {
+    switch refusal {
+    case .transactionControl(let statement): self = .transactionControl(statement: statement)
+    case .ownTable(let table, let statement, let trigger): self = .ownTable(table, statement: statement, trigger: trigger)
+    case .notOneStatement(let rest?):
+      self = .notOneStatement("a query runs one statement; found another after the first: \(rest); use a sql step for it")
+    case .notOneStatement(nil): self = .notOneStatement("the query holds no SQL statement")
+    }
+  }
 
   /// The stable code in the report's `error.code` (docs/report.md, "Error codes").
   var code: String {

@@ -138,9 +138,9 @@ public final class RecordTable {
       }
       let index = Int32(i + 1)
       switch value {
-      case .null: statement.bindNull(at: index)
-      case .integer(let v): statement.bindInteger(v, at: index)
-      case .real(let v): statement.bindReal(v, at: index)
+      case .null: try statement.bindNull(at: index)
+      case .integer(let v): try statement.bindInteger(v, at: index)
+      case .real(let v): try statement.bindReal(v, at: index)
       case .text(let v): try statement.bind(.text(v), at: index)
       }
     }
@@ -186,6 +186,12 @@ public final class RecordTable {
     try database.execute("INSERT INTO \(Database.quote(target)) (\(names)) SELECT \(names) FROM \(Database.quote(name))")
     try drop()
     return try RecordTable(database: database, name: target).count()
+  }
+
+  /// Deletes every row of the table, if it exists.
+  public func deleteRows() throws {
+    guard exists else { return }
+    try database.execute("DELETE FROM \(Database.quote(name))")
   }
 
   /// Drops the table if it exists.

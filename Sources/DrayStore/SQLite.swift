@@ -97,7 +97,8 @@ public final class Database {
     let rc = sqlite3_open_v2(path, &db, flags, nil)
     guard rc == SQLITE_OK, let db else {
       let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-      sqlite3_close_v2(db)
+      // Frees the half-opened handle; the open's error is the one to report.
+      _ = sqlite3_close_v2(db)
       throw SQLiteError(code: rc, message: message, sql: nil, path: path)
     }
     self.handle = db
@@ -109,9 +110,22 @@ public final class Database {
     }
   }
 
-  deinit {
+  private var isOpen = true
+
+  /// Closes the connection (`sqlite3_close_v2`); statements still held elsewhere are freed
+  /// when they are released. Later calls do nothing.
+  /// - Throws: `SQLiteError` when SQLite refuses to close it.
+  public func close() throws(SQLiteError) {
+    guard isOpen else { return }
     statements.removeAll()
-    sqlite3_close_v2(handle)
+    isOpen = false
+    let rc = sqlite3_close_v2(handle)
+    guard rc == SQLITE_OK else { throw SQLiteError(code: rc, message: String(cString: sqlite3_errstr(rc)), sql: nil, path: path) }
+  }
+
+  deinit {
+    // A failure here has nowhere to go: call `close()` to see it.
+    try? close()
   }
 
   /// Runs one or more `;`-separated statements without results.
@@ -495,31 +509,38 @@ public final class Statement {
         dray_sqlite3_bind_blob_transient(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, UInt64($0.count))
       }
     }
+    try check(rc)
+  }
+
+  /// The one checked path for this statement's C results: `SQLITE_OK`, or the error with
+  /// SQLite's message and this statement's SQL.
+  @inline(__always)
+  func check(_ rc: Int32) throws(SQLiteError) {
     guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
   }
 
   /// Binds UTF-8 text straight from a buffer (copied by SQLite).
   @inline(__always)
   public func bindText(_ pointer: UnsafePointer<UInt8>, count: Int, at index: Int32) throws(SQLiteError) {
-    let rc = pointer.withMemoryRebound(to: CChar.self, capacity: max(count, 1)) {
-      dray_sqlite3_bind_text_transient(handle, index, $0, UInt64(count))
-    }
-    guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+    try check(
+      pointer.withMemoryRebound(to: CChar.self, capacity: max(count, 1)) {
+        dray_sqlite3_bind_text_transient(handle, index, $0, UInt64(count))
+      })
   }
 
   @inline(__always)
-  public func bindInteger(_ value: Int64, at index: Int32) {
-    sqlite3_bind_int64(handle, index, value)
+  public func bindInteger(_ value: Int64, at index: Int32) throws(SQLiteError) {
+    try check(sqlite3_bind_int64(handle, index, value))
   }
 
   @inline(__always)
-  public func bindReal(_ value: Double, at index: Int32) {
-    sqlite3_bind_double(handle, index, value)
+  public func bindReal(_ value: Double, at index: Int32) throws(SQLiteError) {
+    try check(sqlite3_bind_double(handle, index, value))
   }
 
   @inline(__always)
-  public func bindNull(at index: Int32) {
-    sqlite3_bind_null(handle, index)
+  public func bindNull(at index: Int32) throws(SQLiteError) {
+    try check(sqlite3_bind_null(handle, index))
   }
 
   /// Resets the statement after a step, keeping its bindings.
@@ -556,3 +577,10 @@ public final class Statement {
     }
   }
 }
+
+// Connections and statements have one owner at a time (`Database`, "Not thread-safe").
+@available(*, unavailable)
+extension Database: Sendable {}
+
+@available(*, unavailable)
+extension Statement: Sendable {}

@@ -1,57 +1,49 @@
 public import DrayModel
 internal import Foundation
 
+/// What a load changed.
+public struct LoadResult: Sendable, Equatable {
+  /// Rows in each physical table after the load, by source table name.
+  public var rowCounts: [String: Int]
+  /// Rows inserted, by source table name.
+  public var inserted: [String: Int]
+  /// Rows deleted by a delta, by source table name.
+  public var deleted: [String: Int]
+  /// Physical table names, by source table name.
+  public var tables: [String: String]
+  /// The first 100 values that did not fit their column's declared type, in the order met.
+  /// Each was stored exactly by the value rule (docs/store.md) and is reported here.
+  public var mismatches: [ValueMismatch] = []
+  /// How many values did not fit, all told.
+  public var mismatchCount = 0
+  /// Tables the answer held that the resource's scheme does not list; their rows were
+  /// skipped. A fresh `schemes` step picks them up.
+  public var skippedTables: [String] = []
+}
+
+/// Version and validators of an answer, recorded in the bookkeeping.
+public struct AnswerInfo: Sendable, Equatable {
+  public var contentVersion: String?
+  public var etag: String?
+  public var cacheHash: String?
+  public init(contentVersion: String? = nil, etag: String? = nil, cacheHash: String? = nil) {
+    self.contentVersion = contentVersion
+    self.etag = etag
+    self.cacheHash = cacheHash
+  }
+}
+
 extension Store {
-  /// What a load changed.
-  public struct LoadResult: Sendable, Equatable {
-    /// Rows in each physical table after the load, by source table name.
-    public var rowCounts: [String: Int]
-    /// Rows inserted, by source table name.
-    public var inserted: [String: Int]
-    /// Rows deleted by a delta, by source table name.
-    public var deleted: [String: Int]
-    /// Physical table names, by source table name.
-    public var tables: [String: String]
-    /// The first 100 values that did not fit their column's declared type, in the order met.
-    /// Each was stored exactly by the value rule (docs/store.md) and is reported here.
-    public var mismatches: [ValueMismatch] = []
-    /// How many values did not fit, all told.
-    public var mismatchCount = 0
-    /// Tables the answer held that the resource's scheme does not list; their rows were
-    /// skipped. A fresh `schemes` step picks them up.
-    public var skippedTables: [String] = []
-  }
-
-  /// Version and validators of an answer, recorded in the bookkeeping.
-  public struct AnswerInfo: Sendable, Equatable {
-    public var contentVersion: String?
-    public var etag: String?
-    public var cacheHash: String?
-    public init(contentVersion: String? = nil, etag: String? = nil, cacheHash: String? = nil) {
-      self.contentVersion = contentVersion
-      self.etag = etag
-      self.cacheHash = cacheHash
-    }
-  }
-
-  /// Loads the answer in `file` for `scheme` and `params` in one transaction, creating
-  /// missing tables.
+  /// `StoreTransaction.load` on SQLite, inside the caller's transaction: streams the answer
+  /// into prepared INSERTs (`TableLoader`), 1 MiB of the file at a time.
   ///
   /// A full answer replaces the rows of each table it names (recreating a table whose
   /// columns are no longer the scheme's); a delta deletes `delete_ids`, then inserts
   /// `insert_rows`. The bookkeeping row of each table changed records `info` and the new
-  /// row count. `inTransaction` runs last, before the commit, for the caller's checkpoint:
-  /// rows, bookkeeping and checkpoint commit together or not at all.
-  ///
-  /// - Parameters:
-  ///   - delta: the answer is a delta (its `Content-Version` reads `delta v<n>-v<m>`).
-  ///   - cancellation: checked between 1 MiB pieces of the file; when set, the load stops
-  ///     and throws, and nothing of it is kept.
+  /// row count.
   /// - Throws: `LoadError` (naming resource, table, row, column), `StoreError`, `SQLiteError`.
-  ///   Nothing is changed when it throws.
-  public func load(
-    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo,
-    cancellation: Cancellation? = nil, inTransaction: (Database) throws -> Void = { _ in }
+  func loadInTransaction(
+    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
   ) throws -> LoadResult {
     try Store.check(scheme)
     var targets: [String: TableLoader.Target] = [:]
@@ -61,78 +53,71 @@ extension Store {
       var kinds = columns.map { ColumnKind(schemeType: $0.type) }
       if scheme.isCached { kinds[0] = .rowID }
       targets[table.name] = TableLoader.Target(
-        sourceName: table.name, physicalName: Store.tableName(resource: scheme.name, table: table.name, params: params),
+        sourceName: table.name, physicalName: naming.physicalName(resource: scheme.name, table: table.name, params: params),
         columns: columns, kinds: kinds, cached: scheme.isCached)
     }
     // `Store.check` refused two output tables of one name above; never trap on one anyway.
     let tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-    return try database.transaction {
-      try saveScheme(scheme)
-      for table in scheme.outputs {
-        let name = targets[table.name]!.physicalName
-        try claim(name, resource: scheme.name, table: table.name, params: params)
-        try database.execute(Store.createTableSQL(name: name, table: table, cached: scheme.isCached))
-      }
-      let loader = TableLoader(
-        database: database, resource: scheme.name, targets: targets, isDelta: delta,
-        replaceTable: { target in
-          let table = tables[target.sourceName]!
-          let quoted = Database.quote(target.physicalName)
-          if try self.hasSchemeShape(target.physicalName, table: table, cached: target.cached) {
-            try self.database.execute("DELETE FROM \(quoted)")
-          } else {
-            try self.database.execute("DROP TABLE IF EXISTS \(quoted)")
-            try self.database.execute(Store.createTableSQL(name: target.physicalName, table: table, cached: target.cached))
-          }
-        },
-        checkDeltaTarget: { target in
-          let table = tables[target.sourceName]!
-          guard try self.hasSchemeShape(target.physicalName, table: table, cached: target.cached) else {
-            throw LoadError(
-              resource: scheme.name, table: target.sourceName,
-              message:
-                "table \(Database.quote(target.physicalName)) does not have the scheme's columns, so a delta cannot apply to it; load full data (without delta) to recreate it"
-            )
-          }
-        }, cancellation: cancellation)
-      let outcome = try loader.run(file: file)
-      var result = LoadResult(
-        rowCounts: [:], inserted: [:], deleted: [:], tables: [:], mismatches: outcome.mismatches,
-        mismatchCount: outcome.mismatchCount, skippedTables: outcome.skipped)
-      let now = Store.timestamp()
-      for table in scheme.outputs {
-        let name = targets[table.name]!.physicalName
-        // A full answer empties a table before refilling it, so its rows are the ones inserted.
-        let refilled = !delta && outcome.replaced.contains(table.name)
-        var rows = outcome.inserted[table.name] ?? 0
-        if !refilled {
-          let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
-          rows = if case .integer(let n)? = count { Int(n) } else { 0 }
-        }
-        result.rowCounts[table.name] = rows
-        result.inserted[table.name] = outcome.inserted[table.name] ?? 0
-        result.deleted[table.name] = outcome.deleted[table.name] ?? 0
-        result.tables[table.name] = name
-        // A full answer changes the tables whose data it holds; a delta brings every table to its version.
-        guard delta || refilled else { continue }
-        let record = try database.cached(
-          """
-          INSERT INTO _dray_tables(name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at)
-          VALUES (?,?,?,?,?,?,?,?,?)
-          ON CONFLICT(name) DO UPDATE SET content_version = excluded.content_version, etag = excluded.etag,
-            cache_hash = excluded.cache_hash, row_count = excluded.row_count, loaded_at = excluded.loaded_at
-          """)
-        let hash = info.cacheHash.flatMap { Store.cacheHash(for: table.name, in: $0) }
-        try record.bind([
-          .text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name),
-          info.contentVersion.map { .text($0) } ?? .null, info.etag.map { .text($0) } ?? .null,
-          hash.map { .text($0) } ?? .null, .integer(Int64(rows)), .text(now),
-        ])
-        _ = try record.step()
-      }
-      try inTransaction(database)
-      return result
+    try saveScheme(scheme)
+    for table in scheme.outputs {
+      let name = targets[table.name]!.physicalName
+      try claim(name, resource: scheme.name, table: table.name, params: params)
+      try database.execute(Store.createTableSQL(name: name, table: table, cached: scheme.isCached))
     }
+    let loader = TableLoader(
+      database: database, resource: scheme.name, targets: targets, isDelta: delta,
+      replaceTable: { target in
+        let table = tables[target.sourceName]!
+        let quoted = Database.quote(target.physicalName)
+        if try self.hasSchemeShape(target.physicalName, table: table, cached: target.cached) {
+          try self.database.execute("DELETE FROM \(quoted)")
+        } else {
+          try self.database.execute("DROP TABLE IF EXISTS \(quoted)")
+          try self.database.execute(Store.createTableSQL(name: target.physicalName, table: table, cached: target.cached))
+        }
+      },
+      checkDeltaTarget: { target in
+        let table = tables[target.sourceName]!
+        guard try self.hasSchemeShape(target.physicalName, table: table, cached: target.cached) else {
+          throw LoadError(
+            resource: scheme.name, table: target.sourceName,
+            message:
+              "table \(Database.quote(target.physicalName)) does not have the scheme's columns, so a delta cannot apply to it; load full data (without delta) to recreate it"
+          )
+        }
+      }, cancellation: cancellation)
+    let outcome = try loader.run(file: file)
+    var result = LoadResult(
+      rowCounts: [:], inserted: [:], deleted: [:], tables: [:], mismatches: outcome.mismatches,
+      mismatchCount: outcome.mismatchCount, skippedTables: outcome.skipped)
+    let now = Store.timestamp()
+    for table in scheme.outputs {
+      let name = targets[table.name]!.physicalName
+      // A full answer empties a table before refilling it, so its rows are the ones inserted.
+      let refilled = !delta && outcome.replaced.contains(table.name)
+      let rows = refilled ? outcome.inserted[table.name] ?? 0 : try rowCount(ofTable: name)
+      result.rowCounts[table.name] = rows
+      result.inserted[table.name] = outcome.inserted[table.name] ?? 0
+      result.deleted[table.name] = outcome.deleted[table.name] ?? 0
+      result.tables[table.name] = name
+      // A full answer changes the tables whose data it holds; a delta brings every table to its version.
+      guard delta || refilled else { continue }
+      let record = try database.cached(
+        """
+        INSERT INTO _dray_tables(name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at)
+        VALUES (?,?,?,?,?,?,?,?,?)
+        ON CONFLICT(name) DO UPDATE SET content_version = excluded.content_version, etag = excluded.etag,
+          cache_hash = excluded.cache_hash, row_count = excluded.row_count, loaded_at = excluded.loaded_at
+        """)
+      let hash = info.cacheHash.flatMap { Store.cacheHash(for: table.name, in: $0) }
+      try record.bind([
+        .text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name),
+        info.contentVersion.map { .text($0) } ?? .null, info.etag.map { .text($0) } ?? .null,
+        hash.map { .text($0) } ?? .null, .integer(Int64(rows)), .text(now),
+      ])
+      _ = try record.step()
+    }
+    return result
   }
 
   /// The hash for `table` from a `Cache-Hash-Value` header: comma-separated, URL-encoded
@@ -160,7 +145,7 @@ extension Store {
     guard scheme.isCached, !scheme.outputs.isEmpty else { return nil }
     var version: String?
     for table in scheme.outputs {
-      let name = Store.tableName(resource: scheme.name, table: table.name, params: params)
+      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
       guard try hasSchemeShape(name, table: table, cached: true), let v = try contentVersion(of: name) else { return nil }
       if let version, version != v { return nil }
       version = v

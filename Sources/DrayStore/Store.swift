@@ -43,34 +43,33 @@ public final class Store {
 
   // MARK: Names
 
-  /// The physical table name for a resource's output table and parameters:
-  /// `<resource>__<table>` for the default (empty) parameters, otherwise
-  /// `<resource>__<table>__<first 8 hex digits of SHA-256 of the canonical parameters JSON>`
-  /// (platform-api.md §7; canonical JSON: keys sorted, no spaces).
+  /// SQLite keeps identifiers of any length (https://sqlite.org/limits.html).
+  public static let naming = TableNaming(maxIdentifierBytes: nil)
+
+  /// The physical table name for a resource's output table and parameters on SQLite
+  /// (`TableNaming.physicalName`).
   public static func tableName(resource: String, table: String, params: JSONValue) -> String {
-    let base = "\(resource)__\(table)"
-    if params.isEmptyObject || params == .null { return base }
-    return base + "__" + SHA256.hex(params.canonicalJSON).prefix(8)
+    naming.physicalName(resource: resource, table: table, params: params)
   }
 
   // MARK: Schemes and tables
 
   /// Records `scheme` and creates the tables of its outputs for `params` (the SDK's
-  /// `resources`), leaving existing tables and their rows alone.
+  /// `resources`) in a transaction of its own (`StoreTransaction.createTables`).
   /// - Returns: the physical table names, by output table name.
   /// - Throws: `StoreError` for names SQLite cannot hold; `SQLiteError`.
   @discardableResult
   public func createTables(for scheme: ResourceScheme, params: JSONValue = .object([])) throws -> [String: String] {
-    try database.transaction { try createTablesInTransaction(for: scheme, params: params) }
+    try write { try $0.createTables(for: scheme, params: params) }
   }
 
-  /// `createTables(for:params:)` inside the caller's open transaction.
-  public func createTablesInTransaction(for scheme: ResourceScheme, params: JSONValue = .object([])) throws -> [String: String] {
+  /// `StoreTransaction.createTables` on SQLite, inside the caller's open transaction.
+  func createTablesInTransaction(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
     try Store.check(scheme)
     try saveScheme(scheme)
     var names: [String: String] = [:]
     for table in scheme.outputs {
-      let name = Store.tableName(resource: scheme.name, table: table.name, params: params)
+      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
       try claim(name, resource: scheme.name, table: table.name, params: params)
       try database.execute(Store.createTableSQL(name: name, table: table, cached: scheme.isCached))
       let record = try database.cached(
@@ -230,7 +229,7 @@ public final class Store {
   /// The physical name recorded for a resource's output table and parameters, or nil when
   /// no such table was created (the SDK's `getTablesName`).
   public func recordedTable(resource: String, table: String, params: JSONValue) throws -> String? {
-    let name = Store.tableName(resource: resource, table: table, params: params)
+    let name = naming.physicalName(resource: resource, table: table, params: params)
     let rows = try database.rows("SELECT name FROM _dray_tables WHERE name = ?", [.text(name)])
     return rows.isEmpty ? nil : name
   }
@@ -314,6 +313,10 @@ public final class Store {
       lifetime: value["lifetime"]?.intValue.map { Int($0) }, outputs: outputs, json: json)
   }
 }
+
+// Its connection has one owner at a time; each step thread opens its own store.
+@available(*, unavailable)
+extension Store: Sendable {}
 
 /// Problems with what the store is asked to hold.
 public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {

@@ -1,15 +1,15 @@
 public import DrayModel
 
-/// The SQL of `http` loads that write into an existing table (`load.write: append` and
-/// `merge`), and of the kept cursor of `incremental` steps. Every function works inside the
-/// caller's transaction; identifiers are quoted, values bound. docs/http.md, "Write modes".
-public enum TableWrites {
+/// SQLite's SQL of `http` loads that write into an existing table (`load.write: append` and
+/// `merge`), behind `StoreTransaction`. Every function works inside the caller's
+/// transaction; identifiers are quoted, values bound. docs/http.md, "Write modes".
+enum TableWrites {
   /// Adds each of `columns` that `table` lacks (`ALTER TABLE ... ADD COLUMN`; names matched
   /// as SQLite matches them, `IdentifierKey`). A column without a type is added without
   /// one.
   /// - Returns: the names added, in order.
   /// - Throws: `SQLiteError`.
-  public static func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], to table: String, in database: Database)
+  static func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], to table: String, in database: Database)
     throws -> [String]
   {
     let existing = Set(try columnNames(of: table, in: database).map(IdentifierKey.init))
@@ -23,7 +23,7 @@ public enum TableWrites {
   }
 
   /// The columns of `table`, in order; empty when it does not exist.
-  public static func columnNames(of table: String, in database: Database) throws -> [String] {
+  static func columnNames(of table: String, in database: Database) throws -> [String] {
     try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap {
       if case .text(let name) = $0[0].1 { name } else { nil }
     }
@@ -32,7 +32,7 @@ public enum TableWrites {
   /// Adds every row of `staging` to `target`, in the order they were staged.
   /// - Parameter columns: the columns copied (they exist in both tables).
   /// - Returns: the rows added.
-  public static func append(from staging: String, into target: String, columns: [String], in database: Database) throws -> Int {
+  static func append(from staging: String, into target: String, columns: [String], in database: Database) throws -> Int {
     let names = columns.map(Database.quote).joined(separator: ", ")
     return try database.execute(
       "INSERT INTO \(Database.quote(target)) (\(names)) SELECT \(names) FROM \(Database.quote(staging)) ORDER BY rowid")
@@ -49,7 +49,7 @@ public enum TableWrites {
   /// - Returns: rows written (inserted or updated) and rows deleted.
   /// - Throws: `MergeError.duplicateKeys` when `target` already holds two rows with one
   ///   key; `SQLiteError`.
-  public static func merge(
+  static func merge(
     from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?, in database: Database
   ) throws -> (written: Int, deleted: Int) {
     let keyList = key.map(Database.quote).joined(separator: ", ")
@@ -92,17 +92,34 @@ public enum TableWrites {
     return (written, deleted)
   }
 
-  /// Why a merge could not run.
-  public enum MergeError: Error, CustomStringConvertible {
-    case duplicateKeys(table: String, key: [String], values: [String])
+}
 
-    public var description: String {
-      switch self {
-      case .duplicateKeys(let table, let key, let values):
-        "table \(table) already holds more than one row with \(key.joined(separator: ", ")) = \(values.joined(separator: ", ")), "
-          + "so it cannot be merged into by that primary key; remove the duplicates, or run with --fresh to load the table anew"
-      }
+/// Why a merge could not run.
+public enum MergeError: Error, CustomStringConvertible {
+  case duplicateKeys(table: String, key: [String], values: [String])
+
+  public var description: String {
+    switch self {
+    case .duplicateKeys(let table, let key, let values):
+      "table \(table) already holds more than one row with \(key.joined(separator: ", ")) = \(values.joined(separator: ", ")), "
+        + "so it cannot be merged into by that primary key; remove the duplicates, or run with --fresh to load the table anew"
     }
+  }
+}
+
+/// What a store keeps for an `incremental` step (`CursorLedger`).
+public struct CursorEntry: Sendable, Equatable {
+  /// The cursor the next run sends, as the API gave it; nil before any is kept.
+  public var value: JSONValue?
+  /// The highest cursor of the pages staged and not yet published.
+  public var staged: JSONValue?
+  /// The staged pages started again from `initial` (`--fresh`) and replace the table.
+  public var fresh: Bool
+
+  public init(value: JSONValue? = nil, staged: JSONValue? = nil, fresh: Bool = false) {
+    self.value = value
+    self.staged = staged
+    self.fresh = fresh
   }
 }
 
@@ -116,7 +133,7 @@ public enum TableWrites {
 /// staged so far, written in the transaction of each page; the transaction that publishes
 /// the pages moves it to `value`. `fresh` is 1 while the staged pages started again from
 /// `initial` (`--fresh`), so that they replace the table when published.
-public struct CursorLedger {
+struct CursorLedger {
   public let database: Database
   public let job: String
   public let stepID: String
@@ -125,19 +142,6 @@ public struct CursorLedger {
     self.database = database
     self.job = job
     self.stepID = stepID
-  }
-
-  /// What the ledger holds for a step.
-  public struct Entry: Sendable, Equatable {
-    public var value: JSONValue?
-    public var staged: JSONValue?
-    public var fresh: Bool
-
-    public init(value: JSONValue? = nil, staged: JSONValue? = nil, fresh: Bool = false) {
-      self.value = value
-      self.staged = staged
-      self.fresh = fresh
-    }
   }
 
   public func createTable() throws {
@@ -151,12 +155,12 @@ public struct CursorLedger {
 
   /// The step's entry; an empty one when none is kept (or the table does not exist).
   /// - Throws: `SQLiteError`; `CursorLedgerError` for a value that is not JSON.
-  public func read() throws -> Entry {
+  public func read() throws -> CursorEntry {
     let exists = try database.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_dray_http_cursors'")
-    guard !exists.isEmpty else { return Entry() }
+    guard !exists.isEmpty else { return CursorEntry() }
     let rows = try database.rows(
       "SELECT value, staged, fresh FROM _dray_http_cursors WHERE job = ? AND step_id = ?", [.text(job), .text(stepID)])
-    guard let row = rows.first else { return Entry() }
+    guard let row = rows.first else { return CursorEntry() }
     func json(_ value: SQLValue) throws -> JSONValue? {
       guard case .text(let text) = value else { return nil }
       do {
@@ -167,11 +171,11 @@ public struct CursorLedger {
             "the kept cursor of step \(stepID) in _dray_http_cursors is not JSON (\(text)); run with --fresh to start again from 'initial'")
       }
     }
-    return Entry(value: try json(row[0].1), staged: try json(row[1].1), fresh: row[2].1 == .integer(1))
+    return CursorEntry(value: try json(row[0].1), staged: try json(row[1].1), fresh: row[2].1 == .integer(1))
   }
 
   /// Records `entry`, inside the caller's transaction when there is one.
-  public func save(_ entry: Entry, at time: String) throws {
+  public func save(_ entry: CursorEntry, at time: String) throws {
     let statement = try database.cached(
       """
       INSERT INTO _dray_http_cursors(job, step_id, value, staged, fresh, updated_at) VALUES (?,?,?,?,?,?)

@@ -180,8 +180,8 @@ struct Report {
     #expect(fresh.status == 0)
     #expect(try Report(fresh.stdout).lines == ["schemes succeeded", "fruits succeeded", "countries succeeded", "tally succeeded"])
     #expect(
-      try job.rows("SELECT options FROM _dray_runs ORDER BY rowid") == [
-        [""], ["--only countries"], [""], ["--from countries"], ["--fresh"],
+      try job.rows("SELECT fresh, from_step, only_step FROM _dray_runs ORDER BY rowid") == [
+        ["0", nil, nil], ["0", nil, "countries"], ["0", nil, nil], ["0", "countries", nil], ["1", nil, nil],
       ])
   }
 

@@ -46,7 +46,7 @@ import Testing
       let fault = try JSONSerialization.data(withJSONObject: [["path": "/" + path, "body": body]])
       try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
       let report = Runner(
-        manifest: manifest, options: RunOptions(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+        manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
       ).run()
       #expect(report.exitCode == 1)
       #expect(report.steps[0].errorCode == "bad_answer")
@@ -86,7 +86,7 @@ import Testing
     for body in Self.bodies {
       try server.setRules("[" + (try HTTPBadAnswerTests.rule("/things", body)) + "]")
       let report = Runner(
-        manifest: manifest, options: RunOptions(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+        manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
       ).run()
       #expect(report.exitCode == 1)
       #expect(report.steps[0].errorCode == "bad_answer")
@@ -123,7 +123,7 @@ import Testing
       as: UTF8.self)
     try server.setRules("[\(rule)]")
     let report = Runner(
-      manifest: manifest, options: RunOptions(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+      manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
     ).run()
     #expect(report.exitCode == 1)
     #expect(

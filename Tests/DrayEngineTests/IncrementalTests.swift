@@ -31,7 +31,7 @@ import Testing
       \(incremental.map { "      incremental: \($0)" } ?? "")
       """)
     let manifest = try ManifestLoader().load(path: path)
-    return Runner(manifest: manifest, options: RunOptions(fresh: fresh), console: Console(level: .quiet), cancellation: Cancellation())
+    return Runner(manifest: manifest, options: RunFlags(fresh: fresh), console: Console(level: .quiet), cancellation: Cancellation())
       .run()
   }
 

@@ -1,6 +1,7 @@
 import DrayEngine
 import DrayManifest
 import DrayModel
+import DrayStore
 import DrayTestSupport
 import Foundation
 import Glibc
@@ -16,7 +17,7 @@ import Testing
   }
 
   static func run(_ manifest: Manifest, fresh: Bool = false) -> RunReport {
-    Runner(manifest: manifest, options: RunOptions(fresh: fresh), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    Runner(manifest: manifest, options: RunFlags(fresh: fresh), console: Console(level: .quiet), cancellation: Cancellation()).run()
   }
 
   @Test(arguments: [S_IFIFO, S_IFCHR])

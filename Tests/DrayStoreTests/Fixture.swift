@@ -17,11 +17,11 @@ final class StoreFixture {
   @discardableResult
   func load(
     _ scheme: ResourceScheme, _ json: String, delta: Bool = false, params: JSONValue = .object([]),
-    info: Store.AnswerInfo = .init()
-  ) throws -> Store.LoadResult {
+    info: AnswerInfo = .init()
+  ) throws -> LoadResult {
     answers += 1
     let file = try folder.write("answer-\(answers).json", json)
-    return try store.load(file: file, scheme: scheme, params: params, delta: delta, info: info)
+    return try store.write { try $0.load(file: file, scheme: scheme, params: params, delta: delta, info: info, cancellation: nil) }
   }
 
   /// The load's error, or nil when it succeeded.

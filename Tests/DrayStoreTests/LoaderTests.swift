@@ -205,8 +205,9 @@ extension LoaderTests {
     let cancellation = Cancellation()
     cancellation.cancel(signal: 2)
     #expect(throws: LoadError.self) {
-      try fixture.store.load(
-        file: file, scheme: LoaderTests.plain, params: .object([]), delta: false, info: .init(), cancellation: cancellation)
+      try fixture.store.write {
+        try $0.load(file: file, scheme: LoaderTests.plain, params: .object([]), delta: false, info: .init(), cancellation: cancellation)
+      }
     }
     #expect(try fixture.rows("SELECT id, name FROM R__t") == [[.integer(1), .text("a")]])
   }

@@ -200,3 +200,35 @@ extension SQLValue {
     }
   }
 }
+
+/// The naming rule under a database's identifier limit (PostgreSQL keeps 63 bytes).
+@Suite struct TableNamingTests {
+  let postgres = TableNaming(maxIdentifierBytes: 63)
+
+  @Test func namesWithinTheLimitAreTheRulesNames() {
+    let params = JSONValue.object([("region", .string("EU"))])
+    #expect(
+      postgres.physicalName(resource: "FRUITS", table: "output_table", params: params)
+        == Store.tableName(resource: "FRUITS", table: "output_table", params: params))
+    let long = String(repeating: "r", count: 200)
+    #expect(Store.naming.physicalName(resource: long, table: "t", params: .object([])) == long + "__t")
+  }
+
+  @Test func aLongerNameIsCutAndEndsInTheWholeNamesHash() {
+    let resource = String(repeating: "R", count: 70)
+    let name = postgres.physicalName(resource: resource, table: "t", params: .object([]))
+    let hash = SHA256.hex(resource + "__t").prefix(8)
+    #expect(name == String(repeating: "R", count: 53) + "__" + hash)
+    #expect(name.utf8.count == 63)
+    // Names that differ only past the cut stay apart.
+    #expect(postgres.physicalName(resource: resource, table: "u", params: .object([])) != name)
+  }
+
+  @Test func aCutFallsBetweenCharacters() {
+    // "é" is 2 bytes in UTF-8: 26 of them are 52 bytes, a 27th would pass the 53 left.
+    let resource = String(repeating: "é", count: 40)
+    let name = postgres.physicalName(resource: resource, table: "t", params: .object([]))
+    #expect(name.hasPrefix(String(repeating: "é", count: 26) + "__"))
+    #expect(name.utf8.count == 62)
+  }
+}

@@ -1,4 +1,5 @@
 public import DrayModel
+internal import DrayStore
 internal import Foundation
 
 /// The files a run's report is written to, and the writing.
@@ -68,7 +69,7 @@ extension RunReport {
   /// Reads from `journal` the checkpoint of every step the run did not run (skipped, or
   /// never reached), for their `checkpoint.before` and `checkpoint.after`: unchanged by this
   /// run, so both are the journal's.
-  mutating func recordCheckpointsOfStepsNotRun(_ journal: Journal) {
+  mutating func recordCheckpointsOfStepsNotRun(_ journal: any RunJournal) {
     guard let checkpoints = try? journal.checkpoints(job: job) else { return }
     func fill(_ step: inout StepReport) {
       if step.status == .skipped || step.status == .notRun {

@@ -12,19 +12,21 @@ internal import Foundation
 /// highest of the kept and the staged value, so the kept cursor never moves backwards.
 final class IncrementalRun {
   let options: HTTPStep.Incremental
-  let ledger: CursorLedger
-  /// What the ledger held when the run started (then as the pages staged it).
-  private(set) var entry: CursorLedger.Entry
+  let job: String
+  let stepID: String
+  /// What the store kept when the run started, then as the pages staged it.
+  private(set) var entry: CursorEntry
   /// The value this run sends on its first page.
   let sent: IncrementalCursor.Value
   private let fresh: Bool
 
-  init(options: HTTPStep.Incremental, store: Store, job: String, stepID: String, fresh: Bool) throws {
+  /// - Parameter kept: what the store keeps for the step (`StoreTransaction.cursor`).
+  init(options: HTTPStep.Incremental, kept: CursorEntry, job: String, stepID: String, fresh: Bool) {
     self.options = options
+    self.job = job
+    self.stepID = stepID
     self.fresh = fresh
-    ledger = CursorLedger(database: store.database, job: job, stepID: stepID)
-    try ledger.createTable()
-    entry = try ledger.read()
+    entry = kept
     let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
     // `initial` was checked at validation: a string or a number.
     sent = kept?.moved(back: options.lag) ?? IncrementalCursor.Value(json: options.initial)!
@@ -32,30 +34,30 @@ final class IncrementalRun {
 
   /// Starts staging afresh (no page of an earlier run is resumed), in the caller's
   /// transaction.
-  func start() throws {
+  func start(in transaction: any StoreTransaction) throws {
     entry.staged = nil
     entry.fresh = fresh
-    try ledger.save(entry, at: RunReport.rfc3339(.now))
+    try transaction.saveCursor(entry, job: job, stepID: stepID)
   }
 
   /// Raises the staged value to `highest` (the highest cursor of a page), in the page's
   /// transaction.
-  func stage(_ highest: IncrementalCursor.Value?) throws {
+  func stage(_ highest: IncrementalCursor.Value?, in transaction: any StoreTransaction) throws {
     guard let highest else { return }
     if let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:)), (staged.compare(highest) ?? 1) >= 0 { return }
     entry.staged = highest.json
-    try ledger.save(entry, at: RunReport.rfc3339(.now))
+    try transaction.saveCursor(entry, job: job, stepID: stepID)
   }
 
   /// Keeps the highest of the kept and staged values (only the staged one after a fresh
   /// start), in the transaction that publishes the pages.
-  func publish(_ notes: inout [String]) throws {
+  func publish(_ notes: inout [String], in transaction: any StoreTransaction) throws {
     let kept = entry.fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
     let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:))
     var next = kept ?? staged
     if let kept, let staged, (staged.compare(kept) ?? -1) > 0 { next = staged }
-    entry = CursorLedger.Entry(value: next?.json)
-    try ledger.save(entry, at: RunReport.rfc3339(.now))
+    entry = CursorEntry(value: next?.json)
+    try transaction.saveCursor(entry, job: job, stepID: stepID)
     notes.append("kept cursor \(next?.text ?? "none (the next run sends initial)")")
   }
 
@@ -156,21 +158,24 @@ extension StepRunner {
   /// start the table's rows are deleted first, so the records replace them.
   /// - Returns: the rows the table holds, and notes for the report (columns added, rows
   ///   merged and deleted).
-  func write(_ load: HTTPStep.Load, staged: RecordTable, fresh: Bool, in database: Database) throws -> (rows: Int, notes: [String]) {
+  func write(_ load: HTTPStep.Load, staged: RecordTable, fresh: Bool, in transaction: any StoreTransaction) throws -> (
+    rows: Int, notes: [String]
+  ) {
     var notes: [String] = []
+    let database = staged.database
     let target = try RecordTable(database: database, name: load.table)
     let columns = staged.columns.filter { $0.name != RecordChecks.deletedColumn }.map { (name: $0.name, type: $0.type ?? .text) }
     guard !columns.isEmpty else {
       // No records (the staging table holds at most the deleted mark).
       try staged.drop()
-      if fresh && target.exists { try database.execute("DELETE FROM \(Database.quote(load.table))") }
+      if fresh { try target.deleteRows() }
       return (try target.count(), notes)
     }
     if !target.exists {
       try target.prepare(columns.map { ($0.name, $0.type) }, widen: false)
     } else {
-      if fresh { try database.execute("DELETE FROM \(Database.quote(load.table))") }
-      for name in try TableWrites.addMissingColumns(columns.map { ($0.name, $0.type) }, to: load.table, in: database) {
+      if fresh { try target.deleteRows() }
+      for name in try transaction.addMissingColumns(columns.map { ($0.name, $0.type) }, toTable: load.table) {
         notes.append("added column \(name) to table \(load.table): the API's records hold it")
       }
     }
@@ -179,12 +184,12 @@ extension StepRunner {
     case .replace:
       preconditionFailure("replace publishes the staging table whole")
     case .append:
-      let added = try TableWrites.append(from: staged.name, into: load.table, columns: names, in: database)
+      let added = try transaction.append(from: staged.name, into: load.table, columns: names)
       notes.append("appended \(HumanUnits.counted(added, "row"))")
     case .merge:
-      let merged = try TableWrites.merge(
+      let merged = try transaction.merge(
         from: staged.name, into: load.table, columns: names, key: load.primaryKey,
-        deletedColumn: load.deleted == nil ? nil : RecordChecks.deletedColumn, in: database)
+        deletedColumn: load.deleted == nil ? nil : RecordChecks.deletedColumn)
       notes.append("merged \(HumanUnits.counted(merged.written, "row"))" + (load.deleted == nil ? "" : ", deleted \(merged.deleted)"))
     }
     try staged.drop()

@@ -28,7 +28,7 @@ extension StepRunner {
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
 
-    let store = options.load != nil ? try openStore() : nil
+    let store = options.load != nil ? try openSQLiteStore() : nil
     let ledger: PageLedger? = try {
       guard options.load != nil || options.paginate != nil else { return nil }
       let database = try store?.database ?? Database(path: Runner.journalPath(for: manifest))
@@ -40,8 +40,9 @@ extension StepRunner {
     let staging = RecordTableNames.staging(job: manifest.job, step: step.id)
 
     let cursors = try store.flatMap { store in
-      try options.incremental.map {
-        try IncrementalRun(options: $0, store: store, job: manifest.job, stepID: step.id, fresh: context.fresh)
+      try options.incremental.map { incremental in
+        let kept = try store.cursor(job: manifest.job, stepID: step.id)
+        return IncrementalRun(options: incremental, kept: kept, job: manifest.job, stepID: step.id, fresh: context.fresh)
       }
     }
     let since = cursors?.sent.text
@@ -51,12 +52,10 @@ extension StepRunner {
       report.notes.append("resumed after page \(saved.pages) (\(HumanUnits.counted(saved.rows, "row")) already in)")
       console.info("resuming after page \(saved.pages)", step: step.id)
     } else if let ledger {
-      try context.databaseWrites.withLock { _ in
-        try ledger.database.transaction {
-          if options.load != nil { try RecordTable(database: ledger.database, name: staging).drop() }
-          try ledger.clear()
-          try cursors?.start()
-        }
+      try ledgerTransaction(ledger, store) { transaction in
+        if options.load != nil { try RecordTable(database: ledger.database, name: staging).drop() }
+        try ledger.clear()
+        if let cursors, let transaction { try cursors.start(in: transaction) }
       }
     }
     if let cursors {
@@ -92,7 +91,7 @@ extension StepRunner {
       let found = try withPageContext(page: page, url: next.url, options: options, contentType: fetched.contentType) {
         try commitPage(
           options, file: file, status: fetched.status, headers: fetched.headers, current: next, ledger: ledger, staging: staging,
-          cursors: cursors
+          store: store, cursors: cursors
         ) {
           committed.rows += $0
           committed.next = $1
@@ -123,7 +122,7 @@ extension StepRunner {
       done.attempts = attempts
       let (rows, created) = try context.databaseWrites.withLock { _ in
         do {
-          return try store.database.transaction {
+          return try store.write { transaction in
             let staged = try RecordTable(database: store.database, name: staging)
             let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
             if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
@@ -131,16 +130,16 @@ extension StepRunner {
             if load.write == .replace {
               rows = try staged.publish(into: load.table)
             } else {
-              let written = try write(load, staged: staged, fresh: cursors?.entry.fresh ?? false, in: store.database)
+              let written = try write(load, staged: staged, fresh: cursors?.entry.fresh ?? false, in: transaction)
               done.notes += written.notes
               rows = written.rows
             }
-            try cursors?.publish(&done.notes)
-            if let failed = try Expectations.audit(load.expect, tables: [load.table], in: store.database) { throw failed }
+            try cursors?.publish(&done.notes, in: transaction)
+            if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]
             done.tables = created ? [load.table] : []
-            try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+            try transaction.record(checkpoint(done, status: .succeeded))
             return (rows, created)
           }
         } catch let failed as StepError {
@@ -296,7 +295,7 @@ extension StepRunner {
   /// - Returns: the records read.
   private func commitPage(
     _ options: HTTPStep, file: String?, status: Int?, headers: HTTPHeaders, current: PageLedger.Next, ledger: PageLedger?,
-    staging: String, cursors: IncrementalRun?, advance: (Int, PageLedger.Next?) -> PageLedger.Progress
+    staging: String, store: Store?, cursors: IncrementalRun?, advance: (Int, PageLedger.Next?) -> PageLedger.Progress
   ) throws -> Int {
     var probes: [RecordSelector] = []
     switch options.paginate {
@@ -306,7 +305,7 @@ extension StepRunner {
     }
     let reader = RecordReader(format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes)
 
-    func readAndAdvance(_ table: RecordTable?) throws -> Int {
+    func readAndAdvance(_ table: RecordTable?, _ transaction: (any StoreTransaction)?) throws -> Int {
       var summary = AnswerSummary()
       if let file {
         if let table {
@@ -314,7 +313,7 @@ extension StepRunner {
           summary = try reader.load(
             file: file, prepare: { try table.prepare($0 + checks.extraColumns, widen: options.load?.columns == nil) },
             each: { try table.insert(try checks.check($0)) })
-          try cursors?.stage(checks.highest)
+          if let cursors, let transaction { try cursors.stage(checks.highest, in: transaction) }
         } else if !probes.isEmpty {
           summary = try reader.read(file: file) { _ in }
         }
@@ -328,11 +327,21 @@ extension StepRunner {
       return summary.records
     }
 
-    guard let ledger else { return try readAndAdvance(nil) }
-    return try context.databaseWrites.withLock { _ in
-      try ledger.database.transaction {
-        try readAndAdvance(options.load == nil ? nil : RecordTable(database: ledger.database, name: staging))
-      }
+    guard let ledger else { return try readAndAdvance(nil, nil) }
+    return try ledgerTransaction(ledger, store) { transaction in
+      try readAndAdvance(options.load == nil ? nil : RecordTable(database: ledger.database, name: staging), transaction)
+    }
+  }
+
+  /// Runs `body` in one transaction of the ledger's database: the target store's write
+  /// transaction when the step loads (the ledger lives in the target database then),
+  /// otherwise one of the journal's database.
+  private func ledgerTransaction<T: Sendable>(_ ledger: PageLedger, _ store: Store?, _ body: ((any StoreTransaction)?) throws -> T) throws
+    -> T
+  {
+    try context.databaseWrites.withLock { _ in
+      if let store { return try store.write { try body($0) } }
+      return try ledger.database.transaction { try body(nil) }
     }
   }
 

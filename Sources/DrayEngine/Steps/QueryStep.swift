@@ -13,34 +13,26 @@ extension StepRunner {
     let destination = try options.output.map { try folder.output($0, role: "output") }
     let store = try openStore()
     let sql = try render(options.sql, store: store)
-    // Statements that would change dray's own tables are refused when prepared.
+    // Statements that would change dray's own tables are refused when prepared; what
+    // follows the first statement is never run.
     var count = 0
     var columns: [String] = []
     var firstRow: [(String, SQLValue)]?
     var writer: RowWriter?
     do {
-      try store.database.protectingOwnTables {
-        // What follows the first statement is never prepared: `SELECT 1; DROP TABLE x` is two
-        // statements whether or not `x` exists.
-        let (first, rest) = try store.database.prepareFirst(sql)
-        if let rest {
-          throw StepError.notOneStatement("a query runs one statement; found another after the first: \(rest); use a sql step for it")
-        }
-        guard let statement = first else { throw StepError.notOneStatement("the query holds no SQL statement") }
-        columns = (0..<statement.columnCount).map { statement.columnName($0) }
-        writer = try destination.map { try RowWriter(format: options.format, columns: columns, file: OutputFile(path: $0)) }
-        while try statement.step() {
-          let row = (0..<statement.columnCount).map { statement.value($0) }
+      try store.query(
+        sql,
+        columns: { names in
+          columns = names
+          writer = try destination.map { try RowWriter(format: options.format, columns: names, file: OutputFile(path: $0)) }
+        },
+        row: { row in
           if firstRow == nil { firstRow = Array(zip(columns, row)) }
           count += 1
           try writer?.write(row.map(RowWriter.json))
-        }
-        try store.database.checkTriggers()
-      }
-    } catch let error as SQLiteError where error.refusedOwnTable != nil {
-      throw StepError.ownTable(
-        error.refusedOwnTable!, statement: (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t")),
-        trigger: error.refusedInTrigger)
+        })
+    } catch let refusal as UserSQLError {
+      throw StepError(refusal)
     }
     try writer?.finish()
     // Rows count as written only when they go to a file; otherwise the count is a note, so
@@ -112,18 +104,16 @@ enum Expectations {
   ///   `min(price) = -2, expected at least 0`, `the table has no column 'prise' (its
   ///   columns: id, price)`.
   /// - Throws: `SQLiteError`.
-  static func check(_ expectations: [Expectation], table: String, in database: Database) throws -> [String] {
+  static func check(_ expectations: [Expectation], table: String, in transaction: any StoreTransaction) throws -> [String] {
     guard !expectations.isEmpty else { return [] }
-    let columns = try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap {
-      if case .text(let name) = $0[0].1 { name } else { nil }
-    }
+    let columns = try transaction.columns(ofTable: table)
     var failures: [String] = []
-    // Each condition on one figure: `rows`, `min(price)`, `max(price)`, with its SQL.
-    var figures: [(label: String, sql: String)] = [("rows", "count(*)")]
+    // Each condition on one figure: `rows`, `min(price)`, `max(price)`, with its aggregate.
+    var figures: [(label: String, aggregate: TableAggregate)] = [("rows", TableAggregate(.count, of: nil))]
     var conditions: [Expectation] = []
-    func figure(_ function: String, _ column: String) -> String {
-      let label = "\(function)(\(column))"
-      if !figures.contains(where: { $0.label == label }) { figures.append((label, "\(function)(\(Database.quote(column)))")) }
+    func figure(_ function: TableAggregate.Function, _ column: String) -> String {
+      let label = "\(function.rawValue)(\(column))"
+      if !figures.contains(where: { $0.label == label }) { figures.append((label, TableAggregate(function, of: column))) }
       return label
     }
     for e in expectations {
@@ -136,15 +126,12 @@ enum Expectations {
         failures.append("the table has no column '\(e.column)' (\(found))")
         continue
       }
-      if e.min != nil || e.equals != nil { conditions.append(Expectation(column: figure("min", column), min: e.min, equals: e.equals)) }
-      if e.max != nil || e.equals != nil { conditions.append(Expectation(column: figure("max", column), max: e.max, equals: e.equals)) }
+      if e.min != nil || e.equals != nil { conditions.append(Expectation(column: figure(.min, column), min: e.min, equals: e.equals)) }
+      if e.max != nil || e.equals != nil { conditions.append(Expectation(column: figure(.max, column), max: e.max, equals: e.equals)) }
     }
     // A table a load did not create (no records, no declared columns) has no rows.
-    let row =
-      columns.isEmpty
-      ? [("rows", SQLValue.integer(0))]
-      : try database.rows("SELECT \(figures.map(\.sql).joined(separator: ", ")) FROM \(Database.quote(table))").first ?? []
-    let values = zip(figures, row).map { ($0.label, $1.1) }
+    let row = columns.isEmpty ? [SQLValue.integer(0)] : try transaction.aggregates(ofTable: table, figures.map(\.aggregate))
+    let values = zip(figures, row).map { ($0.label, $1) }
     return failures + check(conditions, firstRow: values, columns: figures.map(\.label))
   }
 
@@ -153,9 +140,9 @@ enum Expectations {
   /// back and readers keep the old tables:
   /// `table items: expectation failed: rows = 3, expected at least 1000; nothing was published: …`.
   /// - Throws: `SQLiteError`.
-  static func audit(_ expectations: [Expectation], tables: [String], in database: Database) throws -> StepError? {
+  static func audit(_ expectations: [Expectation], tables: [String], in transaction: any StoreTransaction) throws -> StepError? {
     for table in tables {
-      let failures = try check(expectations, table: table, in: database)
+      let failures = try check(expectations, table: table, in: transaction)
       if let error = error(
         failures, prefix: "table \(table): ",
         suffix: "; nothing was published: the load was rolled back and the table keeps its previous rows")

@@ -26,13 +26,13 @@ extension StepRunner {
     var tables: [String] = []
     let finished = report
     try context.databaseWrites.withLock { _ in
-      try store.database.transaction {
+      try store.write { transaction in
         for scheme in schemes {
-          tables += try store.createTablesInTransaction(for: scheme).values.sorted()
+          tables += try transaction.createTables(for: scheme, params: .object([])).values.sorted()
         }
         var done = finished
         done.tables = tables
-        try Journal.record(checkpoint(done, status: .succeeded), in: store.database)
+        try transaction.record(checkpoint(done, status: .succeeded))
         CrashPoint.reach("before-commit:\(step.id)")
       }
     }

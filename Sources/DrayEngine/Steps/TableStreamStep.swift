@@ -86,35 +86,35 @@ extension StepRunner {
       report.notes += download.notes
     }
 
-    let loading = showLoadProgress(store.database)
+    let loading = showLoadProgress(store)
     defer { loading?.stop() }
-    func load(_ download: Download, _ head: PlatformClient.AnswerHead, _ finished: StepReport) throws -> Store.LoadResult {
+    func load(_ download: Download, _ head: PlatformClient.AnswerHead, _ finished: StepReport) throws -> LoadResult {
       let stepAttempts = attempts
       return try context.databaseWrites.withLock { _ in
-        try store.load(
-          file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
-          info: Store.AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash),
-          cancellation: context.cancellation
-        ) { database in
+        try store.write { transaction in
+          let result = try transaction.load(
+            file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
+            info: AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash),
+            cancellation: context.cancellation)
           var done = finished
           done.attempts = stepAttempts
           for table in scheme.outputs {
-            let name = Store.tableName(resource: scheme.name, table: table.name, params: options.params)
-            let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
-            if case .integer(let n)? = count { done.rows[name] = Int(n) }
+            let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
+            done.rows[name] = try transaction.rowCount(ofTable: name)
             done.tables.append(name)
           }
-          if let failed = try Expectations.audit(options.expect, tables: done.tables, in: database) {
+          if let failed = try Expectations.audit(options.expect, tables: done.tables, in: transaction) {
             // Rolled back with the load; the answer is never reused: the next run asks again.
             download.removeFinished()
             throw failed
           }
-          try Journal.record(checkpoint(done, status: .succeeded), in: database)
+          try transaction.record(checkpoint(done, status: .succeeded))
           CrashPoint.reach("before-commit:\(step.id)")
+          return result
         }
       }
     }
-    let result: Store.LoadResult
+    let result: LoadResult
     do {
       result = try load(download, head, report)
     } catch var error as LoadError where !context.cancellation.isCancelled {

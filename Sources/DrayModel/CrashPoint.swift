@@ -12,11 +12,11 @@ internal import Glibc
 /// - `before-commit:STEP`: the step's rows and checkpoint are written, before `COMMIT`;
 /// - `committed:STEP`: the step's transaction is committed, before the next step;
 /// - `run-finished`: the run's end is recorded in the journal, before the report.
-enum CrashPoint {
+public enum CrashPoint {
   private static let target = ProcessInfo.processInfo.environment["DRAY_TEST_CRASH_AT"]
 
   /// Dies here when `DRAY_TEST_CRASH_AT` names `point`.
-  static func reach(_ point: @autoclosure () -> String) {
+  public static func reach(_ point: @autoclosure () -> String) {
     guard let target, target == point() else { return }
     kill(getpid(), SIGKILL)
     // SIGKILL cannot be caught or blocked; this is never reached.

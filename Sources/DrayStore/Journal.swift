@@ -1,5 +1,4 @@
 internal import DrayModel
-public import DrayStore
 internal import Foundation
 internal import Glibc
 
@@ -20,76 +19,15 @@ public final class Journal {
   let database: Database
   /// False when a journal opened for reading has no journal tables yet.
   private let hasTables: Bool
-  /// The `options` column, or `''` in a journal opened for reading that predates it.
-  private var optionsColumn = "options"
-
-  /// A run as recorded.
-  public struct Run: Sendable, Equatable {
-    public var id: String
-    /// The first run of the chain this run continues (its own id when it starts afresh).
-    public var lineage: String
-    public var job: String
-    public var startedAt: String
-    public var endedAt: String?
-    /// One of `Journal.runStatuses`: `running`, `succeeded`, `failed`, `interrupted`, or
-    /// `abandoned` (its process ended without recording an end: killed, crashed, or the
-    /// machine stopped).
-    public var status: String
-    public var manifestFingerprint: String
-    public var processID: Int
-    /// The operator's flags, as given: `--fresh`, `--from STEP`, `--only STEP`; empty for a
-    /// plain run.
-    public var options: String = ""
-
-    /// True for an `--only STEP` run, which a later plain run neither continues nor counts
-    /// as the job's last run.
-    public var isOnly: Bool { options.split(separator: " ").contains("--only") }
-  }
-
-  /// A step's last recorded state.
-  public struct Checkpoint: Sendable, Equatable {
-    public var job: String
-    public var stepID: String
-    public var runID: String
-    public var lineage: String
-    public var fingerprint: String
-    /// `succeeded` or `failed`.
-    public var status: String
-    public var attempts: Int
-    public var rows: Int
-    public var bytes: Int64
-    /// JSON text: tables and files the step wrote.
-    public var outputs: String
-    public var finishedAt: String
-
-    public init(
-      job: String, stepID: String, runID: String, lineage: String, fingerprint: String, status: String, attempts: Int, rows: Int,
-      bytes: Int64, outputs: String, finishedAt: String
-    ) {
-      self.job = job
-      self.stepID = stepID
-      self.runID = runID
-      self.lineage = lineage
-      self.fingerprint = fingerprint
-      self.status = status
-      self.attempts = attempts
-      self.rows = rows
-      self.bytes = bytes
-      self.outputs = outputs
-      self.finishedAt = finishedAt
-    }
-  }
-
-  /// Statuses a run row may hold.
-  public static let runStatuses: Set<String> = ["running", "succeeded", "failed", "interrupted", "abandoned"]
-  /// Statuses a checkpoint may hold.
-  public static let checkpointStatuses: Set<String> = ["succeeded", "failed"]
+  /// How runs' flags are stored: in their columns, or as text in a journal opened for
+  /// reading that predates them (`migrate` converts it when a run opens it).
+  private var flagsStorage = FlagsStorage.columns
 
   static let schema = """
     CREATE TABLE _dray_runs(
       run_id TEXT PRIMARY KEY, lineage TEXT NOT NULL, job TEXT NOT NULL, started_at TEXT NOT NULL,
       ended_at TEXT, status TEXT NOT NULL, manifest_fingerprint TEXT NOT NULL, pid INTEGER NOT NULL,
-      options TEXT NOT NULL DEFAULT '');
+      fresh INTEGER NOT NULL DEFAULT 0, from_step TEXT, only_step TEXT);
     CREATE TABLE _dray_checkpoints(
       job TEXT NOT NULL, step_id TEXT NOT NULL, run_id TEXT NOT NULL, lineage TEXT NOT NULL,
       fingerprint TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, rows INTEGER NOT NULL,
@@ -99,8 +37,33 @@ public final class Journal {
 
   static let tables = ["_dray_runs", "_dray_checkpoints"]
 
+  /// The columns of `_dray_runs` before the flag columns: dray 0.1.0 had no flags at all,
+  /// later versions kept them as text in `options` (`RunFlags.text`).
+  static let runColumnsBeforeFlags = Array(expectedColumns["_dray_runs"]!.prefix(8))
+
+  /// Where a journal keeps its runs' flags.
+  enum FlagsStorage {
+    case columns
+    /// The `options` text column of journals written before the flag columns.
+    case text
+    /// No flags at all (dray 0.1.0).
+    case none
+
+    /// The storage of a `_dray_runs` table with `columns`; nil for another shape.
+    init?(columns: [String]) {
+      switch columns {
+      case Journal.expectedColumns["_dray_runs"]!: self = .columns
+      case Journal.runColumnsBeforeFlags + ["options"]: self = .text
+      case Journal.runColumnsBeforeFlags: self = .none
+      default: return nil
+      }
+    }
+  }
+
   static let expectedColumns: [String: [String]] = [
-    "_dray_runs": ["run_id", "lineage", "job", "started_at", "ended_at", "status", "manifest_fingerprint", "pid", "options"],
+    "_dray_runs": [
+      "run_id", "lineage", "job", "started_at", "ended_at", "status", "manifest_fingerprint", "pid", "fresh", "from_step", "only_step",
+    ],
     "_dray_checkpoints": [
       "job", "step_id", "run_id", "lineage", "fingerprint", "status", "attempts", "rows", "bytes", "outputs", "finished_at",
     ],
@@ -167,7 +130,7 @@ public final class Journal {
       }
       database = try Database(path: path, create: false, readOnly: true)
       hasTables = try Journal.check(database)
-      if hasTables, try !Journal.columns(of: "_dray_runs", in: database).contains("options") { optionsColumn = "''" }
+      if hasTables { flagsStorage = FlagsStorage(columns: try Journal.columns(of: "_dray_runs", in: database)) ?? .columns }
     } catch let error as JournalError {
       throw error
     } catch {
@@ -237,27 +200,30 @@ public final class Journal {
     defer {
       for suffix in ["", "-journal", "-wal", "-shm"] { unlink(temporary + suffix) }
     }
-    do {
-      let database = try Database(path: temporary)
-      _ = try database.transaction { try database.execute(Journal.schema) }
-      // Back to a rollback journal so that the whole file is in `temporary` when it closes.
-      try database.execute("PRAGMA journal_mode=DELETE")
-    }
-    let fd = open(temporary, O_RDONLY)
-    if fd >= 0 {
-      fsync(fd)
-      close(fd)
-    }
+    let database = try Database(path: temporary)
+    _ = try database.transaction { try database.execute(Journal.schema) }
+    // Back to a rollback journal so that the whole file is in `temporary` when it closes.
+    try database.execute("PRAGMA journal_mode=DELETE")
+    try database.close()
+    try sync(temporary, journal: path)
     CrashPoint.reach("journal-built")
     if link(temporary, path) != 0 && errno != EEXIST {
       throw JournalError.unavailable(
         path: path, detail: "cannot create it: \(String(cString: strerror(errno)))", advice: JournalError.permissionAdvice)
     }
-    let directory = open(folder.isEmpty ? "." : folder, O_RDONLY)
-    if directory >= 0 {
-      fsync(directory)
-      close(directory)
+    try sync(folder.isEmpty ? "." : folder, journal: path)
+  }
+
+  /// Flushes the file or folder at `file` to disk (`fsync(2)`), for the journal at `path`.
+  /// - Throws: `JournalError.unavailable` with the system's reason.
+  static func sync(_ file: String, journal path: String) throws(JournalError) {
+    let fd = open(file, O_RDONLY)
+    guard fd >= 0, fsync(fd) == 0 else {
+      let reason = String(cString: strerror(errno))
+      if fd >= 0 { close(fd) }
+      throw .unavailable(path: path, detail: "cannot flush \(file) to disk: \(reason)", advice: JournalError.permissionAdvice)
     }
+    close(fd)
   }
 
   /// Removes journals half-built by processes that died before linking them into place
@@ -295,11 +261,28 @@ public final class Journal {
     return Set(rows.map { $0[0].1.text })
   }
 
-  /// Brings a journal written by dray 0.1.0 before the `options` column up to date.
+  /// Brings a journal of an earlier dray up to date, in one transaction: runs' flags move
+  /// from the `options` text (or from nothing, dray 0.1.0) into their columns.
   private static func migrate(_ database: Database) throws {
-    let columns = try columns(of: "_dray_runs", in: database)
-    if columns == Array(expectedColumns["_dray_runs"]!.dropLast()) {
-      try database.execute("ALTER TABLE _dray_runs ADD COLUMN options TEXT NOT NULL DEFAULT ''")
+    guard let storage = FlagsStorage(columns: try columns(of: "_dray_runs", in: database)), storage != .columns else { return }
+    try database.transaction {
+      try database.execute(
+        """
+        ALTER TABLE _dray_runs ADD COLUMN fresh INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE _dray_runs ADD COLUMN from_step TEXT;
+        ALTER TABLE _dray_runs ADD COLUMN only_step TEXT;
+        """)
+      guard storage == .text else { return }
+      let update = try database.prepare("UPDATE _dray_runs SET fresh = ?, from_step = ?, only_step = ? WHERE rowid = ?")
+      for row in try database.rows("SELECT rowid, options FROM _dray_runs") {
+        let flags = RunFlags(text: row[1].1.text)
+        try update.bind([
+          .integer(flags.fresh ? 1 : 0), flags.from.map { .text($0) } ?? .null, flags.only.map { .text($0) } ?? .null, row[0].1,
+        ])
+        _ = try update.step()
+        update.reset()
+      }
+      try database.execute("ALTER TABLE _dray_runs DROP COLUMN options")
     }
   }
 
@@ -307,13 +290,13 @@ public final class Journal {
     try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { $0[0].1.text }
   }
 
-  /// Checks each journal table's columns (a journal from before the `options` column
-  /// passes: opening it for a run adds the column) and pages.
+  /// Checks each journal table's columns (a journal from before the flag columns passes:
+  /// opening it for a run migrates it) and pages.
   private static func checkShape(_ database: Database) throws {
     for table in tables {
       let expected = expectedColumns[table]!
       let found = try columns(of: table, in: database)
-      let older = table == "_dray_runs" && found == Array(expected.dropLast())
+      let older = table == "_dray_runs" && FlagsStorage(columns: found) != nil
       guard found == expected || older else {
         throw JournalError.wrongShape(path: database.path, table: table, found: found)
       }
@@ -328,40 +311,49 @@ public final class Journal {
   // MARK: Runs
 
   /// The most recent run of `job`.
-  public func lastRun(job: String) throws -> Run? {
+  public func lastRun(job: String) throws -> RunRecord? {
     try runs(job: job, limit: 1).first
   }
 
   /// The most recent run of `job` that was not an `--only` run: the run a plain
   /// `dray run` continues when it did not succeed.
-  public func lastWholeRun(job: String) throws -> Run? {
-    try select("job = ? AND ' ' || \(optionsColumn) || ' ' NOT LIKE '% --only %'", [.text(job)], limit: 1).first
+  public func lastWholeRun(job: String) throws -> RunRecord? {
+    if flagsStorage == .text { return try select("job = ?", [.text(job)], limit: -1).first { !$0.isOnly } }
+    return try select("job = ?\(flagsStorage == .columns ? " AND only_step IS NULL" : "")", [.text(job)], limit: 1).first
   }
 
   /// Recent runs of `job`, newest first.
   /// - Throws: `JournalError.badRecord` for a status dray does not know; `SQLiteError`.
-  public func runs(job: String, limit: Int) throws -> [Run] {
+  public func runs(job: String, limit: Int) throws -> [RunRecord] {
     try select("job = ?", [.text(job)], limit: limit)
   }
 
-  private func select(_ condition: String, _ values: [SQLValue], limit: Int) throws -> [Run] {
+  private func select(_ condition: String, _ values: [SQLValue], limit: Int) throws -> [RunRecord] {
     guard hasTables else { return [] }
+    let flags =
+      switch flagsStorage {
+      case .columns: "fresh, from_step, only_step, NULL"
+      case .text: "0, NULL, NULL, options"
+      case .none: "0, NULL, NULL, NULL"
+      }
     let sql = """
-      SELECT run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, \(optionsColumn)
+      SELECT run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, \(flags)
       FROM _dray_runs WHERE \(condition) ORDER BY started_at DESC, rowid DESC LIMIT ?
       """
-    let runs = try database.rows(sql, values + [.integer(Int64(limit))]).map { row in
-      Run(
-        id: row[0].1.text, lineage: row[1].1.text, job: row[2].1.text, startedAt: row[3].1.text,
-        endedAt: row[4].1 == .null ? nil : row[4].1.text, status: row[5].1.text, manifestFingerprint: row[6].1.text,
-        processID: Int(row[7].1.integer), options: row[8].1.text)
+    return try database.rows(sql, values + [.integer(Int64(limit))]).map { row throws(JournalError) in
+      let id = row[0].1.text
+      guard let status = RunRecord.Status(rawValue: row[5].1.text) else {
+        let known = RunRecord.Status.allCases.map(\.rawValue).sorted().joined(separator: ", ")
+        throw JournalError.badRecord(path: path, detail: "run \(id) has status '\(row[5].1.text)', expected one of \(known)")
+      }
+      let flags =
+        row[11].1 == .null
+        ? RunFlags(fresh: row[8].1.integer != 0, from: row[9].1.optionalText, only: row[10].1.optionalText)
+        : RunFlags(text: row[11].1.text)
+      return RunRecord(
+        id: id, lineage: row[1].1.text, job: row[2].1.text, startedAt: row[3].1.text, endedAt: row[4].1.optionalText,
+        status: status, manifestFingerprint: row[6].1.text, processID: Int(row[7].1.integer), flags: flags)
     }
-    for run in runs where !Journal.runStatuses.contains(run.status) {
-      throw JournalError.badRecord(
-        path: path,
-        detail: "run \(run.id) has status '\(run.status)', expected one of \(Journal.runStatuses.sorted().joined(separator: ", "))")
-    }
-    return runs
   }
 
   /// Records the start of `run` in one transaction with marking every `running` run of the
@@ -375,15 +367,15 @@ public final class Journal {
   /// - Returns: the runs marked abandoned.
   /// - Throws: `RunInProgress` naming the live run; SQLite errors.
   @discardableResult
-  public func begin(_ run: Run) throws -> [Run] {
+  public func begin(_ run: RunRecord) throws -> [RunRecord] {
     try database.transaction {
-      let running = try select("job = ? AND status = 'running'", [.text(run.job)], limit: -1)
+      let running = try select("job = ? AND status = ?", [.text(run.job), .text(RunRecord.Status.running.rawValue)], limit: -1)
       if let live = running.first(where: { RunProcess.isAlive(pid: $0.processID, startedAt: Journal.date($0.startedAt)) }) {
         throw RunInProgress(journal: path, run: live)
       }
-      let abandon = try database.prepare("UPDATE _dray_runs SET status = 'abandoned' WHERE run_id = ? AND status = 'running'")
+      let abandon = try database.prepare("UPDATE _dray_runs SET status = ? WHERE run_id = ? AND status = ?")
       for stale in running {
-        try abandon.bind([.text(stale.id)])
+        try abandon.bind([.text(RunRecord.Status.abandoned.rawValue), .text(stale.id), .text(RunRecord.Status.running.rawValue)])
         _ = try abandon.step()
         abandon.reset()
       }
@@ -399,13 +391,16 @@ public final class Journal {
     return formatter.date(from: text)
   }
 
-  public func start(_ run: Run) throws {
+  func start(_ run: RunRecord) throws {
     let s = try database.prepare(
-      "INSERT INTO _dray_runs(run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, options) VALUES (?,?,?,?,?,?,?,?,?)"
-    )
+      """
+      INSERT INTO _dray_runs(run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, fresh, from_step, only_step)
+      VALUES (?,?,?,?,?,?,?,?,?,?,?)
+      """)
     try s.bind([
-      .text(run.id), .text(run.lineage), .text(run.job), .text(run.startedAt), .null, .text(run.status),
-      .text(run.manifestFingerprint), .integer(Int64(run.processID)), .text(run.options),
+      .text(run.id), .text(run.lineage), .text(run.job), .text(run.startedAt), .null, .text(run.status.rawValue),
+      .text(run.manifestFingerprint), .integer(Int64(run.processID)), .integer(run.flags.fresh ? 1 : 0),
+      run.flags.from.map { .text($0) } ?? .null, run.flags.only.map { .text($0) } ?? .null,
     ])
     _ = try s.step()
   }
@@ -413,9 +408,9 @@ public final class Journal {
   /// Records the end of run `runID`: its final `status` and `endedAt` (RFC 3339, UTC).
   /// - Throws: `SQLiteError` when the journal cannot be written, `RunRowMissing` when the
   ///   run's row is gone (removed by another program).
-  public func finish(runID: String, status: String, endedAt: String) throws {
+  public func finish(runID: String, status: RunRecord.Status, endedAt: String) throws {
     let s = try database.prepare("UPDATE _dray_runs SET status = ?, ended_at = ? WHERE run_id = ?")
-    try s.bind([.text(status), .text(endedAt), .text(runID)])
+    try s.bind([.text(status.rawValue), .text(endedAt), .text(runID)])
     _ = try s.step()
     guard database.changes == 1 else {
       throw RunRowMissing(runID: runID)
@@ -424,34 +419,28 @@ public final class Journal {
 
   // MARK: Checkpoints
 
-  /// The checkpoint of `stepID`, or nil.
-  public func checkpoint(job: String, stepID: String) throws -> Checkpoint? {
-    try checkpoints(job: job).first { $0.stepID == stepID }
-  }
-
   /// Every checkpoint of `job`.
   /// - Throws: `JournalError.badRecord` for a status dray does not know; `SQLiteError`.
-  public func checkpoints(job: String) throws -> [Checkpoint] {
+  public func checkpoints(job: String) throws -> [CheckpointRecord] {
     guard hasTables else { return [] }
-    let checkpoints = try database.rows(
+    return try database.rows(
       "SELECT job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at FROM _dray_checkpoints WHERE job = ?",
       [.text(job)]
-    ).map { row in
-      Checkpoint(
+    ).map { row throws(JournalError) in
+      guard let status = CheckpointRecord.Status(rawValue: row[5].1.text) else {
+        throw JournalError.badRecord(
+          path: path, detail: "the checkpoint of step \(row[1].1.text) has status '\(row[5].1.text)', expected succeeded or failed")
+      }
+      return CheckpointRecord(
         job: row[0].1.text, stepID: row[1].1.text, runID: row[2].1.text, lineage: row[3].1.text,
-        fingerprint: row[4].1.text, status: row[5].1.text, attempts: Int(row[6].1.integer), rows: Int(row[7].1.integer),
+        fingerprint: row[4].1.text, status: status, attempts: Int(row[6].1.integer), rows: Int(row[7].1.integer),
         bytes: row[8].1.integer, outputs: row[9].1.text, finishedAt: row[10].1.text)
     }
-    for c in checkpoints where !Journal.checkpointStatuses.contains(c.status) {
-      throw JournalError.badRecord(
-        path: path, detail: "the checkpoint of step \(c.stepID) has status '\(c.status)', expected succeeded or failed")
-    }
-    return checkpoints
   }
 
   /// Records `checkpoint` through `database`, inside the caller's transaction when there is
   /// one (so that it commits with the step's rows).
-  public static func record(_ checkpoint: Checkpoint, in database: Database) throws {
+  static func record(_ checkpoint: CheckpointRecord, in database: Database) throws {
     let s = try database.cached(
       """
       INSERT INTO _dray_checkpoints(job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at)
@@ -462,14 +451,14 @@ public final class Journal {
       """)
     try s.bind([
       .text(checkpoint.job), .text(checkpoint.stepID), .text(checkpoint.runID), .text(checkpoint.lineage),
-      .text(checkpoint.fingerprint), .text(checkpoint.status), .integer(Int64(checkpoint.attempts)),
+      .text(checkpoint.fingerprint), .text(checkpoint.status.rawValue), .integer(Int64(checkpoint.attempts)),
       .integer(Int64(checkpoint.rows)), .integer(checkpoint.bytes), .text(checkpoint.outputs), .text(checkpoint.finishedAt),
     ])
     _ = try s.step()
   }
 
   /// Records `checkpoint` in its own transaction.
-  public func record(_ checkpoint: Checkpoint) throws {
+  public func record(_ checkpoint: CheckpointRecord) throws {
     try Journal.record(checkpoint, in: database)
   }
 }
@@ -480,7 +469,7 @@ public struct RunInProgress: Error, Sendable, CustomStringConvertible {
   /// The journal's path.
   public var journal: String
   /// The live run.
-  public var run: Journal.Run
+  public var run: RunRecord
 
   public var description: String {
     "job '\(run.job)' is already running on the run journal \(journal) (run \(run.id), process \(run.processID), started \(run.startedAt)); "
@@ -572,6 +561,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
 }
 
 extension SQLValue {
+  /// The text of a TEXT value, nil for NULL.
+  var optionalText: String? { self == .null ? nil : text }
+
   var text: String {
     switch self {
     case .text(let s): s
@@ -590,3 +582,7 @@ extension SQLValue {
     }
   }
 }
+
+// One connection, one owner: shared between threads only behind a `Mutex`.
+@available(*, unavailable)
+extension Journal: Sendable {}
