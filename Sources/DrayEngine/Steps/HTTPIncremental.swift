@@ -164,7 +164,10 @@ extension StepRunner {
     var notes: [String] = []
     let database = staged.database
     let target = try RecordTable(database: database, name: load.table)
-    let columns = staged.columns.filter { $0.name != RecordChecks.deletedColumn }.map { (name: $0.name, type: $0.type ?? .text) }
+    // The deleted mark is not loaded: live rows would only ever hold false or NULL there.
+    var marks: Set<IdentifierKey> = [IdentifierKey(RecordChecks.deletedColumn)]
+    if let deleted = load.deleted, deleted.tokens.count == 1 { marks.insert(IdentifierKey(deleted.tokens[0])) }
+    let columns = staged.columns.filter { !marks.contains(IdentifierKey($0.name)) }.map { (name: $0.name, type: $0.type ?? .text) }
     guard !columns.isEmpty else {
       // No records (the staging table holds at most the deleted mark).
       try staged.drop()

@@ -154,7 +154,6 @@ extension StepRunner {
       report.rows = [load.table: rows]
       report.tables = created ? [load.table] : []
       report.notes = done.notes
-      for note in done.notes where note.hasPrefix("added column") { console.info(note, step: step.id) }
     } else {
       try ledger?.clear()
       var done = report
