@@ -13,6 +13,9 @@ next `times` of them (every one when absent); the first rule that applies is use
                   careless server would (to test that dray never shows it)
     echo_headers  likewise for each header named in this list
     echo_body     likewise for the request's body
+    echo_forms    likewise for the sign-in form's password and the bearer token, in each
+                  encoding of this list (see `ENCODINGS`), and "basic" for
+                  base64(username:password) as in HTTP Basic credentials
     redirect      answer `redirect_status` (default 307) with this Location (absolute, or a
                   path on this server)
     body          answer 200 with this text as the whole body, as JSON (`""` or `" \\n"`:
@@ -40,7 +43,10 @@ tokens carry no `exp`, so clients learn of the expiry from a 401) and `revoke_to
 (true: every token issued so far stops working, as after a server restart).
 """
 
+import base64
+import html.entities
 import json
+import re
 import threading
 import time
 import urllib.parse
@@ -49,7 +55,7 @@ import uuid
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
          "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
-         "weak_etag", "garble", "body"}
+         "weak_etag", "garble", "body", "echo_forms"}
 
 
 class Faults:
@@ -185,4 +191,48 @@ def description(rule, headers, body):
         text += "; you sent %s: %s" % (name, headers.get(name) or "(none)")
     if rule.get("echo_body"):
         text += "; you sent: " + body.decode("utf-8", "replace")
+    fields = {}
+    if (headers.get("Content-Type") or "").startswith("application/x-www-form-urlencoded"):
+        fields = {k: v[-1] for k, v in urllib.parse.parse_qs(body.decode("utf-8", "replace")).items()}
+    authorization = headers.get("Authorization") or ""
+    secrets = [fields["password"]] if "password" in fields else []
+    secrets += [authorization[7:]] if authorization.startswith("Bearer ") else []
+    for form in rule.get("echo_forms", []):
+        if form == "basic" and "username" in fields:
+            text += "; you sent " + encoded("base64", fields["username"] + ":" + fields.get("password", ""))
+        for secret in secrets if form != "basic" else []:
+            text += "; you sent " + encoded(form, secret)
     return text
+
+
+def _html(text, reference):
+    """`text` with `&<>"'` and every non-ASCII character replaced by `reference(c)`, or kept
+    where it returns None."""
+    return "".join((reference(c) or c) if (c in "&<>\"'" or ord(c) > 127) else c for c in text)
+
+
+# The encodings careless servers echo a secret in, each a function of the secret.
+ENCODINGS = {
+    "json": json.dumps,  # Python: non-ASCII as \u00e4 (a surrogate pair beyond U+FFFF)
+    "json_upper": lambda s: re.sub(r"\\u[0-9a-f]{4}", lambda m: "\\u" + m.group(0)[2:].upper(), json.dumps(s)),
+    "json_php": lambda s: json.dumps(s).replace("/", "\\/"),  # PHP's json_encode escapes `/`
+    "json_utf8": lambda s: json.dumps(s, ensure_ascii=False),
+    "quote": lambda s: urllib.parse.quote(s, safe=""),
+    "quote_lower": lambda s: re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote(s, safe="")),
+    "quote_plus": lambda s: urllib.parse.quote_plus(s, safe=""),
+    # Python's html.escape, then non-ASCII as decimal references (xmlcharrefreplace).
+    "html": lambda s: _html(s, lambda c: {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"}.get(c, "&#%d;" % ord(c))),
+    # PHP's htmlentities: HTML 4's names where there is one, other characters kept.
+    "html_named": lambda s: _html(s, lambda c: "&#39;" if c == "'" else (
+        "&%s;" % html.entities.codepoint2name[ord(c)] if ord(c) <= 0xFF and ord(c) in html.entities.codepoint2name else None)),
+    "html_hex": lambda s: _html(s, lambda c: "&#x%x;" % ord(c)),
+    "html_hex_upper": lambda s: _html(s, lambda c: "&#x%X;" % ord(c)),
+    "base64": lambda s: base64.b64encode(s.encode()).decode(),
+    "base64_url": lambda s: base64.urlsafe_b64encode(s.encode()).decode(),
+}
+
+
+def encoded(form, secret):
+    """`secret` in the encoding `form` names (`ENCODINGS`)."""
+    encode = ENCODINGS.get(form)
+    return encode(secret) if encode else "no echo form " + form

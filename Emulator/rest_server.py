@@ -54,7 +54,10 @@ Test helpers under /admin/ (no credentials):
                            "quote_plus", "quote_lower", "authorization", "authorization_json"]
                            (the request's fields as Python's json.dumps, PHP's json_encode,
                            Python's urlencode with upper- or lower-case escapes; the
-                           Authorization header as decoded as Latin-1, as is or json.dumps'd).
+                           Authorization header as decoded as Latin-1, as is or json.dumps'd);
+                           "each_" and an encoding of faults.ENCODINGS ("each_html",
+                           "each_base64", ...) writes each field's value and the bearer token
+                           in that encoding, and "basic" base64(user:password) of the fields.
                            "big_header": N adds a header X-Big of N bytes (libcurl refuses
                            one over 100 KB).
 """
@@ -71,6 +74,8 @@ import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from faults import encoded
 
 
 def item(i):
@@ -217,6 +222,12 @@ class Handler(BaseHTTPRequestHandler):
             return "you sent " + authorization
         if form == "authorization_json":
             return json.dumps({"authorization": authorization})
+        if form == "basic":
+            return encoded("base64", "%s:%s" % (fields.get("user", ""), fields.get("password", "")))
+        if form.startswith("each_"):
+            values = [v for v in fields.values() if isinstance(v, str)]
+            values += [authorization[7:]] if authorization.startswith("Bearer ") else []
+            return "; ".join(encoded(form[len("each_"):], v) for v in values)
         return "no echo form " + form
 
     def matching_rule(self, path, query):

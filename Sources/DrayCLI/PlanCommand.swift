@@ -9,7 +9,8 @@ internal import Foundation
 ///
 /// Reads the manifest, the files it names through `${file:...}`, and the run journal when
 /// one exists (opened read-only first, so a plan never creates a database or a table).
-/// Every line passes through the job's `Redactor`.
+/// Every line passes through the job's `Redactor` (with `--json`, every string before it is
+/// encoded).
 enum PlanCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, flags: ["--fresh", "--json"], options: ["--from", "--only"])
@@ -37,8 +38,7 @@ enum PlanCommand {
     }
     let plan = JobPlan(
       manifest: manifest, resume: resume, schemes: recordedSchemes(manifest), cursors: keptCursors(manifest), fresh: options.fresh)
-    let text = args.flags.contains("--json") ? plan.json.indentedJSON : plan.text
-    print(manifest.redactor.redact(text))
+    print(args.flags.contains("--json") ? manifest.redactor.redact(plan.json).indentedJSON : manifest.redactor.redact(plan.text))
     return ExitCode.success
   }
 
@@ -226,7 +226,8 @@ struct JobPlan {
         rows.append(("headers", p.headers.map { "\($0.name): \(Self.headerValue($0))" }.joined(separator: ", ")))
       }
     }
-    if manifest.auth != nil { rows.append(("auth", "user \(Redactor.mask), password \(Redactor.mask)")) }
+    // A user name is no secret (masked with the rest when `secrets` lists it).
+    if let auth = manifest.auth { rows.append(("auth", "user \(auth.username), password \(Redactor.mask)")) }
     if let database = manifest.database { rows.append(("database", manifest.resolve(database.path))) }
     rows.append(
       ("downloads", manifest.resolve(manifest.download.path) + (manifest.download.resume ? ", resumed when broken" : ", not resumed")))
@@ -378,8 +379,8 @@ struct JobPlan {
           ])
         ))
     }
-    if manifest.auth != nil {
-      pairs.append(("auth", .object([("username", .string(Redactor.mask)), ("password", .string(Redactor.mask))])))
+    if let auth = manifest.auth {
+      pairs.append(("auth", .object([("username", .string(auth.username)), ("password", .string(Redactor.mask))])))
     }
     pairs += [
       ("database", manifest.database.map { .string(manifest.resolve($0.path)) } ?? .null),

@@ -33,22 +33,17 @@ enum RunCommand {
       }
     }
     let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
-    let redactor = SharedRedactor(manifest.redactor)
-    // A password in platform.host reaches the server as `Authorization: Basic` (RFC 7617):
-    // mask it alone and in that form too.
-    if let host = manifest.platform?.host, let url = URLComponents(string: host), let user = url.user, let password = url.password {
-      redactor.add(password)
-      redactor.add(Data("\(user):\(password)".utf8).base64EncodedString())
-    }
-    let console = Console(level: level, format: format, redactor: redactor)
+    let console = Console(level: level, format: format, redactor: SharedRedactor(manifest.redactor))
     installSignalHandlers()
     let options = RunFlags(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
     if report.exitCode != ExitCode.locked && (level > .quiet || report.exitCode != ExitCode.success) {
+      // Masked before the summary escapes what servers said (`PrintableText`), so that the
+      // secrets are found as they were sent.
       console.print(
         Summary.text(
-          report,
+          report.redacted(by: console.redactor.current),
           files: ReportFiles.paths(manifest, runID: report.runID).filter { !report.unwrittenReports.contains($0.path) }.map {
             ($0.format.rawValue, ReportFiles.display($0.path))
           },

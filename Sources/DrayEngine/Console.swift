@@ -4,7 +4,8 @@ internal import Glibc
 internal import Synchronization
 
 /// Where a run's messages go: log lines to standard error, the summary to standard output,
-/// every line passed through the run's `SharedRedactor` first.
+/// every message passed through the run's `SharedRedactor` first (before a JSON log line
+/// encodes it); the step id of a line is a name dray writes and is never altered.
 ///
 /// Log lines come in two formats (`--log-format`):
 ///
@@ -119,7 +120,7 @@ public final class Console: Sendable {
   /// line, and only dray's own codes (colour, progress) ever reach a terminal.
   private func log(_ severity: Severity, _ message: String, step: String?) {
     let text = PrintableText.oneLine(redact(message))
-    let step = step.map { PrintableText.oneLine(redact($0)) }
+    let step = step.map { PrintableText.oneLine($0) }
     let line: String
     switch format {
     case .json:
@@ -127,7 +128,7 @@ public final class Console: Sendable {
         ("time", .string(RunReport.rfc3339(Date()))), ("level", .string(severity.rawValue)),
         ("step", step.map { .string($0) } ?? .null), ("message", .string(text)),
       ])
-      line = redact(object.json)
+      line = object.json
     case .text:
       var prefix = ""
       switch severity {
@@ -197,7 +198,7 @@ public final class Console: Sendable {
       if let found = board.entries.firstIndex(where: { $0.step == step }) {
         index = found
       } else {
-        board.entries.append(ProgressBoard.Entry(step: redact(step), kind: kind, startedAt: now))
+        board.entries.append(ProgressBoard.Entry(step: step, kind: kind, startedAt: now))
         index = board.entries.count - 1
       }
       change(&board.entries[index], now)

@@ -1,4 +1,4 @@
-internal import DrayModel
+public import DrayModel
 internal import DrayStore
 public import DrayTransport
 public import Foundation
@@ -128,6 +128,33 @@ public struct RunReport: Sendable {
   /// The absolute paths of the report files that could not be written (not in the JSON
   /// report itself, which is written first): the summary names only the files written.
   public var unwrittenReports: [String] = []
+
+  /// The report with every secret of `redactor` masked in its free text: error messages,
+  /// attempt messages, notes, skip reasons and SQL. The names dray writes itself (job, run
+  /// id, step ids and kinds, tables, file paths, the host) are left as they are. Every report
+  /// format is written from this one value, so each masks the same text the same way before
+  /// its own encoding (JSON, XML) escapes it, and so is the summary before it makes each
+  /// line printable.
+  public func redacted(by redactor: Redactor) -> RunReport {
+    func redacted(_ step: StepReport) -> StepReport {
+      var step = step
+      step.errorMessage = step.errorMessage.map(redactor.redact)
+      step.skipReason = step.skipReason.map(redactor.redact)
+      step.notes = step.notes.map(redactor.redact)
+      step.statements = step.statements.map { (redactor.redact($0.sql), $0.changes) }
+      step.attempts = step.attempts.map { attempt in
+        var attempt = attempt
+        attempt.message = attempt.message.map(redactor.redact)
+        return attempt
+      }
+      step.members = step.members.map(redacted)
+      return step
+    }
+    var report = self
+    report.errorMessage = errorMessage.map(redactor.redact)
+    report.steps = steps.map(redacted)
+    return report
+  }
 
   /// The report as JSON text (keys in a fixed order).
   public func json() -> String {

@@ -54,6 +54,9 @@ public final class Runner {
   public func run() -> RunReport {
     let startedAt = Date()
     let runID = Runner.newRunID(startedAt)
+    // Names dray writes are never masked (the manifest's redactor keeps the job and step ids).
+    console.redactor.keep(
+      [runID] + ReportFiles.paths(manifest, runID: runID).flatMap { [$0.path, ReportFiles.display($0.path)] })
     var report = RunReport(
       job: manifest.job, runID: runID, manifestPath: manifest.path, manifestFingerprint: Runner.manifestFingerprint(manifest),
       host: ProcessInfo.processInfo.hostName, startedAt: startedAt, endedAt: startedAt, status: .failed,

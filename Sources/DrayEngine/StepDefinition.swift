@@ -79,22 +79,31 @@ extension Expectation {
 }
 
 extension HTTPStep {
-  /// Header names whose values never enter a definition (they change without changing what
-  /// the step does, and they are secrets).
-  static let secretHeaderNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "x-api-key"]
+  /// `value` with the value of every key named as a credential (`QueryItem.secretNames`)
+  /// replaced by `***`, at any depth: a JSON body's credentials, as a form's.
+  static func maskingCredentials(_ value: JSONValue) -> JSONValue {
+    switch value {
+    case .object(let pairs):
+      .object(pairs.map { ($0.key, QueryItem($0.key, "").isSecret ? .string(Redactor.mask) : maskingCredentials($0.value)) })
+    case .array(let items): .array(items.map(maskingCredentials))
+    default: value
+    }
+  }
 
-  /// The step's options as JSON, in manifest key names. Credentials are left out: a rotated
-  /// token neither changes what the step does nor belongs in a fingerprint or a plan.
+  /// The step's options as JSON, in manifest key names. Credentials are left out (the
+  /// values of secret header fields, `HTTPHeader.isSecret`, and of secret query parameters
+  /// and form fields, `QueryItem.isSecret`, show as `***`): a rotated token neither changes
+  /// what the step does nor belongs in a fingerprint or a plan.
   var options: JSONValue {
     func object(_ pairs: [(String, JSONValue?)]) -> JSONValue {
       .object(pairs.compactMap { pair in pair.1.map { (key: pair.0, value: $0) } })
     }
     func items(_ items: [QueryItem]) -> JSONValue {
-      .array(items.map { .array([.string($0.name), .string($0.value)]) })
+      .array(items.map { .array([.string($0.name), .string($0.isSecret ? Redactor.mask : $0.value)]) })
     }
     let body: JSONValue? =
       switch self.body {
-      case .json(let value)?: object([("json", value)])
+      case .json(let value)?: object([("json", HTTPStep.maskingCredentials(value))])
       case .form(let fields)?: object([("form", items(fields))])
       case nil: nil
       }
@@ -153,7 +162,7 @@ extension HTTPStep {
         "headers",
         .array(
           headers.map {
-            .array([.string($0.name), .string(HTTPStep.secretHeaderNames.contains($0.name.lowercased()) ? Redactor.mask : $0.value)])
+            .array([.string($0.name), .string($0.isSecret ? Redactor.mask : $0.value)])
           })
       ),
       ("body", body), ("auth", auth),

@@ -2,15 +2,6 @@ internal import DrayModel
 
 /// Reading the `http` step (docs/http.md).
 extension ManifestValidator {
-  /// Query parameters and form fields whose values are masked like passwords.
-  static let secretParameterNames: Set<String> = [
-    "api_key", "apikey", "access_token", "token", "key", "password", "secret", "client_secret", "signature", "sig",
-  ]
-
-  static func isSecretParameter(_ name: String) -> Bool {
-    secretParameterNames.contains(name.lowercased().replacing("-", with: "_"))
-  }
-
   mutating func readHTTP(_ node: YAMLNode, _ path: String) -> StepKind? {
     guard let f = reader.fields(node, path, keys: ManifestSchema.http) else { return nil }
     var ok = true
@@ -204,7 +195,7 @@ extension ManifestValidator {
         ok = false
         continue
       }
-      let secret = Self.isSecretParameter(name)
+      let secret = QueryItem(name, "").isSecret
       let values: [YAMLNode]
       if case .sequence(let list) = pair.value.content { values = list } else { values = [pair.value] }
       for value in values {
@@ -227,7 +218,7 @@ extension ManifestValidator {
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpBody) else { return nil }
     switch (f["json"], f["form"]) {
     case (let json?, nil):
-      return reader.json(json, f.path("json")).map { .json($0) }
+      return reader.json(json, f.path("json"), credentials: true).map { .json($0) }
     case (nil, let form?):
       return readQueryItems(form, f.path("form")).map { .form($0) }
     case (_?, let form?):
@@ -251,7 +242,7 @@ extension ManifestValidator {
       return readSecretFile(f["bearer_file"]!, f.path("bearer_file")).map { .bearer(token: $0) }
     case .basic:
       guard let b = reader.fields(f["basic"]!, f.path("basic"), keys: ManifestSchema.httpBasic) else { return nil }
-      let username = reader.string(b, "username", secret: true)
+      let username = reader.string(b, "username", credential: true)
       let password = readPassword(b)
       guard let username, let password else { return nil }
       let auth = HTTPStep.Auth.basic(username: username, password: password)

@@ -86,7 +86,9 @@ public enum ManifestSchema {
       "job", .string(nonEmpty: true), required: true, "The job's name: letters, digits, '-', '_', '.'; names the lock, journal and reports."
     ),
     Key("description", .string(nonEmpty: false), "What the job is for, for people."),
-    Key("secrets", .list(.string(nonEmpty: true)), "Environment variables whose values are masked in every output."),
+    Key(
+      "secrets", .list(.string(nonEmpty: true)),
+      "Environment variables (NAME or ${NAME}) and ${...} values to mask in every output; each value has at least 8 characters."),
     Key("platform", .mapping(platform), "The platform server to sign in to (the SDK's initWithCredentials)."),
     Key("auth", .mapping(auth, rules: [.exactlyOne(["password", "password_file"])]), "Credentials (the SDK's auth)."),
     Key("database", .mapping(database), "The SQLite database the job fills (the SDK's openBase)."),
@@ -121,7 +123,7 @@ public enum ManifestSchema {
   ]
 
   public static let auth: [Key] = [
-    Key("username", .string(nonEmpty: true), required: true, "User name; masked in every output."),
+    Key("username", .string(nonEmpty: true), required: true, "User name; shown as it is unless 'secrets' lists it."),
     Key("password", .string(nonEmpty: false), "Password; masked in every output. Give this or 'password_file'."),
     Key("password_file", .string(nonEmpty: true), "File holding the password (one trailing newline dropped); give this or 'password'."),
   ]
@@ -324,7 +326,7 @@ public enum ManifestSchema {
   }
 
   public static let httpBasic: [Key] = [
-    Key("username", .string(nonEmpty: true), required: true, "User name; masked in every output."),
+    Key("username", .string(nonEmpty: true), required: true, "User name; shown as it is unless 'secrets' lists it."),
     Key("password", .string(nonEmpty: false), "Password; give this or 'password_file'."),
     Key("password_file", .string(nonEmpty: true), "File holding the password; give this or 'password'."),
   ]

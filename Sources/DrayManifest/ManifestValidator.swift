@@ -35,15 +35,32 @@ struct ManifestValidator {
     self.reader = NodeReader(interpolator: Interpolator(environment: environment, secretVariables: [], directory: directory))
     // The secrets list decides how everything else is read, so it comes first.
     if case .mapping(let pairs) = root.content, let node = pairs.first(where: { $0.key.scalar?.text == "secrets" })?.value {
-      let names = readSecretNames(node)
-      let found = reader.diagnostics
-      reader = NodeReader(interpolator: Interpolator(environment: environment, secretVariables: names, directory: directory))
-      reader.diagnostics = found
-      for name in names { if let value = environment[name] { reader.redactor.add(value) } }
+      let names = readSecretEntries(node)
+      let found = reader
+      reader = NodeReader(
+        interpolator: Interpolator(environment: environment, secretVariables: Set(names.compactMap(\.name)), directory: directory))
+      reader.diagnostics = found.diagnostics
+      reader.redactor = found.redactor
+      secretItems = names
     }
   }
 
+  /// The entries of `secrets`: a variable's name (written `NAME` or `${NAME}`) with its
+  /// node, or (name nil) a value with references such as `${file:keys/api}`.
+  private var secretItems: [(name: String?, node: YAMLNode)] = []
+
   mutating func validate() -> Manifest? {
+    // The values of `secrets` are masked wherever they appear, used or not (read here, once
+    // `secretsMayBeMissing` is known).
+    for item in secretItems {
+      if let name = item.name {
+        if let value = reader.interpolator.environment[name] {
+          reader.addSecret(value, "secrets", at: item.node.location, subject: "'secrets': \(name)")
+        }
+      } else {
+        _ = reader.text(item.node, "secrets", secret: true)
+      }
+    }
     guard let top = reader.fields(root, "", keys: ManifestSchema.top, extensionPrefix: Self.extensionPrefix) else { return nil }
     let version = top.required("version", &reader).flatMap { readVersion($0) }
     let job = top.required("job", &reader).flatMap { readJobName($0) }
@@ -69,6 +86,8 @@ struct ManifestValidator {
     checkTemplates(manifest)
     checkKeptPaths(manifest, top: top)
     manifest.redactor = reader.redactor
+    // The job and step ids are names dray writes: never masked, even holding a secret.
+    manifest.redactor.keep([manifest.job] + manifest.allSteps.map(\.id))
     Self.markSecretHeaders(&manifest)
     guard version != nil, job != nil else { return nil }
     return manifest
@@ -106,26 +125,38 @@ struct ManifestValidator {
 
   // MARK: Top-level blocks
 
-  private mutating func readSecretNames(_ node: YAMLNode) -> Set<String> {
+  /// The entries of `secrets` (see `secretItems`): a name `NAME` or `${NAME}` makes the
+  /// variable a secret wherever a value uses it; any other text with a reference
+  /// (`${file:keys/api}`, `${A:-${B}}`) is resolved and its value masked.
+  private mutating func readSecretEntries(_ node: YAMLNode) -> [(name: String?, node: YAMLNode)] {
     guard case .sequence(let items) = node.content else {
-      reader.error(node.location, "'secrets' must be a list of environment variable names, found \(node.kindDescription)")
+      reader.error(
+        node.location, "'secrets' must be a list of environment variable names or ${...} references, found \(node.kindDescription)")
       return []
     }
-    var names: Set<String> = []
+    var entries: [(name: String?, node: YAMLNode)] = []
     for item in items {
-      guard let text = item.scalar?.text, Interpolator.isVariableName(text) else {
-        var message = "'secrets' lists environment variable names, such as API_TOKEN"
-        if let text = item.scalar?.text, text.hasPrefix("${"), text.hasSuffix("}") {
-          message += "; write the name without '${' and '}'"
-        } else {
-          message += ", found \(item.scalar.map { "'\($0.text)'" } ?? item.kindDescription)"
-        }
-        reader.error(item.location, message)
+      guard let text = item.scalar?.text else {
+        reader.error(item.location, "'secrets' lists environment variable names or ${...} references, found \(item.kindDescription)")
         continue
       }
-      names.insert(text)
+      let braced = text.hasPrefix("${") && text.hasSuffix("}") ? String(text.dropFirst(2).dropLast()) : nil
+      if Interpolator.isVariableName(text) {
+        entries.append((text, item))
+      } else if let braced, Interpolator.isVariableName(braced) {
+        entries.append((braced, item))
+      } else if text.contains("${") {
+        entries.append((nil, item))
+      } else {
+        // Perhaps a password written out: masked in the quoted source line, never repeated.
+        reader.redactor.add(text)
+        reader.error(
+          item.location,
+          "'secrets' lists environment variable names such as API_TOKEN, or ${...} references such as ${file:keys/api}; this entry is neither (a value written in the manifest is no secret: set it in a variable or a file and list that)"
+        )
+      }
     }
-    return names
+    return entries
   }
 
   /// The version, within the declared range; its own messages say what to do on each side.
@@ -201,9 +232,6 @@ struct ManifestValidator {
     return host
   }
 
-  /// Header names whose values are always masked.
-  static let secretHeaders = HTTPHeader.secretNames
-
   /// Header fields (`platform.headers`, an `http` step's `headers`): a mapping of names to
   /// values; nil when any field is wrong (each with a diagnostic).
   mutating func readHeaders(_ node: YAMLNode, _ path: String) -> [HTTPHeader]? {
@@ -220,7 +248,7 @@ struct ManifestValidator {
         ok = false
         continue
       }
-      let secret = Self.secretHeaders.contains(name.lowercased())
+      let secret = HTTPHeader.secretNames.contains(name.lowercased())
       guard let value = reader.string(pair.value, "\(path).\(name)", secret: secret) else {
         ok = false
         continue
@@ -275,7 +303,7 @@ struct ManifestValidator {
           node.location, "'\(path)': file '\(file)' is empty; write the secret in it (an empty password is written password: \"\")")
         return nil
       }
-      reader.redactor.add(value)
+      reader.addSecret(value, path, at: node.location)
       return value
     } catch .nulInFile {
       reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")
@@ -299,7 +327,7 @@ struct ManifestValidator {
 
   private mutating func readAuth(_ node: YAMLNode) -> Credentials? {
     guard let f = reader.fields(node, "auth", keys: ManifestSchema.auth) else { return nil }
-    let username = reader.string(f, "username", secret: true)
+    let username = reader.string(f, "username", credential: true)
     let password = readPassword(f)
     guard let username, let password else { return nil }
     return Credentials(username: username, password: password)

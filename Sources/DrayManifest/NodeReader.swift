@@ -14,6 +14,8 @@ struct NodeReader {
   /// `unresolved` and its key is added to `unresolvedSecrets`.
   var secretsMayBeMissing = false
   var unresolvedSecrets: [String] = []
+  /// Secrets refused as too short (`addSecret`), so that each is refused once.
+  private var shortSecrets: Set<String> = []
   /// What an unresolved credential reads as.
   static let unresolved = "(not set)"
 
@@ -23,6 +25,25 @@ struct NodeReader {
 
   mutating func error(_ location: SourceLocation, _ message: String) {
     diagnostics.append(Diagnostic(location, message))
+  }
+
+  /// Registers `value`, a secret read at `path`, for masking; a value shorter than
+  /// `Redactor.minimumLength` is refused there (its length said, never its text), since
+  /// masking it would hide ordinary words. An empty value has nothing to mask or show.
+  /// - Parameter subject: how the message names the value; `'path'` by default.
+  mutating func addSecret(_ value: String, _ path: String, at location: SourceLocation, subject: String? = nil) {
+    guard !value.isEmpty else { return }
+    guard value.count >= Redactor.minimumLength else {
+      // Said once, where the value is first read (the `secrets` entry before its uses).
+      guard !shortSecrets.contains(value) else { return }
+      shortSecrets.insert(value)
+      error(
+        location,
+        "\(subject ?? Self.label(path)) holds a secret of \(value.count) character\(value.count == 1 ? "" : "s"); a secret needs at least \(Redactor.minimumLength), or masking it would hide ordinary words in every output (a password 'test' would turn 'contest' into 'con***'); use a longer one"
+      )
+      return
+    }
+    redactor.add(value)
   }
 
   // MARK: Mappings
@@ -64,15 +85,21 @@ struct NodeReader {
   // MARK: Scalars
 
   /// The node's text after interpolation, or nil (with a diagnostic) when it is not a scalar.
-  mutating func text(_ node: YAMLNode, _ path: String, secret: Bool = false) -> (String, YAMLNode.ScalarStyle)? {
+  /// - Parameters:
+  ///   - secret: the value is a secret, masked in every output (`addSecret`).
+  ///   - credential: the value is part of a credential that may stay unresolved
+  ///     (`secretsMayBeMissing`) although it is no secret itself, as a user name.
+  mutating func text(_ node: YAMLNode, _ path: String, secret: Bool = false, credential: Bool = false) -> (
+    String, YAMLNode.ScalarStyle
+  )? {
     guard let scalar = node.scalar else {
       error(node.location, "\(Self.label(path)) must be a string, found \(node.kindDescription)")
       return nil
     }
     do {
       let result = try interpolator.resolve(scalar.text)
-      for part in result.secretParts { redactor.add(part) }
-      if secret { redactor.add(result.value) }
+      for part in result.secretParts { addSecret(part, path, at: node.location) }
+      if secret { addSecret(result.value, path, at: node.location) }
       // C libraries (SQLite, libcurl, the file system) read U+0000 as the end of the text:
       // `DELETE FROM t\0 WHERE ...` would run as `DELETE FROM t`. The value is never quoted.
       guard !Interpolator.holdsNUL(result.value) else {
@@ -83,7 +110,7 @@ struct NodeReader {
       // An interpolated plain scalar resolves like one written out: `count: ${N:-3}` is 3.
       return (result.value, scalar.style)
     } catch {
-      if secret, unresolvable(path, error) { return (Self.unresolved, .doubleQuoted) }
+      if secret || credential, unresolvable(path, error) { return (Self.unresolved, .doubleQuoted) }
       self.error(node.location, "\(Self.label(path)): \(error)")
       return nil
     }
@@ -104,17 +131,17 @@ struct NodeReader {
 
   /// A string. Any scalar's text is a string (`no`, `0755`, `12:30` stay as written), but a
   /// plain null (`~`, `null`, nothing) is refused.
-  mutating func string(_ node: YAMLNode, _ path: String, secret: Bool = false) -> String? {
+  mutating func string(_ node: YAMLNode, _ path: String, secret: Bool = false, credential: Bool = false) -> String? {
     if let scalar = node.scalar, scalar.style == .plain, scalar.tag == nil, CoreSchema.resolve(scalar.text) == .null {
       error(node.location, "\(Self.label(path)) must be a string, found null")
       return nil
     }
-    return text(node, path, secret: secret)?.0
+    return text(node, path, secret: secret, credential: credential)?.0
   }
 
   /// A non-empty string.
-  mutating func nonEmptyString(_ node: YAMLNode, _ path: String, secret: Bool = false) -> String? {
-    guard let value = string(node, path, secret: secret) else { return nil }
+  mutating func nonEmptyString(_ node: YAMLNode, _ path: String, secret: Bool = false, credential: Bool = false) -> String? {
+    guard let value = string(node, path, secret: secret, credential: credential) else { return nil }
     if value.isEmpty {
       error(node.location, "\(Self.label(path)) must not be empty")
       return nil
@@ -124,8 +151,8 @@ struct NodeReader {
 
   /// The core-schema value of a plain scalar, after interpolation; quoted scalars are strings.
   /// A value from `${...}` resolves like a plain scalar even when quoted: `count: "${N:-3}"` is 3.
-  private mutating func resolved(_ node: YAMLNode, _ path: String) -> (CoreSchema.Resolved, String)? {
-    guard let (value, style) = text(node, path) else { return nil }
+  private mutating func resolved(_ node: YAMLNode, _ path: String, secret: Bool = false) -> (CoreSchema.Resolved, String)? {
+    guard let (value, style) = text(node, path, secret: secret) else { return nil }
     let interpolated = node.scalar?.text.contains("${") ?? false
     if (style != .plain && !interpolated) || node.scalar?.tag == "tag:yaml.org,2002:str" { return (.string, value) }
     return (CoreSchema.resolve(value), value)
@@ -223,23 +250,28 @@ struct NodeReader {
 
   /// Any node as JSON: mappings become objects, lists arrays, plain scalars their core-schema
   /// value, quoted scalars strings.
-  mutating func json(_ node: YAMLNode, _ path: String) -> JSONValue? {
+  /// - Parameter credentials: the values of keys named as credentials (`QueryItem.secretNames`,
+  ///   as in an `http` step's JSON body) are secrets; `secret`: this node's values are.
+  mutating func json(_ node: YAMLNode, _ path: String, credentials: Bool = false, secret: Bool = false) -> JSONValue? {
     switch node.content {
     case .mapping(let pairs):
       var out: [(key: String, value: JSONValue)] = []
       for pair in pairs {
         let key = pair.key.scalar?.text ?? ""
-        if let value = json(pair.value, path.isEmpty ? key : "\(path).\(key)") { out.append((key, value)) }
+        let isSecret = secret || (credentials && QueryItem(key, "").isSecret)
+        if let value = json(pair.value, path.isEmpty ? key : "\(path).\(key)", credentials: credentials, secret: isSecret) {
+          out.append((key, value))
+        }
       }
       return .object(out)
     case .sequence(let items):
       var out: [JSONValue] = []
       for (i, item) in items.enumerated() {
-        if let value = json(item, "\(path)[\(i)]") { out.append(value) }
+        if let value = json(item, "\(path)[\(i)]", credentials: credentials, secret: secret) { out.append(value) }
       }
       return .array(out)
     case .scalar:
-      guard let (value, text) = resolved(node, path) else { return nil }
+      guard let (value, text) = resolved(node, path, secret: secret) else { return nil }
       switch value {
       case .null: return .null
       case .bool(let b): return .bool(b)
@@ -377,11 +409,14 @@ extension HTTPStep.Method: DeclaredDefault {}
 
 extension NodeReader {
   /// The string at `key` of `fields`: non-empty when declared so; nil when absent (with a
-  /// diagnostic when required) or not a string.
-  mutating func string(_ fields: Fields, _ key: String, secret: Bool = false) -> String? {
+  /// diagnostic when required) or not a string. `secret` and `credential` as for
+  /// `text(_:_:secret:credential:)`.
+  mutating func string(_ fields: Fields, _ key: String, secret: Bool = false, credential: Bool = false) -> String? {
     guard let node = fields.node(key, &self) else { return nil }
     guard case .string(let nonEmpty) = fields.declaration(key).value else { preconditionFailure("'\(key)' is not a string") }
-    return nonEmpty ? nonEmptyString(node, fields.path(key), secret: secret) : string(node, fields.path(key), secret: secret)
+    return nonEmpty
+      ? nonEmptyString(node, fields.path(key), secret: secret, credential: credential)
+      : string(node, fields.path(key), secret: secret, credential: credential)
   }
 
   /// The integer at `key` of `fields`, within its declared range; nil when absent or wrong.

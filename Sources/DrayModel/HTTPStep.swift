@@ -286,6 +286,15 @@ public struct QueryItem: Sendable, Hashable {
     self.value = value
   }
 
+  /// Names (lower case, `-` read as `_`) of query parameters and form fields whose values
+  /// are credentials: masked like passwords, and left out of the step's fingerprint.
+  public static let secretNames: Set<String> = [
+    "api_key", "apikey", "access_token", "token", "key", "password", "secret", "client_secret", "signature", "sig",
+  ]
+
+  /// Whether the value is a credential: the name is one of `secretNames`.
+  public var isSecret: Bool { QueryItem.secretNames.contains(name.lowercased().replacing("-", with: "_")) }
+
   /// `a=1&b=x%20y`: names and values percent-encoded as `application/x-www-form-urlencoded`
   /// writes them, with spaces as `%20`.
   public static func encode(_ items: [QueryItem]) -> String {

@@ -11,7 +11,8 @@ import Testing
   /// JSON string and a URL, so that every encoding is exercised.
   struct Sentinels {
     let tag = String(UUID().uuidString.prefix(8)).lowercased()
-    /// `auth.username`, from an environment variable.
+    /// `auth.username`, from an environment variable listed under `secrets:` (a user name
+    /// is no secret otherwise).
     var user: String { "sentinel-user-\(tag)" }
     /// `auth.password`, from `${file:secrets/password.txt}`.
     var password: String { "Sentinel+Pw/\(tag)=\"x\"" }
@@ -26,31 +27,123 @@ import Testing
     }
   }
 
-  /// The forms a secret takes on the wire and in files: as is, percent-encoded (a form body,
-  /// a URL; upper- or lower-case escapes; a space as `+`, as Python's `quote_plus` writes
-  /// it), JSON-escaped (non-ASCII kept, or escaped as Python's `json.dumps` does, and `/`
-  /// escaped too, as PHP's `json_encode` does), XML-escaped, and its UTF-8 bytes read as
-  /// Latin-1 (a server decoding a header that way and echoing it, as is or in JSON).
-  static func forms(_ value: String) -> [String] {
-    var allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-    allowed.insert(charactersIn: "-._~")
-    let percent = value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
-    let lowerPercent = percent.replacing(/%[0-9A-F]{2}/) { $0.output.lowercased() }
-    let plus = (value.replacing(" ", with: "_SPACE_").addingPercentEncoding(withAllowedCharacters: allowed) ?? value)
-      .replacing("_SPACE_", with: "+")
-    let json = value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
-    func asciiJSON(_ text: String) -> String {
-      text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").utf16.map { unit in
-        unit < 0x80 ? String(UnicodeScalar(UInt8(unit))) : String(format: "\\u%04x", unit)
-      }.joined()
+  /// A secret with non-ASCII letters, a character beyond U+FFFF (a UTF-16 surrogate pair),
+  /// quotes, a backslash, a space and markup characters, echoed by the platform (sign-in and
+  /// a table call) and by an `http` step's server in every encoding of
+  /// `Emulator/faults.py`'s `ENCODINGS`, with the platform's short user name `test` in the
+  /// job's names. No form of the secret reaches either stream of any run, or any file left
+  /// in the job folder; the user name, no secret, leaves every name and path as it is, and
+  /// the report is valid.
+  @Test func aSecretEchoedInEveryEncodingIsMaskedAndNamesHoldingTheUserNameAreKept() throws {
+    let tag = String(UUID().uuidString.prefix(6)).lowercased()
+    let password = "Pä\"ss\\wö'rd/&🔑 <\(tag)>"
+    let token = "Tök\"en\\/🔑-\(tag)"
+    let outside = TemporaryDirectory("dray-secret-encodings-users")
+    let users = try JSONSerialization.data(withJSONObject: ["users": [["username": "test", "password": password]]])
+    let emulator = try Emulator(["--users", try outside.write("users.json", String(decoding: users, as: UTF8.self))])
+    let rest = try RestServer()
+    let encodings = [
+      "json", "json_upper", "json_php", "json_utf8", "quote", "quote_lower", "quote_plus", "html", "html_named", "html_hex",
+      "html_hex_upper", "base64", "base64_url",
+    ]
+    let echo = (encodings.map { "\"each_\($0)\"" } + [#""basic""#, #""authorization""#]).joined(separator: ", ")
+    try rest.setRules(#"[{"path": "/login", "status": 422, "body": "refused", "echo": [\#(echo)]}]"#)
+    let echoForms = (encodings + ["basic"]).map { "\"\($0)\"" }.joined(separator: ", ")
+    let folder = TemporaryDirectory("dray-secret-encodings")
+    try folder.write("secrets/password.txt", password + "\n")
+    try folder.write("secrets/token.txt", token)
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: contest
+      secrets: ["${file:secrets/token.txt}"]
+      platform: { host: "\(emulator.url)", environment: DocumentationExampleEnv, project: DocumentationExampleProj }
+      auth: { username: "${FMP_USER}", password: "${file:secrets/password.txt}" }
+      database: { path: data/test.sqlite }
+      retry: { count: 2, interval: 10ms, backoff: fixed }
+      report: { path: "reports/{job}-{run_id}.json", formats: [json, junit, prometheus] }
+      steps:
+        - id: test-schemes
+          schemes: { resources: [FRUITS] }
+        - id: latest-fruits
+          table_stream: { resource: FRUITS }
+        - id: attest
+          retry: { count: 0 }
+          http:
+            method: POST
+            base_url: "\(rest.url)"
+            path: login
+            auth: { bearer: "${file:secrets/token.txt}" }
+            body: { form: { user: "${FMP_USER}", password: "${file:secrets/password.txt}" } }
+
+      """)
+    var outputs: [(String, Command.Result)] = []
+    func run(_ name: String, _ faults: String, _ options: [String]) throws -> Command.Result {
+      try emulator.admin("POST", "faults", json: faults)
+      let result = try Command.dray(["run", manifest, "--fresh"] + options, environment: ["FMP_USER": "test"])
+      #expect(result.status == 1, "\(name): \(result.output)")
+      outputs.append((name, result))
+      return result
     }
-    let latin1 = String(value.utf8.map { Character(UnicodeScalar($0)) })
-    let xml = value.replacing("&", with: "&amp;").replacing("\"", with: "&quot;")
-    return Array(
-      Set([
-        value, percent, lowerPercent, plus, json, asciiJSON(value), asciiJSON(value).replacing("/", with: "\\/"), xml, latin1,
-        asciiJSON(latin1),
-      ]))
+    let echoing =
+      #"[{"path": "/api/v1/auth/", "times": 1, "status": 503, "echo_forms": [\#(echoForms)]}, "#
+      + #"{"path": "/api/v1/rpc/FRUITS/", "times": 1, "status": 500, "echo_forms": [\#(echoForms)]}]"#
+    let text = try run("a verbose run", echoing, ["--verbose"])
+    #expect(text.stderr.contains("you sent ***; you sent ***"), "\(text.stderr)")
+    let json = try run("a verbose run logging JSON", echoing, ["--verbose", "--log-format", "json"])
+    let refused = try run(
+      "a run whose sign-in is refused", #"[{"path": "/api/v1/auth/", "status": 401, "echo_forms": [\#(echoForms)]}]"#, [])
+    #expect(refused.stdout.contains("sign-in failed: HTTP 401 Unauthorized"), "\(refused.output)")
+    #expect(try rest.requests().count == 2)
+
+    // No form of a secret anywhere.
+    var scan = SecretScan()
+    for (name, value) in [("the password", password), ("the bearer token", token)] {
+      for form in SecretForms.every(value) { scan.sentinels.append((name, form)) }
+    }
+    for request in try emulator.requests() {
+      if let value = (request["headers"] as? [String: String])?["Authorization"], value.hasPrefix("Bearer ") {
+        scan.sentinels.append(("a platform token", String(value.dropFirst(7))))
+      }
+    }
+    for (name, result) in outputs {
+      scan.look(in: Data(result.stdout.utf8), "the standard output of \(name)")
+      scan.look(in: Data(result.stderr.utf8), "the standard error of \(name)")
+    }
+    var reports: [String] = []
+    let walker = FileManager.default.enumerator(atPath: folder.path)
+    while let relative = walker?.nextObject() as? String {
+      let path = folder.path + "/" + relative
+      var isDirectory: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+        !relative.hasPrefix("secrets/")
+      else { continue }
+      scan.look(in: try Data(contentsOf: URL(fileURLWithPath: path)), relative)
+      if relative.hasPrefix("reports/") { reports.append(path) }
+    }
+    #expect(scan.hits == [])
+    #expect(reports.filter { $0.hasSuffix(".json") }.count == 3)
+    #expect(reports.contains { $0.hasSuffix(".junit.xml") } && reports.contains { $0.hasSuffix("contest.prom") })
+
+    // Every name and path as it is: the user name `test` is no secret.
+    for (name, result) in outputs {
+      for garbled in ["con***", "la***", "***-schemes", "at***"] {
+        #expect(!result.output.contains(garbled), "\(name): \(result.output)")
+      }
+    }
+    #expect(text.stdout.contains("job contest: failed"))
+    for id in ["test-schemes", "latest-fruits", "attest"] { #expect(text.stdout.contains("  \(id) ")) }
+    #expect(json.stderr.contains(#""step":"latest-fruits""#))
+    for (_, result) in outputs {
+      let line = try #require(result.stdout.split(separator: "\n").last { $0.hasPrefix("report: ") })
+      let path = String(line.dropFirst("report: ".count))
+      #expect(FileManager.default.fileExists(atPath: path), "\(path)")
+      let report = try ReportCheck.json(path)
+      #expect(report["job"] as? String == "contest")
+      #expect((report["steps"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["test-schemes", "latest-fruits", "attest"])
+    }
+    #expect(try ReportCheck.problems(reports) == "")
   }
 
   @Test func secretsEchoedInOtherWireFormsAreMasked() throws {
@@ -106,9 +199,9 @@ import Testing
     #expect(text.contains("you sent Bearer ***"))
     #expect(text.contains(#"{"authorization": "Bearer ***"}"#))
 
-    var scan = Scan()
+    var scan = SecretScan()
     for (name, value) in [("PW", password), ("TOKEN", token)] {
-      for form in Self.forms(value) { scan.sentinels.append((name, form)) }
+      for form in SecretForms.wire(value) { scan.sentinels.append((name, form)) }
     }
     for (name, result) in outputs {
       scan.look(in: Data(result.stdout.utf8), "the standard output of the \(name) run")
@@ -161,11 +254,11 @@ import Testing
     let paths = try server.requests().map(\.path)
     var pathAllowed = CharacterSet(charactersIn: Unicode.Scalar(0x21)...Unicode.Scalar(0x7E))
     pathAllowed.remove(charactersIn: "\"<>\\^`{|}")
-    var scan = Scan()
+    var scan = SecretScan()
     for (name, value) in [("MYSEC", secret), ("tok.txt", token)] {
       let path = try #require(value.addingPercentEncoding(withAllowedCharacters: pathAllowed))
       #expect(paths.contains { $0.contains(path) }, "\(paths)")
-      for form in Self.forms(value) + [path, path.replacing(/%[0-9A-F]{2}/) { $0.output.lowercased() }] {
+      for form in SecretForms.wire(value) + [path, path.replacing(/%[0-9A-F]{2}/) { $0.output.lowercased() }] {
         scan.sentinels.append((name, form))
       }
     }
@@ -177,17 +270,6 @@ import Testing
       scan.look(in: try Data(contentsOf: URL(fileURLWithPath: folder.path + "/.dray/reports/" + report)), report)
     }
     #expect(scan.hits == [])
-  }
-
-  struct Scan {
-    var sentinels: [(name: String, form: String)] = []
-    var hits: [String] = []
-
-    mutating func look(in data: Data, _ place: String) {
-      for sentinel in sentinels where data.range(of: Data(sentinel.form.utf8)) != nil {
-        hits.append("\(sentinel.name) in \(place)")
-      }
-    }
   }
 
   @Test func noSentinelSecretReachesAnyOutputOrFile() throws {
@@ -203,7 +285,7 @@ import Testing
       """
       version: 1
       job: secret-scan
-      secrets: [API_KEY, PROXY_PASSWORD]
+      secrets: [API_KEY, PROXY_PASSWORD, FMP_USER]
       platform:
         host: "\(host)"
         environment: DocumentationExampleEnv
@@ -292,9 +374,9 @@ import Testing
     }
     #expect(tokens.count >= 4)
 
-    var scan = Scan()
+    var scan = SecretScan()
     for sentinel in s.all {
-      for form in Self.forms(sentinel.value) { scan.sentinels.append((sentinel.name, form)) }
+      for form in SecretForms.wire(sentinel.value) { scan.sentinels.append((sentinel.name, form)) }
     }
     scan.sentinels.append(("the Basic credentials of the URL", Data("proxy:\(s.proxyPassword)".utf8).base64EncodedString()))
     for (index, token) in tokens.sorted().enumerated() { scan.sentinels.append(("token \(index + 1)", token)) }

@@ -68,7 +68,7 @@ import Testing
       database: { path: data.sqlite }
       retry: { count: 0 }
       platform: { host: "\(server.url)", environment: E, project: P }
-      auth: { username: u, password: p }
+      auth: { username: u, password: p-secret-1 }
       steps:
         - request: { resource: FRUITS }
       """)

@@ -10,13 +10,15 @@ import Testing
 @Suite struct HTTPStepTests {
   let folder = TemporaryDirectory()
 
-  /// Runs a job of `steps` (YAML list items) with `API` set to the server's address.
-  func run(_ steps: String, server: RestServer, environment: [String: String] = [:]) throws -> RunReport {
+  /// Runs a job of `steps` (YAML list items) with `API` set to the server's address, and
+  /// the variables `secrets` lists as secrets.
+  func run(_ steps: String, server: RestServer, environment: [String: String] = [:], secrets: [String] = []) throws -> RunReport {
     let path = try folder.write(
       "job.yaml",
       """
       version: 1
       job: rest
+      secrets: [\(secrets.joined(separator: ", "))]
       database: { path: data.sqlite }
       retry: { count: 2, interval: 10ms }
       steps:
@@ -251,6 +253,57 @@ import Testing
     let written = try folder.read(".dray/reports/rest-\(report.runID).json")
     #expect(!written.contains("Sentinel"))
     #expect(try !String(decoding: Data(contentsOf: URL(fileURLWithPath: folder.path + "/data.sqlite")), as: UTF8.self).contains("Sentinel"))
+  }
+
+  /// A rotated credential does not redo a finished step: the value of every header named in
+  /// `HTTPHeader.secretNames`, of one holding a listed secret, and of every query parameter
+  /// named in `QueryItem.secretNames` stays out of the step's fingerprint.
+  @Test func rotatingACredentialHeaderDoesNotRedoAFinishedStep() throws {
+    let server = try RestServer(["--rule", #"{"path": "/items", "query": {"page": "2"}, "status": 500, "times": 1, "body": "oops"}"#])
+    let headers = HTTPHeader.secretNames.sorted().map { "\($0): \"v-${CRED}\"" }.joined(separator: ", ")
+    let parameters = QueryItem.secretNames.sorted().map { "\($0): \"p-${CRED}\"" }.joined(separator: ", ")
+    let steps = """
+        - id: items
+          http:
+            base_url: "${API}"
+            path: items
+            query: { \(parameters) }
+            headers: { \(headers), X-Signed: "v1=${SIG}" }
+            load: { table: items, records: /data }
+        - id: page-2
+          retry: { count: 0 }
+          http: { base_url: "${API}", path: items, query: { page: 2 }, headers: { X-Auth-Token: "${CRED}" }, output: out/page-2.json }
+      """
+    let first = try run(steps, server: server, environment: ["CRED": "credential-one-1", "SIG": "signature-one-1"], secrets: ["SIG"])
+    #expect(first.steps.map(\.status) == [.succeeded, .failed])
+    let second = try run(steps, server: server, environment: ["CRED": "credential-two-2", "SIG": "signature-two-2"], secrets: ["SIG"])
+    #expect(second.resumes == first.runID)
+    #expect(second.steps.map(\.status) == [.skipped, .succeeded])
+    // `items` once, `page-2` in each run.
+    #expect(try server.requests().map { $0.path.contains("page=2") } == [false, true, true])
+    #expect(try server.requests().last?.headers["X-Auth-Token"] == "credential-two-2")
+  }
+
+  /// A JSON body's fields named as credentials are secrets, as a form's are: masked, and
+  /// left out of the step's definition (and so of its fingerprint).
+  @Test func credentialFieldsOfAJSONBodyAreSecretsAndLeftOutOfTheDefinition() throws {
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: rest
+      steps:
+        - id: sign-up
+          http:
+            method: POST
+            base_url: "http://127.0.0.1:9/"
+            body: { json: { user: ann, password: "json-pw-Sentinel-1", keys: [{ token: "json-token-Sentinel-2" }], note: plain } }
+      """)
+    let manifest = try ManifestLoader(environment: [:]).load(path: path)
+    #expect(manifest.redactor.redact("ann json-pw-Sentinel-1 json-token-Sentinel-2") == "ann *** ***")
+    let definition = manifest.steps[0].definition.canonicalJSON
+    #expect(!definition.contains("Sentinel"))
+    #expect(definition.contains(#""note":"plain""#) && definition.contains(#""password":"***""#), "\(definition)")
   }
 
   @Test func aRedirectToAnotherOriginCarriesNoCredentialOfTheStep() throws {

@@ -28,7 +28,7 @@ import Testing
       version: 1
       job: escapes
       platform: { host: "http://127.0.0.1:9/", environment: E, project: P }
-      auth: { username: u, password: p }
+      auth: { username: u, password: p-secret-1 }
       database: { path: db.sqlite }
       steps:
         - id: get
@@ -75,7 +75,7 @@ import Testing
   static let header = """
     version: 1
     platform: { host: "http://127.0.0.1:9/", environment: E, project: P }
-    auth: { username: u, password: p }
+    auth: { username: u, password: p-secret-1 }
 
     """
 

@@ -149,7 +149,7 @@ import Testing
             path: https://other.example.com/x
             query: { a: { b: c } }
             body: { json: {}, form: {} }
-            auth: { bearer: x, basic: { username: u, password: p } }
+            auth: { bearer: x-token-1, basic: { username: u, password: p-secret-1 } }
             format: yaml
             load: { table: _dray_mine, records: data, columns: { id: INTEGR, ID: TEXT } }
             paginate: { next: /a, cursor: { from: /b } }
@@ -157,7 +157,7 @@ import Testing
         - http:
             base_url: http://h/
             headers: { Authorization: "Bearer x" }
-            auth: { bearer: y }
+            auth: { bearer: y-token-1 }
             output: out/all.json
             format: xml
             load: { table: t, records: item }
@@ -178,7 +178,7 @@ import Testing
         "job.yaml:8:13: error: 'steps.http-1.http.path' is appended to base_url; put the address in base_url and the rest in path",
         "job.yaml:9:19: error: 'steps.http-1.http.query.a' must be a value or a list of values, found a mapping",
         "job.yaml:10:31: error: 'steps.http-1.http.body' takes 'json' or 'form', not both",
-        "job.yaml:11:26: error: 'steps.http-1.http.auth' takes one of bearer, bearer_file, basic; this one has bearer and basic",
+        "job.yaml:11:34: error: 'steps.http-1.http.auth' takes one of bearer, bearer_file, basic; this one has bearer and basic",
         "job.yaml:12:15: error: 'steps.http-1.http.format' must be one of json, xml, found 'yaml'",
         "job.yaml:13:22: error: 'steps.http-1.http.load.table': names starting with _dray or sqlite_ are reserved; choose another",
         "job.yaml:13:43: error: 'steps.http-1.http.load.records': a JSON Pointer starts with '/' (RFC 6901), such as /data/items; found 'data'",

@@ -119,8 +119,8 @@ import Testing
       #expect(
         error.description == """
           job.yaml:4:57: error: unknown key 'pasword' in auth; did you mean 'password'?
-          auth: { username: ***, password: "***", pasword: x }
-                                                  ^
+          auth: { username: someone, password: "***", pasword: x }
+                                                      ^
           """)
     }
   }

@@ -91,13 +91,14 @@ import Testing
     #expect(
       q.expect == [Expectation(column: "n", min: 1, max: 1000), Expectation(column: "state", equals: .string("ok"))])
 
-    // Secrets: auth, ${file:...}, variables listed in `secrets`, credential headers.
+    // Secrets: auth, ${file:...}, variables listed in `secrets`, credential headers; a user
+    // name is none.
     let masked = m.redactor.redact("reader fmp-password-from-file tok-everything-9 tok-from-file-4711")
-    #expect(masked == "*** *** *** ***")
+    #expect(masked == "reader *** *** ***")
   }
 
   @Test func theProductBriefsDraftManifestValidates() throws {
-    let m = try ManifestLoader(environment: ["FMP_USER": "demo", "FMP_PASSWORD": "pw"]).load(
+    let m = try ManifestLoader(environment: ["FMP_USER": "demo", "FMP_PASSWORD": "pw-secret-1"]).load(
       path: Self.validFolder + "/product-brief.yaml")
     #expect(m.steps.map(\.id) == ["schemes-1", "countries", "fix-up", "check"])
     #expect(m.report.path == "reports/{job}-{run_id}.json")
@@ -111,7 +112,7 @@ import Testing
       job: j
       description: yes
       platform: { host: "http://h/", environment: off, project: 012, device: 1e3, application: 12:30 }
-      auth: { username: "on", password: 0755 }
+      auth: { username: "on", password: 07550755 }
       database: { path: ~/x }
       steps:
         - table_stream: { resource: R, params: { a: no, b: "1", c: 0x1F, d: 1.50, e: null, f: 99999999999999999999 } }
@@ -121,7 +122,7 @@ import Testing
     #expect(m.platform?.project == "012")
     #expect(m.platform?.device == "1e3")
     #expect(m.platform?.application == "12:30")
-    #expect(m.auth == Credentials(username: "on", password: "0755"))
+    #expect(m.auth == Credentials(username: "on", password: "07550755"))
     let t = try #require(m.steps[0].kind.tableStream)
     #expect(t.params.json == #"{"a":"no","b":"1","c":31,"d":1.50,"e":null,"f":99999999999999999999}"#)
   }
@@ -167,7 +168,7 @@ import Testing
       x-slow: &slow { interval: 10s, max_interval: 1m }
       database: { path: x }
       platform: { host: "http://h/", environment: e, project: p }
-      auth: { username: u, password: pw1 }
+      auth: { username: u, password: pw1-secret }
       retry:
         <<: [*base, *slow]
         count: 9
@@ -241,7 +242,7 @@ import Testing
         environment: e
         project: p
         headers: { X-Token: "${API_TOKEN}", X-Other: "${file:token.txt}", Cookie: "session=c00kie-value" }
-      auth: { username: u1, password: pw }
+      auth: { username: u1, password: pw-secret-1 }
       steps:
         - request: { resource: R }
       """)
@@ -268,7 +269,7 @@ import Testing
       version: 1
       job: j
       platform: { host: "http://h/", environment: e, project: p }
-      auth: { username: u, password: pw }
+      auth: { username: u, password: pw-secret-1 }
       database: { path: x }
       steps:
         - table_stream:
@@ -303,7 +304,7 @@ import Testing
       version: 1
       job: j
       platform: { host: "http://h/", environment: e, project: p }
-      auth: { username: u, password: pw }
+      auth: { username: u, password: pw-secret-1 }
       database: { path: x }
       steps:
         - parallel:

@@ -38,7 +38,39 @@ import Testing
       steps:
         - request: { resource: R }
       """)
-    #expect(manifest.redactor.redact("user demo pw p#ss: $x 'q\" w") == "user *** pw ***")
+    // A user name is no secret unless `secrets` lists it.
+    #expect(manifest.redactor.redact("user demo pw p#ss: $x 'q\" w") == "user demo pw ***")
+  }
+
+  @Test func secretsListsNamesAndValuesAndAUserNameIsMaskedOnlyWhenListed() throws {
+    let text = """
+      version: 1
+      job: contest
+      secrets: [API_KEY, "${FMP_USER}", "k-${SIGNING}", "${file:keys/missing.txt}"]
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
+      steps:
+        - id: latest-keys
+          request: { resource: R }
+      """
+    let environment = ["FMP_USER": "operator-7", "FMP_PASSWORD": "Sentinel-Pw-1", "API_KEY": "api-key-12", "SIGNING": "sig-value"]
+    // Where credentials may be missing (`dray plan`), a listed file that cannot be read is too.
+    var loader = ManifestLoader(environment: environment)
+    loader.secretsMayBeMissing = true
+    let manifest = try loader.load(text: text, path: "job.yaml", directory: "/jobs")
+    #expect(manifest.unresolvedSecrets == ["secrets"])
+    #expect(
+      manifest.redactor.redact("operator-7 api-key-12 k-sig-value Sentinel-Pw-1 job contest step latest-keys")
+        == "*** *** *** *** job contest step latest-keys")
+    // Without the list, the user name is shown as it is.
+    let plain = try load(
+      text.replacing(#"secrets: [API_KEY, "${FMP_USER}", "k-${SIGNING}", "${file:keys/missing.txt}"]"#, with: ""), environment: environment)
+    #expect(plain.redactor.redact("user operator-7") == "user operator-7")
+    // `dray run` needs every listed value.
+    #expect(
+      errors(text, environment: environment) == [
+        "job.yaml:3:51: error: 'secrets': cannot read file 'keys/missing.txt' named by ${file:keys/missing.txt}; check that it exists and is readable"
+      ])
   }
 
   @Test func yamlCoreSchemaKeepsTextWhereAStringIsExpected() throws {
@@ -48,7 +80,7 @@ import Testing
       job: j
       description: no
       platform: { host: "http://h/", environment: on, project: 0755, device: 12:30 }
-      auth: { username: yes, password: 1e3 }
+      auth: { username: yes, password: 12345e10 }
       steps:
         - request: { resource: R }
       """)
@@ -56,7 +88,7 @@ import Testing
     #expect(manifest.platform?.environment == "on")
     #expect(manifest.platform?.project == "0755")
     #expect(manifest.platform?.device == "12:30")
-    #expect(manifest.auth == Credentials(username: "yes", password: "1e3"))
+    #expect(manifest.auth == Credentials(username: "yes", password: "12345e10"))
   }
 
   @Test func interpolationDefaultsAndLiteralDollar() throws {
@@ -103,7 +135,7 @@ import Testing
       version: 1
       job: j
       platform: { host: "http://h/", environment: e, project: p }
-      auth: { username: "${NOBODY_SET_THIS}", password: x }
+      auth: { username: "${NOBODY_SET_THIS}", password: x-secret-1 }
       steps:
         - request: { resource: R }
       """, environment: [:])

@@ -124,7 +124,7 @@ import Testing
       version: 1
       job: j
       platform: { host: "http://h/", environment: e, project: p, headers: { "Bad Name": x }, tls: { verify: maybe } }
-      auth: { username: u, password: p }
+      auth: { username: u, password: p-secret-1 }
       steps:
         - table: { resource: R, output: out/r.json }
         - http: { base_url: "http://h/", headers: { "Bad Name": x }, tls: { verify: maybe } }

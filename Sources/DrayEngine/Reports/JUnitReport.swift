@@ -17,10 +17,10 @@ internal import Foundation
 ///
 /// `time` is seconds with millisecond precision; `timestamp` is the run's start in UTC as
 /// the schema's ISO 8601 pattern wants it (`2026-11-30T12:03:11`, no zone designator).
-/// Every text passes through the run's `Redactor` before it is escaped.
+/// `report` is the one `ReportFiles` writes, its secrets already masked
+/// (`RunReport.redacted(by:)`); this type only escapes.
 struct JUnitReport {
   let report: RunReport
-  let redactor: SharedRedactor
 
   /// The document, UTF-8, ending with a newline.
   var xml: String {
@@ -100,11 +100,11 @@ struct JUnitReport {
   }
 
   private func attribute(_ value: String) -> String {
-    JUnitReport.escape(redactor.redact(value), attribute: true)
+    JUnitReport.escape(value, attribute: true)
   }
 
   private func text(_ value: String) -> String {
-    JUnitReport.escape(redactor.redact(value), attribute: false)
+    JUnitReport.escape(value, attribute: false)
   }
 
   /// XML 1.0 escaping (§2.4, §3.3.3): `&`, `<`, `>` always; `"` and newlines in attribute

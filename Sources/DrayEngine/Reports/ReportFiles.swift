@@ -13,9 +13,10 @@ internal import Foundation
 ///   for node_exporter's textfile collector (`PrometheusReport`).
 ///
 /// Each file is written whole or not at all (a temporary file beside it, flushed, renamed),
-/// and every byte passes through the run's `Redactor`. A folder, device, FIFO or socket at
-/// a report's path is refused, never replaced; a file not written is named on standard
-/// error and makes a run that succeeded exit 1 (docs/report.md).
+/// and every format is written from the report with its free text masked by the run's
+/// `Redactor` (`RunReport.redacted(by:)`), before the format escapes it. A folder, device,
+/// FIFO or socket at a report's path is refused, never replaced; a file not written is named
+/// on standard error and makes a run that succeeded exit 1 (docs/report.md).
 public enum ReportFiles {
   /// Every file a run of `manifest` writes, the JSON report first.
   public static func paths(_ manifest: Manifest, runID: String) -> [(format: ReportSettings.Format, path: String)] {
@@ -37,16 +38,17 @@ public enum ReportFiles {
   @discardableResult
   static func write(_ report: RunReport, manifest: Manifest, console: Console) -> [String] {
     var unwritten: [String] = []
+    let report = report.redacted(by: console.redactor.current)
     for (format, path) in paths(manifest, runID: report.runID) {
       let text: String
       switch format {
       case .json: text = report.json() + "\n"
-      case .junit: text = JUnitReport(report: report, redactor: console.redactor).xml
+      case .junit: text = JUnitReport(report: report).xml
       case .prometheus:
         text = PrometheusReport(report: report, previousSuccess: PrometheusReport.lastSuccess(inFile: path)).text
       }
       do {
-        try AtomicFile.write(console.redact(text), to: path)
+        try AtomicFile.write(text, to: path)
         console.info(format == .json ? "report: \(display(path))" : "report (\(format.rawValue)): \(display(path))")
       } catch {
         unwritten.append(path)

@@ -1,0 +1,98 @@
+public import Foundation
+
+/// The forms a secret can take in dray's outputs, for tests that search every stream and
+/// file for them (`SecretScan`).
+public enum SecretForms {
+  /// The forms a secret takes on the wire and in files: as is, percent-encoded (a form body,
+  /// a URL; upper- or lower-case escapes; a space as `+`, as Python's `quote_plus` writes
+  /// it), JSON-escaped (non-ASCII kept, or escaped as Python's `json.dumps` does, and `/`
+  /// escaped too, as PHP's `json_encode` does), XML-escaped, and its UTF-8 bytes read as
+  /// Latin-1 (a server decoding a header that way and echoing it, as is or in JSON).
+  public static func wire(_ value: String) -> [String] {
+    var allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    allowed.insert(charactersIn: "-._~")
+    let percent = value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    let lowerPercent = percent.replacing(/%[0-9A-F]{2}/) { $0.output.lowercased() }
+    let plus = (value.replacing(" ", with: "_SPACE_").addingPercentEncoding(withAllowedCharacters: allowed) ?? value)
+      .replacing("_SPACE_", with: "+")
+    let json = value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
+    func asciiJSON(_ text: String) -> String {
+      text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").utf16.map { unit in
+        unit < 0x80 ? String(UnicodeScalar(UInt8(unit))) : String(format: "\\u%04x", unit)
+      }.joined()
+    }
+    let latin1 = String(value.utf8.map { Character(UnicodeScalar($0)) })
+    let xml = value.replacing("&", with: "&amp;").replacing("\"", with: "&quot;")
+    return Array(
+      Set([
+        value, percent, lowerPercent, plus, json, asciiJSON(value), asciiJSON(value).replacing("/", with: "\\/"), xml, latin1,
+        asciiJSON(latin1),
+      ]))
+  }
+
+  /// Every form of `wire(_:)` and more: HTML and XML character references (named, decimal,
+  /// hexadecimal), base64 (standard and URL-safe, alone and at each alignment inside
+  /// longer base64), and each form as a JSON string or XML text would escape it again (a
+  /// mask applied after encoding would miss those).
+  public static func every(_ value: String) -> [String] {
+    let latin1 = String(value.utf8.map { Character(UnicodeScalar($0)) })
+    let forms = encodings(value) + (latin1 == value ? [] : encodings(latin1))
+    // As dray shows server text: control characters (C1 ones in a Latin-1 reading) escaped.
+    let printable = forms.map { form in
+      form.unicodeScalars.map { (0x80...0x9F).contains($0.value) ? "\\u{\(String($0.value, radix: 16, uppercase: true))}" : String($0) }
+        .joined()
+    }
+    return Array(Set(forms + printable))
+  }
+
+  /// `value` in every encoding of `every(_:)`.
+  static func encodings(_ value: String) -> [String] {
+    func references(_ markup: (Unicode.Scalar) -> String, _ other: (Unicode.Scalar) -> String?) -> String {
+      value.unicodeScalars.map { c in
+        "&<>\"'".unicodeScalars.contains(c) ? markup(c) : c.isASCII ? String(c) : other(c) ?? String(c)
+      }.joined()
+    }
+    let named: [Unicode.Scalar: String] = ["&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;"]
+    let latin1: [Unicode.Scalar: String] = ["ä": "&auml;", "ö": "&ouml;", "Ã": "&Atilde;", "¤": "&curren;", "¶": "&para;", "ð": "&eth;"]
+    let decimal = { (c: Unicode.Scalar) in "&#\(c.value);" }
+    let hex = { (c: Unicode.Scalar) in "&#x\(String(c.value, radix: 16));" }
+    let upperHex = { (c: Unicode.Scalar) in "&#x\(String(c.value, radix: 16, uppercase: true));" }
+    var html = [
+      references({ named[$0]! }, { latin1[$0] }), references({ named[$0]! }, decimal),
+      references({ $0 == "'" ? "&#x27;" : named[$0]! }, decimal), references(decimal, decimal), references(hex, hex),
+      references(upperHex, upperHex),
+    ]
+    html += html.map { $0.replacing("&#39;", with: "&apos;") }
+    var base64: [String] = []
+    for filler in ["", "a", "ab"] {
+      // Past the first 4 characters and before the last 4, every character encodes the
+      // secret's bits only, wherever it starts.
+      let encoded = Data((filler + value).utf8).base64EncodedString()
+      base64 += [encoded, String(encoded.dropFirst(4).dropLast(4))]
+    }
+    base64 += base64.map { $0.replacing("+", with: "-").replacing("/", with: "_") }
+    let once = wire(value) + html + base64
+    let again = once.flatMap { form in
+      [
+        form.replacing("\\", with: "\\\\").replacing("\"", with: "\\\""),
+        form.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing("\"", with: "&quot;"),
+      ]
+    }
+    return (once + again).filter { $0.utf8.count >= 6 }
+  }
+}
+
+/// Sentinel forms of secrets searched for in outputs: each form found is a hit naming the
+/// secret and the place.
+public struct SecretScan {
+  public init() {}
+
+  public var sentinels: [(name: String, form: String)] = []
+  public var hits: [String] = []
+
+  public mutating func look(in data: Data, _ place: String) {
+    for sentinel in sentinels where data.range(of: Data(sentinel.form.utf8)) != nil {
+      hits.append("\(sentinel.name) in \(place)")
+    }
+  }
+}
