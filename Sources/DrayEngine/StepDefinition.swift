@@ -147,6 +147,7 @@ extension HTTPStep {
         ("write", load.write == .replace ? nil : .string(load.write.rawValue)),
         ("primary_key", load.primaryKey.isEmpty ? nil : .array(load.primaryKey.map { .string($0) })),
         ("deleted", load.deleted.map { .string($0.description) }),
+        ("extra", load.extra == .ignore ? nil : .string(load.extra.rawValue)),
       ])
     }
     let incremental: JSONValue? = self.incremental.map { i in

@@ -347,9 +347,21 @@ extension ManifestValidator {
         columnsOK = false
       }
     }
+    let chosenExtra = reader.choice(f, "extra", as: HTTPStep.ExtraFields.self)
+    if f["extra"] != nil && chosenExtra == nil { columnsOK = false }
+    let extra = chosenExtra ?? f.defaultValue("extra")
+    if let extraNode = f["extra"], chosenExtra != nil, f["columns"] == nil || format != .json {
+      reader.error(
+        extraNode.location,
+        f["columns"] == nil
+          ? "'\(f.path("extra"))' says what fields that 'columns' do not name do; without 'columns' every field is loaded"
+          : "'\(f.path("extra"))' reads JSON records; it needs format: json")
+      columnsOK = false
+    }
     guard let table, let records, columnsOK else { return nil }
     return HTTPStep.Load(
-      table: table, records: records, columns: columns, expect: expect, write: write, primaryKey: primaryKey, deleted: deleted)
+      table: table, records: records, columns: columns, expect: expect, write: write, primaryKey: primaryKey, deleted: deleted,
+      extra: extra)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {

@@ -345,6 +345,9 @@ public enum ManifestSchema {
       "How records meet the table's rows: replace them all, append, or merge by primary_key."),
     Key("primary_key", .list(.string(nonEmpty: true)), "The record fields that identify a row; required by write: merge."),
     Key("deleted", .string(nonEmpty: true), "JSON Pointer to a boolean in each record; true deletes its row (write: merge)."),
+    Key(
+      "extra", .choice(HTTPStep.ExtraFields.allCases.map(\.rawValue)), default: .string(HTTPStep.ExtraFields.ignore.rawValue),
+      "With columns: a field they do not name is not loaded (ignore), or refuses its record (refuse; JSON)."),
   ]
 
   public static let httpIncremental: [Key] = [

@@ -53,10 +53,12 @@ public struct HTTPStep: Sendable, Hashable {
     /// A JSON Pointer to a boolean in each record: true deletes the row with that key
     /// (`merge` only).
     public var deleted: JSONPointer?
+    /// What a field that declared `columns` do not name does.
+    public var extra: ExtraFields
 
     public init(
       table: String, records: RecordSelector, columns: [Column]? = nil, expect: [Expectation] = [], write: WriteMode = .replace,
-      primaryKey: [String] = [], deleted: JSONPointer? = nil
+      primaryKey: [String] = [], deleted: JSONPointer? = nil, extra: ExtraFields = .ignore
     ) {
       self.table = table
       self.records = records
@@ -65,7 +67,16 @@ public struct HTTPStep: Sendable, Hashable {
       self.write = write
       self.primaryKey = primaryKey
       self.deleted = deleted
+      self.extra = extra
     }
+  }
+
+  /// What a record's field that declared columns do not name does (`load.extra`).
+  public enum ExtraFields: String, Sendable, Hashable, CaseIterable {
+    /// It is not loaded.
+    case ignore
+    /// The record is refused, with its page and record.
+    case refuse
   }
 
   /// How a load's records meet the rows already in its table (`load.write`).

@@ -193,6 +193,24 @@ import Testing
     #expect(try RecordTableExists.check(try database(), "orders") == false)
   }
 
+  @Test func declaredColumnsIgnoreOrRefuseOtherFields() throws {
+    let server = try RestServer(["--orders", "3"])
+    let columns = "columns: { id: INTEGER, customer: TEXT, changed: { type: TEXT, from: /updated_at } }"
+    let ignoring = try run(server, load: "{ table: orders, records: /data, \(columns) }")
+    #expect(ignoring.status == .succeeded)
+    #expect(try columnNames("orders") == ["id", "customer", "changed"])
+    let refusing = try run(server, load: "{ table: orders, records: /data, \(columns), extra: refuse }")
+    #expect(refusing.status == .failed)
+    #expect(
+      refusing.steps.first?.errorMessage?.hasSuffix(
+        "record 1 has the field 'total', which load.columns does not name (load.extra: refuse); nothing of this page was loaded. Declare a column for it, or set load.extra: ignore"
+      ) == true, "\(refusing.steps.first?.errorMessage ?? "")")
+  }
+
+  func columnNames(_ table: String) throws -> [String] {
+    try database().rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { "\($0[0].1)" }
+  }
+
   /// A server whose cursor goes backwards: the kept cursor stays at the highest value.
   @Test func aCursorGoingBackwardsKeepsTheHighestValue() throws {
     let server = try RestServer(["--orders", "3"])

@@ -233,6 +233,7 @@ import Testing
         - http: { base_url: http://h/, load: { table: t }, incremental: { cursor: u, param: since, initial: [1], lag: 5m } }
         - http: { base_url: http://h/, load: { table: t }, incremental: { cursor: /n, param: since, initial: 0, lag: 5m } }
         - http: { base_url: http://h/, load: { table: t, columns: { id: INTEGER }, write: merge, primary_key: [key] } }
+        - http: { base_url: http://h/, load: { table: t, extra: refuse } }
       """)
     #expect(
       found == [
@@ -245,6 +246,7 @@ import Testing
         "job.yaml:9:103: error: 'steps.http-5.http.incremental.initial' must be a string or a number, such as \"2024-01-01T00:00:00Z\" or 0, found [1]",
         "job.yaml:10:112: error: 'steps.http-6.http.incremental.lag' moves back an RFC 3339 instant; 'initial' is not one, such as 2024-01-01T00:00:00Z",
         "job.yaml:11:105: error: 'steps.http-7.http.load.primary_key' names 'key', which is not in 'steps.http-7.http.load.columns'",
+        "job.yaml:12:59: error: 'steps.http-8.http.load.extra' says what fields that 'columns' do not name do; without 'columns' every field is loaded",
       ])
   }
 

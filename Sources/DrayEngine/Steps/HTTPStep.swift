@@ -302,7 +302,9 @@ extension StepRunner {
     case .cursor(_, let from)?: probes.append(from)
     default: break
     }
-    let reader = RecordReader(format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes)
+    let reader = RecordReader(
+      format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes,
+      refusingExtra: options.load?.extra == .refuse)
 
     func readAndAdvance(_ table: RecordTable?, _ transaction: (any StoreTransaction)?) throws -> Int {
       var summary = AnswerSummary()
