@@ -128,6 +128,7 @@ extension HTTPStep {
           )
         ])
       case .cursor(let param, let from)?: object([("cursor", object([("param", .string(param)), ("from", .string(from.description))]))])
+      case .page(let param, let start)?: object([("page", object([("param", .string(param)), ("start", .integer(Int64(start)))]))])
       case nil: nil
       }
     let load: JSONValue? = self.load.map { load in
@@ -170,6 +171,7 @@ extension HTTPStep {
       ("tls", object([("verify", .bool(tls.verify)), ("ca_file", tls.caFile.map { .string($0) })])),
       ("format", .string(format.rawValue)), ("output", output.map { .string($0) }), ("load", load), ("paginate", paginate),
       ("max_pages", maxPages.map { .integer(Int64($0)) }),
+      ("more", more.map { .string($0.description) }),
       ("on_status", object(onStatus.map { ($0.key, .string($0.outcome.rawValue)) })),
       ("incremental", incremental),
     ])

@@ -23,7 +23,10 @@ extension ManifestValidator {
     let output = need(f["output"].flatMap { outputPath($0, f.path("output")) }, present: f["output"] != nil)
     let load = need(f["load"].flatMap { readLoad($0, f.path("load"), format: format) }, present: f["load"] != nil)
     var maxPages: Int?
-    let paginate = f["paginate"].flatMap { readPagination($0, f.path("paginate"), format: format, maxPages: &maxPages) }
+    var more: RecordSelector?
+    let paginate = f["paginate"].flatMap {
+      readPagination($0, f.path("paginate"), format: format, maxPages: &maxPages, more: &more)
+    }
     if f["paginate"] != nil && paginate == nil { ok = false }
     let onStatus = need(f["on_status"].flatMap { readOnStatus($0, f.path("on_status")) }, present: f["on_status"] != nil) ?? []
     let incremental = need(
@@ -52,9 +55,17 @@ extension ManifestValidator {
         ok = false
       }
     }
-    if case .offset? = paginate, load == nil, let node = f["paginate"] {
-      reader.error(node.location, "offset pagination counts the records of each page; add 'load' with 'records' to '\(path)'")
-      ok = false
+    if let paginate, load == nil, let node = f["paginate"] {
+      switch paginate {
+      case .offset:
+        reader.error(node.location, "offset pagination counts the records of each page; add 'load' with 'records' to '\(path)'")
+        ok = false
+      case .page:
+        reader.error(node.location, "page pagination ends at an empty page, so it counts records; add 'load' with 'records' to '\(path)'")
+        ok = false
+      case .next, .linkHeader, .cursor:
+        break
+      }
     }
     if let loadNode = f["load"], !hasTopLevelKey("database") {
       reader.error(loadNode.location, "'\(f.path("load"))' fills a table; add a 'database' block with a 'path'")
@@ -65,7 +76,7 @@ extension ManifestValidator {
       HTTPStep(
         method: method, baseURL: baseURL, path: urlPath, query: query, headers: headers, body: body, auth: auth, tls: tls,
         format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus,
-        incremental: incremental))
+        incremental: incremental, more: more))
   }
 
   private mutating func readIncremental(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> HTTPStep.Incremental? {
@@ -416,12 +427,16 @@ extension ManifestValidator {
     reader.choice(node, path, as: ColumnType.self)
   }
 
-  private mutating func readPagination(_ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?)
-    -> HTTPStep.Pagination?
-  {
+  private mutating func readPagination(
+    _ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?, more: inout RecordSelector?
+  ) -> HTTPStep.Pagination? {
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpPaginate) else { return nil }
     maxPages = reader.integer(f, "max_pages")
     if f["max_pages"] != nil && maxPages == nil { return nil }
+    if let moreNode = f["more"] {
+      more = readSelector(moreNode, f.path("more"), format: format, relative: false, attribute: true)
+      if more == nil { return nil }
+    }
     guard
       let kind = exactlyOne(HTTPStep.Pagination.Kind.self, in: f, path: path, explaining: "takes one way to find the next page;")
     else { return nil }
@@ -465,6 +480,19 @@ extension ManifestValidator {
       if c["param"] != nil && param == nil { return nil }
       guard let from else { return nil }
       return .cursor(param: param ?? c.defaultValue("param"), from: from)
+    case .page:
+      // `page:` alone takes every default, as an empty mapping.
+      let p: Fields
+      if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
+        p = Fields(node: value, path: f.path("page"), keys: ManifestSchema.httpPage)
+      } else {
+        guard let read = reader.fields(value, f.path("page"), keys: ManifestSchema.httpPage) else { return nil }
+        p = read
+      }
+      let param = reader.string(p, "param")
+      let start = reader.integer(p, "start")
+      if (p["param"] != nil && param == nil) || (p["start"] != nil && start == nil) { return nil }
+      return .page(param: param ?? p.defaultValue("param"), start: start ?? p.defaultValue("start"))
     }
   }
 

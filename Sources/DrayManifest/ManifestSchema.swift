@@ -297,7 +297,7 @@ public enum ManifestSchema {
     Key("load", .mapping(httpLoad), "Load the answer's records into a table of the job's database."),
     Key(
       "paginate", .mapping(httpPaginate, rules: [.exactlyOne(HTTPStep.Pagination.Kind.allCases.map(\.rawValue))]),
-      "How to find the next page: one of next, link_header, offset, cursor."),
+      "How to find the next page: one of next, link_header, offset, cursor, page."),
     Key(
       "on_status", .dictionary(.choice(HTTPStep.StatusOutcome.allCases.map(\.rawValue))),
       "What a status (404) or class (5xx) does: fail, empty or retry."),
@@ -369,8 +369,17 @@ public enum ManifestSchema {
       case .linkHeader: Key(kind.rawValue, .boolean, "true: the next page is the rel=\"next\" link of the Link header.")
       case .offset: Key(kind.rawValue, .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last.")
       case .cursor: Key(kind.rawValue, .mapping(httpCursor), "A cursor from the answer, sent back as a parameter.")
+      case .page: Key(kind.rawValue, .optional(.mapping(httpPage)), "Page numbers sent as a parameter; an empty page is the last.")
       }
-    } + [Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set.")]
+    } + [
+      Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set."),
+      Key("more", .string(nonEmpty: false), "Where the answer says whether more pages exist; false, null or absent ends the pull."),
+    ]
+
+  public static let httpPage: [Key] = [
+    Key("param", .string(nonEmpty: true), default: .string("page"), "The page number parameter."),
+    Key("start", .integer(0...Int(Int32.max)), default: .integer(1), "The first page's number."),
+  ]
 
   public static let httpOffset: [Key] = [
     Key("param", .string(nonEmpty: true), default: .string("offset"), "The offset parameter."),

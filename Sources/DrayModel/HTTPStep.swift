@@ -139,13 +139,15 @@ public struct HTTPStep: Sendable, Hashable {
     /// The answer holds the next page's cursor at `from`, sent back as `param`; a missing,
     /// null or empty cursor ends.
     case cursor(param: String, from: RecordSelector)
+    /// Pages are numbered from `start`, sent as `param`; an empty page is the last.
+    case page(param: String, start: Int)
 
     /// The ways to find the next page, by their manifest keys under `paginate`; a step gives
     /// exactly one.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
       case next
       case linkHeader = "link_header"
-      case offset, cursor
+      case offset, cursor, page
     }
   }
 
@@ -207,6 +209,9 @@ public struct HTTPStep: Sendable, Hashable {
   public var paginate: Pagination?
   /// Most pages fetched; nil for no bound.
   public var maxPages: Int?
+  /// Where each answer says whether more pages exist (`paginate.more`): false, null or
+  /// absent ends the pull, whatever the pagination kind finds.
+  public var more: RecordSelector?
   public var onStatus: [StatusRule]
   public var incremental: Incremental?
 
@@ -214,8 +219,9 @@ public struct HTTPStep: Sendable, Hashable {
     method: Method = .get, baseURL: String, path: String? = nil, query: [QueryItem] = [], headers: [HTTPHeader] = [],
     body: Body? = nil, auth: Auth? = nil, tls: TLSSettings = TLSSettings(), format: AnswerFormat = .json,
     output: String? = nil, load: Load? = nil, paginate: Pagination? = nil, maxPages: Int? = nil, onStatus: [StatusRule] = [],
-    incremental: Incremental? = nil
+    incremental: Incremental? = nil, more: RecordSelector? = nil
   ) {
+    self.more = more
     self.method = method
     self.baseURL = baseURL
     self.path = path

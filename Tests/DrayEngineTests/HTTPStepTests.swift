@@ -471,4 +471,43 @@ import Testing
     #expect(report.steps[1].members.map(\.rows) == [["items": 25], ["catalog": 25]])
     #expect(try rows("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM catalog)") == [[.integer(25), .integer(25)]])
   }
+
+  /// Page numbers until an empty page, and `paginate.more`, against `/orders` (7 orders, 3
+  /// a page).
+  @Test func pageNumbersEndAtAnEmptyPageOrWhenMoreIsFalse() throws {
+    let server = try RestServer(["--orders", "7"])
+    let load = "load: { table: orders, records: /data }"
+    let empty = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: orders, query: { per_page: 3 }, \(load), paginate: { page: {} } } }",
+      server: server)
+    #expect(empty.status == .succeeded, "\(empty.steps.first?.errorMessage ?? "")")
+    #expect(
+      try paths(server) == [
+        "/orders?per_page=3&page=1", "/orders?per_page=3&page=2", "/orders?per_page=3&page=3", "/orders?per_page=3&page=4",
+      ])
+    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    try server.reset()
+    let more = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: orders, query: { per_page: 3 }, \(load), "
+        + "paginate: { page: { param: page, start: 1 }, more: /has_more } } }", server: server)
+    #expect(more.status == .succeeded)
+    #expect(try paths(server) == ["/orders?per_page=3&page=1", "/orders?per_page=3&page=2", "/orders?per_page=3&page=3"])
+    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    try server.reset()
+    // `more` with another kind: the next link is there, but has_more false ends the pull.
+    try server.setRules(
+      #"[{"path": "/orders", "status": 200, "body": "{\"data\": [{\"id\": 1}], \"has_more\": false, \"links\": {\"next\": \"/orders?page=2\"}}"}]"#
+    )
+    let stopped = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: orders, \(load), paginate: { next: /links/next, more: /has_more } } }",
+      server: server)
+    #expect(stopped.status == .succeeded)
+    #expect(try paths(server) == ["/orders"])
+    try server.setRules(#"[{"path": "/orders", "status": 200, "body": "{\"data\": [{\"id\": 1}], \"has_more\": 1}"}]"#)
+    let bad = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: orders, \(load), paginate: { page: {}, more: /has_more } } }", server: server)
+    #expect(bad.steps.first?.errorCode == "bad_pagination")
+    #expect(bad.steps.first?.errorMessage == "paginate.more '/has_more' is 1 in the answer; it must be true or false")
+  }
+
 }

@@ -86,18 +86,22 @@ import Testing
 
   @Test func everyPaginationKindIsDeclaredAndReadFromItsKey() throws {
     #expect(
-      ManifestSchema.httpPaginate.names.filter { $0 != "max_pages" } == HTTPStep.Pagination.Kind.allCases.map(\.rawValue))
+      ManifestSchema.httpPaginate.names.filter { !["max_pages", "more"].contains($0) }
+        == HTTPStep.Pagination.Kind.allCases.map(\.rawValue))
     let manifest = try load(
       """
         - http: { base_url: "http://h/", output: "out/a-{page}.json", paginate: { next: /next } }
         - http: { base_url: "http://h/", output: "out/b-{page}.json", paginate: { link_header: true } }
         - http: { base_url: "http://h/", load: { table: t, records: /items }, paginate: { offset: } }
         - http: { base_url: "http://h/", output: "out/c-{page}.json", paginate: { cursor: { from: /c } } }
+        - http: { base_url: "http://h/", load: { table: t }, paginate: { page: , more: /has_more } }
       """)
     #expect(try #require(http(manifest, 0)).paginate == .next(.json(try JSONPointer(parsing: "/next"))))
     #expect(try #require(http(manifest, 1)).paginate == .linkHeader)
     #expect(try #require(http(manifest, 2)).paginate == .offset(param: "offset", limitParam: "limit", limit: 100, start: 0))
     #expect(try #require(http(manifest, 3)).paginate == .cursor(param: "cursor", from: .json(try JSONPointer(parsing: "/c"))))
+    #expect(try #require(http(manifest, 4)).paginate == .page(param: "page", start: 1))
+    #expect(try #require(http(manifest, 4)).more == .json(try JSONPointer(parsing: "/has_more")))
   }
 
   @Test func defaultsAndOtherPaginationKinds() throws {

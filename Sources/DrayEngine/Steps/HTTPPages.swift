@@ -19,7 +19,8 @@ struct PageLedger {
   /// The request of the next page.
   struct Next: Sendable, Equatable {
     var url: String
-    /// The offset the URL asks for (offset pagination).
+    /// The offset the URL asks for (offset pagination), or its page number (page
+    /// pagination).
     var offset: Int?
     /// The cursor the URL sends (cursor pagination).
     var cursor: String?

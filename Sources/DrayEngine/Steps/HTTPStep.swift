@@ -171,6 +171,7 @@ extension StepRunner {
     if case .offset(let param, let limitParam, let limit, let start)? = options.paginate {
       return pageURL(options, since: since, [QueryItem(param, String(start)), QueryItem(limitParam, String(limit))])
     }
+    if case .page(let param, let start)? = options.paginate { return pageURL(options, since: since, [QueryItem(param, String(start))]) }
     return pageURL(options, since: since, [])
   }
 
@@ -302,6 +303,7 @@ extension StepRunner {
     case .cursor(_, let from)?: probes.append(from)
     default: break
     }
+    if let more = options.more { probes.append(more) }
     let reader = RecordReader(
       format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes,
       refusingExtra: options.load?.extra == .refuse)
@@ -351,6 +353,7 @@ extension StepRunner {
   private func nextPage(_ options: HTTPStep, current: PageLedger.Next, summary: AnswerSummary, headers: HTTPHeaders) throws
     -> PageLedger.Next?
   {
+    if let more = options.more, try !morePages(summary, more) { return nil }
     switch options.paginate {
     case nil:
       return nil
@@ -372,6 +375,29 @@ extension StepRunner {
         throw HTTPStepError.paginationLoop("the server sent cursor '\(PrintableText.oneLine(cursor))' again")
       }
       return PageLedger.Next(url: pageURL(options, since: current.since, [QueryItem(param, cursor)]), cursor: cursor, since: current.since)
+    case .page(let param, let start):
+      guard summary.records > 0 else { return nil }
+      let number = (current.offset ?? start) + 1
+      return PageLedger.Next(
+        url: pageURL(options, since: current.since, [QueryItem(param, String(number))]), offset: number, since: current.since)
+    }
+  }
+
+  /// What `paginate.more` says: true for more pages; false for a false, null or absent
+  /// value.
+  /// - Throws: `HTTPStepError.badPagination` for a value that is not a boolean.
+  private func morePages(_ summary: AnswerSummary, _ selector: RecordSelector) throws -> Bool {
+    switch summary.values[selector] ?? .absent {
+    case .absent, .null: return false
+    case .scalar("true"), .text("true"): return true
+    case .scalar("false"), .text("false"): return false
+    case .scalar(let json):
+      throw HTTPStepError.badPagination("paginate.more '\(selector)' is \(json) in the answer; it must be true or false")
+    case .text(let text):
+      throw HTTPStepError.badPagination(
+        "paginate.more '\(selector)' is the text '\(PrintableText.oneLine(text))' in the answer; it must be true or false")
+    case .structure(let kind):
+      throw HTTPStepError.badPagination("paginate.more '\(selector)' is \(kind) in the answer; point it at the boolean itself")
     }
   }
 
