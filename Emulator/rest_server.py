@@ -33,7 +33,10 @@ second a change), filtered by "changed since" and paged by page number:
         {"data": [...], "has_more": true|false, "links": {"next": "/orders?updated_since=T&page=N+1&per_page=M" | null}}
 
 holds the orders changed after T (exclusive; all without it), oldest change first (then by
-id). Deleted orders stay as {"id": ..., "deleted": true, "updated_at": ...}. Each logged
+id). The live orders also page by the last id seen, as Stripe's lists do:
+
+    GET /stripe/orders?starting_after=ID&limit=M    {"data": [...], "has_more": true|false}
+ Deleted orders stay as {"id": ..., "deleted": true, "updated_at": ...}. Each logged
 request of /orders also lists the ids it answered ("records"). --orders N starts with N.
 
 Test helpers under /admin/ (no credentials):
@@ -325,6 +328,13 @@ class Handler(BaseHTTPRequestHandler):
         params = ({"updated_since": since} if since is not None else {}) | {"page": page + 1, "per_page": per}
         nxt = "/orders?" + urllib.parse.urlencode(params) if more else None
         return self.send(200, {"data": data, "has_more": more, "links": {"next": nxt}})
+
+    def route_stripe_orders(self, query):
+        limit = max(1, self.ints(query, "limit", 10))
+        after = self.ints(query, "starting_after", 0)
+        with self.state.lock:
+            live = [dict(o) for _, o in sorted(self.state.orders.items()) if not o.get("deleted") and o["id"] > after]
+        return self.send(200, {"data": live[:limit], "has_more": len(live) > limit})
 
     def route_catalog_xml(self, query):
         page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))

@@ -60,8 +60,8 @@ extension ManifestValidator {
       case .offset:
         reader.error(node.location, "offset pagination counts the records of each page; add 'load' with 'records' to '\(path)'")
         ok = false
-      case .page:
-        reader.error(node.location, "page pagination ends at an empty page, so it counts records; add 'load' with 'records' to '\(path)'")
+      case .page, .lastRecord:
+        reader.error(node.location, "this pagination reads the records of each page; add 'load' with 'records' to '\(path)'")
         ok = false
       case .next, .linkHeader, .cursor:
         break
@@ -474,10 +474,15 @@ extension ManifestValidator {
     case .cursor:
       guard let c = reader.fields(value, f.path("cursor"), keys: ManifestSchema.httpCursor) else { return nil }
       let param = reader.string(c, "param")
-      let from = c.required("from", &reader).flatMap {
-        readSelector($0, c.path("from"), format: format, relative: false, attribute: true)
-      }
       if c["param"] != nil && param == nil { return nil }
+      if let lastNode = c["from_last_record"] {
+        guard format == .json else {
+          reader.error(lastNode.location, "'\(c.path("from_last_record"))' is a JSON Pointer into a record; it needs format: json")
+          return nil
+        }
+        return readPointer(lastNode, c.path("from_last_record")).map { .lastRecord(param: param ?? c.defaultValue("param"), field: $0) }
+      }
+      let from = c["from"].flatMap { readSelector($0, c.path("from"), format: format, relative: false, attribute: true) }
       guard let from else { return nil }
       return .cursor(param: param ?? c.defaultValue("param"), from: from)
     case .page:

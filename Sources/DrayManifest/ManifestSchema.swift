@@ -368,7 +368,10 @@ public enum ManifestSchema {
       case .next: Key(kind.rawValue, .string(nonEmpty: false), "Where the next page's URL is in the answer.")
       case .linkHeader: Key(kind.rawValue, .boolean, "true: the next page is the rel=\"next\" link of the Link header.")
       case .offset: Key(kind.rawValue, .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last.")
-      case .cursor: Key(kind.rawValue, .mapping(httpCursor), "A cursor from the answer, sent back as a parameter.")
+      case .cursor:
+        Key(
+          kind.rawValue, .mapping(httpCursor, rules: [.exactlyOne(["from", "from_last_record"])]),
+          "A cursor from the answer, or from its last record, sent back as a parameter.")
       case .page: Key(kind.rawValue, .optional(.mapping(httpPage)), "Page numbers sent as a parameter; an empty page is the last.")
       }
     } + [
@@ -390,7 +393,10 @@ public enum ManifestSchema {
 
   public static let httpCursor: [Key] = [
     Key("param", .string(nonEmpty: true), default: .string("cursor"), "The cursor parameter."),
-    Key("from", .string(nonEmpty: false), required: true, "Where the next cursor is in the answer."),
+    Key("from", .string(nonEmpty: false), "Where the next cursor is in the answer; give this or 'from_last_record'."),
+    Key(
+      "from_last_record", .string(nonEmpty: true),
+      "JSON Pointer to the next cursor in the page's last record (Stripe's starting_after); a page without records is the last."),
   ]
 
   static func duration(_ d: Duration) -> JSONValue { .string(d.formatted) }

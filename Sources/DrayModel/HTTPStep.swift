@@ -139,6 +139,9 @@ public struct HTTPStep: Sendable, Hashable {
     /// The answer holds the next page's cursor at `from`, sent back as `param`; a missing,
     /// null or empty cursor ends.
     case cursor(param: String, from: RecordSelector)
+    /// The next page's cursor is the value at `field` in the page's last record (Stripe's
+    /// `starting_after`), sent as `param`; a page without records is the last.
+    case lastRecord(param: String, field: JSONPointer)
     /// Pages are numbered from `start`, sent as `param`; an empty page is the last.
     case page(param: String, start: Int)
 

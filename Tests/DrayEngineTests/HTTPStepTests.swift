@@ -510,4 +510,25 @@ import Testing
     #expect(bad.steps.first?.errorMessage == "paginate.more '/has_more' is 1 in the answer; it must be true or false")
   }
 
+  /// A cursor from the page's last record (Stripe's `starting_after`), with `more`.
+  @Test func aCursorFromTheLastRecordPagesLikeStripe() throws {
+    let server = try RestServer(["--orders", "7"])
+    let report = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: stripe/orders, query: { limit: 3 }, load: { table: orders, records: /data }, "
+        + "paginate: { cursor: { param: starting_after, from_last_record: /id }, more: /has_more } } }", server: server)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    #expect(
+      try paths(server) == [
+        "/stripe/orders?limit=3", "/stripe/orders?limit=3&starting_after=3", "/stripe/orders?limit=3&starting_after=6",
+      ])
+    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    let missing = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: stripe/orders, query: { limit: 3 }, load: { table: orders, records: /data }, "
+        + "paginate: { cursor: { param: starting_after, from_last_record: /key } } } }", server: server)
+    #expect(missing.steps.first?.errorCode == "bad_pagination")
+    #expect(
+      missing.steps.first?.errorMessage
+        == "paginate.cursor.from_last_record '/key' is missing in record 3, the last of the page; it must be a string or a number")
+  }
+
 }

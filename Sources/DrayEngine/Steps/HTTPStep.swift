@@ -310,12 +310,16 @@ extension StepRunner {
 
     func readAndAdvance(_ table: RecordTable?, _ transaction: (any StoreTransaction)?) throws -> Int {
       var summary = AnswerSummary()
+      var lastRecord: Record?
       if let file {
         if let table {
           var checks = RecordChecks(load: options.load!, cursors: cursors)
           summary = try reader.load(
             file: file, prepare: { try table.prepare($0 + checks.extraColumns, widen: options.load?.columns == nil) },
-            each: { try table.insert(try checks.check($0)) })
+            each: {
+              lastRecord = $0
+              try table.insert(try checks.check($0))
+            })
           if let cursors, let transaction { try cursors.stage(checks.highest, in: transaction) }
         } else if !probes.isEmpty {
           summary = try reader.read(file: file) { _ in }
@@ -323,7 +327,8 @@ extension StepRunner {
       } else if let table, let load = options.load, let columns = load.columns {
         try table.prepare(columns.map { ($0.name, $0.type) } + RecordChecks(load: load, cursors: nil).extraColumns, widen: false)
       }
-      let next = status == nil ? try nextPage(options, current: current, summary: summary, headers: headers) : nil
+      let next =
+        status == nil ? try nextPage(options, current: current, summary: summary, lastRecord: lastRecord, headers: headers) : nil
       // `advance` must run even without a ledger: it carries the next page to the loop.
       let progress = advance(summary.records, next)
       try ledger?.save(progress)
@@ -350,9 +355,9 @@ extension StepRunner {
 
   /// The next page's request, or nil after the last page.
   /// - Throws: `HTTPStepError` when the answer's next link or cursor cannot be followed.
-  private func nextPage(_ options: HTTPStep, current: PageLedger.Next, summary: AnswerSummary, headers: HTTPHeaders) throws
-    -> PageLedger.Next?
-  {
+  private func nextPage(
+    _ options: HTTPStep, current: PageLedger.Next, summary: AnswerSummary, lastRecord: Record?, headers: HTTPHeaders
+  ) throws -> PageLedger.Next? {
     if let more = options.more, try !morePages(summary, more) { return nil }
     switch options.paginate {
     case nil:
@@ -373,6 +378,22 @@ extension StepRunner {
       guard let cursor = try value(summary, from, as: .cursor) else { return nil }
       if cursor == current.cursor {
         throw HTTPStepError.paginationLoop("the server sent cursor '\(PrintableText.oneLine(cursor))' again")
+      }
+      return PageLedger.Next(url: pageURL(options, since: current.since, [QueryItem(param, cursor)]), cursor: cursor, since: current.since)
+    case .lastRecord(let param, let field):
+      guard let lastRecord else { return nil }
+      let cursor: String
+      switch RecordChecks.resolve(field, in: lastRecord) {
+      case .string(let text)? where !text.isEmpty: cursor = text
+      case .integer(let number)?: cursor = String(number)
+      case .number(let number)?: cursor = number
+      case let other:
+        throw HTTPStepError.badPagination(
+          "paginate.cursor.from_last_record '\(field)' is \(other.map { $0.json } ?? "missing") in record \(summary.records), "
+            + "the last of the page; it must be a string or a number")
+      }
+      if cursor == current.cursor {
+        throw HTTPStepError.paginationLoop("the last record gave cursor '\(PrintableText.oneLine(cursor))' again")
       }
       return PageLedger.Next(url: pageURL(options, since: current.since, [QueryItem(param, cursor)]), cursor: cursor, since: current.since)
     case .page(let param, let start):
