@@ -36,6 +36,11 @@ holds the orders changed after T (exclusive; all without it), oldest change firs
 id). The live orders also page by the last id seen, as Stripe's lists do:
 
     GET /stripe/orders?starting_after=ID&limit=M    {"data": [...], "has_more": true|false}
+
+and through a GraphQL-style POST whose cursor travels in the JSON body:
+
+    POST /graphql  {"query": "...", "variables": {"first": M, "after": CURSOR | null}}
+        {"data": {"orders": {"nodes": [...], "pageInfo": {"hasNextPage": true|false, "endCursor": "..." | null}}}}
  Deleted orders stay as {"id": ..., "deleted": true, "updated_at": ...}. Each logged
 request of /orders also lists the ids it answered ("records"). --orders N starts with N.
 
@@ -224,6 +229,8 @@ class Handler(BaseHTTPRequestHandler):
         route = getattr(self, "route_" + url.path.strip("/").replace("/", "_").replace(".", "_"), None)
         if url.path.startswith("/images"):
             return self.images(url.path, raw)
+        if url.path == "/graphql" and self.command == "POST":
+            return self.graphql(raw)
         if route is None or self.command != "GET":
             return self.send(404, {"error": f"no route {self.command} {url.path}"})
         return route(query)
@@ -369,6 +376,17 @@ class Handler(BaseHTTPRequestHandler):
         with self.state.lock:
             live = [dict(o) for _, o in sorted(self.state.orders.items()) if not o.get("deleted") and o["id"] > after]
         return self.send(200, {"data": live[:limit], "has_more": len(live) > limit})
+
+    def graphql(self, raw):
+        variables = (self.fields(raw) or {}).get("variables") or {}
+        first = max(1, int(variables.get("first") or 10))
+        after = int(base64.urlsafe_b64decode(variables["after"].encode()).decode()) if variables.get("after") else 0
+        with self.state.lock:
+            live = [dict(o) for _, o in sorted(self.state.orders.items()) if not o.get("deleted") and o["id"] > after]
+        nodes = live[:first]
+        end = base64.urlsafe_b64encode(str(nodes[-1]["id"]).encode()).decode() if nodes else None
+        info = {"hasNextPage": len(live) > first, "endCursor": end}
+        return self.send(200, {"data": {"orders": {"nodes": nodes, "pageInfo": info}}})
 
     def route_catalog_xml(self, query):
         page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))

@@ -130,6 +130,8 @@ extension HTTPStep {
       case .cursor(let param, let from)?: object([("cursor", object([("param", .string(param)), ("from", .string(from.description))]))])
       case .lastRecord(let param, let field)?:
         object([("cursor", object([("param", .string(param)), ("from_last_record", .string(field.description))]))])
+      case .bodyCursor(let from, let body)?:
+        object([("cursor", object([("from", .string(from.description)), ("body", .string(body.description))]))])
       case .page(let param, let start)?: object([("page", object([("param", .string(param)), ("start", .integer(Int64(start)))]))])
       case nil: nil
       }

@@ -63,9 +63,14 @@ extension ManifestValidator {
       case .page, .lastRecord:
         reader.error(node.location, "this pagination reads the records of each page; add 'load' with 'records' to '\(path)'")
         ok = false
-      case .next, .linkHeader, .cursor:
+      case .next, .linkHeader, .cursor, .bodyCursor:
         break
       }
+    }
+    let jsonBody = if case .json? = body { true } else { false }
+    if case .bodyCursor? = paginate, !jsonBody, let node = f["paginate"] {
+      reader.error(node.location, "'\(f.path("paginate")).cursor.body' sends the cursor inside the JSON body; add 'body: { json: ... }'")
+      ok = false
     }
     if let loadNode = f["load"], !hasTopLevelKey("database") {
       reader.error(loadNode.location, "'\(f.path("load"))' fills a table; add a 'database' block with a 'path'")
@@ -484,6 +489,14 @@ extension ManifestValidator {
       }
       let from = c["from"].flatMap { readSelector($0, c.path("from"), format: format, relative: false, attribute: true) }
       guard let from else { return nil }
+      if let bodyNode = c["body"] {
+        guard let pointer = readPointer(bodyNode, c.path("body")) else { return nil }
+        if c["param"] != nil {
+          reader.error(bodyNode.location, "'\(c.path("body"))' sends the cursor in the body; drop '\(c.path("param"))'")
+          return nil
+        }
+        return .bodyCursor(from: from, body: pointer)
+      }
       return .cursor(param: param ?? c.defaultValue("param"), from: from)
     case .page:
       // `page:` alone takes every default, as an empty mapping.

@@ -411,6 +411,9 @@ public enum ManifestSchema {
     Key(
       "from_last_record", .string(nonEmpty: true),
       "JSON Pointer to the next cursor in the page's last record (Stripe's starting_after); a page without records is the last."),
+    Key(
+      "body", .string(nonEmpty: true),
+      "JSON Pointer into the JSON body where the cursor is sent instead of a parameter (GraphQL: /variables/after)."),
   ]
 
   static func duration(_ d: Duration) -> JSONValue { .string(d.formatted) }

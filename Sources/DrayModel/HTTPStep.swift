@@ -142,6 +142,10 @@ public struct HTTPStep: Sendable, Hashable {
     /// The next page's cursor is the value at `field` in the page's last record (Stripe's
     /// `starting_after`), sent as `param`; a page without records is the last.
     case lastRecord(param: String, field: JSONPointer)
+    /// The answer holds the next page's cursor at `from`, sent inside the JSON body at
+    /// `body` (GraphQL's `pageInfo.endCursor` into `variables.after`); a missing, null or
+    /// empty cursor ends.
+    case bodyCursor(from: RecordSelector, body: JSONPointer)
     /// Pages are numbered from `start`, sent as `param`; an empty page is the last.
     case page(param: String, start: Int)
 

@@ -531,4 +531,27 @@ import Testing
         == "paginate.cursor.from_last_record '/key' is missing in record 3, the last of the page; it must be a string or a number")
   }
 
+  /// A cursor sent inside a JSON body, GraphQL-style: `pageInfo { hasNextPage endCursor }`
+  /// into `variables.after`.
+  @Test func aCursorInTheJSONBodyPagesLikeGraphQL() throws {
+    let server = try RestServer(["--orders", "7"])
+    let report = try run(
+      """
+        - id: orders
+          http:
+            method: POST
+            base_url: '${API}'
+            path: graphql
+            body: { json: { query: "{ orders(first: $first, after: $after) { nodes { id } } }", variables: { first: 3, after: null } } }
+            load: { table: orders, records: /data/orders/nodes }
+            paginate:
+              cursor: { from: /data/orders/pageInfo/endCursor, body: /variables/after }
+              more: /data/orders/pageInfo/hasNextPage
+      """, server: server)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    let bodies = try server.requests().map { try JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any] }
+    #expect(bodies.map { ($0?["variables"] as? [String: Any])?["after"] as? String } == [nil, "Mw==", "Ng=="])
+    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+  }
+
 }

@@ -199,3 +199,29 @@ extension StepRunner {
     return (try RecordTable(database: database, name: load.table).count(), notes)
   }
 }
+
+extension JSONValue {
+  /// This value with `value` at the place `tokens` (a JSON Pointer's) names: members are
+  /// replaced or added, array elements replaced; an object is created on the way where
+  /// a scalar or nothing is.
+  func setting(_ tokens: ArraySlice<String>, to value: JSONValue) -> JSONValue {
+    guard let token = tokens.first else { return value }
+    switch self {
+    case .array(var items):
+      if let index = JSONPointer.index(token), index < items.count {
+        items[index] = items[index].setting(tokens.dropFirst(), to: value)
+        return .array(items)
+      }
+      return self
+    case .object(var pairs):
+      if let i = pairs.firstIndex(where: { $0.key == token }) {
+        pairs[i].value = pairs[i].value.setting(tokens.dropFirst(), to: value)
+      } else {
+        pairs.append((token, JSONValue.null.setting(tokens.dropFirst(), to: value)))
+      }
+      return .object(pairs)
+    default:
+      return JSONValue.object([]).setting(tokens, to: value)
+    }
+  }
+}

@@ -71,11 +71,13 @@ extension StepRunner {
         stoppedEarly = true
         break
       }
-      guard fetchedURLs.insert(next.url).inserted else {
+      // A cursor sent in the body asks for another page at the same URL.
+      let pageKey = next.url + (next.cursor.map { "\u{0}" + $0 } ?? "")
+      guard fetchedURLs.insert(pageKey).inserted else {
         throw HTTPStepError.paginationLoop("the server led back to \(next.url), a page fetched earlier in this run")
       }
       let page = progress.pages + 1
-      let fetched = try fetchPage(options, url: next.url, page: page, client: client) { attempts.append($0) }
+      let fetched = try fetchPage(options, next: next, page: page, client: client) { attempts.append($0) }
       progress.bytes += fetched.bytes
 
       // Save the answer first: a kill before the page's commit fetches it again and
@@ -198,10 +200,11 @@ extension StepRunner {
   /// - Throws: `TransportError`; `HTTPStepError.badAnswer` for a 2xx answer with a blank
   ///   body (`BlankAnswer`) that the step would read (`load`, `paginate`), not retried.
   private func fetchPage(
-    _ options: HTTPStep, url: String, page: Int, client: HTTPClient, record: (Attempt) -> Void
+    _ options: HTTPStep, next: PageLedger.Next, page: Int, client: HTTPClient, record: (Attempt) -> Void
   ) throws -> FetchedPage {
+    let url = next.url
     let download = Download(path: downloadPath("page-\(page)"), style: .standard, resume: manifest.download.resume)
-    let request = makeRequest(options, url: url)
+    let request = makeRequest(options, url: url, cursor: next.cursor)
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
     download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
     let response = try runner.run(
@@ -264,7 +267,8 @@ extension StepRunner {
 
   /// The request for `url`: method, headers (Accept by format, Content-Type by body, the
   /// Authorization of `auth`), body, time limits and TLS.
-  private func makeRequest(_ options: HTTPStep, url: String) -> HTTPRequest {
+  /// With `paginate.cursor.body`, `cursor` goes into the JSON body at that pointer.
+  private func makeRequest(_ options: HTTPStep, url: String, cursor: String?) -> HTTPRequest {
     var headers = HTTPHeaders(options.headers)
     if headers["Accept"] == nil {
       headers.set("Accept", options.format == .json ? "application/json" : "application/xml, text/xml;q=0.9")
@@ -272,7 +276,9 @@ extension StepRunner {
     var body = HTTPBody.none
     switch options.body {
     case .json(let value)?:
-      body = .bytes(Array(value.json.utf8))
+      var sent = value
+      if case .bodyCursor(_, let pointer)? = options.paginate, let cursor { sent = value.setting(pointer.tokens[...], to: .string(cursor)) }
+      body = .bytes(Array(sent.json.utf8))
       if headers["Content-Type"] == nil { headers.set("Content-Type", "application/json") }
     case .form(let fields)?:
       body = .bytes(Array(QueryItem.encode(fields).utf8))
@@ -309,7 +315,7 @@ extension StepRunner {
     var probes: [RecordSelector] = []
     switch options.paginate {
     case .next(let selector)?: probes.append(selector)
-    case .cursor(_, let from)?: probes.append(from)
+    case .cursor(_, let from)?, .bodyCursor(let from, _)?: probes.append(from)
     default: break
     }
     if let more = options.more { probes.append(more) }
@@ -405,6 +411,12 @@ extension StepRunner {
         throw HTTPStepError.paginationLoop("the last record gave cursor '\(PrintableText.oneLine(cursor))' again")
       }
       return PageLedger.Next(url: pageURL(options, since: current.since, [QueryItem(param, cursor)]), cursor: cursor, since: current.since)
+    case .bodyCursor(let from, _):
+      guard let cursor = try value(summary, from, as: .cursor) else { return nil }
+      if cursor == current.cursor {
+        throw HTTPStepError.paginationLoop("the server sent cursor '\(PrintableText.oneLine(cursor))' again")
+      }
+      return PageLedger.Next(url: current.url, cursor: cursor, since: current.since)
     case .page(let param, let start):
       guard summary.records > 0 else { return nil }
       let number = (current.offset ?? start) + 1
