@@ -31,6 +31,8 @@ let package = Package(
       name: "CBuildInfo",
       cSettings: buildCommit.isEmpty ? [] : [.define("DRAY_COMMIT", to: "\"\(buildCommit)\"")]
     ),
+    /// libpq: connections to a PostgreSQL target database.
+    .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
     // MARK: Model: plain Sendable values shared by every layer
 
@@ -52,6 +54,8 @@ let package = Package(
     /// The store seam (target database and run journal, as the engine sees them) and SQLite
     /// behind it: connection, physical table names, streaming table loads, the run journal.
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
+    /// PostgreSQL over libpq: connections, COPY, the value and identifier rules, the run lock.
+    .target(name: "DrayPostgres", dependencies: ["DrayModel", "CLibPQ"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
     .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
@@ -79,16 +83,23 @@ let package = Package(
     /// The thin executable.
     .executableTarget(name: "dray", dependencies: ["DrayCLI"]),
 
+    // MARK: Benchmarks
+
+    /// COPY of generated rows through the PostgreSQL value rule (Benchmarks/postgres-copy.py).
+    .executableTarget(name: "dray-bench-postgres", dependencies: ["DrayModel", "DrayPostgres"], path: "Benchmarks/PostgresCopy"),
+
     // MARK: Tests
 
     /// What tests share: the emulator and REST server launchers, the binary and child-process
     /// runners, manifests and jobs run from text, report and database checks, a clock moved by
     /// hand, temporary folders.
     .target(
-      name: "DrayTestSupport", dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayEngine"], path: "Tests/DrayTestSupport"),
+      name: "DrayTestSupport", dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayPostgres", "DrayEngine"],
+      path: "Tests/DrayTestSupport"),
     .testTarget(name: "DrayJSONTests", dependencies: ["DrayModel", "DrayJSON", "DrayTestSupport"]),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayPostgres", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(

@@ -10,6 +10,8 @@ packages=(
   libyajl-dev          # streaming JSON parser (table loads)
   libssl-dev           # SHA-256 (table names, fingerprints)
   libxml2-dev          # XML answers of the http step
+  libpq-dev            # libpq, PostgreSQL's client library (the PostgreSQL target)
+  postgresql           # PostgreSQL 15 server; tests start their own on a free loopback port
   iso-codes            # the emulator's ISO code lists
   sqlite3              # the sqlite3 shell, used by benchmarks and the demo
   curl                 # used by tests and benchmarks
