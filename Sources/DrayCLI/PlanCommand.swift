@@ -68,7 +68,7 @@ enum PlanCommand {
   /// The cursors the job's database keeps for its incremental steps, by step id; empty when
   /// it keeps none (nothing is created).
   static func keptCursors(_ manifest: Manifest) -> [String: JSONValue] {
-    guard let database = manifest.database.map({ manifest.resolve($0.path) }), FileManager.default.fileExists(atPath: database),
+    guard let database = manifest.database?.path.map({ manifest.resolve($0) }), FileManager.default.fileExists(atPath: database),
       DatabaseFile.problem(database) == nil, let probe = try? Database(path: database, create: false, readOnly: true)
     else { return [:] }
     var kept: [String: JSONValue] = [:]
