@@ -102,7 +102,7 @@ extension ManifestValidator {
           "'\(f.path("initial"))' must be a string or a number, such as \"2024-01-01T00:00:00Z\" or 0, found \(value.json)")
       }
     }
-    let lag = f["lag"].flatMap { reader.duration($0, f.path("lag")) }
+    let lag = reader.duration(f, "lag")
     if f["lag"] != nil && lag == nil { return nil }
     if let lagNode = f["lag"], let initial, IncrementalCursor.Value(json: initial)?.isInstant != true {
       reader.error(

@@ -385,7 +385,7 @@ public enum ManifestSchema {
     Key("cursor", .string(nonEmpty: true), required: true, "JSON Pointer to the field of each record that grows (updated_at, id)."),
     Key("param", .string(nonEmpty: true), required: true, "The query parameter that sends the kept value on the first page."),
     Key("initial", .json, required: true, "The value sent before any is kept: a string or a number."),
-    Key("lag", .duration, "A window re-read before the kept value (RFC 3339 instants only)."),
+    Key("lag", .duration(minimum: .zero), "A window re-read before the kept value (RFC 3339 instants only)."),
   ]
 
   public static let httpColumn: [Key] = [
