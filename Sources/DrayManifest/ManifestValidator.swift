@@ -88,7 +88,8 @@ struct ManifestValidator {
     manifest.redactor = reader.redactor
     // The names dray writes (the job, step ids, resources, tables, file paths as written and
     // as resolved, the job's own folders and database): never masked, even holding a secret.
-    let paths = manifest.allSteps.flatMap(\.names) + [manifest.database?.path, manifest.download.path, manifest.state.path].compactMap { $0 }
+    let paths =
+      manifest.allSteps.flatMap(\.names) + [manifest.database?.path, manifest.download.path, manifest.state.path].compactMap { $0 }
     manifest.redactor.keep([manifest.job] + manifest.allSteps.map(\.id) + paths + paths.map(manifest.resolve))
     Self.markSecretHeaders(&manifest)
     guard version != nil, job != nil else { return nil }

@@ -44,24 +44,26 @@ import Testing
 
     // Framed by Content-Length, or ended only by the connection's close: blank either way,
     // never taken for an answer cut short.
-    for body in Self.bodies { for closeDelimited in [false, true] {
-      let fault = try JSONSerialization.data(withJSONObject: [["path": "/" + path, "body": body, "close_delimited": closeDelimited]])
-      try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
-      let report = Runner(
-        manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
-      ).run()
-      #expect(report.exitCode == 1)
-      #expect(report.steps[0].errorCode == "bad_answer")
-      let url =
-        emulator.url + path + (path.hasSuffix("meta/") ? "?file=welcome.txt" : path.hasPrefix("api/v1/directory") ? "?directory=." : "")
-      #expect(
-        report.steps[0].errorMessage
-          == "unexpected answer from \(url): \(Self.described(body)) (HTTP 200, Content-Type: application/json); an empty body is not a JSON document, so it was refused and nothing was changed"
-      )
-      #expect(try DatabaseDigest(path: folder.path + "/data.sqlite") == database)
-      #expect(try outputs.map { try bytes(folder.path + "/out/" + $0) } == before)
-      #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/out")) ?? []).sorted() == outputs)
-    } }
+    for body in Self.bodies {
+      for closeDelimited in [false, true] {
+        let fault = try JSONSerialization.data(withJSONObject: [["path": "/" + path, "body": body, "close_delimited": closeDelimited]])
+        try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
+        let report = Runner(
+          manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+        ).run()
+        #expect(report.exitCode == 1)
+        #expect(report.steps[0].errorCode == "bad_answer")
+        let url =
+          emulator.url + path + (path.hasSuffix("meta/") ? "?file=welcome.txt" : path.hasPrefix("api/v1/directory") ? "?directory=." : "")
+        #expect(
+          report.steps[0].errorMessage
+            == "unexpected answer from \(url): \(Self.described(body)) (HTTP 200, Content-Type: application/json); an empty body is not a JSON document, so it was refused and nothing was changed"
+        )
+        #expect(try DatabaseDigest(path: folder.path + "/data.sqlite") == database)
+        #expect(try outputs.map { try bytes(folder.path + "/out/" + $0) } == before)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/out")) ?? []).sorted() == outputs)
+      }
+    }
   }
 
   // MARK: http step
