@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The commit `make release` bakes into `dray version` (scripts/release.sh sets DRAY_COMMIT);
+/// a build without it says "commit unknown". Only CBuildInfo is compiled again when it changes.
+let buildCommit = Context.environment["DRAY_COMMIT"] ?? ""
+
 let package = Package(
   name: "dray",
   platforms: [.macOS(.v15)],
@@ -22,12 +26,19 @@ let package = Package(
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     /// libxml2: XML answers of the `http` step, read with its streaming xmlTextReader.
     .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+    /// The commit `make release` builds from (`buildCommit`), empty otherwise.
+    .target(
+      name: "CBuildInfo",
+      cSettings: buildCommit.isEmpty ? [] : [.define("DRAY_COMMIT", to: "\"\(buildCommit)\"")]
+    ),
+    /// libpq: connections to a PostgreSQL target database.
+    .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
     // MARK: Model: plain Sendable values shared by every layer
 
     /// The resolved job as plain values: manifest, steps, retry policy, JSON values, SQL templates,
-    /// secrets and their redaction, SHA-256 for names and fingerprints.
-    .target(name: "DrayModel", dependencies: ["CCrypto"]),
+    /// secrets and their redaction, SHA-256 for names and fingerprints, dray's version and commit.
+    .target(name: "DrayModel", dependencies: ["CCrypto", "CBuildInfo"]),
     /// JSON over yajl's event parser (`JSONEvents`): whole documents into `JSONValue`, table answers
     /// row by row (`AnswerReader`), the events the record readers follow.
     .target(name: "DrayJSON", dependencies: ["DrayModel", "CYAJL"]),
@@ -43,6 +54,8 @@ let package = Package(
     /// The store seam (target database and run journal, as the engine sees them) and SQLite
     /// behind it: connection, physical table names, streaming table loads, the run journal.
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
+    /// PostgreSQL over libpq: connections, COPY, the value and identifier rules, the run lock.
+    .target(name: "DrayPostgres", dependencies: ["DrayModel", "CLibPQ"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
     .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
@@ -61,9 +74,19 @@ let package = Package(
     // MARK: Command line
 
     /// The `dray` commands, testable in-process.
-    .target(name: "DrayCLI", dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayEngine"]),
+    .target(
+      name: "DrayCLI",
+      dependencies: [
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayEngine",
+      ]
+    ),
     /// The thin executable.
     .executableTarget(name: "dray", dependencies: ["DrayCLI"]),
+
+    // MARK: Benchmarks
+
+    /// COPY of generated rows through the PostgreSQL value rule (Benchmarks/postgres-copy.py).
+    .executableTarget(name: "dray-bench-postgres", dependencies: ["DrayModel", "DrayPostgres"], path: "Benchmarks/PostgresCopy"),
 
     // MARK: Tests
 
@@ -71,10 +94,12 @@ let package = Package(
     /// runners, manifests and jobs run from text, report and database checks, a clock moved by
     /// hand, temporary folders.
     .target(
-      name: "DrayTestSupport", dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayEngine"], path: "Tests/DrayTestSupport"),
+      name: "DrayTestSupport", dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayPostgres", "DrayEngine"],
+      path: "Tests/DrayTestSupport"),
     .testTarget(name: "DrayJSONTests", dependencies: ["DrayModel", "DrayJSON", "DrayTestSupport"]),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayPostgres", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(
@@ -82,7 +107,7 @@ let package = Package(
       dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayTransport", "DrayEngine", "DrayTestSupport"]
     ),
     /// Runs the built `dray` binary (hence the dependency on the executable).
-    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayStore", "DrayTestSupport"]),
   ]
 )
 

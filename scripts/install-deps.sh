@@ -10,6 +10,8 @@ packages=(
   libyajl-dev          # streaming JSON parser (table loads)
   libssl-dev           # SHA-256 (table names, fingerprints)
   libxml2-dev          # XML answers of the http step
+  libpq-dev            # libpq, PostgreSQL's client library (the PostgreSQL target)
+  postgresql           # PostgreSQL 15 server; tests start their own on a free loopback port
   iso-codes            # the emulator's ISO code lists
   sqlite3              # the sqlite3 shell, used by benchmarks and the demo
   curl                 # used by tests and benchmarks
@@ -18,6 +20,11 @@ packages=(
   python3-jsonschema   # tests: reports against docs/report.schema.json (scripts/check-report.py)
   python3-prometheus-client # tests: Prometheus textfiles through the exposition-format parser
   bsdutils             # tests: `script`, to run dray on a pseudo-terminal
+  python3-yaml         # deploy tests: reading the Kubernetes manifests
+  python3-venv         # deploy tests: kubernetes-validate in a virtualenv under .build
+  systemd              # deploy tests: systemd-analyze verify (no systemd running needed)
+  binutils             # deploy tests: readelf, the libraries the release binary names
+  util-linux           # deploy tests: unshare, setpriv, setsid
 )
 
 missing=()

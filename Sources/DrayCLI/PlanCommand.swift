@@ -44,7 +44,7 @@ enum PlanCommand {
   /// The schemes the job's database holds from earlier runs, by resource; empty when it has
   /// none (nothing is created). They give the exact names of every output table.
   static func recordedSchemes(_ manifest: Manifest) -> [String: ResourceScheme] {
-    guard let database = manifest.database.map({ manifest.resolve($0.path) }), FileManager.default.fileExists(atPath: database),
+    guard let database = manifest.database?.path.map({ manifest.resolve($0) }), FileManager.default.fileExists(atPath: database),
       DatabaseFile.problem(database) == nil, let probe = try? Database(path: database, create: false, readOnly: true),
       (try? probe.tableExists("_dray_resources")) == true, (try? probe.tableExists("_dray_tables")) == true,
       let store = try? Store(path: database)
@@ -190,7 +190,7 @@ struct JobPlan {
     }
     // A user name is no secret (masked with the rest when `secrets` lists it).
     if let auth = manifest.auth { rows.append(("auth", "user \(auth.username), password \(Redactor.mask)")) }
-    if let database = manifest.database { rows.append(("database", manifest.resolve(database.path))) }
+    if let database = manifest.database?.path { rows.append(("database", manifest.resolve(database))) }
     rows.append(
       ("downloads", manifest.resolve(manifest.download.path) + (manifest.download.resume ? ", resumed when broken" : ", not resumed")))
     rows.append(("journal", Runner.journalPath(for: manifest)))
@@ -345,7 +345,7 @@ struct JobPlan {
       pairs.append(("auth", .object([("username", .string(auth.username)), ("password", .string(Redactor.mask))])))
     }
     pairs += [
-      ("database", manifest.database.map { .string(manifest.resolve($0.path)) } ?? .null),
+      ("database", manifest.database?.path.map { .string(manifest.resolve($0)) } ?? .null),
       ("download", .object([("path", .string(manifest.resolve(manifest.download.path))), ("resume", .bool(manifest.download.resume))])),
       ("journal", .string(Runner.journalPath(for: manifest))),
       (

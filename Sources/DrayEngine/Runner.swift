@@ -34,7 +34,7 @@ public final class Runner {
 
   /// The journal's path: the job's database, or `<state.path>/<job>.journal.sqlite`.
   public static func journalPath(for manifest: Manifest) -> String {
-    if let database = manifest.database { return manifest.resolve(database.path) }
+    if let database = manifest.database?.path { return manifest.resolve(database) }
     return manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
   }
 

@@ -10,7 +10,7 @@ extension Step {
   /// SHA-256 of the canonical JSON of `definition` and the job's database path: equal
   /// fingerprints mean a finished step need not run again.
   public func fingerprint(in manifest: Manifest) -> String {
-    let database = manifest.database.map { manifest.resolve($0.path) } ?? ""
+    let database = manifest.database?.path.map { manifest.resolve($0) } ?? ""
     return SHA256.hex(JSONValue.object([("step", definition), ("database", .string(database))]).canonicalJSON)
   }
 }

@@ -168,7 +168,11 @@ struct StepRunner {
   /// record tables and page ledger (`RecordTable`, `PageLedger`).
   func openSQLiteStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
-    let store = try Store(path: manifest.resolve(database.path))
+    guard let path = database.path else {
+      throw StepError.settingMissing(
+        "step '\(step.id)': a PostgreSQL database (database.url) cannot be filled yet; use database.path (SQLite) for now")
+    }
+    let store = try Store(path: manifest.resolve(path))
     store.stopWhen(context.cancellation)
     return store
   }

@@ -91,7 +91,9 @@ public enum ManifestSchema {
       "Environment variables (NAME or ${NAME}) and ${...} values to mask in every output; each value has at least 8 characters."),
     Key("platform", .mapping(platform), "The platform server to sign in to (the SDK's initWithCredentials)."),
     Key("auth", .mapping(auth, rules: [.exactlyOne(["password", "password_file"])]), "Credentials (the SDK's auth)."),
-    Key("database", .mapping(database), "The SQLite database the job fills (the SDK's openBase)."),
+    Key(
+      "database", .mapping(database, rules: [.exactlyOne(["path", "url"])]),
+      "The database the job fills: an SQLite file (the SDK's openBase) or PostgreSQL."),
     Key("download", .mapping(download), "Where answers stream to, and whether broken downloads resume."),
     Key("retry", .mapping(jobRetry), "The job's retry policy; a step's own 'retry' overrides single keys."),
     Key("state", .mapping(state), "Where the lock (and, without a database, the run journal) live."),
@@ -133,7 +135,12 @@ public enum ManifestSchema {
   ]
 
   public static let database: [Key] = [
-    Key("path", .string(nonEmpty: true), required: true, "SQLite file, relative to the job folder; created when missing.")
+    Key("path", .string(nonEmpty: true), "SQLite file, relative to the job folder; created when missing. Give this or 'url'."),
+    Key("url", .string(nonEmpty: true), "PostgreSQL database: postgresql://user@host:port/dbname?sslmode=...; a password in it is masked."),
+    Key(
+      "password", .string(nonEmpty: false),
+      "PostgreSQL password; masked in every output. Else the URL's, PGPASSWORD, PGPASSFILE or ~/.pgpass."),
+    Key("schema", .string(nonEmpty: true), default: .string(PostgresTarget.defaultSchema), "PostgreSQL schema of the job's tables."),
   ]
 
   public static let download: [Key] = [

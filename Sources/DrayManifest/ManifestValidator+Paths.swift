@@ -96,7 +96,7 @@ extension ManifestValidator {
   ///   download folder.
   mutating func checkKeptPaths(_ manifest: Manifest, top: Fields) {
     let manifestFile = manifest.file
-    let database = manifest.database.map { JobPath.lexical(manifest.resolve($0.path)) }
+    let database = manifest.database?.path.map { JobPath.lexical(manifest.resolve($0)) }
     if let database, database == manifestFile, let node = Self.child(top["database"], "path") {
       reader.error(node.location, "'database.path': '\(manifest.database?.path ?? "")' is the job's manifest; name the SQLite file to fill")
     }
@@ -174,12 +174,12 @@ extension ManifestValidator {
   /// through a symbolic link (SQLite opens what it leads to); the others are not (a rename
   /// replaces the link). The engine checks again when it writes.
   private mutating func checkFileKinds(_ manifest: Manifest, top: Fields) {
-    if let database = manifest.database, let node = Self.child(top["database"], "path"),
-      let kind = FileKind.refusal(at: manifest.resolve(database.path), followingLinks: true)
+    if let database = manifest.database?.path, let node = Self.child(top["database"], "path"),
+      let kind = FileKind.refusal(at: manifest.resolve(database), followingLinks: true)
     {
       reader.error(
         node.location,
-        "'database.path': '\(database.path)' is \(kind), not an SQLite database file; dray neither opens nor replaces it: name a regular file or a new path"
+        "'database.path': '\(database)' is \(kind), not an SQLite database file; dray neither opens nor replaces it: name a regular file or a new path"
       )
     }
     checkFolders(manifest, top: top)
@@ -211,8 +211,8 @@ extension ManifestValidator {
         (node ?? root).location,
         "'\(key)': '\(shown)' cannot be created: \(blocked), not a folder; move it aside or name another path")
     }
-    if let database = manifest.database {
-      check(Self.child(top["database"], "path"), "database.path", database.path, manifest.resolve(database.path))
+    if let database = manifest.database?.path {
+      check(Self.child(top["database"], "path"), "database.path", database, manifest.resolve(database))
     }
     // Inside each folder: the folder itself must be one.
     check(Self.child(top["state"], "path"), "state.path", manifest.state.path, manifest.resolve(manifest.state.path) + "/lock")

@@ -336,12 +336,70 @@ struct ManifestValidator {
     return Credentials(username: username, password: password)
   }
 
+  /// `database:`: `path` (SQLite) or `url` (PostgreSQL, with `password` and `schema`).
   private mutating func readDatabase(_ node: YAMLNode) -> DatabaseSettings? {
     guard let f = reader.fields(node, "database", keys: ManifestSchema.database) else { return nil }
-    guard let path = reader.string(f, "path"), let node = f["path"],
-      fileShaped(node, "database.path", path, what: "SQLite file", example: "job.sqlite")
-    else { return nil }
-    return DatabaseSettings(path: path)
+    switch (f["path"], f["url"]) {
+    case (let pathNode?, nil):
+      for key in ["password", "schema"] {
+        if let extra = f[key] {
+          reader.error(extra.location, "'database.\(key)' goes with 'url' (PostgreSQL); an SQLite database (database.path) has none")
+        }
+      }
+      guard let path = reader.nonEmptyString(pathNode, "database.path"),
+        fileShaped(pathNode, "database.path", path, what: "SQLite file", example: "job.sqlite")
+      else { return nil }
+      return DatabaseSettings(path: path)
+    case (nil, let urlNode?):
+      return readPostgres(f, urlNode).map { DatabaseSettings(postgres: $0) }
+    case (_?, let urlNode?):
+      reader.error(urlNode.location, "'database' takes 'path' (an SQLite file) or 'url' (PostgreSQL), not both")
+    case (nil, nil):
+      reader.error(node.location, "missing required key 'path' (an SQLite file) or 'url' (PostgreSQL) in database")
+    }
+    return nil
+  }
+
+  /// `database.url`, checked with `PostgresURL`, with `password` and `schema`; the URL's
+  /// password and `database.password` are secrets. Every problem is reported.
+  private mutating func readPostgres(_ f: Fields, _ urlNode: YAMLNode) -> PostgresTarget? {
+    var url: PostgresURL?
+    if let text = reader.nonEmptyString(urlNode, "database.url") {
+      do {
+        url = try PostgresURL(text)
+      } catch {
+        // The source line is shown with the error: mask what looks like a password first.
+        if let password = Self.passwordText(inURL: text) { reader.redactor.add(password) }
+        reader.error(urlNode.location, "'database.url': \(error.message)")
+      }
+    }
+    if let password = url?.password { reader.redactor.add(password) }
+    var password: String?
+    if let node = f["password"] {
+      password = reader.string(node, "database.password", secret: true)
+      if url?.password != nil {
+        reader.error(node.location, "'database.password' and a password in 'database.url' both given; give it once, in database.password")
+      }
+    }
+    var schema: String? = PostgresTarget.defaultSchema
+    if let node = f["schema"] {
+      schema = reader.nonEmptyString(node, "database.schema")
+      if let name = schema, name.utf8.count > 63 {
+        reader.error(node.location, "'database.schema' has \(name.utf8.count) bytes; PostgreSQL names have at most 63")
+        schema = nil
+      }
+    }
+    guard let url, let schema else { return nil }
+    return PostgresTarget(url: url, password: password, schema: schema)
+  }
+
+  /// The text between the user name and the last `@` of a URL's authority, as written.
+  static func passwordText(inURL text: String) -> String? {
+    guard let start = text.range(of: "://")?.upperBound else { return nil }
+    let authority = text[start...].prefix { $0 != "/" && $0 != "?" }
+    guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return nil }
+    let password = authority[authority.index(after: colon)..<at]
+    return password.isEmpty ? nil : String(password)
   }
 
   private mutating func readDownload(_ node: YAMLNode) -> DownloadSettings? {

@@ -89,8 +89,8 @@ public struct KeptPaths: Sendable {
   /// The manifest and the database files.
   private static func common(_ manifest: Manifest) -> [Entry] {
     var entries = [Entry(path: manifest.file, kind: .file, name: "the job's manifest")]
-    if let database = manifest.database {
-      let path = JobPath.lexical(manifest.resolve(database.path))
+    if let database = manifest.database?.path {
+      let path = JobPath.lexical(manifest.resolve(database))
       entries.append(Entry(path: path, kind: .file, name: "the job's database (database.path)"))
       for suffix in databaseSuffixes {
         entries.append(Entry(path: path + suffix, kind: .file, name: "a file of the job's database (database.path)"))

@@ -169,11 +169,50 @@ public struct Credentials: Sendable, Hashable {
   }
 }
 
-/// The `database:` block: the SDK's `openBase(path, key)`.
+/// The `database:` block: an SQLite file (`path`, the SDK's `openBase(path, key)`) or a
+/// PostgreSQL database (`url`), exactly one of them.
 public struct DatabaseSettings: Sendable, Hashable {
-  /// SQLite file, relative to the job folder.
-  public var path: String
-  public init(path: String) { self.path = path }
+  /// Where the job's tables live.
+  public enum Target: Sendable, Hashable {
+    /// An SQLite file, relative to the job folder.
+    case sqlite(path: String)
+    /// A schema of a PostgreSQL database.
+    case postgres(PostgresTarget)
+  }
+
+  public var target: Target
+
+  /// An SQLite file, relative to the job folder.
+  public init(path: String) { target = .sqlite(path: path) }
+  public init(postgres: PostgresTarget) { target = .postgres(postgres) }
+
+  /// The SQLite file, relative to the job folder; nil for a PostgreSQL target.
+  public var path: String? {
+    if case .sqlite(let path) = target { path } else { nil }
+  }
+
+  /// The PostgreSQL target; nil for an SQLite file.
+  public var postgres: PostgresTarget? {
+    if case .postgres(let target) = target { target } else { nil }
+  }
+}
+
+/// `database:` with `url`: a schema of a PostgreSQL database (docs/postgres.md).
+public struct PostgresTarget: Sendable, Hashable {
+  public var url: PostgresURL
+  /// `database.password`, a secret; nil when the URL or libpq's own sources give it.
+  public var password: String?
+  /// The schema of the job's tables and of dray's own; `public` by default.
+  public var schema: String
+
+  /// The schema when `database.schema` is not given.
+  public static let defaultSchema = "public"
+
+  public init(url: PostgresURL, password: String? = nil, schema: String = PostgresTarget.defaultSchema) {
+    self.url = url
+    self.password = password
+    self.schema = schema
+  }
 }
 
 /// The `download:` block: where answers stream and whether they resume.

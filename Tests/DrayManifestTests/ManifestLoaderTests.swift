@@ -22,7 +22,7 @@ import Testing
     #expect(manifest.auth == Credentials(username: "demo", password: "p#ss: $x 'q\" w"))
     #expect(manifest.steps.map(\.id) == ["schemes", "countries", "currencies", "languages", "subdivisions", "drop-unnamed"])
     #expect(manifest.directory == Repository.root + "/jobs")
-    #expect(manifest.resolve(manifest.database!.path) == Repository.root + "/jobs/data/iso.sqlite")
+    #expect(manifest.resolve(manifest.database!.path!) == Repository.root + "/jobs/data/iso.sqlite")
     let step = try #require(manifest.steps[1].kind.tableStream)
     #expect(step.resource == "COUNTRIES")
     #expect(manifest.steps[1].retry == RetryPolicy(count: 5, interval: .seconds(1), backoff: .exponential, maxInterval: .seconds(30)))

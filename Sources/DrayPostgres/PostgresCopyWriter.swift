@@ -1,0 +1,178 @@
+internal import CLibPQ
+internal import Foundation
+
+/// Sends the rows of a `COPY ... FROM STDIN` in text format (PostgreSQL 15 documentation,
+/// COPY, "Text Format"), value by value, with bounded memory.
+///
+/// Made by `PostgresConnection.copyIn(_:)`. Values are appended to the current row
+/// (`appendNull()`, `append(_:)`, or `PostgresValueRule.append(_:as:to:)` for JSON values),
+/// and `endRow()` ends it. Rows are staged in one buffer and sent with `PQputCopyData` each
+/// time it reaches `chunkSize` bytes, so memory stays at one chunk plus the longest row
+/// whatever the row count. `finish()` ends the COPY (`PQputCopyEnd`) and checks the server's
+/// answer; `cancel(_:)` abandons it, and the server then discards every row sent.
+///
+/// Text is escaped as the text format requires: backslash as `\\`, tab as `\t`, newline as
+/// `\n`, carriage return as `\r`; NULL is `\N`, so NULL and `""` stay distinct. A NUL
+/// character cannot be stored in PostgreSQL text at all and is refused.
+///
+/// After any throw from `endRow()` or `finish()` the COPY has failed: the connection stays
+/// usable once the error is handled (a broken connection excepted), and nothing of the COPY
+/// was stored.
+public final class PostgresCopyWriter {
+  /// Bytes staged before they are sent: 64 KiB.
+  public static let chunkSize = 64 * 1024
+
+  private let connection: PostgresConnection
+  private let statement: String
+  private var buffer: [UInt8] = []
+  /// True when the next value is not the first of its row (a tab goes before it).
+  private var inRow = false
+  private var done = false
+  /// Rows ended so far.
+  public private(set) var rowCount = 0
+
+  init(connection: PostgresConnection, statement: String) {
+    self.connection = connection
+    self.statement = statement
+    buffer.reserveCapacity(Self.chunkSize + 4096)
+  }
+
+  deinit {
+    if !done { cancel("the COPY was abandoned") }
+  }
+
+  /// Appends NULL (`\N`).
+  public func appendNull() {
+    separate()
+    buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
+  }
+
+  /// Appends a text value, escaped.
+  ///
+  /// - Throws: `PostgresValueRefusal` (nothing appended) when it holds a NUL character.
+  public func append(_ text: String) throws(PostgresValueRefusal) {
+    var text = text
+    let refusal = text.withUTF8 { bytes -> PostgresValueRefusal? in
+      do throws(PostgresValueRefusal) {
+        try append(utf8: bytes)
+        return nil
+      } catch {
+        return error
+      }
+    }
+    if let refusal { throw refusal }
+  }
+
+  /// Appends UTF-8 text, escaped.
+  ///
+  /// - Throws: `PostgresValueRefusal` (nothing appended) when it holds a NUL byte.
+  public func append(utf8 bytes: UnsafeBufferPointer<UInt8>) throws(PostgresValueRefusal) {
+    if let base = bytes.baseAddress, memchr(base, 0, bytes.count) != nil {
+      throw PostgresValueRefusal(found: "a string with a NUL character (\\u0000)", value: nil)
+    }
+    separate()
+    appendEscaped(bytes)
+  }
+
+  /// Appends bytes that need no escaping (digits, `t`, `f`); checked by the caller.
+  func appendVerbatim(_ bytes: UnsafeBufferPointer<UInt8>) {
+    separate()
+    buffer.append(contentsOf: bytes)
+  }
+
+  /// Appends bytes that need no escaping (digits, `t`, `f`); checked by the caller.
+  func appendVerbatim(_ text: StaticString) {
+    separate()
+    buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+  }
+
+  /// Appends bytes escaped, continuing the current value (no separator).
+  func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>) {
+    var start = 0
+    for i in 0..<bytes.count {
+      let escaped: UInt8
+      switch bytes[i] {
+      case UInt8(ascii: "\\"): escaped = UInt8(ascii: "\\")
+      case UInt8(ascii: "\t"): escaped = UInt8(ascii: "t")
+      case UInt8(ascii: "\n"): escaped = UInt8(ascii: "n")
+      case UInt8(ascii: "\r"): escaped = UInt8(ascii: "r")
+      default: continue
+      }
+      buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+      buffer.append(UInt8(ascii: "\\"))
+      buffer.append(escaped)
+      start = i + 1
+    }
+    buffer.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+  }
+
+  /// Starts a value: a tab unless it is the first of its row.
+  func separate() {
+    if inRow { buffer.append(UInt8(ascii: "\t")) }
+    inRow = true
+  }
+
+  /// Ends the row; sends the staged rows when they reach `chunkSize`.
+  ///
+  /// - Throws: `PostgresError` when sending fails (the connection broke: transient).
+  public func endRow() throws(PostgresError) {
+    buffer.append(UInt8(ascii: "\n"))
+    inRow = false
+    rowCount += 1
+    if buffer.count >= Self.chunkSize { try flush() }
+  }
+
+  private func flush() throws(PostgresError) {
+    guard !buffer.isEmpty else { return }
+    let handle = try connection.open(statement)
+    let sent = buffer.withUnsafeBufferPointer { b in
+      b.withMemoryRebound(to: CChar.self) { PQputCopyData(handle, $0.baseAddress, Int32($0.count)) }
+    }
+    guard sent == 1 else {
+      done = true
+      throw connection.failure(nil, statement)
+    }
+    buffer.removeAll(keepingCapacity: true)
+  }
+
+  /// Sends the last rows and ends the COPY; the server then checks and stores them.
+  ///
+  /// - Returns: the rows the server copied.
+  /// - Throws: `PostgresError`: the server's refusal (a value its column's type does not
+  ///   take, a constraint) with the line in `detail`, or a broken connection.
+  @discardableResult
+  public func finish() throws(PostgresError) -> Int {
+    precondition(!inRow, "finish() in the middle of a row")
+    try flush()
+    done = true
+    let handle = try connection.open(statement)
+    guard PQputCopyEnd(handle, nil) == 1 else { throw connection.failure(nil, statement) }
+    return try drain(handle)
+  }
+
+  /// Abandons the COPY: the server discards every row and the COPY fails with `message`.
+  /// Doing it twice, or after `finish()`, does nothing.
+  public func cancel(_ message: String) {
+    guard !done else { return }
+    done = true
+    guard let handle = try? connection.open(statement) else { return }
+    if PQputCopyEnd(handle, message) == 1 { _ = try? drain(handle) }
+  }
+
+  /// Reads the COPY's results up to the end; the count of the successful one.
+  private func drain(_ handle: OpaquePointer) throws(PostgresError) -> Int {
+    var failure: PostgresError?
+    var count = 0
+    while let result = PQgetResult(handle) {
+      if PQresultStatus(result) == PGRES_COMMAND_OK {
+        count = Int(String(cString: PQcmdTuples(result))) ?? 0
+      } else if failure == nil {
+        failure = connection.failure(result, statement)
+      }
+      PQclear(result)
+      if PQstatus(handle) != CONNECTION_OK { break }
+    }
+    if let failure { throw failure }
+    return count
+  }
+}

@@ -1,0 +1,137 @@
+internal import DrayModel
+internal import Foundation
+
+/// A failure reported by libpq or by the PostgreSQL server, with everything needed to act
+/// on it and nothing secret.
+///
+/// Built on one checked path (`PostgresConnection`) for every libpq return. The fields are
+/// the server's error report (PostgreSQL 15 documentation, §55.8 "Error and Notice Message
+/// Fields"): `sqlState` (code `C`, Appendix A "PostgreSQL Error Codes"), `message` (`M`),
+/// `detail` (`D`), `hint` (`H`). A connection that fails before the server answers
+/// (refused, unreachable, closed) has no report; libpq's message is kept and `sqlState` is
+/// the client-side class `08001` (could not connect) or `08006` (connection lost), see
+/// `PostgresError.connectionFailure`.
+public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// Five characters, e.g. `28P01`; class `08` for connection failures.
+  public var sqlState: String?
+  /// The primary message, one line, as the server or libpq wrote it.
+  public var message: String
+  public var detail: String?
+  public var hint: String?
+  /// The SQL statement that failed; nil for a connection attempt.
+  public var statement: String?
+  /// `PostgresURL.redacted` of the connection: the password never appears.
+  public var url: String
+
+  public init(
+    sqlState: String?, message: String, detail: String? = nil, hint: String? = nil, statement: String? = nil,
+    url: String
+  ) {
+    self.sqlState = sqlState
+    self.message = message
+    self.detail = detail
+    self.hint = hint
+    self.statement = statement
+    self.url = url
+  }
+
+  /// True when trying again later may succeed, so the job's `retry` policy applies:
+  ///
+  /// | SQLSTATE | meaning (Appendix A) |
+  /// |---|---|
+  /// | class `08` | connection exception: refused, reset, lost (also libpq's own failures) |
+  /// | `57P01`, `57P02`, `57P03` | admin shutdown, crash shutdown, cannot connect now (starting up, restarting, in recovery) |
+  /// | `53300` | too many connections |
+  /// | `40001`, `40P01` | serialization failure, deadlock detected |
+  /// | `55P03` | lock not available |
+  ///
+  /// Every other code is permanent: `28P01` (bad password), `28000` (no such role or no
+  /// `pg_hba.conf` entry), `3D000` (no such database), `42501` (no privilege), `42P01`
+  /// (no such table), `22xxx` (bad data), and so on. Running again would fail the same way.
+  public var isTransient: Bool {
+    guard let code = sqlState else { return false }
+    if code.hasPrefix("08") { return true }
+    return ["57P01", "57P02", "57P03", "53300", "40001", "40P01", "55P03"].contains(code)
+  }
+
+  /// One line for people: what happened at which server, and what to do.
+  ///
+  /// ```
+  /// PostgreSQL at postgresql://loader:***@127.0.0.1:5432/warehouse refused the password for user "loader": check database.password, PGPASSWORD or ~/.pgpass
+  /// ```
+  public var userMessage: String {
+    let at = "PostgreSQL at \(url)"
+    switch sqlState {
+    case "28P01":
+      return
+        "\(at) refused the password\(Self.quotedUser(in: message).map { " for user \($0)" } ?? ""): check database.password (or PGPASSWORD, PGPASSFILE, ~/.pgpass)"
+    case "3D000":
+      return "\(at): \(message); create it (createdb) or name an existing database in database.url"
+    case "28000":
+      return "\(at) refused the connection: \(message); ask the database administrator for a role and a pg_hba.conf entry"
+    case "42501":
+      return
+        "\(at): \(message); grant the role the privilege (for a schema: GRANT USAGE, CREATE ON SCHEMA ... TO ...) or choose another database.schema"
+    case "08001":
+      return "cannot reach \(at): \(message); check the host and port in database.url and that the server runs and accepts TCP connections"
+    case "53300":
+      return "\(at) has no free connection slot: \(message); run again later or raise max_connections"
+    case "57P01", "57P02", "57P03", "08006", "08003", "08000", "08P01":
+      return "\(at) closed the connection: \(message); run again to resume from the last commit"
+    default:
+      return "\(at): \(message)\(sqlState.map { " (SQLSTATE \($0))" } ?? "")"
+    }
+  }
+
+  /// `userMessage`, then the detail, the hint and the statement on lines of their own.
+  public var description: String {
+    var text = userMessage
+    if let detail { text += "\n  detail: \(detail)" }
+    if let hint { text += "\n  hint: \(hint)" }
+    if let statement { text += "\n  statement: \(statement)" }
+    return text
+  }
+
+  /// `"loader"` from `password authentication failed for user "loader"`.
+  private static func quotedUser(in message: String) -> String? {
+    guard let range = message.range(of: "for user \"") else { return nil }
+    let rest = message[range.upperBound...]
+    guard let end = rest.firstIndex(of: "\"") else { return nil }
+    return "\"\(rest[..<end])\""
+  }
+
+  /// A connection attempt that failed, from libpq's message (`PQerrorMessage`).
+  ///
+  /// libpq 15 has no SQLSTATE for a failed connection attempt, only text, so the server's
+  /// (English) `FATAL` messages are recognised by their wording: `password authentication
+  /// failed` (28P01), `no password supplied` (28P01), `database "..." does not exist`
+  /// (3D000), `role "..." does not exist` and `no pg_hba.conf entry` (28000), `too many
+  /// clients` (53300), `the database system is starting up / shutting down / in recovery
+  /// mode` (57P03). Anything else is `08001`: transient, as a refused or unreachable host is.
+  static func connectionFailure(_ libpqMessage: String, url: PostgresURL) -> PostgresError {
+    let text = libpqMessage.split(whereSeparator: \.isNewline).first.map { oneLine(String($0)) } ?? ""
+    let rules: [(String, String)] = [
+      ("password authentication failed", "28P01"), ("no password supplied", "28P01"),
+      ("does not exist", "3D000"), ("no pg_hba.conf entry", "28000"),
+      ("too many clients", "53300"), ("the database system is", "57P03"),
+    ]
+    var state = rules.first { text.contains($0.0) }?.1 ?? "08001"
+    if state == "3D000" && text.contains("role \"") { state = "28000" }
+    return PostgresError(sqlState: state, message: serverPart(text), url: url.redacted)
+  }
+
+  /// The server's own words from `connection to server at "h" (1.2.3.4), port 5432 failed:
+  /// FATAL:  database "x" does not exist`, or libpq's message when the server said nothing.
+  static func serverPart(_ text: String) -> String {
+    for marker in ["FATAL:  ", "ERROR:  "] {
+      if let r = text.range(of: marker, options: .backwards) { return String(text[r.upperBound...]) }
+    }
+    return text
+  }
+
+  /// libpq's messages end with a newline and may span lines; one line, trimmed.
+  static func oneLine(_ text: String) -> String {
+    text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+      .filter { !$0.isEmpty }.joined(separator: " ")
+  }
+}

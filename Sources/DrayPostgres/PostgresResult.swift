@@ -1,0 +1,84 @@
+internal import CLibPQ
+
+/// A value bound to a statement parameter or read from a result row.
+///
+/// Read from a row by the column's type (`PQftype`): `smallint`, `integer`, `bigint` and
+/// `oid` as `.integer`; `real` and `double precision` as `.real` (`NaN` and infinities
+/// included); `boolean` as `.bool`; every other type (`numeric`, `text`, `jsonb`, dates) as
+/// the server's text, so `numeric` keeps every digit.
+public enum PostgresValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+  ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByNilLiteral
+{
+  case null
+  case integer(Int64)
+  case real(Double)
+  case bool(Bool)
+  case text(String)
+
+  public init(stringLiteral value: String) { self = .text(value) }
+  public init(integerLiteral value: Int64) { self = .integer(value) }
+  public init(floatLiteral value: Double) { self = .real(value) }
+  public init(booleanLiteral value: Bool) { self = .bool(value) }
+  public init(nilLiteral: ()) { self = .null }
+
+  /// The integer, or nil for any other case.
+  public var integer: Int64? { if case .integer(let i) = self { i } else { nil } }
+  /// The text, or nil for any other case.
+  public var text: String? { if case .text(let t) = self { t } else { nil } }
+  /// The boolean, or nil for any other case.
+  public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
+  /// The real, or nil for any other case.
+  public var real: Double? { if case .real(let d) = self { d } else { nil } }
+
+  /// The text format of the value as a parameter; nil for NULL.
+  var parameterText: String? {
+    switch self {
+    case .null: nil
+    case .integer(let i): String(i)
+    case .real(let d): d.isNaN ? "NaN" : d.isInfinite ? (d < 0 ? "-Infinity" : "Infinity") : "\(d)"
+    case .bool(let b): b ? "t" : "f"
+    case .text(let t): t
+    }
+  }
+
+  /// The parameter's type OID (`pg_type`): int8 20, float8 701, bool 16; 0 lets the server
+  /// infer text's and NULL's type from the statement.
+  var parameterType: Oid {
+    switch self {
+    case .integer: 20
+    case .real: 701
+    case .bool: 16
+    case .null, .text: 0
+    }
+  }
+}
+
+/// The rows a statement returned, copied out of libpq's result.
+public struct PostgresResult: Sendable, Hashable {
+  /// Column names, in order.
+  public var columns: [String]
+  /// Each row's values, in column order.
+  public var rows: [[PostgresValue]]
+  /// Rows the statement inserted, updated, deleted or copied (`PQcmdTuples`); 0 when it
+  /// does not say.
+  public var affectedRows: Int
+
+  init(_ result: OpaquePointer) {
+    let columnCount = PQnfields(result)
+    columns = (0..<columnCount).map { String(cString: PQfname(result, $0)) }
+    let types = (0..<columnCount).map { PQftype(result, $0) }
+    rows = (0..<PQntuples(result)).map { row in
+      (0..<columnCount).map { column in
+        if PQgetisnull(result, row, column) == 1 { return .null }
+        let text = String(cString: PQgetvalue(result, row, column))
+        switch types[Int(column)] {
+        case 20, 21, 23, 26: return Int64(text).map(PostgresValue.integer) ?? .text(text)
+        case 700, 701: return Double(text).map(PostgresValue.real) ?? .text(text)
+        case 16: return .bool(text == "t")
+        default: return .text(text)
+        }
+      }
+    }
+    affectedRows = Int(String(cString: PQcmdTuples(result))) ?? 0
+  }
+}

@@ -1,0 +1,78 @@
+import DrayManifest
+import DrayModel
+import Testing
+
+/// `database:` takes an SQLite `path` or a PostgreSQL `url` (with `password` and `schema`);
+/// the URL is checked at validation with its position, and its password is a secret.
+@Suite struct DatabaseTargetTests {
+  func load(_ database: String) throws(ManifestError) -> Manifest {
+    try ManifestLoader(environment: ["PGPW": "from-env-pw"]).load(
+      text: "version: 1\njob: j\ndatabase:\n\(database)\nsteps: [{sql: SELECT 1}]\n", path: "job.yaml", directory: "/jobs")
+  }
+
+  func errors(_ database: String) -> [String] {
+    do {
+      _ = try load(database)
+      return []
+    } catch {
+      return error.diagnostics.map(\.message)
+    }
+  }
+
+  @Test func aURLIsAPostgresTargetWithTheDefaultSchema() throws {
+    let m = try load("  url: postgresql://loader@db.internal:5432/warehouse?sslmode=verify-full")
+    let target = try #require(m.database?.postgres)
+    #expect(target.url.host == "db.internal")
+    #expect(target.url.parameters == [.init(name: "sslmode", value: "verify-full")])
+    #expect(target.schema == "public")
+    #expect(target.password == nil)
+    #expect(m.database?.path == nil)
+  }
+
+  @Test func passwordAndSchemaAreRead() throws {
+    let m = try load("  url: postgresql://loader@db/warehouse\n  password: ${PGPW}\n  schema: staging")
+    #expect(
+      m.database?.postgres
+        == PostgresTarget(url: try PostgresURL("postgresql://loader@db/warehouse"), password: "from-env-pw", schema: "staging"))
+  }
+
+  @Test func bothPasswordsAreSecrets() throws {
+    let m = try load("  url: postgresql://loader:in-url-pw@db/warehouse")
+    #expect(m.redactor.redact("x in-url-pw y") == "x *** y")
+    let n = try load("  url: postgresql://loader@db/warehouse\n  password: literal-pw")
+    #expect(n.redactor.redact("literal-pw") == "***")
+  }
+
+  @Test func aMalformedURLIsPositionedAndItsPasswordMasked() {
+    do {
+      _ = try load("  url: postgresql://loader:hunter22@db:54x/warehouse")
+      Issue.record("loaded")
+    } catch {
+      #expect(error.diagnostics.map(\.message) == ["'database.url': the port '54x' is not a number from 1 to 65535"])
+      #expect(error.diagnostics.first?.location.line == 4)
+      #expect(error.diagnostics.first?.location.column == 8)
+      #expect(!"\(error)".contains("hunter22"))
+    }
+  }
+
+  @Test(arguments: [
+    ("  path: x.sqlite\n  url: postgresql://db/w", "'database' takes 'path' (an SQLite file) or 'url' (PostgreSQL), not both"),
+    ("  schema: staging", "missing required key 'path' (an SQLite file) or 'url' (PostgreSQL) in database"),
+    ("  path: x.sqlite\n  password: pw1", "'database.password' goes with 'url' (PostgreSQL); an SQLite database (database.path) has none"),
+    (
+      "  url: postgresql://u:in-url-password@db/w\n  password: other-password",
+      "'database.password' and a password in 'database.url' both given; give it once, in database.password"
+    ),
+    (
+      "  url: mysql://db/w",
+      "'database.url': 'mysql://' is not a PostgreSQL URL; write postgresql://user@host:port/database, such as postgresql://loader@db.example.com:5432/warehouse"
+    ),
+    (
+      "  url: postgresql://db/w\n  schema: \(String(repeating: "s", count: 64))",
+      "'database.schema' has 64 bytes; PostgreSQL names have at most 63"
+    ),
+  ])
+  func badDatabaseBlocksAreRefused(block: String, message: String) {
+    #expect(errors(block) == [message])
+  }
+}

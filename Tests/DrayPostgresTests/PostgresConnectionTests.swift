@@ -1,0 +1,150 @@
+import DrayModel
+import DrayTestSupport
+import Foundation
+import Testing
+
+@testable import DrayPostgres
+
+/// `PostgresConnection` against a real PostgreSQL 15 server (`PostgresServer`): bound
+/// parameters, transactions, cancel, and the one-line errors of a failed connection.
+@Suite struct PostgresConnectionTests {
+  let server: PostgresServer
+  let database: String
+
+  init() throws {
+    server = try PostgresServer.shared()
+    database = try server.createDatabase()
+  }
+
+  @Test func parametersRoundTripAsValuesNeverAsSQL() throws {
+    let connection = try server.connect(database: database)
+    let tricky = "it's \"quoted\"; DROP TABLE x; -- \\ \t\n é 😀"
+    let result = try connection.execute(
+      "SELECT $1::bigint AS i, $2::float8 AS d, $3::boolean AS b, $4::text AS t, $5::text AS n, $6::numeric AS big",
+      [.integer(Int64.min), .real(0.1), .bool(true), .text(tricky), .null, .text("123456789012345678901234567890")])
+    #expect(result.columns == ["i", "d", "b", "t", "n", "big"])
+    #expect(result.rows == [[.integer(Int64.min), .real(0.1), .bool(true), .text(tricky), .null, .text("123456789012345678901234567890")]])
+  }
+
+  @Test func aTransactionCommitsOrRollsBackWhole() throws {
+    let connection = try server.connect(database: database)
+    try connection.execute("CREATE TABLE t (n bigint)")
+    try connection.transaction { try connection.execute("INSERT INTO t VALUES (1)") }
+    struct Stop: Error {}
+    #expect(throws: Stop.self) {
+      try connection.transaction {
+        try connection.execute("INSERT INTO t VALUES (2)")
+        throw Stop()
+      }
+    }
+    // A failed statement whose error the body swallowed: COMMIT would quietly roll back.
+    let error = #expect(throws: PostgresError.self) {
+      try connection.transaction {
+        try connection.execute("INSERT INTO t VALUES (3)")
+        _ = try? connection.execute("INSERT INTO t VALUES ('three')")
+      }
+    }
+    #expect(error?.sqlState == "25P02")
+    #expect(try connection.execute("SELECT n FROM t ORDER BY n").rows == [[.integer(1)]])
+  }
+
+  @Test func aServerErrorCarriesItsFields() throws {
+    let connection = try server.connect(database: database)
+    let error = #expect(throws: PostgresError.self) { try connection.execute("SELECT * FROM missing_table WHERE a = $1", [1]) }
+    #expect(error?.sqlState == "42P01")
+    #expect(error?.statement == "SELECT * FROM missing_table WHERE a = $1")
+    #expect(error?.isTransient == false)
+    let url = "postgresql://dray:***@127.0.0.1:\(server.port)/\(database)"
+    #expect(
+      error?.description == """
+        PostgreSQL at \(url): relation "missing_table" does not exist (SQLSTATE 42P01)
+          statement: SELECT * FROM missing_table WHERE a = $1
+        """)
+  }
+
+  @Test func aBadPasswordIsOneLineWithWhatToDo() throws {
+    var url = try server.url(database: database)
+    url.password = "wrong-password"
+    let error = #expect(throws: PostgresError.self) { try PostgresConnection(url: url) }
+    #expect(error?.sqlState == "28P01")
+    #expect(error?.isTransient == false)
+    #expect(
+      error?.userMessage
+        == "PostgreSQL at postgresql://dray:***@127.0.0.1:\(server.port)/\(database) refused the password for user \"dray\": check database.password (or PGPASSWORD, PGPASSFILE, ~/.pgpass)"
+    )
+    #expect(error.map { "\($0)".contains("wrong-password") } == false)
+  }
+
+  @Test func aMissingDatabaseSaysToCreateIt() throws {
+    let error = #expect(throws: PostgresError.self) { try server.connect(database: "no_such_db") }
+    #expect(error?.sqlState == "3D000")
+    #expect(
+      error?.userMessage
+        == "PostgreSQL at postgresql://dray:***@127.0.0.1:\(server.port)/no_such_db: database \"no_such_db\" does not exist; create it (createdb) or name an existing database in database.url"
+    )
+  }
+
+  @Test func anUnreachablePortIsTransient() throws {
+    let port = try PostgresServer.freePort()
+    let url = try PostgresURL("postgresql://dray:\(PostgresServer.password)@127.0.0.1:\(port)/db")
+    let error = #expect(throws: PostgresError.self) { try PostgresConnection(url: url) }
+    #expect(error?.sqlState == "08001")
+    #expect(error?.isTransient == true)
+    #expect(
+      error?.userMessage
+        == "cannot reach PostgreSQL at postgresql://dray:***@127.0.0.1:\(port)/db: connection to server at \"127.0.0.1\", port \(port) failed: Connection refused; check the host and port in database.url and that the server runs and accepts TCP connections"
+    )
+    #expect(error.map { "\($0)".contains(PostgresServer.password) } == false)
+  }
+
+  @Test func noPermissionOnTheSchemaSaysWhatToGrant() throws {
+    try server.admin(database: database).execute("CREATE SCHEMA locked")
+    let connection = try server.connect(database: database)
+    let error = #expect(throws: PostgresError.self) { try connection.execute("CREATE TABLE locked.t (n bigint)") }
+    #expect(error?.sqlState == "42501")
+    #expect(
+      error?.userMessage
+        == "PostgreSQL at postgresql://dray:***@127.0.0.1:\(server.port)/\(database): permission denied for schema locked; grant the role the privilege (for a schema: GRANT USAGE, CREATE ON SCHEMA ... TO ...) or choose another database.schema"
+    )
+  }
+
+  @Test func thePasswordComesFromAnExplicitValueOrAPasswordFile() throws {
+    let url = try server.url(database: database, withPassword: false)
+    let explicit = try PostgresConnection(url: url, password: PostgresServer.password)
+    #expect(try explicit.execute("SELECT current_user").rows == [[.text("dray")]])
+
+    let folder = TemporaryDirectory()
+    let passfile = try folder.write("pgpass", "127.0.0.1:\(server.port):*:dray:\(PostgresServer.password)\n")
+    chmod(passfile, 0o600)
+    var fromFile = url
+    fromFile.parameters.append(.init(name: "passfile", value: passfile))
+    let connection = try PostgresConnection(url: fromFile)
+    #expect(try connection.execute("SELECT current_user").rows == [[.text("dray")]])
+  }
+
+  @Test func cancelFromAnotherThreadEndsTheStatement() async throws {
+    let connection = try server.connect(database: database)
+    let canceller = try connection.canceller()
+    let pid = connection.backendPID
+    let watcher = Task.detached { [server, database] in
+      // Cancel once the server shows the statement running.
+      let admin = try server.admin(database: database)
+      while try admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'", [.integer(Int64(pid))]).rows
+        .isEmpty
+      {}
+      return canceller.cancel()
+    }
+    let error = #expect(throws: PostgresError.self) { try connection.execute("SELECT pg_sleep(600)") }
+    #expect(try await watcher.value == nil)
+    #expect(error?.sqlState == "57014")
+    #expect(try connection.execute("SELECT 1").rows == [[.integer(1)]])
+  }
+
+  @Test func aTerminatedSessionIsATransientError() throws {
+    let connection = try server.connect(database: database)
+    try server.terminate(backend: connection.backendPID)
+    let error = #expect(throws: PostgresError.self) { try connection.execute("SELECT 1") }
+    #expect(error?.isTransient == true)
+    #expect(error?.sqlState == "57P01" || error?.sqlState == "08006")
+  }
+}

@@ -1,0 +1,181 @@
+public import DrayModel
+public import DrayPostgres
+import Foundation
+import Synchronization
+
+/// A PostgreSQL 15 server of its own for tests: a data folder made by `initdb` in a fresh
+/// temporary folder, listening on 127.0.0.1 on a free port and on a socket in that folder,
+/// stopped and deleted when released or when the test process exits.
+///
+/// `initdb` and the server refuse to run as root, so they run as the `postgres` user
+/// (`runuser -u postgres --`) when the tests run as root. Local (socket) connections are
+/// trusted and used for administration as the superuser `postgres`; TCP connections need
+/// the password of the role `dray` (`scram-sha-256`), as a real deployment does.
+///
+/// One server per test process (`shared()`), with a fresh database per test
+/// (`createDatabase()`), keeps the suites fast; a test that restarts or stops the server
+/// starts its own (`init()`).
+public final class PostgresServer: @unchecked Sendable {
+  // @unchecked: every stored property is immutable; the server is a separate process.
+  /// PostgreSQL 15's programs (Debian's `postgresql-15`).
+  public static let binaries = "/usr/lib/postgresql/15/bin"
+  /// The login role tests connect as, and its password.
+  public static let user = "dray"
+  public static let password = "dray-test-password"
+
+  /// The temporary folder: `data/` (the cluster), `socket/`, `server.log`.
+  public let folder: String
+  public let port: Int
+  private var data: String { folder + "/data" }
+  /// The unix-socket folder, for `?host=`.
+  public var socketFolder: String { folder + "/socket" }
+
+  private static let sharedServer = Result { try PostgresServer() }
+
+  /// The server shared by every test of this process, started on first use.
+  public static func shared() throws -> PostgresServer { try sharedServer.get() }
+
+  /// Starts a new server.
+  ///
+  /// - Throws: `TestSupportError` with the server's log when it does not start.
+  public init() throws {
+    let folder = FileManager.default.temporaryDirectory.path + "/dray-pg-\(UUID().uuidString.prefix(8))"
+    self.folder = folder
+    try FileManager.default.createDirectory(atPath: folder + "/socket", withIntermediateDirectories: true)
+    Self.cleanup.withLock { $0.append(folder) }
+    if getuid() == 0 {
+      try Self.shell(["chown", "-R", "postgres:postgres", folder])
+    }
+    try Self.asPostgres([
+      Self.binaries + "/initdb", "-D", folder + "/data", "-U", "postgres", "--auth-local=trust",
+      "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync",
+    ])
+    var lastError: (any Error)?
+    var started: Int?
+    // A free port can be taken by someone else between asking and listening: try again.
+    for _ in 0..<3 where started == nil {
+      let candidate = try Self.freePort()
+      do {
+        try Self.asPostgres([
+          Self.binaries + "/pg_ctl", "-D", folder + "/data", "-l", folder + "/server.log", "-w", "-t", "60",
+          "-o", "-p \(candidate) -k \(folder)/socket -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+          "start",
+        ])
+        started = candidate
+      } catch {
+        lastError = error
+      }
+    }
+    guard let started else {
+      let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? ""
+      throw TestSupportError("PostgreSQL did not start: \(lastError.map { "\($0)" } ?? "")\n\(log)")
+    }
+    port = started
+    let admin = try self.admin()
+    try admin.execute("CREATE ROLE \(Self.user) LOGIN PASSWORD '\(Self.password)'")
+  }
+
+  deinit { stop() }
+
+  /// Stops the server at once (`pg_ctl stop -m immediate`) and deletes its folder.
+  public func stop() {
+    Self.stop(folder)
+    Self.cleanup.withLock { $0.removeAll { $0 == folder } }
+  }
+
+  /// A superuser connection over the socket.
+  public func admin(database: String = "postgres") throws -> PostgresConnection {
+    try PostgresConnection(url: PostgresURL("postgresql://postgres@/\(database)?host=\(socketFolder)&port=\(port)"))
+  }
+
+  /// The URL of `database` over TCP as the `dray` role, with the password in it unless
+  /// `withPassword` is false.
+  public func url(database: String, withPassword: Bool = true) throws -> PostgresURL {
+    let password = withPassword ? ":\(Self.password)" : ""
+    return try PostgresURL("postgresql://\(Self.user)\(password)@127.0.0.1:\(port)/\(database)")
+  }
+
+  /// A connection to `database` as the `dray` role.
+  public func connect(database: String) throws -> PostgresConnection {
+    try PostgresConnection(url: url(database: database))
+  }
+
+  /// Creates a fresh database owned by `dray` and returns its name (`prefix_` and 12 random
+  /// hex digits).
+  public func createDatabase(_ prefix: String = "test") throws -> String {
+    let name = "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
+    try admin().execute("CREATE DATABASE \(PostgresIdentifier.quoted(name)) OWNER \(Self.user)")
+    return name
+  }
+
+  /// Restarts the server the way a crash does (`pg_ctl restart -m immediate`): every
+  /// session ends without a goodbye and uncommitted work is rolled back by recovery.
+  public func restart() throws {
+    try Self.asPostgres([
+      Self.binaries + "/pg_ctl", "-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "-m", "immediate", "restart",
+    ])
+  }
+
+  /// Ends the session of server process `pid` (`pg_terminate_backend`).
+  public func terminate(backend pid: Int32) throws {
+    let ended = try admin().execute("SELECT pg_terminate_backend($1::integer)", [.integer(Int64(pid))])
+    guard ended.rows.first?.first?.bool == true else { throw TestSupportError("no server process \(pid)") }
+  }
+
+  // MARK: Processes
+
+  /// Folders of servers still running, stopped when the process exits.
+  private static let cleanup: Mutex<[String]> = {
+    atexit {
+      for folder in PostgresServer.cleanup.withLock({ $0 }) { PostgresServer.stop(folder) }
+    }
+    return Mutex([])
+  }()
+
+  private static func stop(_ folder: String) {
+    if FileManager.default.fileExists(atPath: folder + "/data/postmaster.pid") {
+      _ = try? asPostgres([binaries + "/pg_ctl", "-D", folder + "/data", "-m", "immediate", "-w", "stop"])
+    }
+    try? FileManager.default.removeItem(atPath: folder)
+  }
+
+  /// Runs a PostgreSQL program as the `postgres` user (as is, when not root).
+  private static func asPostgres(_ arguments: [String]) throws {
+    try shell(getuid() == 0 ? ["runuser", "-u", "postgres", "--"] + arguments : arguments)
+  }
+
+  /// Runs a program to its end through `ChildProcess`: `pg_ctl start` leaves the server
+  /// running with whatever descriptors it inherited, and `Process` would wait for the
+  /// server's copy of its own to close; `ChildProcess` hands the child none.
+  private static func shell(_ arguments: [String]) throws {
+    let logPrefix = FileManager.default.temporaryDirectory.path + "/dray-pg-command-\(UUID().uuidString.prefix(8))"
+    let child = try ChildProcess("/usr/bin/env", arguments, logPrefix: logPrefix)
+    let end = child.wait()
+    let output = child.output + child.errors
+    try? FileManager.default.removeItem(atPath: child.outputPath)
+    try? FileManager.default.removeItem(atPath: child.errorsPath)
+    guard end == .exited(0) else {
+      throw TestSupportError("\(arguments.joined(separator: " ")) ended with \(end): \(output)")
+    }
+  }
+
+  /// A TCP port on 127.0.0.1 that was free a moment ago (and so, most likely, one nothing
+  /// listens on).
+  public static func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestSupportError("socket: \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+        bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+      }
+    }
+    guard bound else { throw TestSupportError("bind: \(String(cString: strerror(errno)))") }
+    return Int(UInt16(bigEndian: address.sin_port))
+  }
+}
