@@ -23,10 +23,14 @@ struct PageLedger {
   /// The request of the next page.
   struct Next: Sendable, Equatable {
     var url: String
-    /// The offset the URL asks for (offset pagination).
+    /// The offset the URL asks for (offset pagination), or its page number (page
+    /// pagination).
     var offset: Int?
     /// The cursor the URL sends (cursor pagination).
     var cursor: String?
+    /// The incremental cursor every page of this run sends (`incremental.param`), when
+    /// the pages are built from the step's URL.
+    var since: String?
 
     /// What stands for a secret value in a stored link.
     static let mask = "***"
@@ -51,15 +55,17 @@ struct PageLedger {
       var o: [(key: String, value: JSONValue)] = [("url", .string(redactor.redact(url)))]
       if let offset { o.append(("offset", .integer(Int64(offset)))) }
       if let cursor { o.append(("cursor", .string(redactor.redact(cursor)))) }
+      if let since { o.append(("since", .string(since))) }
       if !masked.isEmpty { o.append(("masked", .array(masked.map { .string($0) }))) }
       if restart { o.append(("restart", .bool(true))) }
       return JSONValue.object(o).json
     }
 
-    init(url: String, offset: Int? = nil, cursor: String? = nil) {
+    init(url: String, offset: Int? = nil, cursor: String? = nil, since: String? = nil) {
       self.url = url
       self.offset = offset
       self.cursor = cursor
+      self.since = since
     }
 
     /// The request `stored(redactor:query:)` kept, with each masked value put back from the
@@ -81,6 +87,7 @@ struct PageLedger {
       guard !missing else { return nil }
       offset = value["offset"]?.intValue.map { Int($0) }
       cursor = value["cursor"]?.stringValue
+      since = value["since"]?.stringValue
     }
 
     /// `url` with the value of each query parameter `change` gives a new one for (it is
