@@ -131,11 +131,19 @@ public struct RunReport: Sendable {
 
   /// The report with every secret of `redactor` masked in its free text: error messages,
   /// attempt messages, notes, skip reasons and SQL. The names dray writes itself (job, run
-  /// id, step ids and kinds, tables, file paths, the host) are left as they are. Every report
+  /// id, step ids and kinds, tables, file paths, the host) are left as they are, in their
+  /// own fields and inside that text. Every report
   /// format is written from this one value, so each masks the same text the same way before
   /// its own encoding (JSON, XML) escapes it, and so is the summary before it makes each
   /// line printable.
   public func redacted(by redactor: Redactor) -> RunReport {
+    // The names this report holds are kept in its free text too: physical tables and file
+    // paths are known only once the steps ran (a scheme's tables come from the server).
+    func names(_ step: StepReport) -> [String] {
+      [step.id] + step.tables + step.outputs + step.rows.keys + step.members.flatMap(names)
+    }
+    var redactor = redactor
+    redactor.keep([job, runID] + steps.flatMap(names))
     func redacted(_ step: StepReport) -> StepReport {
       var step = step
       step.errorMessage = step.errorMessage.map(redactor.redact)

@@ -91,8 +91,11 @@ struct ManifestValidator {
     checkTemplates(manifest)
     checkKeptPaths(manifest, top: top)
     manifest.redactor = reader.redactor
-    // The job and step ids are names dray writes: never masked, even holding a secret.
-    manifest.redactor.keep([manifest.job] + manifest.allSteps.map(\.id))
+    // The names dray writes (the job, step ids, resources, tables, file paths as written and
+    // as resolved, the job's own folders and database): never masked, even holding a secret.
+    let paths =
+      manifest.allSteps.flatMap(\.names) + [manifest.database?.path, manifest.download.path, manifest.state.path].compactMap { $0 }
+    manifest.redactor.keep([manifest.job] + manifest.allSteps.map(\.id) + paths + paths.map(manifest.resolve))
     Self.markSecretHeaders(&manifest)
     guard version != nil, job != nil else { return nil }
     return manifest

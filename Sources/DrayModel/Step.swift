@@ -28,6 +28,23 @@ public struct Step: Sendable {
 
   /// The kind's manifest key, e.g. `table_stream`.
   public var kindName: String { kind.name.rawValue }
+
+  /// The names the manifest gives for what this step reads and writes, as written there:
+  /// resources, tables, file-server connections and paths, local file paths (relative to
+  /// the job folder or absolute). dray writes them as they are (`Redactor.keep(_:)`); a
+  /// `parallel` group's members give their own.
+  public var names: [String] {
+    switch kind {
+    case .schemes(let step): step.resources ?? []
+    case .tableStream(let step): [step.resource]
+    case .table(let step): [step.resource, step.output]
+    case .request(let step): [step.resource] + (step.output.map { [$0] } ?? [])
+    case .files(let step): [step.connection, step.path] + (step.local.map { [$0] } ?? [])
+    case .query(let step): step.output.map { [$0] } ?? []
+    case .http(let step): (step.output.map { [$0] } ?? []) + (step.load.map { [$0.table] } ?? [])
+    case .sql, .parallel: []
+    }
+  }
 }
 
 /// What a step does; one case per manifest step key.

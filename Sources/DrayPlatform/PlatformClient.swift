@@ -117,10 +117,13 @@ public final class PlatformClient {
   }
 
   /// Fails a 2xx answer whose framing did not show its end and whose JSON document stops
-  /// early: the connection closed mid-answer.
+  /// early: the connection closed mid-answer. A blank answer passes, to be refused as blank
+  /// (`blankAnswer`) whatever its framing.
   /// - Throws: `TransportError.truncated`, retried like any broken transfer.
   static func requireWholeJSON(_ response: HTTPResponse, _ bytes: [UInt8]) throws {
-    guard (200..<300).contains(response.status), !response.endShown, !JSONEvents.endsWhole(bytes) else { return }
+    guard (200..<300).contains(response.status), !response.endShown, !JSONEvents.endsWhole(bytes),
+      BlankAnswer.size(of: bytes) == nil
+    else { return }
     throw TransportError.truncated(
       url: HTTPClient.displayURL(response.url), received: Int64(bytes.count),
       detail: "the connection closed without a Content-Length or a final chunk, and the JSON document it holds is not complete")

@@ -187,7 +187,7 @@ public final class Download {
               + "or the server does not do ranges; started again from byte 0")
         }
       }
-      if !response.endShown && !(endsWhole?(partPath) ?? false) {
+      if !response.endShown && !partShowsItsEnd {
         throw TransportError.truncated(
           url: shown, received: response.bytesReceived,
           detail:
@@ -203,6 +203,15 @@ public final class Download {
     default:
       return response
     }
+  }
+
+  /// Whether the part shows its own end when the answer's framing did not: it holds a whole
+  /// document (`endsWhole`), or, for a reader of documents, nothing but whitespace (no part
+  /// at all for an empty answer). A blank answer is then refused by its reader as blank
+  /// (`BlankAnswer`), the same whatever the framing, instead of as cut short.
+  private var partShowsItsEnd: Bool {
+    guard let endsWhole else { return false }
+    return endsWhole(partPath) || !FileManager.default.fileExists(atPath: partPath) || BlankAnswer.size(ofFile: partPath) != nil
   }
 
   /// Flushes the finished part to disk and renames it to `path`.

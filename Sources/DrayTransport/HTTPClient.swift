@@ -197,16 +197,16 @@ public final class HTTPClient {
     defer { try? state.upload?.close() }
 
     let code = curl_easy_perform(handle)
-    bytesSent += lastRequestBytes
+    bytesSent += try requestBytes(request)
     lastStatus = state.status > 0 ? state.status : nil
     if let sinkError = state.sinkError { throw sinkError }
     var response = HTTPResponse(status: state.status, headers: state.headers, bytesReceived: state.received, errorBody: state.errorBody)
     response.url = request.url
     response.endShown = HTTPClient.endShown(response, method: request.method)
-    guard code == CURLE_OK else { throw error(code, request: request, state: state) }
+    guard code == CURLE_OK else { throw try error(code, request: request, state: state) }
     if !state.begun && (200..<300).contains(state.status) { try sink.begin(response) }
     var location: UnsafeMutablePointer<CChar>?
-    _ = dray_curl_getinfo_string(handle, CURLINFO_REDIRECT_URL, &location)
+    try check(dray_curl_getinfo_string(handle, CURLINFO_REDIRECT_URL, &location), CURLINFO_REDIRECT_URL, request)
     return (response, location.map { String(cString: $0) })
   }
 
@@ -226,25 +226,48 @@ public final class HTTPClient {
     max(1, Int(min(duration.seconds * 1000, Double(Int32.max))))
   }
 
-  /// The one checked path for libcurl's option results: an option it refuses (not built
-  /// in, an unknown value) fails the request before anything is sent.
-  /// - Throws: `TransportError.setup` naming the option and libcurl's reason.
+  /// The one checked path for libcurl's results: an option it refuses (not built in, an
+  /// unknown value; curl_easy_setopt) fails the request before anything is sent, and an
+  /// item of transfer information it cannot give (curl_easy_getinfo) fails it instead of
+  /// being read as zero.
+  /// - Throws: `TransportError.setup` naming the option or item and libcurl's reason.
   private func check(_ code: CURLcode, _ option: CURLoption, _ request: HTTPRequest) throws {
+    try check(code, "option \(option.rawValue)", request)
+  }
+
+  private func check(_ code: CURLcode, _ item: CURLINFO, _ request: HTTPRequest) throws {
+    try check(code, "information item \(item.rawValue)", request)
+  }
+
+  private func check(_ code: CURLcode, _ what: String, _ request: HTTPRequest) throws {
     guard code != CURLE_OK else { return }
     throw TransportError.setup(
       url: HTTPClient.displayURL(request.url),
-      detail: "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))")
+      detail: "libcurl refused \(what): \(String(cString: curl_easy_strerror(code)))")
+  }
+
+  /// A whole-number item of the last transfer's information (curl_easy_getinfo), checked.
+  private func info(_ item: CURLINFO, _ request: HTTPRequest) throws -> Int {
+    var value = 0
+    try check(dray_curl_getinfo_long(handle, item, &value), item, request)
+    return value
+  }
+
+  /// A size item (curl_off_t) of the last transfer's information, checked.
+  private func sizeInfo(_ item: CURLINFO, _ request: HTTPRequest) throws -> Int64 {
+    var value: curl_off_t = 0
+    try check(dray_curl_getinfo_off(handle, item, &value), item, request)
+    return Int64(value)
   }
 
   /// The error class of a failed transfer, from libcurl's code and what the transfer saw.
-  private func error(_ code: CURLcode, request: HTTPRequest, state: TransferState) -> TransportError {
+  /// - Throws: `TransportError.setup` when libcurl cannot give the transfer's information.
+  private func error(_ code: CURLcode, request: HTTPRequest, state: TransferState) throws -> TransportError {
     if cancellation.isCancelled { return .cancelled }
     let detail = String(cString: errorBuffer)
     let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
     let url = HTTPClient.displayURL(request.url)
     let host = HTTPClient.hostAndPort(request.url)
-    var osErrno = 0
-    _ = dray_curl_getinfo_long(handle, CURLINFO_OS_ERRNO, &osErrno)
     switch code {
     case CURLE_ABORTED_BY_CALLBACK:
       if state.idleExpired { return .timeout(.idle, url: url, limit: request.timeouts.idle) }
@@ -255,6 +278,7 @@ public final class HTTPClient {
       if state.resendRefused {
         return .connectionReset(url: url, detail: "the reused connection closed without an answer")
       }
+      let osErrno = try info(CURLINFO_OS_ERRNO, request)
       if osErrno == Int(ECONNREFUSED) { return .connectionRefused(host: host) }
       if osErrno == Int(ETIMEDOUT) { return .timeout(.connect, url: url, limit: request.timeouts.connect) }
       return .other(url: url, detail: reason)
@@ -287,12 +311,8 @@ public final class HTTPClient {
   }
 
   /// Bytes of the last transfer's request head and body that reached the socket.
-  private var lastRequestBytes: Int64 {
-    var head = 0
-    _ = dray_curl_getinfo_long(handle, CURLINFO_REQUEST_SIZE, &head)
-    var body: curl_off_t = 0
-    _ = dray_curl_getinfo_off(handle, CURLINFO_SIZE_UPLOAD_T, &body)
-    return Int64(head) + Int64(body)
+  private func requestBytes(_ request: HTTPRequest) throws -> Int64 {
+    Int64(try info(CURLINFO_REQUEST_SIZE, request)) + (try sizeInfo(CURLINFO_SIZE_UPLOAD_T, request))
   }
 
   /// `host:port` of a URL, for messages; never with `user:password@`.
@@ -416,9 +436,7 @@ private final class TransferState {
   func tick(received now: curl_off_t, total: curl_off_t, sent: curl_off_t) -> Int32 {
     if cancellation.isCancelled { return 1 }
     if !requestSent {
-      var time: curl_off_t = 0
-      let known = dray_curl_getinfo_off(handle, CURLINFO_PRETRANSFER_TIME_T, &time) == CURLE_OK
-      requestSent = (known && time > 0) || sawHeaders || sent > 0
+      requestSent = handedOver || sawHeaders || sent > 0
       // The clock starts when the request is handed over; past the connect limit it runs
       // in any case (libcurl fails a connection still being made by then).
       if requestSent || ContinuousClock.now - started < connect { lastActivity = .now }
@@ -438,12 +456,20 @@ private final class TransferState {
     return 0
   }
 
+  /// Whether libcurl has handed the request to a connection: its pre-transfer time is set
+  /// (CURLINFO_PRETRANSFER_TIME_T). Asked from inside libcurl's callbacks, which cannot
+  /// throw: an item libcurl cannot give reads as "not yet", and the connect limit, the idle
+  /// limit (which runs past the connect limit in any case) and the request limit still hold.
+  var handedOver: Bool {
+    var time: curl_off_t = 0
+    return dray_curl_getinfo_off(handle, CURLINFO_PRETRANSFER_TIME_T, &time) == CURLE_OK && time > 0
+  }
+
   /// Opens the socket of a new connection, as libcurl would; refused (CURL_SOCKET_BAD) once
   /// the request was handed to a connection (CURLINFO_PRETRANSFER_TIME_T is set), which
   /// happens only when libcurl would send it again by itself.
   func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t {
-    var time: curl_off_t = 0
-    if sawHeaders || (dray_curl_getinfo_off(handle, CURLINFO_PRETRANSFER_TIME_T, &time) == CURLE_OK && time > 0) {
+    if sawHeaders || handedOver {
       resendRefused = true
       return CURL_SOCKET_BAD
     }

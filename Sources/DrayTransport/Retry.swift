@@ -235,11 +235,21 @@ public struct RetryRunner {
   /// Sleeps for `duration`, waking every 50 ms to honour cancellation.
   /// - Throws: `TransportError.cancelled` when cancelled during the wait.
   @Sendable public static func sleep(_ duration: Duration, cancellation: Cancellation) throws {
-    let deadline = ContinuousClock.now + duration
-    while ContinuousClock.now < deadline {
+    try sleep(duration, cancellation: cancellation, now: { ContinuousClock.now }, pause: { Thread.sleep(forTimeInterval: $0.seconds) })
+  }
+
+  /// The wait behind `sleep`, on the clock `now` reads and `pause` lets pass: pauses of at
+  /// most `step` (50 ms), each followed by a look at `cancellation`. Tests give a clock of
+  /// their own, so that no test waits on the system's.
+  /// - Throws: `TransportError.cancelled` when cancelled during the wait.
+  public static func sleep(
+    _ duration: Duration, cancellation: Cancellation, step: Duration = .milliseconds(50), now: () -> ContinuousClock.Instant,
+    pause: (Duration) -> Void
+  ) throws {
+    let deadline = now() + duration
+    while now() < deadline {
       if cancellation.isCancelled { throw TransportError.cancelled }
-      let left = deadline - ContinuousClock.now
-      Thread.sleep(forTimeInterval: min(0.05, max(0, left.seconds)))
+      pause(max(.zero, min(step, deadline - now())))
     }
     if cancellation.isCancelled { throw TransportError.cancelled }
   }

@@ -42,23 +42,27 @@ import Testing
     let before = try outputs.map { try bytes(folder.path + "/out/" + $0) }
     let database = try DatabaseDigest(path: folder.path + "/data.sqlite")
 
+    // Framed by Content-Length, or ended only by the connection's close: blank either way,
+    // never taken for an answer cut short.
     for body in Self.bodies {
-      let fault = try JSONSerialization.data(withJSONObject: [["path": "/" + path, "body": body]])
-      try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
-      let report = Runner(
-        manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
-      ).run()
-      #expect(report.exitCode == 1)
-      #expect(report.steps[0].errorCode == "bad_answer")
-      let url =
-        emulator.url + path + (path.hasSuffix("meta/") ? "?file=welcome.txt" : path.hasPrefix("api/v1/directory") ? "?directory=." : "")
-      #expect(
-        report.steps[0].errorMessage
-          == "unexpected answer from \(url): \(Self.described(body)) (HTTP 200, Content-Type: application/json); an empty body is not a JSON document, so it was refused and nothing was changed"
-      )
-      #expect(try DatabaseDigest(path: folder.path + "/data.sqlite") == database)
-      #expect(try outputs.map { try bytes(folder.path + "/out/" + $0) } == before)
-      #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/out")) ?? []).sorted() == outputs)
+      for closeDelimited in [false, true] {
+        let fault = try JSONSerialization.data(withJSONObject: [["path": "/" + path, "body": body, "close_delimited": closeDelimited]])
+        try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
+        let report = Runner(
+          manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+        ).run()
+        #expect(report.exitCode == 1)
+        #expect(report.steps[0].errorCode == "bad_answer")
+        let url =
+          emulator.url + path + (path.hasSuffix("meta/") ? "?file=welcome.txt" : path.hasPrefix("api/v1/directory") ? "?directory=." : "")
+        #expect(
+          report.steps[0].errorMessage
+            == "unexpected answer from \(url): \(Self.described(body)) (HTTP 200, Content-Type: application/json); an empty body is not a JSON document, so it was refused and nothing was changed"
+        )
+        #expect(try DatabaseDigest(path: folder.path + "/data.sqlite") == database)
+        #expect(try outputs.map { try bytes(folder.path + "/out/" + $0) } == before)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/out")) ?? []).sorted() == outputs)
+      }
     }
   }
 
@@ -118,18 +122,25 @@ import Testing
     let (manifest, first) = try runJob(folder, job, environment: ["API": server.url])
     #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
     let rows = try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1
-    let rule = String(
-      decoding: try JSONSerialization.data(withJSONObject: ["path": "/items", "query": ["page": "2"], "status": 200, "body": "  "]),
-      as: UTF8.self)
-    try server.setRules("[\(rule)]")
-    let report = Runner(
-      manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
-    ).run()
-    #expect(report.exitCode == 1)
-    #expect(
-      report.steps[0].errorMessage?.hasPrefix(
-        "page 2 (\(server.url)items?page=2&per_page=10): the answer holds only whitespace (2 bytes) (HTTP 200") == true)
-    #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1 == rows)
+    // Framed by Content-Length, or ended only by the connection's close: blank either way.
+    for (body, closeDelimited) in [("  ", false), ("  ", true), ("", true)] {
+      let rule = String(
+        decoding: try JSONSerialization.data(withJSONObject: [
+          "path": "/items", "query": ["page": "2"], "status": 200, "body": body, "close_delimited": closeDelimited,
+        ]),
+        as: UTF8.self)
+      try server.setRules("[\(rule)]")
+      let report = Runner(
+        manifest: manifest, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()
+      ).run()
+      #expect(report.exitCode == 1)
+      #expect(report.steps[0].errorCode == "bad_answer")
+      #expect(
+        report.steps[0].errorMessage?.hasPrefix(
+          "page 2 (\(server.url)items?page=2&per_page=10): \(Self.described(body)) (HTTP 200") == true,
+        "\(report.steps[0].errorMessage ?? "")")
+      #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1 == rows)
+    }
   }
 
   /// `204 No Content` says there is nothing: an empty page, as `on_status: empty` makes one;

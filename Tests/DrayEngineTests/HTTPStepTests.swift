@@ -370,6 +370,69 @@ import Testing
     #expect(try rows("SELECT count(*), count(DISTINCT id) FROM items") == [[.integer(25), .integer(25)]])
   }
 
+  /// A server whose next-page link repeats the request's key: the ledger keeps the link
+  /// with the key as `***`, no form of the key reaches the database (which holds the
+  /// journal), and the next run
+  /// puts the key back from the manifest and resumes. A key under a name the step's `query`
+  /// does not have cannot be put back: the link is kept masked and the step starts over.
+  @Test(arguments: [("api_key", true), ("sig", false)])
+  func aNextLinkHoldingTheKeyIsStoredMasked(name: String, resumes: Bool) throws {
+    let key = "Key Sentinel/9"
+    func page(_ ids: [Int], next: String?) throws -> String {
+      let body: [String: Any] = ["data": ids.map { ["id": $0] }, "next": next ?? NSNull()]
+      return String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+    }
+    func rule(_ page: String?, status: Int, body: String, times: Int? = nil) throws -> [String: Any] {
+      var rule: [String: Any] = ["path": "/keyed", "status": status, "body": body]
+      if let page { rule["query"] = ["page": page] }
+      if let times { rule["times"] = times }
+      return rule
+    }
+    let server = try RestServer()
+    let rules = [
+      try rule("2", status: 500, body: "oops", times: 1), try rule("2", status: 200, body: try page([3], next: nil)),
+      try rule(nil, status: 200, body: try page([1, 2], next: "/keyed?page=2&\(name)=Key+Sentinel%2F9")),
+    ]
+    try server.setRules(String(decoding: try JSONSerialization.data(withJSONObject: rules), as: UTF8.self))
+    let steps = """
+        - id: items
+          retry: { count: 0 }
+          http: { base_url: "${API}", path: keyed, query: { api_key: "${KEY}" }, load: { table: items, records: /data }, paginate: { next: /next } }
+      """
+    let first = try run(steps, server: server, environment: ["KEY": key], secrets: ["KEY"])
+    #expect(first.exitCode == 1)
+    let stored = try #require(try rows("SELECT next FROM _dray_http_pages").first?.first)
+    #expect(
+      stored
+        == .text(
+          resumes
+            ? #"{"url":"\#(server.url)keyed?page=2&api_key=***","masked":["api_key"]}"#
+            : #"{"url":"\#(server.url)keyed?page=2&sig=***","restart":true}"#))
+    var scan = SecretScan()
+    for form in SecretForms.every(key) { scan.sentinels.append(("the key", form)) }
+    let walker = FileManager.default.enumerator(atPath: folder.path)
+    while let relative = walker?.nextObject() as? String {
+      var isDirectory: ObjCBool = false
+      let path = folder.path + "/" + relative
+      guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+        relative.hasPrefix("data.sqlite")
+      else { continue }
+      scan.look(in: try Data(contentsOf: URL(fileURLWithPath: path)), relative)
+    }
+    #expect(scan.hits == [])
+
+    let second = try run(steps, server: server, environment: ["KEY": key], secrets: ["KEY"])
+    #expect(second.exitCode == 0, "\(second.steps[0].errorMessage ?? "")")
+    #expect(second.steps[0].notes.contains("resumed after page 1 (2 rows already in)") == resumes)
+    let sent = try paths(server).dropFirst(2)
+    #expect(
+      Array(sent)
+        == (resumes
+          ? ["/keyed?page=2&api_key=Key%20Sentinel%2F9"]
+          : ["/keyed?api_key=Key%20Sentinel%2F9", "/keyed?page=2&sig=Key+Sentinel%2F9"]))
+    #expect(try rows("SELECT count(*), count(DISTINCT id) FROM items") == [[.integer(3), .integer(3)]])
+  }
+
   @Test func answersThatCannotBeFollowedFailWithTheirReason() throws {
     let server = try RestServer([
       "--rule", #"{"path": "/away", "status": 200, "body": "{\"data\": [], \"next\": \"http://elsewhere.example/x\"}"}"#,

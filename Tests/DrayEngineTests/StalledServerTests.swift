@@ -71,6 +71,32 @@ import Testing
     #expect(report.steps[0].httpStatuses.values.reduce(0, +) == report.steps[0].attempts.count - 1)
   }
 
+  /// Members of a `parallel` group whose calls hang at the same time: each is bounded by its
+  /// own idle clock, times out, and is retried on a new connection, so the group finishes.
+  @Test func parallelCallsThatHangAtOnceEachTimeOutIdleAndAreRetried() throws {
+    let emulator = try Emulator([
+      "--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "hang": true}"#,
+      "--fault", #"{"path": "/api/v1/rpc/FRUITS/", "times": 1, "hang": true}"#,
+    ])
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(
+      folder,
+      StalledServerTests.header(emulator, job: "stall") + """
+        steps:
+          - id: both
+            parallel:
+              steps:
+                - id: countries
+                  table_stream: { resource: COUNTRIES }
+                - id: fruits
+                  table: { resource: FRUITS, output: out/fruits.json }
+        """)
+    #expect(report.exitCode == 0, "\(report.steps[0].members.compactMap(\.errorMessage))")
+    for member in report.steps[0].members {
+      #expect(member.attempts.filter { $0.call == nil }.map(\.outcome) == [.failed(code: "timeout_idle"), .ok], "\(member.id)")
+    }
+  }
+
   @Test func aStallWithoutRetriesFailsTheStepNamingTheIdleTimeout() throws {
     let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "hang": true}"#])
     let folder = TemporaryDirectory()

@@ -1,4 +1,5 @@
 import DrayModel
+import DrayTestSupport
 import DrayTransport
 import Foundation
 import Synchronization
@@ -98,10 +99,16 @@ import Testing
 
   @Test func aCancelledWaitStopsAtOnce() {
     let cancellation = Cancellation()
-    let runner = RetryRunner(
+    let clock = TestClock()
+    let start = clock.now
+    var runner = RetryRunner(
       policy: RetryPolicy(count: 3, interval: .seconds(20), backoff: .fixed, jitter: false), cancellation: cancellation)
+    // `RetryRunner.sleep` on a clock that moves only as the wait pauses: "at once" is at its
+    // first look at the cancellation, one pause (50 ms) in, not 20 s of pauses later.
+    runner.sleeper = { duration, cancellation in
+      try RetryRunner.sleep(duration, cancellation: cancellation, now: { clock.now }, pause: { clock.advance(by: $0) })
+    }
     var attempts: [Attempt] = []
-    let start = ContinuousClock.now
     // An attempt is recorded just before its wait: the cancel lands in that wait.
     #expect(throws: TransportError.cancelled) {
       try runner.run(
@@ -112,8 +119,21 @@ import Testing
         })
     }
     #expect(attempts.map(\.wait) == [20])
-    // `RetryRunner` sleeps on the system's clock, so "at once" is measured on it.
-    #expect(ContinuousClock.now - start < .seconds(2))
+    #expect(clock.now - start <= .milliseconds(50))
+  }
+
+  @Test func anUncancelledWaitLastsItsDurationInPausesOf50ms() throws {
+    let clock = TestClock()
+    let start = clock.now
+    var pauses: [Duration] = []
+    try RetryRunner.sleep(
+      .milliseconds(120), cancellation: Cancellation(), now: { clock.now },
+      pause: {
+        pauses.append($0)
+        clock.advance(by: $0)
+      })
+    #expect(pauses == [.milliseconds(50), .milliseconds(50), .milliseconds(20)])
+    #expect(clock.now - start == .milliseconds(120))
   }
 
   // MARK: Retry-After, the wait budget, jitter

@@ -15,6 +15,10 @@ internal import Foundation
 /// only when it continues the same run lineage and the step's definition is unchanged
 /// (same fingerprint); otherwise the step starts again from its first page. The row is
 /// removed in the transaction that publishes the table and records the step's checkpoint.
+///
+/// No secret is stored: a server's next-page link often repeats the request's key
+/// (`?api_key=...`), which is kept as `***` and put back from the manifest when read (see
+/// `Next.stored`).
 struct PageLedger {
   /// The request of the next page.
   struct Next: Sendable, Equatable {
@@ -28,11 +32,32 @@ struct PageLedger {
     /// the pages are built from the step's URL.
     var since: String?
 
-    var json: String {
-      var o: [(key: String, value: JSONValue)] = [("url", .string(url))]
+    /// What stands for a secret value in a stored link.
+    static let mask = "***"
+
+    /// The JSON kept in the ledger, which holds no secret `redactor` knows. The value of
+    /// each query parameter of `url` that holds a secret and is the value of the parameter
+    /// of the same name in the step's `query` becomes `***`, its name listed in `masked`,
+    /// and is put back from `query` when read (`init(stored:query:)`). A secret anywhere
+    /// else (another parameter, the path, the cursor) has nothing to be put back from: the
+    /// link is kept masked and marked `restart`, and a resumed run starts the step again
+    /// from its first page (its staged rows are dropped), which loses no row.
+    func stored(redactor: Redactor, query: [QueryItem]) -> String {
+      var masked: [String] = []
+      let url = Next.mapQuery(url) { name, value in
+        guard redactor.redact(String(value)) != value, let decoded = Next.decoded(value),
+          query.contains(where: { $0.name == name && $0.value == decoded })
+        else { return nil }
+        masked.append(name)
+        return Next.mask
+      }
+      let restart = redactor.redact(url) != url || cursor.map { redactor.redact($0) != $0 } == true
+      var o: [(key: String, value: JSONValue)] = [("url", .string(redactor.redact(url)))]
       if let offset { o.append(("offset", .integer(Int64(offset)))) }
-      if let cursor { o.append(("cursor", .string(cursor))) }
+      if let cursor { o.append(("cursor", .string(redactor.redact(cursor)))) }
       if let since { o.append(("since", .string(since))) }
+      if !masked.isEmpty { o.append(("masked", .array(masked.map { .string($0) }))) }
+      if restart { o.append(("restart", .bool(true))) }
       return JSONValue.object(o).json
     }
 
@@ -43,12 +68,46 @@ struct PageLedger {
       self.since = since
     }
 
-    init?(json: String) {
-      guard let value = try? JSONValue(parsing: json), let url = value["url"]?.stringValue else { return nil }
-      self.url = url
-      self.offset = value["offset"]?.intValue.map { Int($0) }
-      self.cursor = value["cursor"]?.stringValue
-      self.since = value["since"]?.stringValue
+    /// The request `stored(redactor:query:)` kept, with each masked value put back from the
+    /// step's `query`; nil when it cannot be (marked `restart`, or a masked name the step's
+    /// `query` no longer has), so that the step starts again from its first page.
+    init?(stored json: String, query: [QueryItem]) {
+      guard let value = try? JSONValue(parsing: json), let stored = value["url"]?.stringValue, value["restart"] == nil
+      else { return nil }
+      let masked = Set((value["masked"]?.arrayValue ?? []).compactMap(\.stringValue))
+      var missing = false
+      url = Next.mapQuery(stored) { name, value in
+        guard masked.contains(name), value == Next.mask else { return nil }
+        guard let item = query.first(where: { $0.name == name }) else {
+          missing = true
+          return nil
+        }
+        return Redactor.percentEncoded(item.value)
+      }
+      guard !missing else { return nil }
+      offset = value["offset"]?.intValue.map { Int($0) }
+      cursor = value["cursor"]?.stringValue
+      since = value["since"]?.stringValue
+    }
+
+    /// `url` with the value of each query parameter `change` gives a new one for (it is
+    /// given the decoded name and the value as written); the rest as written.
+    static func mapQuery(_ url: String, _ change: (_ name: String, _ value: Substring) -> String?) -> String {
+      guard let mark = url.firstIndex(of: "?") else { return url }
+      let end = url[mark...].firstIndex(of: "#") ?? url.endIndex
+      let pairs = url[url.index(after: mark)..<end].split(separator: "&", omittingEmptySubsequences: false).map { pair in
+        guard let equals = pair.firstIndex(of: "="), let name = decoded(pair[..<equals]),
+          let value = change(name, pair[pair.index(after: equals)...])
+        else { return String(pair) }
+        return pair[...equals] + value
+      }
+      return String(url[...mark]) + pairs.joined(separator: "&") + url[end...]
+    }
+
+    /// A query name or value percent-decoded, `+` read as a space
+    /// (application/x-www-form-urlencoded).
+    static func decoded(_ text: Substring) -> String? {
+      text.replacing("+", with: " ").removingPercentEncoding
     }
   }
 
@@ -66,6 +125,10 @@ struct PageLedger {
   let stepID: String
   let lineage: String
   let fingerprint: String
+  /// The secrets no stored link may hold, and the step's query parameters masked values
+  /// are put back from (`Next.stored`).
+  let redactor: Redactor
+  let query: [QueryItem]
 
   static let schema = """
     CREATE TABLE IF NOT EXISTS _dray_http_pages(
@@ -88,7 +151,7 @@ struct PageLedger {
     else { return nil }
     var next: Next?
     if case .text(let json) = row[5].1 {
-      guard let parsed = Next(json: json) else { return nil }
+      guard let parsed = Next(stored: json, query: query) else { return nil }
       next = parsed
     }
     return Progress(pages: Int(pages), rows: Int(count), bytes: bytes, next: next)
@@ -106,7 +169,8 @@ struct PageLedger {
       """)
     try statement.bind([
       .text(job), .text(stepID), .text(lineage), .text(fingerprint), .integer(Int64(progress.pages)),
-      .integer(Int64(progress.rows)), .integer(progress.bytes), progress.next.map { .text($0.json) } ?? .null,
+      .integer(Int64(progress.rows)), .integer(progress.bytes),
+      progress.next.map { .text($0.stored(redactor: redactor, query: query)) } ?? .null,
       .text(RunReport.rfc3339(.now)),
     ])
     _ = try statement.step()

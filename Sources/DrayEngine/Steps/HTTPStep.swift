@@ -32,9 +32,13 @@ extension StepRunner {
     let store = options.load != nil ? try openSQLiteStore() : nil
     let ledger: PageLedger? = try {
       guard options.load != nil || options.paginate != nil else { return nil }
+      // The manifest's secrets and those learnt since (tokens): no stored link holds one.
+      var secrets = manifest.redactor
+      secrets.add(contentsOf: console.redactor.current)
       let database = try store?.database ?? Database(path: Runner.journalPath(for: manifest))
       let ledger = PageLedger(
-        database: database, job: manifest.job, stepID: step.id, lineage: context.lineage, fingerprint: step.fingerprint(in: manifest))
+        database: database, job: manifest.job, stepID: step.id, lineage: context.lineage, fingerprint: step.fingerprint(in: manifest),
+        redactor: secrets, query: options.query)
       try ledger.createTable()
       return ledger
     }()
