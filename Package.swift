@@ -47,6 +47,9 @@ let package = Package(
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
     /// PostgreSQL over libpq: connections, COPY, the value and identifier rules, the run lock.
     .target(name: "DrayPostgres", dependencies: ["DrayModel", "CLibPQ"]),
+    /// PostgreSQL behind the store seam: `PostgresStore` (schemes, COPY loads, SQL) and
+    /// `PostgresJournal` (runs, checkpoints, the run lock and its fencing generation).
+    .target(name: "DrayPostgresStore", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayPostgres"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
     .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
@@ -59,7 +62,9 @@ let package = Package(
     /// Runs a job's steps in order with checkpoints, the lock, the journal and the report files.
     .target(
       name: "DrayEngine",
-      dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform"]
+      dependencies: [
+        "DrayModel", "DrayJSON", "DrayStore", "DrayPostgresStore", "DrayRecords", "DrayTransport", "DrayPlatform",
+      ]
     ),
 
     // MARK: Command line
@@ -90,7 +95,10 @@ let package = Package(
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(
       name: "DrayEngineTests",
-      dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayTransport", "DrayEngine", "DrayTestSupport"]
+      dependencies: [
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayTransport", "DrayEngine",
+        "DrayTestSupport",
+      ]
     ),
     /// Runs the built `dray` binary (hence the dependency on the executable).
     .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayStore", "DrayTestSupport"]),
