@@ -289,6 +289,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         if fault.get("chunked") and length > 0:
             self.send_header("Transfer-Encoding", "chunked")
+        elif fault.get("close_delimited") and length > 0:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         else:
             self.send_header("Content-Length", str(length))
         self.end_headers()

@@ -6,6 +6,8 @@ next `times` of them (every one when absent); the first rule that applies is use
   before the answer
     delay         wait this many seconds before answering
     reset         read the request, then close the connection without answering
+    hang          read the request, then never answer (until the client goes away), as a
+                  server whose worker died would
     status        answer with this HTTP status and a platform error body
     retry_after   send this Retry-After value (seconds or an HTTP-date) with `status`
     description   the error body's description (default "injected fault")
@@ -26,6 +28,9 @@ next `times` of them (every one when absent); the first rule that applies is use
     trickle       send the body at this many bytes per second
     stall_after   after this many body bytes, send nothing for `stall_for` seconds
     chunked       send the body with Transfer-Encoding: chunked (no Content-Length)
+    close_delimited  send the body without Content-Length or chunks, ended only by closing
+                  the connection (HTTP/1.0 style); with `close_after`, a cut is
+                  indistinguishable from the end
     ignore_range  ignore X-Range / Range and answer 200 with the whole body
     change_etag   answer with a new ETag (so If-Match fails with 412)
     weak_etag     answer with a weak ETag (W/"..."), which must never be used to resume
@@ -47,6 +52,8 @@ import base64
 import html.entities
 import json
 import re
+import select
+import socket
 import threading
 import time
 import urllib.parse
@@ -55,7 +62,7 @@ import uuid
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
          "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
-         "weak_etag", "garble", "body", "echo_forms"}
+         "weak_etag", "garble", "body", "echo_forms", "hang", "close_delimited"}
 
 
 class Faults:
@@ -100,6 +107,9 @@ def answer_early(handler, fault, body=b""):
     was `body`; True when the request was answered (or dropped) here."""
     if fault.get("delay"):
         time.sleep(float(fault["delay"]))
+    if fault.get("hang"):
+        hang(handler)
+        return True
     if fault.get("reset"):
         handler.close_connection = True
         handler.connection.shutdown(2)
@@ -119,6 +129,22 @@ def answer_early(handler, fault, body=b""):
         handler.send(status, answer, extra)
         return True
     return False
+
+
+def hang(handler):
+    """Answers nothing until the client closes the connection (or 10 minutes pass)."""
+    handler.close_connection = True
+    connection = handler.connection
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([connection], [], [], 0.2)
+        if ready:
+            try:
+                if not connection.recv(1, socket.MSG_PEEK):
+                    return
+            except OSError:
+                return
+            time.sleep(0.2)
 
 
 def answer_headers(headers, fault):
@@ -168,6 +194,8 @@ def write_body(handler, pieces, fault):
                     time.sleep(len(data) / rate)
         if chunked:
             out.write(b"0\r\n\r\n")
+        if fault.get("close_delimited"):
+            handler.close_connection = True
     except (BrokenPipeError, ConnectionResetError):
         # The client went away (a timeout, a kill): nothing more to answer.
         handler.close_connection = True

@@ -44,6 +44,11 @@ Test helpers under /admin/ (no credentials):
                            in that encoding, and "basic" base64(user:password) of the fields.
                            "big_header": N adds a header X-Big of N bytes (libcurl refuses
                            one over 100 KB).
+                           {"path": "/items", "query": {"page": "2"}, "hang": true} reads the
+                           request and never answers (until the client goes away).
+                           {"path": "/items", "close_delimited": true, "cut_after": 40, "times": 1}
+                           answers without Content-Length, ended only by closing the
+                           connection (HTTP/1.0 style), after `cut_after` body bytes when given.
 """
 
 import argparse
@@ -51,7 +56,9 @@ import base64
 import json
 import os
 import re
+import select
 import signal
+import socket
 import sqlite3
 import sys
 import threading
@@ -98,6 +105,8 @@ class Handler(BaseHTTPRequestHandler):
 
     # MARK: plumbing
 
+    framing = None  # the matching rule, when it sets close_delimited
+
     def send(self, status, body=b"", content_type="application/json", headers=None):
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
@@ -106,7 +115,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         if body:
             self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        if self.framing is not None:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+            if self.framing.get("cut_after") is not None:
+                body = body[:int(self.framing["cut_after"])]
+        else:
+            self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
@@ -147,6 +162,7 @@ class Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query).items()}
         raw = self.body()
         st = self.state
+        self.framing = None
         if url.path.startswith("/admin/"):
             return self.admin(url.path, raw)
         with st.lock:
@@ -156,6 +172,10 @@ class Handler(BaseHTTPRequestHandler):
             })
             rule = self.matching_rule(url.path, query)
         if rule is not None:
+            if rule.get("hang"):
+                return self.hang()
+            if rule.get("close_delimited"):
+                self.framing = rule
             if rule.get("delay"):
                 time.sleep(rule["delay"])
             if rule.get("status"):
@@ -172,6 +192,20 @@ class Handler(BaseHTTPRequestHandler):
         if route is None or self.command != "GET":
             return self.send(404, {"error": f"no route {self.command} {url.path}"})
         return route(query)
+
+    def hang(self):
+        """Answers nothing until the client closes the connection (or 10 minutes pass)."""
+        self.close_connection = True
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.connection], [], [], 0.2)
+            if ready:
+                try:
+                    if not self.connection.recv(1, socket.MSG_PEEK):
+                        return
+                except OSError:
+                    return
+                time.sleep(0.2)
 
     def echo(self, form, raw):
         """The request in one of the forms servers echo secrets in (see the docstring)."""

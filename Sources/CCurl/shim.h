@@ -29,6 +29,10 @@ static inline CURLcode dray_curl_setopt_data_callback(CURL *h, CURLoption o, dra
 static inline CURLcode dray_curl_setopt_xferinfo_callback(CURL *h, dray_curl_xferinfo_callback v) {
   return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, v);
 }
+typedef curl_socket_t (*dray_curl_opensocket_callback)(void *context, curlsocktype purpose, struct curl_sockaddr *address);
+static inline CURLcode dray_curl_setopt_opensocket_callback(CURL *h, dray_curl_opensocket_callback v) {
+  return curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, v);
+}
 static inline CURLcode dray_curl_setopt_seek_callback(CURL *h, dray_curl_seek_callback v) {
   return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, v);
 }

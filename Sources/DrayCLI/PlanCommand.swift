@@ -287,6 +287,7 @@ struct JobPlan {
     var text = "count \(r.count), interval \(r.interval.formatted), backoff \(r.backoff.rawValue), max_interval \(r.maxInterval.formatted)"
     text += ", jitter \(r.jitter)"
     if let elapsed = r.maxElapsed { text += ", max_elapsed \(elapsed.formatted)" }
+    text += ", max_retry_after \(r.maxRetryAfter.formatted), wait_budget \(r.waitBudget.formatted)"
     guard r.count > 0 else { return text + " (one attempt, no retry)" }
     let shown = min(r.count, 6)
     var waits = (1...shown).map { r.delay(beforeRetry: $0, random: { 1 }).formatted }
@@ -295,7 +296,7 @@ struct JobPlan {
   }
 
   static func timeoutsText(_ t: Timeouts) -> String {
-    "connect \(t.connect.formatted), request \(t.request?.formatted ?? "no limit"), idle \(t.idle.formatted)"
+    "connect \(t.connect.formatted), request \(t.request.formatted), idle \(t.idle.formatted)"
   }
 
   /// `name  value` rows with the values lined up; a value's later lines are indented under
@@ -391,13 +392,14 @@ struct JobPlan {
             ("count", .integer(Int64(r.count))), ("interval", .string(r.interval.formatted)), ("backoff", .string(r.backoff.rawValue)),
             ("max_interval", .string(r.maxInterval.formatted)), ("jitter", .bool(r.jitter)),
             ("max_elapsed", r.maxElapsed.map { .string($0.formatted) } ?? .null),
+            ("max_retry_after", .string(r.maxRetryAfter.formatted)), ("wait_budget", .string(r.waitBudget.formatted)),
           ])
         ))
       pairs.append(
         (
           "timeouts",
           .object([
-            ("connect", .string(t.connect.formatted)), ("request", t.request.map { .string($0.formatted) } ?? .null),
+            ("connect", .string(t.connect.formatted)), ("request", .string(t.request.formatted)),
             ("idle", .string(t.idle.formatted)),
           ])
         ))

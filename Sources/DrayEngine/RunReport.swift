@@ -240,7 +240,7 @@ public struct RunReport: Sendable {
     var o: [(key: String, value: JSONValue)] = [("number", .integer(Int64(a.number)))]
     if let call = a.call { o.append(("call", .string(call))) }
     o += [
-      ("outcome", .string(a.outcome)),
+      ("outcome", .string(a.outcome.code)),
       ("start_offset_seconds", .number(seconds(a.startOffset))), ("duration_seconds", .number(seconds(a.duration))),
     ]
     if let status = a.status { o.append(("http_status", .integer(Int64(status)))) }

@@ -299,6 +299,8 @@ final class RunContext: Sendable {
   /// The files no step may write: the database, the manifest, the state and download
   /// folders, this run's reports.
   let kept: KeptPaths
+  /// The run's retry waits, over every step and thread (`retry.wait_budget`).
+  let retryBudget = RetryBudget()
 
   init(
     manifest: Manifest, runID: String, lineage: String, skipReasons: [String: String], console: Console,

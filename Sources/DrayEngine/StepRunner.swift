@@ -94,11 +94,11 @@ struct StepRunner {
   func logAttempt(_ attempt: Attempt) {
     let call = attempt.call.map { "\($0) " } ?? ""
     let took = String(format: "%.2fs", attempt.duration)
-    if attempt.outcome == "ok" {
+    if attempt.outcome == .ok {
       console.debug("\(call)attempt \(attempt.number): ok" + (attempt.status.map { ", HTTP \($0)" } ?? "") + " in \(took)", step: step.id)
       return
     }
-    let what = "\(call)attempt \(attempt.number) failed after \(took): \(attempt.message ?? attempt.outcome)"
+    let what = "\(call)attempt \(attempt.number) failed after \(took): \(attempt.message ?? attempt.outcome.code)"
     if let wait = attempt.wait {
       let source = attempt.waitFromRetryAfter ? " (Retry-After)" : ""
       console.info(what + "; trying again in \(String(format: "%.2fs", wait))\(source)", step: step.id)
@@ -145,6 +145,7 @@ struct StepRunner {
     guard let session = context.session else { throw StepError.settingMissing("step '\(step.id)' needs 'platform' and 'auth'") }
     let client = PlatformClient(session: session, cancellation: context.cancellation)
     client.timeouts = step.timeouts
+    client.retryBudget = context.retryBudget
     if console.showsProgress {
       let (console, id, kind) = (console, step.id, step.kindName)
       client.http.progress = { console.progress(step: id, kind: kind, bytes: $0, total: $1) }

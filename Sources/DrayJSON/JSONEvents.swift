@@ -58,6 +58,31 @@ public enum JSONEvents {
       }, into: handler, allowComments: false, verbose: false)
   }
 
+  /// Whether the file at `path` holds a whole JSON document: false when it stops before
+  /// the document's end (an empty file too), which is how an answer without a length shows
+  /// that the connection closed mid-answer. A file that is not JSON at all counts as whole
+  /// here, for its reader to refuse with its own message.
+  public static func endsWhole(path: String) -> Bool {
+    guard let input = FileHandle(forReadingAtPath: path) else { return false }
+    defer { try? input.close() }
+    do throws(Failure) {
+      try parse(input, into: IgnoringHandler())
+    } catch .truncated {
+      return false
+    } catch {}
+    return true
+  }
+
+  /// Whether `bytes` hold a whole JSON document, as `endsWhole(path:)`.
+  public static func endsWhole(_ bytes: [UInt8]) -> Bool {
+    do throws(Failure) {
+      try parse(Data(bytes), into: IgnoringHandler())
+    } catch .truncated {
+      return false
+    } catch {}
+    return true
+  }
+
   private static func parse(
     chunks next: () -> Data?, into handler: any JSONEventHandler, allowComments: Bool, verbose: Bool
   ) throws(Failure) {
@@ -126,4 +151,12 @@ private final class HandlerBox {
   }
 
   func scalar(_ value: JSONValue) -> Int32 { handler.scalar(value) ? 1 : 0 }
+}
+
+/// Takes every event and keeps nothing: a parse for the document's shape only.
+private final class IgnoringHandler: JSONEventHandler {
+  func scalar(_ value: JSONValue) -> Bool { true }
+  func start(isArray: Bool) -> Bool { true }
+  func key(_ key: String) -> Bool { true }
+  func end() -> Bool { true }
 }

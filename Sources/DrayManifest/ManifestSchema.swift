@@ -95,7 +95,7 @@ public enum ManifestSchema {
       "database", .mapping(database, rules: [.exactlyOne(["path", "url"])]),
       "The database the job fills: an SQLite file (the SDK's openBase) or PostgreSQL."),
     Key("download", .mapping(download), "Where answers stream to, and whether broken downloads resume."),
-    Key("retry", .mapping(retry), "The job's retry policy; a step's own 'retry' overrides single keys."),
+    Key("retry", .mapping(jobRetry), "The job's retry policy; a step's own 'retry' overrides single keys."),
     Key("state", .mapping(state), "Where the lock (and, without a database, the run journal) live."),
     Key("report", .mapping(report), "Where the run report is written, and in which formats."),
     Key("steps", .steps(nested: false), required: true, "The steps, run in file order."),
@@ -120,8 +120,12 @@ public enum ManifestSchema {
 
   public static let timeouts: [Key] = [
     Key("connect", .duration, default: duration(Timeouts().connect), "Longest time to set up a connection (TCP and TLS)."),
-    Key("request", .duration, "Longest time for a whole call, answer included; no limit when not set."),
-    Key("idle", .duration, default: duration(Timeouts().idle), "Longest time without a byte received before a transfer is abandoned."),
+    Key(
+      "request", .duration, default: duration(Timeouts().request),
+      "Longest time for a whole call, answer included; a download cut by it resumes on the next attempt."),
+    Key(
+      "idle", .duration, default: duration(Timeouts().idle),
+      "Longest time without a byte received or sent, counted from when the request is sent, before a call is abandoned."),
   ]
 
   public static let auth: [Key] = [
@@ -151,12 +155,22 @@ public enum ManifestSchema {
       "backoff", .choice(RetryPolicy.Backoff.allCases.map(\.rawValue)), default: .string(RetryPolicy.default.backoff.rawValue),
       "fixed: every wait is 'interval'; exponential: the wait doubles each retry."),
     Key(
-      "max_interval", .duration, default: duration(RetryPolicy.default.maxInterval),
-      "Longest single wait, and longest Retry-After honoured."),
+      "max_interval", .duration, default: duration(RetryPolicy.default.maxInterval), "Longest computed wait between attempts."),
     Key(
       "jitter", .boolean, default: .bool(RetryPolicy.default.jitter), "Wait a random time between 0 and the computed wait (full jitter)."),
     Key("max_elapsed", .duration, "Longest time from the first attempt to the start of the last; no limit when not set."),
+    Key(
+      "max_retry_after", .duration, default: duration(RetryPolicy.default.maxRetryAfter),
+      "Longest Retry-After honoured; a server that asks for a longer wait fails the call."),
   ]
+
+  /// The job's `retry`: a step's keys, and the budget of the whole run.
+  public static let jobRetry: [Key] =
+    retry + [
+      Key(
+        "wait_budget", .duration, default: duration(RetryPolicy.default.waitBudget),
+        "Longest total of retry waits in one run, over every step; a wait that would pass it ends the call. Job-wide only.")
+    ]
 
   public static let state: [Key] = [
     Key(

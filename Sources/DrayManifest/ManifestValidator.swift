@@ -69,7 +69,7 @@ struct ManifestValidator {
     let auth = top["auth"].flatMap { readAuth($0) }
     let database = top["database"].flatMap { readDatabase($0) }
     let download = top["download"].flatMap { readDownload($0) } ?? DownloadSettings()
-    let retry = top["retry"].map { readRetry($0, "retry", base: .default) } ?? .default
+    let retry = top["retry"].map { readRetry($0, "retry", base: .default, jobWide: true) } ?? .default
     let state = top["state"].flatMap { readState($0) } ?? StateSettings()
     let report = top["report"].flatMap { readReport($0) } ?? ReportSettings()
     let timeouts = platform?.timeouts ?? Timeouts()
@@ -453,9 +453,10 @@ struct ManifestValidator {
     }
   }
 
-  /// A `retry:` block over `base`: keys given replace the base's.
-  private mutating func readRetry(_ node: YAMLNode, _ path: String, base: RetryPolicy) -> RetryPolicy {
-    guard let f = reader.fields(node, path, keys: ManifestSchema.retry) else {
+  /// A `retry:` block over `base`: keys given replace the base's. The job's (`jobWide`)
+  /// also holds the run's `wait_budget`.
+  private mutating func readRetry(_ node: YAMLNode, _ path: String, base: RetryPolicy, jobWide: Bool) -> RetryPolicy {
+    guard let f = reader.fields(node, path, keys: jobWide ? ManifestSchema.jobRetry : ManifestSchema.retry) else {
       return base
     }
     var r = base
@@ -465,6 +466,8 @@ struct ManifestValidator {
     if let v = reader.duration(f, "max_interval") { r.maxInterval = v }
     if let v = reader.bool(f, "jitter") { r.jitter = v }
     if let v = reader.duration(f, "max_elapsed") { r.maxElapsed = v }
+    if let v = reader.duration(f, "max_retry_after") { r.maxRetryAfter = v }
+    if jobWide, let v = reader.duration(f, "wait_budget") { r.waitBudget = v }
     if r.maxInterval < r.interval, let node = f["max_interval"] ?? f["interval"] {
       reader.error(
         node.location, "'\(path).max_interval' (\(r.maxInterval.formatted)) is shorter than '\(path).interval' (\(r.interval.formatted))")
@@ -585,7 +588,7 @@ struct ManifestValidator {
       stepIDs[id] = (idLocation, explicitID == nil)
     }
     let description = f["description"].flatMap { reader.string($0, "steps.\(id).description") }
-    let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry) } ?? retry
+    let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry, jobWide: false) } ?? retry
     let stepTimeouts = f["timeouts"].flatMap { readTimeouts($0, "steps.\(id).timeouts", base: timeouts) } ?? timeouts
     let kindPath = "steps.\(id).\(kindKey)"
     let kind: StepKind?

@@ -141,15 +141,18 @@ public struct TLSSettings: Sendable, Hashable {
   }
 }
 
-/// Network time limits.
+/// Network time limits of one request (docs/network.md, "Time limits"). Every request has
+/// all three, so that no wait on the network is unbounded.
 public struct Timeouts: Sendable, Hashable {
-  /// Longest time to establish a connection (TCP and TLS).
+  /// Longest time to establish a connection (TCP and TLS). Default 10 s.
   public var connect: Duration
-  /// Longest time for a whole request, answer included; nil for no bound.
-  public var request: Duration?
-  /// Longest time without receiving a byte before the transfer is abandoned.
+  /// Longest time for a whole request, from its start to the last byte of its answer (a
+  /// download cut by it resumes on the next attempt). Default 1 h.
+  public var request: Duration
+  /// Longest time without a byte received or sent, counted from the moment the request is
+  /// handed to the connection. Default 60 s.
   public var idle: Duration
-  public init(connect: Duration = .seconds(10), request: Duration? = nil, idle: Duration = .seconds(60)) {
+  public init(connect: Duration = .seconds(10), request: Duration = .seconds(3600), idle: Duration = .seconds(60)) {
     self.connect = connect
     self.request = request
     self.idle = idle

@@ -8,13 +8,18 @@ internal import Foundation
 /// Every call carries the session's token (signing in first when needed), retries under the
 /// step's policy, and meets a 401 with one new token and one repeat (`PlatformSession`). A
 /// call that may change data (POST) is retried only when it carries an `X-Transaction-ID`,
-/// kept the same on every attempt, or when no byte of it reached the server.
+/// kept the same on every attempt, when it reads a resource's data (`table_stream`,
+/// `table`: a read, whatever its method), or when no byte of it reached the server.
 public final class PlatformClient {
   public let session: PlatformSession
   public let http: HTTPClient
   public var cancellation: Cancellation { http.cancellation }
   /// Time limits of this client's calls (a step's `timeouts`); the platform's by default.
   public var timeouts: Timeouts
+  /// The run's retry waits, shared by every client of the run (`retry.wait_budget`).
+  public var retryBudget = RetryBudget()
+  /// Waits between attempts; `RetryRunner.sleep` unless a test injects another.
+  public var sleeper: @Sendable (Duration, Cancellation) throws -> Void = RetryRunner.sleep
 
   public init(session: PlatformSession, cancellation: Cancellation) {
     self.session = session
@@ -30,24 +35,39 @@ public final class PlatformClient {
   /// - Throws: `TransportError` (the last attempt's, or `.gaveUp` saying why retrying
   ///   stopped), `PlatformError`.
   func send(
-    _ request: HTTPRequest, policy: RetryPolicy, transactionID: String?, record: (Attempt) -> Void,
+    _ request: HTTPRequest, policy: RetryPolicy, transactionID: String?, reads: Bool = false, record: (Attempt) -> Void,
     perform: (HTTPRequest) throws -> HTTPResponse
   ) throws -> HTTPResponse {
-    let runner = RetryRunner(policy: policy, cancellation: cancellation)
+    var runner = RetryRunner(policy: policy, cancellation: cancellation, budget: retryBudget)
+    runner.sleeper = sleeper
     var reauthenticated = false
     // The token a 401 refused; the next attempt replaces it first.
     var refused: String?
     var request = request
-    request.repeatable = request.method.isIdempotent || transactionID != nil
+    request.repeatable = request.method.isIdempotent || transactionID != nil || reads
     if let transactionID { request.headers.set("X-Transaction-ID", transactionID) }
-    return try withoutActuallyEscaping(record) { record in
-      try runner.run(
+    return try withoutActuallyEscaping(record) { recordAttempt in
+      // Each attempt (the sign-in's too) is recorded as soon as its request ended, with the
+      // status the server sent even when the transfer broke after it.
+      let http = http
+      let record: (Attempt) -> Void = { attempt in
+        var attempt = attempt
+        if attempt.status == nil { attempt.status = http.lastStatus }
+        recordAttempt(attempt)
+      }
+      return try runner.run(
         { _ in
-          if let stale = refused {
-            refused = nil
-            _ = try session.renew(stale: stale, because: "the token was refused (401)", client: http, runner: runner, record: record)
+          // A sign-in that fails sends nothing of this call: its attempts are the sign-in's.
+          let token: String
+          do {
+            if let stale = refused {
+              refused = nil
+              _ = try session.renew(stale: stale, because: "the token was refused (401)", client: http, runner: runner, record: record)
+            }
+            token = try session.token(client: http, runner: runner, record: record)
+          } catch {
+            throw UnsentAttempt(error)
           }
-          let token = try session.token(client: http, runner: runner, record: record)
           var sent = request
           sent.headers.set("Authorization", "Bearer \(token)")
           let response = try perform(sent)
@@ -82,19 +102,35 @@ public final class PlatformClient {
   }
 
   /// Sends a call whose answer is small and returns its bytes.
-  private func small(_ request: HTTPRequest, policy: RetryPolicy, transactionID: String? = nil, record: (Attempt) -> Void) throws -> (
-    HTTPResponse, [UInt8]
-  ) {
+  /// - Parameter json: the answer is a JSON document, whose own end shows it whole when the
+  ///   framing does not (`HTTPResponse.endShown`); one cut short is retried.
+  private func small(
+    _ request: HTTPRequest, policy: RetryPolicy, transactionID: String? = nil, json: Bool = false, record: (Attempt) -> Void
+  ) throws -> (HTTPResponse, [UInt8]) {
     let sink = MemorySink()
-    let response = try send(request, policy: policy, transactionID: transactionID, record: record) { try http.perform($0, sink: sink) }
+    let response = try send(request, policy: policy, transactionID: transactionID, record: record) {
+      let response = try http.perform($0, sink: sink)
+      if json { try PlatformClient.requireWholeJSON(response, sink.bytes) }
+      return response
+    }
     return (response, sink.bytes)
+  }
+
+  /// Fails a 2xx answer whose framing did not show its end and whose JSON document stops
+  /// early: the connection closed mid-answer.
+  /// - Throws: `TransportError.truncated`, retried like any broken transfer.
+  static func requireWholeJSON(_ response: HTTPResponse, _ bytes: [UInt8]) throws {
+    guard (200..<300).contains(response.status), !response.endShown, !JSONEvents.endsWhole(bytes) else { return }
+    throw TransportError.truncated(
+      url: HTTPClient.displayURL(response.url), received: Int64(bytes.count),
+      detail: "the connection closed without a Content-Length or a final chunk, and the JSON document it holds is not complete")
   }
 
   /// Sends a call whose answer is a small JSON document and parses it.
   /// - Throws: `PlatformError.badAnswer` naming `what` when the answer is not JSON, or is
   ///   blank (`blankAnswer`).
   private func smallJSON(_ request: HTTPRequest, what: String, policy: RetryPolicy, record: (Attempt) -> Void) throws -> JSONValue {
-    let (response, bytes) = try small(request, policy: policy, record: record)
+    let (response, bytes) = try small(request, policy: policy, json: true, record: record)
     if let blank = BlankAnswer.size(of: bytes) { throw PlatformClient.blankAnswer(blank, response, url: request.url) }
     do {
       return try JSONValue(parsing: bytes)
@@ -214,17 +250,22 @@ public final class PlatformClient {
   /// Posts `params` to `rpc/<resource>/` and streams the answer into `download`.
   /// - Parameters:
   ///   - delta: the version held (`v6`) to ask for a delta from, or nil for full data.
+  ///   - reads: the call reads a resource's data (`table_stream`, `table`), so it is retried
+  ///     with or without a transaction id, as the platform's own apps do and as the next run
+  ///     would; a uniform request (`request`) without one is retried only when none of it
+  ///     was sent.
   /// - Throws: `TransportError`, `PlatformError` (`blankAnswer` for an empty body, whose
   ///   download is removed).
   public func rpc(
-    resource: String, params: JSONValue, delta: String?, transactionID: String?, download: Download,
+    resource: String, params: JSONValue, delta: String?, transactionID: String?, reads: Bool, download: Download,
     policy: RetryPolicy, record: (Attempt) -> Void
   ) throws -> AnswerHead {
+    download.endsWhole = { JSONEvents.endsWhole(path: $0) }
     var request = request(
       .post, "rpc/\(PlatformClient.pathSegment(resource))/", body: .bytes(Array(params.json.utf8)), contentType: "application/json")
     if let delta { request.headers.set("X-Delta", "\(delta)-last") }
     let response = try recordingDownload(download, record) { record in
-      try send(request, policy: policy, transactionID: transactionID, record: record) {
+      try send(request, policy: policy, transactionID: transactionID, reads: reads, record: record) {
         try download.attempt($0, client: http, transactionID: transactionID)
       }
     }

@@ -73,15 +73,14 @@ public final class PlatformSession: Sendable {
 
   /// A new token, unless another call already replaced `stale`.
   ///
-  /// Records the sign-in's failed attempts, and its successful one when it is a renewal
-  /// (`stale` is not nil), with `because` in the message.
+  /// Records every attempt of the sign-in (each is a request the server received), a
+  /// renewal's successful one with `because` in its message.
   /// - Throws: `PlatformError.signInFailed`, `TransportError`.
   func renew(stale: String?, because: String?, client: HTTPClient, runner: RetryRunner, record: (Attempt) -> Void) throws -> String {
     try signIn.withLock { _ in
       if let current = state.withLock({ $0.token }), current != stale { return current }
       let token = try obtainToken(client: client, runner: runner) { attempt in
-        guard attempt.outcome == "ok" else { return record(attempt) }
-        guard stale != nil else { return }
+        guard attempt.outcome == .ok, stale != nil else { return record(attempt) }
         var renewal = attempt
         renewal.message = "signed in again: \(because ?? "the token was replaced")"
         record(renewal)
@@ -149,6 +148,7 @@ public final class PlatformSession: Sendable {
         call: "sign-in",
         { _ in
           let response = try client.perform(request, sink: sink)
+          try PlatformClient.requireWholeJSON(response, sink.bytes)
           guard (200..<300).contains(response.status) else {
             let error = PlatformError.statusError(response, url: request.url)
             throw TransportError.httpStatus(error.redacted(by: Redactor([credentials.password])))

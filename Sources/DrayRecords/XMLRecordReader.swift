@@ -47,8 +47,7 @@ public struct XMLRecordReader {
   ///   anchored at the root names another root element; errors thrown by `each` as they are.
   public func read(file: String, each: (Record) throws -> Void) throws -> AnswerSummary {
     _ = xmlReady
-    let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
-    let handle = try XMLReaderHandle(file: file, options: options)
+    let handle = try XMLReaderHandle(file: file, options: XMLRecordReader.options)
     var info = stat()
     let budget = EntityBudget(answerSize: stat(file, &info) == 0 ? Int(info.st_size) : 0)
     handle.budget = budget
@@ -94,6 +93,33 @@ public struct XMLRecordReader {
     }
     if status < 0 { throw handle.failure(file: file) }
     return summary
+  }
+
+  /// libxml2's options for answers: no network, CDATA as text, errors collected rather
+  /// than printed.
+  static let options = Int32(
+    XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+
+  /// Whether the file at `path` holds a whole XML document: false when its text stops
+  /// before the root element has closed (an empty file too), which is how an answer without
+  /// a length shows that the connection closed mid-answer. Read with the options of `read`.
+  public static func endsWhole(path: String) -> Bool {
+    _ = xmlReady
+    guard let handle = try? XMLReaderHandle(file: path, options: XMLRecordReader.options) else { return false }
+    var depth = 0
+    var sawRoot = false
+    var status = xmlTextReaderRead(handle.reader)
+    while status == 1 {
+      let type = xmlTextReaderNodeType(handle.reader)
+      if type == Int32(XML_READER_TYPE_ELEMENT.rawValue) {
+        sawRoot = true
+        if xmlTextReaderIsEmptyElement(handle.reader) != 1 { depth += 1 }
+      } else if type == Int32(XML_READER_TYPE_END_ELEMENT.rawValue) {
+        depth -= 1
+      }
+      status = xmlTextReaderRead(handle.reader)
+    }
+    return sawRoot && depth == 0
   }
 
   /// Whether the element at the top of `stack` is one `path` selects.

@@ -75,6 +75,11 @@ public final class Download {
   /// What happened to the part that a report should say: restarts and why.
   public private(set) var notes: [String] = []
   private var firstAttempt = true
+  /// Whether the part holds a whole document in the answer's format (for JSON,
+  /// `JSONEvents.endsWhole(path:)`), asked when the answer's framing did not show its end
+  /// (`HTTPResponse.endShown`). Without it such an answer is never taken as complete: the
+  /// next attempt asks for the bytes after the part, and the server's `416` confirms it.
+  public var endsWhole: ((_ partPath: String) -> Bool)?
 
   public init(path: String, style: ResumeStyle, resume: Bool) {
     self.path = path
@@ -155,18 +160,22 @@ public final class Download {
     case 412 where offset > 0:
       discard()
       notes.append("the answer changed on the server (412 to If-Match \(etag ?? "")); downloaded again from byte 0")
-      return try attempt(request, client: client, transactionID: transactionID)
+      throw TransportError.resumeRestart(url: shown, status: 412, detail: "the answer changed on the server (If-Match \(etag ?? ""))")
     case 416 where offset > 0:
       if let total = PartFileSink.totalSize(response.headers["Content-Range"]), total == offset {
         notes.append("the part already held the whole answer (\(total) bytes; 416 to a range from byte \(offset))")
         var complete = response
         complete.status = 200
+        complete.statusSent = 416
+        complete.endShown = true
         return complete
       }
       discard()
       notes.append(
         "416 to a range from byte \(offset) (Content-Range: \(response.headers["Content-Range"] ?? "none")); downloaded again from byte 0")
-      return try attempt(request, client: client, transactionID: transactionID)
+      throw TransportError.resumeRestart(
+        url: shown, status: 416,
+        detail: "no range from byte \(offset) (Content-Range: \(response.headers["Content-Range"] ?? "none"))")
     case 200..<300:
       if offset > 0 && response.status == 200 {
         switch style {
@@ -177,6 +186,13 @@ public final class Download {
             "the server sent the whole answer (200) to a Range from byte \(offset): the answer changed (If-Range) "
               + "or the server does not do ranges; started again from byte 0")
         }
+      }
+      if !response.endShown && !(endsWhole?(partPath) ?? false) {
+        throw TransportError.truncated(
+          url: shown, received: response.bytesReceived,
+          detail:
+            "the connection closed without a Content-Length or a final chunk to show the answer whole"
+            + (endsWhole == nil ? "" : ", and the document it holds is not complete"))
       }
       // Verified before use: the part must hold exactly what the answer said it would.
       if let expected = sink.expectedSize, let size = Download.fileSize(partPath), size != expected {

@@ -19,12 +19,21 @@ private let curlReady: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURL
 ///   `all_proxy` or `ALL_PROXY`, and `no_proxy` or `NO_PROXY` for hosts to reach directly;
 /// - TLS verification on unless the request's `tls.verify` is false; `tls.caFile`
 ///   replaces the system's CA bundle;
-/// - connect, whole-request and idle time limits. The idle limit (no byte received or sent
-///   for `timeouts.idle`) is checked here, in libcurl's progress callback, about once a
-///   second: libcurl's own low-speed check averages over several seconds and would fire
-///   late;
+/// - connect, whole-request and idle time limits, set anew for every request (the easy
+///   handle is reset before each, so nothing carries over from the call before). The
+///   whole-request limit is libcurl's CURLOPT_TIMEOUT_MS. The idle limit (no byte received
+///   or sent for `timeouts.idle`) is checked here, in libcurl's progress callback, about
+///   once a second (libcurl's own low-speed check averages over several seconds and would
+///   fire late). Its clock starts when the request is handed to the connection, whether
+///   that connection is new or reused from the call before: libcurl reports no connect time
+///   for a reused connection, so a clock that waited for one never started and a server
+///   that accepted the request and never answered held the call until the request limit;
 /// - a request that is not `repeatable` goes on a new connection (see
-///   `HTTPRequest.repeatable`).
+///   `HTTPRequest.repeatable`);
+/// - one request per attempt: when a reused connection closes without an answer, libcurl
+///   would send the request again on a new connection by itself, unseen; the new socket is
+///   refused instead, so that the attempt fails as `connectionReset` and the retry, if any,
+///   is the runner's and in the report.
 public final class HTTPClient {
   /// libcurl's receive buffer, in bytes: its largest (CURL_MAX_READ_SIZE), so that a fast
   /// download costs few callbacks and few `write(2)` calls.
@@ -42,6 +51,10 @@ public final class HTTPClient {
   /// reached the socket. Zero means the server cannot have acted on the call, so even a
   /// call that changes data may be sent again.
   public private(set) var bytesSent: Int64 = 0
+  /// The status of the last answer head the last `perform` received (of its last redirect
+  /// hop), or nil when none came: the status a failed attempt's record shows when the
+  /// transfer broke after the head (a cut body, an idle timeout mid-answer).
+  public private(set) var lastStatus: Int?
 
   public init(cancellation: Cancellation = Cancellation()) {
     precondition(curlReady, "libcurl failed to initialise")
@@ -67,6 +80,7 @@ public final class HTTPClient {
   ///   they are.
   public func perform(_ request: HTTPRequest, sink: any ResponseSink) throws -> HTTPResponse {
     bytesSent = 0
+    lastStatus = nil
     var redirects = RedirectState(url: request.url, method: request.method)
     var current = request
     while true {
@@ -83,42 +97,56 @@ public final class HTTPClient {
     errorBuffer[0] = 0
     let state = TransferState(
       handle: handle, sink: sink, cancellation: cancellation, progress: progress, idle: request.timeouts.idle,
-      secure: request.url.lowercased().hasPrefix("https:"))
+      connect: request.timeouts.connect)
     var headerList: UnsafeMutablePointer<curl_slist>?
     defer { curl_slist_free_all(headerList) }
     let context = Unmanaged.passUnretained(state).toOpaque()
 
-    func set(_ option: CURLoption, _ value: Int) { _ = dray_curl_setopt_long(handle, option, value) }
-    func set(_ option: CURLoption, _ value: String) { _ = dray_curl_setopt_string(handle, option, value) }
+    func set(_ option: CURLoption, _ value: Int) throws { try check(dray_curl_setopt_long(handle, option, value), option, request) }
+    func set(_ option: CURLoption, _ value: String) throws { try check(dray_curl_setopt_string(handle, option, value), option, request) }
+    func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) throws {
+      try check(dray_curl_setopt_pointer(handle, option, pointer), option, request)
+    }
+    func set(_ option: CURLoption, size: Int64) throws {
+      try check(dray_curl_setopt_off(handle, option, curl_off_t(size)), option, request)
+    }
 
-    set(CURLOPT_URL, request.url)
-    set(CURLOPT_NOSIGNAL, 1)
-    set(CURLOPT_USERAGENT, "dray/\(DrayVersion.current)")
-    set(CURLOPT_FOLLOWLOCATION, 0)
-    set(CURLOPT_PROTOCOLS_STR, "http,https")
-    set(CURLOPT_BUFFERSIZE, HTTPClient.receiveBufferSize)
-    set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(request.timeouts.connect.seconds * 1000)))
-    if let total = request.timeouts.request { set(CURLOPT_TIMEOUT_MS, max(1, Int(total.seconds * 1000))) }
-    if !request.repeatable { set(CURLOPT_FRESH_CONNECT, 1) }
-    set(CURLOPT_SSL_VERIFYPEER, request.tls.verify ? 1 : 0)
-    set(CURLOPT_SSL_VERIFYHOST, request.tls.verify ? 2 : 0)
-    if let ca = request.tls.caFile { set(CURLOPT_CAINFO, ca) }
-    set(CURLOPT_TCP_KEEPALIVE, 1)
-    _ = dray_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
+    try set(CURLOPT_URL, request.url)
+    try set(CURLOPT_NOSIGNAL, 1)
+    try set(CURLOPT_USERAGENT, "dray/\(DrayVersion.current)")
+    try set(CURLOPT_FOLLOWLOCATION, 0)
+    try set(CURLOPT_PROTOCOLS_STR, "http,https")
+    try set(CURLOPT_BUFFERSIZE, HTTPClient.receiveBufferSize)
+    try set(CURLOPT_CONNECTTIMEOUT_MS, HTTPClient.milliseconds(request.timeouts.connect))
+    try set(CURLOPT_TIMEOUT_MS, HTTPClient.milliseconds(request.timeouts.request))
+    if !request.repeatable { try set(CURLOPT_FRESH_CONNECT, 1) }
+    try set(CURLOPT_SSL_VERIFYPEER, request.tls.verify ? 1 : 0)
+    try set(CURLOPT_SSL_VERIFYHOST, request.tls.verify ? 2 : 0)
+    if let ca = request.tls.caFile { try set(CURLOPT_CAINFO, ca) }
+    try set(CURLOPT_TCP_KEEPALIVE, 1)
+    try set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
 
-    _ = dray_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)
-    _ = dray_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, ctx in
-      TransferState.from(ctx).receive(UnsafeRawBufferPointer(start: data, count: size * count))
-    }
-    _ = dray_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)
-    _ = dray_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, ctx in
-      TransferState.from(ctx).header(UnsafeRawBufferPointer(start: data, count: size * count))
-    }
-    set(CURLOPT_NOPROGRESS, 0)
-    _ = dray_curl_setopt_pointer(handle, CURLOPT_XFERINFODATA, context)
-    _ = dray_curl_setopt_xferinfo_callback(handle) { ctx, total, now, _, sent in
-      TransferState.from(ctx).tick(received: now, total: total, sent: sent)
-    }
+    try set(CURLOPT_WRITEDATA, pointer: context)
+    try check(
+      dray_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, ctx in
+        TransferState.from(ctx).receive(UnsafeRawBufferPointer(start: data, count: size * count))
+      }, CURLOPT_WRITEFUNCTION, request)
+    try set(CURLOPT_HEADERDATA, pointer: context)
+    try check(
+      dray_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, ctx in
+        TransferState.from(ctx).header(UnsafeRawBufferPointer(start: data, count: size * count))
+      }, CURLOPT_HEADERFUNCTION, request)
+    try set(CURLOPT_OPENSOCKETDATA, pointer: context)
+    try check(
+      dray_curl_setopt_opensocket_callback(handle) { ctx, _, address in
+        TransferState.from(ctx).openSocket(address)
+      }, CURLOPT_OPENSOCKETFUNCTION, request)
+    try set(CURLOPT_NOPROGRESS, 0)
+    try set(CURLOPT_XFERINFODATA, pointer: context)
+    try check(
+      dray_curl_setopt_xferinfo_callback(handle) { ctx, total, now, _, sent in
+        TransferState.from(ctx).tick(received: now, total: total, sent: sent)
+      }, CURLOPT_XFERINFOFUNCTION, request)
 
     var headers = request.headers
     headers.set("Expect", "")  // no 100-continue round trip
@@ -126,52 +154,81 @@ public final class HTTPClient {
     for field in headers.fields {
       headerList = curl_slist_append(headerList, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
     }
-    _ = dray_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)
+    try check(dray_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList), CURLOPT_HTTPHEADER, request)
 
     switch request.method {
-    case .get: set(CURLOPT_HTTPGET, 1)
-    case .head: set(CURLOPT_NOBODY, 1)
-    case .post: set(CURLOPT_POST, 1)
-    default: set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+    case .get: try set(CURLOPT_HTTPGET, 1)
+    case .head: try set(CURLOPT_NOBODY, 1)
+    case .post: try set(CURLOPT_POST, 1)
+    default: try set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
     }
     switch request.body {
     case .none:
-      if request.method == .post { _ = dray_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, 0) }
+      if request.method == .post { try set(CURLOPT_POSTFIELDSIZE_LARGE, size: 0) }
     case .bytes(let bytes):
       if request.method != .post {
-        set(CURLOPT_POST, 1)
-        set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+        try set(CURLOPT_POST, 1)
+        try set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
       }
       // libcurl copies the body (CURLOPT_COPYPOSTFIELDS), so nothing here must outlive the call.
-      _ = dray_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+      try set(CURLOPT_POSTFIELDSIZE_LARGE, size: Int64(bytes.count))
       var copy = bytes.isEmpty ? [0] : bytes
-      _ = copy.withUnsafeMutableBytes { dray_curl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
+      try copy.withUnsafeMutableBytes { try set(CURLOPT_COPYPOSTFIELDS, pointer: $0.baseAddress) }
     case .file(let path):
       guard let file = FileHandle(forReadingAtPath: path) else {
         throw TransportError.file(path: path, detail: "cannot open it for reading")
       }
       state.upload = file
       let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? -1
-      set(CURLOPT_UPLOAD, 1)
-      if request.method != .put { set(CURLOPT_CUSTOMREQUEST, request.method.rawValue) }
-      _ = dray_curl_setopt_off(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(size))
-      _ = dray_curl_setopt_pointer(handle, CURLOPT_READDATA, context)
-      _ = dray_curl_setopt_data_callback(handle, CURLOPT_READFUNCTION) { data, size, count, ctx in
-        TransferState.from(ctx).read(into: data, capacity: size * count)
-      }
+      try set(CURLOPT_UPLOAD, 1)
+      if request.method != .put { try set(CURLOPT_CUSTOMREQUEST, request.method.rawValue) }
+      try set(CURLOPT_INFILESIZE_LARGE, size: size)
+      try set(CURLOPT_READDATA, pointer: context)
+      try check(
+        dray_curl_setopt_data_callback(handle, CURLOPT_READFUNCTION) { data, size, count, ctx in
+          TransferState.from(ctx).read(into: data, capacity: size * count)
+        }, CURLOPT_READFUNCTION, request)
     }
     defer { try? state.upload?.close() }
 
     let code = curl_easy_perform(handle)
     bytesSent += lastRequestBytes
+    lastStatus = state.status > 0 ? state.status : nil
     if let sinkError = state.sinkError { throw sinkError }
     var response = HTTPResponse(status: state.status, headers: state.headers, bytesReceived: state.received, errorBody: state.errorBody)
     response.url = request.url
+    response.endShown = HTTPClient.endShown(response, method: request.method)
     guard code == CURLE_OK else { throw error(code, request: request, state: state) }
     if !state.begun && (200..<300).contains(state.status) { try sink.begin(response) }
     var location: UnsafeMutablePointer<CChar>?
     _ = dray_curl_getinfo_string(handle, CURLINFO_REDIRECT_URL, &location)
     return (response, location.map { String(cString: $0) })
+  }
+
+  /// Whether an answer's framing shows its body whole (RFC 9112 §6.3): a `Content-Length`
+  /// (libcurl fails a shorter body with CURLE_PARTIAL_FILE), chunked transfer coding (it
+  /// fails a body without its last chunk), or a status or method that has no body. An
+  /// answer delimited only by the connection's close (HTTP/1.0 style) is not: a close
+  /// mid-answer looks the same as its end.
+  static func endShown(_ response: HTTPResponse, method: HTTPMethod) -> Bool {
+    if method == .head || response.status == 204 || response.status == 304 || (100..<200).contains(response.status) { return true }
+    if response.headers["Content-Length"] != nil { return true }
+    return response.headers["Transfer-Encoding"]?.lowercased().contains("chunked") == true
+  }
+
+  /// A duration as libcurl's milliseconds, at least 1 (0 would mean "no limit").
+  static func milliseconds(_ duration: Duration) -> Int {
+    max(1, Int(min(duration.seconds * 1000, Double(Int32.max))))
+  }
+
+  /// The one checked path for libcurl's option results: an option it refuses (not built
+  /// in, an unknown value) fails the request before anything is sent.
+  /// - Throws: `TransportError.setup` naming the option and libcurl's reason.
+  private func check(_ code: CURLcode, _ option: CURLoption, _ request: HTTPRequest) throws {
+    guard code != CURLE_OK else { return }
+    throw TransportError.setup(
+      url: HTTPClient.displayURL(request.url),
+      detail: "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))")
   }
 
   /// The error class of a failed transfer, from libcurl's code and what the transfer saw.
@@ -190,23 +247,19 @@ public final class HTTPClient {
     case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
       return .dnsFailure(host: HTTPClient.hostName(request.url))
     case CURLE_COULDNT_CONNECT:
-      if osErrno == Int(ECONNREFUSED) || reason.contains("refused") { return .connectionRefused(host: host) }
-      if osErrno == Int(ETIMEDOUT) || reason.contains("timed out") || reason.contains("Timeout") {
-        return .timeout(.connect, url: url, limit: request.timeouts.connect)
+      if state.resendRefused {
+        return .connectionReset(url: url, detail: "the reused connection closed without an answer")
       }
+      if osErrno == Int(ECONNREFUSED) { return .connectionRefused(host: host) }
+      if osErrno == Int(ETIMEDOUT) { return .timeout(.connect, url: url, limit: request.timeouts.connect) }
       return .other(url: url, detail: reason)
     case CURLE_OPERATION_TIMEDOUT:
-      // libcurl has one code for three limits: tell them apart by its message and by
-      // whether the connection was ever made.
-      if reason.contains("too slow") { return .timeout(.idle, url: url, limit: request.timeouts.idle) }
-      var connectTime: curl_off_t = 0
-      _ = dray_curl_getinfo_off(handle, CURLINFO_CONNECT_TIME_T, &connectTime)
-      let connected = connectTime > 0 || state.sawHeaders || reason.hasPrefix("Operation timed out")
-      // Before the connection, the shorter of the two limits is the one that fired.
-      if !connected && (request.timeouts.request.map { $0 > request.timeouts.connect } ?? true) {
+      // libcurl has one code for its two limits (CURLOPT_CONNECTTIMEOUT_MS, CURLOPT_TIMEOUT_MS):
+      // before the request was handed to a connection, the shorter of the two fired.
+      if !state.requestSent && request.timeouts.connect <= request.timeouts.request {
         return .timeout(.connect, url: url, limit: request.timeouts.connect)
       }
-      return .timeout(.request, url: url, limit: request.timeouts.request ?? request.timeouts.connect)
+      return .timeout(.request, url: url, limit: request.timeouts.request)
     case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
       CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
       return .tlsFailure(host: host, detail: reason)
@@ -279,26 +332,34 @@ private final class TransferState {
   var sinkError: (any Error)?
   var upload: FileHandle?
   var lastProgress: Int64 = -1
-  /// The idle limit, and when a byte last moved either way. The clock starts once the
-  /// connection (and its TLS handshake) is made: before that the connect limit applies.
+  /// The idle limit, and when a byte last moved either way. The clock starts when the
+  /// request is handed to the connection (`requestSent`): before that the connect limit
+  /// applies.
   let idle: Duration
   let handle: UnsafeMutableRawPointer
-  let secure: Bool
-  var connected = false
+  /// Whether libcurl has handed the request to a connection, new (after TCP and TLS) or
+  /// reused: its pre-transfer time is set then (CURLINFO_PRETRANSFER_TIME_T), for either.
+  var requestSent = false
+  /// The connect limit, past which (counted from the start) the connection phase is over
+  /// whatever libcurl reports: libcurl itself would have failed it.
+  let connect: Duration
+  let started = ContinuousClock.now
   var lastActivity = ContinuousClock.now
   var lastSent: curl_off_t = 0
   var idleExpired = false
+  /// Whether libcurl's own resending of the request on a new connection was refused.
+  var resendRefused = false
 
   init(
     handle: UnsafeMutableRawPointer, sink: any ResponseSink, cancellation: Cancellation, progress: ((Int64, Int64?) -> Void)?,
-    idle: Duration, secure: Bool
+    idle: Duration, connect: Duration
   ) {
     self.handle = handle
     self.sink = sink
     self.cancellation = cancellation
     self.progress = progress
     self.idle = idle
-    self.secure = secure
+    self.connect = connect
   }
 
   static func from(_ ctx: UnsafeMutableRawPointer?) -> TransferState {
@@ -307,6 +368,7 @@ private final class TransferState {
 
   func header(_ line: UnsafeRawBufferPointer) -> Int {
     lastActivity = .now
+    requestSent = true
     var text = String(decoding: line, as: UTF8.self)
     while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
     if text.hasPrefix("HTTP/") {
@@ -348,11 +410,13 @@ private final class TransferState {
 
   func tick(received now: curl_off_t, total: curl_off_t, sent: curl_off_t) -> Int32 {
     if cancellation.isCancelled { return 1 }
-    if !connected {
+    if !requestSent {
       var time: curl_off_t = 0
-      _ = dray_curl_getinfo_off(handle, secure ? CURLINFO_APPCONNECT_TIME_T : CURLINFO_CONNECT_TIME_T, &time)
-      connected = time > 0 || sawHeaders
-      lastActivity = .now
+      let known = dray_curl_getinfo_off(handle, CURLINFO_PRETRANSFER_TIME_T, &time) == CURLE_OK
+      requestSent = (known && time > 0) || sawHeaders || sent > 0
+      // The clock starts when the request is handed over; past the connect limit it runs
+      // in any case (libcurl fails a connection still being made by then).
+      if requestSent || ContinuousClock.now - started < connect { lastActivity = .now }
     }
     if sent != lastSent {
       lastSent = sent
@@ -367,6 +431,19 @@ private final class TransferState {
       progress(received, total > 0 ? Int64(total) : nil)
     }
     return 0
+  }
+
+  /// Opens the socket of a new connection, as libcurl would; refused (CURL_SOCKET_BAD) once
+  /// the request was handed to a connection (CURLINFO_PRETRANSFER_TIME_T is set), which
+  /// happens only when libcurl would send it again by itself.
+  func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t {
+    var time: curl_off_t = 0
+    if sawHeaders || (dray_curl_getinfo_off(handle, CURLINFO_PRETRANSFER_TIME_T, &time) == CURLE_OK && time > 0) {
+      resendRefused = true
+      return CURL_SOCKET_BAD
+    }
+    guard let address = address?.pointee else { return CURL_SOCKET_BAD }
+    return socket(address.family, address.socktype | Int32(SOCK_CLOEXEC.rawValue), address.protocol)
   }
 
   func read(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {

@@ -89,6 +89,13 @@ public struct HTTPResponse: Sendable, Hashable {
   public var bytesReceived: Int64
   /// The error body's first bytes (at most 64 KiB) when the status is not 2xx.
   public var errorBody: [UInt8]
+  /// Whether the framing showed the body whole: a `Content-Length` or chunked coding (whose
+  /// shortfall libcurl reports as an error), or an answer without a body. False for a body
+  /// that only the connection's close ended (HTTP/1.0 style), which a cut looks the same as.
+  public var endShown = true
+  /// The status the server sent when the answer is treated as another: a `416` that shows
+  /// a resumed part already complete is handled as `200` (`Download`) and reported as 416.
+  public var statusSent: Int?
 
   public init(status: Int, headers: HTTPHeaders, bytesReceived: Int64 = 0, errorBody: [UInt8] = []) {
     self.status = status

@@ -1,5 +1,23 @@
 public import DrayModel
 public import Foundation
+internal import Synchronization
+
+/// How an attempt ended, as the run report's `outcome` says it.
+public enum AttemptOutcome: Sendable, Equatable {
+  /// An answer the call accepts: a 2xx, or a `416` that showed a resumed part complete.
+  case ok
+  /// The attempt failed; `code` is the error's stable code (`connection_refused`,
+  /// `http_503`, `timeout_idle`, `resume_restart`, ...; docs/network.md, "Errors").
+  case failed(code: String)
+
+  /// `ok`, or the error's code: the report's text.
+  public var code: String {
+    switch self {
+    case .ok: "ok"
+    case .failed(let code): code
+    }
+  }
+}
 
 /// One attempt of a call, as the run report records it.
 public struct Attempt: Sendable, Equatable {
@@ -11,10 +29,9 @@ public struct Attempt: Sendable, Equatable {
   public var startOffset: Double
   /// Seconds the attempt took.
   public var duration: Double
-  /// `ok`, or the error's stable code (`connection_refused`, `http_503`, ...).
-  public var outcome: String
-  /// The HTTP status, when an answer came (the successful attempt's too, when the call
-  /// returns an `HTTPResponse`).
+  public var outcome: AttemptOutcome
+  /// The HTTP status the server sent, when an answer came (the successful attempt's too,
+  /// when the call returns an `HTTPResponse`).
   public var status: Int?
   /// What went wrong, for people.
   public var message: String?
@@ -29,7 +46,7 @@ public struct Attempt: Sendable, Equatable {
   public var resumedFrom: Int64?
 
   public init(
-    number: Int, call: String? = nil, startOffset: Double, duration: Double, outcome: String, status: Int? = nil,
+    number: Int, call: String? = nil, startOffset: Double, duration: Double, outcome: AttemptOutcome, status: Int? = nil,
     message: String? = nil, wait: Double? = nil, waitFromRetryAfter: Bool = false, bytes: Int64? = nil, resumedFrom: Int64? = nil
   ) {
     self.number = number
@@ -58,24 +75,61 @@ public enum RetryDecision: Sendable, Equatable {
   case fail(reason: String?)
 }
 
+/// The retry waits of one run of a job, shared by every step and thread of the run and
+/// bounded by `retry.wait_budget` (`RetryPolicy.waitBudget`).
+public final class RetryBudget: Sendable {
+  private let spent = Mutex<Duration>(.zero)
+
+  public init() {}
+
+  /// The waits taken so far.
+  public var used: Duration { spent.withLock { $0 } }
+
+  /// Takes `wait` when the total stays within `limit`.
+  /// - Returns: false (nothing taken) when it would pass `limit`.
+  func take(_ wait: Duration, limit: Duration) -> Bool {
+    spent.withLock {
+      guard $0 + wait <= limit else { return false }
+      $0 += wait
+      return true
+    }
+  }
+}
+
+/// Thrown by an attempt that failed before its request was sent (the sign-in it needed
+/// failed, and was recorded as the sign-in's own attempts): the runner records no attempt of
+/// the call for it and rethrows `error` without retrying.
+public struct UnsentAttempt: Error {
+  public var error: any Error
+  public init(_ error: any Error) { self.error = error }
+}
+
 /// Runs a call under a `RetryPolicy`.
 ///
 /// After each failed attempt `classify` decides (by default: retry a transient
 /// `TransportError`, see `TransportError.isTransient`, and fail on anything else). A retry
 /// waits the policy's delay (`RetryPolicy.delay(beforeRetry:random:)`), or the server's
-/// `Retry-After` when that is longer; a `Retry-After` beyond `maxInterval` fails the call
+/// `Retry-After` when that is longer; a `Retry-After` beyond `maxRetryAfter` fails the call
 /// with `.retryAfterTooLong`. When retries run out, or the next wait would pass
-/// `maxElapsed`, the call fails with `.gaveUp` saying so. Every attempt is recorded with its
-/// outcome and the wait after it. Waits stop early when the call is cancelled.
+/// `maxElapsed` or the job's `waitBudget`, the call fails with `.gaveUp` saying so. A
+/// resume the server refused (`.resumeRestart`: the part was discarded) is asked again at
+/// once without using a retry. Every attempt is recorded once, with its outcome and the
+/// wait after it; an attempt that sent nothing (`UnsentAttempt`) is not. Waits stop early
+/// when the call is cancelled.
 public struct RetryRunner {
   public var policy: RetryPolicy
   public var cancellation: Cancellation
+  /// The run's retry waits so far, against `policy.waitBudget`.
+  public var budget: RetryBudget
   /// Uniform in [0, 1), for full jitter; injectable for tests.
   public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+  /// Waits between attempts; injectable for tests. By default `RetryRunner.sleep`.
+  public var sleeper: (@Sendable (Duration, Cancellation) throws -> Void) = RetryRunner.sleep
 
-  public init(policy: RetryPolicy, cancellation: Cancellation) {
+  public init(policy: RetryPolicy, cancellation: Cancellation, budget: RetryBudget = RetryBudget()) {
     self.policy = policy
     self.cancellation = cancellation
+    self.budget = budget
   }
 
   /// Retry a transient `TransportError`; fail on anything else.
@@ -104,22 +158,27 @@ public struct RetryRunner {
       let attemptStart = ContinuousClock.now
       do {
         let value = try attempt(number)
+        let response = value as? HTTPResponse
         record(
           Attempt(
             number: number, call: call, startOffset: (attemptStart - start).seconds,
-            duration: (ContinuousClock.now - attemptStart).seconds, outcome: "ok", status: (value as? HTTPResponse)?.status))
+            duration: (ContinuousClock.now - attemptStart).seconds, outcome: .ok, status: response.map { $0.statusSent ?? $0.status }))
         return value
+      } catch let unsent as UnsentAttempt {
+        throw unsent.error
       } catch {
         var entry = Attempt(
           number: number, call: call, startOffset: (attemptStart - start).seconds,
-          duration: (ContinuousClock.now - attemptStart).seconds, outcome: RetryRunner.code(of: error),
+          duration: (ContinuousClock.now - attemptStart).seconds, outcome: .failed(code: RetryRunner.code(of: error)),
           status: (error as? any ReportableError)?.httpStatus, message: "\(error)")
         if cancellation.isCancelled {
           record(entry)
           throw error
         }
         let attempts = number == 1 ? "1 attempt" : "\(number) attempts"
-        switch classify(error) {
+        let decision: RetryDecision =
+          if case .resumeRestart? = error as? TransportError { .repeatNow } else { classify(error) }
+        switch decision {
         case .fail(let reason):
           record(entry)
           if let reason, let transport = error as? TransportError { throw TransportError.gaveUp(last: transport, reason: reason) }
@@ -142,24 +201,31 @@ public struct RetryRunner {
         }
         var wait = policy.delay(beforeRetry: retries + 1, random: random)
         if let statusError = RetryRunner.statusError(transport), let retryAfter = statusError.retryAfter {
-          if retryAfter > policy.maxInterval.seconds {
+          if retryAfter > policy.maxRetryAfter.seconds {
             record(entry)
-            throw TransportError.retryAfterTooLong(statusError, seconds: retryAfter, limit: policy.maxInterval)
+            throw TransportError.retryAfterTooLong(statusError, seconds: retryAfter, limit: policy.maxRetryAfter)
           }
           if retryAfter > wait.seconds {
             wait = .milliseconds(Int64((retryAfter * 1000).rounded(.up)))
             entry.waitFromRetryAfter = true
           }
         }
+        var stop: String?
         if let limit = policy.maxElapsed, (ContinuousClock.now - start) + wait > limit {
+          stop = "gave up after \(attempts): waiting \(wait.formatted) more would pass retry.max_elapsed (\(limit.formatted))"
+        } else if !budget.take(wait, limit: policy.waitBudget) {
+          stop =
+            "gave up after \(attempts): waiting \(wait.formatted) more would pass retry.wait_budget "
+            + "(\(policy.waitBudget.formatted) of retry waits per run; \(budget.used.formatted) waited so far)"
+        }
+        if let stop {
           record(entry)
-          let reason = "gave up after \(attempts): waiting \(wait.formatted) more would pass retry.max_elapsed (\(limit.formatted))"
-          if let transport { throw TransportError.gaveUp(last: transport, reason: reason) }
+          if let transport { throw TransportError.gaveUp(last: transport, reason: stop) }
           throw error
         }
         entry.wait = wait.seconds
         record(entry)
-        try sleep(wait)
+        try sleeper(wait, cancellation)
         retries += 1
         number += 1
       }
@@ -168,7 +234,7 @@ public struct RetryRunner {
 
   /// Sleeps for `duration`, waking every 50 ms to honour cancellation.
   /// - Throws: `TransportError.cancelled` when cancelled during the wait.
-  public func sleep(_ duration: Duration) throws {
+  @Sendable public static func sleep(_ duration: Duration, cancellation: Cancellation) throws {
     let deadline = ContinuousClock.now + duration
     while ContinuousClock.now < deadline {
       if cancellation.isCancelled { throw TransportError.cancelled }

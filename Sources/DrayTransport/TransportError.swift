@@ -47,13 +47,17 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// A resumed answer did not fit the part held (another ETag, a range that starts after
   /// the part's end, a size that does not add up); the part was discarded.
   case resumeMismatch(url: String, detail: String)
+  /// A resume the server refused (`status`: `412` to `If-Match`, or `416` to a range that
+  /// does not end the answer); the part was discarded and the call is asked again from
+  /// byte 0 at once, without using a retry.
+  case resumeRestart(url: String, status: Int, detail: String)
   /// A redirect could not be followed: too many, a loop, or an unusable `Location`.
   case redirect(url: String, detail: String)
   /// The run was cancelled (a signal, or the engine).
   case cancelled
   /// An answer kept in memory grew past `limit` bytes.
   case bodyTooLarge(limit: Int)
-  /// The server said to wait (`Retry-After`, `seconds`) longer than `retry.max_interval`.
+  /// The server said to wait (`Retry-After`, `seconds`) longer than `retry.max_retry_after`.
   case retryAfterTooLong(HTTPStatusError, seconds: Double, limit: Duration)
   /// Retrying stopped (`reason` says why: retries used up, `max_elapsed`, or a call that
   /// may not be repeated); `last` is the last attempt's error.
@@ -64,6 +68,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// header longer than libcurl's `CURL_MAX_HTTP_HEADER`, 100 KB). Not retried: the same
   /// server sends the same answer again.
   case badAnswer(url: String, detail: String)
+  /// libcurl refused an option of the request before sending it (a feature it was built
+  /// without). Not retried: the next attempt would be refused the same way.
+  case setup(url: String, detail: String)
   /// Anything else libcurl reported.
   case other(url: String, detail: String)
 
@@ -78,6 +85,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .httpStatus(let e): "http_\(e.status)"
     case .truncated: "body_truncated"
     case .resumeMismatch: "resume_mismatch"
+    case .resumeRestart: "resume_restart"
     case .redirect: "redirect_failed"
     case .cancelled: "cancelled"
     case .bodyTooLarge: "body_too_large"
@@ -85,6 +93,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .gaveUp(let last, _): last.code
     case .file: "file_error"
     case .badAnswer: "bad_answer"
+    case .setup: "transport_setup"
     case .other: "transport_error"
     }
   }
@@ -92,6 +101,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   public var httpStatus: Int? {
     switch self {
     case .httpStatus(let e), .retryAfterTooLong(let e, _, _): e.status
+    case .resumeRestart(_, let status, _): status
     case .gaveUp(let last, _): last.httpStatus
     default: nil
     }
@@ -129,6 +139,8 @@ public enum TransportError: ReportableError, Sendable, Equatable {
       "the answer from \(url) was cut short after \(received) bytes (\(detail)); the connection dropped mid-answer"
     case .resumeMismatch(let url, let detail):
       "cannot resume the download from \(url): \(detail); the partial file was discarded"
+    case .resumeRestart(let url, let status, let detail):
+      "HTTP \(status) \(HTTPStatusError.reason(status)) from \(url): \(detail); the partial file was discarded and the answer asked again from byte 0"
     case .redirect(let url, let detail):
       "cannot follow the redirect from \(url): \(detail); check the address in the manifest (platform.host or base_url)"
     case .cancelled: "cancelled"
@@ -136,11 +148,12 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .retryAfterTooLong(let e, let seconds, let limit):
       // `Retry-After: 9223372036854775807` reads as 2^63 seconds, past Int: shown as a Double.
       "\(e); the server asked to wait \(seconds < 9e18 ? String(Int(seconds.rounded())) : "\(seconds)") s before retrying (Retry-After), "
-        + "longer than retry.max_interval (\(limit.formatted)); giving up. Raise retry.max_interval to wait that long"
+        + "longer than retry.max_retry_after (\(limit.formatted)); giving up. Raise retry.max_retry_after to wait that long"
     case .gaveUp(let last, let reason): "\(last); \(reason)"
     case .file(let path, let detail): "cannot use file \(path): \(detail)"
     case .badAnswer(let url, let detail):
       "the answer from \(url) is not one dray can read: \(detail); not retried, as the server would send the same again. Fix the server, or the proxy in between"
+    case .setup(let url, let detail): "cannot send the request to \(url): \(detail); this libcurl lacks a feature dray needs"
     case .other(let url, let detail): "request to \(url) failed: \(detail)"
     }
   }
@@ -150,7 +163,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// 502, 503, 504.
   public var isTransient: Bool {
     switch self {
-    case .dnsFailure, .connectionRefused, .connectionReset, .timeout, .truncated, .resumeMismatch, .other: true
+    case .dnsFailure, .connectionRefused, .connectionReset, .timeout, .truncated, .resumeMismatch, .resumeRestart, .other: true
     case .httpStatus(let e): HTTPStatusError.transientStatuses.contains(e.status)
     default: false
     }

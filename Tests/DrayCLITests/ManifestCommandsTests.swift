@@ -101,8 +101,8 @@ import Testing
              delta        false
              transaction  true
              tables       FRUITS__output_table__b655ebc6
-             retry        count 2, interval 500ms, backoff exponential, max_interval 30s, jitter false (waits 500ms, 1s)
-             timeouts     connect 10s, request no limit, idle 5s
+             retry        count 2, interval 500ms, backoff exponential, max_interval 30s, jitter true, max_retry_after 15m, wait_budget 30m (waits up to 500ms, 1s)
+             timeouts     connect 10s, request 1h, idle 5s
 
           2. clean (sql): run
              sql     DELETE FROM FRUITS__output_table__b655ebc6 WHERE price IS NULL

@@ -13,7 +13,7 @@ import Testing
     var manifest: String { folder.path + "/job.yaml" }
     var reports: String { folder.path + "/reports" }
 
-    init(_ emulatorArguments: [String] = [], retry: String = "{ count: 1, interval: 50ms, backoff: fixed }") throws {
+    init(_ emulatorArguments: [String] = [], retry: String = "{ count: 1, interval: 50ms, backoff: fixed, jitter: false }") throws {
       emulator = try Emulator(emulatorArguments)
       try folder.write(
         "job.yaml",

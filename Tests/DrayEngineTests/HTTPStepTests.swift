@@ -87,7 +87,7 @@ import Testing
     #expect(step.rows == ["items": 25])
     #expect(step.tables == ["items"])
     #expect(step.notes == ["3 pages"])
-    #expect(step.attempts.map(\.outcome) == ["ok", "ok", "ok"])
+    #expect(step.attempts.map(\.outcome.code) == ["ok", "ok", "ok"])
     #expect(try rows("SELECT count(*) FROM _dray_http_pages") == [[.integer(0)]])
     #expect(try rows("SELECT count(*) FROM sqlite_schema WHERE name LIKE '_dray_http__%'") == [[.integer(1)]])  // the ledger only
 
@@ -203,10 +203,10 @@ import Testing
           http: { base_url: "${API}", path: images/2, on_status: { 5xx: fail } }
       """, server: server)
     #expect(report.steps.map(\.status) == [.succeeded, .succeeded, .failed])
-    #expect(report.steps[0].attempts.map(\.outcome) == ["http_503", "ok"])
+    #expect(report.steps[0].attempts.map(\.outcome.code) == ["http_503", "ok"])
     #expect(report.steps[0].attempts[0].message == "HTTP 503 Service Unavailable from \(server.url)images: busy")
-    #expect(report.steps[1].attempts.map(\.outcome) == ["http_409", "ok"])
-    #expect(report.steps[2].attempts.map(\.outcome) == ["http_503"])
+    #expect(report.steps[1].attempts.map(\.outcome.code) == ["http_409", "ok"])
+    #expect(report.steps[2].attempts.map(\.outcome.code) == ["http_503"])
     #expect(report.steps[2].errorMessage == "HTTP 503 Service Unavailable from \(server.url)images/2: down")
   }
 
@@ -224,7 +224,7 @@ import Testing
     let step = report.steps[0]
     #expect(step.status == .failed)
     #expect(step.errorCode == "bad_answer")
-    #expect(step.attempts.map(\.outcome) == ["bad_answer"])
+    #expect(step.attempts.map(\.outcome.code) == ["bad_answer"])
     #expect(
       step.errorMessage
         == "the answer from \(server.url)items is not one dray can read: a response header larger than libcurl's 100 KB limit (CURL_MAX_HTTP_HEADER); not retried, as the server would send the same again. Fix the server, or the proxy in between"

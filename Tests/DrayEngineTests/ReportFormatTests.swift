@@ -99,7 +99,7 @@ import Testing
     // The server echoed it JSON-escaped in a text body: dray's JSON escapes that text again.
     let echo = #"HTTP 400: {"password": "p\u00e4ssw\u00f6rd-\"\\-9"}"#
     step.errorMessage = echo
-    step.attempts = [Attempt(number: 1, startOffset: 0, duration: 0.1, outcome: "http_400", status: 400, message: echo)]
+    step.attempts = [Attempt(number: 1, startOffset: 0, duration: 0.1, outcome: .failed(code: "http_400"), status: 400, message: echo)]
     step.notes = ["sent p%C3%A4ssw%C3%B6rd-%22%5C-9"]
     step.statements = [(sql: "SELECT 'pässwörd-\"\\-9'", changes: 0)]
     var report = Self.report()
@@ -171,8 +171,10 @@ import Testing
     loaded.rows = ["COUNTRIES__output_table": 249]
     loaded.bytes = 17067
     loaded.attempts = [
-      Attempt(number: 1, startOffset: 0, duration: 0.01, outcome: "http_503", status: 503, message: "HTTP 503 <busy> & \"x\"", wait: 1),
-      Attempt(number: 2, startOffset: 1.01, duration: 0.2, outcome: "ok", status: 200),
+      Attempt(
+        number: 1, startOffset: 0, duration: 0.01, outcome: .failed(code: "http_503"), status: 503, message: "HTTP 503 <busy> & \"x\"",
+        wait: 1),
+      Attempt(number: 2, startOffset: 1.01, duration: 0.2, outcome: .ok, status: 200),
     ]
     var failed = StepReport(id: "fix-up", kind: "sql", status: .failed)
     failed.duration = 0.004

@@ -60,7 +60,7 @@ import Testing
     ("  schema: staging", "missing required key 'path' (an SQLite file) or 'url' (PostgreSQL) in database"),
     ("  path: x.sqlite\n  password: pw1", "'database.password' goes with 'url' (PostgreSQL); an SQLite database (database.path) has none"),
     (
-      "  url: postgresql://u:pw@db/w\n  password: pw2",
+      "  url: postgresql://u:in-url-password@db/w\n  password: other-password",
       "'database.password' and a password in 'database.url' both given; give it once, in database.password"
     ),
     (

@@ -42,7 +42,8 @@ import Testing
     #expect(
       m.retry
         == RetryPolicy(
-          count: 7, interval: .seconds(2), backoff: .fixed, maxInterval: .seconds(60), jitter: true, maxElapsed: .seconds(600)))
+          count: 7, interval: .seconds(2), backoff: .fixed, maxInterval: .seconds(60), jitter: true, maxElapsed: .seconds(600),
+          maxRetryAfter: .seconds(1200), waitBudget: .seconds(7200)))
     #expect(m.state == StateSettings(path: "state"))
     #expect(m.report == ReportSettings(path: "out/{job}-{run_id}.json", formats: [.json, .junit, .prometheus]))
     #expect(
@@ -58,7 +59,8 @@ import Testing
     #expect(
       fruits.retry
         == RetryPolicy(
-          count: 2, interval: .milliseconds(250), backoff: .exponential, maxInterval: .seconds(5), jitter: false, maxElapsed: .seconds(60)))
+          count: 2, interval: .milliseconds(250), backoff: .exponential, maxInterval: .seconds(5), jitter: false, maxElapsed: .seconds(60),
+          maxRetryAfter: .seconds(120), waitBudget: .seconds(7200)))
     #expect(fruits.timeouts == Timeouts(connect: .seconds(1), request: .seconds(60), idle: .seconds(10)))
     #expect(m.steps[2].retry == m.retry)
     #expect(m.steps[2].timeouts == p.timeouts)

@@ -75,7 +75,8 @@ import Testing
     let client = PlatformClient(session: session(emulator), cancellation: Cancellation())
     let download = Download(path: folder.path + "/fruits.json", style: .platform, resume: true)
     let head = try client.rpc(
-      resource: "FRUITS", params: .object([]), delta: nil, transactionID: "t-1", download: download, policy: RetryPolicy(count: 0),
+      resource: "FRUITS", params: .object([]), delta: nil, transactionID: "t-1", reads: true, download: download,
+      policy: RetryPolicy(count: 0),
       record: { _ in })
     #expect(head.status == 200)
     #expect(head.contentVersion == "v1")
@@ -117,7 +118,8 @@ import Testing
     let download = Download(path: folder.path + "/x.json", style: .platform, resume: true)
     do {
       _ = try client.rpc(
-        resource: "NOPE", params: .object([]), delta: nil, transactionID: nil, download: download, policy: RetryPolicy(count: 2),
+        resource: "NOPE", params: .object([]), delta: nil, transactionID: nil, reads: true, download: download,
+        policy: RetryPolicy(count: 2),
         record: { _ in })
       Issue.record("an unknown resource answered")
     } catch let error as TransportError {

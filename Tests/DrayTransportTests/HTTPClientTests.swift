@@ -56,7 +56,9 @@ import Testing
     #expect(requests.allSatisfy { $0["Accept-Encoding"] == "identity" })
     #expect(requests[0]["Authorization"] == nil)
     #expect(requests[1]["Authorization"]?.hasPrefix("Bearer ") == true)
-    #expect(attempts.map(\.outcome) == ["ok"])
+    // Each request is an attempt in the report: the sign-in's too.
+    #expect(attempts.map(\.outcome.code) == ["ok", "ok"])
+    #expect(attempts.map(\.call) == ["sign-in", nil])
   }
 
   @Test func whatAServerSaysIsShownAsOneLineWithoutControlCharacters() {
@@ -98,8 +100,8 @@ import Testing
     #expect(elsewhere[0]["Authorization"] == nil)
     #expect(elsewhere[0]["User-Agent"] == "dray/\(DrayVersion.current)")
     // The other origin answered 401 (no token): one new token, one repeat, at home.
-    #expect(attempts.map(\.outcome) == ["http_401", "ok", "ok"])
-    #expect(attempts[0].message?.hasPrefix("HTTP 401 Unauthorized from \(other.url)api/v1/schema/: Unauthorized;") == true)
+    #expect(attempts.map(\.outcome.code) == ["ok", "http_401", "ok", "ok"])
+    #expect(attempts[1].message?.hasPrefix("HTTP 401 Unauthorized from \(other.url)api/v1/schema/: Unauthorized;") == true)
     #expect(try net.requests("/api/v1/schema/").map(\.status) == [307, 200])
   }
 

@@ -38,7 +38,7 @@ final class NetworkFixture {
 
   /// A quick policy: `count` retries 50 ms apart.
   static func policy(_ count: Int = 3) -> RetryPolicy {
-    RetryPolicy(count: count, interval: .milliseconds(50), backoff: .fixed, maxInterval: .seconds(30))
+    RetryPolicy(count: count, interval: .milliseconds(50), backoff: .fixed, maxInterval: .seconds(30), jitter: false)
   }
 
   /// Replaces the emulator's fault rules (a JSON list, see Emulator/faults.py).
@@ -64,19 +64,20 @@ final class NetworkFixture {
 
   var answerPath: String { folder.path + "/big.json" }
 
-  /// Fetches `BIG` into `answerPath` and returns the head, the attempts recorded, and the
-  /// download (for its notes), or the error with the attempts.
+  /// Fetches `BIG` into `answerPath` and returns the head, the call's own attempts (not
+  /// the sign-in's), and the download (for its notes), or the error with the attempts.
+  /// - Parameter reads: fetch it as a data read (`table_stream`), or as a uniform request.
   func fetch(
-    transactionID: String? = "t-1", policy: RetryPolicy = NetworkFixture.policy(), style: Download.ResumeStyle = .platform,
-    timeouts: Timeouts? = nil
+    transactionID: String? = "t-1", reads: Bool = true, policy: RetryPolicy = NetworkFixture.policy(),
+    style: Download.ResumeStyle = .platform, timeouts: Timeouts? = nil
   ) -> (Result<PlatformClient.AnswerHead, any Error>, [Attempt], Download) {
     let download = Download(path: answerPath, style: style, resume: true)
     var attempts: [Attempt] = []
     if let timeouts { client.timeouts = timeouts }
     let result = Result {
       try client.rpc(
-        resource: "BIG", params: .object([]), delta: nil, transactionID: transactionID, download: download, policy: policy,
-        record: { attempts.append($0) })
+        resource: "BIG", params: .object([]), delta: nil, transactionID: transactionID, reads: reads, download: download, policy: policy,
+        record: { if $0.call == nil { attempts.append($0) } })
     }
     return (result, attempts, download)
   }

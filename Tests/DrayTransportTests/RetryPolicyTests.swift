@@ -1,6 +1,7 @@
 import DrayModel
 import DrayTransport
 import Foundation
+import Synchronization
 import Testing
 
 /// The retry policy as a value, and the runner's decisions, without a network.
@@ -8,11 +9,11 @@ import Testing
   let refused = TransportError.connectionRefused(host: "127.0.0.1:9")
 
   @Test func exponentialWaitsDoubleUpToMaxInterval() {
-    let policy = RetryPolicy(count: 7, interval: .seconds(1), backoff: .exponential, maxInterval: .seconds(30))
+    let policy = RetryPolicy(count: 7, interval: .seconds(1), backoff: .exponential, maxInterval: .seconds(30), jitter: false)
     #expect((1...7).map { policy.delay(beforeRetry: $0).seconds } == [1, 2, 4, 8, 16, 30, 30])
-    let fixed = RetryPolicy(interval: .milliseconds(1500), backoff: .fixed)
+    let fixed = RetryPolicy(interval: .milliseconds(1500), backoff: .fixed, jitter: false)
     #expect((1...3).map { fixed.delay(beforeRetry: $0).seconds } == [1.5, 1.5, 1.5])
-    let huge = RetryPolicy(interval: .seconds(1), backoff: .exponential, maxInterval: .seconds(30))
+    let huge = RetryPolicy(interval: .seconds(1), backoff: .exponential, maxInterval: .seconds(30), jitter: false)
     #expect(huge.delay(beforeRetry: 500) == .seconds(30))
   }
 
@@ -40,7 +41,8 @@ import Testing
   }
 
   @Test func retriesRunOutAfterCountAndSaySo() {
-    let runner = RetryRunner(policy: RetryPolicy(count: 2, interval: .milliseconds(10), backoff: .fixed), cancellation: Cancellation())
+    let runner = RetryRunner(
+      policy: RetryPolicy(count: 2, interval: .milliseconds(10), backoff: .fixed, jitter: false), cancellation: Cancellation())
     var attempts: [Attempt] = []
     #expect(
       throws: TransportError.gaveUp(last: refused, reason: "gave up after 3 attempts (retry.count: 2)")
@@ -48,7 +50,7 @@ import Testing
       try runner.run({ _ in throw refused }, record: { attempts.append($0) })
     }
     #expect(attempts.map(\.number) == [1, 2, 3])
-    #expect(attempts.map(\.outcome) == ["connection_refused", "connection_refused", "connection_refused"])
+    #expect(attempts.map(\.outcome.code) == ["connection_refused", "connection_refused", "connection_refused"])
     #expect(attempts.map(\.wait) == [0.01, 0.01, nil])
     #expect(
       "\(TransportError.gaveUp(last: refused, reason: "gave up after 3 attempts (retry.count: 2)"))"
@@ -57,7 +59,7 @@ import Testing
   }
 
   @Test func maxElapsedBoundsTheWholeCall() {
-    let policy = RetryPolicy(count: 10, interval: .milliseconds(100), backoff: .fixed, maxElapsed: .milliseconds(190))
+    let policy = RetryPolicy(count: 10, interval: .milliseconds(100), backoff: .fixed, jitter: false, maxElapsed: .milliseconds(190))
     let runner = RetryRunner(policy: policy, cancellation: Cancellation())
     var attempts: [Attempt] = []
     #expect(
@@ -74,7 +76,7 @@ import Testing
     let notFound = TransportError.httpStatus(HTTPStatusError(status: 404, url: "http://127.0.0.1:9/x"))
     var attempts: [Attempt] = []
     #expect(throws: notFound) { try runner.run({ _ in throw notFound }, record: { attempts.append($0) }) }
-    #expect(attempts.map(\.outcome) == ["http_404"])
+    #expect(attempts.map(\.outcome.code) == ["http_404"])
     #expect(attempts.map(\.status) == [404])
   }
 
@@ -87,7 +89,7 @@ import Testing
         return number
       }, classify: { _ in .repeatNow }, record: { attempts.append($0) })
     #expect(value == 2)
-    #expect(attempts.map(\.outcome) == ["connection_refused", "ok"])
+    #expect(attempts.map(\.outcome.code) == ["connection_refused", "ok"])
     #expect(attempts.map(\.wait) == [0, nil])
     #expect(throws: TransportError.gaveUp(last: refused, reason: "not retried: because")) {
       try runner.run({ _ in throw refused }, classify: { _ in .fail(reason: "not retried: because") }, record: { _ in })
@@ -96,7 +98,8 @@ import Testing
 
   @Test func aCancelledWaitStopsAtOnce() {
     let cancellation = Cancellation()
-    let runner = RetryRunner(policy: RetryPolicy(count: 3, interval: .seconds(20), backoff: .fixed), cancellation: cancellation)
+    let runner = RetryRunner(
+      policy: RetryPolicy(count: 3, interval: .seconds(20), backoff: .fixed, jitter: false), cancellation: cancellation)
     var attempts: [Attempt] = []
     let start = ContinuousClock.now
     // An attempt is recorded just before its wait: the cancel lands in that wait.
@@ -111,5 +114,115 @@ import Testing
     #expect(attempts.map(\.wait) == [20])
     // `RetryRunner` sleeps on the system's clock, so "at once" is measured on it.
     #expect(ContinuousClock.now - start < .seconds(2))
+  }
+
+  // MARK: Retry-After, the wait budget, jitter
+
+  /// A runner for `policy` whose waits are recorded instead of slept.
+  func recordingRunner(_ policy: RetryPolicy, budget: RetryBudget = RetryBudget()) -> (RetryRunner, WaitLog) {
+    var runner = RetryRunner(policy: policy, cancellation: Cancellation(), budget: budget)
+    let waits = WaitLog()
+    runner.sleeper = { duration, _ in waits.list.withLock { $0.append(duration) } }
+    return (runner, waits)
+  }
+
+  /// The waits a runner asked for.
+  final class WaitLog: Sendable {
+    let list = Mutex<[Duration]>([])
+    var all: [Duration] { list.withLock { $0 } }
+  }
+
+  func busy(retryAfter: Double?) -> TransportError {
+    .httpStatus(HTTPStatusError(status: 503, url: "http://127.0.0.1:9/x", retryAfter: retryAfter))
+  }
+
+  @Test func aRetryAfterLongerThanMaxIntervalIsHonoured() throws {
+    let (runner, waits) = recordingRunner(RetryPolicy(count: 1, interval: .seconds(1), maxInterval: .seconds(30)))
+    var attempts: [Attempt] = []
+    let value = try runner.run(
+      { number in
+        if number == 1 { throw busy(retryAfter: 120) }
+        return number
+      }, record: { attempts.append($0) })
+    #expect(value == 2)
+    #expect(waits.all == [.seconds(120)])
+    #expect(attempts.map(\.waitFromRetryAfter) == [true, false])
+  }
+
+  @Test func aRetryAfterPastMaxRetryAfterFailsNamingIt() {
+    let (runner, waits) = recordingRunner(RetryPolicy(count: 3, maxRetryAfter: .seconds(600)))
+    let error = busy(retryAfter: 601)
+    guard case .httpStatus(let status) = error else { return }
+    #expect(throws: TransportError.retryAfterTooLong(status, seconds: 601, limit: .seconds(600))) {
+      try runner.run({ _ in throw error }, record: { _ in })
+    }
+    #expect(waits.all.isEmpty)
+    #expect(
+      "\(TransportError.retryAfterTooLong(status, seconds: 601, limit: .seconds(600)))"
+        == "HTTP 503 Service Unavailable from http://127.0.0.1:9/x; the server asked to wait 601 s before retrying (Retry-After), "
+        + "longer than retry.max_retry_after (10m); giving up. Raise retry.max_retry_after to wait that long")
+  }
+
+  @Test func theWaitBudgetIsSharedByEveryCallOfTheRun() {
+    let policy = RetryPolicy(
+      count: 10, interval: .seconds(40), backoff: .fixed, maxInterval: .seconds(40), jitter: false, waitBudget: .seconds(100))
+    let budget = RetryBudget()
+    let (first, _) = recordingRunner(policy, budget: budget)
+    let (second, waits) = recordingRunner(policy, budget: budget)
+    // The first call waits 40 s twice; the second may wait only 20 s more in all.
+    #expect(throws: TransportError.self) { try first.run({ _ in throw refused }, record: { _ in }) }
+    #expect(budget.used == .seconds(80))
+    var attempts: [Attempt] = []
+    #expect(
+      throws: TransportError.gaveUp(
+        last: refused,
+        reason: "gave up after 1 attempt: waiting 40s more would pass retry.wait_budget (100s of retry waits per run; 80s waited so far)")
+    ) {
+      try second.run({ _ in throw refused }, record: { attempts.append($0) })
+    }
+    #expect(waits.all.isEmpty)
+    #expect(attempts.map(\.wait) == [nil])
+  }
+
+  /// Four parallel members that fail together, under the default policy and its random
+  /// source: their retries do not meet the server at the same instants.
+  @Test func theDefaultPolicySpreadsTheRetriesOfCallsThatFailedTogether() throws {
+    #expect(RetryPolicy.default.jitter)
+    var schedules: [[Duration]] = []
+    for _ in 0..<4 {
+      let (runner, waits) = recordingRunner(.default)
+      #expect(throws: TransportError.self) { try runner.run({ _ in throw refused }, record: { _ in }) }
+      let taken = waits.all
+      #expect(taken.count == RetryPolicy.default.count)
+      for (index, wait) in taken.enumerated() { #expect(wait <= RetryPolicy.default.delay(beforeRetry: index + 1, random: { 1 })) }
+      // The instants of the retries, from the common failure.
+      schedules.append(taken.indices.map { taken[...$0].reduce(.zero, +) })
+    }
+    for retry in 0..<RetryPolicy.default.count {
+      #expect(Set(schedules.map { $0[retry] }).count == 4)
+    }
+  }
+
+  @Test func aRefusedResumeIsAskedAgainAtOnceWithoutARetry() throws {
+    let (runner, waits) = recordingRunner(RetryPolicy(count: 0))
+    var attempts: [Attempt] = []
+    let value = try runner.run(
+      { number in
+        if number == 1 { throw TransportError.resumeRestart(url: "http://127.0.0.1:9/x", status: 412, detail: "changed") }
+        return number
+      }, record: { attempts.append($0) })
+    #expect(value == 2)
+    #expect(attempts.map(\.outcome) == [.failed(code: "resume_restart"), .ok])
+    #expect(attempts.map(\.status) == [412, nil])
+    #expect(waits.all.isEmpty)
+  }
+
+  @Test func anAttemptThatSentNothingIsNotRecorded() {
+    let (runner, _) = recordingRunner(RetryPolicy(count: 3))
+    var attempts: [Attempt] = []
+    #expect(throws: TransportError.cancelled) {
+      try runner.run({ _ in throw UnsentAttempt(TransportError.cancelled) }, record: { attempts.append($0) })
+    }
+    #expect(attempts.isEmpty)
   }
 }

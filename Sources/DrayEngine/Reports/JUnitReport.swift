@@ -88,8 +88,8 @@ struct JUnitReport {
     if step.bytes > 0 { numbers.append(HumanUnits.counted(Int(step.bytes), "byte")) }
     if step.retries > 0 { numbers.append("\(step.retries) \(step.retries == 1 ? "retry" : "retries")") }
     if numbers.count > 1 || step.status != .succeeded { lines.append(numbers.joined(separator: ", ")) }
-    for attempt in step.attempts where attempt.outcome != "ok" {
-      var line = "attempt \(attempt.number)" + (attempt.call.map { " (\($0))" } ?? "") + ": \(attempt.outcome)"
+    for attempt in step.attempts where attempt.outcome != .ok {
+      var line = "attempt \(attempt.number)" + (attempt.call.map { " (\($0))" } ?? "") + ": \(attempt.outcome.code)"
       if let message = attempt.message { line += ": \(message)" }
       if let wait = attempt.wait { line += "; waited \(RunReport.seconds(wait))s" }
       lines.append(line)

@@ -1,3 +1,4 @@
+internal import DrayJSON
 internal import DrayModel
 internal import DrayRecords
 internal import DrayStore
@@ -175,7 +176,8 @@ extension StepRunner {
   ) throws -> FetchedPage {
     let download = Download(path: downloadPath("page-\(page)"), style: .standard, resume: manifest.download.resume)
     let request = makeRequest(options, url: url)
-    let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation)
+    let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
+    download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
     let response = try runner.run(
       { _ in
         let response = try download.attempt(request, client: client, transactionID: nil)
@@ -191,13 +193,20 @@ extension StepRunner {
         guard transient else { return .fail(reason: nil) }
         // A POST or PATCH is sent again only when the server cannot have acted on it.
         if request.repeatable || client.bytesSent == 0 { return .retry }
-        if let status, options.declaresRetry(status) || [429, 503].contains(status) { return .retry }
+        guard let status else {
+          // A timeout or a broken connection has no status for on_status to name.
+          return .fail(
+            reason: "not retried: a \(request.method.rawValue) may change data on the server and part of it was sent; "
+              + "make the request safe to repeat (an idempotency key the server honours) and use a method such as PUT")
+        }
+        if options.declaresRetry(status) || [429, 503].contains(status) { return .retry }
         return .fail(
           reason: "not retried: a \(request.method.rawValue) may change data on the server and part of it was sent; "
             + "name the status with retry in on_status to retry it")
       },
       record: { attempt in
         var entry = attempt
+        if entry.status == nil { entry.status = client.lastStatus }
         if options.paginate != nil { entry.message = entry.message.map { "page \(page): \($0)" } }
         record(entry)
         logAttempt(entry)

@@ -19,7 +19,7 @@ extension StepRunner {
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
     let head = try client.rpc(
-      resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
+      resource: options.resource, params: options.params, delta: nil, transactionID: transactionID, reads: false,
       download: download, policy: step.retry,
       record: {
         attempts.append($0); logAttempt($0)

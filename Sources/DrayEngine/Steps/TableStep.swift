@@ -41,7 +41,7 @@ extension StepRunner {
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
     func fetch() throws {
       _ = try client.rpc(
-        resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
+        resource: options.resource, params: options.params, delta: nil, transactionID: transactionID, reads: true,
         download: download, policy: step.retry, record: record)
       report.bytes += download.bytesReceived
       if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }

@@ -38,7 +38,7 @@ extension StepRunner {
     func fullData(_ download: Download) throws -> PlatformClient.AnswerHead {
       try client.rpc(
         resource: options.resource, params: options.params, delta: nil,
-        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, download: download, policy: step.retry,
+        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, reads: true, download: download, policy: step.retry,
         record: record)
     }
     /// Fetches the answer into `download`: a delta from `deltaFrom` when there is one, else
@@ -49,7 +49,7 @@ extension StepRunner {
       var head: PlatformClient.AnswerHead
       do {
         head = try client.rpc(
-          resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID,
+          resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID, reads: true,
           download: download, policy: step.retry, record: record)
       } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
         // The server does not know the version held (its history was reset, or the database
