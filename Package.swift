@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The commit `make release` bakes into `dray version` (scripts/release.sh sets DRAY_COMMIT);
+/// a build without it says "commit unknown". Only CBuildInfo is compiled again when it changes.
+let buildCommit = Context.environment["DRAY_COMMIT"] ?? ""
+
 let package = Package(
   name: "dray",
   platforms: [.macOS(.v15)],
@@ -24,12 +28,17 @@ let package = Package(
     .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
     /// libpq: connections to a PostgreSQL target database.
     .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    /// The commit `make release` builds from (`buildCommit`), empty otherwise.
+    .target(
+      name: "CBuildInfo",
+      cSettings: buildCommit.isEmpty ? [] : [.define("DRAY_COMMIT", to: "\"\(buildCommit)\"")]
+    ),
 
     // MARK: Model: plain Sendable values shared by every layer
 
     /// The resolved job as plain values: manifest, steps, retry policy, JSON values, SQL templates,
-    /// secrets and their redaction, SHA-256 for names and fingerprints.
-    .target(name: "DrayModel", dependencies: ["CCrypto"]),
+    /// secrets and their redaction, SHA-256 for names and fingerprints, dray's version and commit.
+    .target(name: "DrayModel", dependencies: ["CCrypto", "CBuildInfo"]),
     /// JSON over yajl's event parser (`JSONEvents`): whole documents into `JSONValue`, table answers
     /// row by row (`AnswerReader`), the events the record readers follow.
     .target(name: "DrayJSON", dependencies: ["DrayModel", "CYAJL"]),
@@ -70,7 +79,12 @@ let package = Package(
     // MARK: Command line
 
     /// The `dray` commands, testable in-process.
-    .target(name: "DrayCLI", dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayEngine"]),
+    .target(
+      name: "DrayCLI",
+      dependencies: [
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayEngine",
+      ]
+    ),
     /// The thin executable.
     .executableTarget(name: "dray", dependencies: ["DrayCLI"]),
 
@@ -101,7 +115,7 @@ let package = Package(
       ]
     ),
     /// Runs the built `dray` binary (hence the dependency on the executable).
-    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayStore", "DrayTestSupport"]),
   ]
 )
 

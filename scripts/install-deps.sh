@@ -20,6 +20,11 @@ packages=(
   python3-jsonschema   # tests: reports against docs/report.schema.json (scripts/check-report.py)
   python3-prometheus-client # tests: Prometheus textfiles through the exposition-format parser
   bsdutils             # tests: `script`, to run dray on a pseudo-terminal
+  python3-yaml         # deploy tests: reading the Kubernetes manifests
+  python3-venv         # deploy tests: kubernetes-validate in a virtualenv under .build
+  systemd              # deploy tests: systemd-analyze verify (no systemd running needed)
+  binutils             # deploy tests: readelf, the libraries the release binary names
+  util-linux           # deploy tests: unshare, setpriv, setsid
 )
 
 missing=()

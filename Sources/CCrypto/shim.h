@@ -1,1 +1,2 @@
+#include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -1,5 +1,11 @@
 #include <curl/curl.h>
 
+// curl_version_info(3): the running libcurl, asked with the struct layout of these headers
+// (CURLVERSION_NOW is a macro aliasing one of the CURLversion constants).
+static inline const char *dray_curl_version(void) {
+  return curl_version_info(CURLVERSION_NOW)->version;
+}
+
 // curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call. These typed
 // wrappers give each argument kind its own entry point, as swift-corelibs-foundation does.
 

@@ -12,3 +12,7 @@
 // `xmlFree` is a macro over a global function pointer (libxml/globals.h), which Swift
 // cannot call directly; this wrapper frees strings libxml2 hands out.
 static inline void dray_xml_free(void *pointer) { xmlFree(pointer); }
+
+// `xmlParserVersion` is a macro over a per-thread global (libxml/globals.h), like xmlFree:
+// the running library's version as digits, "20914" for 2.9.14.
+static inline const char *dray_xml_parser_version(void) { return xmlParserVersion; }

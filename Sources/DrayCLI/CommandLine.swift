@@ -61,10 +61,7 @@ public enum DrayCommandLine {
       case "status": return try StatusCommand.main(rest)
       case "tables": return try TablesCommand.main(rest)
       case "query": return try QueryCommand.main(rest)
-      case "version", "--version":
-        guard try Arguments(rest).positional.isEmpty else { throw UsageError("version takes no arguments: dray version") }
-        print("dray \(DrayVersion.current)")
-        return ExitCode.success
+      case "version", "--version": return try VersionCommand.main(rest)
       case "help", "--help", "-h":
         print(usage)
         return ExitCode.success

@@ -22,6 +22,11 @@ public protocol JSONEventHandler: AnyObject {
 /// yajl into `JSONValue`s (the store's loader binds yajl's bytes straight into SQLite
 /// instead).
 public enum JSONEvents {
+  /// The yajl loaded at run time (`yajl_version`).
+  public static var libraryVersion: LibraryVersion {
+    LibraryVersion(name: "yajl", packed: Int(yajl_version()))
+  }
+
   /// How a parse ended early. Byte offsets count from 0 in the whole input.
   public enum Failure: Error, Sendable {
     /// The handler returned false at the byte `byte`.

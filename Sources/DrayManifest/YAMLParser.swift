@@ -1,5 +1,5 @@
 internal import CYAML
-internal import DrayModel
+public import DrayModel
 
 /// Builds a `YAMLNode` tree from libyaml's event stream.
 ///
@@ -30,6 +30,11 @@ public struct YAMLParser {
   public static let maxDepth = 200
   /// libyaml's limit on the length of an implicit ("simple") mapping key, in characters.
   public static let maxSimpleKeyLength = 1024
+
+  /// The libyaml loaded at run time (`yaml_get_version_string`).
+  public static var libraryVersion: LibraryVersion {
+    LibraryVersion(name: "libyaml", version: String(cString: yaml_get_version_string()))
+  }
 
   let file: String
 

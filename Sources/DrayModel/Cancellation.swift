@@ -22,8 +22,3 @@ public final class Cancellation: Sendable {
     return value > 0 ? Int32(value) : nil
   }
 }
-
-/// dray's version, as `dray version` and the `User-Agent` give it.
-public enum DrayVersion {
-  public static let current = "0.1.0"
-}

@@ -22,4 +22,9 @@ public enum SHA256 {
 
   /// The digest of `text`'s UTF-8 bytes, as 64 lower-case hex digits.
   public static func hex(_ text: String) -> String { hex(Array(text.utf8)) }
+
+  /// The OpenSSL libcrypto loaded at run time (`OpenSSL_version(OPENSSL_VERSION_STRING)`).
+  public static var libraryVersion: LibraryVersion {
+    LibraryVersion(name: "OpenSSL", version: String(cString: OpenSSL_version(OPENSSL_VERSION_STRING)))
+  }
 }

@@ -30,6 +30,12 @@ private let xmlReady: Void = xmlInitParser()
 /// nested expansion ("billion laughs") while parsing; `EntityBudget` bounds the rest
 /// ("quadratic blowup").
 public struct XMLRecordReader {
+  /// The libxml2 loaded at run time (`xmlParserVersion`, digits such as "20914").
+  public static var libraryVersion: LibraryVersion {
+    _ = xmlReady
+    return LibraryVersion(name: "libxml2", packed: Int(String(cString: dray_xml_parser_version())) ?? 0)
+  }
+
   public var records: XMLPath?
   public var columns: [HTTPStep.Column]?
   public var probes: [XMLPath]

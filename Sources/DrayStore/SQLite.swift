@@ -79,6 +79,11 @@ public final class Database {
   /// How long a statement waits for another connection's lock before SQLITE_BUSY, in
   /// seconds (`sqlite3_busy_timeout`; docs/store.md).
   public static let busyTimeoutSeconds: Int32 = 10
+
+  /// The SQLite loaded at run time (`sqlite3_libversion`).
+  public static var libraryVersion: LibraryVersion {
+    LibraryVersion(name: "SQLite", version: String(cString: sqlite3_libversion()))
+  }
   let handle: OpaquePointer
   /// The file path.
   public let path: String

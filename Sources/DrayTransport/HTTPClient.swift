@@ -39,6 +39,11 @@ public final class HTTPClient {
   /// download costs few callbacks and few `write(2)` calls.
   public static let receiveBufferSize = 512 * 1024
 
+  /// The libcurl loaded at run time (`curl_version_info`).
+  public static var libraryVersion: LibraryVersion {
+    LibraryVersion(name: "libcurl", version: String(cString: dray_curl_version()))
+  }
+
   private let handle: UnsafeMutableRawPointer
   /// libcurl writes its detailed error message here (CURLOPT_ERRORBUFFER); owned by this
   /// object so that the pointer libcurl keeps stays valid.

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The deployment checks (make test runs them after the Swift tests; docs/deploy.md):
+#
+#   1. scripts/release.sh builds and packs the release tarball, once;
+#   2. the tarball's checksum holds, and the packed binary, unpacked in a temporary folder,
+#      prints the commit, validates the example jobs and runs one against the emulator
+#      from another working folder;
+#   3. deploy/tests/containerfile.py: the Containerfile's runtime packages against `ldd`;
+#   4. deploy/tests/kubernetes.py: kubernetes-validate, and two pods contending for the lock;
+#   5. deploy/tests/schedulers.py: systemd-analyze verify, the units and the crontab run as
+#      systemd and cron would.
+#
+# Needs root (mount namespaces, another user). Prints how long each part took.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+
+step() { printf '%s: %ss\n' "$1" "$(( $(date +%s) - started ))"; started=$(date +%s); }
+started=$(date +%s)
+
+commit=$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+tarball=$(scripts/release.sh)
+step "release build"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+(cd dist && sha256sum --quiet -c "$(basename "$tarball").sha256")
+tar -xzf "$tarball" -C "$work"
+packed=$(echo "$work"/dray-*/dray)
+for file in README.md schemas/manifest.schema.json schemas/report.schema.json; do
+  [ -f "$(dirname "$packed")/$file" ] || { echo "release: $file is not in $tarball" >&2; exit 1; }
+done
+"$packed" version | grep -qx "commit $commit" || {
+  echo "release: dray version does not say commit $commit:" >&2
+  "$packed" version >&2
+  exit 1
+}
+# The packed binary, from another folder: validate, then run the fruits job on the emulator.
+mkdir "$work/elsewhere" "$work/job"
+cp jobs/*.yaml "$work/job/"
+(cd "$work/elsewhere" && env -i PATH=/usr/bin:/bin "$packed" validate --no-credentials "$work"/job/*.yaml >/dev/null)
+# shellcheck source=scripts/server.sh
+source scripts/server.sh
+start_server "platform emulator" emulator.py >/dev/null
+(cd "$work/elsewhere" && env -i PATH=/usr/bin:/bin FMP_HOST="$server_url" FMP_USER=demo FMP_PASSWORD=demo-password \
+  "$packed" run --quiet "$work/job/fruits-delta.yaml")
+stop_server
+trap 'rm -rf "$work"' EXIT
+echo "release: $tarball: checksum, version $("$packed" version | head -1), commit $commit; validate and a run from another folder"
+step "packed binary"
+
+deploy/tests/containerfile.py "$packed"
+step "Containerfile"
+deploy/tests/kubernetes.py "$packed"
+step "Kubernetes"
+deploy/tests/schedulers.py "$packed"
+step "systemd and cron"
