@@ -66,6 +66,12 @@ let package = Package(
     /// The mobile platform's API (platform-api.md): token, schemes, rpc, files.
     .target(name: "DrayPlatform", dependencies: ["DrayModel", "DrayJSON", "DrayTransport"]),
 
+    // MARK: Report page
+
+    /// The HTML page of a run and its job's history: a pure function of the decoded JSON report
+    /// and the journal's runs.
+    .target(name: "DrayReportPage", dependencies: ["DrayModel", "DrayJSON"]),
+
     // MARK: Engine
 
     /// Runs a job's steps in order with checkpoints, the lock, the journal and the report files.
@@ -73,6 +79,7 @@ let package = Package(
       name: "DrayEngine",
       dependencies: [
         "DrayModel", "DrayJSON", "DrayStore", "DrayPostgresStore", "DrayRecords", "DrayTransport", "DrayPlatform",
+        "DrayReportPage",
       ]
     ),
 
@@ -107,6 +114,8 @@ let package = Package(
     .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayPostgres", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
+    .testTarget(
+      name: "DrayReportPageTests", dependencies: ["DrayModel", "DrayJSON", "DrayReportPage", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(
       name: "DrayEngineTests",
       dependencies: [

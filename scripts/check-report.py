@@ -1,19 +1,23 @@
 #!/usr/bin/python3
 """Checks dray's report files: JSON reports against docs/report.schema.json (JSON Schema
 2020-12), JUnit XML for well-formedness and its counters, Prometheus textfiles with the
-exposition-format parser of prometheus_client.
+exposition-format parser of prometheus_client, HTML pages for well-formedness (as XML, and
+every element closed in order as html.parser reads it) and for anything that would reach
+outside the page.
 
     /usr/bin/python3 scripts/check-report.py FILE...
 
-Each FILE is checked by its name: *.json, *.junit.xml or *.prom. Prints one line per
+Each FILE is checked by its name: *.json, *.junit.xml, *.prom or *.html. Prints one line per
 problem and exits 1 when there is any. Needs Debian's python3-jsonschema and
 python3-prometheus-client (scripts/install-deps.sh), hence /usr/bin/python3.
 """
 
 import json
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
 
 from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
@@ -65,6 +69,63 @@ def check_prometheus(path):
     return problems
 
 
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class Nesting(HTMLParser):
+    """Every element closed, in order; what a page must not hold (script, external URLs)."""
+
+    def __init__(self, path):
+        super().__init__(convert_charrefs=True)
+        self.path, self.open, self.problems = path, [], []
+
+    def where(self):
+        line, column = self.getpos()
+        return f"{self.path}:{line}:{column + 1}"
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "iframe", "object", "embed", "img", "link", "base"):
+            self.problems.append(f"{self.where()}: <{tag}> in a page that must need nothing else")
+        for name, value in attrs:
+            if name.startswith("on") or (name in ("src", "href", "action") and value and not value.startswith("#")):
+                self.problems.append(f"{self.where()}: <{tag} {name}=\"{value}\"> reaches outside the page")
+        if tag not in VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self.open.pop()
+
+    def handle_endtag(self, tag):
+        if not self.open or self.open[-1] != tag:
+            self.problems.append(f"{self.where()}: </{tag}> closes <{self.open[-1] if self.open else 'nothing'}>")
+        else:
+            self.open.pop()
+
+
+def check_html(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    problems = []
+    if not text.startswith("<!DOCTYPE html>\n"):
+        problems.append(f"{path}: does not start with <!DOCTYPE html>")
+    try:
+        ET.fromstring(text[len("<!DOCTYPE html>"):])
+    except ET.ParseError as e:
+        problems.append(f"{path}: not well-formed: {e}")
+    parser = Nesting(path)
+    parser.feed(text)
+    parser.close()
+    problems += parser.problems
+    if parser.open:
+        problems.append(f"{path}: elements left open: {', '.join(parser.open)}")
+    for style in re.findall(r"<style>(.*?)</style>", text, re.S):
+        for found in re.findall(r"@import|url\((?!#)[^)]*\)", style):
+            problems.append(f"{path}: the style sheet reaches outside the page: {found}")
+    return problems
+
+
 def main(paths):
     with open(SCHEMA, encoding="utf-8") as f:
         schema = json.load(f)
@@ -79,6 +140,8 @@ def main(paths):
                 problems += check_json(path, validator)
             elif path.endswith(".prom"):
                 problems += check_prometheus(path)
+            elif path.endswith(".html"):
+                problems += check_html(path)
             else:
                 problems.append(f"{path}: not a report file name")
         except Exception as e:  # a file that does not even parse

@@ -25,6 +25,7 @@ packages=(
   systemd              # deploy tests: systemd-analyze verify (no systemd running needed)
   binutils             # deploy tests: readelf, the libraries the release binary names
   util-linux           # deploy tests: unshare, setpriv, setsid
+  chromium             # tests: HTML report pages opened in a real browser (scripts/check-page-in-browser.sh)
 )
 
 missing=()

@@ -14,6 +14,7 @@ public enum DrayCommandLine {
       dray validate JOB.yaml... [--no-credentials]
       dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]
       dray status JOB.yaml [--runs N]
+      dray report JOB.yaml [--run RUN_ID] [--runs N] [-o FILE.html]
       dray tables DATABASE [--resource NAME [--params JSON] [--table TABLE]] [--json]
       dray query DATABASE SQL
       dray schema
@@ -28,7 +29,9 @@ public enum DrayCommandLine {
       --log-format F    text (the default) or json (one object per line)
       --no-credentials  validate accepts unset credentials (auth, bearer, basic, secret headers)
       --json            plan and tables print JSON
-      --runs N          status shows the N latest runs (default 10)
+      --runs N          status shows the N latest runs (default 10), report charts them (default 30)
+      --run RUN_ID      report draws this run (default the newest)
+      -o FILE           report writes the page there (default beside the run's JSON report, .html)
 
     Paths in a manifest are relative to its folder. `dray COMMAND --help` prints this.
     Exit codes: 0 success, 1 a step failed (or the run's record is incomplete),
@@ -59,6 +62,7 @@ public enum DrayCommandLine {
       case "plan": return try PlanCommand.main(rest)
       case "schema": return try SchemaCommand.main(rest)
       case "status": return try StatusCommand.main(rest)
+      case "report": return try ReportCommand.main(rest)
       case "tables": return try TablesCommand.main(rest)
       case "query": return try QueryCommand.main(rest)
       case "version", "--version": return try VersionCommand.main(rest)
@@ -66,7 +70,7 @@ public enum DrayCommandLine {
         print(usage)
         return ExitCode.success
       default:
-        throw UsageError("unknown command '\(command)'; commands: run, validate, plan, status, tables, query, schema, version")
+        throw UsageError("unknown command '\(command)'; commands: run, validate, plan, status, report, tables, query, schema, version")
       }
     } catch let error as UsageError {
       printError("dray: \(error.message)\nRun 'dray help' for usage.")

@@ -165,6 +165,7 @@ extension ManifestValidator {
     case .json: "report.path"
     case .junit: "report.path with .json replaced by .junit.xml"
     case .prometheus: "'\(job).prom' in the JSON report's folder"
+    case .html: "report.path with .json replaced by .html"
     }
   }
 

@@ -104,6 +104,7 @@ public struct KeptPaths: Sendable {
     case .json: "the run's report (report.path)"
     case .junit: "the run's JUnit report (report.formats)"
     case .prometheus: "the job's Prometheus textfile (report.formats)"
+    case .html: "the run's HTML page (report.formats)"
     }
   }
 
@@ -139,13 +140,16 @@ extension Manifest {
 
   /// The files a run's report is written to, the JSON report first (docs/report.md):
   /// `report.path` with `{job}` and `{run_id}` replaced, absolute; with `junit`, the same
-  /// path with `.json` replaced by `.junit.xml`; with `prometheus`, `<job>.prom` in the JSON
-  /// report's folder.
+  /// path with `.json` replaced by `.junit.xml`; with `html`, by `.html`; with `prometheus`,
+  /// `<job>.prom` in the JSON report's folder.
   public func reportFiles(runID: String) -> [(format: ReportSettings.Format, path: String)] {
     let json = resolve(report.path.replacing("{job}", with: job).replacing("{run_id}", with: runID))
     var files: [(format: ReportSettings.Format, path: String)] = [(.json, json)]
     if report.formats.contains(.junit) {
       files.append((.junit, (json.hasSuffix(".json") ? String(json.dropLast(5)) : json) + ".junit.xml"))
+    }
+    if report.formats.contains(.html) {
+      files.append((.html, (json.hasSuffix(".json") ? String(json.dropLast(5)) : json) + ".html"))
     }
     if report.formats.contains(.prometheus) {
       let folder = json.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")

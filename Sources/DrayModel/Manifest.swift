@@ -237,7 +237,7 @@ public struct StateSettings: Sendable, Hashable {
 /// The `report:` block.
 public struct ReportSettings: Sendable, Hashable {
   public enum Format: String, Sendable, Hashable, CaseIterable {
-    case json, junit, prometheus
+    case json, junit, prometheus, html
   }
   /// Path template; `{job}` and `{run_id}` are replaced. Relative to the job folder.
   public var path: String

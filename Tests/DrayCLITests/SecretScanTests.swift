@@ -305,7 +305,7 @@ import Testing
           sql: "-- checked with key ${API_KEY}\\nCREATE TABLE IF NOT EXISTS seen(n INTEGER);"
         - id: languages
           table_stream: { resource: LANGUAGES }
-      report: { path: "reports/{job}-{run_id}.json", formats: [json, junit, prometheus] }
+      report: { path: "reports/{job}-{run_id}.json", formats: [json, junit, prometheus, html] }
 
       """
     }
@@ -364,6 +364,11 @@ import Testing
     let interrupted = try dray.finish()
     #expect(interrupted.status == 130, "\(interrupted.output)")
     outputs.append(("an interrupted run", interrupted))
+    // The page of the failed run, drawn afterwards from its report and the journal.
+    let page = try Command.dray(
+      ["report", manifest, "--run", try #require(Self.runID(failing.stdout)), "-o", folder.path + "/page.html"], environment: environment)
+    #expect(page.status == 0, "\(page.output)")
+    outputs.append(("dray report", page))
 
     // The tokens the platform handed out are secrets too.
     var tokens = Set<String>()
@@ -400,11 +405,17 @@ import Testing
     }
     #expect(scan.hits == [])
     // The scan saw what it had to see.
-    let kinds = [".json", ".junit.xml", ".prom", ".sqlite", ".part", ".part.json"]
+    let kinds = [".json", ".junit.xml", ".prom", ".html", ".sqlite", ".part", ".part.json"]
     for kind in kinds {
       #expect(scanned.contains { $0.hasSuffix(kind) }, "no \(kind) file among \(scanned)")
     }
     #expect(scanned.filter { $0.hasPrefix("reports/") && $0.hasSuffix(".json") }.count == 5)
     #expect(scanned.contains("data/db.sqlite"))
+    #expect(scanned.contains("page.html"))
+  }
+
+  /// The run id in a summary's first line (`job x: failed in 0.31s (run RUN_ID)`).
+  static func runID(_ summary: String) -> String? {
+    summary.split(separator: "\n").first.flatMap { $0.split(separator: "(run ").last }.map { String($0.dropLast()) }
   }
 }

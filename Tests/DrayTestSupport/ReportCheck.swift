@@ -10,6 +10,20 @@ public enum ReportCheck {
     return (result.stdout + result.stderr).trimmingCharacters(in: .whitespacesAndNewlines)
   }
 
+  /// The problems headless Chromium finds opening the HTML page at `page` with networking
+  /// off (`scripts/check-page-in-browser.sh`): console messages, a crash, no screenshot.
+  /// Saves the screenshot at `screenshot`, and also in the folder named by the environment
+  /// variable `DRAY_PAGE_SCREENSHOTS` when it is set (how docs/report.md's pictures are made).
+  public static func browserProblems(_ page: String, screenshot: String) throws -> String {
+    let result = try Command.run(Repository.root + "/scripts/check-page-in-browser.sh", [page, screenshot])
+    if result.status == 0, let folder = ProcessInfo.processInfo.environment["DRAY_PAGE_SCREENSHOTS"] {
+      let copy = folder + "/" + (screenshot as NSString).lastPathComponent
+      try? FileManager.default.removeItem(atPath: copy)
+      try FileManager.default.copyItem(atPath: screenshot, toPath: copy)
+    }
+    return result.status == 0 ? "" : (result.stdout + result.stderr).trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+
   /// A JSON file decoded as an object.
   public static func json(_ path: String) throws -> [String: Any] {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -9,6 +9,9 @@ internal import Foundation
 ///
 /// - `junit`: JUnit XML beside it, the same path with `.json` replaced by `.junit.xml`
 ///   (`JUnitReport`);
+/// - `html`: a page of the run and the job's last runs beside it, the same path with `.json`
+///   replaced by `.html` (`HTMLReport`), read back from the JSON report just written and the
+///   journal;
 /// - `prometheus`: `<job>.prom` in the same folder, one file per job rewritten by each run,
 ///   for node_exporter's textfile collector (`PrometheusReport`).
 ///
@@ -44,26 +47,56 @@ public enum ReportFiles {
       switch format {
       case .json: text = report.json() + "\n"
       case .junit: text = JUnitReport(report: report).xml
+      case .html: text = HTMLReport.page(manifest, runID: report.runID, runs: HTMLReport.defaultRuns).html()
       case .prometheus:
         text = PrometheusReport(report: report, previousSuccess: PrometheusReport.lastSuccess(inFile: path)).text
       }
       do {
-        try AtomicFile.write(text, to: path)
+        try writeFile(text, to: path)
         console.info(format == .json ? "report: \(display(path))" : "report (\(format.rawValue)): \(display(path))")
       } catch {
         unwritten.append(path)
         let key = format == .json ? "report.path" : "report.path, report.formats"
-        let (reason, advice) =
-          switch error {
-          case LocalFileError.refused(let message): (message, "move it aside, or name another file (\(key))")
-          case LocalFileError.io(_, let detail):
-            (detail, "name a file in a folder this user may write, with room on its disk (\(key))")
-          default: ("\(error)", "check \(key)")
-          }
-        console.error("the \(format.rawValue) report was not written to \(display(path)): \(reason); \(advice), then run again")
+        console.error(
+          "the \(format.rawValue) report was not written to \(display(path)): \(error.reason); \(error.advice(key)), then run again")
       }
     }
     return unwritten
+  }
+
+  /// Writes `text` to `path` as every report file is written: whole or not at all
+  /// (`AtomicFile`), never replacing a folder, device, FIFO or socket.
+  /// - Throws: `ReportFileError` with the reason.
+  public static func writeFile(_ text: String, to path: String) throws(ReportFileError) {
+    do {
+      try AtomicFile.write(text, to: path)
+    } catch {
+      throw switch error {
+      case LocalFileError.refused(let message): ReportFileError(reason: message, refused: true)
+      case LocalFileError.io(_, let detail): ReportFileError(reason: detail, refused: false)
+      default: ReportFileError(reason: "\(error)", refused: nil)
+      }
+    }
+  }
+}
+
+/// A report file that could not be written.
+public struct ReportFileError: Error, CustomStringConvertible {
+  /// What went wrong, with the system's reason (`strerror`: ENOTDIR, EISDIR, ENOSPC, …).
+  public var reason: String
+  /// True when something other than a regular file is at the path; false for a file
+  /// system error; nil otherwise.
+  var refused: Bool?
+
+  public var description: String { reason }
+
+  /// What to do, naming the setting `key` (`report.path`, or `-o`).
+  public func advice(_ key: String) -> String {
+    switch refused {
+    case true: "move it aside, or name another file (\(key))"
+    case false: "name a file in a folder this user may write, with room on its disk (\(key))"
+    case nil: "check \(key)"
+    }
   }
 }
 

@@ -1,0 +1,52 @@
+internal import DrayEngine
+internal import DrayModel
+internal import Foundation
+
+/// `dray report JOB.yaml [--run RUN_ID] [--runs N] [-o FILE.html]`: one HTML page of a run
+/// (the newest unless `--run` names one) and the job's last N runs (default 30), read from
+/// the journal and the JSON reports without changing them (docs/report.md, "The HTML page").
+///
+/// Writes the page to `-o FILE`, or beside the run's JSON report (its path with `.json`
+/// replaced by `.html`), whole or not at all, and prints its path. The page holds no secret:
+/// it is drawn from the JSON reports, whose free text each run masked before writing them
+/// (`RunReport.redacted(by:)`), and from the journal, which holds none. Exits 1 when the
+/// page cannot be written, 2 for a wrong command line or an invalid manifest.
+enum ReportCommand {
+  static func main(_ arguments: [String]) throws -> Int32 {
+    let args = try Arguments(arguments, options: ["--run", "--runs", "-o"])
+    guard args.positional.count == 1 else {
+      throw UsageError("report takes one manifest: dray report JOB.yaml [--run RUN_ID] [--runs N] [-o FILE.html]")
+    }
+    // The page reads the journal and reports only: the job's secrets need not be set.
+    guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true) else { return ExitCode.usage }
+    let limit = try args.values["--runs"].map { text in
+      guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
+      return n
+    }
+    let page = HTMLReport.page(manifest, runID: args.values["--run"], runs: limit ?? HTMLReport.defaultRuns)
+    let runID = args.values["--run"] ?? page.history.first?.id
+    guard let path = args.values["-o"] ?? runID.map({ htmlPath(manifest, runID: $0) }) else {
+      DrayCommandLine.printError(
+        "dray: job \(manifest.job) has no run yet, so there is no report to put the page beside; run it first, or name the page with -o FILE.html"
+      )
+      return ExitCode.stepFailed
+    }
+    do {
+      try ReportFiles.writeFile(page.html(), to: path)
+    } catch {
+      DrayCommandLine.printError(
+        "dray: the page was not written to \(ReportFiles.display(path)): \(error.reason); \(error.advice(args.values["-o"] == nil ? "report.path" : "-o")), then run again"
+      )
+      return ExitCode.stepFailed
+    }
+    print(ReportFiles.display(path))
+    return ExitCode.success
+  }
+
+  /// The JSON report's path with `.json` replaced by `.html`, as `report.formats: [html]` writes it.
+  static func htmlPath(_ manifest: Manifest, runID: String) -> String {
+    var withHTML = manifest
+    withHTML.report.formats = [.html]
+    return withHTML.reportFiles(runID: runID).first { $0.format == .html }?.path ?? ""
+  }
+}

@@ -1,0 +1,147 @@
+public import DrayModel
+internal import Foundation
+
+/// One self-contained HTML page of a run and its job's history: `dray report` and
+/// `report.formats: [html]` (docs/report.md, "The HTML page").
+///
+/// A pure function of plain values: the run's JSON report as decoded (`JSONValue`, report
+/// format version 1) and the job's recent runs as the journal lists them, each with its JSON
+/// report. It reads no file and knows no clock. The page holds everything it shows: inline
+/// CSS (a dark theme through `prefers-color-scheme`, a print style), inline SVG charts, no
+/// script, font, image or link to anything else, so opening it makes no network request.
+/// Every text from a report is escaped (`HTMLText`). Secrets are masked before the page
+/// sees them: the JSON reports it draws were written from a copy of the run's report whose
+/// free text the run's redactor masked (`RunReport.redacted(by:)`, docs/report.md
+/// "Secrets"), and the journal holds none.
+///
+/// ```swift
+/// let page = ReportPage(job: "nightly", run: .report(json), history: runs).html()
+/// ```
+public struct ReportPage: Sendable {
+  /// A JSON report as the page gets it.
+  public enum Document: Sendable {
+    /// The decoded report.
+    case report(JSONValue)
+    /// A report that could not be read: its path, and why (missing, not JSON, not a report).
+    case unreadable(path: String, reason: String)
+  }
+
+  /// A run as the journal records it, with its JSON report.
+  public struct Run: Sendable {
+    public var id: String
+    /// `running`, `succeeded`, `failed`, `interrupted` or `abandoned`.
+    public var status: String
+    /// RFC 3339.
+    public var startedAt: String
+    /// RFC 3339; nil while running or when the run was abandoned.
+    public var endedAt: String?
+    /// The operator's flags (`--fresh`, `--only STEP`); empty for a plain run.
+    public var options: String
+    public var report: Document
+
+    public init(id: String, status: String, startedAt: String, endedAt: String?, options: String = "", report: Document) {
+      self.id = id
+      self.status = status
+      self.startedAt = startedAt
+      self.endedAt = endedAt
+      self.options = options
+      self.report = report
+    }
+  }
+
+  public var job: String
+  /// The run drawn in full; nil when the job has no run yet.
+  public var run: Document?
+  /// The job's recent runs, newest first, as `Journal.runs(job:limit:)` lists them.
+  public var history: [Run]
+  /// Why the history is missing or incomplete (an unreadable journal), shown on the page.
+  public var historyProblem: String?
+
+  public init(job: String, run: Document?, history: [Run], historyProblem: String? = nil) {
+    self.job = job
+    self.run = run
+    self.history = history
+    self.historyProblem = historyProblem
+  }
+
+  /// The page: an HTML document that is also well-formed XML (every element closed, every
+  /// attribute quoted), UTF-8.
+  public func html() -> String {
+    var page = HTMLWriter()
+    let runView = run.flatMap { document -> RunView? in
+      if case .report(let json) = document { return RunView(json) }
+      return nil
+    }
+    let title = "dray: " + job + (runView.map { " run \($0.runID)" } ?? "")
+    page.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
+    page.raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n")
+    page.raw("<meta name=\"color-scheme\" content=\"light dark\"/>\n")
+    page.element("title", title)
+    page.raw("\n<style>\n\(PageStyle.css)</style>\n</head>\n<body>\n")
+    switch run {
+    case nil:
+      page.element("h1", "job \(job): no run yet")
+    case .unreadable(let path, let reason):
+      page.element("h1", "job \(job)")
+      page.element("p", "The report \(path) could not be read: \(reason)", class: "problem")
+    case .report:
+      if let runView {
+        RunSection(run: runView).write(to: &page)
+      } else {
+        page.element("h1", "job \(job)")
+        page.element("p", "The run's report is not a dray report of format version 1.", class: "problem")
+      }
+    }
+    HistorySection(job: job, runs: history, problem: historyProblem, current: runView?.runID).write(to: &page)
+    page.raw("</body>\n</html>\n")
+    return page.text
+  }
+}
+
+/// Builds the page's text; every text passes through `HTMLText.escape`.
+struct HTMLWriter {
+  private(set) var text = ""
+
+  init() { text.reserveCapacity(64 * 1024) }
+
+  /// Markup written as is: only literals of the renderer, never data.
+  mutating func raw(_ markup: String) { text += markup }
+
+  /// Escaped text.
+  mutating func text(_ value: String, keepingNewlines: Bool = false) {
+    text += HTMLText.escape(value, keepingNewlines: keepingNewlines)
+  }
+
+  /// `<name class="...">text</name>`.
+  mutating func element(_ name: String, _ value: String, class className: String? = nil) {
+    text += "<\(name)"
+    if let className { text += " class=\"\(HTMLText.escape(className))\"" }
+    text += ">" + HTMLText.escape(value) + "</\(name)>"
+  }
+}
+
+/// Figures as the page shows them.
+enum Figures {
+  /// `1,234,567`.
+  static func count(_ n: Int64) -> String {
+    let digits = String(n.magnitude)
+    var out = ""
+    for (index, digit) in digits.enumerated() {
+      if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+      out.append(digit)
+    }
+    return (n < 0 ? "-" : "") + out
+  }
+
+  /// Seconds with millisecond precision, as the JSON report gives them: `1.155 s`.
+  static func seconds(_ value: Double) -> String {
+    String(format: "%.3f s", value)
+  }
+
+  /// A number for an SVG attribute: at most two decimals.
+  static func coordinate(_ value: Double) -> String {
+    guard value.isFinite else { return "0" }
+    let rounded = (value * 100).rounded() / 100
+    return rounded == rounded.rounded() ? String(Int64(rounded)) : String(rounded)
+  }
+}
