@@ -25,7 +25,31 @@ notes are mostly null, so that column inference has something to do.
 With --token, every call outside /admin/ needs `Authorization: Bearer <token>`; with
 --user NAME:PASSWORD, HTTP basic credentials are accepted too. Otherwise a 401.
 
+And a resource that changes between runs, for incremental loads: orders whose records
+have ids and an `updated_at` that only grows (a logical clock: 2024-01-01T00:00:00Z plus one
+second a change), filtered by "changed since" and paged by page number:
+
+    GET /orders?updated_since=T&page=N&per_page=M
+        {"data": [...], "has_more": true|false, "links": {"next": "/orders?updated_since=T&page=N+1&per_page=M" | null}}
+
+holds the orders changed after T (exclusive; all without it), oldest change first (then by
+id). The live orders also page by the last id seen, as Stripe's lists do:
+
+    GET /stripe/orders?starting_after=ID&limit=M    {"data": [...], "has_more": true|false}
+
+and through a GraphQL-style POST whose cursor travels in the JSON body:
+
+    POST /graphql  {"query": "...", "variables": {"first": M, "after": CURSOR | null}}
+        {"data": {"orders": {"nodes": [...], "pageInfo": {"hasNextPage": true|false, "endCursor": "..." | null}}}}
+ Deleted orders stay as {"id": ..., "deleted": true, "updated_at": ...}. Each logged
+request of /orders also lists the ids it answered ("records"). --orders N starts with N.
+
 Test helpers under /admin/ (no credentials):
+    GET  /admin/orders     the live orders (not deleted), by id
+    POST /admin/orders     changes them, each change a tick of the clock, in this order:
+                           {"insert": 3} or {"insert": [{"customer": "x", ...}]},
+                           {"update": [2, 5], "set": {"status": "paid", "coupon": "X"}},
+                           {"delete": [1]}
     GET  /admin/requests   the requests received (method, path with query, headers, body), oldest first
     POST /admin/reset      clears that log
     POST /admin/rules      replaces the rules with a JSON list; each rule matches a path and
@@ -91,6 +115,21 @@ class State:
         self.rules = []
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.db.execute("CREATE TABLE images(id INTEGER PRIMARY KEY, title TEXT NOT NULL, url TEXT, width INTEGER)")
+
+        self.clock = 0
+        self.orders = {}
+
+    def tick(self):
+        self.clock += 1
+        t = time.gmtime(1704067200 + self.clock)
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", t)
+
+    def insert_order(self, fields=None):
+        oid = max(self.orders, default=0) + 1
+        record = {"id": oid, "customer": f"customer-{oid}", "total": oid * 10 + 0.5, "status": "new"}
+        record.update(fields or {})
+        record["updated_at"] = self.tick()
+        self.orders[oid] = record
 
     def page(self, offset, limit):
         return [item(i) for i in range(offset + 1, min(offset + limit, self.items) + 1)]
@@ -166,10 +205,11 @@ class Handler(BaseHTTPRequestHandler):
         if url.path.startswith("/admin/"):
             return self.admin(url.path, raw)
         with st.lock:
-            st.requests.append({
+            self.entry = {
                 "method": self.command, "path": self.path, "headers": dict(self.headers.items()),
                 "body": raw.decode("utf-8", "replace"), "time": time.time(),
-            })
+            }
+            st.requests.append(self.entry)
             rule = self.matching_rule(url.path, query)
         if rule is not None:
             if rule.get("hang"):
@@ -189,6 +229,8 @@ class Handler(BaseHTTPRequestHandler):
         route = getattr(self, "route_" + url.path.strip("/").replace("/", "_").replace(".", "_"), None)
         if url.path.startswith("/images"):
             return self.images(url.path, raw)
+        if url.path == "/graphql" and self.command == "POST":
+            return self.graphql(raw)
         if route is None or self.command != "GET":
             return self.send(404, {"error": f"no route {self.command} {url.path}"})
         return route(query)
@@ -254,6 +296,21 @@ class Handler(BaseHTTPRequestHandler):
             with st.lock:
                 st.requests.clear()
             return self.send(204)
+        if path == "/admin/orders" and self.command == "GET":
+            with st.lock:
+                return self.send(200, [o for _, o in sorted(st.orders.items()) if not o.get("deleted")])
+        if path == "/admin/orders" and self.command == "POST":
+            change = json.loads(raw or b"{}")
+            with st.lock:
+                inserts = change.get("insert", 0)
+                for fields in ([{}] * inserts if isinstance(inserts, int) else inserts):
+                    st.insert_order(fields)
+                for oid in change.get("update", []):
+                    st.orders[oid].update(change.get("set", {}))
+                    st.orders[oid]["updated_at"] = st.tick()
+                for oid in change.get("delete", []):
+                    st.orders[oid] = {"id": oid, "deleted": True, "updated_at": st.tick()}
+            return self.send(204)
         if path == "/admin/rules" and self.command == "POST":
             with st.lock:
                 st.rules = json.loads(raw or b"[]")
@@ -298,6 +355,38 @@ class Handler(BaseHTTPRequestHandler):
         end = offset + len(data)
         nxt = base64.urlsafe_b64encode(f"after:{end}".encode()).decode() if end < self.state.items else None
         return self.send(200, {"results": data, "meta": {"next_cursor": nxt}})
+
+    def route_orders(self, query):
+        page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))
+        since = query.get("updated_since")
+        with self.state.lock:
+            changed = sorted(
+                (dict(o) for o in self.state.orders.values() if since is None or o["updated_at"] > since),
+                key=lambda o: (o["updated_at"], o["id"]))
+            data = changed[(page - 1) * per:page * per]
+            self.entry["records"] = [o["id"] for o in data]
+        more = page * per < len(changed)
+        params = ({"updated_since": since} if since is not None else {}) | {"page": page + 1, "per_page": per}
+        nxt = "/orders?" + urllib.parse.urlencode(params) if more else None
+        return self.send(200, {"data": data, "has_more": more, "links": {"next": nxt}})
+
+    def route_stripe_orders(self, query):
+        limit = max(1, self.ints(query, "limit", 10))
+        after = self.ints(query, "starting_after", 0)
+        with self.state.lock:
+            live = [dict(o) for _, o in sorted(self.state.orders.items()) if not o.get("deleted") and o["id"] > after]
+        return self.send(200, {"data": live[:limit], "has_more": len(live) > limit})
+
+    def graphql(self, raw):
+        variables = (self.fields(raw) or {}).get("variables") or {}
+        first = max(1, int(variables.get("first") or 10))
+        after = int(base64.urlsafe_b64decode(variables["after"].encode()).decode()) if variables.get("after") else 0
+        with self.state.lock:
+            live = [dict(o) for _, o in sorted(self.state.orders.items()) if not o.get("deleted") and o["id"] > after]
+        nodes = live[:first]
+        end = base64.urlsafe_b64encode(str(nodes[-1]["id"]).encode()).decode() if nodes else None
+        info = {"hasNextPage": len(live) > first, "endCursor": end}
+        return self.send(200, {"data": {"orders": {"nodes": nodes, "pageInfo": info}}})
 
     def route_catalog_xml(self, query):
         page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))
@@ -378,6 +467,7 @@ def main(argv=None):
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--items", type=int, default=25, help="items in the paginated lists")
+    parser.add_argument("--orders", type=int, default=0, help="orders to start with (/orders)")
     parser.add_argument("--token", help="require Authorization: Bearer TOKEN")
     parser.add_argument("--user", action="append", default=[], help="NAME:PASSWORD accepted as basic credentials, may repeat")
     parser.add_argument("--rule", action="append", default=[], help="a rule as JSON (see /admin/rules), may repeat")
@@ -388,6 +478,8 @@ def main(argv=None):
     users = dict(spec.partition(":")[::2] for spec in args.user)
     Handler.state = State(args.items, args.token, users)
     Handler.state.rules = [json.loads(r) for r in args.rule]
+    for _ in range(args.orders):
+        Handler.state.insert_order()
     server = QuietServer((args.host, args.port), Handler)
     server.daemon_threads = True
     host, port = server.server_address[:2]

@@ -36,7 +36,8 @@ enum PlanCommand {
         manifest.redactor.redact("dray: cannot read the run journal at \(Runner.journalPath(for: manifest)): \(error)"))
       return ExitCode.stepFailed
     }
-    let plan = JobPlan(manifest: manifest, resume: resume, schemes: recordedSchemes(manifest))
+    let plan = JobPlan(
+      manifest: manifest, resume: resume, schemes: recordedSchemes(manifest), cursors: keptCursors(manifest), fresh: options.fresh)
     print(args.flags.contains("--json") ? manifest.redactor.redact(plan.json).indentedJSON : manifest.redactor.redact(plan.text))
     return ExitCode.success
   }
@@ -64,6 +65,20 @@ enum PlanCommand {
     return schemes
   }
 
+  /// The cursors the job's database keeps for its incremental steps, by step id; empty when
+  /// it keeps none (nothing is created).
+  static func keptCursors(_ manifest: Manifest) -> [String: JSONValue] {
+    guard let database = manifest.database?.path.map({ manifest.resolve($0) }), FileManager.default.fileExists(atPath: database),
+      DatabaseFile.problem(database) == nil, let probe = try? Database(path: database, create: false, readOnly: true)
+    else { return [:] }
+    var kept: [String: JSONValue] = [:]
+    for step in manifest.allSteps {
+      guard case .http(let h) = step.kind, h.incremental != nil else { continue }
+      if let value = (try? Store.cursor(in: probe, job: manifest.job, stepID: step.id))?.value { kept[step.id] = value }
+    }
+    return kept
+  }
+
   /// The job's journal when its file and tables exist; nil otherwise (nothing is created).
   static func existingJournal(_ manifest: Manifest) throws -> Journal? {
     let path = Runner.journalPath(for: manifest)
@@ -84,11 +99,20 @@ struct JobPlan {
   let knownTables: [String: [String]]
   /// Schemes recorded in the job's database by earlier runs, by resource.
   let schemes: [String: ResourceScheme]
+  /// The cursors kept for incremental steps, by step id.
+  let cursors: [String: JSONValue]
+  /// The run would start with `--fresh` (incremental steps send `initial`).
+  let fresh: Bool
 
-  init(manifest: Manifest, resume: ResumePlan, schemes: [String: ResourceScheme] = [:]) {
+  init(
+    manifest: Manifest, resume: ResumePlan, schemes: [String: ResourceScheme] = [:], cursors: [String: JSONValue] = [:],
+    fresh: Bool = false
+  ) {
     self.manifest = manifest
     self.resume = resume
     self.schemes = schemes
+    self.cursors = cursors
+    self.fresh = fresh
     var known: [String: [String]] = [:]
     for step in manifest.allSteps {
       for reference in Self.references(step) {
@@ -162,6 +186,20 @@ struct JobPlan {
     case .sql, .query: false
     case .schemes, .tableStream, .table, .request, .files, .http, .parallel: true
     }
+  }
+
+  /// What an incremental step sends on its first page: the parameter, the value, and where
+  /// the value comes from; nil for other steps.
+  func cursor(_ step: Step) -> (param: String, value: String, source: String)? {
+    guard case .http(let h) = step.kind, let incremental = h.incremental else { return nil }
+    let kept = fresh ? nil : cursors[step.id].flatMap(IncrementalCursor.Value.init(json:))
+    // `initial` was checked at validation: a string or a number.
+    guard let kept else {
+      let source = fresh ? "initial, as --fresh starts again" : "initial: no cursor kept yet"
+      return (incremental.param, IncrementalCursor.Value(json: incremental.initial)!.text, source)
+    }
+    let lag = incremental.lag.map { kept.isInstant ? ", less lag \($0.formatted)" : "" } ?? ""
+    return (incremental.param, kept.moved(back: incremental.lag).text, "the kept cursor \(kept.text)\(lag)")
   }
 
   /// Why a run would skip the step; nil when it runs. Members of a skipped group share the
@@ -263,6 +301,7 @@ struct JobPlan {
     }
     let tables = tables(step)
     if !tables.isEmpty { rows.append(("tables", tables.joined(separator: ", "))) }
+    if let cursor = cursor(step) { rows.append(("sends", "\(cursor.param)=\(cursor.value) (\(cursor.source))")) }
     if Self.callsNetwork(step) {
       rows.append(("retry", Self.retryText(step.retry)))
       rows.append(("timeouts", Self.timeoutsText(step.timeouts)))
@@ -382,6 +421,10 @@ struct JobPlan {
       ("options", options),
       ("tables", .array(tables(step).map { .string($0) })),
     ]
+    if let cursor = cursor(step) {
+      pairs.append(
+        ("cursor", .object([("param", .string(cursor.param)), ("value", .string(cursor.value)), ("source", .string(cursor.source))])))
+    }
     if Self.callsNetwork(step) {
       let r = step.retry
       let t = step.timeouts

@@ -146,7 +146,7 @@ public final class Runner {
       }
     }
     let shared = RunContext(
-      manifest: manifest, runID: runID, lineage: lineage, skipReasons: plan.skipReasons, console: console,
+      manifest: manifest, runID: runID, lineage: lineage, fresh: options.fresh, skipReasons: plan.skipReasons, console: console,
       cancellation: cancellation, session: session, journal: journal)
 
     var stopped: RunStatus?
@@ -283,6 +283,8 @@ final class RunContext: Sendable {
   let manifest: Manifest
   let runID: String
   let lineage: String
+  /// The run was started with `--fresh`: incremental steps start again from `initial`.
+  let fresh: Bool
   /// The plan's skip reasons by step id, members of a resumed group included
   /// (`ResumePlan.skipReasons`).
   let skipReasons: [String: String]
@@ -303,12 +305,13 @@ final class RunContext: Sendable {
   let retryBudget = RetryBudget()
 
   init(
-    manifest: Manifest, runID: String, lineage: String, skipReasons: [String: String], console: Console,
+    manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String], console: Console,
     cancellation: Cancellation, session: PlatformSession?, journal: sending any RunJournal
   ) {
     self.manifest = manifest
     self.runID = runID
     self.lineage = lineage
+    self.fresh = fresh
     self.skipReasons = skipReasons
     self.console = console
     self.cancellation = cancellation

@@ -128,6 +128,11 @@ extension HTTPStep {
           )
         ])
       case .cursor(let param, let from)?: object([("cursor", object([("param", .string(param)), ("from", .string(from.description))]))])
+      case .lastRecord(let param, let field)?:
+        object([("cursor", object([("param", .string(param)), ("from_last_record", .string(field.description))]))])
+      case .bodyCursor(let from, let body)?:
+        object([("cursor", object([("from", .string(from.description)), ("body", .string(body.description))]))])
+      case .page(let param, let start)?: object([("page", object([("param", .string(param)), ("start", .integer(Int64(start)))]))])
       case nil: nil
       }
     let load: JSONValue? = self.load.map { load in
@@ -143,6 +148,17 @@ extension HTTPStep {
           }
         ),
         ("expect", load.expect.isEmpty ? nil : Expectation.definition(load.expect)),
+        // Left out at its default, so that the definitions of earlier steps stay.
+        ("write", load.write == .replace ? nil : .string(load.write.rawValue)),
+        ("primary_key", load.primaryKey.isEmpty ? nil : .array(load.primaryKey.map { .string($0) })),
+        ("deleted", load.deleted.map { .string($0.description) }),
+        ("extra", load.extra == .ignore ? nil : .string(load.extra.rawValue)),
+      ])
+    }
+    let incremental: JSONValue? = self.incremental.map { i in
+      object([
+        ("cursor", .string(i.cursor.description)), ("param", .string(i.param)), ("initial", i.initial),
+        ("lag", i.lag.map { .string($0.formatted) }),
       ])
     }
     return object([
@@ -159,7 +175,9 @@ extension HTTPStep {
       ("tls", object([("verify", .bool(tls.verify)), ("ca_file", tls.caFile.map { .string($0) })])),
       ("format", .string(format.rawValue)), ("output", output.map { .string($0) }), ("load", load), ("paginate", paginate),
       ("max_pages", maxPages.map { .integer(Int64($0)) }),
+      ("more", more.map { .string($0.description) }),
       ("on_status", object(onStatus.map { ($0.key, .string($0.outcome.rawValue)) })),
+      ("incremental", incremental),
     ])
   }
 }

@@ -23,9 +23,18 @@ extension ManifestValidator {
     let output = need(f["output"].flatMap { outputPath($0, f.path("output")) }, present: f["output"] != nil)
     let load = need(f["load"].flatMap { readLoad($0, f.path("load"), format: format) }, present: f["load"] != nil)
     var maxPages: Int?
-    let paginate = f["paginate"].flatMap { readPagination($0, f.path("paginate"), format: format, maxPages: &maxPages) }
+    var more: RecordSelector?
+    let paginate = f["paginate"].flatMap {
+      readPagination($0, f.path("paginate"), format: format, maxPages: &maxPages, more: &more)
+    }
     if f["paginate"] != nil && paginate == nil { ok = false }
     let onStatus = need(f["on_status"].flatMap { readOnStatus($0, f.path("on_status")) }, present: f["on_status"] != nil) ?? []
+    let incremental = need(
+      f["incremental"].flatMap { readIncremental($0, f.path("incremental"), format: format) }, present: f["incremental"] != nil)
+    if let node = f["incremental"], f["load"] == nil {
+      reader.error(node.location, "'\(f.path("incremental"))' takes its cursor from the records; add 'load' to '\(path)'")
+      ok = false
+    }
 
     if auth != nil, let pair = headerPair(f["headers"], named: "authorization") {
       reader.error(
@@ -46,8 +55,21 @@ extension ManifestValidator {
         ok = false
       }
     }
-    if case .offset? = paginate, load == nil, let node = f["paginate"] {
-      reader.error(node.location, "offset pagination counts the records of each page; add 'load' with 'records' to '\(path)'")
+    if let paginate, load == nil, let node = f["paginate"] {
+      switch paginate {
+      case .offset:
+        reader.error(node.location, "offset pagination counts the records of each page; add 'load' with 'records' to '\(path)'")
+        ok = false
+      case .page, .lastRecord:
+        reader.error(node.location, "this pagination reads the records of each page; add 'load' with 'records' to '\(path)'")
+        ok = false
+      case .next, .linkHeader, .cursor, .bodyCursor:
+        break
+      }
+    }
+    let jsonBody = if case .json? = body { true } else { false }
+    if case .bodyCursor? = paginate, !jsonBody, let node = f["paginate"] {
+      reader.error(node.location, "'\(f.path("paginate")).cursor.body' sends the cursor inside the JSON body; add 'body: { json: ... }'")
       ok = false
     }
     if let loadNode = f["load"], !hasTopLevelKey("database") {
@@ -58,7 +80,48 @@ extension ManifestValidator {
     return .http(
       HTTPStep(
         method: method, baseURL: baseURL, path: urlPath, query: query, headers: headers, body: body, auth: auth, tls: tls,
-        format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus))
+        format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus,
+        incremental: incremental, more: more))
+  }
+
+  private mutating func readIncremental(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> HTTPStep.Incremental? {
+    guard let f = reader.fields(node, path, keys: ManifestSchema.httpIncremental) else { return nil }
+    if format != .json {
+      reader.error(node.location, "'\(path)' reads a JSON Pointer in each record; it needs format: json")
+      return nil
+    }
+    let cursor = f.required("cursor", &reader).flatMap { readPointer($0, f.path("cursor")) }
+    let param = reader.string(f, "param")
+    var initial: JSONValue?
+    if let initialNode = f.required("initial", &reader), let value = reader.json(initialNode, f.path("initial")) {
+      switch value {
+      case .string, .integer, .number: initial = value
+      default:
+        reader.error(
+          initialNode.location,
+          "'\(f.path("initial"))' must be a string or a number, such as \"2024-01-01T00:00:00Z\" or 0, found \(value.json)")
+      }
+    }
+    let lag = f["lag"].flatMap { reader.duration($0, f.path("lag")) }
+    if f["lag"] != nil && lag == nil { return nil }
+    if let lagNode = f["lag"], let initial, IncrementalCursor.Value(json: initial)?.isInstant != true {
+      reader.error(
+        lagNode.location, "'\(f.path("lag"))' moves back an RFC 3339 instant; 'initial' is not one, such as 2024-01-01T00:00:00Z")
+      return nil
+    }
+    guard let cursor, let param, let initial else { return nil }
+    return HTTPStep.Incremental(cursor: cursor, param: param, initial: initial, lag: lag)
+  }
+
+  /// A JSON Pointer (RFC 6901), or nil with a diagnostic.
+  private mutating func readPointer(_ node: YAMLNode, _ path: String) -> JSONPointer? {
+    guard let text = reader.string(node, path) else { return nil }
+    do {
+      return try JSONPointer(parsing: text)
+    } catch {
+      reader.error(node.location, "'\(path)': \(error.message)")
+      return nil
+    }
   }
 
   /// Which one of `Kind`'s keys `f` holds; nil, with a diagnostic, when it holds none or
@@ -264,8 +327,57 @@ extension ManifestValidator {
       columnsOK = columns != nil
     }
     let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }")
+    let chosen = reader.choice(f, "write", as: HTTPStep.WriteMode.self)
+    if f["write"] != nil && chosen == nil { columnsOK = false }
+    let write = chosen ?? f.defaultValue("write")
+    var primaryKey: [String] = []
+    if let keyNode = f["primary_key"] {
+      primaryKey = reader.stringList(keyNode, f.path("primary_key")) ?? []
+      if primaryKey.isEmpty { columnsOK = false }
+      if write != .merge {
+        reader.error(keyNode.location, "'\(f.path("primary_key"))' is for write: merge; this load writes with \(write.rawValue)")
+        columnsOK = false
+      }
+      if let columns {
+        for name in primaryKey where !columns.contains(where: { IdentifierKey($0.name) == IdentifierKey(name) }) {
+          reader.error(keyNode.location, "'\(f.path("primary_key"))' names '\(name)', which is not in '\(f.path("columns"))'")
+          columnsOK = false
+        }
+      }
+    } else if write == .merge {
+      reader.error(
+        f["write"]?.location ?? node.location,
+        "'\(f.path("write"))': merge needs 'primary_key', the record fields that identify a row, such as primary_key: [id]")
+      columnsOK = false
+    }
+    var deleted: JSONPointer?
+    if let deletedNode = f["deleted"] {
+      deleted = readPointer(deletedNode, f.path("deleted"))
+      if deleted == nil { columnsOK = false }
+      if write != .merge {
+        reader.error(deletedNode.location, "'\(f.path("deleted"))' deletes merged rows; it needs write: merge")
+        columnsOK = false
+      }
+      if format != .json {
+        reader.error(deletedNode.location, "'\(f.path("deleted"))' is a JSON Pointer; it needs format: json")
+        columnsOK = false
+      }
+    }
+    let chosenExtra = reader.choice(f, "extra", as: HTTPStep.ExtraFields.self)
+    if f["extra"] != nil && chosenExtra == nil { columnsOK = false }
+    let extra = chosenExtra ?? f.defaultValue("extra")
+    if let extraNode = f["extra"], chosenExtra != nil, f["columns"] == nil || format != .json {
+      reader.error(
+        extraNode.location,
+        f["columns"] == nil
+          ? "'\(f.path("extra"))' says what fields that 'columns' do not name do; without 'columns' every field is loaded"
+          : "'\(f.path("extra"))' reads JSON records; it needs format: json")
+      columnsOK = false
+    }
     guard let table, let records, columnsOK else { return nil }
-    return HTTPStep.Load(table: table, records: records, columns: columns, expect: expect)
+    return HTTPStep.Load(
+      table: table, records: records, columns: columns, expect: expect, write: write, primaryKey: primaryKey, deleted: deleted,
+      extra: extra)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {
@@ -320,12 +432,16 @@ extension ManifestValidator {
     reader.choice(node, path, as: ColumnType.self)
   }
 
-  private mutating func readPagination(_ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?)
-    -> HTTPStep.Pagination?
-  {
+  private mutating func readPagination(
+    _ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?, more: inout RecordSelector?
+  ) -> HTTPStep.Pagination? {
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpPaginate) else { return nil }
     maxPages = reader.integer(f, "max_pages")
     if f["max_pages"] != nil && maxPages == nil { return nil }
+    if let moreNode = f["more"] {
+      more = readSelector(moreNode, f.path("more"), format: format, relative: false, attribute: true)
+      if more == nil { return nil }
+    }
     guard
       let kind = exactlyOne(HTTPStep.Pagination.Kind.self, in: f, path: path, explaining: "takes one way to find the next page;")
     else { return nil }
@@ -363,12 +479,38 @@ extension ManifestValidator {
     case .cursor:
       guard let c = reader.fields(value, f.path("cursor"), keys: ManifestSchema.httpCursor) else { return nil }
       let param = reader.string(c, "param")
-      let from = c.required("from", &reader).flatMap {
-        readSelector($0, c.path("from"), format: format, relative: false, attribute: true)
-      }
       if c["param"] != nil && param == nil { return nil }
+      if let lastNode = c["from_last_record"] {
+        guard format == .json else {
+          reader.error(lastNode.location, "'\(c.path("from_last_record"))' is a JSON Pointer into a record; it needs format: json")
+          return nil
+        }
+        return readPointer(lastNode, c.path("from_last_record")).map { .lastRecord(param: param ?? c.defaultValue("param"), field: $0) }
+      }
+      let from = c["from"].flatMap { readSelector($0, c.path("from"), format: format, relative: false, attribute: true) }
       guard let from else { return nil }
+      if let bodyNode = c["body"] {
+        guard let pointer = readPointer(bodyNode, c.path("body")) else { return nil }
+        if c["param"] != nil {
+          reader.error(bodyNode.location, "'\(c.path("body"))' sends the cursor in the body; drop '\(c.path("param"))'")
+          return nil
+        }
+        return .bodyCursor(from: from, body: pointer)
+      }
       return .cursor(param: param ?? c.defaultValue("param"), from: from)
+    case .page:
+      // `page:` alone takes every default, as an empty mapping.
+      let p: Fields
+      if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
+        p = Fields(node: value, path: f.path("page"), keys: ManifestSchema.httpPage)
+      } else {
+        guard let read = reader.fields(value, f.path("page"), keys: ManifestSchema.httpPage) else { return nil }
+        p = read
+      }
+      let param = reader.string(p, "param")
+      let start = reader.integer(p, "start")
+      if (p["param"] != nil && param == nil) || (p["start"] != nil && start == nil) { return nil }
+      return .page(param: param ?? p.defaultValue("param"), start: start ?? p.defaultValue("start"))
     }
   }
 

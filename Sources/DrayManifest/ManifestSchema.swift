@@ -318,10 +318,11 @@ public enum ManifestSchema {
     Key("load", .mapping(httpLoad), "Load the answer's records into a table of the job's database."),
     Key(
       "paginate", .mapping(httpPaginate, rules: [.exactlyOne(HTTPStep.Pagination.Kind.allCases.map(\.rawValue))]),
-      "How to find the next page: one of next, link_header, offset, cursor."),
+      "How to find the next page: one of next, link_header, offset, cursor, page."),
     Key(
       "on_status", .dictionary(.choice(HTTPStep.StatusOutcome.allCases.map(\.rawValue))),
       "What a status (404) or class (5xx) does: fail, empty or retry."),
+    Key("incremental", .mapping(httpIncremental), "Fetch only the records changed since the last run, by a cursor."),
   ]
 
   public static let httpBody: [Key] = [
@@ -360,6 +361,21 @@ public enum ManifestSchema {
       "Where the records are: a JSON Pointer (default: the whole document) or, required for XML, an element path."),
     Key("columns", .dictionary(.oneOf([columnType, .mapping(httpColumn)])), "Declared columns by name; inferred when not set."),
     loadExpect,
+    Key(
+      "write", .choice(HTTPStep.WriteMode.allCases.map(\.rawValue)), default: .string(HTTPStep.WriteMode.replace.rawValue),
+      "How records meet the table's rows: replace them all, append, or merge by primary_key."),
+    Key("primary_key", .list(.string(nonEmpty: true)), "The record fields that identify a row; required by write: merge."),
+    Key("deleted", .string(nonEmpty: true), "JSON Pointer to a boolean in each record; true deletes its row (write: merge)."),
+    Key(
+      "extra", .choice(HTTPStep.ExtraFields.allCases.map(\.rawValue)), default: .string(HTTPStep.ExtraFields.ignore.rawValue),
+      "With columns: a field they do not name is not loaded (ignore), or refuses its record (refuse; JSON)."),
+  ]
+
+  public static let httpIncremental: [Key] = [
+    Key("cursor", .string(nonEmpty: true), required: true, "JSON Pointer to the field of each record that grows (updated_at, id)."),
+    Key("param", .string(nonEmpty: true), required: true, "The query parameter that sends the kept value on the first page."),
+    Key("initial", .json, required: true, "The value sent before any is kept: a string or a number."),
+    Key("lag", .duration, "A window re-read before the kept value (RFC 3339 instants only)."),
   ]
 
   public static let httpColumn: [Key] = [
@@ -373,9 +389,21 @@ public enum ManifestSchema {
       case .next: Key(kind.rawValue, .string(nonEmpty: false), "Where the next page's URL is in the answer.")
       case .linkHeader: Key(kind.rawValue, .boolean, "true: the next page is the rel=\"next\" link of the Link header.")
       case .offset: Key(kind.rawValue, .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last.")
-      case .cursor: Key(kind.rawValue, .mapping(httpCursor), "A cursor from the answer, sent back as a parameter.")
+      case .cursor:
+        Key(
+          kind.rawValue, .mapping(httpCursor, rules: [.exactlyOne(["from", "from_last_record"])]),
+          "A cursor from the answer, or from its last record, sent back as a parameter.")
+      case .page: Key(kind.rawValue, .optional(.mapping(httpPage)), "Page numbers sent as a parameter; an empty page is the last.")
       }
-    } + [Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set.")]
+    } + [
+      Key("max_pages", .integer(1...Int(Int32.max)), "Most pages fetched; no limit when not set."),
+      Key("more", .string(nonEmpty: false), "Where the answer says whether more pages exist; false, null or absent ends the pull."),
+    ]
+
+  public static let httpPage: [Key] = [
+    Key("param", .string(nonEmpty: true), default: .string("page"), "The page number parameter."),
+    Key("start", .integer(0...Int(Int32.max)), default: .integer(1), "The first page's number."),
+  ]
 
   public static let httpOffset: [Key] = [
     Key("param", .string(nonEmpty: true), default: .string("offset"), "The offset parameter."),
@@ -386,7 +414,13 @@ public enum ManifestSchema {
 
   public static let httpCursor: [Key] = [
     Key("param", .string(nonEmpty: true), default: .string("cursor"), "The cursor parameter."),
-    Key("from", .string(nonEmpty: false), required: true, "Where the next cursor is in the answer."),
+    Key("from", .string(nonEmpty: false), "Where the next cursor is in the answer; give this or 'from_last_record'."),
+    Key(
+      "from_last_record", .string(nonEmpty: true),
+      "JSON Pointer to the next cursor in the page's last record (Stripe's starting_after); a page without records is the last."),
+    Key(
+      "body", .string(nonEmpty: true),
+      "JSON Pointer into the JSON body where the cursor is sent instead of a parameter (GraphQL: /variables/after)."),
   ]
 
   static func duration(_ d: Duration) -> JSONValue { .string(d.formatted) }

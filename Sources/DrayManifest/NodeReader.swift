@@ -401,6 +401,8 @@ extension DeclaredDefault where Self: RawRepresentable, RawValue == String {
 
 extension OutputFormat: DeclaredDefault {}
 extension AnswerFormat: DeclaredDefault {}
+extension HTTPStep.WriteMode: DeclaredDefault {}
+extension HTTPStep.ExtraFields: DeclaredDefault {}
 extension ColumnType: DeclaredDefault {}
 extension HTTPStep.Method: DeclaredDefault {}
 

@@ -46,12 +46,69 @@ public struct HTTPStep: Sendable, Hashable {
     /// Conditions the loaded table must meet before it replaces the old one (`rows`, or a
     /// column's values); see `Expectation`.
     public var expect: [Expectation]
+    /// How the loaded records meet the table's rows.
+    public var write: WriteMode
+    /// The record fields that identify a row (`merge`), in order.
+    public var primaryKey: [String]
+    /// A JSON Pointer to a boolean in each record: true deletes the row with that key
+    /// (`merge` only).
+    public var deleted: JSONPointer?
+    /// What a field that declared `columns` do not name does.
+    public var extra: ExtraFields
 
-    public init(table: String, records: RecordSelector, columns: [Column]? = nil, expect: [Expectation] = []) {
+    public init(
+      table: String, records: RecordSelector, columns: [Column]? = nil, expect: [Expectation] = [], write: WriteMode = .replace,
+      primaryKey: [String] = [], deleted: JSONPointer? = nil, extra: ExtraFields = .ignore
+    ) {
       self.table = table
       self.records = records
       self.columns = columns
       self.expect = expect
+      self.write = write
+      self.primaryKey = primaryKey
+      self.deleted = deleted
+      self.extra = extra
+    }
+  }
+
+  /// What a record's field that declared columns do not name does (`load.extra`).
+  public enum ExtraFields: String, Sendable, Hashable, CaseIterable {
+    /// It is not loaded.
+    case ignore
+    /// The record is refused, with its page and record.
+    case refuse
+  }
+
+  /// How a load's records meet the rows already in its table (`load.write`).
+  public enum WriteMode: String, Sendable, Hashable, CaseIterable {
+    /// The records replace every row.
+    case replace
+    /// The records are added to the rows.
+    case append
+    /// A record whose primary key is in the table updates that row; any other is added.
+    case merge
+  }
+
+  /// A step that fetches only what changed since its last run (`incremental`).
+  ///
+  /// dray keeps the highest value of `cursor` among the records it has published, per job
+  /// and step, and sends it (less `lag` for RFC 3339 instants) as the query parameter
+  /// `param` on the first page; `initial` is sent before any value is kept.
+  public struct Incremental: Sendable, Hashable {
+    /// Where the growing value is in each record (JSON Pointer, RFC 6901).
+    public var cursor: JSONPointer
+    /// The query parameter that sends the value.
+    public var param: String
+    /// The value of the first run: a string or a number, as the records give it.
+    public var initial: JSONValue
+    /// A window re-read before the kept value, for records that arrive late; instants only.
+    public var lag: Duration?
+
+    public init(cursor: JSONPointer, param: String, initial: JSONValue, lag: Duration? = nil) {
+      self.cursor = cursor
+      self.param = param
+      self.initial = initial
+      self.lag = lag
     }
   }
 
@@ -82,13 +139,22 @@ public struct HTTPStep: Sendable, Hashable {
     /// The answer holds the next page's cursor at `from`, sent back as `param`; a missing,
     /// null or empty cursor ends.
     case cursor(param: String, from: RecordSelector)
+    /// The next page's cursor is the value at `field` in the page's last record (Stripe's
+    /// `starting_after`), sent as `param`; a page without records is the last.
+    case lastRecord(param: String, field: JSONPointer)
+    /// The answer holds the next page's cursor at `from`, sent inside the JSON body at
+    /// `body` (GraphQL's `pageInfo.endCursor` into `variables.after`); a missing, null or
+    /// empty cursor ends.
+    case bodyCursor(from: RecordSelector, body: JSONPointer)
+    /// Pages are numbered from `start`, sent as `param`; an empty page is the last.
+    case page(param: String, start: Int)
 
     /// The ways to find the next page, by their manifest keys under `paginate`; a step gives
     /// exactly one.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
       case next
       case linkHeader = "link_header"
-      case offset, cursor
+      case offset, cursor, page
     }
   }
 
@@ -150,13 +216,19 @@ public struct HTTPStep: Sendable, Hashable {
   public var paginate: Pagination?
   /// Most pages fetched; nil for no bound.
   public var maxPages: Int?
+  /// Where each answer says whether more pages exist (`paginate.more`): false, null or
+  /// absent ends the pull, whatever the pagination kind finds.
+  public var more: RecordSelector?
   public var onStatus: [StatusRule]
+  public var incremental: Incremental?
 
   public init(
     method: Method = .get, baseURL: String, path: String? = nil, query: [QueryItem] = [], headers: [HTTPHeader] = [],
     body: Body? = nil, auth: Auth? = nil, tls: TLSSettings = TLSSettings(), format: AnswerFormat = .json,
-    output: String? = nil, load: Load? = nil, paginate: Pagination? = nil, maxPages: Int? = nil, onStatus: [StatusRule] = []
+    output: String? = nil, load: Load? = nil, paginate: Pagination? = nil, maxPages: Int? = nil, onStatus: [StatusRule] = [],
+    incremental: Incremental? = nil, more: RecordSelector? = nil
   ) {
+    self.more = more
     self.method = method
     self.baseURL = baseURL
     self.path = path
@@ -171,6 +243,7 @@ public struct HTTPStep: Sendable, Hashable {
     self.paginate = paginate
     self.maxPages = maxPages
     self.onStatus = onStatus
+    self.incremental = incremental
   }
 
   /// Statuses retried when `on_status` says nothing about them: the platform's transient

@@ -133,6 +133,9 @@ extension PostgresStore: TargetStore {
     for values in result.rows { try row(values.map(\.sqlValue)) }
   }
 
+  /// Keeps no cursor: `http` loads go to SQLite only (docs/postgres.md, "Limits").
+  public func cursor(job: String, stepID: String) throws -> CursorEntry { CursorEntry() }
+
   public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? { nil }
 
   /// One transaction; just before COMMIT it checks the run lock's generation

@@ -17,12 +17,16 @@ public struct JSONRecordReader {
   public var records: JSONPointer?
   public var columns: [HTTPStep.Column]?
   public var probes: [JSONPointer]
+  /// With `columns`: refuse a record holding a member they do not name (`load.extra:
+  /// refuse`).
+  public var refusingExtra: Bool
 
   /// - Parameters:
   ///   - records: where the records are; nil to read only the probes.
   ///   - columns: declared columns, or nil to take every member.
   ///   - probes: single values to pick up.
-  public init(records: JSONPointer?, columns: [HTTPStep.Column]? = nil, probes: [JSONPointer] = []) {
+  public init(records: JSONPointer?, columns: [HTTPStep.Column]? = nil, probes: [JSONPointer] = [], refusingExtra: Bool = false) {
+    self.refusingExtra = refusingExtra
     self.records = records
     self.columns = columns
     self.probes = probes
@@ -71,6 +75,17 @@ public struct JSONRecordReader {
   /// - Throws: `RecordError` when the record's keys would be one column (`RecordNames`).
   func record(_ value: JSONValue, number: Int) throws -> Record {
     if let columns {
+      if refusingExtra, case .object(let pairs) = value {
+        // A member is named by a column's name, or by the first token of its `from`.
+        let named = columns.map { column in
+          if case .json(let pointer)? = column.from { pointer.tokens.first ?? "" } else { column.name }
+        }
+        if let field = pairs.first(where: { pair in !named.contains { IdentifierKey.sameBytes($0, pair.key) } }) {
+          throw RecordError(
+            "record \(number) has the field '\(field.key)', which load.columns does not name (load.extra: refuse); "
+              + "nothing of this page was loaded. Declare a column for it, or set load.extra: ignore")
+        }
+      }
       return columns.map { column in
         let found: JSONValue?
         if case .json(let pointer)? = column.from {

@@ -7,12 +7,18 @@ public struct RecordReader {
   public var records: RecordSelector?
   public var columns: [HTTPStep.Column]?
   public var probes: [RecordSelector]
+  /// With `columns`: refuse a JSON record holding a field they do not name.
+  public var refusingExtra: Bool
 
   /// - Parameters:
   ///   - records: where the records are; nil to read only the probes.
   ///   - columns: declared columns, or nil to take what each record holds.
   ///   - probes: selectors of single values; each must be in `format`'s syntax.
-  public init(format: AnswerFormat, records: RecordSelector?, columns: [HTTPStep.Column]? = nil, probes: [RecordSelector] = []) {
+  public init(
+    format: AnswerFormat, records: RecordSelector?, columns: [HTTPStep.Column]? = nil, probes: [RecordSelector] = [],
+    refusingExtra: Bool = false
+  ) {
+    self.refusingExtra = refusingExtra
     self.format = format
     self.records = records
     self.columns = columns
@@ -30,7 +36,8 @@ public struct RecordReader {
         default: nil
         }
       let probes = probes.compactMap { if case .json(let p) = $0 { p } else { nil } }
-      return try JSONRecordReader(records: pointer, columns: columns, probes: probes).read(file: file, each: each)
+      return try JSONRecordReader(records: pointer, columns: columns, probes: probes, refusingExtra: refusingExtra).read(
+        file: file, each: each)
     case .xml:
       let path: XMLPath? =
         switch records {

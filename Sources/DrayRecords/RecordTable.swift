@@ -188,6 +188,12 @@ public final class RecordTable {
     return try RecordTable(database: database, name: target).count()
   }
 
+  /// Deletes every row of the table, if it exists.
+  public func deleteRows() throws {
+    guard exists else { return }
+    try database.execute("DELETE FROM \(Database.quote(name))")
+  }
+
   /// Drops the table if it exists.
   public func drop() throws {
     insert = nil

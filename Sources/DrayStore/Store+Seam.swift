@@ -42,6 +42,16 @@ extension Store: TargetStore {
     try database.transaction { try body(SQLiteTransaction(store: self)) }
   }
 
+  public func cursor(job: String, stepID: String) throws -> CursorEntry {
+    try Store.cursor(in: database, job: job, stepID: stepID)
+  }
+
+  /// What `database` keeps for an `incremental` step, read without creating anything (for
+  /// `dray plan`, on a read-only connection).
+  public static func cursor(in database: Database, job: String, stepID: String) throws -> CursorEntry {
+    try CursorLedger(database: database, job: job, stepID: stepID).read()
+  }
+
   /// Rows in the physical table `name`.
   func rowCount(ofTable name: String) throws -> Int {
     let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
@@ -115,6 +125,26 @@ final class SQLiteTransaction: StoreTransaction {
 
   func record(_ checkpoint: CheckpointRecord) throws {
     try Journal.record(checkpoint, in: store.database)
+  }
+
+  func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String] {
+    try TableWrites.addMissingColumns(columns, to: name, in: store.database)
+  }
+
+  func append(from staging: String, into target: String, columns: [String]) throws -> Int {
+    try TableWrites.append(from: staging, into: target, columns: columns, in: store.database)
+  }
+
+  func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
+    -> (written: Int, deleted: Int)
+  {
+    try TableWrites.merge(from: staging, into: target, columns: columns, key: key, deletedColumn: deletedColumn, in: store.database)
+  }
+
+  func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws {
+    let ledger = CursorLedger(database: store.database, job: job, stepID: stepID)
+    try ledger.createTable()
+    try ledger.save(entry, at: Store.timestamp())
   }
 }
 

@@ -53,6 +53,10 @@ public protocol TargetStore: AnyObject {
   /// COMMIT, it checks that this run still holds the lock (the generation taken with it),
   /// and throws instead of committing when another runner has taken over.
   func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+
+  /// What the store keeps for an `incremental` step (its kept cursor); an empty entry when
+  /// it keeps nothing. Creates nothing.
+  func cursor(job: String, stepID: String) throws -> CursorEntry
 }
 
 /// An SQL aggregate over a table's column, or over its rows (`count` of no column).
@@ -109,6 +113,31 @@ public protocol StoreTransaction: AnyObject {
 
   /// Records a step's checkpoint in the run journal, committing with this transaction.
   func record(_ checkpoint: CheckpointRecord) throws
+
+  // MARK: Loads into existing tables (`http` `load.write`, docs/http.md)
+
+  /// Adds each of `columns` that table `name` lacks (`ALTER TABLE ... ADD COLUMN`; names
+  /// matched as the database matches identifiers); a column without a type is added
+  /// without one (SQLite) or as text.
+  /// - Returns: the names added, in order.
+  func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String]
+
+  /// Adds every row of table `staging` to `target`, in the order they were staged.
+  /// - Parameter columns: the columns copied; both tables have them.
+  /// - Returns: the rows added.
+  func append(from staging: String, into target: String, columns: [String]) throws -> Int
+
+  /// Merges table `staging` into `target` by `key`: the last staged version of each key
+  /// inserts a row or updates the row with that key (`INSERT ... ON CONFLICT (key) DO
+  /// UPDATE`); with `deletedColumn`, a last version holding 1 there deletes the row with
+  /// its key instead. Gives `target` a unique index on `key` when it has none.
+  /// - Returns: the rows written (inserted or updated) and deleted.
+  /// - Throws: `MergeError.duplicateKeys` when `target` holds two rows with one key.
+  func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
+    -> (written: Int, deleted: Int)
+
+  /// Records the cursor of an `incremental` step, committing with this transaction.
+  func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws
 }
 
 /// The run journal of a job: its runs and a checkpoint per step (docs/resume.md). With a

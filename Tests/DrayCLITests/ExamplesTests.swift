@@ -172,7 +172,7 @@ import Testing
     #expect(unknown.status == 2)
     #expect(
       unknown.stderr
-        == "no example named 'Nope'; examples: HHFWFiles HHFWRequestRetry HHFWTableRetry HHFWTableRetryAsync HHFWTableRetryDownload HHFWTableStreamRetry HHFWTableStreamRetryAsync rest-paginated\n"
+        == "no example named 'Nope'; examples: HHFWFiles HHFWRequestRetry HHFWTableRetry HHFWTableRetryAsync HHFWTableRetryDownload HHFWTableStreamRetry HHFWTableStreamRetryAsync rest-incremental rest-paginated\n"
     )
   }
 }

@@ -471,4 +471,87 @@ import Testing
     #expect(report.steps[1].members.map(\.rows) == [["items": 25], ["catalog": 25]])
     #expect(try rows("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM catalog)") == [[.integer(25), .integer(25)]])
   }
+
+  /// Page numbers until an empty page, and `paginate.more`, against `/orders` (7 orders, 3
+  /// a page).
+  @Test func pageNumbersEndAtAnEmptyPageOrWhenMoreIsFalse() throws {
+    let server = try RestServer(["--orders", "7"])
+    let load = "load: { table: orders, records: /data }"
+    let empty = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: orders, query: { per_page: 3 }, \(load), paginate: { page: {} } } }",
+      server: server)
+    #expect(empty.status == .succeeded, "\(empty.steps.first?.errorMessage ?? "")")
+    #expect(
+      try paths(server) == [
+        "/orders?per_page=3&page=1", "/orders?per_page=3&page=2", "/orders?per_page=3&page=3", "/orders?per_page=3&page=4",
+      ])
+    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    try server.reset()
+    let more = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: orders, query: { per_page: 3 }, \(load), "
+        + "paginate: { page: { param: page, start: 1 }, more: /has_more } } }", server: server)
+    #expect(more.status == .succeeded)
+    #expect(try paths(server) == ["/orders?per_page=3&page=1", "/orders?per_page=3&page=2", "/orders?per_page=3&page=3"])
+    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    try server.reset()
+    // `more` with another kind: the next link is there, but has_more false ends the pull.
+    try server.setRules(
+      #"[{"path": "/orders", "status": 200, "body": "{\"data\": [{\"id\": 1}], \"has_more\": false, \"links\": {\"next\": \"/orders?page=2\"}}"}]"#
+    )
+    let stopped = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: orders, \(load), paginate: { next: /links/next, more: /has_more } } }",
+      server: server)
+    #expect(stopped.status == .succeeded)
+    #expect(try paths(server) == ["/orders"])
+    try server.setRules(#"[{"path": "/orders", "status": 200, "body": "{\"data\": [{\"id\": 1}], \"has_more\": 1}"}]"#)
+    let bad = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: orders, \(load), paginate: { page: {}, more: /has_more } } }", server: server)
+    #expect(bad.steps.first?.errorCode == "bad_pagination")
+    #expect(bad.steps.first?.errorMessage == "paginate.more '/has_more' is 1 in the answer; it must be true or false")
+  }
+
+  /// A cursor from the page's last record (Stripe's `starting_after`), with `more`.
+  @Test func aCursorFromTheLastRecordPagesLikeStripe() throws {
+    let server = try RestServer(["--orders", "7"])
+    let report = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: stripe/orders, query: { limit: 3 }, load: { table: orders, records: /data }, "
+        + "paginate: { cursor: { param: starting_after, from_last_record: /id }, more: /has_more } } }", server: server)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    #expect(
+      try paths(server) == [
+        "/stripe/orders?limit=3", "/stripe/orders?limit=3&starting_after=3", "/stripe/orders?limit=3&starting_after=6",
+      ])
+    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    let missing = try run(
+      "  - { id: orders, http: { base_url: '${API}', path: stripe/orders, query: { limit: 3 }, load: { table: orders, records: /data }, "
+        + "paginate: { cursor: { param: starting_after, from_last_record: /key } } } }", server: server)
+    #expect(missing.steps.first?.errorCode == "bad_pagination")
+    #expect(
+      missing.steps.first?.errorMessage
+        == "paginate.cursor.from_last_record '/key' is missing in record 3, the last of the page; it must be a string or a number")
+  }
+
+  /// A cursor sent inside a JSON body, GraphQL-style: `pageInfo { hasNextPage endCursor }`
+  /// into `variables.after`.
+  @Test func aCursorInTheJSONBodyPagesLikeGraphQL() throws {
+    let server = try RestServer(["--orders", "7"])
+    let report = try run(
+      """
+        - id: orders
+          http:
+            method: POST
+            base_url: '${API}'
+            path: graphql
+            body: { json: { query: "{ orders(first: $first, after: $after) { nodes { id } } }", variables: { first: 3, after: null } } }
+            load: { table: orders, records: /data/orders/nodes }
+            paginate:
+              cursor: { from: /data/orders/pageInfo/endCursor, body: /variables/after }
+              more: /data/orders/pageInfo/hasNextPage
+      """, server: server)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    let bodies = try server.requests().map { try JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any] }
+    #expect(bodies.map { ($0?["variables"] as? [String: Any])?["after"] as? String } == [nil, "Mw==", "Ng=="])
+    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+  }
+
 }

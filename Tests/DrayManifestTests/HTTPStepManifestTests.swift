@@ -86,18 +86,22 @@ import Testing
 
   @Test func everyPaginationKindIsDeclaredAndReadFromItsKey() throws {
     #expect(
-      ManifestSchema.httpPaginate.names.filter { $0 != "max_pages" } == HTTPStep.Pagination.Kind.allCases.map(\.rawValue))
+      ManifestSchema.httpPaginate.names.filter { !["max_pages", "more"].contains($0) }
+        == HTTPStep.Pagination.Kind.allCases.map(\.rawValue))
     let manifest = try load(
       """
         - http: { base_url: "http://h/", output: "out/a-{page}.json", paginate: { next: /next } }
         - http: { base_url: "http://h/", output: "out/b-{page}.json", paginate: { link_header: true } }
         - http: { base_url: "http://h/", load: { table: t, records: /items }, paginate: { offset: } }
         - http: { base_url: "http://h/", output: "out/c-{page}.json", paginate: { cursor: { from: /c } } }
+        - http: { base_url: "http://h/", load: { table: t }, paginate: { page: , more: /has_more } }
       """)
     #expect(try #require(http(manifest, 0)).paginate == .next(.json(try JSONPointer(parsing: "/next"))))
     #expect(try #require(http(manifest, 1)).paginate == .linkHeader)
     #expect(try #require(http(manifest, 2)).paginate == .offset(param: "offset", limitParam: "limit", limit: 100, start: 0))
     #expect(try #require(http(manifest, 3)).paginate == .cursor(param: "cursor", from: .json(try JSONPointer(parsing: "/c"))))
+    #expect(try #require(http(manifest, 4)).paginate == .page(param: "page", start: 1))
+    #expect(try #require(http(manifest, 4)).more == .json(try JSONPointer(parsing: "/has_more")))
   }
 
   @Test func defaultsAndOtherPaginationKinds() throws {
@@ -193,12 +197,60 @@ import Testing
         "job.yaml:23:25: error: 'steps.http-2.http.paginate.next' must start with '/' or '//', such as /catalog/item or //item; found 'catalog/next'",
         "job.yaml:24:79: error: 'steps.http-3.http.paginate.link_header' can only be true; remove 'paginate' for a single request",
         "job.yaml:25:44: error: offset pagination counts the records of each page; add 'load' with 'records' to 'steps.http-4.http'",
-        "job.yaml:26:34: error: unknown key 'tabel' in steps.http-5.http; valid keys: method, base_url, path, query, headers, body, auth, tls, format, output, load, paginate, on_status",
+        "job.yaml:26:34: error: unknown key 'tabel' in steps.http-5.http; valid keys: method, base_url, path, query, headers, body, auth, tls, format, output, load, paginate, on_status, incremental",
         "job.yaml:27:42: error: 'steps.http-6.http.output' must hold {page} when the step paginates, such as out/items-{page}.json: each page is saved to its own file",
         "job.yaml:28:23: error: 'steps.http-7.http.base_url' must not hold a query ('?...'); give query parameters in 'query'",
         "job.yaml:29:23: error: 'steps.http-8.http.base_url' must not hold credentials (user@host); give them in 'auth'",
         "job.yaml:30:53: error: missing required key 'records' in steps.http-9.http.load: the path of the record elements, such as /catalog/item or //item",
         "job.yaml:31:42: error: 'steps.http-10.http.output': '../elsewhere.json' leads outside the job folder (through '..'); a step reads and writes files only inside the job folder",
+      ])
+  }
+
+  @Test func writeModesAndTheCursorAreRead() throws {
+    let manifest = try load(
+      """
+        - http:
+            base_url: http://h/
+            load: { table: t, write: merge, primary_key: [id, region], deleted: /meta/deleted }
+            incremental: { cursor: /updated_at, param: since, initial: "2024-01-01T00:00:00Z", lag: 5m }
+        - http: { base_url: http://h/, load: { table: t, write: append }, incremental: { cursor: /seq, param: after, initial: 0 } }
+      """)
+    let merge = try #require(http(manifest, 0))
+    #expect(merge.load?.write == .merge)
+    #expect(merge.load?.primaryKey == ["id", "region"])
+    #expect(merge.load?.deleted?.tokens == ["meta", "deleted"])
+    #expect(merge.incremental?.cursor.tokens == ["updated_at"])
+    #expect(merge.incremental?.initial == .string("2024-01-01T00:00:00Z"))
+    #expect(merge.incremental?.lag == .seconds(300))
+    #expect(http(manifest, 1)?.load?.write == .append)
+    #expect(http(manifest, 1)?.incremental?.initial == .integer(0))
+    #expect(try #require(http(try load("  - http: { base_url: http://h/, load: { table: t } }"))).load?.write == .replace)
+  }
+
+  @Test func writeModeAndCursorMistakesAreReportedWhereTheyAreWritten() {
+    let found = errors(
+      """
+        - http: { base_url: http://h/, load: { table: t, write: merge } }
+        - http: { base_url: http://h/, load: { table: t, write: append, primary_key: [id], deleted: /gone } }
+        - http: { base_url: http://h/, load: { table: t, write: upsert } }
+        - http: { base_url: http://h/, incremental: { cursor: /u, param: since, initial: x } }
+        - http: { base_url: http://h/, load: { table: t }, incremental: { cursor: u, param: since, initial: [1], lag: 5m } }
+        - http: { base_url: http://h/, load: { table: t }, incremental: { cursor: /n, param: since, initial: 0, lag: 5m } }
+        - http: { base_url: http://h/, load: { table: t, columns: { id: INTEGER }, write: merge, primary_key: [key] } }
+        - http: { base_url: http://h/, load: { table: t, extra: refuse } }
+      """)
+    #expect(
+      found == [
+        "job.yaml:5:59: error: 'steps.http-1.http.load.write': merge needs 'primary_key', the record fields that identify a row, such as primary_key: [id]",
+        "job.yaml:6:80: error: 'steps.http-2.http.load.primary_key' is for write: merge; this load writes with append",
+        "job.yaml:6:95: error: 'steps.http-2.http.load.deleted' deletes merged rows; it needs write: merge",
+        "job.yaml:7:59: error: 'steps.http-3.http.load.write' must be one of replace, append, merge, found 'upsert'",
+        "job.yaml:8:47: error: 'steps.http-4.http.incremental' takes its cursor from the records; add 'load' to 'steps.http-4.http'",
+        "job.yaml:9:77: error: 'steps.http-5.http.incremental.cursor': a JSON Pointer starts with '/' (RFC 6901), such as /data/items; found 'u'",
+        "job.yaml:9:103: error: 'steps.http-5.http.incremental.initial' must be a string or a number, such as \"2024-01-01T00:00:00Z\" or 0, found [1]",
+        "job.yaml:10:112: error: 'steps.http-6.http.incremental.lag' moves back an RFC 3339 instant; 'initial' is not one, such as 2024-01-01T00:00:00Z",
+        "job.yaml:11:105: error: 'steps.http-7.http.load.primary_key' names 'key', which is not in 'steps.http-7.http.load.columns'",
+        "job.yaml:12:59: error: 'steps.http-8.http.load.extra' says what fields that 'columns' do not name do; without 'columns' every field is loaded",
       ])
   }
 

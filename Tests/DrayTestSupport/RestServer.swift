@@ -23,6 +23,8 @@ public final class RestServer: Sendable {
     public var path: String
     public var headers: [String: String]
     public var body: String
+    /// The ids of the records an `/orders` request answered.
+    public var records: [Int]
   }
 
   /// The requests received (outside `/admin/`), oldest first.
@@ -32,13 +34,24 @@ public final class RestServer: Sendable {
     return list.map {
       Request(
         method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "", headers: $0["headers"] as? [String: String] ?? [:],
-        body: $0["body"] as? String ?? "")
+        body: $0["body"] as? String ?? "", records: $0["records"] as? [Int] ?? [])
     }
   }
 
   /// Replaces the server's rules (delays and canned statuses; see the server's docstring).
   public func setRules(_ json: String) throws {
     _ = try Curl.send("POST", url + "admin/rules", headers: ["Content-Type": "application/json"], body: json)
+  }
+
+  /// The live orders (`/orders`, not deleted) as JSON objects, by id.
+  public func orders() throws -> [[String: Any]] {
+    (try JSONSerialization.jsonObject(with: Curl.send("GET", url + "admin/orders")) as? [[String: Any]]) ?? []
+  }
+
+  /// Changes the orders: `{"insert": 3}`, `{"update": [2], "set": {...}}`, `{"delete": [1]}`
+  /// (see the server's docstring).
+  public func changeOrders(_ json: String) throws {
+    _ = try Curl.send("POST", url + "admin/orders", headers: ["Content-Type": "application/json"], body: json)
   }
 
   /// Clears the request log.

@@ -19,22 +19,28 @@ struct PageLedger {
   /// The request of the next page.
   struct Next: Sendable, Equatable {
     var url: String
-    /// The offset the URL asks for (offset pagination).
+    /// The offset the URL asks for (offset pagination), or its page number (page
+    /// pagination).
     var offset: Int?
     /// The cursor the URL sends (cursor pagination).
     var cursor: String?
+    /// The incremental cursor every page of this run sends (`incremental.param`), when
+    /// the pages are built from the step's URL.
+    var since: String?
 
     var json: String {
       var o: [(key: String, value: JSONValue)] = [("url", .string(url))]
       if let offset { o.append(("offset", .integer(Int64(offset)))) }
       if let cursor { o.append(("cursor", .string(cursor))) }
+      if let since { o.append(("since", .string(since))) }
       return JSONValue.object(o).json
     }
 
-    init(url: String, offset: Int? = nil, cursor: String? = nil) {
+    init(url: String, offset: Int? = nil, cursor: String? = nil, since: String? = nil) {
       self.url = url
       self.offset = offset
       self.cursor = cursor
+      self.since = since
     }
 
     init?(json: String) {
@@ -42,6 +48,7 @@ struct PageLedger {
       self.url = url
       self.offset = value["offset"]?.intValue.map { Int($0) }
       self.cursor = value["cursor"]?.stringValue
+      self.since = value["since"]?.stringValue
     }
   }
 

@@ -40,18 +40,28 @@ extension StepRunner {
     }()
     let staging = RecordTableNames.staging(job: manifest.job, step: step.id)
 
-    var progress = PageLedger.Progress(next: PageLedger.Next(url: firstURL(options)))
+    let cursors = try store.flatMap { store in
+      try options.incremental.map { incremental in
+        let kept = try store.cursor(job: manifest.job, stepID: step.id)
+        return IncrementalRun(options: incremental, kept: kept, job: manifest.job, stepID: step.id, fresh: context.fresh)
+      }
+    }
+    let since = cursors?.sent.text
+    var progress = PageLedger.Progress(next: PageLedger.Next(url: firstURL(options, since: since), since: since))
     if let ledger, let saved = try ledger.resumable() {
       progress = saved
       report.notes.append("resumed after page \(saved.pages) (\(HumanUnits.counted(saved.rows, "row")) already in)")
       console.info("resuming after page \(saved.pages)", step: step.id)
     } else if let ledger {
-      try context.databaseWrites.withLock { _ in
-        try ledger.database.transaction {
-          if options.load != nil { try RecordTable(database: ledger.database, name: staging).drop() }
-          try ledger.clear()
-        }
+      try ledgerTransaction(ledger, store) { transaction in
+        if options.load != nil { try RecordTable(database: ledger.database, name: staging).drop() }
+        try ledger.clear()
+        if let cursors, let transaction { try cursors.start(in: transaction) }
       }
+    }
+    if let cursors {
+      console.info("incremental: sending \(cursors.options.param)=\(cursors.sent.text)", step: step.id)
+      report.notes.append("sent \(cursors.options.param)=\(cursors.sent.text)")
     }
 
     var stoppedEarly = false
@@ -61,11 +71,13 @@ extension StepRunner {
         stoppedEarly = true
         break
       }
-      guard fetchedURLs.insert(next.url).inserted else {
+      // A cursor sent in the body asks for another page at the same URL.
+      let pageKey = next.url + (next.cursor.map { "\u{0}" + $0 } ?? "")
+      guard fetchedURLs.insert(pageKey).inserted else {
         throw HTTPStepError.paginationLoop("the server led back to \(next.url), a page fetched earlier in this run")
       }
       let page = progress.pages + 1
-      let fetched = try fetchPage(options, url: next.url, page: page, client: client) { attempts.append($0) }
+      let fetched = try fetchPage(options, next: next, page: page, client: client) { attempts.append($0) }
       progress.bytes += fetched.bytes
 
       // Save the answer first: a kill before the page's commit fetches it again and
@@ -81,7 +93,8 @@ extension StepRunner {
       committed.pages = page
       let found = try withPageContext(page: page, url: next.url, options: options, contentType: fetched.contentType) {
         try commitPage(
-          options, file: file, status: fetched.status, headers: fetched.headers, current: next, ledger: ledger, staging: staging
+          options, file: file, status: fetched.status, headers: fetched.headers, current: next, ledger: ledger, staging: staging,
+          store: store, cursors: cursors
         ) {
           committed.rows += $0
           committed.next = $1
@@ -116,7 +129,15 @@ extension StepRunner {
             let staged = try RecordTable(database: store.database, name: staging)
             let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
             if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
-            let rows = try staged.publish(into: load.table)
+            let rows: Int
+            if load.write == .replace {
+              rows = try staged.publish(into: load.table)
+            } else {
+              let written = try write(load, staged: staged, fresh: cursors?.entry.fresh ?? false, in: transaction)
+              done.notes += written.notes
+              rows = written.rows
+            }
+            try cursors?.publish(&done.notes, in: transaction)
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]
@@ -135,7 +156,7 @@ extension StepRunner {
       }
       report.rows = [load.table: rows]
       report.tables = created ? [load.table] : []
-      if !created { report.notes.append(StepRunner.noTableNote(load.table)) }
+      report.notes = done.notes
     } else {
       try ledger?.clear()
       var done = report
@@ -149,11 +170,18 @@ extension StepRunner {
   }
 
   /// The first page's URL: the step's URL, with the first offset or none.
-  private func firstURL(_ options: HTTPStep) -> String {
+  private func firstURL(_ options: HTTPStep, since: String?) -> String {
     if case .offset(let param, let limitParam, let limit, let start)? = options.paginate {
-      return options.url(adding: [QueryItem(param, String(start)), QueryItem(limitParam, String(limit))])
+      return pageURL(options, since: since, [QueryItem(param, String(start)), QueryItem(limitParam, String(limit))])
     }
-    return options.url
+    if case .page(let param, let start)? = options.paginate { return pageURL(options, since: since, [QueryItem(param, String(start))]) }
+    return pageURL(options, since: since, [])
+  }
+
+  /// The step's URL with the incremental cursor (when sent) and `extra`.
+  private func pageURL(_ options: HTTPStep, since: String?, _ extra: [QueryItem]) -> String {
+    let cursor = zip(options.incremental.map { [$0.param] } ?? [], since.map { [$0] } ?? []).map { QueryItem($0, $1) }
+    return options.url(adding: cursor + extra)
   }
 
   /// One page's answer: its file (nil for a status treated as empty), the empty status,
@@ -172,10 +200,11 @@ extension StepRunner {
   /// - Throws: `TransportError`; `HTTPStepError.badAnswer` for a 2xx answer with a blank
   ///   body (`BlankAnswer`) that the step would read (`load`, `paginate`), not retried.
   private func fetchPage(
-    _ options: HTTPStep, url: String, page: Int, client: HTTPClient, record: (Attempt) -> Void
+    _ options: HTTPStep, next: PageLedger.Next, page: Int, client: HTTPClient, record: (Attempt) -> Void
   ) throws -> FetchedPage {
+    let url = next.url
     let download = Download(path: downloadPath("page-\(page)"), style: .standard, resume: manifest.download.resume)
-    let request = makeRequest(options, url: url)
+    let request = makeRequest(options, url: url, cursor: next.cursor)
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
     download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
     let response = try runner.run(
@@ -238,7 +267,8 @@ extension StepRunner {
 
   /// The request for `url`: method, headers (Accept by format, Content-Type by body, the
   /// Authorization of `auth`), body, time limits and TLS.
-  private func makeRequest(_ options: HTTPStep, url: String) -> HTTPRequest {
+  /// With `paginate.cursor.body`, `cursor` goes into the JSON body at that pointer.
+  private func makeRequest(_ options: HTTPStep, url: String, cursor: String?) -> HTTPRequest {
     var headers = HTTPHeaders(options.headers)
     if headers["Accept"] == nil {
       headers.set("Accept", options.format == .json ? "application/json" : "application/xml, text/xml;q=0.9")
@@ -246,7 +276,9 @@ extension StepRunner {
     var body = HTTPBody.none
     switch options.body {
     case .json(let value)?:
-      body = .bytes(Array(value.json.utf8))
+      var sent = value
+      if case .bodyCursor(_, let pointer)? = options.paginate, let cursor { sent = value.setting(pointer.tokens[...], to: .string(cursor)) }
+      body = .bytes(Array(sent.json.utf8))
       if headers["Content-Type"] == nil { headers.set("Content-Type", "application/json") }
     case .form(let fields)?:
       body = .bytes(Array(QueryItem.encode(fields).utf8))
@@ -278,48 +310,70 @@ extension StepRunner {
   /// - Returns: the records read.
   private func commitPage(
     _ options: HTTPStep, file: String?, status: Int?, headers: HTTPHeaders, current: PageLedger.Next, ledger: PageLedger?,
-    staging: String, advance: (Int, PageLedger.Next?) -> PageLedger.Progress
+    staging: String, store: Store?, cursors: IncrementalRun?, advance: (Int, PageLedger.Next?) -> PageLedger.Progress
   ) throws -> Int {
     var probes: [RecordSelector] = []
     switch options.paginate {
     case .next(let selector)?: probes.append(selector)
-    case .cursor(_, let from)?: probes.append(from)
+    case .cursor(_, let from)?, .bodyCursor(let from, _)?: probes.append(from)
     default: break
     }
-    let reader = RecordReader(format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes)
+    if let more = options.more { probes.append(more) }
+    let reader = RecordReader(
+      format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes,
+      refusingExtra: options.load?.extra == .refuse)
 
-    func readAndAdvance(_ table: RecordTable?) throws -> Int {
+    func readAndAdvance(_ table: RecordTable?, _ transaction: (any StoreTransaction)?) throws -> Int {
       var summary = AnswerSummary()
+      var lastRecord: Record?
       if let file {
         if let table {
+          var checks = RecordChecks(load: options.load!, cursors: cursors)
           summary = try reader.load(
-            file: file, prepare: { try table.prepare($0, widen: options.load?.columns == nil) }, each: { try table.insert($0) })
+            file: file, prepare: { try table.prepare($0 + checks.extraColumns, widen: options.load?.columns == nil) },
+            each: {
+              lastRecord = $0
+              try table.insert(try checks.check($0))
+            })
+          if let cursors, let transaction { try cursors.stage(checks.highest, in: transaction) }
         } else if !probes.isEmpty {
           summary = try reader.read(file: file) { _ in }
         }
-      } else if let table, let columns = options.load?.columns {
-        try table.prepare(columns.map { ($0.name, $0.type) }, widen: false)
+      } else if let table, let load = options.load, let columns = load.columns {
+        try table.prepare(columns.map { ($0.name, $0.type) } + RecordChecks(load: load, cursors: nil).extraColumns, widen: false)
       }
-      let next = status == nil ? try nextPage(options, current: current, summary: summary, headers: headers) : nil
+      let next =
+        status == nil ? try nextPage(options, current: current, summary: summary, lastRecord: lastRecord, headers: headers) : nil
       // `advance` must run even without a ledger: it carries the next page to the loop.
       let progress = advance(summary.records, next)
       try ledger?.save(progress)
       return summary.records
     }
 
-    guard let ledger else { return try readAndAdvance(nil) }
-    return try context.databaseWrites.withLock { _ in
-      try ledger.database.transaction {
-        try readAndAdvance(options.load == nil ? nil : RecordTable(database: ledger.database, name: staging))
-      }
+    guard let ledger else { return try readAndAdvance(nil, nil) }
+    return try ledgerTransaction(ledger, store) { transaction in
+      try readAndAdvance(options.load == nil ? nil : RecordTable(database: ledger.database, name: staging), transaction)
+    }
+  }
+
+  /// Runs `body` in one transaction of the ledger's database: the target store's write
+  /// transaction when the step loads (the ledger lives in the target database then),
+  /// otherwise one of the journal's database.
+  private func ledgerTransaction<T: Sendable>(_ ledger: PageLedger, _ store: Store?, _ body: ((any StoreTransaction)?) throws -> T) throws
+    -> T
+  {
+    try context.databaseWrites.withLock { _ in
+      if let store { return try store.write { try body($0) } }
+      return try ledger.database.transaction { try body(nil) }
     }
   }
 
   /// The next page's request, or nil after the last page.
   /// - Throws: `HTTPStepError` when the answer's next link or cursor cannot be followed.
-  private func nextPage(_ options: HTTPStep, current: PageLedger.Next, summary: AnswerSummary, headers: HTTPHeaders) throws
-    -> PageLedger.Next?
-  {
+  private func nextPage(
+    _ options: HTTPStep, current: PageLedger.Next, summary: AnswerSummary, lastRecord: Record?, headers: HTTPHeaders
+  ) throws -> PageLedger.Next? {
+    if let more = options.more, try !morePages(summary, more) { return nil }
     switch options.paginate {
     case nil:
       return nil
@@ -333,13 +387,59 @@ extension StepRunner {
       guard summary.records >= limit else { return nil }
       let offset = (current.offset ?? start) + limit
       return PageLedger.Next(
-        url: options.url(adding: [QueryItem(param, String(offset)), QueryItem(limitParam, String(limit))]), offset: offset)
+        url: pageURL(options, since: current.since, [QueryItem(param, String(offset)), QueryItem(limitParam, String(limit))]),
+        offset: offset, since: current.since)
     case .cursor(let param, let from):
       guard let cursor = try value(summary, from, as: .cursor) else { return nil }
       if cursor == current.cursor {
         throw HTTPStepError.paginationLoop("the server sent cursor '\(PrintableText.oneLine(cursor))' again")
       }
-      return PageLedger.Next(url: options.url(adding: [QueryItem(param, cursor)]), cursor: cursor)
+      return PageLedger.Next(url: pageURL(options, since: current.since, [QueryItem(param, cursor)]), cursor: cursor, since: current.since)
+    case .lastRecord(let param, let field):
+      guard let lastRecord else { return nil }
+      let cursor: String
+      switch RecordChecks.resolve(field, in: lastRecord) {
+      case .string(let text)? where !text.isEmpty: cursor = text
+      case .integer(let number)?: cursor = String(number)
+      case .number(let number)?: cursor = number
+      case let other:
+        throw HTTPStepError.badPagination(
+          "paginate.cursor.from_last_record '\(field)' is \(other.map { $0.json } ?? "missing") in record \(summary.records), "
+            + "the last of the page; it must be a string or a number")
+      }
+      if cursor == current.cursor {
+        throw HTTPStepError.paginationLoop("the last record gave cursor '\(PrintableText.oneLine(cursor))' again")
+      }
+      return PageLedger.Next(url: pageURL(options, since: current.since, [QueryItem(param, cursor)]), cursor: cursor, since: current.since)
+    case .bodyCursor(let from, _):
+      guard let cursor = try value(summary, from, as: .cursor) else { return nil }
+      if cursor == current.cursor {
+        throw HTTPStepError.paginationLoop("the server sent cursor '\(PrintableText.oneLine(cursor))' again")
+      }
+      return PageLedger.Next(url: current.url, cursor: cursor, since: current.since)
+    case .page(let param, let start):
+      guard summary.records > 0 else { return nil }
+      let number = (current.offset ?? start) + 1
+      return PageLedger.Next(
+        url: pageURL(options, since: current.since, [QueryItem(param, String(number))]), offset: number, since: current.since)
+    }
+  }
+
+  /// What `paginate.more` says: true for more pages; false for a false, null or absent
+  /// value.
+  /// - Throws: `HTTPStepError.badPagination` for a value that is not a boolean.
+  private func morePages(_ summary: AnswerSummary, _ selector: RecordSelector) throws -> Bool {
+    switch summary.values[selector] ?? .absent {
+    case .absent, .null: return false
+    case .scalar("true"), .text("true"): return true
+    case .scalar("false"), .text("false"): return false
+    case .scalar(let json):
+      throw HTTPStepError.badPagination("paginate.more '\(selector)' is \(json) in the answer; it must be true or false")
+    case .text(let text):
+      throw HTTPStepError.badPagination(
+        "paginate.more '\(selector)' is the text '\(PrintableText.oneLine(text))' in the answer; it must be true or false")
+    case .structure(let kind):
+      throw HTTPStepError.badPagination("paginate.more '\(selector)' is \(kind) in the answer; point it at the boolean itself")
     }
   }
 

@@ -1,0 +1,227 @@
+internal import DrayJSON
+internal import DrayModel
+internal import DrayRecords
+internal import DrayStore
+internal import Foundation
+
+/// The cursor of one run of an `incremental` step (docs/http.md, "Incremental loads").
+///
+/// The value sent is the kept one (`CursorLedger`) moved back by `lag`, or `initial` before
+/// any is kept or under `--fresh`. Each page's highest cursor is staged in the
+/// transaction that commits the page; the transaction that publishes the pages keeps the
+/// highest of the kept and the staged value, so the kept cursor never moves backwards.
+final class IncrementalRun {
+  let options: HTTPStep.Incremental
+  let job: String
+  let stepID: String
+  /// What the store kept when the run started, then as the pages staged it.
+  private(set) var entry: CursorEntry
+  /// The value this run sends on its first page.
+  let sent: IncrementalCursor.Value
+  private let fresh: Bool
+
+  /// - Parameter kept: what the store keeps for the step (`StoreTransaction.cursor`).
+  init(options: HTTPStep.Incremental, kept: CursorEntry, job: String, stepID: String, fresh: Bool) {
+    self.options = options
+    self.job = job
+    self.stepID = stepID
+    self.fresh = fresh
+    entry = kept
+    let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
+    // `initial` was checked at validation: a string or a number.
+    sent = kept?.moved(back: options.lag) ?? IncrementalCursor.Value(json: options.initial)!
+  }
+
+  /// Starts staging afresh (no page of an earlier run is resumed), in the caller's
+  /// transaction.
+  func start(in transaction: any StoreTransaction) throws {
+    entry.staged = nil
+    entry.fresh = fresh
+    try transaction.saveCursor(entry, job: job, stepID: stepID)
+  }
+
+  /// Raises the staged value to `highest` (the highest cursor of a page), in the page's
+  /// transaction.
+  func stage(_ highest: IncrementalCursor.Value?, in transaction: any StoreTransaction) throws {
+    guard let highest else { return }
+    if let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:)), (staged.compare(highest) ?? 1) >= 0 { return }
+    entry.staged = highest.json
+    try transaction.saveCursor(entry, job: job, stepID: stepID)
+  }
+
+  /// Keeps the highest of the kept and staged values (only the staged one after a fresh
+  /// start), in the transaction that publishes the pages.
+  func publish(_ notes: inout [String], in transaction: any StoreTransaction) throws {
+    let kept = entry.fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
+    let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:))
+    var next = kept ?? staged
+    if let kept, let staged, (staged.compare(kept) ?? -1) > 0 { next = staged }
+    entry = CursorEntry(value: next?.json)
+    try transaction.saveCursor(entry, job: job, stepID: stepID)
+    notes.append("kept cursor \(next?.text ?? "none (the next run sends initial)")")
+  }
+
+  /// The value the cursor pointer selects in `record`, for checks.
+  func value(in record: Record) -> JSONValue? { RecordChecks.resolve(options.cursor, in: record) }
+}
+
+/// What a load checks in each record before it is staged: its primary key (`merge`), its
+/// cursor (`incremental`), and whether the API marks it deleted (`load.deleted`, kept in
+/// the staging column `_dray_deleted`).
+struct RecordChecks {
+  let load: HTTPStep.Load
+  let cursors: IncrementalRun?
+  /// The highest cursor among the records checked.
+  private(set) var highest: IncrementalCursor.Value?
+  private var number = 0
+
+  /// The staging column that holds 1 for a record the API marks deleted.
+  static let deletedColumn = "_dray_deleted"
+
+  init(load: HTTPStep.Load, cursors: IncrementalRun?) {
+    self.load = load
+    self.cursors = cursors
+  }
+
+  /// Columns the staging table holds beside the records'.
+  var extraColumns: [(name: String, type: ColumnType?)] {
+    load.deleted == nil ? [] : [(RecordChecks.deletedColumn, .integer)]
+  }
+
+  /// `record` as staged.
+  /// - Throws: `RecordError` naming the record (counted from 1 in its page) when its
+  ///   primary key is missing or null, its cursor is missing or does not compare with the
+  ///   cursor sent, or its deleted mark is not a boolean.
+  mutating func check(_ record: Record) throws -> Record {
+    number += 1
+    for name in load.write == .merge ? load.primaryKey : [] {
+      let value = record.first { IdentifierKey($0.name) == IdentifierKey(name) }?.value
+      if value == nil || value == .null {
+        throw RecordError(
+          "record \(number) has no value for the primary key '\(name)' (load.primary_key), so it cannot be merged; "
+            + "nothing of this page was loaded. Name fields every record holds in primary_key")
+      }
+    }
+    if let cursors {
+      let pointer = cursors.options.cursor
+      guard let found = cursors.value(in: record), found != .null else {
+        throw RecordError(
+          "record \(number) has no value at the cursor '\(pointer)' (incremental.cursor), so dray cannot tell how far it has read; "
+            + "nothing of this page was loaded. Point incremental.cursor at a field every record holds, such as /updated_at")
+      }
+      guard let value = IncrementalCursor.Value(json: found), value.compare(cursors.sent) != nil else {
+        let kind = IncrementalCursor.Value(json: found)?.kind ?? "neither a string nor a number"
+        throw RecordError(
+          "record \(number) has the cursor \(found.json) at '\(pointer)', which is \(kind) and cannot be compared with "
+            + "\(cursors.sent.text) (\(cursors.sent.kind)), the value sent as \(cursors.options.param); nothing of this page was loaded. "
+            + "Cursors compare as numbers, as RFC 3339 instants or as text; give incremental.initial in the API's form")
+      }
+      if highest.map({ value.compare($0) == 1 }) ?? true { highest = value }
+    }
+    guard let deleted = load.deleted else { return record }
+    let mark: Int64
+    switch RecordChecks.resolve(deleted, in: record) {
+    case nil, .null?, .bool(false)?, .integer(0)?: mark = 0
+    case .bool(true)?, .integer(1)?: mark = 1
+    case let other?:
+      throw RecordError(
+        "record \(number) has \(other.json) at '\(deleted)' (load.deleted), which is not a boolean; nothing of this page was loaded")
+    }
+    return record + [(RecordChecks.deletedColumn, .integer(mark))]
+  }
+
+  /// What `pointer` selects in a record as loaded: its first token names a column, the
+  /// rest points into that column's JSON text (nested lists and objects load as JSON).
+  static func resolve(_ pointer: JSONPointer, in record: Record) -> JSONValue? {
+    guard let first = pointer.tokens.first else { return nil }
+    guard let value = record.first(where: { $0.name == first })?.value else { return nil }
+    let column: JSONValue =
+      switch value {
+      case .null: .null
+      case .integer(let i): .integer(i)
+      case .real(let d): .number(String(d))
+      case .text(let s): .string(s)
+      }
+    let rest = Array(pointer.tokens.dropFirst())
+    guard !rest.isEmpty else { return column }
+    guard case .string(let text) = column, let nested = try? JSONValue(parsing: text),
+      let inner = try? JSONPointer(
+        parsing: "/" + rest.map { $0.replacing("~", with: "~0").replacing("/", with: "~1") }.joined(separator: "/"))
+    else { return nil }
+    return inner.resolve(in: nested)
+  }
+}
+
+extension StepRunner {
+  /// Writes the staged records into `load.table` by `load.write` (`append` or `merge`),
+  /// adding the columns the table lacks, and drops the staging table. After a `--fresh`
+  /// start the table's rows are deleted first, so the records replace them.
+  /// - Returns: the rows the table holds, and notes for the report (columns added, rows
+  ///   merged and deleted).
+  func write(_ load: HTTPStep.Load, staged: RecordTable, fresh: Bool, in transaction: any StoreTransaction) throws -> (
+    rows: Int, notes: [String]
+  ) {
+    var notes: [String] = []
+    let database = staged.database
+    let target = try RecordTable(database: database, name: load.table)
+    // The deleted mark is not loaded: live rows would only ever hold false or NULL there.
+    var marks: Set<IdentifierKey> = [IdentifierKey(RecordChecks.deletedColumn)]
+    if let deleted = load.deleted, deleted.tokens.count == 1 { marks.insert(IdentifierKey(deleted.tokens[0])) }
+    let columns = staged.columns.filter { !marks.contains(IdentifierKey($0.name)) }.map { (name: $0.name, type: $0.type ?? .text) }
+    guard !columns.isEmpty else {
+      // No records (the staging table holds at most the deleted mark).
+      try staged.drop()
+      if fresh { try target.deleteRows() }
+      return (try target.count(), notes)
+    }
+    if !target.exists {
+      try target.prepare(columns.map { ($0.name, $0.type) }, widen: false)
+    } else {
+      if fresh { try target.deleteRows() }
+      for name in try transaction.addMissingColumns(columns.map { ($0.name, $0.type) }, toTable: load.table) {
+        notes.append("added column \(name) to table \(load.table): the API's records hold it")
+      }
+    }
+    let names = columns.map(\.name)
+    switch load.write {
+    case .replace:
+      preconditionFailure("replace publishes the staging table whole")
+    case .append:
+      let added = try transaction.append(from: staged.name, into: load.table, columns: names)
+      notes.append("appended \(HumanUnits.counted(added, "row"))")
+    case .merge:
+      let merged = try transaction.merge(
+        from: staged.name, into: load.table, columns: names, key: load.primaryKey,
+        deletedColumn: load.deleted == nil ? nil : RecordChecks.deletedColumn)
+      notes.append("merged \(HumanUnits.counted(merged.written, "row"))" + (load.deleted == nil ? "" : ", deleted \(merged.deleted)"))
+    }
+    try staged.drop()
+    return (try RecordTable(database: database, name: load.table).count(), notes)
+  }
+}
+
+extension JSONValue {
+  /// This value with `value` at the place `tokens` (a JSON Pointer's) names: members are
+  /// replaced or added, array elements replaced; an object is created on the way where
+  /// a scalar or nothing is.
+  func setting(_ tokens: ArraySlice<String>, to value: JSONValue) -> JSONValue {
+    guard let token = tokens.first else { return value }
+    switch self {
+    case .array(var items):
+      if let index = JSONPointer.index(token), index < items.count {
+        items[index] = items[index].setting(tokens.dropFirst(), to: value)
+        return .array(items)
+      }
+      return self
+    case .object(var pairs):
+      if let i = pairs.firstIndex(where: { $0.key == token }) {
+        pairs[i].value = pairs[i].value.setting(tokens.dropFirst(), to: value)
+      } else {
+        pairs.append((token, JSONValue.null.setting(tokens.dropFirst(), to: value)))
+      }
+      return .object(pairs)
+    default:
+      return JSONValue.object([]).setting(tokens, to: value)
+    }
+  }
+}

@@ -1,0 +1,178 @@
+/// The rules of an `incremental` step's cursor (docs/http.md, "Incremental loads").
+public enum IncrementalCursor {
+  /// One cursor value, as the API gives it, and how it orders.
+  ///
+  /// Values compare as the API gives them: numbers as numbers (`ExactNumber`), RFC 3339
+  /// date-times (RFC 3339 §5.6) as instants, any other text as text, byte for byte in
+  /// UTF-8 (as SQLite's BINARY collation does). Values of two of these kinds do not compare.
+  public struct Value: Sendable, Hashable, CustomStringConvertible {
+    /// The value as the API gave it: a string or a number.
+    public let json: JSONValue
+    let order: Order
+
+    enum Order: Sendable, Hashable {
+      case number(ExactNumber)
+      /// Seconds since 1970-01-01T00:00:00Z and nanoseconds.
+      case instant(seconds: Int64, nanoseconds: Int64)
+      case text(String)
+    }
+
+    /// A string or a number; nil for anything else (null, a boolean, a list, an object).
+    public init?(json: JSONValue) {
+      switch json {
+      case .integer, .number:
+        guard let number = ExactNumber(json) else { return nil }
+        order = .number(number)
+      case .string(let text):
+        if let (seconds, nanoseconds) = IncrementalCursor.parseInstant(text) {
+          order = .instant(seconds: seconds, nanoseconds: nanoseconds)
+        } else {
+          order = .text(text)
+        }
+      default:
+        return nil
+      }
+      self.json = json
+    }
+
+    public var isInstant: Bool {
+      if case .instant = order { true } else { false }
+    }
+
+    /// What the kind of value is called in messages.
+    public var kind: String {
+      switch order {
+      case .number: "a number"
+      case .instant: "an RFC 3339 instant"
+      case .text: "text"
+      }
+    }
+
+    /// The text sent as the query parameter: the string, or the number's digits.
+    public var text: String {
+      switch json {
+      case .string(let s): s
+      case .integer(let i): String(i)
+      case .number(let n): n
+      default: json.json
+      }
+    }
+
+    public var description: String { json.json }
+
+    /// -1, 0 or 1 as `self` is below, equal to or above `other`; nil when the two are of
+    /// different kinds.
+    public func compare(_ other: Value) -> Int? {
+      switch (order, other.order) {
+      case (.number(let a), .number(let b)):
+        return ExactNumber.compare(a, b)
+      case (.instant(let s1, let n1), .instant(let s2, let n2)):
+        return s1 != s2 ? (s1 < s2 ? -1 : 1) : (n1 == n2 ? 0 : (n1 < n2 ? -1 : 1))
+      case (.text(let a), .text(let b)):
+        if a == b { return 0 }
+        return Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) ? -1 : 1
+      default:
+        return nil
+      }
+    }
+
+    /// The instant `lag` earlier, written in UTC (`2024-01-01T00:55:00Z`); the value itself
+    /// when it is not an instant or `lag` is nil.
+    public func moved(back lag: Duration?) -> Value {
+      guard let lag, case .instant(let seconds, let nanoseconds) = order else { return self }
+      let (lagSeconds, lagAttoseconds) = lag.components
+      var s = seconds - lagSeconds
+      var n = nanoseconds - lagAttoseconds / 1_000_000_000
+      if n < 0 {
+        n += 1_000_000_000
+        s -= 1
+      }
+      return Value(json: .string(IncrementalCursor.formatInstant(seconds: s, nanoseconds: n)))!
+    }
+  }
+
+  /// Seconds since the epoch and nanoseconds of an RFC 3339 date-time
+  /// (`2024-01-01T00:00:00Z`, `2024-01-01t00:00:00.5+02:00`); nil for any other text.
+  static func parseInstant(_ text: String) -> (Int64, Int64)? {
+    let b = Array(text.utf8)
+    func digits(_ at: Int, _ count: Int) -> Int64? {
+      guard at + count <= b.count else { return nil }
+      var v: Int64 = 0
+      for i in at..<(at + count) {
+        guard (48...57).contains(b[i]) else { return nil }
+        v = v * 10 + Int64(b[i] - 48)
+      }
+      return v
+    }
+    guard b.count >= 20, let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45, let day = digits(8, 2),
+      b[10] == 84 || b[10] == 116 || b[10] == 32, let hour = digits(11, 2), b[13] == 58, let minute = digits(14, 2), b[16] == 58,
+      let second = digits(17, 2), (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+    else { return nil }
+    var i = 19
+    var nanoseconds: Int64 = 0
+    if i < b.count, b[i] == 46 {
+      i += 1
+      var scale: Int64 = 100_000_000
+      let start = i
+      while i < b.count, (48...57).contains(b[i]) {
+        nanoseconds += Int64(b[i] - 48) * scale
+        scale /= 10
+        i += 1
+      }
+      guard i > start else { return nil }
+    }
+    guard i < b.count else { return nil }
+    var offset: Int64 = 0
+    if b[i] == 90 || b[i] == 122 {
+      i += 1
+    } else if b[i] == 43 || b[i] == 45, let h = digits(i + 1, 2), b.count > i + 3, b[i + 3] == 58, let m = digits(i + 4, 2) {
+      offset = (h * 60 + m) * 60 * (b[i] == 43 ? 1 : -1)
+      i += 6
+    } else {
+      return nil
+    }
+    guard i == b.count else { return nil }
+    let days = daysFromCivil(year, month, day)
+    return (days * 86400 + hour * 3600 + minute * 60 + second - offset, nanoseconds)
+  }
+
+  /// `seconds` since the epoch as an RFC 3339 date-time in UTC, with the fraction only when
+  /// there is one.
+  static func formatInstant(seconds: Int64, nanoseconds: Int64) -> String {
+    let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
+    let rest = seconds - days * 86400
+    let (y, m, d) = civilFromDays(days)
+    func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    var text = "\(String(repeating: "0", count: max(0, 4 - String(y).count)))\(y)-\(two(m))-\(two(d))T"
+    text += "\(two(rest / 3600)):\(two(rest % 3600 / 60)):\(two(rest % 60))"
+    if nanoseconds > 0 {
+      var fraction = String(nanoseconds)
+      fraction = String(repeating: "0", count: 9 - fraction.count) + fraction
+      while fraction.hasSuffix("0") { fraction.removeLast() }
+      text += "." + fraction
+    }
+    return text + "Z"
+  }
+
+  // Howard Hinnant's days_from_civil and civil_from_days (proleptic Gregorian calendar).
+  private static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+    let y = month <= 2 ? year - 1 : year
+    let era = (y >= 0 ? y : y - 399) / 400
+    let yoe = y - era * 400
+    let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    return era * 146097 + doe - 719468
+  }
+
+  private static func civilFromDays(_ days: Int64) -> (Int64, Int64, Int64) {
+    let z = days + 719468
+    let era = (z >= 0 ? z : z - 146096) / 146097
+    let doe = z - era * 146097
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let d = doy - (153 * mp + 2) / 5 + 1
+    let m = mp < 10 ? mp + 3 : mp - 9
+    return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+  }
+}

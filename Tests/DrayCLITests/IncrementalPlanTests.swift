@@ -1,0 +1,41 @@
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// `dray plan` shows the cursor an incremental step sends next.
+@Suite struct IncrementalPlanTests {
+  @Test func planShowsTheCursorTheNextRunSends() throws {
+    let server = try RestServer(["--orders", "3"])
+    let folder = TemporaryDirectory()
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      database: { path: data.sqlite }
+      steps:
+        - id: orders
+          http:
+            base_url: "\(server.url)"
+            path: orders
+            load: { table: orders, records: /data, write: merge, primary_key: [id] }
+            paginate: { next: /links/next }
+            incremental: { cursor: /updated_at, param: updated_since, initial: "2024-01-01T00:00:00Z", lag: 1s }
+      """)
+    func sends(_ arguments: [String] = []) throws -> [String] {
+      let result = try Command.dray(["plan", path] + arguments)
+      #expect(result.status == 0, "\(result.stderr)")
+      // Lines with their runs of spaces (the alignment) made one.
+      return result.stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }.filter {
+        $0.hasPrefix("sends")
+      }
+    }
+    #expect(try sends() == ["sends updated_since=2024-01-01T00:00:00Z (initial: no cursor kept yet)"])
+    let run = try Command.dray(["run", path])
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(try sends() == ["sends updated_since=2024-01-01T00:00:02Z (the kept cursor 2024-01-01T00:00:03Z, less lag 1s)"])
+    #expect(try sends(["--fresh"]) == ["sends updated_since=2024-01-01T00:00:00Z (initial, as --fresh starts again)"])
+    let json = try Command.dray(["plan", path, "--json"]).stdout
+    #expect(json.contains(#""source": "the kept cursor 2024-01-01T00:00:03Z, less lag 1s""#), "\(json)")
+  }
+}

@@ -1,0 +1,244 @@
+import DrayEngine
+import DrayManifest
+import DrayModel
+import DrayStore
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// Incremental `http` loads against the REST test server's `/orders`: write modes, the
+/// kept cursor, deletes, and columns that follow the API (docs/http.md).
+@Suite struct IncrementalTests {
+  let folder = TemporaryDirectory()
+
+  /// Runs a job with one `http` step over `/orders`, `load` and `incremental` as given.
+  func run(_ server: RestServer, load: String, incremental: String? = nil, fresh: Bool = false) throws -> RunReport {
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      database: { path: data.sqlite }
+      retry: { count: 1, interval: 10ms }
+      steps:
+        - id: orders
+          http:
+            base_url: '\(server.url)'
+            path: orders
+            query: { per_page: 3 }
+            load: \(load)
+            paginate: { next: /links/next }
+      \(incremental.map { "      incremental: \($0)" } ?? "")
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    return Runner(manifest: manifest, options: RunFlags(fresh: fresh), console: Console(level: .quiet), cancellation: Cancellation())
+      .run()
+  }
+
+  static let mergeLoad = "{ table: orders, records: /data, write: merge, primary_key: [id], deleted: /deleted }"
+  static let cursor = "{ cursor: /updated_at, param: updated_since, initial: '2024-01-01T00:00:00Z' }"
+
+  func database() throws -> Database { try Database(path: folder.path + "/data.sqlite") }
+
+  /// The table's rows as `id -> column -> text`, for comparing with the server's orders.
+  func table(_ name: String, columns: [String]) throws -> [Int: [String: String]] {
+    var out: [Int: [String: String]] = [:]
+    for row in try database().rows("SELECT * FROM \(name)") {
+      var record: [String: String] = [:]
+      for (column, value) in row where columns.contains(column) { record[column] = "\(value)" }
+      if case .integer(let id)? = row.first(where: { $0.0 == "id" })?.1 { out[Int(id)] = record }
+    }
+    return out
+  }
+
+  func serverOrders(_ server: RestServer, columns: [String]) throws -> [Int: [String: String]] {
+    var out: [Int: [String: String]] = [:]
+    for order in try server.orders() {
+      var record: [String: String] = [:]
+      for column in columns {
+        switch order[column] {
+        case let n as NSNumber where n.doubleValue != n.doubleValue.rounded():
+          record[column] = "\(SQLValue.real(n.doubleValue))"
+        case let n as NSNumber: record[column] = "\(SQLValue.integer(n.int64Value))"
+        case let s as String: record[column] = "\(SQLValue.text(s))"
+        default: record[column] = "\(SQLValue.null)"
+        }
+      }
+      out[(order["id"] as! NSNumber).intValue] = record
+    }
+    return out
+  }
+
+  /// The kept cursor's JSON text; nil when none is kept.
+  func keptCursor() throws -> SQLValue? {
+    let value = try database().rows("SELECT value FROM _dray_http_cursors WHERE step_id = 'orders'").first?.first?.1
+    return value == .null ? nil : value
+  }
+
+  @Test func mergeFollowsInsertsUpdatesAndDeletesOverSixRunsFetchingOnlyWhatChanged() throws {
+    let server = try RestServer(["--orders", "7"])
+    let changes = [
+      #"{"insert": 2}"#, #"{"update": [1, 4], "set": {"status": "paid"}}"#, #"{"delete": [2, 8]}"#,
+      #"{"insert": 1, "update": [3], "set": {"status": "sent"}, "delete": [5]}"#, "{}",
+    ]
+    let columns = ["id", "customer", "total", "status", "updated_at"]
+    var sent = "2024-01-01T00:00:00Z"
+    for round in 0...changes.count {
+      if round > 0 { try server.changeOrders(changes[round - 1]) }
+      let expectedIDs = Set(
+        try server.orders().compactMap { ($0["updated_at"] as! String) > sent ? ($0["id"] as! NSNumber).intValue : nil })
+      try server.reset()
+      let report = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+      #expect(report.status == .succeeded, "run \(round): \(report.steps.first?.errorMessage ?? "")")
+      #expect(try table("orders", columns: columns) == serverOrders(server, columns: columns), "run \(round)")
+      let requests = try server.requests()
+      #expect(
+        requests.first?.path.contains("updated_since=\(sent.replacing(":", with: "%3A"))") == true, "run \(round): \(requests.map(\.path))")
+      // Each run fetches only what changed since the kept cursor: live records and deletions.
+      let fetched = requests.flatMap(\.records)
+      #expect(Set(fetched).isSuperset(of: expectedIDs), "run \(round)")
+      #expect(fetched.count == Set(fetched).count, "run \(round): a record fetched twice: \(fetched)")
+      guard case .text(let kept)? = try keptCursor() else {
+        Issue.record("run \(round): no kept cursor")
+        return
+      }
+      #expect(kept >= "\"\(sent)\"")
+      sent = String(kept.dropFirst().dropLast())
+    }
+    // Runs after the first fetch a handful of records, not the whole resource.
+    #expect(try server.requests().flatMap(\.records).isEmpty)
+  }
+
+  @Test func appendKeepsEveryVersionOfEveryRecordExactlyOnce() throws {
+    let server = try RestServer(["--orders", "5"])
+    let load = "{ table: events, records: /data, write: append }"
+    var versions: [[String]] = []
+    for change in ["{}", #"{"update": [2], "set": {"status": "paid"}}"#, #"{"insert": 2, "update": [2]}"#, "{}"] {
+      try server.changeOrders(change)
+      let report = try run(server, load: load, incremental: IncrementalTests.cursor)
+      #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+      versions.append(contentsOf: try server.requests().flatMap(\.records).map { ["\($0)"] })
+      try server.reset()
+    }
+    let rows = try database().rows("SELECT id, updated_at FROM events ORDER BY rowid").map { "\($0[0].1)@\($0[1].1)" }
+    #expect(rows.count == Set(rows).count, "a version loaded twice: \(rows)")
+    #expect(rows.count == 5 + 1 + 3)
+  }
+
+  @Test func lagReReadsAWindowBeforeTheKeptCursor() throws {
+    let server = try RestServer(["--orders", "3"])
+    let lagged = "{ cursor: /updated_at, param: updated_since, initial: '2024-01-01T00:00:00Z', lag: 2s }"
+    _ = try run(server, load: IncrementalTests.mergeLoad, incremental: lagged)
+    try server.reset()
+    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: lagged)
+    #expect(report.status == .succeeded)
+    // The kept cursor is 00:00:03 (three ticks); two seconds earlier re-reads orders 2 and 3.
+    #expect(try server.requests().first?.path == "/orders?per_page=3&updated_since=2024-01-01T00%3A00%3A01Z")
+    #expect(try server.requests().flatMap(\.records) == [2, 3])
+    #expect(try database().rows("SELECT count(*) FROM orders").first?.first?.1 == .integer(3))
+  }
+
+  @Test func freshStartsAgainFromInitialAndReplacesTheTable() throws {
+    let server = try RestServer(["--orders", "4"])
+    _ = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    try database().execute("INSERT INTO orders(id, customer) VALUES (99, 'not on the server')")
+    try server.reset()
+    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor, fresh: true)
+    #expect(report.status == .succeeded)
+    #expect(try server.requests().first?.path == "/orders?per_page=3&updated_since=2024-01-01T00%3A00%3A00Z")
+    #expect(try database().rows("SELECT id FROM orders ORDER BY id").map { $0[0].1 } == [1, 2, 3, 4].map { SQLValue.integer($0) })
+  }
+
+  @Test func aNewFieldAddsAColumnNamedInTheReport() throws {
+    let server = try RestServer(["--orders", "4"])
+    _ = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    try server.changeOrders(#"{"update": [3], "set": {"coupon": "WINTER"}}"#)
+    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    #expect(report.steps.first?.notes.contains("added column coupon to table orders: the API's records hold it") == true)
+    #expect(
+      try database().rows("SELECT id, coupon FROM orders WHERE coupon IS NOT NULL").map { $0.map(\.1) } == [[.integer(3), .text("WINTER")]])
+  }
+
+  @Test func aRecordWithoutItsCursorIsRefusedByPageAndRecord() throws {
+    let server = try RestServer(["--orders", "2"])
+    let report = try run(
+      server, load: IncrementalTests.mergeLoad, incremental: "{ cursor: /modified, param: updated_since, initial: '2024-01-01T00:00:00Z' }")
+    #expect(report.status == .failed)
+    #expect(report.steps.first?.errorCode == "bad_answer")
+    #expect(
+      report.steps.first?.errorMessage
+        == "page 1 (\(server.url)orders?per_page=3&updated_since=2024-01-01T00%3A00%3A00Z): record 1 has no value at the cursor '/modified' (incremental.cursor), so dray cannot tell how far it has read; nothing of this page was loaded. Point incremental.cursor at a field every record holds, such as /updated_at"
+    )
+    #expect(try keptCursor() == nil)
+  }
+
+  @Test func aCursorOfAnotherKindThanInitialIsRefused() throws {
+    let server = try RestServer(["--orders", "2"])
+    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: "{ cursor: /updated_at, param: updated_since, initial: 0 }")
+    #expect(report.status == .failed)
+    #expect(
+      report.steps.first?.errorMessage?.hasSuffix(
+        #"record 1 has the cursor "2024-01-01T00:00:01Z" at '/updated_at', which is an RFC 3339 instant and cannot be compared with 0 (a number), the value sent as updated_since; nothing of this page was loaded. Cursors compare as numbers, as RFC 3339 instants or as text; give incremental.initial in the API's form"#
+      ) == true, "\(report.steps.first?.errorMessage ?? "")")
+  }
+
+  @Test func aRecordWithoutItsPrimaryKeyIsRefused() throws {
+    let server = try RestServer(["--orders", "2"])
+    let report = try run(server, load: "{ table: orders, records: /data, write: merge, primary_key: [order_no] }")
+    #expect(report.status == .failed)
+    #expect(
+      report.steps.first?.errorMessage?.hasSuffix(
+        "record 1 has no value for the primary key 'order_no' (load.primary_key), so it cannot be merged; nothing of this page was loaded. Name fields every record holds in primary_key"
+      ) == true)
+    #expect(try RecordTableExists.check(try database(), "orders") == false)
+  }
+
+  @Test func declaredColumnsIgnoreOrRefuseOtherFields() throws {
+    let server = try RestServer(["--orders", "3"])
+    let columns = "columns: { id: INTEGER, customer: TEXT, changed: { type: TEXT, from: /updated_at } }"
+    let ignoring = try run(server, load: "{ table: orders, records: /data, \(columns) }")
+    #expect(ignoring.status == .succeeded)
+    #expect(try columnNames("orders") == ["id", "customer", "changed"])
+    let refusing = try run(server, load: "{ table: orders, records: /data, \(columns), extra: refuse }")
+    #expect(refusing.status == .failed)
+    #expect(
+      refusing.steps.first?.errorMessage?.hasSuffix(
+        "record 1 has the field 'total', which load.columns does not name (load.extra: refuse); nothing of this page was loaded. Declare a column for it, or set load.extra: ignore"
+      ) == true, "\(refusing.steps.first?.errorMessage ?? "")")
+  }
+
+  func columnNames(_ table: String) throws -> [String] {
+    try database().rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { "\($0[0].1)" }
+  }
+
+  /// A server whose cursor goes backwards: the kept cursor stays at the highest value.
+  @Test func aCursorGoingBackwardsKeepsTheHighestValue() throws {
+    let server = try RestServer(["--orders", "3"])
+    _ = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    // The server answers an older record whatever the cursor sent (a clock set back).
+    try server.setRules(
+      #"[{"path": "/orders", "status": 200, "body": "{\"data\": [{\"id\": 1, \"updated_at\": \"2023-06-01T00:00:00Z\", \"status\": \"old\"}], \"links\": {}}"}]"#
+    )
+    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    #expect(report.status == .succeeded)
+    #expect(try keptCursor() == .text("\"2024-01-01T00:00:03Z\""))
+    #expect(try database().rows("SELECT status FROM orders WHERE id = 1").first?.first?.1 == .text("old"))
+  }
+
+  @Test func cursorValuesCompareAsTheAPIGivesThem() throws {
+    func value(_ json: JSONValue) throws -> IncrementalCursor.Value { try #require(IncrementalCursor.Value(json: json)) }
+    #expect(try value(.integer(9)).compare(value(.integer(10))) == -1)
+    #expect(try value(.string("9")).compare(value(.string("10"))) == 1)
+    #expect(try value(.string("2024-01-01T01:00:00+01:00")).compare(value(.string("2024-01-01T00:00:00Z"))) == 0)
+    #expect(try value(.string("2024-01-01T00:00:00.5Z")).compare(value(.string("2024-01-01T00:00:00Z"))) == 1)
+    #expect(try value(.integer(1)).compare(value(.string("1"))) == nil)
+    #expect(try value(.string("2024-01-01T00:00:00Z")).moved(back: .seconds(90)).text == "2023-12-31T23:58:30Z")
+  }
+}
+
+/// Whether a table exists.
+enum RecordTableExists {
+  static func check(_ database: Database, _ name: String) throws -> Bool {
+    !(try database.rows("SELECT 1 FROM sqlite_master WHERE name = ?", [.text(name)]).isEmpty)
+  }
+}
