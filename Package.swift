@@ -26,13 +26,13 @@ let package = Package(
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     /// libxml2: XML answers of the `http` step, read with its streaming xmlTextReader.
     .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+    /// libpq: connections to a PostgreSQL target database.
+    .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
     /// The commit `make release` builds from (`buildCommit`), empty otherwise.
     .target(
       name: "CBuildInfo",
       cSettings: buildCommit.isEmpty ? [] : [.define("DRAY_COMMIT", to: "\"\(buildCommit)\"")]
     ),
-    /// libpq: connections to a PostgreSQL target database.
-    .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
     // MARK: Model: plain Sendable values shared by every layer
 
@@ -56,6 +56,9 @@ let package = Package(
     .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
     /// PostgreSQL over libpq: connections, COPY, the value and identifier rules, the run lock.
     .target(name: "DrayPostgres", dependencies: ["DrayModel", "CLibPQ"]),
+    /// PostgreSQL behind the store seam: `PostgresStore` (schemes, COPY loads, SQL) and
+    /// `PostgresJournal` (runs, checkpoints, the run lock and its fencing generation).
+    .target(name: "DrayPostgresStore", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayPostgres"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
     .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
@@ -74,7 +77,10 @@ let package = Package(
     /// Runs a job's steps in order with checkpoints, the lock, the journal and the report files.
     .target(
       name: "DrayEngine",
-      dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayRecords", "DrayTransport", "DrayPlatform", "DrayReportPage"]
+      dependencies: [
+        "DrayModel", "DrayJSON", "DrayStore", "DrayPostgresStore", "DrayRecords", "DrayTransport", "DrayPlatform",
+        "DrayReportPage",
+      ]
     ),
 
     // MARK: Command line
@@ -112,7 +118,10 @@ let package = Package(
       name: "DrayReportPageTests", dependencies: ["DrayModel", "DrayJSON", "DrayReportPage", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(
       name: "DrayEngineTests",
-      dependencies: ["DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayTransport", "DrayEngine", "DrayTestSupport"]
+      dependencies: [
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayTransport", "DrayEngine",
+        "DrayTestSupport",
+      ]
     ),
     /// Runs the built `dray` binary (hence the dependency on the executable).
     .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayStore", "DrayTestSupport"]),

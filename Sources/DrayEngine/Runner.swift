@@ -1,5 +1,6 @@
 public import DrayModel
 internal import DrayPlatform
+internal import DrayPostgresStore
 public import DrayStore
 internal import DrayTransport
 internal import Foundation
@@ -38,11 +39,13 @@ public final class Runner {
     return manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
   }
 
-  /// The job's run journal, opened for this run: SQLite's `Journal`, in the job's database
-  /// or at `journalPath`.
-  /// - Throws: `JournalError`.
+  /// The job's run journal, opened for this run: `PostgresJournal` in the schema of a
+  /// PostgreSQL target (`database.url`); else SQLite's `Journal`, in the job's database or at
+  /// `journalPath`.
+  /// - Throws: `JournalError`; `PostgresError`.
   func openJournal() throws -> sending any RunJournal {
-    try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
+    if let target = manifest.database?.postgres { return try PostgresJournal(target: target) }
+    return try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
   }
 
   static func lockPath(for manifest: Manifest) -> String {

@@ -1,5 +1,6 @@
 internal import DrayModel
 internal import DrayPlatform
+internal import DrayPostgresStore
 internal import DrayStore
 internal import DrayTransport
 internal import Foundation
@@ -158,10 +159,15 @@ struct StepRunner {
     try JobFolder(manifest.directory, keeping: context.kept)
   }
 
-  /// The target database, opened for this step's thread: SQLite's `Store` at
-  /// `database.path` (a second database plugs in here, chosen by the manifest).
+  /// The target database, opened for this step's thread: `PostgresStore` for `database.url`,
+  /// its commits fenced by the run lock the journal took; else SQLite's `Store` at
+  /// `database.path`.
   func openStore() throws -> any TargetStore {
-    try openSQLiteStore()
+    if let target = manifest.database?.postgres {
+      let fence = context.journal.withLock { ($0 as? PostgresJournal)?.runLock }
+      return try PostgresStore(target: target, fence: fence)
+    }
+    return try openSQLiteStore()
   }
 
   /// The job's SQLite database, for what only SQLite holds today: the `http` step's
@@ -170,7 +176,8 @@ struct StepRunner {
     guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
     guard let path = database.path else {
       throw StepError.settingMissing(
-        "step '\(step.id)': a PostgreSQL database (database.url) cannot be filled yet; use database.path (SQLite) for now")
+        "step '\(step.id)': an http load into a PostgreSQL database (database.url) is not supported yet; load it into an SQLite database (database.path)"
+      )
     }
     let store = try Store(path: manifest.resolve(path))
     store.stopWhen(context.cancellation)

@@ -474,6 +474,11 @@ public struct RunInProgress: Error, Sendable, CustomStringConvertible {
   /// The live run.
   public var run: RunRecord
 
+  public init(journal: String, run: RunRecord) {
+    self.journal = journal
+    self.run = run
+  }
+
   public var description: String {
     "job '\(run.job)' is already running on the run journal \(journal) (run \(run.id), process \(run.processID), started \(run.startedAt)); "
       + "this run changed nothing. Wait for it to finish, or stop it first."

@@ -6,7 +6,7 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
   public var column: Int?
   public var message: String
 
-  init(resource: String, table: String? = nil, row: Int? = nil, column: Int? = nil, message: String) {
+  public init(resource: String, table: String? = nil, row: Int? = nil, column: Int? = nil, message: String) {
     self.resource = resource
     self.table = table
     self.row = row

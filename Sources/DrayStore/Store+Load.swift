@@ -19,6 +19,19 @@ public struct LoadResult: Sendable, Equatable {
   /// Tables the answer held that the resource's scheme does not list; their rows were
   /// skipped. A fresh `schemes` step picks them up.
   public var skippedTables: [String] = []
+
+  public init(
+    rowCounts: [String: Int], inserted: [String: Int], deleted: [String: Int], tables: [String: String],
+    mismatches: [ValueMismatch] = [], mismatchCount: Int = 0, skippedTables: [String] = []
+  ) {
+    self.rowCounts = rowCounts
+    self.inserted = inserted
+    self.deleted = deleted
+    self.tables = tables
+    self.mismatches = mismatches
+    self.mismatchCount = mismatchCount
+    self.skippedTables = skippedTables
+  }
 }
 
 /// Version and validators of an answer, recorded in the bookkeeping.
@@ -133,7 +146,7 @@ extension Store {
 
   /// The hash for `table` from a `Cache-Hash-Value` header: comma-separated, URL-encoded
   /// `<table>-Hash:<hash>` entries (platform-api.md §3).
-  static func cacheHash(for table: String, in header: String) -> String? {
+  public static func cacheHash(for table: String, in header: String) -> String? {
     for entry in header.split(separator: ",") {
       let decoded = entry.trimmingCharacters(in: .whitespaces).removingPercentEncoding ?? String(entry)
       let prefix = "\(table)-Hash:"

@@ -145,7 +145,7 @@ public final class Store {
   /// names differ only in Unicode normalization (answer tables are routed by name); a column named like the row id column of a cached resource; more columns than
   /// SQLite allows (SQLITE_MAX_COLUMN, https://sqlite.org/limits.html). Every other name,
   /// quotes, spaces, reserved words and any script included, is quoted and kept exactly.
-  static func check(_ scheme: ResourceScheme) throws(StoreError) {
+  public static func check(_ scheme: ResourceScheme) throws(StoreError) {
     if scheme.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "the resource name is empty") }
     if scheme.name.utf8.contains(0) {
       throw .badScheme(resource: Store.shown(scheme.name), reason: "the resource name holds a NUL character (U+0000)")
@@ -282,7 +282,7 @@ public final class Store {
 
   // MARK: Scheme persistence
 
-  static func encodeScheme(_ scheme: ResourceScheme) -> String {
+  public static func encodeScheme(_ scheme: ResourceScheme) -> String {
     var object: [(key: String, value: JSONValue)] = [("name", .string(scheme.name)), ("type", .string(scheme.type))]
     if let lifetime = scheme.lifetime { object.append(("lifetime", .integer(Int64(lifetime)))) }
     object.append(
@@ -299,7 +299,7 @@ public final class Store {
     return JSONValue.object(object).json
   }
 
-  static func decodeScheme(_ json: String) throws -> ResourceScheme {
+  public static func decodeScheme(_ json: String) throws -> ResourceScheme {
     let value = try JSONValue(parsing: json)
     let outputs = (value["output"]?.arrayValue ?? []).map { table in
       ResourceScheme.Table(

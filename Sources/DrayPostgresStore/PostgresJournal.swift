@@ -1,0 +1,169 @@
+public import DrayModel
+public import DrayPostgres
+public import DrayStore
+
+/// The run journal in a PostgreSQL schema, beside the job's tables: `_dray_runs` and
+/// `_dray_checkpoints` (the columns of SQLite's journal, docs/resume.md), and the run lock.
+///
+/// `begin` takes the job's session advisory lock on this journal's connection
+/// (`PostgresRunLock`), which the server holds until the connection ends (a runner killed
+/// with `kill -9` included); a second runner of the job, from any folder or machine, gets
+/// `RunInProgress` at once. The lock's generation (`runLock`) is checked inside every
+/// commit: the stores' (`PostgresStore.write`) and this journal's own.
+public final class PostgresJournal {
+  let connection: PostgresConnection
+  let schema: String
+  /// The lock taken by `begin`; nil before.
+  public private(set) var runLock: PostgresRunLock?
+
+  static let tables = """
+    CREATE TABLE IF NOT EXISTS _dray_runs(
+      run_id text PRIMARY KEY, lineage text NOT NULL, job text NOT NULL, started_at text NOT NULL,
+      ended_at text, status text NOT NULL, manifest_fingerprint text NOT NULL, pid bigint NOT NULL,
+      fresh bigint NOT NULL DEFAULT 0, from_step text, only_step text, seq bigserial);
+    CREATE TABLE IF NOT EXISTS _dray_checkpoints(
+      job text NOT NULL, step_id text NOT NULL, run_id text NOT NULL, lineage text NOT NULL,
+      fingerprint text NOT NULL, status text NOT NULL, attempts bigint NOT NULL, rows bigint NOT NULL,
+      bytes bigint NOT NULL, outputs text NOT NULL, finished_at text NOT NULL,
+      PRIMARY KEY(job, step_id))
+    """
+
+  /// Connects to `target` and creates the journal's tables when missing.
+  /// - Throws: `PostgresError`.
+  public init(target: PostgresTarget) throws {
+    connection = try PostgresConnection(url: target.url, password: target.password)
+    schema = target.schema
+    try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
+  }
+
+  private func own(_ name: String) -> String { PostgresIdentifier.quoted(schema) + "." + name }
+
+  /// Runs `body` in one transaction that commits only while this runner holds the lock.
+  private func fenced<T>(_ body: () throws -> T) throws -> T {
+    try connection.transaction {
+      let value = try body()
+      try runLock?.checkFence(on: connection)
+      return value
+    }
+  }
+
+  private func select(_ condition: String, _ values: [PostgresValue], limit: Int?) throws -> [RunRecord] {
+    let sql = """
+      SELECT run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, fresh, from_step, only_step
+      FROM \(own("_dray_runs")) WHERE \(condition) ORDER BY started_at DESC, seq DESC\(limit.map { " LIMIT \($0)" } ?? "")
+      """
+    return try connection.execute(sql, values).rows.map { row in
+      let id = row[0].text ?? ""
+      guard let status = RunRecord.Status(rawValue: row[5].text ?? "") else {
+        throw JournalError.badRecord(path: location, detail: "run \(id) has status '\(row[5].text ?? "")'")
+      }
+      return RunRecord(
+        id: id, lineage: row[1].text ?? "", job: row[2].text ?? "", startedAt: row[3].text ?? "", endedAt: row[4].text,
+        status: status, manifestFingerprint: row[6].text ?? "", processID: Int(row[7].integer ?? 0),
+        flags: RunFlags(fresh: row[8].integer != 0, from: row[9].text, only: row[10].text))
+    }
+  }
+
+  /// Records `checkpoint` through `connection`, inside the caller's transaction.
+  static func record(_ checkpoint: CheckpointRecord, on connection: PostgresConnection, schema: String) throws {
+    try connection.execute(
+      """
+      INSERT INTO \(PostgresIdentifier.quoted(schema))._dray_checkpoints(job, step_id, run_id, lineage, fingerprint, status,
+        attempts, rows, bytes, outputs, finished_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+      ON CONFLICT (job, step_id) DO UPDATE SET run_id = excluded.run_id, lineage = excluded.lineage,
+        fingerprint = excluded.fingerprint, status = excluded.status, attempts = excluded.attempts, rows = excluded.rows,
+        bytes = excluded.bytes, outputs = excluded.outputs, finished_at = excluded.finished_at
+      """,
+      [
+        .text(checkpoint.job), .text(checkpoint.stepID), .text(checkpoint.runID), .text(checkpoint.lineage),
+        .text(checkpoint.fingerprint), .text(checkpoint.status.rawValue), .integer(Int64(checkpoint.attempts)),
+        .integer(Int64(checkpoint.rows)), .integer(checkpoint.bytes), .text(checkpoint.outputs), .text(checkpoint.finishedAt),
+      ])
+  }
+}
+
+@available(*, unavailable)
+extension PostgresJournal: Sendable {}
+
+extension PostgresJournal: RunJournal {
+  /// The URL with its password masked.
+  public var location: String { connection.url.redacted }
+
+  public func lastRun(job: String) throws -> RunRecord? { try runs(job: job, limit: 1).first }
+
+  public func lastWholeRun(job: String) throws -> RunRecord? {
+    try select("job = $1 AND only_step IS NULL", [.text(job)], limit: 1).first
+  }
+
+  public func runs(job: String, limit: Int) throws -> [RunRecord] {
+    try select("job = $1", [.text(job)], limit: limit < 0 ? nil : limit)
+  }
+
+  public func checkpoints(job: String) throws -> [CheckpointRecord] {
+    try connection.execute(
+      """
+      SELECT job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at
+      FROM \(own("_dray_checkpoints")) WHERE job = $1
+      """, [.text(job)]
+    ).rows.map { row in
+      guard let status = CheckpointRecord.Status(rawValue: row[5].text ?? "") else {
+        throw JournalError.badRecord(
+          path: location, detail: "the checkpoint of step \(row[1].text ?? "") has status '\(row[5].text ?? "")'")
+      }
+      return CheckpointRecord(
+        job: row[0].text ?? "", stepID: row[1].text ?? "", runID: row[2].text ?? "", lineage: row[3].text ?? "",
+        fingerprint: row[4].text ?? "", status: status, attempts: Int(row[6].integer ?? 0), rows: Int(row[7].integer ?? 0),
+        bytes: row[8].integer ?? 0, outputs: row[9].text ?? "", finishedAt: row[10].text ?? "")
+    }
+  }
+
+  /// Takes the job's run lock (`PostgresRunLock.acquire`), then, in one fenced transaction,
+  /// marks the job's `running` runs `abandoned` (whoever ran them lost the lock, so their
+  /// process or session is gone) and records `run`.
+  /// - Throws: `RunInProgress` when another session holds the lock (nothing written);
+  ///   `PostgresRunLockError.transactionPooler`; `PostgresError`.
+  @discardableResult
+  public func begin(_ run: RunRecord) throws -> [RunRecord] {
+    let running = RunRecord.Status.running.rawValue
+    guard let lock = try PostgresRunLock.acquire(job: run.job, schema: schema, on: connection) else {
+      let live =
+        try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first
+        ?? RunRecord(
+          id: "unknown", lineage: "", job: run.job, startedAt: "unknown", endedAt: nil, status: .running,
+          manifestFingerprint: "", processID: 0)
+      throw RunInProgress(journal: location, run: live)
+    }
+    runLock = lock
+    return try fenced {
+      let stale = try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: nil)
+      try connection.execute(
+        "UPDATE \(own("_dray_runs")) SET status = $1 WHERE job = $2 AND status = $3",
+        [.text(RunRecord.Status.abandoned.rawValue), .text(run.job), .text(running)])
+      try connection.execute(
+        """
+        INSERT INTO \(own("_dray_runs"))(run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, fresh,
+          from_step, only_step)
+        VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8, $9, $10)
+        """,
+        [
+          .text(run.id), .text(run.lineage), .text(run.job), .text(run.startedAt), .text(run.status.rawValue),
+          .text(run.manifestFingerprint), .integer(Int64(run.processID)), .integer(run.flags.fresh ? 1 : 0),
+          run.flags.from.map { .text($0) } ?? .null, run.flags.only.map { .text($0) } ?? .null,
+        ])
+      return stale
+    }
+  }
+
+  public func finish(runID: String, status: RunRecord.Status, endedAt: String) throws {
+    try fenced {
+      try connection.execute(
+        "UPDATE \(own("_dray_runs")) SET status = $1, ended_at = $2 WHERE run_id = $3",
+        [.text(status.rawValue), .text(endedAt), .text(runID)])
+    }
+  }
+
+  public func record(_ checkpoint: CheckpointRecord) throws {
+    try fenced { try PostgresJournal.record(checkpoint, on: connection, schema: schema) }
+  }
+}

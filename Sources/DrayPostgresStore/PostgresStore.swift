@@ -1,0 +1,163 @@
+public import DrayModel
+public import DrayPostgres
+public import DrayStore
+internal import Foundation
+
+/// PostgreSQL as a `TargetStore`: a job's tables and dray's bookkeeping in one schema of one
+/// database (docs/postgres.md).
+///
+/// Bookkeeping tables, created on open in `schema` (the same as SQLite's, docs/store.md):
+/// `_dray_resources(resource, scheme, fetched_at)` and `_dray_tables(name, resource, params,
+/// source_table, content_version, etag, cache_hash, row_count, loaded_at)`. Physical table
+/// names follow `TableNaming` with PostgreSQL's 63-byte identifier limit; columns are typed
+/// by `PostgresColumnType` and filled under `PostgresValueRule`.
+///
+/// One connection, one owner (`PostgresConnection`); each step thread opens its own store.
+public final class PostgresStore {
+  public let connection: PostgresConnection
+  /// The schema of the job's tables and of dray's own.
+  public let schema: String
+  /// The run lock this runner holds (`PostgresJournal.runLock`), whose generation every
+  /// commit checks; nil for a store that only reads (the `dray` commands).
+  let fence: PostgresRunLock?
+
+  /// PostgreSQL keeps 63 bytes of an identifier (`PostgresIdentifier.maxBytes`).
+  public static let naming = TableNaming(maxIdentifierBytes: PostgresIdentifier.maxBytes)
+
+  /// Connects to `target`, points `search_path` at its schema (so that a step's SQL names
+  /// tables without the schema) and creates the bookkeeping tables when missing.
+  /// - Parameter fence: the run lock whose generation every `write` checks before COMMIT.
+  /// - Throws: `PostgresError` (its `userMessage` says what to do: a wrong password, a
+  ///   missing database or schema, no permission on the schema, an unreachable server).
+  public init(target: PostgresTarget, fence: PostgresRunLock? = nil) throws {
+    connection = try PostgresConnection(url: target.url, password: target.password)
+    schema = target.schema
+    self.fence = fence
+    try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping)
+  }
+
+  static let bookkeeping = """
+    CREATE TABLE IF NOT EXISTS _dray_resources(
+      resource text PRIMARY KEY, scheme text NOT NULL, fetched_at text NOT NULL);
+    CREATE TABLE IF NOT EXISTS _dray_tables(
+      name text PRIMARY KEY, resource text NOT NULL, params text NOT NULL,
+      source_table text NOT NULL, content_version text, etag text, cache_hash text,
+      row_count bigint NOT NULL DEFAULT 0, loaded_at text)
+    """
+
+  /// Keeps the server's notices (`relation ... already exists, skipping`) off dray's
+  /// output, sets `search_path` to `schema` and runs `tables` (`CREATE TABLE IF NOT EXISTS`
+  /// statements separated by `;`) in one transaction under the schema's setup lock, so that
+  /// two runners opening one new schema do not race to create the same table.
+  static func prepare(_ connection: PostgresConnection, schema: String, tables: String) throws {
+    try connection.execute("SET client_min_messages TO warning")
+    try connection.execute("SELECT set_config('search_path', $1, false)", [.text(PostgresIdentifier.quoted(schema))])
+    try connection.transaction {
+      try connection.execute("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresRunLock.key(job: "", schema: schema))])
+      for statement in tables.split(separator: ";") {
+        try connection.execute("\(statement)".replacingOccurrences(of: "EXISTS _dray_", with: "EXISTS \(qualified("_dray_"))"))
+      }
+    }
+    func qualified(_ prefix: String) -> String { PostgresIdentifier.quoted(schema) + "." + prefix }
+  }
+
+  /// `"schema"."name"`, the name fitted to 63 bytes.
+  func qualified(_ name: String) -> String {
+    PostgresIdentifier.quoted(schema) + "." + PostgresIdentifier.sql(name)
+  }
+
+  /// dray's own table `name` (`_dray_...`) in the schema.
+  func own(_ name: String) -> String { PostgresIdentifier.quoted(schema) + "." + name }
+
+  /// True when table `name` exists in the schema.
+  func tableExists(_ name: String) throws -> Bool {
+    try !connection.execute(
+      "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = $2", [.text(schema), .text(name)]
+    ).rows.isEmpty
+  }
+
+  /// The column names of table `name`, in order.
+  func columnNames(ofTable name: String) throws -> [String] {
+    try connection.execute(
+      """
+      SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2
+      ORDER BY ordinal_position
+      """, [.text(schema), .text(name)]
+    ).rows.compactMap { $0.first?.text }
+  }
+
+  /// The scheme last recorded for `resource`, or nil.
+  public func scheme(for resource: String) throws -> ResourceScheme? {
+    let rows = try connection.execute("SELECT scheme FROM \(own("_dray_resources")) WHERE resource = $1", [.text(resource)]).rows
+    guard let json = rows.first?.first?.text else { return nil }
+    return try Store.decodeScheme(json)
+  }
+}
+
+@available(*, unavailable)
+extension PostgresStore: Sendable {}
+
+extension PostgresStore: TargetStore {
+  /// The URL with its password masked.
+  public var location: String { connection.url.redacted }
+
+  public var naming: TableNaming { PostgresStore.naming }
+
+  /// Nothing to arm: a load checks its cancellation between rows (`StoreTransaction.load`),
+  /// and a statement runs to its end.
+  public func stopWhen(_ cancellation: Cancellation) {}
+
+  /// Full loads only, for now: a delta needs the rows a full answer loaded, and this store
+  /// asks for full data every time (docs/postgres.md, "Limits").
+  public func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String? { nil }
+
+  public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {
+    let name = naming.physicalName(resource: resource, table: table, params: params)
+    return try tableExists(name) ? qualified(name) : nil
+  }
+
+  /// Runs the one statement in a `READ ONLY` transaction: a `query` step reads, so a write
+  /// to any table, dray's own included, is refused by the server (SQLSTATE 25006).
+  public func query(_ sql: String, columns: ([String]) throws -> Void, row: ([SQLValue]) throws -> Void) throws {
+    let statements = PostgresSQLText.statements(sql)
+    guard let first = statements.first, statements.count == 1 else {
+      let rest = statements.dropFirst().joined(separator: "; ")
+      throw UserSQLError.notOneStatement(rest: statements.isEmpty ? nil : String(rest.prefix(200)))
+    }
+    if let control = PostgresSQLText.transactionControl(first) { throw control }
+    let result = try connection.transaction {
+      try connection.execute("SET TRANSACTION READ ONLY")
+      return try connection.execute(first)
+    }
+    try columns(result.columns)
+    for values in result.rows { try row(values.map(\.sqlValue)) }
+  }
+
+  /// Keeps no cursor: `http` loads go to SQLite only (docs/postgres.md, "Limits").
+  public func cursor(job: String, stepID: String) throws -> CursorEntry { CursorEntry() }
+
+  public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? { nil }
+
+  /// One transaction; just before COMMIT it checks the run lock's generation
+  /// (`PostgresRunLock.checkFence`), so a runner that lost its lock commits nothing.
+  public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    try connection.transaction {
+      let value = try body(PostgresTransaction(store: self))
+      try fence?.checkFence(on: connection)
+      return value
+    }
+  }
+}
+
+extension PostgresValue {
+  /// The value as the engine's `SQLValue`.
+  var sqlValue: SQLValue {
+    switch self {
+    case .null: .null
+    case .integer(let i): .integer(i)
+    case .real(let d): .real(d)
+    case .bool(let b): .integer(b ? 1 : 0)
+    case .text(let t): .text(t)
+    }
+  }
+}

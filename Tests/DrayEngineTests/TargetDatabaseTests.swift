@@ -1,0 +1,152 @@
+import DrayEngine
+import DrayModel
+import DrayPostgres
+import DrayPostgresStore
+import DrayStore
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// Database-touching steps on both targets, SQLite and PostgreSQL (one suite, two
+/// databases; the PostgreSQL server is `PostgresServer.shared()`, a fresh database per test).
+@Suite struct TargetDatabaseTests {
+  let emulator: Emulator
+
+  init() throws { emulator = try Emulator() }
+
+  func header(_ job: String, _ target: TargetDatabase) -> String {
+    JobText.header(job: job, emulator: emulator) + target.manifestBlock
+  }
+
+  /// schemes, a full `table_stream` load, an `sql` step with `{{ table }}` and a `query`
+  /// step: the rows land exactly, typed values included, and a second run reloads the same
+  /// rows (a full answer replaces the table's rows, it never adds to them).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func schemesLoadsSQLAndQueryStepsLandTheRows(kind: TargetDatabase.Kind) throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let manifest =
+      header("fruits", target) + """
+        steps:
+          - id: schemes
+            schemes: { resources: [FRUITS] }
+          - id: fruits
+            table_stream: { resource: FRUITS }
+          - id: cheap
+            sql: |
+              CREATE TABLE IF NOT EXISTS cheap (name TEXT);
+              DELETE FROM cheap;
+              INSERT INTO cheap SELECT name FROM {{ table "FRUITS" "output_table" }} WHERE price < 1.5;
+          - id: count
+            query:
+              sql: SELECT count(*) AS n FROM {{ table "FRUITS" "output_table" }}
+              output: out/count.json
+        """
+    for _ in 1...2 {
+      let report = try runJob(folder, manifest).1
+      #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+      #expect(
+        try target.rows(#"SELECT id, name, price, in_season FROM "FRUITS__output_table" ORDER BY id"#) == [
+          ["1", "apple", "0.52", "1"], ["2", "pear", nil, "0"], ["3", "plum", "1.25", "1"], ["4", "quince", "2.1", "0"],
+          ["5", "cherry", "4.75", "1"],
+        ])
+      #expect(try target.rows("SELECT name FROM cheap ORDER BY name") == [["apple"], ["plum"]])
+      #expect(try text(folder.path + "/out/count.json").contains(#""n":5"#))
+    }
+  }
+
+  /// An `sql` step may not end the transaction its checkpoint commits in: the statement is
+  /// refused before any of the step's statements ran.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anSQLStepMayNotCommit(kind: TargetDatabase.Kind) throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let report = try runJob(
+      folder,
+      header("commit", target) + """
+        steps:
+          - id: harm
+            sql: "CREATE TABLE kept (a TEXT); COMMIT;"
+        """
+    ).1
+    #expect(report.exitCode == 1)
+    let harm = try #require(report.steps.first { $0.id == "harm" })
+    #expect(harm.status == .failed)
+    #expect(try target.rows("SELECT count(*) FROM _dray_checkpoints WHERE status = 'succeeded'") == [["0"]])
+  }
+
+  /// `jobs/iso-reference.yaml` against the emulator gives the same rows on SQLite and on
+  /// PostgreSQL, table by table.
+  @Test func theISOReferenceJobGivesTheSameRowsOnBothDatabases() throws {
+    let job = try String(contentsOfFile: Repository.root + "/jobs/iso-reference.yaml", encoding: .utf8)
+    var environment = DemoUser.environment
+    environment["FMP_HOST"] = emulator.url
+    var rows: [TargetDatabase.Kind: [String: [[String?]]]] = [:]
+    for kind in TargetDatabase.Kind.allCases {
+      let folder = TemporaryDirectory()
+      let target = try TargetDatabase(kind, folder: folder.path)
+      let text = job.replacingOccurrences(of: "database:\n  path: data/iso.sqlite\n", with: target.manifestBlock)
+      #expect(text != job)
+      let report = try runJob(folder, text, file: "iso-reference.yaml", environment: environment).1
+      #expect(report.exitCode == 0, "\(kind): \(report.steps.compactMap(\.errorMessage))")
+      for resource in ["COUNTRIES", "CURRENCIES", "LANGUAGES", "SUBDIVISIONS"] {
+        // Sorted here: the two databases may collate text differently.
+        rows[kind, default: [:]][resource] = try target.rows(#"SELECT * FROM "\#(resource)__output_table""#).sorted {
+          $0.map { $0 ?? "" }.lexicographicallyPrecedes($1.map { $0 ?? "" })
+        }
+      }
+    }
+    for resource in ["COUNTRIES", "CURRENCIES", "LANGUAGES", "SUBDIVISIONS"] {
+      #expect(rows[.sqlite]?[resource]?.isEmpty == false, "\(resource)")
+      #expect(rows[.sqlite]?[resource] == rows[.postgres]?[resource], "\(resource)")
+    }
+  }
+
+  /// On PostgreSQL the run lock is the job's session advisory lock: while another session
+  /// holds it, a run exits 75 and records nothing; once it is released, the job runs.
+  @Test func aRunExits75WhileAnotherSessionHoldsTheJobsLock() throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let holder = try PostgresConnection(url: PostgresURL(try #require(target.url)))
+    let lock = try #require(try PostgresRunLock.acquire(job: "fruits", schema: "public", on: holder))
+    let manifest =
+      header("fruits", target) + """
+        steps:
+          - id: schemes
+            schemes: { resources: [FRUITS] }
+        """
+    let refused = try runJob(folder, manifest).1
+    #expect(refused.exitCode == ExitCode.locked)
+    #expect(try target.rows("SELECT count(*) FROM _dray_runs") == [["0"]])
+    try lock.release(on: holder)
+    let report = try runJob(folder, manifest).1
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try target.rows("SELECT status FROM _dray_runs") == [["succeeded"]])
+  }
+
+  /// A store whose run lock was taken over (its session ended, another runner took the lock)
+  /// commits nothing: the fencing generation is checked inside the commit transaction.
+  @Test func aStoreWhoseLockWasTakenOverCommitsNothing() throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let url = try PostgresURL(try #require(target.url))
+    let first = try PostgresConnection(url: url)
+    let stale = try #require(try PostgresRunLock.acquire(job: "fruits", schema: "public", on: first))
+    try PostgresServer.shared().terminate(backend: first.backendPID)
+    let second = try PostgresConnection(url: url)
+    let current = try #require(try PostgresRunLock.acquire(job: "fruits", schema: "public", on: second))
+    #expect(current.generation == stale.generation + 1)
+
+    let scheme = ResourceScheme(name: "FRUITS", outputs: [.init(name: "output_table", columns: [.init(name: "id", type: "BIGINT")])])
+    let store = try PostgresStore(target: PostgresTarget(url: url), fence: stale)
+    #expect(throws: PostgresRunLockError.fenced(job: "fruits", generation: stale.generation, current: current.generation)) {
+      try store.write { try $0.createTables(for: scheme, params: .object([])) }
+    }
+    #expect(try target.rows(#"SELECT count(*) FROM pg_tables WHERE tablename = 'FRUITS__output_table'"#) == [["0"]])
+    #expect(try target.rows("SELECT count(*) FROM _dray_resources") == [["0"]])
+
+    let fenced = try PostgresStore(target: PostgresTarget(url: url), fence: current)
+    try fenced.write { _ = try $0.createTables(for: scheme, params: .object([])) }
+    #expect(try target.rows(#"SELECT count(*) FROM pg_tables WHERE tablename = 'FRUITS__output_table'"#) == [["1"]])
+  }
+}
