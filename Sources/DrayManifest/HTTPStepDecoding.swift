@@ -432,6 +432,15 @@ extension ManifestValidator {
     reader.choice(node, path, as: ColumnType.self)
   }
 
+  /// A mapping read through its declaration; a key written with no value (`offset:`,
+  /// `page:`) takes every default, as an empty mapping.
+  private mutating func readFieldsOrDefaults(_ value: YAMLNode, _ path: String, keys: [ManifestSchema.Key]) -> Fields? {
+    if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
+      return Fields(node: value, path: path, keys: keys)
+    }
+    return reader.fields(value, path, keys: keys)
+  }
+
   private mutating func readPagination(
     _ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?, more: inout RecordSelector?
   ) -> HTTPStep.Pagination? {
@@ -457,14 +466,7 @@ extension ManifestValidator {
       }
       return .linkHeader
     case .offset:
-      // `offset:` alone takes every default, as an empty mapping.
-      let o: Fields
-      if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
-        o = Fields(node: value, path: f.path("offset"), keys: ManifestSchema.httpOffset)
-      } else {
-        guard let read = reader.fields(value, f.path("offset"), keys: ManifestSchema.httpOffset) else { return nil }
-        o = read
-      }
+      guard let o = readFieldsOrDefaults(value, f.path("offset"), keys: ManifestSchema.httpOffset) else { return nil }
       let param = reader.string(o, "param")
       let limitParam = reader.string(o, "limit_param")
       let limit = reader.integer(o, "limit")
@@ -499,14 +501,7 @@ extension ManifestValidator {
       }
       return .cursor(param: param ?? c.defaultValue("param"), from: from)
     case .page:
-      // `page:` alone takes every default, as an empty mapping.
-      let p: Fields
-      if let s = value.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null {
-        p = Fields(node: value, path: f.path("page"), keys: ManifestSchema.httpPage)
-      } else {
-        guard let read = reader.fields(value, f.path("page"), keys: ManifestSchema.httpPage) else { return nil }
-        p = read
-      }
+      guard let p = readFieldsOrDefaults(value, f.path("page"), keys: ManifestSchema.httpPage) else { return nil }
       let param = reader.string(p, "param")
       let start = reader.integer(p, "start")
       if (p["param"] != nil && param == nil) || (p["start"] != nil && start == nil) { return nil }
