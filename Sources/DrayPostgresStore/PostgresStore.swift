@@ -86,6 +86,20 @@ public final class PostgresStore {
     ).rows.compactMap { $0.first?.text }
   }
 
+  /// True when table `name` has exactly the columns a table of `table` gets: the row id
+  /// first for a `cached` resource, then the scheme's, with their names (fitted) and types
+  /// (`PostgresColumnType`), in order.
+  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+    let rows = try connection.execute(
+      """
+      SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2
+      ORDER BY ordinal_position
+      """, [.text(schema), .text(name)]
+    ).rows
+    let expected = PostgresTransaction.columnDefinitions(table, cached: cached).map { [PostgresIdentifier.fitted($0.name), $0.type.sqlName] }
+    return rows.map { $0.map { $0.text ?? "" } } == expected
+  }
+
   /// The scheme last recorded for `resource`, or nil.
   public func scheme(for resource: String) throws -> ResourceScheme? {
     let rows = try connection.execute("SELECT scheme FROM \(own("_dray_resources")) WHERE resource = $1", [.text(resource)]).rows
@@ -107,9 +121,22 @@ extension PostgresStore: TargetStore {
   /// and a statement runs to its end.
   public func stopWhen(_ cancellation: Cancellation) {}
 
-  /// Full loads only, for now: a delta needs the rows a full answer loaded, and this store
-  /// asks for full data every time (docs/postgres.md, "Limits").
-  public func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String? { nil }
+  /// The content version every output table of a cached resource records, when they all
+  /// record the same one and have the scheme's columns (docs/store.md, "Deltas").
+  public func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String? {
+    guard scheme.isCached, !scheme.outputs.isEmpty else { return nil }
+    var version: String?
+    for table in scheme.outputs {
+      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
+      let recorded = try connection.execute(
+        "SELECT content_version FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)]
+      ).rows.first?.first?.text
+      guard let recorded, try hasSchemeShape(name, table: table, cached: true) else { return nil }
+      if let version, version != recorded { return nil }
+      version = recorded
+    }
+    return version
+  }
 
   public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {
     let name = naming.physicalName(resource: resource, table: table, params: params)

@@ -39,6 +39,12 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
     if let url { "database: { url: \"\(url)\" }\n" } else { "database: { path: \(TargetDatabase.sqlitePath) }\n" }
   }
 
+  /// Runs `sql` from another connection, as another program would.
+  public func execute(_ sql: String) throws {
+    guard let url else { return try SQLiteFile.execute(folder + "/" + TargetDatabase.sqlitePath, sql) }
+    try PostgresConnection(url: PostgresURL(url)).execute(sql)
+  }
+
   /// The rows of `sql`, read from another connection, each value as text (nil for NULL):
   /// integers as digits, reals as Swift prints a `Double`, booleans as 1 and 0.
   public func rows(_ sql: String) throws -> [[String?]] {
