@@ -7,8 +7,9 @@ internal import Foundation
 /// database (docs/postgres.md).
 ///
 /// Bookkeeping tables, created on open in `schema` (the same as SQLite's, docs/store.md):
-/// `_dray_resources(resource, scheme, fetched_at)` and `_dray_tables(name, resource, params,
-/// source_table, content_version, etag, cache_hash, row_count, loaded_at)`. Physical table
+/// `_dray_resources(resource, scheme, fetched_at)`, `_dray_tables(name, resource, params,
+/// source_table, content_version, etag, cache_hash, row_count, loaded_at)` and
+/// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at)`. Physical table
 /// names follow `TableNaming` with PostgreSQL's 63-byte identifier limit; columns are typed
 /// by `PostgresColumnType` and filled under `PostgresValueRule`.
 ///
@@ -42,7 +43,10 @@ public final class PostgresStore {
     CREATE TABLE IF NOT EXISTS _dray_tables(
       name text PRIMARY KEY, resource text NOT NULL, params text NOT NULL,
       source_table text NOT NULL, content_version text, etag text, cache_hash text,
-      row_count bigint NOT NULL DEFAULT 0, loaded_at text)
+      row_count bigint NOT NULL DEFAULT 0, loaded_at text);
+    CREATE TABLE IF NOT EXISTS _dray_http_cursors(
+      job text NOT NULL, step_id text NOT NULL, value text, staged text, fresh boolean NOT NULL,
+      updated_at text NOT NULL, PRIMARY KEY (job, step_id))
     """
 
   /// Keeps the server's notices (`relation ... already exists, skipping`) off dray's
@@ -160,8 +164,26 @@ extension PostgresStore: TargetStore {
     for values in result.rows { try row(values.map(\.sqlValue)) }
   }
 
-  /// Keeps no cursor: `http` loads go to SQLite only (docs/postgres.md, "Limits").
-  public func cursor(job: String, stepID: String) throws -> CursorEntry { CursorEntry() }
+  /// The kept cursor of an `incremental` step, from `_dray_http_cursors` (the columns of
+  /// SQLite's `CursorLedger`; `fresh` a boolean).
+  /// - Throws: `PostgresError`; `CursorLedgerError` for a kept value that is not JSON.
+  public func cursor(job: String, stepID: String) throws -> CursorEntry {
+    let rows = try connection.execute(
+      "SELECT value, staged, fresh FROM \(own("_dray_http_cursors")) WHERE job = $1 AND step_id = $2", [.text(job), .text(stepID)]
+    ).rows
+    guard let row = rows.first else { return CursorEntry() }
+    func json(_ value: PostgresValue) throws -> JSONValue? {
+      guard let text = value.text else { return nil }
+      do {
+        return try JSONValue(parsing: text)
+      } catch {
+        throw CursorLedgerError(
+          message:
+            "the kept cursor of step \(stepID) in _dray_http_cursors is not JSON (\(text)); run with --fresh to start again from 'initial'")
+      }
+    }
+    return CursorEntry(value: try json(row[0]), staged: try json(row[1]), fresh: row[2].bool == true)
+  }
 
   public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? { nil }
 

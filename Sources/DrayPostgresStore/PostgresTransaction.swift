@@ -295,28 +295,6 @@ final class PostgresTransaction: StoreTransaction {
     return try statements.map { ($0, try connection.execute($0).affectedRows) }
   }
 
-  // MARK: An http step's writes: SQLite only for now (docs/postgres.md, "Limits")
-
-  func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String] {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func append(from staging: String, into target: String, columns: [String]) throws -> Int {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
-    -> (written: Int, deleted: Int)
-  {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws { throw PostgresTransaction.httpLoads }
-
-  static let httpLoads = StoreError.badScheme(
-    resource: "http",
-    reason: "an http load into a PostgreSQL database (database.url) is not supported yet; load it into an SQLite database (database.path)")
-
   // MARK: The journal
 
   func record(_ checkpoint: CheckpointRecord) throws {
