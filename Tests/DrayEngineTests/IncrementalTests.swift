@@ -239,6 +239,59 @@ import Testing
     #expect(try target.rows("SELECT status FROM orders WHERE id = 1") == [["old"]])
   }
 
+  /// `write: replace` (the default) replaces the table's rows with the pages' records on
+  /// every run.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func replaceGivesTheServersRecordsEveryRun(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "4"])
+    let columns = ["id", "customer", "total", "status", "updated_at"]
+    for change in ["{}", #"{"insert": 2, "update": [1], "set": {"status": "paid"}}"#] {
+      try server.changeOrders(change)
+      let report = try run(server, target, load: "{ table: orders, records: /data }")
+      #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+      #expect(try table(target, "orders", columns: columns) == serverOrders(server, columns: columns))
+      #expect(report.steps.first?.rows == ["orders": try server.orders().count])
+    }
+  }
+
+  /// A merge into a table that already holds two rows with one key is refused with the same
+  /// words on both databases, and changes nothing.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aMergeIntoATableHoldingADuplicateKeyIsRefused(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "2"])
+    // A first run creates the database; the table is the user's own.
+    #expect(try run(server, target, load: "{ table: other, records: /data }").status == .succeeded)
+    try target.execute("CREATE TABLE orders (id bigint, customer text)")
+    try target.execute("INSERT INTO orders VALUES (1, 'a')")
+    try target.execute("INSERT INTO orders VALUES (1, 'b')")
+    let report = try run(server, target, load: "{ table: orders, records: /data, write: merge, primary_key: [id] }")
+    #expect(report.status == .failed)
+    #expect(
+      report.steps.first?.errorMessage
+        == "table orders already holds more than one row with id = 1, so it cannot be merged into by that primary key; remove the duplicates, or run with --fresh to load the table anew"
+    )
+    #expect(try target.rows("SELECT id, customer FROM orders ORDER BY customer") == [["1", "a"], ["1", "b"]])
+    #expect(try target.columnNames("orders") == ["id", "customer"])
+  }
+
+  /// On PostgreSQL a staged value its column cannot hold is refused by table, record and
+  /// column (SQLite keeps it as the answer gave it, docs/store.md), and nothing is written.
+  @Test func aValueItsPostgreSQLColumnCannotHoldIsRefused() throws {
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let server = try RestServer(["--orders", "2"])
+    let report = try run(server, target, load: "{ table: orders, records: /data, columns: { id: INTEGER, customer: INTEGER } }")
+    #expect(report.status == .failed)
+    #expect(report.steps.first?.errorCode == "load_error")
+    #expect(
+      report.steps.first?.errorMessage
+        == #"table orders, record 1, column 2 'customer' (INTEGER, a bigint column): "customer-1" is a string; a bigint column takes integers within 64 bits and booleans (as 1 and 0); nothing of the step's records was written"#
+    )
+    #expect(try target.columnNames("orders") == [])
+    #expect(try keptCursor(target) == nil)
+  }
+
   @Test func cursorValuesCompareAsTheAPIGivesThem() throws {
     func value(_ json: JSONValue) throws -> IncrementalCursor.Value { try #require(IncrementalCursor.Value(json: json)) }
     #expect(try value(.integer(9)).compare(value(.integer(10))) == -1)
