@@ -100,7 +100,9 @@ public final class PostgresStore {
       ORDER BY ordinal_position
       """, [.text(schema), .text(name)]
     ).rows
-    let expected = PostgresTransaction.columnDefinitions(table, cached: cached).map { [PostgresIdentifier.fitted($0.name), $0.type.sqlName] }
+    let expected = PostgresTransaction.columnDefinitions(table, cached: cached).map {
+      [PostgresIdentifier.fitted($0.name), $0.type.sqlName]
+    }
     return rows.map { $0.map { $0.text ?? "" } } == expected
   }
 

@@ -175,7 +175,8 @@ public struct StagedValueError: Error, Sendable, Equatable, CustomStringConverti
   /// `table orders, record 3, column 2 'amount' (INTEGER, a bigint column): "ten" is a string; a bigint column takes ...`
   public var description: String {
     let type = PostgresTransaction.columnType(declaredType)
-    var text = "table \(table), record \(record), column \(column) '\(columnName)' (\(declaredType?.rawValue ?? "no type"), a \(type.sqlName) column): "
+    var text =
+      "table \(table), record \(record), column \(column) '\(columnName)' (\(declaredType?.rawValue ?? "no type"), a \(type.sqlName) column): "
     if let value = refusal.value { text += "\(value) is \(refusal.found)" } else { text += "the value is \(refusal.found)" }
     text += refusal.found.contains("NUL") ? "; PostgreSQL cannot store NUL in text" : "; a \(type.sqlName) column takes \(type.accepts)"
     return text + "; nothing of the step's records was written"

@@ -38,7 +38,8 @@ enum TableWrites {
     in database: Database
   ) throws {
     _ = try database.execute(
-      "DROP TABLE IF EXISTS temp.\(Database.quote(name)); CREATE TEMP TABLE \(Database.quote(name)) (\(columns.map(definition).joined(separator: ", ")))")
+      "DROP TABLE IF EXISTS temp.\(Database.quote(name)); CREATE TEMP TABLE \(Database.quote(name)) (\(columns.map(definition).joined(separator: ", ")))"
+    )
     let insert = try database.prepare(
       "INSERT INTO temp.\(Database.quote(name)) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
     try rows { values in

@@ -172,7 +172,8 @@ import Testing
     let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "2"])
     let report = try run(
-      server, target, load: IncrementalTests.mergeLoad, incremental: "{ cursor: /modified, param: updated_since, initial: '2024-01-01T00:00:00Z' }")
+      server, target, load: IncrementalTests.mergeLoad,
+      incremental: "{ cursor: /modified, param: updated_since, initial: '2024-01-01T00:00:00Z' }")
     #expect(report.status == .failed)
     #expect(report.steps.first?.errorCode == "bad_answer")
     #expect(
@@ -186,7 +187,8 @@ import Testing
   func aCursorOfAnotherKindThanInitialIsRefused(kind: TargetDatabase.Kind) throws {
     let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "2"])
-    let report = try run(server, target, load: IncrementalTests.mergeLoad, incremental: "{ cursor: /updated_at, param: updated_since, initial: 0 }")
+    let report = try run(
+      server, target, load: IncrementalTests.mergeLoad, incremental: "{ cursor: /updated_at, param: updated_since, initial: 0 }")
     #expect(report.status == .failed)
     #expect(
       report.steps.first?.errorMessage?.hasSuffix(
