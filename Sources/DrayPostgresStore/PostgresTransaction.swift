@@ -85,6 +85,7 @@ final class PostgresTransaction: StoreTransaction {
     var current: (source: String, types: [PostgresColumnType], columns: [ResourceScheme.Column], section: AnswerReader.Section)?
     var row = 0
     var replaced: Set<String> = []
+    var named: Set<String> = []
     var staged = PostgresDelta(store: store)
 
     func finishCopy() throws {
@@ -105,6 +106,7 @@ final class PostgresTransaction: StoreTransaction {
             if !result.skippedTables.contains(source) { result.skippedTables.append(source) }
             return
           }
+          named.insert(source)
           var columns = table.columns
           if scheme.isCached { columns.insert(.init(name: Store.rowIDColumn, type: "BIGINT"), at: 0) }
           let destination: String
@@ -178,6 +180,16 @@ final class PostgresTransaction: StoreTransaction {
           try writer.endRow()
         })
       try finishCopy()
+      // The platform answers one element per output table (platform-api.md, full data and
+      // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
+      if let missing = scheme.outputs.first(where: { !named.contains($0.name) }) {
+        let held = scheme.outputs.map(\.name).filter(named.contains)
+        throw LoadError(
+          resource: scheme.name, table: missing.name,
+          message:
+            "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(held.isEmpty ? "no table of the scheme" : held.map { "'\($0)'" }.joined(separator: ", "))); "
+            + "nothing was loaded: every table keeps its previous rows")
+      }
       for (source, counts) in try staged.apply() {
         result.inserted[source, default: 0] += counts.inserted
         result.deleted[source, default: 0] += counts.deleted
