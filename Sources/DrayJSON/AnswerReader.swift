@@ -199,12 +199,13 @@ private final class AnswerParseState: JSONEventHandler {
           skipping = 1
           return true
         }
-      } else if tableName == nil {
+      }
+      // On the second pass every object read has a name (`read` checked).
+      guard let name = tableName else {
         deferred.insert(object)
         skipping = 1
         return true
       }
-      guard let name = tableName else { return fail("a table's rows come before its name") }
       section = listed
       inRows = true
       rowNumber = 0

@@ -7,8 +7,9 @@ internal import DrayStore
 /// The answer's `insert_rows` (and the `data` of a table it replaces) are copied into a
 /// temporary table shaped like the target plus `_dray_order`, numbering rows as they
 /// arrive; its `delete_ids` into a temporary table of row ids. Both are dropped at commit or
-/// rollback (`ON COMMIT DROP`). When the whole answer is read, `apply` changes each table
-/// with three statements, whatever the number of rows (memory stays with the server):
+/// rollback (`ON COMMIT DROP`). When the whole answer is read, `apply` analyzes them and
+/// changes each table with three statements, whatever the number of rows (memory stays
+/// with the server):
 ///
 /// 1. `DELETE ... USING` the ids: every `delete_ids` applies before any insert, else an
 ///    update (a delete plus an insert of one row id) would delete its own new row;
@@ -80,6 +81,10 @@ struct PostgresDelta {
     let id = PostgresIdentifier.sql(Store.rowIDColumn)
     var counts: [String: (inserted: Int, deleted: Int)] = [:]
     for (source, tables) in staged {
+      // Temporary tables get no statistics from autovacuum; without them the planner
+      // guesses their size, and the joins below ran about twice as long (20,000 ids and
+      // rows against a 200,000-row table).
+      for table in [tables.ids, tables.rows].compactMap({ $0 }) { try store.connection.execute("ANALYZE \(table)") }
       var deleted = 0
       var inserted = 0
       if let ids = tables.ids {
