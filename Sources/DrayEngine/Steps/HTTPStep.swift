@@ -164,6 +164,7 @@ extension StepRunner {
       }
       // Published: the staged pages are done with. A kill before this leaves them behind,
       // and the next run, finding the step's checkpoint, does not resume them.
+      CrashPoint.reach("published:\(step.id)")
       try store.database.transaction {
         try RecordTable(database: store.database, name: staging).drop()
         try ledger?.clear()
