@@ -24,7 +24,8 @@ public final class PostgresConnection {
   /// The URL connected to (its password, if any, stays in memory only here).
   public let url: PostgresURL
 
-  /// Connects and sets the session up for dray (`client_encoding` UTF8).
+  /// Connects and sets the session up for dray (`client_encoding` UTF8; the server's
+  /// notices and warnings are dropped, never printed).
   ///
   /// The password is the first of: `password`, the URL's password, then libpq's own sources
   /// (`PGPASSWORD`, the file named by `PGPASSFILE` or `passfile`, `~/.pgpass`; §34.15 "The
@@ -62,6 +63,11 @@ public final class PostgresConnection {
       PQfinish(connection)
       throw PostgresError.connectionFailure(message, url: url)
     }
+    // libpq prints the server's notices and warnings ("relation ... already exists,
+    // skipping", "terminating connection due to immediate shutdown command") on standard
+    // error by default (§34.13 "Notice Processing"), past dray's console and its masking of
+    // secrets: they are dropped. Errors still arrive as results.
+    PQsetNoticeProcessor(connection, { _, _ in }, nil)
     handle = connection
   }
 
