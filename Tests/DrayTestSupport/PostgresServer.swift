@@ -91,8 +91,12 @@ public final class PostgresServer: @unchecked Sendable {
   /// The URL of `database` over TCP as the `dray` role, with the password in it unless
   /// `withPassword` is false.
   public func url(database: String, withPassword: Bool = true) throws -> PostgresURL {
-    let password = withPassword ? ":\(Self.password)" : ""
-    return try PostgresURL("postgresql://\(Self.user)\(password)@127.0.0.1:\(port)/\(database)")
+    try PostgresURL(urlText(database: database, withPassword: withPassword))
+  }
+
+  /// `url(database:withPassword:)` as the text a manifest's `database.url` holds.
+  public func urlText(database: String, withPassword: Bool = true) -> String {
+    "postgresql://\(Self.user)\(withPassword ? ":\(Self.password)" : "")@127.0.0.1:\(port)/\(database)"
   }
 
   /// A connection to `database` as the `dray` role.
@@ -120,6 +124,38 @@ public final class PostgresServer: @unchecked Sendable {
   public func terminate(backend pid: Int32) throws {
     let ended = try admin().execute("SELECT pg_terminate_backend($1::integer)", [.integer(Int64(pid))])
     guard ended.rows.first?.first?.bool == true else { throw TestSupportError("no server process \(pid)") }
+  }
+
+  /// The server processes of `database`'s client sessions named `application` (dray's
+  /// `fallback_application_name`), read through `admin` (a superuser connection kept open
+  /// by the caller, so that polling does not start a session each time).
+  public static func sessions(
+    of database: String, application: String = "dray", through admin: PostgresConnection
+  ) throws -> [Int32] {
+    try admin.execute(
+      "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 ORDER BY pid",
+      [.text(database), .text(application)]
+    ).rows.compactMap { $0.first?.integer.map { Int32($0) } }
+  }
+
+  /// The server processes holding a session-level advisory lock (a run lock) in
+  /// `database`, read through `admin`.
+  public static func advisoryLockHolders(in database: String, through admin: PostgresConnection) throws -> [Int32] {
+    try admin.execute(
+      """
+      SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND d.datname = $1 ORDER BY l.pid
+      """, [.text(database)]
+    ).rows.compactMap { $0.first?.integer.map { Int32($0) } }
+  }
+
+  /// True while a `COPY` into a table whose name starts with `table` runs in `database`
+  /// (a client sending its rows keeps the statement active), read through `admin`.
+  public static func isCopying(into table: String, in database: String, through admin: PostgresConnection) throws -> Bool {
+    try admin.execute(
+      "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query LIKE $2",
+      [.text(database), .text("COPY %\"\(table)%")]
+    ).rows.first?.first?.integer ?? 0 > 0
   }
 
   // MARK: Processes
