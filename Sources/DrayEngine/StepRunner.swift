@@ -171,7 +171,9 @@ struct StepRunner {
   func openStore() throws -> any TargetStore {
     if let target = manifest.database?.postgres {
       let fence = context.journal.withLock { ($0 as? PostgresJournal)?.runLock }
-      return try PostgresStore(target: target, fence: fence)
+      let store = try PostgresStore(target: target, fence: fence)
+      store.stopWhen(context.cancellation)
+      return store
     }
     return try openSQLiteStore()
   }

@@ -101,9 +101,9 @@ extension PostgresStore: TargetStore {
 
   public var naming: TableNaming { PostgresStore.naming }
 
-  /// Nothing to arm: a load checks its cancellation between rows (`StoreTransaction.load`),
-  /// and a statement runs to its end.
-  public func stopWhen(_ cancellation: Cancellation) {}
+  /// Cancels the running statement (a step's SQL, a `COPY`) once `cancellation` is set
+  /// (`PostgresConnection.cancelStatements(when:)`); a load also checks it between rows.
+  public func stopWhen(_ cancellation: Cancellation) { try? connection.cancelStatements(when: cancellation) }
 
   /// Full loads only, for now: a delta needs the rows a full answer loaded, and this store
   /// asks for full data every time (docs/postgres.md, "Limits").

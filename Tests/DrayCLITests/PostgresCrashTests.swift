@@ -124,7 +124,7 @@ import Testing
     let cleanRun = try clean.start()
     var copyWindow: (first: Double, last: Double)?
     while cleanRun.isRunning {
-      if try PostgresServer.isCopying(into: "BIG__", in: clean.database, through: admin) {
+      if try PostgresServer.isRunning(statementLike: PostgresServer.copy(into: "BIG__"), in: clean.database, through: admin) {
         let now = Date().timeIntervalSince(cleanRun.startedAt)
         copyWindow = (copyWindow?.first ?? now, now)
       }
@@ -167,7 +167,7 @@ import Testing
           // While the large table's COPY runs.
           let delay = Double.random(in: 0...(copyLength * 0.8), using: &random)
           _ = process.waitUntil(timeout: 60) {
-            (try? PostgresServer.isCopying(into: "BIG__", in: trial.database, through: admin)) == true
+            (try? PostgresServer.isRunning(statementLike: PostgresServer.copy(into: "BIG__"), in: trial.database, through: admin)) == true
           }
           ended = process.wait(timeout: delay)
         } else {
@@ -184,7 +184,7 @@ import Testing
           completed = true
           break
         }
-        let midCopy = try PostgresServer.isCopying(into: "BIG__", in: trial.database, through: admin)
+        let midCopy = try PostgresServer.isRunning(statementLike: PostgresServer.copy(into: "BIG__"), in: trial.database, through: admin)
         process.send(SIGKILL)
         let end = process.wait()
         if end == .exited(0) {

@@ -74,7 +74,10 @@ import Testing
 
     let first = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/first")
     let admin = try server.admin()
-    #expect(first.waitUntil(timeout: 60) { (try? PostgresServer.isCopying(into: "BIG__", in: database, through: admin)) == true })
+    #expect(
+      first.waitUntil(timeout: 60) {
+        (try? PostgresServer.isRunning(statementLike: PostgresServer.copy(into: "BIG__"), in: database, through: admin)) == true
+      })
     try server.restart()
     #expect(first.wait(timeout: 60) == .exited(1))
     let failure = Self.stepError(first, "big")
@@ -101,6 +104,52 @@ import Testing
     #expect(try Self.rows(server, database, "SELECT n, big FROM tally") == [["1", "\(Self.bigRows)"]])
     #expect(
       try Self.rows(server, database, "SELECT status FROM _dray_runs ORDER BY seq") == [["abandoned"], ["succeeded"]])
+  }
+
+  // MARK: Signals
+
+  /// What runs when the interruption test sends SIGTERM.
+  enum Running: String, CaseIterable, CustomStringConvertible {
+    /// The large table's `COPY`.
+    case copy
+    /// An `sql` step's statement that would take a minute.
+    case statement
+    var description: String { rawValue }
+  }
+
+  /// SIGTERM while a `COPY` or a long statement runs on PostgreSQL stops the run at once
+  /// (the statement is cancelled, as SQLite's is interrupted): exit 130, nothing of the step
+  /// kept, and the next run resumes at that step.
+  @Test(.timeLimit(.minutes(5)), arguments: Running.allCases)
+  func aSignalCancelsTheRunningStatement(running: Running) throws {
+    let server = try PostgresServer.shared()
+    let database = try server.createDatabase("signal")
+    let admin = try server.admin()
+    let emulator = try Emulator(["--generate", "BIG:\(Self.bigRows)"])
+    let folder = TemporaryDirectory("dray-pg-signal")
+    let slow = """
+        - id: slow
+          sql: CREATE TABLE slept AS SELECT pg_sleep(60) IS NULL AS done;
+
+      """
+    let steps = running == .copy ? Self.bigSteps : Self.bigSteps.replacingOccurrences(of: "  - id: big\n", with: slow + "  - id: big\n")
+    let manifest = try folder.write("job.yaml", Self.job("signal", emulator: emulator, server: server, database: database, steps: steps))
+    let pattern = running == .copy ? PostgresServer.copy(into: "BIG__") : "CREATE TABLE slept %"
+
+    let first = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/first")
+    #expect(first.waitUntil(timeout: 60) { (try? PostgresServer.isRunning(statementLike: pattern, in: database, through: admin)) == true })
+    first.send(SIGTERM)
+    // Far less than the statement's minute.
+    #expect(first.wait(timeout: 20) == .exited(130), "\(first.errors)")
+    let step = running == .copy ? "big" : "slow"
+    #expect(first.output.contains("interrupted by SIGTERM"), "\(first.output)")
+    #expect(Self.strayLines(first).isEmpty, "\(first.errors)")
+    #expect(try Self.rows(server, database, "SELECT to_regclass('public.slept') IS NULL") == [["1"]])
+    #expect(try Self.rows(server, database, #"SELECT count(*) FROM "BIG__output_table""#) == [["0"]])
+    #expect(try Self.rows(server, database, "SELECT count(*) FROM _dray_checkpoints WHERE step_id = '\(step)'") == [["0"]])
+    #expect(try Self.rows(server, database, "SELECT status FROM _dray_runs") == [["interrupted"]])
+    #expect(
+      try PostgresServer.isRunning(statementLike: pattern, in: database, through: admin) == false, "the statement still runs")
   }
 
   // MARK: Four runners
@@ -224,7 +273,10 @@ import Testing
     let first = try ChildProcess.dray(["run", manifests[0]], logPrefix: folder.path + "/first")
     switch ended {
     case .everySession:
-      #expect(first.waitUntil(timeout: 60) { (try? PostgresServer.isCopying(into: "BIG__", in: database, through: admin)) == true })
+      #expect(
+        first.waitUntil(timeout: 60) {
+          (try? PostgresServer.isRunning(statementLike: PostgresServer.copy(into: "BIG__"), in: database, through: admin)) == true
+        })
     case .theLockSession:
       let downloads = folder.path + "/first/.dray/downloads/pgfence"
       #expect(

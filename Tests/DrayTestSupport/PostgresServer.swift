@@ -149,14 +149,17 @@ public final class PostgresServer: @unchecked Sendable {
     ).rows.compactMap { $0.first?.integer.map { Int32($0) } }
   }
 
-  /// True while a `COPY` into a table whose name starts with `table` runs in `database`
-  /// (a client sending its rows keeps the statement active), read through `admin`.
-  public static func isCopying(into table: String, in database: String, through admin: PostgresConnection) throws -> Bool {
+  /// True while a statement matching `pattern` (SQL `LIKE`) runs in `database` (a client
+  /// sending a `COPY`'s rows keeps it active), read through `admin`.
+  public static func isRunning(statementLike pattern: String, in database: String, through admin: PostgresConnection) throws -> Bool {
     try admin.execute(
       "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query LIKE $2",
-      [.text(database), .text("COPY %\"\(table)%")]
+      [.text(database), .text(pattern)]
     ).rows.first?.first?.integer ?? 0 > 0
   }
+
+  /// The `LIKE` pattern of a `COPY` into a table whose name starts with `table`.
+  public static func copy(into table: String) -> String { "COPY %\"\(table)%" }
 
   // MARK: Processes
 
