@@ -58,34 +58,59 @@ import Testing
     try server.connect(database: database).textRows(sql)
   }
 
-  // MARK: Server restart
+  // MARK: A lost connection
 
-  /// `pg_ctl restart -m immediate` while the large table's `COPY` runs: the run fails with
-  /// a message naming the lost connection, the table shows none of the rows it was sent,
-  /// and the next run resumes at that step and loads every row once.
-  @Test(.timeLimit(.minutes(5)))
-  func aServerRestartDuringACopyLosesNothingAndTheNextRunResumes() throws {
-    let server = try PostgresServer()
-    let database = try server.createDatabase("restart")
+  /// How the connection of a load is lost in the middle of its `COPY`.
+  enum Lost: String, CaseIterable, CustomStringConvertible {
+    /// `pg_ctl restart -m immediate`: every session ends, the run lock's too.
+    case serverRestart
+    /// `pg_terminate_backend` on the load's session alone, as a dropped connection: the run
+    /// keeps its lock.
+    case loadSessionEnded
+    var description: String { rawValue }
+  }
+
+  /// The connection of a load lost while its `COPY` runs: the run fails with a message
+  /// naming what was lost, the table shows none of the rows it was sent, and the next run
+  /// resumes at that step and loads every row once.
+  @Test(.timeLimit(.minutes(5)), arguments: Lost.allCases)
+  func aConnectionLostDuringACopyLosesNothingAndTheNextRunResumes(lost: Lost) throws {
+    let server = try lost == .serverRestart ? PostgresServer() : PostgresServer.shared()
+    let database = try server.createDatabase("lost")
     let emulator = try Emulator(["--generate", "BIG:\(Self.bigRows)"])
-    let folder = TemporaryDirectory("dray-pg-restart")
+    let folder = TemporaryDirectory("dray-pg-lost")
     let manifest = try folder.write(
-      "job.yaml", Self.job("restart", emulator: emulator, server: server, database: database, steps: Self.bigSteps))
+      "job.yaml", Self.job("lost", emulator: emulator, server: server, database: database, steps: Self.bigSteps))
 
     let first = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/first")
     let admin = try server.admin()
+    var copying: [Int32] = []
     #expect(
       first.waitUntil(timeout: 60) {
-        (try? PostgresServer.isRunning(statementLike: PostgresServer.copy(into: "BIG__"), in: database, through: admin)) == true
+        copying =
+          (try? PostgresServer.sessions(of: database, runningStatementLike: PostgresServer.copy(into: "BIG__"), through: admin)) ?? []
+        return !copying.isEmpty
       })
-    try server.restart()
+    switch lost {
+    case .serverRestart: try server.restart()
+    case .loadSessionEnded: try server.terminate(backend: try #require(copying.first))
+    }
     #expect(first.wait(timeout: 60) == .exited(1))
     let failure = Self.stepError(first, "big")
-    #expect(failure.code == "lock_lost")
-    #expect(
-      failure.message?.hasPrefix(
-        "this run lost the run lock of job 'restart' (its session with PostgreSQL ended): another runner may take over, so this run commits nothing more; the next run resumes from the last commit; the step's own error: PostgreSQL at postgresql://dray:***@127.0.0.1:\(server.port)/\(database) closed the connection: "
-      ) == true, "\(first.errors)")
+    let connection = "PostgreSQL at postgresql://dray:***@127.0.0.1:\(server.port)/\(database)"
+    switch lost {
+    case .serverRestart:
+      #expect(failure.code == "lock_lost")
+      #expect(
+        failure.message?.hasPrefix(
+          "this run lost the run lock of job 'lost' (its session with PostgreSQL ended): another runner may take over, so this run commits nothing more; the next run resumes from the last commit; the step's own error: \(connection) closed the connection: "
+        ) == true, "\(first.errors)")
+    case .loadSessionEnded:
+      #expect(failure.message?.hasPrefix("\(connection) closed the connection: ") == true, "\(first.errors)")
+      // The run kept its lock and journal: its end and the step's failure are recorded.
+      #expect(try Self.rows(server, database, "SELECT status FROM _dray_runs") == [["failed"]])
+      #expect(try Self.rows(server, database, "SELECT status FROM _dray_checkpoints WHERE step_id = 'big'") == [["failed"]])
+    }
     #expect(Self.strayLines(first).isEmpty, "\(first.errors)")
     #expect(!first.errors.contains(PostgresServer.password))
     #expect(try Self.rows(server, database, #"SELECT count(*) FROM "BIG__output_table""#) == [["0"]])
@@ -103,7 +128,9 @@ import Testing
     #expect(digest.tables["BIG__output_table"]?.distinctRows == Self.bigRows)
     #expect(try Self.rows(server, database, "SELECT n, big FROM tally") == [["1", "\(Self.bigRows)"]])
     #expect(
-      try Self.rows(server, database, "SELECT status FROM _dray_runs ORDER BY seq") == [["abandoned"], ["succeeded"]])
+      try Self.rows(server, database, "SELECT status FROM _dray_runs ORDER BY seq") == [
+        [lost == .serverRestart ? "abandoned" : "failed"], ["succeeded"],
+      ])
   }
 
   // MARK: Signals

@@ -127,14 +127,19 @@ public final class PostgresServer: @unchecked Sendable {
   }
 
   /// The server processes of `database`'s client sessions named `application` (dray's
-  /// `fallback_application_name`), read through `admin` (a superuser connection kept open
-  /// by the caller, so that polling does not start a session each time).
+  /// `fallback_application_name`), only those running a statement matching `pattern` (SQL
+  /// `LIKE`; a client sending a `COPY`'s rows keeps it running) when given, read through
+  /// `admin` (a superuser connection kept open by the caller, so that polling does not start
+  /// a session each time).
   public static func sessions(
-    of database: String, application: String = "dray", through admin: PostgresConnection
+    of database: String, application: String = "dray", runningStatementLike pattern: String? = nil,
+    through admin: PostgresConnection
   ) throws -> [Int32] {
     try admin.execute(
-      "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2 ORDER BY pid",
-      [.text(database), .text(application)]
+      """
+      SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2
+        AND ($3::text IS NULL OR (state = 'active' AND query LIKE $3)) ORDER BY pid
+      """, [.text(database), .text(application), pattern.map { .text($0) } ?? .null]
     ).rows.compactMap { $0.first?.integer.map { Int32($0) } }
   }
 
@@ -149,13 +154,9 @@ public final class PostgresServer: @unchecked Sendable {
     ).rows.compactMap { $0.first?.integer.map { Int32($0) } }
   }
 
-  /// True while a statement matching `pattern` (SQL `LIKE`) runs in `database` (a client
-  /// sending a `COPY`'s rows keeps it active), read through `admin`.
+  /// True while one of dray's sessions runs a statement matching `pattern` in `database`.
   public static func isRunning(statementLike pattern: String, in database: String, through admin: PostgresConnection) throws -> Bool {
-    try admin.execute(
-      "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query LIKE $2",
-      [.text(database), .text(pattern)]
-    ).rows.first?.first?.integer ?? 0 > 0
+    try !sessions(of: database, runningStatementLike: pattern, through: admin).isEmpty
   }
 
   /// The `LIKE` pattern of a `COPY` into a table whose name starts with `table`.
