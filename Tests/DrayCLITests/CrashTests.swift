@@ -268,11 +268,18 @@ import Testing
   /// write the kill cut short is still to be rolled back (a hot rollback journal, which
   /// only a writer, the next `dray run`, rolls back: this read-only look cannot).
   static func lastRunStatus(_ trial: Trial) throws -> String? {
-    guard FileManager.default.fileExists(atPath: trial.database) else { return nil }
-    let rollbackJournal = (try? FileManager.default.attributesOfItem(atPath: trial.database + "-journal"))?[.size] as? Int
-    if let size = rollbackJournal, size > 0 { return nil }
+    guard isReadable(trial) else { return nil }
     return try SQLiteFile.rows(trial.database, "SELECT status FROM _dray_runs ORDER BY started_at DESC, rowid DESC LIMIT 1").first?[0]
       ?? nil
+  }
+
+  /// True when the trial's database exists and holds no write a kill cut short (a hot
+  /// rollback journal, which only a writer, the next `dray run`, rolls back; a read-only
+  /// look fails on it).
+  static func isReadable(_ trial: Trial) -> Bool {
+    guard FileManager.default.fileExists(atPath: trial.database) else { return false }
+    let rollbackJournal = (try? FileManager.default.attributesOfItem(atPath: trial.database + "-journal"))?[.size] as? Int
+    return (rollbackJournal ?? 0) == 0
   }
 
   /// SHA-256 of each file under `out/` in a job folder, by relative path.
@@ -324,9 +331,10 @@ import Testing
   }
 
   /// How far into the clean run's timeline the trial's checkpoints reach: the end of the
-  /// last of the leading top-level steps an earlier run finished.
+  /// last of the leading top-level steps an earlier run finished (0 when the database
+  /// cannot be read yet: the next instant is then aimed over the whole run).
   static func finishedOffset(_ trial: Trial, timeline: [(id: String, offset: Double)]) throws -> Double {
-    guard FileManager.default.fileExists(atPath: trial.database) else { return 0 }
+    guard isReadable(trial) else { return 0 }
     let done = Set(
       try SQLiteFile.rows(trial.database, "SELECT step_id FROM _dray_checkpoints WHERE status = 'succeeded'").compactMap { $0[0] })
     return offset(after: done, topLevelSteps: topLevelSteps, timeline: timeline)
