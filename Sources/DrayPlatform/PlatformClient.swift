@@ -267,6 +267,7 @@ public final class PlatformClient {
     var request = request(
       .post, "rpc/\(PlatformClient.pathSegment(resource))/", body: .bytes(Array(params.json.utf8)), contentType: "application/json")
     if let delta { request.headers.set("X-Delta", "\(delta)-last") }
+    request.acceptEncoding = PlatformClient.compressedAnswers
     let response = try recordingDownload(download, record) { record in
       try send(request, policy: policy, transactionID: transactionID, reads: reads, record: record) {
         try download.attempt($0, client: http, transactionID: transactionID)
@@ -292,8 +293,15 @@ public final class PlatformClient {
         + "an empty body is not a JSON document, so it was refused and nothing was changed")
   }
 
+  /// The `Accept-Encoding` of the calls whose answers download into a resumable part (table
+  /// data, files): `gzip`, because `X-Range` counts the bytes before compression
+  /// (platform-api.md §3, "Resumable download"), so a compressed answer resumes at the
+  /// part's size. Small JSON answers (schema, listings, meta) ask for `identity`.
+  static let compressedAnswers = "gzip"
+
   /// Runs `body` with `record` wrapped so that each of the call's own attempts also
-  /// records the bytes its download received and the offset it resumed from.
+  /// records the bytes its download received (decoded, and on the wire) and the offset it
+  /// resumed from.
   private func recordingDownload<T>(
     _ download: Download, _ record: (Attempt) -> Void, _ body: ((Attempt) -> Void) throws -> T
   ) rethrows -> T {
@@ -303,6 +311,7 @@ public final class PlatformClient {
         var attempt = attempt
         if attempt.call == nil && download.requests != seen {
           attempt.bytes = download.lastBytes
+          attempt.wireBytes = download.lastWireBytes
           if download.lastOffset > 0 { attempt.resumedFrom = download.lastOffset }
         }
         seen = download.requests
@@ -345,7 +354,8 @@ public final class PlatformClient {
 
   /// `GET file/<connection>/?file=<path>` into `download` (resumable).
   public func getFile(connection: String, path: String, download: Download, policy: RetryPolicy, record: (Attempt) -> Void) throws {
-    let request = request(.get, "file/\(PlatformClient.pathSegment(connection))/?file=\(Redactor.percentEncoded(path))")
+    var request = request(.get, "file/\(PlatformClient.pathSegment(connection))/?file=\(Redactor.percentEncoded(path))")
+    request.acceptEncoding = PlatformClient.compressedAnswers
     _ = try recordingDownload(download, record) { record in
       try send(request, policy: policy, transactionID: nil, record: record) {
         try download.attempt($0, client: http, transactionID: nil)

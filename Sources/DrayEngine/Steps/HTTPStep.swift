@@ -89,6 +89,7 @@ extension StepRunner {
       }
       let fetched = try fetchPage(options, next: next, page: page, client: client) { attempts.append($0) }
       progress.bytes += fetched.bytes
+      report.wireBytes += fetched.wireBytes
 
       // Save the answer first: a kill before the page's commit fetches it again and
       // overwrites the same file.
@@ -203,6 +204,8 @@ extension StepRunner {
     var headers: HTTPHeaders
     var contentType: String?
     var bytes: Int64
+    /// `bytes` as they came over the network, before content decoding.
+    var wireBytes: Int64
   }
 
   /// Sends the request for one page under the retry policy and `on_status`.
@@ -255,7 +258,8 @@ extension StepRunner {
     let reads = options.load != nil || options.paginate != nil
     guard (200..<300).contains(response.status) && !(reads && response.status == 204) else {
       download.discard()
-      return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived)
+      return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived,
+        wireBytes: download.wireBytesReceived)
     }
     try download.complete()
     if reads, let blank = BlankAnswer.size(ofFile: download.path) {
@@ -271,7 +275,7 @@ extension StepRunner {
     if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
     return FetchedPage(
       file: download.path, status: nil, headers: response.headers, contentType: response.headers["Content-Type"],
-      bytes: download.bytesReceived)
+      bytes: download.bytesReceived, wireBytes: download.wireBytesReceived)
   }
 
   /// The request for `url`: method, headers (Accept by format, Content-Type by body, the
@@ -300,8 +304,15 @@ extension StepRunner {
     tls.caFile = tls.caFile.map { manifest.resolve($0) }
     return HTTPRequest(
       method: HTTPMethod(rawValue: options.method.rawValue) ?? .get, url: url, headers: headers, body: body,
-      timeouts: step.timeouts, tls: tls)
+      timeouts: step.timeouts, tls: tls, acceptEncoding: headers["Accept-Encoding"] ?? StepRunner.defaultAcceptEncoding)
   }
+
+  /// What an `http` step asks for without an `Accept-Encoding` of its own: `gzip`. A
+  /// compressed answer is decoded as it arrives and is not resumed (a standard `Range`
+  /// counts the compressed bytes, which the part does not hold; `Download`): a page broken
+  /// mid-answer is asked again from byte 0, and a resume of an uncompressed one asks for
+  /// `identity`.
+  static let defaultAcceptEncoding = "gzip"
 
   /// A non-2xx answer as an error whose message ends with the answer's body.
   static func statusError(_ response: HTTPResponse, url: String) -> HTTPStatusError {

@@ -43,7 +43,7 @@ extension StepRunner {
       _ = try client.rpc(
         resource: options.resource, params: options.params, delta: nil, transactionID: transactionID, reads: true,
         download: download, policy: step.retry, record: record)
-      report.bytes += download.bytesReceived
+      report.count(download)
       if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
       report.notes += download.notes
     }

@@ -60,7 +60,7 @@ extension StepRunner {
       }
       if head.isDelta, let held = deltaFrom, let problem = head.deltaProblem(held: held) {
         report.notes.append("asked for a delta from \(held); the server sent \(problem); asked for full data instead")
-        report.bytes += download.bytesReceived
+        report.count(download)
         download.removeFinished()
         download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
         deltaFrom = nil
@@ -74,7 +74,7 @@ extension StepRunner {
             "asked for full data, the server sent a delta (Content-Version: \"delta \(head.deltaFrom ?? "?")-\(head.contentVersion ?? "?")\"); "
             + "a delta cannot apply to tables of unknown version, so nothing was loaded")
       }
-      report.bytes += download.bytesReceived
+      report.count(download)
       return head
     }
     var head = try fetch(&download)
