@@ -213,10 +213,11 @@ struct ManifestValidator {
     let tls = f["tls"].flatMap { readTLS($0, f.path("tls")) } ?? TLSSettings()
     let timeouts = f["timeouts"].flatMap { readTimeouts($0, f.path("timeouts"), base: Timeouts()) } ?? Timeouts()
     let headers = f["headers"].flatMap { readHeaders($0, f.path("headers"), platform: true) } ?? []
+    let compression = reader.bool(f, "compression") ?? f.defaultValue("compression")
     guard let host, let environment, let project else { return nil }
     return PlatformSettings(
       host: host, apiVersion: apiVersion, environment: environment, project: project,
-      application: application, device: device, tls: tls, timeouts: timeouts, headers: headers)
+      application: application, device: device, tls: tls, timeouts: timeouts, headers: headers, compression: compression)
   }
 
   private mutating func readHost(_ node: YAMLNode, _ path: String) -> String? {
@@ -276,7 +277,7 @@ struct ManifestValidator {
           reader.error(
             pair.key.location,
             "'\(path).\(name)' cannot be set: dray asks the platform for gzip on table data and files (their X-Range "
-              + "offsets count uncompressed bytes) and for identity on the rest; remove it")
+              + "offsets count uncompressed bytes) and for identity on the rest; remove it, and set platform.compression: false to ask for identity everywhere")
           ok = false
           continue
         }

@@ -267,7 +267,7 @@ public final class PlatformClient {
     var request = request(
       .post, "rpc/\(PlatformClient.pathSegment(resource))/", body: .bytes(Array(params.json.utf8)), contentType: "application/json")
     if let delta { request.headers.set("X-Delta", "\(delta)-last") }
-    request.acceptEncoding = PlatformClient.compressedAnswers
+    request.acceptEncoding = compressedAnswers
     let response = try recordingDownload(download, record) { record in
       try send(request, policy: policy, transactionID: transactionID, reads: reads, record: record) {
         try download.attempt($0, client: http, transactionID: transactionID)
@@ -294,10 +294,11 @@ public final class PlatformClient {
   }
 
   /// The `Accept-Encoding` of the calls whose answers download into a resumable part (table
-  /// data, files): `gzip`, because `X-Range` counts the bytes before compression
-  /// (platform-api.md §3, "Resumable download"), so a compressed answer resumes at the
-  /// part's size. Small JSON answers (schema, listings, meta) ask for `identity`.
-  static let compressedAnswers = "gzip"
+  /// data, files): `gzip` (unless `platform.compression` is false), because `X-Range` counts
+  /// the bytes before compression (platform-api.md §3, "Resumable download"), so a
+  /// compressed answer resumes at the part's size. Small JSON answers (schema, listings,
+  /// meta) ask for `identity`.
+  var compressedAnswers: String { session.settings.compression ? "gzip" : HTTPRequest.identity }
 
   /// Runs `body` with `record` wrapped so that each of the call's own attempts also
   /// records the bytes its download received (decoded, and on the wire) and the offset it
@@ -355,7 +356,7 @@ public final class PlatformClient {
   /// `GET file/<connection>/?file=<path>` into `download` (resumable).
   public func getFile(connection: String, path: String, download: Download, policy: RetryPolicy, record: (Attempt) -> Void) throws {
     var request = request(.get, "file/\(PlatformClient.pathSegment(connection))/?file=\(Redactor.percentEncoded(path))")
-    request.acceptEncoding = PlatformClient.compressedAnswers
+    request.acceptEncoding = compressedAnswers
     _ = try recordingDownload(download, record) { record in
       try send(request, policy: policy, transactionID: nil, record: record) {
         try download.attempt($0, client: http, transactionID: nil)
