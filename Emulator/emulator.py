@@ -314,7 +314,13 @@ class Handler(BaseHTTPRequestHandler):
             # Only an answer sent from byte 0 is garbled.
             fault = {key: value for key, value in fault.items() if key != "garble"}
         pieces = source.chunks(offset, 1 << 20)
-        faults.write_body(self, gzipped(pieces) if compressed else pieces, fault)
+        if compressed:
+            # The answer is damaged before it is compressed, as at its source.
+            if fault.get("garble"):
+                pieces = faults.garbled(pieces)
+                fault = {key: value for key, value in fault.items() if key != "garble"}
+            pieces = gzipped(pieces)
+        faults.write_body(self, pieces, fault)
 
     def send_json(self, status, value, headers=None):
         self.send(status, json.dumps(value, ensure_ascii=False).encode(), headers)

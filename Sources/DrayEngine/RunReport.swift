@@ -58,6 +58,9 @@ public struct StepReport: Sendable {
   /// The same bodies as they crossed the network, before content decoding (gzip); equal to
   /// `bytes` when nothing came compressed.
   public var wireBytes: Int64 = 0
+  /// The server answered `304 Not Modified` to the preconditions of the answer the step last
+  /// published: its table was kept as it is (an `http` step, docs/http.md).
+  public var unchanged = false
   /// Adds what `download` received to `bytes` and `wireBytes`.
   mutating func count(_ download: Download) {
     bytes += download.bytesReceived
@@ -189,6 +192,7 @@ public struct RunReport: Sendable {
     o.append(("attempts", .array(s.attempts.map(RunReport.attemptJSON))))
     o.append(("bytes", .integer(s.bytes)))
     o.append(("wire_bytes", .integer(s.wireBytes)))
+    if s.unchanged { o.append(("unchanged", .bool(true))) }
     o.append(("rows", .object(s.rows.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })))
     o.append(("tables", .array(s.tables.map { .string($0) })))
     o.append(("outputs", .array(s.outputs.map { .string($0) })))

@@ -225,6 +225,10 @@ public final class PlatformClient {
     /// The version a delta starts from (`v2`); nil for full data, or for a delta whose
     /// `Content-Version` does not read `delta v<n>-v<m>`.
     public var deltaFrom: String?
+    /// What the answer said it is when its `Content-Type` is not JSON (`application/json` or
+    /// `…+json`), for messages about an answer that cannot be read: `Content-Type: text/html,
+    /// Content-Encoding: gzip` (`HTTPResponse.describedKind`); nil for a JSON answer.
+    public var unexpectedKind: String?
 
     /// Why this delta cannot be applied to tables at version `held`, or nil when it can: it
     /// must start at `held` (the version `X-Delta` named) and end there or later (`v5-v5`
@@ -334,9 +338,12 @@ public final class PlatformClient {
       version = range.count == 2 ? String(range[1]) : nil
       deltaFrom = range.count == 2 ? String(range[0]) : nil
     }
-    return AnswerHead(
+    var head = AnswerHead(
       status: response.status, etag: response.headers["ETag"], contentVersion: version, isDelta: isDelta,
       cacheHash: response.headers["Cache-Hash-Value"], deltaFrom: deltaFrom)
+    let type = response.headers["Content-Type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+    if type != "application/json" && !type.hasSuffix("+json") { head.unexpectedKind = response.describedKind }
+    return head
   }
 
   // MARK: Files (platform-api.md §5)

@@ -208,7 +208,7 @@ public final class Download {
               + "or the server does not do ranges; started again from byte 0")
         }
       }
-      if !response.endShown && !partShowsItsEnd {
+      if !response.endShown && !partShowsItsEnd(coded: response.contentEncoding != nil) {
         throw TransportError.truncated(
           url: shown, received: response.bytesReceived,
           detail:
@@ -229,10 +229,14 @@ public final class Download {
   /// Whether the part shows its own end when the answer's framing did not: it holds a whole
   /// document (`endsWhole`), or, for a reader of documents, nothing but whitespace (no part
   /// at all for an empty answer). A blank answer is then refused by its reader as blank
-  /// (`BlankAnswer`), the same whatever the framing, instead of as cut short.
-  private var partShowsItsEnd: Bool {
+  /// (`BlankAnswer`), the same whatever the framing, instead of as cut short. A compressed
+  /// (`coded`) answer is never blank on the wire (a gzip stream of nothing still has its
+  /// header and trailer), and libcurl does not report a stream cut before its end: a blank
+  /// part of one is a cut, retried.
+  private func partShowsItsEnd(coded: Bool) -> Bool {
     guard let endsWhole else { return false }
-    return endsWhole(partPath) || !FileManager.default.fileExists(atPath: partPath) || BlankAnswer.size(ofFile: partPath) != nil
+    if endsWhole(partPath) { return true }
+    return !coded && (!FileManager.default.fileExists(atPath: partPath) || BlankAnswer.size(ofFile: partPath) != nil)
   }
 
   /// Flushes the finished part to disk and renames it to `path`.

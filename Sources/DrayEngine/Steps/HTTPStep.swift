@@ -68,6 +68,24 @@ extension StepRunner {
       report.notes.append("sent \(cursors.options.param)=\(cursors.sent.text)")
     }
 
+    // Preconditions from the answer the step last published (`AnswerValidators`).
+    let validators: AnswerValidators.Ledger? = try store.flatMap { store in
+      guard AnswerValidators.apply(to: options, fresh: context.fresh) else { return nil }
+      let ledger = AnswerValidators.Ledger(
+        database: store.database, job: manifest.job, stepID: step.id, fingerprint: step.fingerprint(in: manifest))
+      try ledger.createTable()
+      return ledger
+    }
+    let firstURL = progress.next?.url ?? ""
+    let sentValidators: AnswerValidators? = try {
+      guard let validators, let store, let load = options.load, progress.pages == 0,
+        try RecordTable(database: store.database, name: load.table).exists
+      else { return nil }
+      return try validators.read(url: firstURL)
+    }()
+    var unchanged = false
+    var lastHeaders = HTTPHeaders()
+
     var stoppedEarly = false
     var fetchedURLs: Set<String> = []
     while let next = progress.next {
@@ -87,9 +105,16 @@ extension StepRunner {
       if let output = options.output, let folder {
         pagePath = try folder.output(output.replacing("{page}", with: String(page)), role: "output")
       }
-      let fetched = try fetchPage(options, next: next, page: page, client: client) { attempts.append($0) }
+      let fetched = try fetchPage(options, next: next, page: page, client: client, conditions: sentValidators?.preconditions ?? []) {
+        attempts.append($0)
+      }
       progress.bytes += fetched.bytes
       report.wireBytes += fetched.wireBytes
+      if fetched.status == 304 {
+        unchanged = true
+        break
+      }
+      lastHeaders = fetched.headers
 
       // Save the answer first: a kill before the page's commit fetches it again and
       // overwrites the same file.
@@ -120,6 +145,21 @@ extension StepRunner {
     }
 
     report.bytes = progress.bytes
+    if unchanged, let load = options.load, let store {
+      // The table already holds this answer: no row is rewritten.
+      report.unchanged = true
+      let sent = sentValidators?.preconditions.map { "\($0.name): \($0.value)" }.joined(separator: ", ") ?? ""
+      report.notes.append("unchanged: the server answered 304 Not Modified to \(sent); table \(load.table) kept as it is")
+      var done = report
+      done.attempts = attempts
+      try context.databaseWrites.withLock { _ in
+        try store.write { transaction in
+          try ledger?.clear()
+          try transaction.record(checkpoint(done, status: .succeeded))
+        }
+      }
+      return
+    }
     if let output = options.output, let folder, progress.pages > 0 {
       // Every page's file, those of a run this one resumes included (a page answered with an
       // `empty` status has none).
@@ -148,6 +188,7 @@ extension StepRunner {
               rows = written.rows
             }
             try cursors?.publish(&done.notes, in: transaction)
+            try validators?.save(AnswerValidators(lastHeaders), url: firstURL, at: RunReport.rfc3339(.now))
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]
@@ -211,18 +252,25 @@ extension StepRunner {
   /// Sends the request for one page under the retry policy and `on_status`.
   /// - Throws: `TransportError`; `HTTPStepError.badAnswer` for a 2xx answer with a blank
   ///   body (`BlankAnswer`) that the step would read (`load`, `paginate`), not retried.
+  /// - Parameter conditions: preconditions to send (`AnswerValidators`); with them, a
+  ///   `304 Not Modified` is an answer (status 304, no file), not an error.
   private func fetchPage(
-    _ options: HTTPStep, next: PageLedger.Next, page: Int, client: HTTPClient, record: (Attempt) -> Void
+    _ options: HTTPStep, next: PageLedger.Next, page: Int, client: HTTPClient, conditions: [HTTPHeader], record: (Attempt) -> Void
   ) throws -> FetchedPage {
     let url = next.url
     let download = Download(path: downloadPath("page-\(page)"), style: .standard, resume: manifest.download.resume)
-    let request = makeRequest(options, url: url, cursor: next.cursor)
+    var request = makeRequest(options, url: url, cursor: next.cursor)
+    for field in conditions { request.headers.set(field.name, field.value) }
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
     download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
     let response = try runner.run(
       { _ in
         let response = try download.attempt(request, client: client, transactionID: nil)
-        if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty { return response }
+        if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty
+          || (response.status == 304 && !conditions.isEmpty)
+        {
+          return response
+        }
         throw TransportError.httpStatus(StepRunner.statusError(response, url: url))
       },
       classify: { error in

@@ -86,6 +86,17 @@ extension StepRunner {
       report.notes += download.notes
     }
 
+    if !head.isDelta, !context.fresh,
+      try store.holdsAnswer(
+        AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash), scheme: scheme,
+        params: options.params)
+    {
+      // Loading it would rewrite every row as it is.
+      try keepUnchanged(scheme, options, head, store, attempts, &report)
+      download.removeFinished()
+      return
+    }
+
     let loading = showLoadProgress(store)
     defer { loading?.stop() }
     func load(_ download: Download, _ head: PlatformClient.AnswerHead, _ finished: StepReport) throws -> LoadResult {
@@ -123,7 +134,7 @@ extension StepRunner {
       // it is fetched once more from byte 0; a fresh answer that fails is the server's.
       download.removeFinished()
       guard download.bytesResumed > 0 else {
-        error.message += "; the answer was discarded, so the next run downloads it again"
+        error.message += (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "") + "; the answer was discarded, so the next run downloads it again"
         throw error
       }
       report.notes = report.notes.filter { !$0.hasPrefix("the answer an earlier run downloaded") }
@@ -137,7 +148,7 @@ extension StepRunner {
         result = try load(download, head, report)
       } catch var again as LoadError where !context.cancellation.isCancelled {
         download.removeFinished()
-        again.message += "; the answer was discarded, so the next run downloads it again"
+        again.message += (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "") + "; the answer was discarded, so the next run downloads it again"
         throw again
       }
     }
@@ -167,5 +178,28 @@ extension StepRunner {
         ]
           + shown + (more > 0 ? ["  … and \(more) more"] : [])).joined(separator: "\n"))
     }
+  }
+
+  /// Records the step as `unchanged`: its tables already hold the answer (`holdsAnswer`), so
+  /// none is rewritten; the checkpoint commits alone.
+  private func keepUnchanged(
+    _ scheme: ResourceScheme, _ options: TableStreamStep, _ head: PlatformClient.AnswerHead, _ store: any TargetStore,
+    _ attempts: [Attempt], _ report: inout StepReport
+  ) throws {
+    report.unchanged = true
+    report.notes.append(
+      "unchanged: every table already holds this answer (ETag \(head.etag ?? ""), Cache-Hash-Value \(head.cacheHash ?? "")); no row rewritten")
+    var done = report
+    done.attempts = attempts
+    try context.databaseWrites.withLock { _ in
+      try store.write { transaction in
+        for table in scheme.outputs {
+          let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
+          done.rows[name] = try transaction.rowCount(ofTable: name)
+        }
+        try transaction.record(checkpoint(done, status: .succeeded))
+      }
+    }
+    report.rows = done.rows
   }
 }
