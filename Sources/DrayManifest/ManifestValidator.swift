@@ -277,7 +277,8 @@ struct ManifestValidator {
           reader.error(
             pair.key.location,
             "'\(path).\(name)' cannot be set: dray asks the platform for gzip on table data and files (their X-Range "
-              + "offsets count uncompressed bytes) and for identity on the rest; remove it, and set platform.compression: false to ask for identity everywhere")
+              + "offsets count uncompressed bytes) and for identity on the rest; remove it, and set platform.compression: false to ask for identity everywhere"
+          )
           ok = false
           continue
         }

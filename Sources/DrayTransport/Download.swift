@@ -235,8 +235,8 @@ public final class Download {
   /// part of one is a cut, retried.
   private func partShowsItsEnd(coded: Bool) -> Bool {
     guard let endsWhole else { return false }
-    if endsWhole(partPath) { return true }
-    return !coded && (!FileManager.default.fileExists(atPath: partPath) || BlankAnswer.size(ofFile: partPath) != nil)
+    let blank = !FileManager.default.fileExists(atPath: partPath) || BlankAnswer.size(ofFile: partPath) != nil
+    return coded ? !blank && endsWhole(partPath) : blank || endsWhole(partPath)
   }
 
   /// Flushes the finished part to disk and renames it to `path`.

@@ -1,10 +1,11 @@
-@testable import DrayEngine
 import DrayManifest
 import DrayModel
 import DrayStore
 import DrayTestSupport
 import Foundation
 import Testing
+
+@testable import DrayEngine
 
 /// The `http` step on the wire: gzip asked and decoded, a user's own Accept-Encoding sent
 /// as written, and conditional requests (RFC 9110 §13) that leave an unchanged table alone.
@@ -122,7 +123,7 @@ import Testing
         "job.yaml:7:14: error: 'platform.headers.Accept-Encoding' cannot be set: dray asks the platform for gzip on table data and files "
           + "(their X-Range offsets count uncompressed bytes) and for identity on the rest; remove it, and set platform.compression: false "
           + "to ask for identity everywhere",
-        "job.yaml:9:61: error: 'steps.http-1.http.headers.Accept-Encoding' names 'compress', which dray cannot decode; use gzip, x-gzip, "
+        "job.yaml:9:62: error: 'steps.http-1.http.headers.Accept-Encoding' names 'compress', which dray cannot decode; use gzip, x-gzip, "
           + "deflate, br, zstd, identity (with ;q= weights if you like)",
       ])
   }

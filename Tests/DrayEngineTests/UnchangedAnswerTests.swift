@@ -40,7 +40,10 @@ import Testing
     let requests = try emulator.requests().filter { ($0["path"] as? String) == "/api/v1/rpc/FRUITS/" }
     let headers = try #require(requests.last?["headers"] as? [String: String])
     #expect(headers["Accept-Encoding"] == "gzip")
-    #expect(step.notes.contains { $0.hasPrefix("unchanged: every table already holds this answer (ETag \"") && $0.hasSuffix("; no row rewritten") })
+    #expect(
+      step.notes.contains {
+        $0.hasPrefix("unchanged: every table already holds this answer (ETag \"") && $0.hasSuffix("; no row rewritten")
+      })
     #expect(try rows(folder, "SELECT count(*) FROM audit") == [[.integer(0)]])
     #expect(try rows(folder, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == [[.integer(3)]])
 
@@ -64,7 +67,8 @@ import Testing
     let message = try #require(report.steps[0].errorMessage)
     #expect(
       message.hasSuffix(
-        " (the server sent it as Content-Type: text/html, Content-Encoding: gzip); the answer was discarded, so the next run downloads it again"),
+        " (the server sent it as Content-Type: text/html, Content-Encoding: gzip); the answer was discarded, so the next run downloads it again"
+      ),
       "\(message)")
   }
 }

@@ -306,7 +306,8 @@ extension StepRunner {
     let reads = options.load != nil || options.paginate != nil
     guard (200..<300).contains(response.status) && !(reads && response.status == 204) else {
       download.discard()
-      return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived,
+      return FetchedPage(
+        file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived,
         wireBytes: download.wireBytesReceived)
     }
     try download.complete()

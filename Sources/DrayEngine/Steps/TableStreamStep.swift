@@ -134,7 +134,9 @@ extension StepRunner {
       // it is fetched once more from byte 0; a fresh answer that fails is the server's.
       download.removeFinished()
       guard download.bytesResumed > 0 else {
-        error.message += (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "") + "; the answer was discarded, so the next run downloads it again"
+        error.message +=
+          (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
+          + "; the answer was discarded, so the next run downloads it again"
         throw error
       }
       report.notes = report.notes.filter { !$0.hasPrefix("the answer an earlier run downloaded") }
@@ -148,7 +150,9 @@ extension StepRunner {
         result = try load(download, head, report)
       } catch var again as LoadError where !context.cancellation.isCancelled {
         download.removeFinished()
-        again.message += (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "") + "; the answer was discarded, so the next run downloads it again"
+        again.message +=
+          (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
+          + "; the answer was discarded, so the next run downloads it again"
         throw again
       }
     }
@@ -188,7 +192,8 @@ extension StepRunner {
   ) throws {
     report.unchanged = true
     report.notes.append(
-      "unchanged: every table already holds this answer (ETag \(head.etag ?? ""), Cache-Hash-Value \(head.cacheHash ?? "")); no row rewritten")
+      "unchanged: every table already holds this answer (ETag \(head.etag ?? ""), Cache-Hash-Value \(head.cacheHash ?? "")); no row rewritten"
+    )
     var done = report
     done.attempts = attempts
     try context.databaseWrites.withLock { _ in
