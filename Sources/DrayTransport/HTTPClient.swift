@@ -52,7 +52,8 @@ public final class HTTPClient {
   private let errorBuffer: UnsafeMutablePointer<CChar>
   /// Checked during transfers; cancelling aborts the transfer with `TransportError.cancelled`.
   public let cancellation: Cancellation
-  /// Called during transfers with body bytes received so far and the expected total.
+  /// Called during transfers with body bytes received so far and the expected total (for an
+  /// answer in a content coding, both count the encoded bytes on the wire).
   public var progress: ((_ received: Int64, _ total: Int64?) -> Void)?
   /// Bytes of the last `perform`'s requests (heads and bodies, every redirect hop) that
   /// reached the socket. Zero means the server cannot have acted on the call, so even a
@@ -378,6 +379,8 @@ private final class TransferState {
   /// The URL, for messages, of a request that asked for no content coding: an answer in
   /// one is refused before its first byte reaches the sink.
   var undecodedURL: String?
+  /// Whether the answer came in a content coding (decoded before the sink).
+  var coded = false
   var lastProgress: Int64 = -1
   /// The idle limit, and when a byte last moved either way. The clock starts when the
   /// request is handed to the connection (`requestSent`): before that the connect limit
@@ -452,6 +455,7 @@ private final class TransferState {
               "the body came in a content coding that was not asked for (\(head.describedKind); the request sent "
               + "Accept-Encoding: identity), so it was not used; the server should honour Accept-Encoding (RFC 9110 §12.5.3)")
         }
+        coded = head.contentEncoding != nil
         try sink.begin(head)
       }
       try sink.write(data)
@@ -481,7 +485,8 @@ private final class TransferState {
     }
     if let progress, Int64(now) != lastProgress, (200..<300).contains(status) {
       lastProgress = Int64(now)
-      progress(received, total > 0 ? Int64(total) : nil)
+      // A compressed answer's length counts encoded bytes: its progress counts them too.
+      progress(coded ? Int64(now) : received, total > 0 ? Int64(total) : nil)
     }
     return 0
   }
