@@ -321,9 +321,13 @@ import Testing
   }
 
   /// How far into the clean run's timeline the trial's checkpoints reach: the end of the
-  /// last of the leading top-level steps an earlier run finished.
+  /// last of the leading top-level steps an earlier run finished; 0 while a write the kill
+  /// cut short is still to be rolled back (a hot rollback journal, as in `lastStatus`: this
+  /// read-only look cannot roll it back), which only aims the next kill anywhere in the run.
   static func finishedOffset(_ trial: Trial, timeline: [(id: String, offset: Double)]) throws -> Double {
     guard FileManager.default.fileExists(atPath: trial.database) else { return 0 }
+    let rollbackJournal = (try? FileManager.default.attributesOfItem(atPath: trial.database + "-journal"))?[.size] as? Int
+    if let size = rollbackJournal, size > 0 { return 0 }
     let done = Set(
       try SQLiteFile.rows(trial.database, "SELECT step_id FROM _dray_checkpoints WHERE status = 'succeeded'").compactMap { $0[0] })
     var offset = 0.0
