@@ -212,13 +212,12 @@ public final class HTTPClient {
 
     let code = curl_easy_perform(handle)
     bytesSent += try requestBytes(request)
-    lastWireBytes = (try? sizeInfo(CURLINFO_SIZE_DOWNLOAD_T, request)) ?? state.received
+    lastWireBytes = try sizeInfo(CURLINFO_SIZE_DOWNLOAD_T, request)
     lastStatus = state.status > 0 ? state.status : nil
     if let sinkError = state.sinkError { throw sinkError }
     var response = HTTPResponse(status: state.status, headers: state.headers, bytesReceived: state.received, errorBody: state.errorBody)
     response.url = request.url
-    response.wireBytes = (try? sizeInfo(CURLINFO_SIZE_DOWNLOAD_T, request)) ?? state.received
-    lastWireBytes = response.wireBytes
+    response.wireBytes = lastWireBytes
     response.endShown = HTTPClient.endShown(response, method: request.method)
     guard code == CURLE_OK else { throw try error(code, request: request, state: state) }
     if !state.begun && (200..<300).contains(state.status) { try sink.begin(response) }

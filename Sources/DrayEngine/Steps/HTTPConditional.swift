@@ -16,10 +16,11 @@ internal import Foundation
 ///
 /// `fingerprint` is the step's definition and `request` the SHA-256 of the URL sent (which
 /// may hold a key, so it is not stored itself): validators are sent only for the same step
-/// asking the same URL. *(ours)* They are used by a step that sends one `GET` and loads
-/// its answer (`load`, no `paginate`, no `incremental`, none of its own `If-None-Match` or
-/// `If-Modified-Since` headers), whose table still exists, and never with `--fresh`: a
-/// 304 to page 1 of a paginated list says nothing of the pages after it.
+/// asking the same URL. *(ours)* They are kept by a step that sends one `GET` and loads its
+/// answer (`load`, no `paginate`, no `incremental`, none of its own `If-None-Match` or
+/// `If-Modified-Since` headers: a 304 to page 1 of a paginated list says nothing of the
+/// pages after it), and sent while its table exists, never with `--fresh` (which keeps
+/// those of the answer it loads).
 struct AnswerValidators: Equatable {
   var etag: String?
   var lastModified: String?
@@ -43,9 +44,9 @@ struct AnswerValidators: Equatable {
     (etag.map { [HTTPHeader("If-None-Match", $0)] } ?? []) + (lastModified.map { [HTTPHeader("If-Modified-Since", $0)] } ?? [])
   }
 
-  /// Whether `options` may send preconditions (see the type's rules).
-  static func apply(to options: HTTPStep, fresh: Bool) -> Bool {
-    options.load != nil && options.paginate == nil && options.incremental == nil && options.method == .get && !fresh
+  /// Whether `options` keeps validators and sends preconditions (see the type's rules).
+  static func apply(to options: HTTPStep) -> Bool {
+    options.load != nil && options.paginate == nil && options.incremental == nil && options.method == .get
       && !options.headers.contains { ["if-none-match", "if-modified-since"].contains($0.name.lowercased()) }
   }
 

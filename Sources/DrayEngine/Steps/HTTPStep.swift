@@ -70,7 +70,7 @@ extension StepRunner {
 
     // Preconditions from the answer the step last published (`AnswerValidators`).
     let validators: AnswerValidators.Ledger? = try store.flatMap { store in
-      guard AnswerValidators.apply(to: options, fresh: context.fresh) else { return nil }
+      guard AnswerValidators.apply(to: options) else { return nil }
       let ledger = AnswerValidators.Ledger(
         database: store.database, job: manifest.job, stepID: step.id, fingerprint: step.fingerprint(in: manifest))
       try ledger.createTable()
@@ -78,7 +78,8 @@ extension StepRunner {
     }
     let firstURL = progress.next?.url ?? ""
     let sentValidators: AnswerValidators? = try {
-      guard let validators, let store, let load = options.load, progress.pages == 0,
+      // `--fresh` sends none, and keeps those of the answer it loads.
+      guard let validators, let store, let load = options.load, !context.fresh, progress.pages == 0,
         try RecordTable(database: store.database, name: load.table).exists
       else { return nil }
       return try validators.read(url: firstURL)
