@@ -74,6 +74,28 @@ import Testing
     #expect(tables[1] == tables[0] && tables[2] == tables[0])
   }
 
+  @Test func anSQLStepMayDropAGuardedTableButNotClearItsMark() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let header = JobText.header(job: "drop", emulator: emulator, database: "data.sqlite") + Self.steps
+    let table = #"{{ table "FRUITS" "output_table" }}"#
+    let drop = header + "\n  - id: drop\n    sql: 'DROP TABLE \(table)'\n"
+    for _ in 1...2 {
+      let (_, report) = try runJob(folder, drop)
+      #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+      #expect(!report.steps[0].unchanged)
+    }
+    let clear = header + "\n  - id: clear\n    sql: 'UPDATE \(table) SET price = 0; UPDATE _dray_table_guard SET changed = 0'\n"
+    let (_, refused) = try runJob(folder, clear)
+    #expect(refused.steps.last?.errorCode == "dray_table")
+    // The refused step rolled back whole: the table is the answer's, and still kept (the
+    // first run after the failure resumes it; the next one runs every step).
+    _ = try runJob(folder, header)
+    let (_, kept) = try runJob(folder, header)
+    #expect(kept.steps[0].unchanged)
+    #expect(try rows(folder, "SELECT count(*) FROM FRUITS__output_table WHERE price = 0") == [[.integer(0)]])
+  }
+
   @Test func aTableChangedOutsideDrayInAnyWayIsLoadedAgain() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()

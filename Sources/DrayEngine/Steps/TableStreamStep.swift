@@ -89,10 +89,10 @@ extension StepRunner {
     if !head.isDelta, !context.fresh,
       try store.holdsAnswer(
         AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash), scheme: scheme,
-        params: options.params)
+        params: options.params),
+      try keepUnchanged(scheme, options, head, store, attempts, &report)
     {
       // Loading it would rewrite every row as it is.
-      try keepUnchanged(scheme, options, head, store, attempts, &report)
       download.removeFinished()
       return
     }
@@ -185,26 +185,35 @@ extension StepRunner {
   }
 
   /// Records the step as `unchanged`: its tables already hold the answer (`holdsAnswer`), so
-  /// none is rewritten; the checkpoint commits alone.
+  /// none is rewritten; the checkpoint commits alone. Asks `holdsAnswer` again inside the
+  /// write transaction, where nothing else can write the tables.
+  /// - Returns: false, recording nothing, when the tables changed since the first asking.
   private func keepUnchanged(
     _ scheme: ResourceScheme, _ options: TableStreamStep, _ head: PlatformClient.AnswerHead, _ store: any TargetStore,
     _ attempts: [Attempt], _ report: inout StepReport
-  ) throws {
-    report.unchanged = true
-    report.notes.append(
+  ) throws -> Bool {
+    var done = report
+    done.unchanged = true
+    done.notes.append(
       "unchanged: every table already holds this answer (ETag \(head.etag ?? ""), Cache-Hash-Value \(head.cacheHash ?? "")); no row rewritten"
     )
-    var done = report
     done.attempts = attempts
-    try context.databaseWrites.withLock { _ in
+    let info = AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
+    let kept = try context.databaseWrites.withLock { _ in
       try store.write { transaction in
+        guard try store.holdsAnswer(info, scheme: scheme, params: options.params) else { return false }
         for table in scheme.outputs {
           let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
           done.rows[name] = try transaction.rowCount(ofTable: name)
         }
         try transaction.record(checkpoint(done, status: .succeeded))
+        return true
       }
     }
+    guard kept else { return false }
+    report.unchanged = true
+    report.notes = done.notes
     report.rows = done.rows
+    return true
   }
 }
