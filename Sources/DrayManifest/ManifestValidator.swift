@@ -366,7 +366,8 @@ struct ManifestValidator {
   }
 
   /// `database.url`, checked with `PostgresURL`, with `password` and `schema`; the URL's
-  /// password and `database.password` are secrets. Every problem is reported.
+  /// password and `database.password` are secrets, each at least `Redactor.minimumLength`
+  /// characters. Every problem is reported.
   private mutating func readPostgres(_ f: Fields, _ urlNode: YAMLNode) -> PostgresTarget? {
     var url: PostgresURL?
     if let text = reader.nonEmptyString(urlNode, "database.url") {
@@ -378,7 +379,10 @@ struct ManifestValidator {
         reader.error(urlNode.location, "'database.url': \(error.message)")
       }
     }
-    if let password = url?.password { reader.redactor.add(password) }
+    if let password = url?.password {
+      // The same minimum as every secret: masking a short password would hide ordinary words.
+      reader.addSecret(password, "database.url", at: urlNode.location, subject: "'database.url' (its password)")
+    }
     var password: String?
     if let node = f["password"] {
       password = reader.string(node, "database.password", secret: true)

@@ -127,12 +127,11 @@ extension PostgresJournal: RunJournal {
   public func begin(_ run: RunRecord) throws -> [RunRecord] {
     let running = RunRecord.Status.running.rawValue
     guard let lock = try PostgresRunLock.acquire(job: run.job, schema: schema, on: connection) else {
-      let live =
-        try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first
-        ?? RunRecord(
-          id: "unknown", lineage: "", job: run.job, startedAt: "unknown", endedAt: nil, status: .running,
-          manifestFingerprint: "", processID: 0)
-      throw RunInProgress(journal: location, run: live)
+      if let live = try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first {
+        throw RunInProgress(journal: location, run: live)
+      }
+      let holder = try PostgresRunLock.holder(job: run.job, schema: schema, on: connection)
+      throw RunInProgress(journal: location, job: run.job, holder: holder)
     }
     runLock = lock
     return try fenced {

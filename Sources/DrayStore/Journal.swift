@@ -469,18 +469,36 @@ public final class Journal {
 /// Another run of the job is in progress on the same journal, started from another folder
 /// or `state.path` (whose lock this run does not see).
 public struct RunInProgress: Error, Sendable, CustomStringConvertible {
-  /// The journal's path.
+  /// The journal's path, or a database's URL with its password masked.
   public var journal: String
-  /// The live run.
-  public var run: RunRecord
+  public var job: String
+  /// The live run; nil when the lock's holder has recorded no run yet (it is starting).
+  public var run: RunRecord?
+  /// What is known of a holder without a run (`run` nil), as one phrase: "server process
+  /// 4242, client 10.0.0.5, connected 2026-12-01T16:08:58Z".
+  public var holder: String?
 
+  /// Another run of the job, `run`, is in progress.
   public init(journal: String, run: RunRecord) {
     self.journal = journal
+    self.job = run.job
     self.run = run
   }
 
+  /// Another runner holds the job's lock but recorded no run yet; `holder` says what is
+  /// known of it.
+  public init(journal: String, job: String, holder: String?) {
+    self.journal = journal
+    self.job = job
+    self.holder = holder
+  }
+
   public var description: String {
-    "job '\(run.job)' is already running on the run journal \(journal) (run \(run.id), process \(run.processID), started \(run.startedAt)); "
+    let who =
+      if let run { "run \(run.id), process \(run.processID), started \(run.startedAt)" } else {
+        "another runner holds the job's lock and has recorded no run yet" + (holder.map { ": \($0)" } ?? "")
+      }
+    return "job '\(job)' is already running on the run journal \(journal) (\(who)); "
       + "this run changed nothing. Wait for it to finish, or stop it first."
   }
 }
