@@ -217,7 +217,8 @@ public final class Store {
       let limit = target.maxColumns - (scheme.isCached ? 1 : 0)
       if table.columns.count > limit {
         throw .badScheme(
-          resource: scheme.name, reason: "output table '\(table.name)' has \(table.columns.count) columns; \(target.name) allows at most \(limit)")
+          resource: scheme.name,
+          reason: "output table '\(table.name)' has \(table.columns.count) columns; \(target.name) allows at most \(limit)")
       }
       var seen: [IdentifierKey: String] = [:]
       if scheme.isCached { seen[IdentifierKey(rowIDColumn)] = rowIDColumn }

@@ -170,7 +170,10 @@ import Testing
         name: resource, lifetime: cached ? 60 : nil, outputs: [.init(name: "t", columns: columns.map { .init(name: $0, type: "TEXT") })])
     }
     let cases: [(ResourceScheme, String)] = [
-      (table((1...1601).map { "c\($0)" }), "resource 'R': output table 't' has 1601 columns; PostgreSQL allows at most 1600; nothing was created"),
+      (
+        table((1...1601).map { "c\($0)" }),
+        "resource 'R': output table 't' has 1601 columns; PostgreSQL allows at most 1600; nothing was created"
+      ),
       (
         table((1...1600).map { "c\($0)" }, cached: true),
         "resource 'R': output table 't' has 1600 columns; PostgreSQL allows at most 1599; nothing was created"
@@ -179,7 +182,10 @@ import Testing
         table(["ID", "id"]),
         "resource 'R': output table 't' has columns 'ID' and 'id', which differ only in letter case; dray refuses such names on every database, so that a job loads the same tables wherever it runs; nothing was created"
       ),
-      (table([]), "resource 'R': output table 't' has no columns; dray creates no table without columns, on any database; nothing was created"),
+      (
+        table([]),
+        "resource 'R': output table 't' has no columns; dray creates no table without columns, on any database; nothing was created"
+      ),
     ]
     for (scheme, message) in cases {
       let error = #expect(throws: StoreError.self) { try store.write { _ = try $0.createTables(for: scheme, params: .object([])) } }
