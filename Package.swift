@@ -78,7 +78,7 @@ let package = Package(
     .target(
       name: "DrayEngine",
       dependencies: [
-        "DrayModel", "DrayJSON", "DrayStore", "DrayPostgresStore", "DrayRecords", "DrayTransport", "DrayPlatform",
+        "DrayModel", "DrayJSON", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayRecords", "DrayTransport", "DrayPlatform",
         "DrayReportPage",
       ]
     ),

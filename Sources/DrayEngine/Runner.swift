@@ -1,5 +1,6 @@
 public import DrayModel
 internal import DrayPlatform
+internal import DrayPostgres
 internal import DrayPostgresStore
 public import DrayStore
 internal import DrayTransport
@@ -37,6 +38,13 @@ public final class Runner {
   public static func journalPath(for manifest: Manifest) -> String {
     if let database = manifest.database?.path { return manifest.resolve(database) }
     return manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
+  }
+
+  /// Where the journal is, as messages and `dray plan` name it: `journalPath`, or for
+  /// `database.url` "schema S of URL" with the URL's password masked.
+  public static func journalLocation(for manifest: Manifest) -> String {
+    if let target = manifest.database?.postgres { return "schema \(target.schema) of \(target.url.redacted)" }
+    return journalPath(for: manifest)
   }
 
   /// The job's run journal, opened for this run: `PostgresJournal` in the schema of a
@@ -98,6 +106,9 @@ public final class Runner {
     let journal: any RunJournal
     do {
       journal = try openJournal()
+    } catch let error as PostgresError {
+      // One line: what failed, at which (redacted) URL, and what to do.
+      return fail(&report, error.userMessage)
     } catch {
       return fail(&report, "\(error)")
     }

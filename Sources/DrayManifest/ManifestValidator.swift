@@ -375,7 +375,7 @@ struct ManifestValidator {
         url = try PostgresURL(text)
       } catch {
         // The source line is shown with the error: mask what looks like a password first.
-        if let password = Self.passwordText(inURL: text) { reader.redactor.add(password) }
+        if let password = PostgresURL.passwordText(in: text) { reader.redactor.add(password) }
         reader.error(urlNode.location, "'database.url': \(error.message)")
       }
     }
@@ -400,15 +400,6 @@ struct ManifestValidator {
     }
     guard let url, let schema else { return nil }
     return PostgresTarget(url: url, password: password, schema: schema)
-  }
-
-  /// The text between the user name and the last `@` of a URL's authority, as written.
-  static func passwordText(inURL text: String) -> String? {
-    guard let start = text.range(of: "://")?.upperBound else { return nil }
-    let authority = text[start...].prefix { $0 != "/" && $0 != "?" }
-    guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return nil }
-    let password = authority[authority.index(after: colon)..<at]
-    return password.isEmpty ? nil : String(password)
   }
 
   private mutating func readDownload(_ node: YAMLNode) -> DownloadSettings? {

@@ -36,6 +36,23 @@ public final class PostgresJournal {
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
   }
 
+  /// The journal in `target`'s schema, opened to read only (`dray status`, `dray plan`):
+  /// nothing is created and the session refuses writes; nil when the schema holds no
+  /// journal yet.
+  /// - Throws: `PostgresError`.
+  public static func existing(target: PostgresTarget) throws -> PostgresJournal? {
+    let connection = try PostgresStore.connectReadOnly(target)
+    guard try PostgresStore.hasOwnTables(["_dray_runs", "_dray_checkpoints"], schema: target.schema, on: connection) else {
+      return nil
+    }
+    return PostgresJournal(connection: connection, schema: target.schema)
+  }
+
+  private init(connection: PostgresConnection, schema: String) {
+    self.connection = connection
+    self.schema = schema
+  }
+
   private func own(_ name: String) -> String { PostgresIdentifier.quoted(schema) + "." + name }
 
   /// Runs `body` in one transaction that commits only while this runner holds the lock.

@@ -277,6 +277,21 @@ public final class Store {
     public var cacheHash: String?
     public var rowCount: Int
     public var loadedAt: String?
+
+    public init(
+      name: String, resource: String, params: String, sourceTable: String, contentVersion: String?, etag: String?,
+      cacheHash: String?, rowCount: Int, loadedAt: String?
+    ) {
+      self.name = name
+      self.resource = resource
+      self.params = params
+      self.sourceTable = sourceTable
+      self.contentVersion = contentVersion
+      self.etag = etag
+      self.cacheHash = cacheHash
+      self.rowCount = rowCount
+      self.loadedAt = loadedAt
+    }
   }
 
   /// Every recorded physical table, optionally of one resource, by name.
