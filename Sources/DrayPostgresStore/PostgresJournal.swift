@@ -11,8 +11,11 @@ public import DrayStore
 /// `RunInProgress` at once. The lock's generation (`runLock`) is checked inside every
 /// commit: the stores' (`PostgresStore.write`) and this journal's own.
 public final class PostgresJournal {
-  let connection: PostgresConnection
+  private(set) var connection: PostgresConnection
   let schema: String
+  /// Where to connect again after the connection was lost (`reconnectIfLost`); nil for a
+  /// journal opened to read only.
+  private let target: PostgresTarget?
   /// The lock taken by `begin`; nil before.
   public private(set) var runLock: PostgresRunLock?
 
@@ -33,7 +36,30 @@ public final class PostgresJournal {
   public init(target: PostgresTarget) throws {
     connection = try PostgresConnection(url: target.url, password: target.password)
     schema = target.schema
+    self.target = target
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
+  }
+
+  /// Connects again when the connection no longer answers (the server restarted, the
+  /// network dropped it), and takes the run lock again when this journal held it: the
+  /// server released the lock with the old session, and the new generation fences out
+  /// anything still using the old one. Does nothing while the connection answers.
+  ///
+  /// - Throws: `PostgresError` when the server cannot be reached (transient: the caller
+  ///   retries under the job's policy); `RunInProgress` when another runner took the job's
+  ///   lock meanwhile (this run must stop).
+  public func reconnectIfLost() throws {
+    guard let target, (try? connection.execute("SELECT 1")) == nil else { return }
+    connection.close()
+    connection = try PostgresConnection(url: target.url, password: target.password)
+    try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
+    guard let held = runLock else { return }
+    runLock = nil
+    guard let lock = try PostgresRunLock.acquire(job: held.job, schema: schema, on: connection) else {
+      let holder = try PostgresRunLock.holder(job: held.job, schema: schema, on: connection)
+      throw RunInProgress(journal: location, job: held.job, holder: holder)
+    }
+    runLock = lock
   }
 
   /// The journal in `target`'s schema, opened to read only (`dray status`, `dray plan`):
@@ -51,6 +77,7 @@ public final class PostgresJournal {
   private init(connection: PostgresConnection, schema: String) {
     self.connection = connection
     self.schema = schema
+    target = nil
   }
 
   private func own(_ name: String) -> String { PostgresIdentifier.quoted(schema) + "." + name }
