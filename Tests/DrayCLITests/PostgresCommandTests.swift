@@ -187,14 +187,23 @@ import Testing
       let errors = run.stderr.split(separator: "\n").filter { $0.contains(" error: ") }
       #expect(errors.count == 1, "\(c.name): \(run.stderr)")
       #expect(errors.first?.contains(c.message) == true, "\(c.name): \(run.stderr)")
-      let tables = try Command.dray(
-        ["tables", c.url] + (c.schema.map { ["--schema", $0] } ?? []), environment: ["PGPASSWORD": c.password ?? PostgresServer.password])
+      // The reading commands, where they read: the same line, exit 1. (With no privilege on
+      // the schema there is nothing to read, and they say so: no tables, no runs yet.)
+      let environment = ["PGPASSWORD": c.password ?? PostgresServer.password]
+      let tables = try Command.dray(["tables", c.url], environment: environment)
+      let status = try Command.dray(["status", job.manifest])
+      let query = try Command.dray(["query", c.url, "SELECT 1"], environment: environment)
       if c.schema == nil {
-        #expect(tables.status == 1, "\(c.name): \(tables.output)")
-        #expect(tables.stderr.hasPrefix("dray: " + c.message), "\(c.name): \(tables.stderr)")
-        #expect(tables.stderr.split(separator: "\n").count == 1, "\(c.name): \(tables.stderr)")
+        for (name, result) in [("tables", tables), ("status", status)] {
+          #expect(result.status == 1, "\(c.name): \(name): \(result.output)")
+          #expect(result.stderr.hasPrefix("dray: " + c.message), "\(c.name): \(name): \(result.stderr)")
+          #expect(result.stderr.split(separator: "\n").count == 1, "\(c.name): \(name): \(result.stderr)")
+        }
+        #expect(query.status == 1, "\(c.name): \(query.output)")
+        let answer = try JSONSerialization.jsonObject(with: Data(query.stdout.utf8)) as? [String: String]
+        #expect(answer?["status"] == "error" && answer?["error"]?.hasPrefix(c.message) == true, "\(c.name): \(query.stdout)")
       }
-      results += [("\(c.name): run", run), ("\(c.name): tables", tables)]
+      results += [("\(c.name): run", run), ("\(c.name): tables", tables), ("\(c.name): status", status), ("\(c.name): query", query)]
     }
     // Nothing half-created where the server was reached.
     let admin = try server.admin(database: locked)
