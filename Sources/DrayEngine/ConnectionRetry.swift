@@ -23,7 +23,7 @@ struct ConnectionRetry {
   let record: (Attempt) -> Void
 
   /// The name of these attempts in logs and reports.
-  static let call = "PostgreSQL"
+  static let call = "database"
 
   /// Runs `body` until it succeeds, fails for good, or the policy's retries run out.
   ///

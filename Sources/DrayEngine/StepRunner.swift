@@ -31,15 +31,16 @@ struct StepRunner {
         logAttempt(attempt)
         reconnects.withLock { $0.append(attempt) }
       })
-    defer { report.attempts += reconnects.withLock { $0 } }
     do {
       try connections.run(reconnect: context.reconnectJournal) { number in
         if number > 1 { report = initial }
         try execute(&report)
       }
+      report.attempts += reconnects.withLock { $0 }
       CrashPoint.reach("committed:\(step.id)")
       report.status = .succeeded
     } catch {
+      report.attempts += reconnects.withLock { $0 }
       report.status = context.cancellation.isCancelled ? .interrupted : .failed
       report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: error)
       report.errorMessage = context.cancellation.isCancelled ? "interrupted by \(Runner.signalName(context.cancellation))" : "\(error)"

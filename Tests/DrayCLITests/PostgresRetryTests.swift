@@ -42,10 +42,24 @@ import Testing
         ((try? emulator.requests()) ?? []).contains { ($0["path"] as? String) == fruits }
       }, "the run never asked for FRUITS: \(run.errors)")
     try server.stopServer()
-    #expect(run.waitUntil { run.errors.contains("PostgreSQL attempt 1 failed") }, "no PostgreSQL retry: \(run.errors)")
+    #expect(run.waitUntil { run.errors.contains("database attempt 1 failed") }, "no PostgreSQL retry: \(run.errors)")
     try server.start()
     #expect(run.wait() == .exited(0), "\(run.errors)")
     #expect(run.errors.contains("; trying again in 0.25s"), "\(run.errors)")
+
+    // The step's report lists its database attempts: failed ones with their wait, then the
+    // one that succeeded.
+    let reports = try FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/reports").filter { $0.hasSuffix(".json") }
+    let report =
+      try JSONSerialization.jsonObject(
+        with: Data(contentsOf: URL(fileURLWithPath: folder.path + "/.dray/reports/" + (try #require(reports.first))))) as? [String: Any]
+    let steps = try #require(report?["steps"] as? [[String: Any]])
+    let attempts = try #require(steps.first { $0["id"] as? String == "fruits" }?["attempts"] as? [[String: Any]])
+    let reconnections = attempts.filter { $0["call"] as? String == "database" }
+    #expect(reconnections.count >= 2, "\(attempts)")
+    #expect(
+      reconnections.dropLast().allSatisfy { $0["outcome"] as? String != "ok" && $0["wait_seconds"] != nil }, "\(reconnections)")
+    #expect(reconnections.last?["outcome"] as? String == "ok", "\(reconnections)")
 
     let check = try server.connect(database: database)
     #expect(try check.execute(#"SELECT id, name FROM "FRUITS__output_table" ORDER BY id"#).rows.map { $0[0] } == [1, 2, 3, 4, 5])
