@@ -36,7 +36,7 @@ import Testing
         - id: fruits
           table_stream: { resource: FRUITS }
       """)
-    let run = try ChildProcess.dray(["run", manifest], logPrefix: "pg-retry")
+    let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
     #expect(
       run.waitUntil {
         ((try? emulator.requests()) ?? []).contains { ($0["path"] as? String) == fruits }
