@@ -29,7 +29,7 @@ import Testing
       platform: { host: "\(emulator.url)", environment: DocumentationExampleEnv, project: DocumentationExampleProj }
       auth: { username: demo, password: demo-password }
       database: { url: "\(url)", password: "${file:pw.txt}" }
-      retry: { count: 40, interval: 250ms, backoff: fixed, jitter: false }
+      retry: { count: 120, interval: 250ms, backoff: fixed, jitter: false }
       steps:
         - id: schemes
           schemes: { resources: [FRUITS] }
