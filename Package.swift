@@ -125,7 +125,7 @@ let package = Package(
       ]
     ),
     /// Runs the built `dray` binary (hence the dependency on the executable).
-    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayStore", "DrayPostgres", "DrayTestSupport"]),
   ]
 )
 

@@ -46,18 +46,26 @@ public final class PostgresJournal {
   /// anything still using the old one. Does nothing while the connection answers.
   ///
   /// - Throws: `PostgresError` when the server cannot be reached (transient: the caller
-  ///   retries under the job's policy); `RunInProgress` when another runner took the job's
-  ///   lock meanwhile (this run must stop).
+  ///   retries under the job's policy); `RunInProgress` when another runner holds the job's
+  ///   lock now, `PostgresRunLockError.fenced` when another runner held it in between (its
+  ///   generation moved by more than this retake): this run must stop.
   public func reconnectIfLost() throws {
     guard let target, (try? connection.execute("SELECT 1")) == nil else { return }
     connection.close()
     connection = try PostgresConnection(url: target.url, password: target.password)
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
+    // The old lock stays `runLock` until the new one is known to follow it directly, so
+    // that a commit after a failed retake is fenced.
     guard let held = runLock else { return }
-    runLock = nil
     guard let lock = try PostgresRunLock.acquire(job: held.job, schema: schema, on: connection) else {
       let holder = try PostgresRunLock.holder(job: held.job, schema: schema, on: connection)
-      throw RunInProgress(journal: location, job: held.job, holder: holder)
+      throw RunInProgress(journal: location, job: held.job, run: nil, holder: holder)
+    }
+    // Another runner held the lock in between (and may have run the job's steps since this
+    // run planned them): this run must not go on.
+    guard lock.generation == held.generation + 1 else {
+      try? lock.release(on: connection)
+      throw PostgresRunLockError.fenced(job: held.job, generation: held.generation, current: lock.generation - 1)
     }
     runLock = lock
   }
@@ -171,11 +179,10 @@ extension PostgresJournal: RunJournal {
   public func begin(_ run: RunRecord) throws -> [RunRecord] {
     let running = RunRecord.Status.running.rawValue
     guard let lock = try PostgresRunLock.acquire(job: run.job, schema: schema, on: connection) else {
-      if let live = try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first {
-        throw RunInProgress(journal: location, run: live)
-      }
-      let holder = try PostgresRunLock.holder(job: run.job, schema: schema, on: connection)
-      throw RunInProgress(journal: location, job: run.job, holder: holder)
+      let live = try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first
+      // No run recorded (a runner starting, or another program): say what the server knows.
+      let holder = live == nil ? try PostgresRunLock.holder(job: run.job, schema: schema, on: connection) : nil
+      throw RunInProgress(journal: location, job: run.job, run: live, holder: holder)
     }
     runLock = lock
     return try fenced {
@@ -209,4 +216,8 @@ extension PostgresJournal: RunJournal {
   public func record(_ checkpoint: CheckpointRecord) throws {
     try fenced { try PostgresJournal.record(checkpoint, on: connection, schema: schema) }
   }
+
+  /// `PostgresRunLockError.lost` when the session that took the lock ended or no longer
+  /// holds it (`PostgresRunLock.loss`); nil before `begin`.
+  public func lostLock() -> (any Error)? { runLock?.loss(on: connection) }
 }

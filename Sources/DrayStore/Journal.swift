@@ -374,7 +374,7 @@ public final class Journal {
     try database.transaction {
       let running = try select("job = ? AND status = ?", [.text(run.job), .text(RunRecord.Status.running.rawValue)], limit: -1)
       if let live = running.first(where: { RunProcess.isAlive(pid: $0.processID, startedAt: Journal.date($0.startedAt)) }) {
-        throw RunInProgress(journal: path, run: live)
+        throw RunInProgress(journal: path, job: live.job, run: live)
       }
       let abandon = try database.prepare("UPDATE _dray_runs SET status = ? WHERE run_id = ? AND status = ?")
       for stale in running {
@@ -469,35 +469,28 @@ public final class Journal {
 /// Another run of the job is in progress on the same journal, started from another folder
 /// or `state.path` (whose lock this run does not see).
 public struct RunInProgress: Error, Sendable, CustomStringConvertible {
-  /// The journal's path, or a database's URL with its password masked.
+  /// The journal's path (a server database's URL, its password masked).
   public var journal: String
   public var job: String
-  /// The live run; nil when the lock's holder has recorded no run yet (it is starting).
+  /// The live run; nil when the job's run lock is held but no run is recorded as
+  /// `running` (a runner between taking a server database's lock and recording its run, or
+  /// another program holding the lock).
   public var run: RunRecord?
-  /// What is known of a holder without a run (`run` nil), as one phrase: "server process
-  /// 4242, client 10.0.0.5, connected 2026-12-01T16:08:58Z".
+  /// What is known of a lock holder without a run (`run` nil), as one phrase: "server
+  /// process 4242, client 10.0.0.5, connected 2026-12-01T16:08:58Z"; nil when nothing is.
   public var holder: String?
 
-  /// Another run of the job, `run`, is in progress.
-  public init(journal: String, run: RunRecord) {
-    self.journal = journal
-    self.job = run.job
-    self.run = run
-  }
-
-  /// Another runner holds the job's lock but recorded no run yet; `holder` says what is
-  /// known of it.
-  public init(journal: String, job: String, holder: String?) {
+  public init(journal: String, job: String, run: RunRecord?, holder: String? = nil) {
     self.journal = journal
     self.job = job
+    self.run = run
     self.holder = holder
   }
 
   public var description: String {
     let who =
-      if let run { "run \(run.id), process \(run.processID), started \(run.startedAt)" } else {
-        "another runner holds the job's lock and has recorded no run yet" + (holder.map { ": \($0)" } ?? "")
-      }
+      run.map { "run \($0.id), process \($0.processID), started \($0.startedAt)" }
+      ?? "another session holds its run lock" + (holder.map { " and has recorded no run yet: \($0)" } ?? "")
     return "job '\(job)' is already running on the run journal \(journal) (\(who)); "
       + "this run changed nothing. Wait for it to finish, or stop it first."
   }

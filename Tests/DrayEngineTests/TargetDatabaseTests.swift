@@ -118,12 +118,12 @@ import Testing
     let refused = try runJob(folder, manifest).1
     #expect(refused.exitCode == ExitCode.locked)
     #expect(try target.rows("SELECT count(*) FROM _dray_runs") == [["0"]])
-    // The holder recorded no run: the message says what the server knows of it, not "run
-    // unknown, process 0".
+    // The holder recorded no run: the message says what the server knows of it, and makes
+    // up no run details ("run unknown, process 0").
     let message = try #require(refused.errorMessage)
     let redacted = try PostgresURL(try #require(target.url)).redacted
     let known =
-      "job 'fruits' is already running on the run journal \(redacted) (another runner holds the job's lock and has recorded no run yet: server process \(holder.backendPID), client 127.0.0.1, connected "
+      "job 'fruits' is already running on the run journal \(redacted) (another session holds its run lock and has recorded no run yet: server process \(holder.backendPID), client 127.0.0.1, connected "
     #expect(message.hasPrefix(known), "\(message)")
     #expect(message.hasSuffix("Z); this run changed nothing. Wait for it to finish, or stop it first."), "\(message)")
     try lock.release(on: holder)
