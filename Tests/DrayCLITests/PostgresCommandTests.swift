@@ -171,6 +171,16 @@ import Testing
           "PostgreSQL at \(base):\(server.port)/\(locked): permission denied for schema locked; grant the role the privilege (for a schema: GRANT USAGE, CREATE ON SCHEMA ... TO ...) or choose another database.schema"
       ),
       Case(
+        name: "a missing schema", url: "\(base):\(server.port)/\(locked)", schema: "no_such_schema",
+        message:
+          "PostgreSQL at \(base):\(server.port)/\(locked): schema \"no_such_schema\" does not exist; create the schema (CREATE SCHEMA ... AUTHORIZATION the role) or choose another database.schema"
+      ),
+      Case(
+        name: "TLS required by a server without it", url: "\(base):\(server.port)/\(locked)?sslmode=require",
+        message:
+          "cannot connect securely to PostgreSQL at \(base):\(server.port)/\(locked)?sslmode=require: "
+      ),
+      Case(
         name: "a refused port", url: "\(base):\(port)/db",
         message: "cannot reach PostgreSQL at \(base):\(port)/db: "
       ),
