@@ -4,9 +4,9 @@ internal import Foundation
 /// Reads a table answer file (platform-api.md §3) row by row, without holding it in memory.
 ///
 /// The answer is a JSON list of tables, each `{"name": "output_table", "data": [[...], ...]}`;
-/// yajl parses the file in 256 KiB chunks and each row reaches `row` as soon as its closing
-/// bracket is read. Keys other than `name` and `data` are skipped; a table's `name` must come
-/// before its `data`, as the platform sends it.
+/// `TableAnswerScanner` reads the file in 1 MiB chunks and each row reaches `row` as soon as
+/// its closing bracket is read, its values as `JSONValue`s. Keys other than `name` and `data`
+/// are skipped; a table's `name` must come before its `data`, as the platform sends it.
 ///
 /// ```swift
 /// try AnswerReader(path: "fruits.answer").read(
@@ -24,36 +24,15 @@ public struct AnswerReader {
   /// - Throws: `AnswerReadError` when the file cannot be read or is not a table answer;
   ///   any error thrown by `table` or `row`, unchanged.
   public func read(table: (String) throws -> Void, row: ([JSONValue]) throws -> Void) throws {
-    guard let input = FileHandle(forReadingAtPath: path) else {
-      throw AnswerReadError(message: "cannot read the answer file \(path)")
-    }
-    defer { try? input.close() }
     try withoutActuallyEscaping(table) { table in
       try withoutActuallyEscaping(row) { row in
-        let state = AnswerParseState(onTable: table, onRow: row)
-        try parse(input, state)
+        do {
+          try TableAnswerScanner(sink: RowCollector(onTable: table, onRow: row)).scan(file: path)
+        } catch let error as TableAnswerError {
+          throw AnswerReadError(message: error.description)
+        }
       }
     }
-  }
-
-  private func parse(_ input: FileHandle, _ state: AnswerParseState) throws {
-    do throws(JSONEvents.Failure) {
-      try JSONEvents.parse(input, into: state)
-    } catch .stopped(let byte) {
-      if let place = state.tooDeep {
-        throw AnswerReadError(message: "\(place) \(JSONValue.nestingMessage(at: byte)); dray reads at most \(JSONValue.maxDepth) levels")
-      }
-      throw state.failure ?? AnswerReadError(message: "reading stopped")
-    } catch .invalid(let reason, let byte) {
-      throw AnswerReadError(message: "the answer is not valid JSON (\(reason), near byte \(byte))")
-    } catch .truncated(_, let bytes) {
-      throw AnswerReadError(message: "the answer ends before its JSON is complete (\(bytes) bytes)")
-    } catch .empty(let bytes) {
-      throw AnswerReadError(message: BlankAnswer.describe(bytes: bytes) + "; expected a JSON list of tables")
-    } catch .outOfMemory {
-      throw AnswerReadError(message: "out of memory starting the JSON parser")
-    }
-    if !state.sawList { throw AnswerReadError(message: "the answer is empty; expected a JSON list of tables") }
   }
 }
 
@@ -63,154 +42,50 @@ public struct AnswerReadError: Error, Sendable, CustomStringConvertible {
   public var description: String { message }
 }
 
-/// The parser's place in the answer, fed by yajl's callbacks.
-private final class AnswerParseState: JSONEventHandler {
-  /// A row, or a container inside a row's cell, being built.
-  enum Frame {
-    case array([JSONValue])
-    case object([(key: String, value: JSONValue)], key: String)
-  }
-
+/// The scanner's sink: each table's name, then its rows as `JSONValue`s.
+private final class RowCollector: TableAnswerSink, TableAnswerRowSink {
   let onTable: (String) throws -> Void
   let onRow: ([JSONValue]) throws -> Void
-  /// Open containers above the current value: 1 inside the list of tables, 2 inside a
-  /// table, 3 inside its rows, 4 inside a row.
-  var depth = 0
-  /// Depth of a skipped container's content (values of keys other than `name` and `data`).
-  var skipping = 0
-  var key = ""
-  var tableName: String?
-  var inRows = false
-  var frames: [Frame] = []
-  var rowNumber = 0
-  var sawList = false
-  var failure: (any Error)?
-  /// Where a container opened past `JSONValue.maxDepth` ("row 3 of table 't' is"), which
-  /// stopped the parse.
-  var tooDeep: String?
+  var name: String?
+  var values: [JSONValue] = []
 
   init(onTable: @escaping (String) throws -> Void, onRow: @escaping ([JSONValue]) throws -> Void) {
     self.onTable = onTable
     self.onRow = onRow
   }
 
-  func fail(_ message: String) -> Bool {
-    failure = AnswerReadError(message: message)
-    return false
+  func beginTable() throws { name = nil }
+  func tableName(_ name: String) throws { self.name = name }
+  func endTable() throws {}
+  func endList(_ key: TableAnswerKey, items: Int) throws {}
+  func deleteID(_ token: JSONToken, item: Int) throws {}
+
+  func beginList(_ key: TableAnswerKey) throws -> TableAnswerList {
+    guard key == .data else { return .skip }
+    guard let name else { throw TableAnswerRefusal("a table's rows come before its name") }
+    try onTable(name)
+    return .rows(self)
   }
 
-  /// Runs a callback, turning its error into a stop.
-  func call(_ body: () throws -> Void) -> Bool {
-    do {
-      try body()
-      return true
-    } catch {
-      failure = error
-      return false
-    }
-  }
-
-  var place: String { tableName.map { "table '\($0)', row \(rowNumber)" } ?? "the answer" }
-
-  func start(isArray: Bool) -> Bool {
-    if skipping > 0 {
-      skipping += 1
-      return true
-    }
-    switch depth {
-    case 0:
-      guard isArray else { return fail("the answer is a JSON object; expected a list of tables") }
-      sawList = true
-    case 1:
-      guard !isArray else { return fail("the answer holds a list where a table object was expected") }
-      tableName = nil
-      inRows = false
-    case 2:
-      if key == "data" && isArray {
-        guard let name = tableName else { return fail("a table's rows come before its name") }
-        inRows = true
-        rowNumber = 0
-        depth += 1
-        return call { try onTable(name) }
-      }
-      skipping = 1
-      return true
-    case 3:
-      guard isArray else { return fail("row \(rowNumber + 1) of table '\(tableName ?? "")' is not a list of values") }
-      rowNumber += 1
-      frames = [.array([])]
-    default:
-      guard depth < JSONValue.maxDepth else {
-        tooDeep = "row \(rowNumber) of table '\(tableName ?? "")' is"
-        return false
-      }
-      frames.append(isArray ? .array([]) : .object([], key: ""))
-    }
-    depth += 1
-    return true
-  }
-
-  func key(_ text: String) -> Bool {
-    if skipping > 0 { return true }
-    if depth == 2 {
-      key = text
-    } else if case .object(let pairs, _)? = frames.last {
-      frames[frames.count - 1] = .object(pairs, key: text)
-    }
-    return true
-  }
-
-  func scalar(_ value: JSONValue) -> Bool {
-    if skipping > 0 { return true }
-    switch depth {
-    case 0: return fail("the answer is a single value; expected a list of tables")
-    case 1: return fail("the answer holds a value where a table object was expected")
-    case 2:
-      if key == "name" {
-        guard case .string(let name) = value else { return fail("a table's name is not a string") }
-        tableName = name
-      }
-      return true
-    case 3: return fail("row \(rowNumber + 1) of table '\(tableName ?? "")' is not a list of values")
-    default:
-      append(value)
-      return true
-    }
-  }
-
-  func end() -> Bool {
-    if skipping > 0 {
-      skipping -= 1
-      return true
-    }
-    depth -= 1
-    switch depth {
-    case 3:
-      guard case .array(let values)? = frames.popLast() else { return true }
-      return call { try onRow(values) }
-    case 2:
-      inRows = false
-    case 0, 1:
-      break
-    default:
-      guard let frame = frames.popLast() else { return true }
-      switch frame {
-      case .array(let items): append(.array(items))
-      case .object(let pairs, _): append(.object(pairs))
+  func value(_ token: JSONToken, row: Int, column: Int) throws {
+    switch token {
+    case .null: values.append(.null)
+    case .bool(let flag): values.append(.bool(flag))
+    case .number(let text):
+      let raw = String(decoding: text, as: UTF8.self)
+      values.append(Int64(raw).map { .integer($0) } ?? .number(raw))
+    case .string(let text): values.append(.string(String(decoding: text, as: UTF8.self)))
+    case .nested(let text):
+      do throws(JSONParseError) {
+        values.append(try JSONValue(parsing: Array(text)))
+      } catch {
+        throw TableAnswerRefusal(error.message)
       }
     }
-    return true
   }
 
-  private func append(_ value: JSONValue) {
-    guard let last = frames.popLast() else { return }
-    switch last {
-    case .array(var items):
-      items.append(value)
-      frames.append(.array(items))
-    case .object(var pairs, let key):
-      pairs.append((key, value))
-      frames.append(.object(pairs, key: ""))
-    }
+  func endRow(_ row: Int, values count: Int) throws {
+    defer { values.removeAll(keepingCapacity: true) }
+    try onRow(values)
   }
 }

@@ -1,17 +1,5 @@
+public import DrayJSON
 internal import Foundation
-
-/// One value of a table answer as the JSON parser hands it over, its bytes borrowed for the
-/// call only.
-public enum JSONToken {
-  case null
-  case bool(Bool)
-  /// A JSON number exactly as written (`12`, `-0.5`, `1e999`, `9223372036854775808`).
-  case number(UnsafeBufferPointer<UInt8>)
-  /// A string's UTF-8 bytes, unescaped.
-  case string(UnsafeBufferPointer<UInt8>)
-  /// An array or object as its compact JSON text (key order kept, numbers as written).
-  case nested(UnsafeBufferPointer<UInt8>)
-}
 
 /// The value rule for PostgreSQL: what each JSON value becomes in a column of each
 /// `PostgresColumnType`, the counterpart of docs/store.md's rule for SQLite.

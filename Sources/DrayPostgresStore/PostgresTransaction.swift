@@ -79,84 +79,29 @@ final class PostgresTransaction: StoreTransaction {
         resource: scheme.name, message: "a PostgreSQL target loads full answers only; run the step again without delta")
     }
     let names = try createTables(for: scheme, params: params)
-    let tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     var result = LoadResult(rowCounts: [:], inserted: [:], deleted: [:], tables: names)
-    var copy: PostgresCopyWriter?
-    var current: (source: String, types: [PostgresColumnType], columns: [ResourceScheme.Column])?
-    var row = 0
-    var replaced: Set<String> = []
-
-    func finishCopy() throws {
-      guard let writer = copy, let table = current else { return }
-      let count = try writer.finish()
-      result.inserted[table.source, default: 0] += count
-      copy = nil
-    }
-
+    let load = PostgresLoad(transaction: self, scheme: scheme, names: names)
     do {
-      try AnswerReader(path: file).read(
-        table: { source in
-          try finishCopy()
-          current = nil
-          guard let table = tables[source], let name = names[source] else {
-            if !result.skippedTables.contains(source) { result.skippedTables.append(source) }
-            return
-          }
-          if replaced.insert(source).inserted { try replace(name: name, table: table, cached: scheme.isCached) }
-          var columns = table.columns
-          if scheme.isCached { columns.insert(.init(name: Store.rowIDColumn, type: "BIGINT"), at: 0) }
-          current = (source, columns.map { PostgresColumnType(schemeType: $0.type) }, columns)
-          row = 0
-          let list = columns.map { PostgresIdentifier.sql($0.name) }.joined(separator: ", ")
-          copy = try connection.copyIn("COPY \(store.qualified(name)) (\(list)) FROM STDIN")
-        },
-        row: { values in
-          guard let writer = copy, let table = current else { return }
-          row += 1
-          if row % 4096 == 0, cancellation?.isCancelled == true {
-            throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
-          }
-          guard values.count == table.types.count else {
-            throw LoadError(
-              resource: scheme.name, table: table.source, row: row,
-              message:
-                "the row has \(values.count) value\(values.count == 1 ? "" : "s"); the table has \(table.types.count) column\(table.types.count == 1 ? "" : "s")\(scheme.isCached ? " (a row id, then the scheme's columns)" : ""); the row is refused"
-            )
-          }
-          for (index, value) in values.enumerated() {
-            do throws(PostgresValueRefusal) {
-              if scheme.isCached && index == 0 && value.intValue == nil {
-                throw PostgresValueRefusal(found: "not an integer of at most 64 bits", value: value.json, column: .bigint)
-              }
-              try PostgresTransaction.append(value, as: table.types[index], to: writer)
-            } catch {
-              let column = table.columns[index]
-              let refused = PostgresValueError(
-                resource: scheme.name, table: table.source, row: row, column: index + 1, columnName: column.name,
-                declaredType: column.type, refusal: error)
-              let place = "resource \(scheme.name), table \(table.source), row \(row), column \(index + 1) "
-              throw LoadError(
-                resource: scheme.name, table: table.source, row: row, column: index + 1,
-                message: String(refused.description.dropFirst(place.count)))
-            }
-          }
-          try writer.endRow()
-        })
-      try finishCopy()
-    } catch let error as AnswerReadError {
-      copy?.cancel("the answer could not be read")
-      throw LoadError(resource: scheme.name, table: current?.source, message: error.message)
+      try TableAnswerScanner(sink: load).scan(file: file) {
+        if cancellation?.isCancelled == true {
+          throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
+        }
+      }
     } catch {
-      copy?.cancel("the load failed")
-      throw error
+      load.rows?.writer.cancel("the load failed")
+      guard let error = error as? TableAnswerError else { throw error }
+      throw LoadError(resource: scheme.name, table: error.table, row: error.row, column: error.column, message: error.message)
     }
+    result.inserted = load.inserted
+    result.skippedTables = load.skipped
+    let replaced = load.replaced
     try record(scheme: scheme, params: params, names: names, replaced: replaced, info: info, result: &result)
     return result
   }
 
   /// Empties table `name` for a full answer, or recreates it when its columns are no
   /// longer the scheme's.
-  private func replace(name: String, table: ResourceScheme.Table, cached: Bool) throws {
+  fileprivate func replace(name: String, table: ResourceScheme.Table, cached: Bool) throws {
     let expected = columnDefinitions(table, cached: cached).map { PostgresIdentifier.fitted($0.name) }
     if try store.columnNames(ofTable: name) == expected {
       try connection.execute("TRUNCATE \(store.qualified(name))")
@@ -189,31 +134,6 @@ final class PostgresTransaction: StoreTransaction {
           .text(name), info.contentVersion.map { .text($0) } ?? .null, info.etag.map { .text($0) } ?? .null,
           hash.map { .text($0) } ?? .null, .integer(Int64(rows)), .text(now),
         ])
-    }
-  }
-
-  /// Appends one JSON value of a row under the value rule.
-  static func append(_ value: JSONValue, as type: PostgresColumnType, to writer: PostgresCopyWriter) throws(PostgresValueRefusal) {
-    func bytes(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) throws(PostgresValueRefusal) -> Void) throws(PostgresValueRefusal) {
-      var text = text
-      let refusal: PostgresValueRefusal? = text.withUTF8 { buffer in
-        do throws(PostgresValueRefusal) {
-          try body(buffer)
-          return nil
-        } catch { return error }
-      }
-      if let refusal { throw refusal }
-    }
-    switch value {
-    case .null: try PostgresValueRule.append(.null, as: type, to: writer)
-    case .bool(let b): try PostgresValueRule.append(.bool(b), as: type, to: writer)
-    case .integer(let i):
-      try bytes(String(i)) { (b) throws(PostgresValueRefusal) in try PostgresValueRule.append(.number(b), as: type, to: writer) }
-    case .number(let text):
-      try bytes(text) { (b) throws(PostgresValueRefusal) in try PostgresValueRule.append(.number(b), as: type, to: writer) }
-    case .string(let s): try bytes(s) { (b) throws(PostgresValueRefusal) in try PostgresValueRule.append(.string(b), as: type, to: writer) }
-    case .array, .object:
-      try bytes(value.json) { (b) throws(PostgresValueRefusal) in try PostgresValueRule.append(.nested(b), as: type, to: writer) }
     }
   }
 
@@ -281,3 +201,54 @@ final class PostgresTransaction: StoreTransaction {
 
 @available(*, unavailable)
 extension PostgresTransaction: Sendable {}
+
+/// The scanner's sink for a PostgreSQL load: each table of the scheme the answer holds is
+/// emptied once and its rows go to a `PostgresRowSink` over one `COPY ... FROM STDIN`.
+private final class PostgresLoad: TableAnswerSink {
+  let transaction: PostgresTransaction
+  let scheme: ResourceScheme
+  let names: [String: String]
+  let tables: [String: ResourceScheme.Table]
+  var name: String?
+  /// The COPY of the list being read.
+  var rows: PostgresRowSink?
+  var inserted: [String: Int] = [:]
+  var replaced: Set<String> = []
+  var skipped: [String] = []
+
+  init(transaction: PostgresTransaction, scheme: ResourceScheme, names: [String: String]) {
+    self.transaction = transaction
+    self.scheme = scheme
+    self.names = names
+    // `Store.check` refused two output tables of one name; never trap on one anyway.
+    tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+  }
+
+  func beginTable() throws { name = nil }
+  func tableName(_ name: String) throws { self.name = name }
+  func endTable() throws {}
+  func deleteID(_ token: JSONToken, item: Int) throws {}
+
+  func beginList(_ key: TableAnswerKey) throws -> TableAnswerList {
+    guard key == .data else { return .skip }
+    guard let source = name else { throw TableAnswerRefusal("a table's rows come before its name") }
+    guard let table = tables[source], let physical = names[source] else {
+      if !skipped.contains(source) { skipped.append(source) }
+      return .skip
+    }
+    if replaced.insert(source).inserted { try transaction.replace(name: physical, table: table, cached: scheme.isCached) }
+    var columns = table.columns.map { (name: $0.name, type: $0.type) }
+    if scheme.isCached { columns.insert((Store.rowIDColumn, "BIGINT"), at: 0) }
+    let list = columns.map { PostgresIdentifier.sql($0.name) }.joined(separator: ", ")
+    let writer = try transaction.connection.copyIn("COPY \(transaction.store.qualified(physical)) (\(list)) FROM STDIN")
+    let sink = PostgresRowSink(writer: writer, resource: scheme.name, table: source, columns: columns, rowIDFirst: scheme.isCached)
+    rows = sink
+    return .rows(sink)
+  }
+
+  func endList(_ key: TableAnswerKey, items: Int) throws {
+    guard let sink = rows, let source = name else { return }
+    rows = nil
+    inserted[source, default: 0] += try sink.finish()
+  }
+}

@@ -34,13 +34,15 @@ import Testing
 
   @Test func whatIsNotATableAnswerIsNamed() {
     #expect(failure("") == "the answer is empty; expected a JSON list of tables")
-    #expect(failure("[{\"name\": \"a\", \"data\": [[1]") == "the answer ends before its JSON is complete (27 bytes)")
+    #expect(
+      failure("[{\"name\": \"a\", \"data\": [[1]")
+        == "table 'a', row 2: the answer ends before its JSON is complete (27 bytes); the download was cut short")
     #expect(failure("[x]") == "the answer is not valid JSON (lexical error: invalid char in json text., near byte 2)")
-    #expect(failure(#"{"name": "a"}"#) == "the answer is a JSON object; expected a list of tables")
-    #expect(failure("3") == "the answer is a single value; expected a list of tables")
+    #expect(failure(#"{"name": "a"}"#) == "the answer must be a JSON list of tables, found an object")
+    #expect(failure("3") == "the answer must be a JSON list of tables, found a number")
     #expect(failure(#"[{"data": [[1]], "name": "a"}]"#) == "a table's rows come before its name")
-    #expect(failure(#"[{"name": "a", "data": [1]}]"#) == "row 1 of table 'a' is not a list of values")
-    let deep = #"[{"name": "a", "data": [["# + String(repeating: "[", count: 600)
+    #expect(failure(#"[{"name": "a", "data": [1]}]"#) == "table 'a', row 1: each row must be a JSON list of values, found a number")
+    let deep = #"[{"name": "a", "data": [["# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "]]}]"
     #expect(failure(deep)?.contains("nested deeper than 512 levels at byte") == true)
   }
 
