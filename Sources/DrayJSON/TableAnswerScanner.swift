@@ -327,8 +327,10 @@ struct ScanState {
   var table: String?
   var nameSeen = false
   unowned(unsafe) let sink: any TableAnswerSink
-  unowned(unsafe) var rows: (any TableAnswerRowSink)?
-  var rowsOwner: (any TableAnswerRowSink)?
+  /// The current row sink, reached without reference counting (a class-bound existential
+  /// read through a pointer would be retained and released at every value).
+  var rows: Unmanaged<RowSinkBox>?
+  var rowsOwner: RowSinkBox?
   var failure: (any Error)?
   /// A nested value of a row, as compact JSON text.
   var nested: [UInt8] = []
@@ -347,6 +349,12 @@ struct ScanState {
     default: (nil, nil)
     }
   }
+}
+
+/// A row sink behind a class reference, so that `ScanState` can hold it `Unmanaged`.
+final class RowSinkBox {
+  let sink: any TableAnswerRowSink
+  init(_ sink: any TableAnswerRowSink) { self.sink = sink }
 }
 
 extension ScanState {
@@ -402,7 +410,7 @@ extension ScanState {
   @inline(__always)
   static func value(_ s: Pointer, _ token: JSONToken) -> Int32 {
     do {
-      try s.pointee.rows!.value(token, row: s.pointee.row, column: s.pointee.column)
+      try s.pointee.rows!._withUnsafeGuaranteedRef { try $0.sink.value(token, row: s.pointee.row, column: s.pointee.column) }
     } catch {
       return stop(s, error)
     }
@@ -420,7 +428,7 @@ extension ScanState {
   @inline(__always)
   static func endRow(_ s: Pointer) -> Int32 {
     do {
-      try s.pointee.rows!.endRow(s.pointee.row, values: s.pointee.column)
+      try s.pointee.rows!._withUnsafeGuaranteedRef { try $0.sink.endRow(s.pointee.row, values: s.pointee.column) }
     } catch {
       return stop(s, error)
     }
@@ -508,8 +516,9 @@ extension ScanState {
     s.pointee.row = 0
     switch list {
     case .rows(let sink):
-      s.pointee.rowsOwner = sink
-      s.pointee.rows = sink
+      let box = RowSinkBox(sink)
+      s.pointee.rowsOwner = box
+      s.pointee.rows = Unmanaged.passUnretained(box)
       s.pointee.place = .rows
     case .ids:
       s.pointee.place = .ids
