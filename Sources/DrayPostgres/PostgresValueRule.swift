@@ -88,6 +88,15 @@ public enum PostgresValueRule {
       }
       writer.appendVerbatim(text)
     case (.doublePrecision, .real):
+      // A decimal without an exponent shorter than 300 characters is finite, and normal
+      // when not zero (its magnitude is between 1e-300 and 1e300): PostgreSQL reads it
+      // exactly as written, so the common case needs no conversion here.
+      if text.count < 300, !text.contains(where: { $0 | 0x20 == UInt8(ascii: "e") }),
+        text.contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") })
+      {
+        writer.appendVerbatim(text)
+        return
+      }
       let string = String(decoding: text, as: UTF8.self)
       guard let d = Double(string), d.isFinite else { throw refusal("a number beyond a double's range", string, column) }
       // PostgreSQL refuses text whose value underflows (strtod's ERANGE), e.g. 1e-400.

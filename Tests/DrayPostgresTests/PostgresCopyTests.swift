@@ -76,6 +76,36 @@ import Testing
     #expect(stored == texts.map { .text($0) } + [.null])
   }
 
+  @Test func aCharacterToEscapeAtAnyPlaceOfALongTextRoundTrips() throws {
+    // The writer copies eight bytes at a time until one needs escaping: every place of such
+    // a byte, and every byte below 0x0E, against that boundary.
+    var texts: [String] = []
+    for special in ["\\", "\t", "\n", "\r", "\u{01}", "\u{0D}", "\u{0E}", "\\N", "ж"] {
+      for place in 0..<20 { texts.append(String(repeating: "a", count: place) + special + String(repeating: "b", count: 19 - place)) }
+    }
+    let connection = try server.connect(database: database)
+    try connection.execute("CREATE TABLE t (n bigint, s text)")
+    let copy = try connection.copyIn("COPY t (n, s) FROM STDIN")
+    for (i, text) in texts.enumerated() {
+      try copy.append(String(i))
+      try copy.append(text)
+      try copy.endRow()
+    }
+    #expect(try copy.finish() == texts.count)
+    let stored = try connection.execute("SELECT s FROM t ORDER BY n").rows.map { $0[0] }
+    #expect(stored == texts.map { .text($0) })
+  }
+
+  @Test func aRealIsStoredAsTheDoubleNearestItsDigits() throws {
+    let rows = try roundTrip([
+      ["null", "123456.7891", "null", "null", "null", "null"],
+      ["null", "-0.000001", "null", "null", "null", "null"],
+      ["null", "0.000", "null", "null", "null", "null"],
+      ["null", "2.5E3", "null", "null", "null", "null"],
+    ])
+    #expect(rows.map { $0[1] } == ["123456.7891", "-1e-06", "0", "2500"])
+  }
+
   @Test func everyColumnTypeStoresWhatItTakesExactly() throws {
     // bigint, double precision, numeric, text, boolean, jsonb
     let rows = try roundTrip([
