@@ -98,7 +98,8 @@ let package = Package(
     // MARK: Benchmarks
 
     /// COPY of generated rows through the PostgreSQL value rule (Benchmarks/postgres-copy.py).
-    .executableTarget(name: "dray-bench-postgres", dependencies: ["DrayModel", "DrayJSON", "DrayPostgres"], path: "Benchmarks/PostgresCopy"),
+    .executableTarget(
+      name: "dray-bench-postgres", dependencies: ["DrayModel", "DrayJSON", "DrayPostgres"], path: "Benchmarks/PostgresCopy"),
 
     // MARK: Tests
 

@@ -71,6 +71,24 @@ public protocol TableAnswerRowSink: AnyObject {
   func endRow(_ row: Int, values: Int) throws
 }
 
+/// The growth of a row sink's raw staging buffer (a row's text for SQLite, COPY data for
+/// PostgreSQL), off the per-value path.
+public enum RowStaging {
+  /// Moves the `used` bytes of `buffer` (of `capacity` bytes) into a buffer at least
+  /// `used + more` bytes large (the capacity doubled until it fits) and frees `buffer`.
+  /// - Returns: the new buffer and its capacity.
+  public static func grow(
+    _ buffer: UnsafeMutablePointer<UInt8>, used: Int, capacity: Int, more: Int
+  ) -> (buffer: UnsafeMutablePointer<UInt8>, capacity: Int) {
+    var larger = max(1, capacity) * 2
+    while larger < used + more { larger *= 2 }
+    let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: larger)
+    bigger.update(from: buffer, count: used)
+    buffer.deallocate()
+    return (bigger, larger)
+  }
+}
+
 /// A refusal from a sink, which the scanner places: table, and row and column (the value
 /// being read; `wholeRow` leaves the column out) while a row is read.
 public struct TableAnswerRefusal: Error {

@@ -1,4 +1,5 @@
 internal import CLibPQ
+internal import DrayJSON
 internal import Foundation
 
 /// Sends the rows of a `COPY ... FROM STDIN` in text format (PostgreSQL 15 documentation,
@@ -62,13 +63,7 @@ public final class PostgresCopyWriter {
 
   private func grow(_ count: Int) {
     let s = staging.pointee
-    var capacity = s.capacity * 2
-    while capacity < s.count + count { capacity *= 2 }
-    let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
-    bigger.update(from: s.base, count: s.count)
-    s.base.deallocate()
-    staging.pointee.base = bigger
-    staging.pointee.capacity = capacity
+    (staging.pointee.base, staging.pointee.capacity) = RowStaging.grow(s.base, used: s.count, capacity: s.capacity, more: count)
   }
 
   @inline(__always)

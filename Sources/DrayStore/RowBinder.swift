@@ -185,13 +185,8 @@ final class RowBinder: TableAnswerRowSink {
   /// Makes room for `count` more bytes in the arena (between binds, so nothing bound moves).
   private func growArena(_ count: Int) {
     let s = staged.pointee
-    var capacity = s.arenaCapacity * 2
-    while capacity < s.arenaUsed + count { capacity *= 2 }
-    let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
-    bigger.update(from: s.arena, count: s.arenaUsed)
-    s.arena.deallocate()
-    staged.pointee.arena = bigger
-    staged.pointee.arenaCapacity = capacity
+    (staged.pointee.arena, staged.pointee.arenaCapacity) = RowStaging.grow(
+      s.arena, used: s.arenaUsed, capacity: s.arenaCapacity, more: count)
   }
 
   private func mismatch(_ row: Int, _ column: Int, found: String, value: @autoclosure () -> String, storedAs: String) {

@@ -144,4 +144,3 @@ final class LoadSession {
         found: found, value: text, storedAs: storedAs))
   }
 }
-

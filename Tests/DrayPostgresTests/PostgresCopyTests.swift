@@ -58,8 +58,9 @@ import Testing
     if let refusal { throw refusal }
   }
 
-  @Test func trickyTextRoundTripsExactly() throws {
-    let texts = ["tab\there", "new\nline", "cr\r\n", "back\\slash \\N", "", "Ünïcødé ж 😀", "\\.", "quote\"d"]
+  /// Copies `texts` (and a row of NULLs after them when `thenNull`) into a text column and
+  /// reads them back in order.
+  func storeTexts(_ texts: [String], thenNull: Bool = false) throws -> [PostgresValue] {
     let connection = try server.connect(database: database)
     try connection.execute("CREATE TABLE t (n bigint, s text)")
     let copy = try connection.copyIn("COPY t (n, s) FROM STDIN")
@@ -68,12 +69,18 @@ import Testing
       try copy.append(text)
       try copy.endRow()
     }
-    copy.appendNull()
-    copy.appendNull()
-    try copy.endRow()
-    #expect(try copy.finish() == texts.count + 1)
-    let stored = try connection.execute("SELECT s FROM t ORDER BY n NULLS LAST").rows.map { $0[0] }
-    #expect(stored == texts.map { .text($0) } + [.null])
+    if thenNull {
+      copy.appendNull()
+      copy.appendNull()
+      try copy.endRow()
+    }
+    #expect(try copy.finish() == texts.count + (thenNull ? 1 : 0))
+    return try connection.execute("SELECT s FROM t ORDER BY n NULLS LAST").rows.map { $0[0] }
+  }
+
+  @Test func trickyTextRoundTripsExactly() throws {
+    let texts = ["tab\there", "new\nline", "cr\r\n", "back\\slash \\N", "", "Ünïcødé ж 😀", "\\.", "quote\"d"]
+    #expect(try storeTexts(texts, thenNull: true) == texts.map { .text($0) } + [.null])
   }
 
   @Test func aCharacterToEscapeAtAnyPlaceOfALongTextRoundTrips() throws {
@@ -83,17 +90,13 @@ import Testing
     for special in ["\\", "\t", "\n", "\r", "\u{01}", "\u{0D}", "\u{0E}", "\\N", "ж"] {
       for place in 0..<20 { texts.append(String(repeating: "a", count: place) + special + String(repeating: "b", count: 19 - place)) }
     }
-    let connection = try server.connect(database: database)
-    try connection.execute("CREATE TABLE t (n bigint, s text)")
-    let copy = try connection.copyIn("COPY t (n, s) FROM STDIN")
-    for (i, text) in texts.enumerated() {
-      try copy.append(String(i))
-      try copy.append(text)
-      try copy.endRow()
-    }
-    #expect(try copy.finish() == texts.count)
-    let stored = try connection.execute("SELECT s FROM t ORDER BY n").rows.map { $0[0] }
-    #expect(stored == texts.map { .text($0) })
+    #expect(try storeTexts(texts) == texts.map { .text($0) })
+  }
+
+  @Test func aValueLongerThanAChunkGrowsTheBufferAndRoundTrips() throws {
+    // Past the 64 KiB chunk (and the buffer's first capacity) in one value, with escapes.
+    let long = String(repeating: "ab\tc\\d", count: 40_000)
+    #expect(try storeTexts(["short", long, "after"]) == [.text("short"), .text(long), .text("after")])
   }
 
   @Test func aRealIsStoredAsTheDoubleNearestItsDigits() throws {
