@@ -77,9 +77,10 @@ struct StepRunner {
   }
 
   private func resultSummary(_ report: StepReport) -> String {
-    var parts: [String] = []
+    var parts: [String] = report.unchanged ? ["unchanged"] : []
     if !report.rows.isEmpty { parts.append(HumanUnits.counted(report.totalRows, "row")) }
     if report.bytes > 0 { parts.append(HumanUnits.bytes(report.bytes)) }
+    if report.wireBytes != report.bytes { parts.append("\(HumanUnits.bytes(report.wireBytes)) on the wire") }
     if report.retries > 0 { parts.append("\(report.retries) \(report.retries == 1 ? "retry" : "retries")") }
     return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
   }
@@ -167,7 +168,7 @@ struct StepRunner {
 
   /// The target database, opened for this step's thread: `PostgresStore` for `database.url`,
   /// its commits fenced by the run lock the journal took; else SQLite's `Store` at
-  /// `database.path`.
+  /// `database.path` (which is also where an `http` step stages, `openStagingStore`).
   func openStore() throws -> any TargetStore {
     if let target = manifest.database?.postgres {
       let fence = context.journal.withLock { ($0 as? PostgresJournal)?.runLock }
@@ -175,19 +176,17 @@ struct StepRunner {
       store.stopWhen(context.cancellation)
       return store
     }
-    return try openSQLiteStore()
+    return try openStagingStore()
   }
 
-  /// The job's SQLite database, for what only SQLite holds today: the `http` step's
-  /// record tables and page ledger (`RecordTable`, `PageLedger`).
-  func openSQLiteStore() throws -> Store {
+  /// The SQLite database an `http` step stages its records and page ledger in
+  /// (`RecordTable`, `PageLedger`): the job's database at `database.path`; with
+  /// `database.url`, the local file `<state.path>/<job>.staging.sqlite`, from which the step
+  /// publishes its records into PostgreSQL when the last page is in (`StoreTransaction.stage`).
+  func openStagingStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
-    guard let path = database.path else {
-      throw StepError.settingMissing(
-        "step '\(step.id)': an http load into a PostgreSQL database (database.url) is not supported yet; load it into an SQLite database (database.path)"
-      )
-    }
-    let store = try Store(path: manifest.resolve(path))
+    let path = database.path.map { manifest.resolve($0) } ?? manifest.resolve(manifest.state.path) + "/\(manifest.job).staging.sqlite"
+    let store = try Store(path: path)
     store.stopWhen(context.cancellation)
     return store
   }
@@ -221,7 +220,7 @@ struct StepRunner {
     case let e as TransportError: e.code
     case let e as PlatformError: e.code
     case is PostgresRunLockError: "lock_lost"
-    case is LoadError: "load_error"
+    case is LoadError, is StagedValueError: "load_error"
     case is SQLiteError: "sqlite_error"
     case is StoreError: "store_error"
     case let e as StepError: e.code

@@ -5,8 +5,10 @@ internal import Foundation
 ///
 /// The answer is a JSON list of tables, each `{"name": "output_table", "data": [[...], ...]}`;
 /// `TableAnswerScanner` reads the file in 1 MiB chunks and each row reaches `row` as soon as
-/// its closing bracket is read, its values as `JSONValue`s. Keys other than `name` and `data`
-/// are skipped; a table's `name` must come before its `data`, as the platform sends it.
+/// its closing bracket is read, its values as `JSONValue`s. A delta's `insert_rows` and
+/// `delete_ids` are read when asked for; other keys are skipped. JSON objects are unordered:
+/// rows met before their table's `name` are read on a second pass over the file
+/// (`NamedLists`), which knows the name by then.
 ///
 /// ```swift
 /// try AnswerReader(path: "fruits.answer").read(
@@ -19,15 +21,46 @@ public struct AnswerReader {
 
   public init(path: String) { self.path = path }
 
+  /// The list of a table object that `read` reports (platform-api.md §3).
+  public enum Section: String, Sendable, CaseIterable {
+    /// `data`: a full answer's rows (a delta's too, for a table it replaces).
+    case data
+    /// `insert_rows`: a delta's rows to insert, each replacing the row of its row id.
+    case insertRows = "insert_rows"
+    /// `delete_ids`: a delta's row ids to delete; each reaches `row` as a list of one value.
+    case deleteIDs = "delete_ids"
+
+    init(_ key: TableAnswerKey) {
+      switch key {
+      case .data: self = .data
+      case .insertRows: self = .insertRows
+      case .deleteIDs: self = .deleteIDs
+      }
+    }
+  }
+
   /// Parses the whole file, calling `table` at the start of each table's rows and `row` for
-  /// each row, in order.
+  /// each row, in order; the rows of a table whose `name` comes after them arrive on a
+  /// second pass, after every other table's.
   /// - Throws: `AnswerReadError` when the file cannot be read or is not a table answer;
   ///   any error thrown by `table` or `row`, unchanged.
   public func read(table: (String) throws -> Void, row: ([JSONValue]) throws -> Void) throws {
+    try read(sections: [.data], table: { name, _ in try table(name) }, row: row)
+  }
+
+  /// Parses the whole file, calling `table` at the start of each list of `sections` (with
+  /// the table's name and the list's key) and `row` for each of its items, in order; lists
+  /// met before their table's `name` arrive on a second pass. Lists of other keys are
+  /// skipped.
+  /// - Throws: `AnswerReadError` when the file cannot be read or is not a table answer;
+  ///   any error thrown by `table` or `row`, unchanged.
+  public func read(
+    sections: Set<Section>, table: (String, Section) throws -> Void, row: ([JSONValue]) throws -> Void
+  ) throws {
     try withoutActuallyEscaping(table) { table in
       try withoutActuallyEscaping(row) { row in
         do {
-          try TableAnswerScanner(sink: RowCollector(onTable: table, onRow: row)).scan(file: path)
+          try NamedLists.read(file: path, into: RowCollector(sections: sections, onTable: table, onRow: row))
         } catch let error as TableAnswerError {
           throw AnswerReadError(message: error.description)
         }
@@ -42,50 +75,54 @@ public struct AnswerReadError: Error, Sendable, CustomStringConvertible {
   public var description: String { message }
 }
 
-/// The scanner's sink: each table's name, then its rows as `JSONValue`s.
-private final class RowCollector: TableAnswerSink, TableAnswerRowSink {
-  let onTable: (String) throws -> Void
+/// The sink of `AnswerReader`: each list's table and section, then its rows as `JSONValue`s.
+private final class RowCollector: NamedListSink, TableAnswerRowSink {
+  let sections: Set<AnswerReader.Section>
+  let onTable: (String, AnswerReader.Section) throws -> Void
   let onRow: ([JSONValue]) throws -> Void
-  var name: String?
   var values: [JSONValue] = []
 
-  init(onTable: @escaping (String) throws -> Void, onRow: @escaping ([JSONValue]) throws -> Void) {
+  init(
+    sections: Set<AnswerReader.Section>, onTable: @escaping (String, AnswerReader.Section) throws -> Void,
+    onRow: @escaping ([JSONValue]) throws -> Void
+  ) {
+    self.sections = sections
     self.onTable = onTable
     self.onRow = onRow
   }
 
-  func beginTable() throws { name = nil }
-  func tableName(_ name: String) throws { self.name = name }
-  func endTable() throws {}
-  func endList(_ key: TableAnswerKey, items: Int) throws {}
-  func deleteID(_ token: JSONToken, item: Int) throws {}
-
-  func beginList(_ key: TableAnswerKey) throws -> TableAnswerList {
-    guard key == .data else { return .skip }
-    guard let name else { throw TableAnswerRefusal("a table's rows come before its name") }
-    try onTable(name)
-    return .rows(self)
+  func beginList(_ key: TableAnswerKey, of table: String) throws -> TableAnswerList {
+    let section = AnswerReader.Section(key)
+    guard sections.contains(section) else { return .skip }
+    try onTable(table, section)
+    return section == .deleteIDs ? .ids : .rows(self)
   }
 
-  func value(_ token: JSONToken, row: Int, column: Int) throws {
-    switch token {
-    case .null: values.append(.null)
-    case .bool(let flag): values.append(.bool(flag))
-    case .number(let text):
-      let raw = String(decoding: text, as: UTF8.self)
-      values.append(Int64(raw).map { .integer($0) } ?? .number(raw))
-    case .string(let text): values.append(.string(String(decoding: text, as: UTF8.self)))
-    case .nested(let text):
-      do throws(JSONParseError) {
-        values.append(try JSONValue(parsing: Array(text)))
-      } catch {
-        throw TableAnswerRefusal(error.message)
-      }
-    }
-  }
+  func endList(_ key: TableAnswerKey, of table: String, items: Int) throws {}
+
+  func deleteID(_ token: JSONToken, item: Int) throws { try onRow([try Self.value(token)]) }
+
+  func value(_ token: JSONToken, row: Int, column: Int) throws { values.append(try Self.value(token)) }
 
   func endRow(_ row: Int, values count: Int) throws {
     defer { values.removeAll(keepingCapacity: true) }
     try onRow(values)
+  }
+
+  static func value(_ token: JSONToken) throws -> JSONValue {
+    switch token {
+    case .null: return .null
+    case .bool(let flag): return .bool(flag)
+    case .number(let text):
+      let raw = String(decoding: text, as: UTF8.self)
+      return Int64(raw).map { .integer($0) } ?? .number(raw)
+    case .string(let text): return .string(String(decoding: text, as: UTF8.self))
+    case .nested(let text):
+      do throws(JSONParseError) {
+        return try JSONValue(parsing: Array(text))
+      } catch {
+        throw TableAnswerRefusal(error.message)
+      }
+    }
   }
 }

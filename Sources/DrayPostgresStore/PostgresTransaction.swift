@@ -51,59 +51,72 @@ final class PostgresTransaction: StoreTransaction {
     }
   }
 
-  /// The columns of a table: `hhive_id bigint PRIMARY KEY` first for a cached resource,
-  /// then the scheme's, each typed by `PostgresColumnType`.
-  private func columnDefinitions(_ table: ResourceScheme.Table, cached: Bool) -> [(name: String, type: String)] {
-    var columns: [(name: String, type: String)] = []
-    if cached { columns.append((Store.rowIDColumn, "bigint PRIMARY KEY")) }
-    for column in table.columns { columns.append((column.name, PostgresColumnType(schemeType: column.type).sqlName)) }
+  /// The columns of a table: `hhive_id bigint` (the primary key) first for a cached
+  /// resource, then the scheme's, each typed by `PostgresColumnType`.
+  static func columnDefinitions(_ table: ResourceScheme.Table, cached: Bool) -> [(name: String, type: PostgresColumnType)] {
+    var columns: [(name: String, type: PostgresColumnType)] = []
+    if cached { columns.append((Store.rowIDColumn, .bigint)) }
+    for column in table.columns { columns.append((column.name, PostgresColumnType(schemeType: column.type))) }
     return columns
   }
 
   private func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
-    let columns = columnDefinitions(table, cached: cached).map { "\(PostgresIdentifier.sql($0.name)) \($0.type)" }
+    let columns = PostgresTransaction.columnDefinitions(table, cached: cached).enumerated().map { index, column in
+      "\(PostgresIdentifier.sql(column.name)) \(column.type.sqlName)\(cached && index == 0 ? " PRIMARY KEY" : "")"
+    }
     return "CREATE TABLE IF NOT EXISTS \(store.qualified(name)) (\(columns.joined(separator: ", ")))"
   }
 
   // MARK: Loads
 
-  /// Full answers only (`PostgresStore.deltaBase` never offers a delta). Each table the
-  /// answer holds is emptied (`TRUNCATE`, which makes readers wait for this transaction and
-  /// then see the new rows whole; recreated when its columns are no longer the scheme's) and
-  /// refilled by one `COPY ... FROM STDIN`, its values under `PostgresValueRule`.
+  /// A full answer: each table the answer holds is emptied (`TRUNCATE`, which makes readers
+  /// wait for this transaction and then see the new rows whole; recreated when its columns
+  /// are no longer the scheme's) and refilled by one `COPY ... FROM STDIN`. A delta: its
+  /// `insert_rows` and `delete_ids` are copied into temporary tables and applied when the
+  /// answer is read, deletes first (`PostgresDelta`); a table whose `data` it holds is
+  /// emptied and refilled the same way. Values go in under `PostgresValueRule`.
   func load(
     file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
   ) throws -> LoadResult {
-    if delta {
-      throw LoadError(
-        resource: scheme.name, message: "a PostgreSQL target loads full answers only; run the step again without delta")
-    }
     let names = try createTables(for: scheme, params: params)
     var result = LoadResult(rowCounts: [:], inserted: [:], deleted: [:], tables: names)
-    let load = PostgresLoad(transaction: self, scheme: scheme, names: names)
+    let load = PostgresLoad(transaction: self, scheme: scheme, names: names, delta: delta)
     do {
-      try TableAnswerScanner(sink: load).scan(file: file) {
+      try NamedLists.read(file: file, into: load) {
         if cancellation?.isCancelled == true {
           throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
         }
+      }
+      // The platform answers one element per output table (platform-api.md, full data and
+      // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
+      if let missing = scheme.outputs.first(where: { !load.named.contains($0.name) }) {
+        let held = scheme.outputs.map(\.name).filter(load.named.contains)
+        throw LoadError(
+          resource: scheme.name, table: missing.name,
+          message:
+            "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(held.isEmpty ? "no table of the scheme" : held.map { "'\($0)'" }.joined(separator: ", "))); "
+            + "nothing was loaded: every table keeps its previous rows")
+      }
+      result.inserted = load.inserted
+      for (source, counts) in try load.staged.apply() {
+        result.inserted[source, default: 0] += counts.inserted
+        result.deleted[source, default: 0] += counts.deleted
       }
     } catch {
       load.rows?.writer.cancel("the load failed")
       guard let error = error as? TableAnswerError else { throw error }
       throw LoadError(resource: scheme.name, table: error.table, row: error.row, column: error.column, message: error.message)
     }
-    result.inserted = load.inserted
     result.skippedTables = load.skipped
     let replaced = load.replaced
-    try record(scheme: scheme, params: params, names: names, replaced: replaced, info: info, result: &result)
+    try record(scheme: scheme, params: params, names: names, replaced: replaced, delta: delta, info: info, result: &result)
     return result
   }
 
   /// Empties table `name` for a full answer, or recreates it when its columns are no
   /// longer the scheme's.
   fileprivate func replace(name: String, table: ResourceScheme.Table, cached: Bool) throws {
-    let expected = columnDefinitions(table, cached: cached).map { PostgresIdentifier.fitted($0.name) }
-    if try store.columnNames(ofTable: name) == expected {
+    if try store.hasSchemeShape(name, table: table, cached: cached) {
       try connection.execute("TRUNCATE \(store.qualified(name))")
     } else {
       try connection.execute("DROP TABLE IF EXISTS \(store.qualified(name))")
@@ -111,19 +124,33 @@ final class PostgresTransaction: StoreTransaction {
     }
   }
 
-  /// Row counts and the bookkeeping row of each table the answer replaced.
+  /// A delta applies only to a table with the scheme's columns (docs/store.md, "Deltas").
+  fileprivate func checkDeltaTarget(name: String, table: ResourceScheme.Table, resource: String, cached: Bool) throws {
+    guard try store.hasSchemeShape(name, table: table, cached: cached) else {
+      throw LoadError(
+        resource: resource, table: table.name,
+        message:
+          "table \(PostgresIdentifier.quoted(name)) does not have the scheme's columns, so a delta cannot apply to it; load full data (without delta) to recreate it"
+      )
+    }
+  }
+
+  /// Row counts and the bookkeeping row of each table the answer changed: the tables a full
+  /// answer replaced; every table, for a delta (it brings them all to its version).
   private func record(
-    scheme: ResourceScheme, params: JSONValue, names: [String: String], replaced: Set<String>, info: AnswerInfo,
+    scheme: ResourceScheme, params: JSONValue, names: [String: String], replaced: Set<String>, delta: Bool, info: AnswerInfo,
     result: inout LoadResult
   ) throws {
     let now = PostgresTransaction.timestamp()
     for table in scheme.outputs {
       guard let name = names[table.name] else { continue }
-      let rows = replaced.contains(table.name) ? result.inserted[table.name] ?? 0 : try rowCount(ofTable: name)
+      // A full answer empties a table before refilling it, so its rows are the ones inserted.
+      let refilled = !delta && replaced.contains(table.name)
+      let rows = refilled ? result.inserted[table.name] ?? 0 : try rowCount(ofTable: name)
       result.rowCounts[table.name] = rows
       result.inserted[table.name] = result.inserted[table.name] ?? 0
-      result.deleted[table.name] = 0
-      guard replaced.contains(table.name) else { continue }
+      result.deleted[table.name] = result.deleted[table.name] ?? 0
+      guard delta || refilled else { continue }
       let hash = info.cacheHash.flatMap { Store.cacheHash(for: table.name, in: $0) }
       try connection.execute(
         """
@@ -134,6 +161,32 @@ final class PostgresTransaction: StoreTransaction {
           .text(name), info.contentVersion.map { .text($0) } ?? .null, info.etag.map { .text($0) } ?? .null,
           hash.map { .text($0) } ?? .null, .integer(Int64(rows)), .text(now),
         ])
+    }
+  }
+
+  /// Appends one JSON value of a row under the value rule (an `http` step's staged records;
+  /// a table answer's values come as the scanner's bytes, `PostgresRowSink`).
+  static func append(_ value: JSONValue, as type: PostgresColumnType, to writer: PostgresCopyWriter) throws(PostgresValueRefusal) {
+    func bytes(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) throws(PostgresValueRefusal) -> Void) throws(PostgresValueRefusal) {
+      var text = text
+      let refusal: PostgresValueRefusal? = text.withUTF8 { buffer in
+        do throws(PostgresValueRefusal) {
+          try body(buffer)
+          return nil
+        } catch { return error }
+      }
+      if let refusal { throw refusal }
+    }
+    switch value {
+    case .null: try PostgresValueRule.append(.null, as: type, to: writer)
+    case .bool(let b): try PostgresValueRule.append(.bool(b), as: type, to: writer)
+    case .integer(let i):
+      try bytes(String(i)) { (b) throws(PostgresValueRefusal) in try PostgresValueRule.append(.number(b), as: type, to: writer) }
+    case .number(let text):
+      try bytes(text) { (b) throws(PostgresValueRefusal) in try PostgresValueRule.append(.number(b), as: type, to: writer) }
+    case .string(let s): try bytes(s) { (b) throws(PostgresValueRefusal) in try PostgresValueRule.append(.string(b), as: type, to: writer) }
+    case .array, .object:
+      try bytes(value.json) { (b) throws(PostgresValueRefusal) in try PostgresValueRule.append(.nested(b), as: type, to: writer) }
     }
   }
 
@@ -163,28 +216,6 @@ final class PostgresTransaction: StoreTransaction {
     return try statements.map { ($0, try connection.execute($0).affectedRows) }
   }
 
-  // MARK: An http step's writes: SQLite only for now (docs/postgres.md, "Limits")
-
-  func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String] {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func append(from staging: String, into target: String, columns: [String]) throws -> Int {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
-    -> (written: Int, deleted: Int)
-  {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws { throw PostgresTransaction.httpLoads }
-
-  static let httpLoads = StoreError.badScheme(
-    resource: "http",
-    reason: "an http load into a PostgreSQL database (database.url) is not supported yet; load it into an SQLite database (database.path)")
-
   // MARK: The journal
 
   func record(_ checkpoint: CheckpointRecord) throws {
@@ -202,53 +233,92 @@ final class PostgresTransaction: StoreTransaction {
 @available(*, unavailable)
 extension PostgresTransaction: Sendable {}
 
-/// The scanner's sink for a PostgreSQL load: each table of the scheme the answer holds is
-/// emptied once and its rows go to a `PostgresRowSink` over one `COPY ... FROM STDIN`.
-private final class PostgresLoad: TableAnswerSink {
+/// The lists of an answer loaded into PostgreSQL (`NamedLists`' sink): a full answer's
+/// `data` emptied once and refilled by one `COPY ... FROM STDIN`; a delta's `insert_rows` and
+/// `delete_ids` copied into temporary tables (`PostgresDelta`), applied when the answer is
+/// read. Each list's values go to a `PostgresRowSink`.
+private final class PostgresLoad: NamedListSink {
   let transaction: PostgresTransaction
   let scheme: ResourceScheme
   let names: [String: String]
   let tables: [String: ResourceScheme.Table]
-  var name: String?
+  let delta: Bool
+  var staged: PostgresDelta
   /// The COPY of the list being read.
   var rows: PostgresRowSink?
   var inserted: [String: Int] = [:]
   var replaced: Set<String> = []
+  /// Tables of the scheme the answer holds a list of.
+  var named: Set<String> = []
   var skipped: [String] = []
 
-  init(transaction: PostgresTransaction, scheme: ResourceScheme, names: [String: String]) {
+  init(transaction: PostgresTransaction, scheme: ResourceScheme, names: [String: String], delta: Bool) {
     self.transaction = transaction
     self.scheme = scheme
     self.names = names
+    self.delta = delta
+    staged = PostgresDelta(store: transaction.store)
     // `Store.check` refused two output tables of one name; never trap on one anyway.
     tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
   }
 
-  func beginTable() throws { name = nil }
-  func tableName(_ name: String) throws { self.name = name }
-  func endTable() throws {}
-  func deleteID(_ token: JSONToken, item: Int) throws {}
-
-  func beginList(_ key: TableAnswerKey) throws -> TableAnswerList {
-    guard key == .data else { return .skip }
-    guard let source = name else { throw TableAnswerRefusal("a table's rows come before its name") }
-    guard let table = tables[source], let physical = names[source] else {
+  func beginList(_ key: TableAnswerKey, of source: String) throws -> TableAnswerList {
+    guard let table = tables[source], let name = names[source] else {
       if !skipped.contains(source) { skipped.append(source) }
       return .skip
     }
-    if replaced.insert(source).inserted { try transaction.replace(name: physical, table: table, cached: scheme.isCached) }
+    named.insert(source)
     var columns = table.columns.map { (name: $0.name, type: $0.type) }
     if scheme.isCached { columns.insert((Store.rowIDColumn, "BIGINT"), at: 0) }
+    let qualified = transaction.store.qualified(name)
+    let destination: String
+    switch (key, delta) {
+    case (.data, false):
+      if replaced.insert(source).inserted { try transaction.replace(name: name, table: table, cached: scheme.isCached) }
+      destination = qualified
+    case (.insertRows, false), (.deleteIDs, false):
+      throw TableAnswerRefusal(
+        "the answer holds a delta ('\(key.name)') but its Content-Version does not say so; refusing to apply it")
+    case (.data, true), (.insertRows, true):
+      if key == .data, replaced.insert(source).inserted {
+        try transaction.replace(name: name, table: table, cached: scheme.isCached)
+      } else if !replaced.contains(source) {
+        try transaction.checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
+      }
+      destination = try staged.rows(of: source, target: qualified, cached: scheme.isCached)
+    case (.deleteIDs, true):
+      guard scheme.isCached else {
+        throw TableAnswerRefusal(
+          "the answer deletes rows by id from table \(source), whose resource has no row ids (it is not cached)")
+      }
+      if !replaced.contains(source) {
+        try transaction.checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
+      }
+      destination = try staged.ids(of: source, target: qualified)
+      columns = [columns[0]]
+    }
     let list = columns.map { PostgresIdentifier.sql($0.name) }.joined(separator: ", ")
-    let writer = try transaction.connection.copyIn("COPY \(transaction.store.qualified(physical)) (\(list)) FROM STDIN")
+    let writer = try transaction.connection.copyIn("COPY \(destination) (\(list)) FROM STDIN")
     let sink = PostgresRowSink(writer: writer, resource: scheme.name, table: source, columns: columns, rowIDFirst: scheme.isCached)
     rows = sink
-    return .rows(sink)
+    return key == .deleteIDs ? .ids : .rows(sink)
   }
 
-  func endList(_ key: TableAnswerKey, items: Int) throws {
-    guard let sink = rows, let source = name else { return }
+  func deleteID(_ token: JSONToken, item: Int) throws {
+    guard let sink = rows else { return }
+    guard case .number(let text) = token, Int64(String(decoding: text, as: UTF8.self)) != nil else {
+      let shown = if case .number(let text) = token { String(decoding: text, as: UTF8.self) } else { "a non-number" }
+      throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
+    }
+    try sink.value(token, row: item, column: 0)
+    try sink.endRow(item, values: 1)
+  }
+
+  func endList(_ key: TableAnswerKey, of source: String, items: Int) throws {
+    guard let sink = rows else { return }
     rows = nil
-    inserted[source, default: 0] += try sink.finish()
+    let count = try sink.finish()
+    // A delta's rows and ids are counted when they apply (`PostgresDelta.apply`).
+    if !delta { inserted[source, default: 0] += count }
   }
 }

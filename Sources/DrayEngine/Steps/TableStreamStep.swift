@@ -60,7 +60,7 @@ extension StepRunner {
       }
       if head.isDelta, let held = deltaFrom, let problem = head.deltaProblem(held: held) {
         report.notes.append("asked for a delta from \(held); the server sent \(problem); asked for full data instead")
-        report.bytes += download.bytesReceived
+        report.count(download)
         download.removeFinished()
         download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
         deltaFrom = nil
@@ -74,7 +74,7 @@ extension StepRunner {
             "asked for full data, the server sent a delta (Content-Version: \"delta \(head.deltaFrom ?? "?")-\(head.contentVersion ?? "?")\"); "
             + "a delta cannot apply to tables of unknown version, so nothing was loaded")
       }
-      report.bytes += download.bytesReceived
+      report.count(download)
       return head
     }
     var head = try fetch(&download)
@@ -84,6 +84,17 @@ extension StepRunner {
     } else {
       if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
       report.notes += download.notes
+    }
+
+    if !head.isDelta, !context.fresh,
+      try store.holdsAnswer(
+        AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash), scheme: scheme,
+        params: options.params)
+    {
+      // Loading it would rewrite every row as it is.
+      try keepUnchanged(scheme, options, head, store, attempts, &report)
+      download.removeFinished()
+      return
     }
 
     let loading = showLoadProgress(store)
@@ -123,7 +134,9 @@ extension StepRunner {
       // it is fetched once more from byte 0; a fresh answer that fails is the server's.
       download.removeFinished()
       guard download.bytesResumed > 0 else {
-        error.message += "; the answer was discarded, so the next run downloads it again"
+        error.message +=
+          (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
+          + "; the answer was discarded, so the next run downloads it again"
         throw error
       }
       report.notes = report.notes.filter { !$0.hasPrefix("the answer an earlier run downloaded") }
@@ -137,7 +150,9 @@ extension StepRunner {
         result = try load(download, head, report)
       } catch var again as LoadError where !context.cancellation.isCancelled {
         download.removeFinished()
-        again.message += "; the answer was discarded, so the next run downloads it again"
+        again.message +=
+          (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
+          + "; the answer was discarded, so the next run downloads it again"
         throw again
       }
     }
@@ -167,5 +182,29 @@ extension StepRunner {
         ]
           + shown + (more > 0 ? ["  … and \(more) more"] : [])).joined(separator: "\n"))
     }
+  }
+
+  /// Records the step as `unchanged`: its tables already hold the answer (`holdsAnswer`), so
+  /// none is rewritten; the checkpoint commits alone.
+  private func keepUnchanged(
+    _ scheme: ResourceScheme, _ options: TableStreamStep, _ head: PlatformClient.AnswerHead, _ store: any TargetStore,
+    _ attempts: [Attempt], _ report: inout StepReport
+  ) throws {
+    report.unchanged = true
+    report.notes.append(
+      "unchanged: every table already holds this answer (ETag \(head.etag ?? ""), Cache-Hash-Value \(head.cacheHash ?? "")); no row rewritten"
+    )
+    var done = report
+    done.attempts = attempts
+    try context.databaseWrites.withLock { _ in
+      try store.write { transaction in
+        for table in scheme.outputs {
+          let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
+          done.rows[name] = try transaction.rowCount(ofTable: name)
+        }
+        try transaction.record(checkpoint(done, status: .succeeded))
+      }
+    }
+    report.rows = done.rows
   }
 }
