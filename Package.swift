@@ -89,7 +89,8 @@ let package = Package(
     .target(
       name: "DrayCLI",
       dependencies: [
-        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayEngine",
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayRecords",
+        "DrayTransport", "DrayEngine",
       ]
     ),
     /// The thin executable.

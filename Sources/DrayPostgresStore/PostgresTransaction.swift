@@ -14,7 +14,7 @@ final class PostgresTransaction: StoreTransaction {
   // MARK: Schemes and tables
 
   func createTables(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
-    try Store.check(scheme)
+    try Store.check(scheme, for: .postgres)
     try saveScheme(scheme)
     var names: [String: String] = [:]
     for table in scheme.outputs {
