@@ -9,7 +9,8 @@ internal import Foundation
 /// Bookkeeping tables, created on open in `schema` (the same as SQLite's, docs/store.md):
 /// `_dray_resources(resource, scheme, fetched_at)`, `_dray_tables(name, resource, params,
 /// source_table, content_version, etag, cache_hash, row_count, loaded_at)` and
-/// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at)`. Physical table
+/// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at)`, with the table
+/// guard's `_dray_table_guard` and its trigger function (`PostgresTableGuard`). Physical table
 /// names follow `TableNaming` with PostgreSQL's 63-byte identifier limit; columns are typed
 /// by `PostgresColumnType` and filled under `PostgresValueRule`.
 ///
@@ -34,7 +35,9 @@ public final class PostgresStore {
     connection = try PostgresConnection(url: target.url, password: target.password)
     schema = target.schema
     self.fence = fence
-    try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping)
+    try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping) {
+      try PostgresTableGuard.create(schema: target.schema, on: $0)
+    }
   }
 
   /// Connects to `target` to read only (the `dray` commands): nothing is created, and the
@@ -108,14 +111,18 @@ public final class PostgresStore {
 
   /// Sets `search_path` to `schema` and runs `tables` (`CREATE TABLE IF NOT EXISTS`
   /// statements separated by `;`) in one transaction under the schema's setup lock, so that
-  /// two runners opening one new schema do not race to create the same table.
-  static func prepare(_ connection: PostgresConnection, schema: String, tables: String) throws {
+  /// two runners opening one new schema do not race to create the same table; `then` runs
+  /// last in that transaction.
+  static func prepare(
+    _ connection: PostgresConnection, schema: String, tables: String, then: ((PostgresConnection) throws -> Void)? = nil
+  ) throws {
     try connection.execute("SELECT set_config('search_path', $1, false)", [.text(PostgresIdentifier.quoted(schema))])
     try connection.transaction {
       try connection.execute("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresRunLock.key(job: "", schema: schema))])
       for statement in tables.split(separator: ";") {
         try connection.execute("\(statement)".replacingOccurrences(of: "EXISTS _dray_", with: "EXISTS \(qualified("_dray_"))"))
       }
+      try then?(connection)
     }
     func qualified(_ prefix: String) -> String { PostgresIdentifier.quoted(schema) + "." + prefix }
   }
@@ -183,7 +190,9 @@ extension PostgresStore: TargetStore {
   public func stopWhen(_ cancellation: Cancellation) { try? connection.cancelStatements(when: cancellation) }
 
   /// The content version every output table of a cached resource records, when they all
-  /// record the same one and have the scheme's columns (docs/store.md, "Deltas").
+  /// record the same one, have the scheme's columns and are intact
+  /// (`PostgresTableGuard.isIntact`: a delta would keep any edit made since dray wrote the
+  /// table), or nil when full data is needed (docs/store.md, "Deltas").
   public func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String? {
     guard scheme.isCached, !scheme.outputs.isEmpty else { return nil }
     var version: String?
@@ -192,7 +201,8 @@ extension PostgresStore: TargetStore {
       let recorded = try connection.execute(
         "SELECT content_version FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)]
       ).rows.first?.first?.text
-      guard let recorded, try hasSchemeShape(name, table: table, cached: true) else { return nil }
+      guard let recorded, try hasSchemeShape(name, table: table, cached: true), try PostgresTableGuard.isIntact(name, in: self)
+      else { return nil }
       if let version, version != recorded { return nil }
       version = recorded
     }

@@ -136,7 +136,9 @@ final class PostgresTransaction: StoreTransaction {
   }
 
   /// Row counts and the bookkeeping row of each table the answer changed: the tables a full
-  /// answer replaced; every table, for a delta (it brings them all to its version).
+  /// answer replaced; every table, for a delta (it brings them all to its version). Each
+  /// changed table is armed (`PostgresTableGuard.arm`), clearing the mark dray's own writes
+  /// just set.
   private func record(
     scheme: ResourceScheme, params: JSONValue, names: [String: String], replaced: Set<String>, delta: Bool, info: AnswerInfo,
     result: inout LoadResult
@@ -161,6 +163,7 @@ final class PostgresTransaction: StoreTransaction {
           .text(name), info.contentVersion.map { .text($0) } ?? .null, info.etag.map { .text($0) } ?? .null,
           hash.map { .text($0) } ?? .null, .integer(Int64(rows)), .text(now),
         ])
+      try PostgresTableGuard.arm(name, in: store)
     }
   }
 

@@ -132,11 +132,13 @@ import Testing
   }
 
   /// A delta applies only the server's changes, so it would keep an edit made to the table
-  /// since dray loaded it: such a table asks for full data (`TableGuard`).
-  @Test func aTableChangedSinceItsLoadAsksForFullDataNotADelta() throws {
+  /// since dray loaded it: such a table asks for full data (`TableGuard`,
+  /// `PostgresTableGuard`).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aTableChangedSinceItsLoadAsksForFullDataNotADelta(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let target = try TargetDatabase(kind, folder: folder.path)
     let job = try job(folder, emulator, target)
     _ = try refresh(job)
     #expect(try deltaHeaders(emulator) == [nil])
@@ -150,6 +152,64 @@ import Testing
     _ = try refresh(job)
     #expect(try deltaHeaders(emulator) == ["v2-last"])
     #expect(try localRows(target) == serverRows(emulator).rows)
+  }
+
+  /// On PostgreSQL, a change to the table's definition or to its guard counts too: a column
+  /// type altered, the guard's trigger dropped or disabled, or the table emptied.
+  @Test(arguments: [
+    #"ALTER TABLE "FRUITS__output_table" ALTER COLUMN name TYPE varchar(40)"#,
+    #"DROP TRIGGER _dray_guard ON "FRUITS__output_table""#,
+    #"ALTER TABLE "FRUITS__output_table" DISABLE TRIGGER _dray_guard"#,
+    #"TRUNCATE "FRUITS__output_table""#,
+    #"DELETE FROM "FRUITS__output_table" WHERE hhive_id = 1"#,
+  ])
+  func aPostgreSQLTableChangedFromOutsideAsksForFullData(change sql: String) throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let job = try job(folder, emulator, target)
+    _ = try refresh(job)
+    try change(emulator, #"{"insert": [[6, "kiwi", 0.9, 1]]}"#)
+    _ = try refresh(job)
+    #expect(try deltaHeaders(emulator) == [nil, "v1-last"])
+    try target.execute(sql)
+    try change(emulator, #"{"delete": [6]}"#)
+    _ = try refresh(job)
+    #expect(try deltaHeaders(emulator) == [nil])
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    try change(emulator, #"{"insert": [[7, "fig", 3.5, 0]]}"#)
+    _ = try refresh(job)
+    #expect(try deltaHeaders(emulator) == ["v3-last"])
+    #expect(try localRows(target) == serverRows(emulator).rows)
+  }
+
+  /// A job whose `sql` step edits the loaded table in place gets the same rows every run:
+  /// the edited table asks for full data, so the edit never applies to last run's result.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aSQLStepEditingTheLoadedTableGivesTheSameRowsEveryRun(kind: TargetDatabase.Kind) throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    _ = try job(folder, emulator, target)
+    let path = try folder.write(
+      "edit.yaml",
+      try folder.read("delta.yaml")
+        + """
+
+          - id: raise
+            sql: 'UPDATE "FRUITS__output_table" SET price = price * 2'
+
+        """)
+    let job = try ManifestLoader(environment: [:]).load(path: path)
+    var runs: [[[String?]]] = []
+    for _ in 1...3 {
+      _ = try refresh(job)
+      runs.append(try localRows(target))
+    }
+    #expect(try deltaHeaders(emulator) == [nil, nil, nil])
+    #expect(runs[1] == runs[0])
+    #expect(runs[2] == runs[0])
+    #expect(try runs[0] != serverRows(emulator).rows)
   }
 
   /// The same deltas give the same table, digest for digest, on SQLite and on PostgreSQL.
