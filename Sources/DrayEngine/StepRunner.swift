@@ -315,6 +315,8 @@ enum StepError: Error, CustomStringConvertible {
     case .expectation(let m): m
     case .ownTable("sqlite_schema", let statement, _):
       "'\(statement)' would let the schema table be edited directly, dray's own tables' definitions included; PRAGMA writable_schema is refused in sql and query steps"
+    case .ownTable("_dray_guard", let statement, _):
+      "'\(statement)' would turn off or change the trigger of dray's table guard (_dray_guard, which marks a loaded table changed so that its next load asks for full data; docs/postgres.md, \"The table guard\"); leave triggers on, and write an edit meant to last to a table of your own"
     case .ownTable(let table, let statement, let trigger):
       "\(trigger.map { "trigger \($0), fired by any write to its table (dray's loads included)," } ?? "'\(statement)'") would change dray's own table \(table); tables named _dray_... hold the run journal, checkpoints and bookkeeping, which dray alone writes. Reading them is fine; create and write only tables of your own, named without that prefix"
     case .transactionControl(let statement):

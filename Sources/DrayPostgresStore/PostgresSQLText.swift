@@ -131,14 +131,39 @@ enum PostgresSQLText {
     return words.contains(firstWord(statement)) ? .transactionControl(statement: statement) : nil
   }
 
-  /// `UserSQLError.ownTable` for a statement that is not a plain read and names one of
-  /// dray's own tables (`_dray_...`, compared without regard to case); nil otherwise.
+  /// `UserSQLError.ownTable` for a statement that may write and names one of dray's own
+  /// tables or functions (`_dray_...`, compared without regard to case), or that would turn
+  /// triggers off (so the table guard's, `PostgresTableGuard`: `ALTER TABLE ... DISABLE
+  /// TRIGGER`, `ENABLE REPLICA|ALWAYS TRIGGER`, `session_replication_role`, named as
+  /// `_dray_guard`, as its trigger and function are); nil otherwise. A statement that starts as a read (`SELECT`, `WITH`,
+  /// `EXPLAIN`, ...) may write all the same through `INSERT`, `UPDATE`, `DELETE` or `MERGE`
+  /// (a data-modifying `WITH`, `EXPLAIN ANALYZE`): such words make it a write. The check
+  /// reads the text; SQL built at run time (`EXECUTE` in a `DO` block) escapes it.
   static func ownTableWrite(_ statement: String) -> UserSQLError? {
-    guard !["select", "with", "table", "values", "explain", "show"].contains(firstWord(statement)) else { return nil }
     let lower = statement.lowercased()
+    let words = lower.split { !($0.isLetter || $0.isNumber || $0 == "_") }
+    if words.contains("session_replication_role") || (firstWord(statement) == "alter" && switchesTriggers(words)) {
+      return .ownTable(PostgresTableGuard.trigger, statement: statement, trigger: nil)
+    }
+    let reads: Set = ["select", "with", "table", "values", "explain", "show"]
+    let modifying: Set<Substring> = ["insert", "update", "delete", "merge"]
+    if reads.contains(firstWord(statement)) && !words.contains(where: modifying.contains) { return nil }
     guard let range = lower.range(of: "_dray_") else { return nil }
     let name = lower[range.lowerBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }
-    return .ownTable(String(name), statement: statement, trigger: nil)
+    // The guard's trigger and its function (`_dray_guard_mark`) are named as the guard.
+    let guarded = name == PostgresTableGuard.trigger || name == PostgresTableGuard.function
+    return .ownTable(guarded ? PostgresTableGuard.trigger : String(name), statement: statement, trigger: nil)
+  }
+
+  /// Whether `words` hold `DISABLE TRIGGER`, or `ENABLE REPLICA TRIGGER` or `ENABLE ALWAYS
+  /// TRIGGER` (PostgreSQL 15 documentation, ALTER TABLE): after them a trigger stops firing
+  /// or fires otherwise.
+  private static func switchesTriggers(_ words: [Substring]) -> Bool {
+    words.indices.dropFirst().contains { index in
+      guard words[index] == "trigger" else { return false }
+      let before = words[index - 1]
+      return before == "disable" || ((before == "replica" || before == "always") && index >= 2 && words[index - 2] == "enable")
+    }
   }
 }
 

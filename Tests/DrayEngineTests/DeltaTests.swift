@@ -31,6 +31,16 @@ import Testing
     return try ManifestLoader(environment: [:]).load(path: path)
   }
 
+  /// `job`, with an `sql` step `sql` after the load (written as a single-quoted YAML scalar).
+  func job(_ folder: TemporaryDirectory, _ emulator: Emulator, _ target: TargetDatabase, then sql: String) throws -> Manifest {
+    _ = try job(folder, emulator, target)
+    let path = try folder.write(
+      "then.yaml",
+      try folder.read("delta.yaml").replacing("job: delta", with: "job: then")
+        + "\n  - id: then\n    sql: '\(sql.replacing("'", with: "''"))'\n")
+    return try ManifestLoader(environment: [:]).load(path: path)
+  }
+
   /// Runs the job and returns the load step's report.
   func refresh(_ job: Manifest) throws -> StepReport {
     let report = Runner(manifest: job, console: Console(level: .quiet), cancellation: Cancellation()).run()
@@ -190,17 +200,7 @@ import Testing
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
     let target = try TargetDatabase(kind, folder: folder.path)
-    _ = try job(folder, emulator, target)
-    let path = try folder.write(
-      "edit.yaml",
-      try folder.read("delta.yaml")
-        + """
-
-          - id: raise
-            sql: 'UPDATE "FRUITS__output_table" SET price = price * 2'
-
-        """)
-    let job = try ManifestLoader(environment: [:]).load(path: path)
+    let job = try job(folder, emulator, target, then: #"UPDATE "FRUITS__output_table" SET price = price * 2"#)
     var runs: [[[String?]]] = []
     for _ in 1...3 {
       _ = try refresh(job)
@@ -210,6 +210,37 @@ import Testing
     #expect(runs[1] == runs[0])
     #expect(runs[2] == runs[0])
     #expect(try runs[0] != serverRows(emulator).rows)
+  }
+
+  /// On PostgreSQL a `sql` step cannot clear the guard's mark, nor turn its trigger off or
+  /// change it: each statement is refused before any runs, and the edit made with it rolls
+  /// back, so the table still takes a delta.
+  @Test(arguments: [
+    "UPDATE _dray_table_guard SET changed = false",
+    "WITH cleared AS (UPDATE _dray_table_guard SET changed = false RETURNING 1) SELECT count(*) FROM cleared",
+    "CREATE OR REPLACE FUNCTION _dray_guard_mark() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NULL; END $f$",
+    #"DROP TRIGGER _dray_guard ON "FRUITS__output_table""#,
+    #"ALTER TABLE "FRUITS__output_table" DISABLE TRIGGER ALL"#,
+    #"ALTER TABLE "FRUITS__output_table" ENABLE REPLICA TRIGGER _dray_guard"#,
+    "SET session_replication_role = replica",
+  ])
+  func anSQLStepCannotTurnOffThePostgreSQLTableGuard(sql: String) throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    _ = try refresh(try job(folder, emulator, target))
+    let harm = try job(folder, emulator, target, then: #"UPDATE "FRUITS__output_table" SET price = 0; "# + sql)
+    let report = Runner(manifest: harm, console: Console(level: .quiet), cancellation: Cancellation()).run()
+    #expect(report.exitCode == 1)
+    let step = try #require(report.steps.last)
+    #expect(step.errorCode == "dray_table", "\(step.errorMessage ?? "")")
+    #expect(step.errorMessage?.hasPrefix("'\(sql)' would ") == true, "\(step.errorMessage ?? "")")
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    try change(emulator, #"{"insert": [[6, "kiwi", 0.9, 1]]}"#)
+    _ = try deltaHeaders(emulator)
+    _ = try refresh(try job(folder, emulator, target))
+    #expect(try deltaHeaders(emulator) == ["v1-last"])
+    #expect(try localRows(target) == serverRows(emulator).rows)
   }
 
   /// The same deltas give the same table, digest for digest, on SQLite and on PostgreSQL.
