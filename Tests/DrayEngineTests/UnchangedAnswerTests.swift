@@ -124,6 +124,52 @@ import Testing
     #expect(kept.steps[0].unchanged)
   }
 
+  /// On PostgreSQL too (`PostgresTableGuard`): the same answer again is kept, a table
+  /// changed in any way since is loaded again, and so is one the job's SQL changes in place.
+  @Test func aPostgreSQLTableIsKeptOnlyWhileNothingChangedIt() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let job = JobText.header(job: "outside", emulator: emulator) + target.manifestBlock + Self.steps
+    let (_, first) = try runJob(folder, job)
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    #expect(!first.steps[0].unchanged)
+    let table = #""FRUITS__output_table""#
+    let loaded = try target.rows("SELECT * FROM \(table) ORDER BY id")
+    let (_, second) = try runJob(folder, job)
+    #expect(second.steps[0].unchanged)
+    let changes = [
+      "UPDATE \(table) SET price = price * 2",
+      "UPDATE \(table) SET name = 'x' WHERE id = 1; UPDATE \(table) SET name = 'apple' WHERE id = 1",
+      "ALTER TABLE \(table) ALTER COLUMN name TYPE varchar(40)",
+      "DROP TRIGGER _dray_guard ON \(table)",
+      "ALTER TABLE \(table) DISABLE TRIGGER _dray_guard",
+      "UPDATE _dray_table_guard SET definition = 'other'",
+      "DROP TABLE _dray_table_guard",
+    ]
+    for change in changes {
+      for statement in change.split(separator: "; ") { try target.execute(String(statement)) }
+      let (_, report) = try runJob(folder, job)
+      #expect(report.exitCode == 0, "\(change): \(report.steps.compactMap(\.errorMessage))")
+      #expect(!report.steps[0].unchanged, "\(change)")
+      #expect(try target.rows("SELECT * FROM \(table) ORDER BY id") == loaded, "\(change)")
+    }
+    let (_, kept) = try runJob(folder, job)
+    #expect(kept.steps[0].unchanged)
+
+    let raise = job + "\n  - id: raise\n    sql: UPDATE {{ table \"FRUITS\" \"output_table\" }} SET price = price * 2\n"
+    var tables: [[[String?]]] = []
+    for run in 1...3 {
+      let (_, report) = try runJob(folder, raise)
+      #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+      // The first run finds the table as dray left it; the next ones find the raise.
+      #expect(report.steps[0].unchanged == (run == 1))
+      tables.append(try target.rows("SELECT * FROM \(table) ORDER BY id"))
+    }
+    #expect(tables[0] != loaded)
+    #expect(tables[1] == tables[0] && tables[2] == tables[0])
+  }
+
   @Test func anHTMLPageInPlaceOfTheDataNamesItsTypeAndEncoding() throws {
     let emulator = try Emulator([
       "--fault", #"{"path": "/api/v1/rpc/FRUITS/", "content_type": "text/html", "body": "<html><body>502 Bad Gateway</body></html>"}"#,
