@@ -16,15 +16,23 @@ internal import Foundation
 public struct AnswerReader {
   /// The answer file.
   public let path: String
+  /// The part a download is still writing, read instead of `path` as it grows
+  /// (`GrowingFile`); nil when `path` is whole.
+  public let growing: GrowingFile?
 
-  public init(path: String) { self.path = path }
+  public init(path: String, growing: GrowingFile? = nil) {
+    self.path = path
+    self.growing = growing
+  }
 
   /// Parses the whole file, calling `table` at the start of each table's rows and `row` for
   /// each row, in order.
   /// - Throws: `AnswerReadError` when the file cannot be read or is not a table answer;
+  ///   `GrowingFile.Stop` when the download of a growing part failed or started it again;
   ///   any error thrown by `table` or `row`, unchanged.
   public func read(table: (String) throws -> Void, row: ([JSONValue]) throws -> Void) throws {
-    guard let input = FileHandle(forReadingAtPath: path) else {
+    let reader = try growing?.takeReader()
+    guard let input = reader.map({ FileHandle(fileDescriptor: $0, closeOnDealloc: true) }) ?? FileHandle(forReadingAtPath: path) else {
       throw AnswerReadError(message: "cannot read the answer file \(path)")
     }
     defer { try? input.close() }
@@ -37,8 +45,27 @@ public struct AnswerReader {
   }
 
   private func parse(_ input: FileHandle, _ state: AnswerParseState) throws {
+    var stop: GrowingFile.Stop?
+    var offset: Int64 = 0
+    /// The file's next 256 KiB; at the end of a part still growing, its next bytes once
+    /// they are written, or nil at its end.
+    func next() -> Data? {
+      var chunk = input.readData(ofLength: 256 * 1024)
+      do throws(GrowingFile.Stop) {
+        while chunk.isEmpty, let growing, try growing.waitForBytes(after: offset) {
+          chunk = input.readData(ofLength: 256 * 1024)
+        }
+      } catch {
+        stop = error
+        return nil
+      }
+      offset += Int64(chunk.count)
+      return chunk.isEmpty ? nil : chunk
+    }
     do throws(JSONEvents.Failure) {
-      try JSONEvents.parse(input, into: state)
+      try JSONEvents.parse(chunks: next, into: state)
+    } catch _ where stop != nil {
+      throw stop!
     } catch .stopped(let byte) {
       if let place = state.tooDeep {
         throw AnswerReadError(message: "\(place) \(JSONValue.nestingMessage(at: byte)); dray reads at most \(JSONValue.maxDepth) levels")
@@ -53,6 +80,8 @@ public struct AnswerReader {
     } catch .outOfMemory {
       throw AnswerReadError(message: "out of memory starting the JSON parser")
     }
+    // A whole document read from a part whose download then failed is not the answer.
+    if let stop { throw stop }
     if !state.sawList { throw AnswerReadError(message: "the answer is empty; expected a JSON list of tables") }
   }
 }

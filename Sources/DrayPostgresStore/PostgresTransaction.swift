@@ -72,7 +72,8 @@ final class PostgresTransaction: StoreTransaction {
   /// then see the new rows whole; recreated when its columns are no longer the scheme's) and
   /// refilled by one `COPY ... FROM STDIN`, its values under `PostgresValueRule`.
   func load(
-    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
+    file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
+    info: () -> AnswerInfo
   ) throws -> LoadResult {
     if delta {
       throw LoadError(
@@ -94,7 +95,7 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     do {
-      try AnswerReader(path: file).read(
+      try AnswerReader(path: file, growing: growing).read(
         table: { source in
           try finishCopy()
           current = nil
@@ -150,7 +151,7 @@ final class PostgresTransaction: StoreTransaction {
       copy?.cancel("the load failed")
       throw error
     }
-    try record(scheme: scheme, params: params, names: names, replaced: replaced, info: info, result: &result)
+    try record(scheme: scheme, params: params, names: names, replaced: replaced, info: info(), result: &result)
     return result
   }
 

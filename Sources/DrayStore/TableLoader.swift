@@ -70,6 +70,9 @@ struct TableLoader {
   let checkDeltaTarget: (Target) throws -> Void
   /// Checked between 1 MiB pieces of the file: a cancelled load stops there.
   let cancellation: Cancellation?
+  /// The part a download is still writing, read by the first pass as it grows (`GrowingFile`);
+  /// nil when `file` is whole.
+  var growing: GrowingFile? = nil
 
   /// Parses the answer in `file` and applies it inside the caller's transaction.
   /// - Throws: `LoadError` naming resource, table, row and column.
@@ -176,7 +179,7 @@ final class LoadSession {
     cursor.pointee.insert = nil
     cursor.pointee.arenaUsed = 0
     cursor.pointee.textCount = 0
-    let fd = open(file, O_RDONLY)
+    let fd = try (pass == .main ? loader.growing?.takeReader() : nil) ?? open(file, O_RDONLY)
     guard fd >= 0 else {
       throw LoadError(resource: loader.resource, message: "cannot read the downloaded answer at \(file)")
     }
@@ -192,7 +195,11 @@ final class LoadSession {
       if loader.cancellation?.isCancelled == true {
         throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
       }
-      let count = read(fd, buffer.baseAddress, buffer.count)
+      var count = read(fd, buffer.baseAddress, buffer.count)
+      // At the end of a part that is still growing: wait for its next bytes, or its end.
+      while count == 0, pass == .main, let growing = loader.growing, try growing.waitForBytes(after: Int64(offset)) {
+        count = read(fd, buffer.baseAddress, buffer.count)
+      }
       guard count >= 0 else {
         throw LoadError(
           resource: loader.resource, message: "cannot read the downloaded answer at \(file): \(String(cString: strerror(errno)))")
