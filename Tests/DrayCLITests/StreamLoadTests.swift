@@ -66,7 +66,8 @@ import Testing
     _ = try job.emulator.admin("POST", "reset")
     _ = try job.emulator.admin(
       "POST", "faults",
-      json: #"[{"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "close_after": 9000}, {"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "ignore_range": true}]"#
+      json:
+        #"[{"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "close_after": 9000}, {"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "ignore_range": true}]"#
     )
 
     let run = try job.run()
