@@ -78,7 +78,7 @@ let package = Package(
     .target(
       name: "DrayEngine",
       dependencies: [
-        "DrayModel", "DrayJSON", "DrayStore", "DrayPostgresStore", "DrayRecords", "DrayTransport", "DrayPlatform",
+        "DrayModel", "DrayJSON", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayRecords", "DrayTransport", "DrayPlatform",
         "DrayReportPage",
       ]
     ),
@@ -124,7 +124,7 @@ let package = Package(
       ]
     ),
     /// Runs the built `dray` binary (hence the dependency on the executable).
-    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayStore", "DrayPostgres", "DrayTestSupport"]),
   ]
 )
 

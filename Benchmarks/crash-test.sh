@@ -10,6 +10,10 @@
 #   DRAY_CRASH_KILLS=200 DRAY_CRASH_ROWS=100000 Benchmarks/crash-test.sh
 #   DRAY_CRASH_KEEP=1 ...                     # keep the trial folders for a look
 #
+# The filter also runs the PostgreSQL crash test (PostgresCrashTests: 30 kills, a third of
+# them during a COPY; DRAY_PG_CRASH_KILLS, DRAY_PG_CRASH_SEED, DRAY_PG_CRASH_ROWS) and the
+# incremental one.
+#
 # Takes about 2 to 3 minutes on two cores. Exit status 0 when every trial matched.
 set -euo pipefail
 cd "$(dirname "$0")/.."

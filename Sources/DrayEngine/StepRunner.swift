@@ -1,5 +1,6 @@
 internal import DrayModel
 internal import DrayPlatform
+internal import DrayPostgres
 internal import DrayPostgresStore
 internal import DrayStore
 internal import DrayTransport
@@ -27,9 +28,14 @@ struct StepRunner {
       CrashPoint.reach("committed:\(step.id)")
       report.status = .succeeded
     } catch {
+      // A step that failed because the run lost its lock says so first: another runner may
+      // be running the job now.
+      let lost = context.cancellation.isCancelled || error is PostgresRunLockError ? nil : context.journal.withLock { $0.lostLock() }
       report.status = context.cancellation.isCancelled ? .interrupted : .failed
-      report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: error)
-      report.errorMessage = context.cancellation.isCancelled ? "interrupted by \(Runner.signalName(context.cancellation))" : "\(error)"
+      report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: lost ?? error)
+      report.errorMessage =
+        context.cancellation.isCancelled
+        ? "interrupted by \(Runner.signalName(context.cancellation))" : lost.map { "\($0); the step's own error: \(error)" } ?? "\(error)"
       if report.status == .failed {
         try? recordCheckpoint(report, status: .failed)
       }
@@ -167,7 +173,9 @@ struct StepRunner {
   func openStore() throws -> any TargetStore {
     if let target = manifest.database?.postgres {
       let fence = context.journal.withLock { ($0 as? PostgresJournal)?.runLock }
-      return try PostgresStore(target: target, fence: fence)
+      let store = try PostgresStore(target: target, fence: fence)
+      store.stopWhen(context.cancellation)
+      return store
     }
     return try openSQLiteStore()
   }
@@ -214,6 +222,7 @@ struct StepRunner {
     switch error {
     case let e as TransportError: e.code
     case let e as PlatformError: e.code
+    case is PostgresRunLockError: "lock_lost"
     case is LoadError: "load_error"
     case is SQLiteError: "sqlite_error"
     case is StoreError: "store_error"

@@ -1,6 +1,7 @@
 internal import CLibPQ
 public import DrayModel
 internal import Foundation
+internal import Synchronization
 
 /// One libpq connection (`PGconn`) to a PostgreSQL server.
 ///
@@ -23,8 +24,11 @@ public final class PostgresConnection {
   private var handle: OpaquePointer?
   /// The URL connected to (its password, if any, stays in memory only here).
   public let url: PostgresURL
+  /// Cancels statements once a run is interrupted (`cancelStatements(when:)`); nil until asked.
+  private var watch: CancellationWatch?
 
-  /// Connects and sets the session up for dray (`client_encoding` UTF8).
+  /// Connects and sets the session up for dray (`client_encoding` UTF8; the server's
+  /// notices and warnings are dropped, never printed).
   ///
   /// The password is the first of: `password`, the URL's password, then libpq's own sources
   /// (`PGPASSWORD`, the file named by `PGPASSFILE` or `passfile`, `~/.pgpass`; §34.15 "The
@@ -62,6 +66,11 @@ public final class PostgresConnection {
       PQfinish(connection)
       throw PostgresError.connectionFailure(message, url: url)
     }
+    // libpq prints the server's notices and warnings ("relation ... already exists,
+    // skipping", "terminating connection due to immediate shutdown command") on standard
+    // error by default (§34.13 "Notice Processing"), past dray's console and its masking of
+    // secrets: they are dropped. Errors still arrive as results.
+    PQsetNoticeProcessor(connection, { _, _ in }, nil)
     handle = connection
   }
 
@@ -70,8 +79,25 @@ public final class PostgresConnection {
   /// Closes the connection (`PQfinish`); an open transaction is rolled back by the server.
   /// Closing twice does nothing.
   public func close() {
+    watch?.stop()
+    watch = nil
     if let handle { PQfinish(handle) }
     handle = nil
+  }
+
+  /// Cancels what this connection runs once `cancellation` is set, as SQLite's progress
+  /// handler interrupts a statement: a long statement of a step's SQL, or a `COPY`, then
+  /// fails with `57014` at once instead of running to its end after SIGINT or SIGTERM.
+  ///
+  /// A `Cancellation` is set from a signal handler, which can do nothing but an atomic store,
+  /// so a thread watches it (every 20 ms) and, once it is set, sends a cancel request
+  /// (`PQcancel`) every 100 ms until the connection closes: a statement started after the
+  /// first request is cancelled too.
+  ///
+  /// - Throws: `PostgresError` when the connection is closed.
+  public func cancelStatements(when cancellation: Cancellation) throws(PostgresError) {
+    watch?.stop()
+    watch = CancellationWatch(cancellation: cancellation, canceller: try canceller())
   }
 
   /// The server process serving this connection (`PQbackendPID`), as `pg_stat_activity.pid`
@@ -223,4 +249,25 @@ public final class PostgresCanceller: @unchecked Sendable {
     let sent = PQcancel(handle, &buffer, Int32(buffer.count))
     return sent == 1 ? nil : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
+}
+
+/// The thread behind `PostgresConnection.cancelStatements(when:)`.
+private final class CancellationWatch: Sendable {
+  private let stopped = Atomic<Bool>(false)
+
+  init(cancellation: Cancellation, canceller: PostgresCanceller) {
+    Thread.detachNewThread { [self] in
+      while !stopped.load(ordering: .relaxed) {
+        if cancellation.isCancelled {
+          canceller.cancel()
+          usleep(100_000)
+        } else {
+          usleep(20_000)
+        }
+      }
+    }
+  }
+
+  /// Ends the thread within one interval.
+  func stop() { stopped.store(true, ordering: .relaxed) }
 }

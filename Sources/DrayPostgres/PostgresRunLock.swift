@@ -57,11 +57,7 @@ public struct PostgresRunLock: Sendable, Hashable {
     let key = key(job: job, schema: schema)
     let taken = try connection.execute("SELECT pg_try_advisory_lock($1), pg_backend_pid()", [.integer(key)])
     guard taken.rows.first?[0].bool == true, let pid = taken.rows.first?[1].integer else { return nil }
-    let held = try connection.execute(
-      """
-      SELECT pg_backend_pid(), EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-        AND pid = pg_backend_pid() AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1)
-      """, [.integer(key)])
+    let held = try connection.execute("SELECT pg_backend_pid(), \(heldByThisSession)", [.integer(key)])
     guard held.rows.first?[0].integer == pid, held.rows.first?[1].bool == true else {
       _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [.integer(key)])
       throw PostgresRunLockError.transactionPooler(url: connection.url.redacted)
@@ -82,6 +78,24 @@ public struct PostgresRunLock: Sendable, Hashable {
     } catch {
       _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [.integer(key)])
       throw error
+    }
+  }
+
+  /// SQL true when this session holds the session-level advisory lock of key `$1`.
+  static let heldByThisSession = """
+    EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+      AND pid = pg_backend_pid() AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1)
+    """
+
+  /// Why this lock is no longer held on `connection`, the connection that took it, or nil
+  /// while it is: the session ended (`pg_terminate_backend`, a server restart, a network
+  /// failure) or the lock was released.
+  public func loss(on connection: PostgresConnection) -> PostgresRunLockError? {
+    do {
+      let held = try connection.execute("SELECT \(PostgresRunLock.heldByThisSession)", [.integer(key)]).rows.first?.first?.bool
+      return held == true ? nil : .lost(job: job, cause: "this run's session no longer holds it")
+    } catch {
+      return .lost(job: job, cause: "its session with PostgreSQL ended")
     }
   }
 
@@ -114,13 +128,18 @@ public enum PostgresRunLockError: Error, Sendable, Equatable, CustomStringConver
   /// Another runner took the job's lock after this one (`current` is its generation, nil
   /// when the row is gone).
   case fenced(job: String, generation: Int64, current: Int64?)
+  /// The session that held the lock ended, or no longer holds it (`cause`), so another
+  /// runner may take it at any moment.
+  case lost(job: String, cause: String)
 
   public var description: String {
     switch self {
     case .transactionPooler(let url):
       "PostgreSQL at \(url) does not keep a session for dray (a connection pooler in transaction mode?): the run lock needs one; connect directly or through a pooler in session mode (PgBouncer: pool_mode = session)"
     case .fenced(let job, let generation, let current):
-      "another runner took over job '\(job)' (lock generation \(current.map(String.init) ?? "gone"), this run held \(generation)): this run commits nothing more; the other runner resumes from the last commit"
+      "this run lost the run lock of job '\(job)' to another runner (lock generation \(current.map(String.init) ?? "gone"), this run held \(generation)): it commits nothing more; the other runner resumes from the last commit"
+    case .lost(let job, let cause):
+      "this run lost the run lock of job '\(job)' (\(cause)): another runner may take over, so this run commits nothing more; the next run resumes from the last commit"
     }
   }
 }

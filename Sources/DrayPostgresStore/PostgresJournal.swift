@@ -127,12 +127,8 @@ extension PostgresJournal: RunJournal {
   public func begin(_ run: RunRecord) throws -> [RunRecord] {
     let running = RunRecord.Status.running.rawValue
     guard let lock = try PostgresRunLock.acquire(job: run.job, schema: schema, on: connection) else {
-      let live =
-        try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first
-        ?? RunRecord(
-          id: "unknown", lineage: "", job: run.job, startedAt: "unknown", endedAt: nil, status: .running,
-          manifestFingerprint: "", processID: 0)
-      throw RunInProgress(journal: location, run: live)
+      let live = try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first
+      throw RunInProgress(journal: location, job: run.job, run: live)
     }
     runLock = lock
     return try fenced {
@@ -166,4 +162,8 @@ extension PostgresJournal: RunJournal {
   public func record(_ checkpoint: CheckpointRecord) throws {
     try fenced { try PostgresJournal.record(checkpoint, on: connection, schema: schema) }
   }
+
+  /// `PostgresRunLockError.lost` when the session that took the lock ended or no longer
+  /// holds it (`PostgresRunLock.loss`); nil before `begin`.
+  public func lostLock() -> (any Error)? { runLock?.loss(on: connection) }
 }

@@ -45,12 +45,10 @@ public final class PostgresStore {
       row_count bigint NOT NULL DEFAULT 0, loaded_at text)
     """
 
-  /// Keeps the server's notices (`relation ... already exists, skipping`) off dray's
-  /// output, sets `search_path` to `schema` and runs `tables` (`CREATE TABLE IF NOT EXISTS`
+  /// Sets `search_path` to `schema` and runs `tables` (`CREATE TABLE IF NOT EXISTS`
   /// statements separated by `;`) in one transaction under the schema's setup lock, so that
   /// two runners opening one new schema do not race to create the same table.
   static func prepare(_ connection: PostgresConnection, schema: String, tables: String) throws {
-    try connection.execute("SET client_min_messages TO warning")
     try connection.execute("SELECT set_config('search_path', $1, false)", [.text(PostgresIdentifier.quoted(schema))])
     try connection.transaction {
       try connection.execute("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresRunLock.key(job: "", schema: schema))])
@@ -103,9 +101,9 @@ extension PostgresStore: TargetStore {
 
   public var naming: TableNaming { PostgresStore.naming }
 
-  /// Nothing to arm: a load checks its cancellation between rows (`StoreTransaction.load`),
-  /// and a statement runs to its end.
-  public func stopWhen(_ cancellation: Cancellation) {}
+  /// Cancels the running statement (a step's SQL, a `COPY`) once `cancellation` is set
+  /// (`PostgresConnection.cancelStatements(when:)`); a load also checks it between rows.
+  public func stopWhen(_ cancellation: Cancellation) { try? connection.cancelStatements(when: cancellation) }
 
   /// Full loads only, for now: a delta needs the rows a full answer loaded, and this store
   /// asks for full data every time (docs/postgres.md, "Limits").

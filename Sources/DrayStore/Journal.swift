@@ -379,7 +379,7 @@ public final class Journal {
     func running() throws -> [RunRecord] {
       let running = try select("job = ? AND status = ?", [.text(run.job), .text(RunRecord.Status.running.rawValue)], limit: -1)
       if let live = running.first(where: { RunProcess.isAlive(pid: $0.processID, startedAt: Journal.date($0.startedAt)) }) {
-        throw RunInProgress(journal: path, run: live)
+        throw RunInProgress(journal: path, job: live.job, run: live)
       }
       return running
     }
@@ -481,18 +481,23 @@ public final class Journal {
 /// Another run of the job is in progress on the same journal, started from another folder
 /// or `state.path` (whose lock this run does not see).
 public struct RunInProgress: Error, Sendable, CustomStringConvertible {
-  /// The journal's path.
+  /// The journal's path (a server database's URL, its password masked).
   public var journal: String
-  /// The live run.
-  public var run: RunRecord
+  public var job: String
+  /// The live run; nil when the job's run lock is held but no run is recorded as
+  /// `running` (a runner between taking a server database's lock and recording its run, or
+  /// another program holding the lock).
+  public var run: RunRecord?
 
-  public init(journal: String, run: RunRecord) {
+  public init(journal: String, job: String, run: RunRecord?) {
     self.journal = journal
+    self.job = job
     self.run = run
   }
 
   public var description: String {
-    "job '\(run.job)' is already running on the run journal \(journal) (run \(run.id), process \(run.processID), started \(run.startedAt)); "
+    let holder = run.map { "run \($0.id), process \($0.processID), started \($0.startedAt)" } ?? "another session holds its run lock"
+    return "job '\(job)' is already running on the run journal \(journal) (\(holder)); "
       + "this run changed nothing. Wait for it to finish, or stop it first."
   }
 }

@@ -176,6 +176,11 @@ public protocol RunJournal: AnyObject {
   func finish(runID: String, status: RunRecord.Status, endedAt: String) throws
   /// Records `checkpoint` in its own transaction (steps that write no target database).
   func record(_ checkpoint: CheckpointRecord) throws
+  /// Why this run no longer holds the job's run lock, or nil while it does. Asked when a
+  /// step fails, so that a failure a lost lock caused says so. A server database's lock
+  /// lives in a session, which can end under a running runner; SQLite's lock file cannot
+  /// be lost (nil, the default).
+  func lostLock() -> (any Error)?
 }
 
 extension StoreTransaction {
@@ -188,6 +193,8 @@ extension StoreTransaction {
 }
 
 extension RunJournal {
+  public func lostLock() -> (any Error)? { nil }
+
   /// The checkpoint of `stepID`, or nil.
   public func checkpoint(job: String, stepID: String) throws -> CheckpointRecord? {
     try checkpoints(job: job).first { $0.stepID == stepID }

@@ -174,7 +174,7 @@ import Testing
         }
         landed += 1
         landedInTrial += 1
-        phases[CrashTests.phase(of: process, in: trial), default: 0] += 1
+        phases[CrashTests.phase(of: process, downloads: trial.folder + "/.dray/downloads/crash"), default: 0] += 1
         // Killed after recording its success: the job is complete, and a rerun would be
         // a new run of it.
         if try CrashTests.lastRunStatus(trial) == "succeeded" {
@@ -233,13 +233,16 @@ import Testing
     let statuses = try SQLiteFile.rows(trial.database, "SELECT status FROM _dray_runs ORDER BY started_at DESC, rowid DESC")
     if statuses.first != ["succeeded"] { problems.append("the last run is not recorded as succeeded: \(statuses)") }
     guard let final else { return problems }
+    let checkpoints = try SQLiteFile.rows(trial.database, "SELECT step_id, run_id, status FROM _dray_checkpoints")
+    return try problems + reportProblems(final, checkpoints: checkpoints, topLevelSteps: topLevelSteps)
+  }
 
-    // The final report: each step skipped exactly when an earlier run finished it.
+  /// What is wrong in the report of a trial's final run: each step must be skipped exactly
+  /// when an earlier run finished it (`checkpoints`: step id, run id, status).
+  static func reportProblems(_ final: ChildProcess, checkpoints rows: [[String?]], topLevelSteps: [String]) throws -> [String] {
+    var problems: [String] = []
     let finalRunID = try #require(reportObject(final)?["run_id"] as? String)
-    let checkpoints = Dictionary(
-      uniqueKeysWithValues: try SQLiteFile.rows(trial.database, "SELECT step_id, run_id, status FROM _dray_checkpoints").map {
-        ($0[0] ?? "", ($0[1] ?? "", $0[2] ?? ""))
-      })
+    let checkpoints = Dictionary(uniqueKeysWithValues: rows.map { ($0[0] ?? "", ($0[1] ?? "", $0[2] ?? "")) })
     var steps = reportSteps(final)
     steps += steps.flatMap(\.members)
     if steps.map(\.id).prefix(topLevelSteps.count) != topLevelSteps[...] {
@@ -265,11 +268,18 @@ import Testing
   /// write the kill cut short is still to be rolled back (a hot rollback journal, which
   /// only a writer, the next `dray run`, rolls back: this read-only look cannot).
   static func lastRunStatus(_ trial: Trial) throws -> String? {
-    guard FileManager.default.fileExists(atPath: trial.database) else { return nil }
-    let rollbackJournal = (try? FileManager.default.attributesOfItem(atPath: trial.database + "-journal"))?[.size] as? Int
-    if let size = rollbackJournal, size > 0 { return nil }
+    guard isReadable(trial) else { return nil }
     return try SQLiteFile.rows(trial.database, "SELECT status FROM _dray_runs ORDER BY started_at DESC, rowid DESC LIMIT 1").first?[0]
       ?? nil
+  }
+
+  /// True when the trial's database exists and holds no write a kill cut short (a hot
+  /// rollback journal, which only a writer, the next `dray run`, rolls back; a read-only
+  /// look fails on it).
+  static func isReadable(_ trial: Trial) -> Bool {
+    guard FileManager.default.fileExists(atPath: trial.database) else { return false }
+    let rollbackJournal = (try? FileManager.default.attributesOfItem(atPath: trial.database + "-journal"))?[.size] as? Int
+    return (rollbackJournal ?? 0) == 0
   }
 
   /// SHA-256 of each file under `out/` in a job folder, by relative path.
@@ -321,11 +331,18 @@ import Testing
   }
 
   /// How far into the clean run's timeline the trial's checkpoints reach: the end of the
-  /// last of the leading top-level steps an earlier run finished.
+  /// last of the leading top-level steps an earlier run finished (0 when the database
+  /// cannot be read yet: the next instant is then aimed over the whole run).
   static func finishedOffset(_ trial: Trial, timeline: [(id: String, offset: Double)]) throws -> Double {
-    guard FileManager.default.fileExists(atPath: trial.database) else { return 0 }
+    guard isReadable(trial) else { return 0 }
     let done = Set(
       try SQLiteFile.rows(trial.database, "SELECT step_id FROM _dray_checkpoints WHERE status = 'succeeded'").compactMap { $0[0] })
+    return offset(after: done, topLevelSteps: topLevelSteps, timeline: timeline)
+  }
+
+  /// The end, in the clean run's timeline, of the last of the leading top-level steps in
+  /// `done`.
+  static func offset(after done: Set<String>, topLevelSteps: [String], timeline: [(id: String, offset: Double)]) -> Double {
     var offset = 0.0
     for id in topLevelSteps {
       guard done.contains(id), let end = timeline.first(where: { $0.id == id }) else { break }
@@ -335,7 +352,8 @@ import Testing
   }
 
   /// Where a killed run was, from its last log line and the files it left.
-  static func phase(of process: ChildProcess, in trial: Trial) -> String {
+  /// `downloads` is the job's download folder (`.dray/downloads/<job>`).
+  static func phase(of process: ChildProcess, downloads: String) -> String {
     let lines = process.errors.split(separator: "\n").map { $0.split(separator: " ", maxSplits: 1).last.map(String.init) ?? "" }
     guard let last = lines.last(where: { $0.hasPrefix("step ") || $0.hasPrefix("run ") || $0.hasPrefix("report: ") }) else {
       return "before the run was recorded"
@@ -345,9 +363,9 @@ import Testing
     let id = String(last.dropFirst("step ".count).prefix { $0 != ":" })
     if last.contains(": ok in ") { return "after step \(id) finished" }
     if id == "big" {
-      let downloads = (try? FileManager.default.contentsOfDirectory(atPath: trial.folder + "/.dray/downloads/crash")) ?? []
-      if downloads.contains(where: { $0.hasSuffix(".part") }) { return "during step big (downloading)" }
-      if downloads.contains(where: { $0.hasSuffix(".answer") }) { return "during step big (loading)" }
+      let files = (try? FileManager.default.contentsOfDirectory(atPath: downloads)) ?? []
+      if files.contains(where: { $0.hasSuffix(".part") }) { return "during step big (downloading)" }
+      if files.contains(where: { $0.hasSuffix(".answer") }) { return "during step big (loading)" }
       return "during step big (asking)"
     }
     return "during step \(id)"

@@ -117,6 +117,10 @@ import Testing
         """
     let refused = try runJob(folder, manifest).1
     #expect(refused.exitCode == ExitCode.locked)
+    #expect(
+      refused.errorMessage
+        == "job 'fruits' is already running on the run journal \(try PostgresURL(try #require(target.url)).redacted) (another session holds its run lock); this run changed nothing. Wait for it to finish, or stop it first."
+    )
     #expect(try target.rows("SELECT count(*) FROM _dray_runs") == [["0"]])
     try lock.release(on: holder)
     let report = try runJob(folder, manifest).1

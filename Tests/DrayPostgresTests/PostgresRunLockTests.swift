@@ -71,7 +71,24 @@ import Testing
     #expect(try taker.execute("SELECT n FROM rows").rows == [[.integer(1)]])
     #expect(
       "\(PostgresRunLockError.fenced(job: "nightly", generation: 1, current: 2))"
-        == "another runner took over job 'nightly' (lock generation 2, this run held 1): this run commits nothing more; the other runner resumes from the last commit"
+        == "this run lost the run lock of job 'nightly' to another runner (lock generation 2, this run held 1): it commits nothing more; the other runner resumes from the last commit"
+    )
+  }
+
+  @Test func aLockKnowsWhenItsSessionLostIt() throws {
+    let holder = try server.connect(database: database)
+    let lock = try #require(try PostgresRunLock.acquire(job: "nightly", schema: "public", on: holder))
+    #expect(lock.loss(on: holder) == nil)
+    try lock.release(on: holder)
+    #expect(lock.loss(on: holder) == .lost(job: "nightly", cause: "this run's session no longer holds it"))
+
+    let again = try #require(try PostgresRunLock.acquire(job: "nightly", schema: "public", on: holder))
+    try server.terminate(backend: holder.backendPID)
+    let lost = try #require(again.loss(on: holder))
+    #expect(lost == .lost(job: "nightly", cause: "its session with PostgreSQL ended"))
+    #expect(
+      "\(lost)"
+        == "this run lost the run lock of job 'nightly' (its session with PostgreSQL ended): another runner may take over, so this run commits nothing more; the next run resumes from the last commit"
     )
   }
 

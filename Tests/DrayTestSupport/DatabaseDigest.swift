@@ -1,4 +1,5 @@
 internal import DrayModel
+public import DrayPostgres
 internal import DrayStore
 public import Foundation
 
@@ -149,4 +150,49 @@ public enum FolderDigest {
 extension FolderDigest {
   /// SHA-256 of `data`, as 64 lower-case hex digits.
   public static func sha256(of data: Data) -> String { SHA256.hex(Array(data)) }
+}
+
+extension DatabaseDigest {
+  /// Tables that differ between any two runs of a PostgreSQL target by design: the run
+  /// journal and the run lock's generations.
+  public static let postgresJournalTables: Set<String> = journalTables.union(["_dray_locks"])
+
+  /// Reads the tables of `schema` in a PostgreSQL database through `connection`, as
+  /// `init(path:)` reads an SQLite file: each table's columns and types, row count, count of
+  /// distinct rows, and SHA-256 of its rows (each rendered as PostgreSQL's text of a row
+  /// value, so that `1` and `'1'` in columns of different types differ through the schema)
+  /// sorted, computed by the server.
+  /// - Parameters:
+  ///   - skipping: tables left out.
+  ///   - ignoringColumns: columns left out, by table.
+  public init(
+    postgres connection: PostgresConnection, schema: String = "public",
+    skipping: Set<String> = DatabaseDigest.postgresJournalTables,
+    ignoringColumns: [String: Set<String>] = DatabaseDigest.timeColumns
+  ) throws {
+    tables = [:]
+    let names = try connection.execute(
+      "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = $1 ORDER BY tablename", [.text(schema)]
+    ).rows.compactMap { $0.first?.text }
+    for name in names where !skipping.contains(name) {
+      let columns = try connection.execute(
+        """
+        SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2
+        ORDER BY ordinal_position
+        """, [.text(schema), .text(name)]
+      ).rows.map { ($0[0].text ?? "", $0[1].text ?? "") }
+      let ignored = ignoringColumns[name] ?? []
+      let list = columns.filter { !ignored.contains($0.0) }.map { PostgresIdentifier.quoted($0.0) }.joined(separator: ", ")
+      let digest =
+        try connection.execute(
+          """
+          SELECT count(*), count(DISTINCT r), encode(sha256(convert_to(coalesce(string_agg(r, E'\\n' ORDER BY r), ''), 'UTF8')), 'hex')
+          FROM (SELECT ROW(\(list))::text AS r FROM \(PostgresIdentifier.quoted(schema)).\(PostgresIdentifier.quoted(name))) AS s
+          """
+        ).rows.first ?? []
+      tables[name] = Table(
+        schema: columns.map { "\($0.0) \($0.1)" }.joined(separator: ", "), rows: Int(digest[0].integer ?? -1),
+        distinctRows: Int(digest[1].integer ?? -1), sha256: digest[2].text ?? "")
+    }
+  }
 }

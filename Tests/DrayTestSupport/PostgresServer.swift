@@ -91,8 +91,12 @@ public final class PostgresServer: @unchecked Sendable {
   /// The URL of `database` over TCP as the `dray` role, with the password in it unless
   /// `withPassword` is false.
   public func url(database: String, withPassword: Bool = true) throws -> PostgresURL {
-    let password = withPassword ? ":\(Self.password)" : ""
-    return try PostgresURL("postgresql://\(Self.user)\(password)@127.0.0.1:\(port)/\(database)")
+    try PostgresURL(urlText(database: database, withPassword: withPassword))
+  }
+
+  /// `url(database:withPassword:)` as the text a manifest's `database.url` holds.
+  public func urlText(database: String, withPassword: Bool = true) -> String {
+    "postgresql://\(Self.user)\(withPassword ? ":\(Self.password)" : "")@127.0.0.1:\(port)/\(database)"
   }
 
   /// A connection to `database` as the `dray` role.
@@ -121,6 +125,42 @@ public final class PostgresServer: @unchecked Sendable {
     let ended = try admin().execute("SELECT pg_terminate_backend($1::integer)", [.integer(Int64(pid))])
     guard ended.rows.first?.first?.bool == true else { throw TestSupportError("no server process \(pid)") }
   }
+
+  /// The server processes of `database`'s client sessions named `application` (dray's
+  /// `fallback_application_name`), only those running a statement matching `pattern` (SQL
+  /// `LIKE`; a client sending a `COPY`'s rows keeps it running) when given, read through
+  /// `admin` (a superuser connection kept open by the caller, so that polling does not start
+  /// a session each time).
+  public static func sessions(
+    of database: String, application: String = "dray", runningStatementLike pattern: String? = nil,
+    through admin: PostgresConnection
+  ) throws -> [Int32] {
+    try admin.execute(
+      """
+      SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2
+        AND ($3::text IS NULL OR (state = 'active' AND query LIKE $3)) ORDER BY pid
+      """, [.text(database), .text(application), pattern.map { .text($0) } ?? .null]
+    ).rows.compactMap { $0.first?.integer.map { Int32($0) } }
+  }
+
+  /// The server processes holding a session-level advisory lock (a run lock) in
+  /// `database`, read through `admin`.
+  public static func advisoryLockHolders(in database: String, through admin: PostgresConnection) throws -> [Int32] {
+    try admin.execute(
+      """
+      SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND d.datname = $1 ORDER BY l.pid
+      """, [.text(database)]
+    ).rows.compactMap { $0.first?.integer.map { Int32($0) } }
+  }
+
+  /// True while one of dray's sessions runs a statement matching `pattern` in `database`.
+  public static func isRunning(statementLike pattern: String, in database: String, through admin: PostgresConnection) throws -> Bool {
+    try !sessions(of: database, runningStatementLike: pattern, through: admin).isEmpty
+  }
+
+  /// The `LIKE` pattern of a `COPY` into a table whose name starts with `table`.
+  public static func copy(into table: String) -> String { "COPY %\"\(table)%" }
 
   // MARK: Processes
 

@@ -1,5 +1,5 @@
 internal import DrayModel
-internal import DrayPostgres
+public import DrayPostgres
 internal import DrayStore
 
 /// A job's target database for a test that runs on both: an SQLite file in the job folder,
@@ -25,8 +25,7 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
     self.folder = folder
     if kind == .postgres {
       let server = try PostgresServer.shared()
-      url =
-        "postgresql://\(PostgresServer.user):\(PostgresServer.password)@127.0.0.1:\(server.port)/\(try server.createDatabase("target"))"
+      url = server.urlText(database: try server.createDatabase("target"))
     } else {
       url = nil
     }
@@ -43,7 +42,15 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
   /// integers as digits, reals as Swift prints a `Double`, booleans as 1 and 0.
   public func rows(_ sql: String) throws -> [[String?]] {
     guard let url else { return try SQLiteFile.rows(folder + "/" + TargetDatabase.sqlitePath, sql) }
-    return try PostgresConnection(url: PostgresURL(url)).execute(sql).rows.map { row in
+    return try PostgresConnection(url: PostgresURL(url)).textRows(sql)
+  }
+}
+
+extension PostgresConnection {
+  /// The rows of `sql`, each value as text (nil for NULL): integers as digits, reals as
+  /// Swift prints a `Double`, booleans as 1 and 0.
+  public func textRows(_ sql: String) throws -> [[String?]] {
+    try execute(sql).rows.map { row in
       row.map { value in
         switch value {
         case .null: nil
