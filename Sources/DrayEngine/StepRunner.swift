@@ -169,7 +169,7 @@ struct StepRunner {
 
   /// The target database, opened for this step's thread: `PostgresStore` for `database.url`,
   /// its commits fenced by the run lock the journal took; else SQLite's `Store` at
-  /// `database.path`.
+  /// `database.path` (which is also where an `http` step stages, `openStagingStore`).
   func openStore() throws -> any TargetStore {
     if let target = manifest.database?.postgres {
       let fence = context.journal.withLock { ($0 as? PostgresJournal)?.runLock }
@@ -177,19 +177,17 @@ struct StepRunner {
       store.stopWhen(context.cancellation)
       return store
     }
-    return try openSQLiteStore()
+    return try openStagingStore()
   }
 
-  /// The job's SQLite database, for what only SQLite holds today: the `http` step's
-  /// record tables and page ledger (`RecordTable`, `PageLedger`).
-  func openSQLiteStore() throws -> Store {
+  /// The SQLite database an `http` step stages its records and page ledger in
+  /// (`RecordTable`, `PageLedger`): the job's database at `database.path`; with
+  /// `database.url`, the local file `<state.path>/<job>.staging.sqlite`, from which the step
+  /// publishes its records into PostgreSQL when the last page is in (`StoreTransaction.stage`).
+  func openStagingStore() throws -> Store {
     guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
-    guard let path = database.path else {
-      throw StepError.settingMissing(
-        "step '\(step.id)': an http load into a PostgreSQL database (database.url) is not supported yet; load it into an SQLite database (database.path)"
-      )
-    }
-    let store = try Store(path: manifest.resolve(path))
+    let path = database.path.map { manifest.resolve($0) } ?? manifest.resolve(manifest.state.path) + "/\(manifest.job).staging.sqlite"
+    let store = try Store(path: path)
     store.stopWhen(context.cancellation)
     return store
   }
@@ -223,7 +221,7 @@ struct StepRunner {
     case let e as TransportError: e.code
     case let e as PlatformError: e.code
     case is PostgresRunLockError: "lock_lost"
-    case is LoadError: "load_error"
+    case is LoadError, is StagedValueError: "load_error"
     case is SQLiteError: "sqlite_error"
     case is StoreError: "store_error"
     case let e as StepError: e.code

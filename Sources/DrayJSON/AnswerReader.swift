@@ -5,8 +5,9 @@ internal import Foundation
 ///
 /// The answer is a JSON list of tables, each `{"name": "output_table", "data": [[...], ...]}`;
 /// yajl parses the file in 256 KiB chunks and each row reaches `row` as soon as its closing
-/// bracket is read. Keys other than `name` and `data` are skipped; a table's `name` must come
-/// before its `data`, as the platform sends it.
+/// bracket is read. A delta's `insert_rows` and `delete_ids` (platform-api.md §3) are read
+/// when asked for; other keys are skipped. JSON objects are unordered: rows met before their
+/// table's `name` are read on a second pass over the file, which knows the name by then.
 ///
 /// ```swift
 /// try AnswerReader(path: "fruits.answer").read(
@@ -25,26 +26,63 @@ public struct AnswerReader {
     self.growing = growing
   }
 
+  /// The list of a table object that `read` reports (platform-api.md §3).
+  public enum Section: String, Sendable, CaseIterable {
+    /// `data`: a full answer's rows (a delta's too, for a table it replaces).
+    case data
+    /// `insert_rows`: a delta's rows to insert, each replacing the row of its row id.
+    case insertRows = "insert_rows"
+    /// `delete_ids`: a delta's row ids to delete; each reaches `row` as a list of one value.
+    case deleteIDs = "delete_ids"
+  }
+
   /// Parses the whole file, calling `table` at the start of each table's rows and `row` for
-  /// each row, in order.
+  /// each row, in order; the rows of a table whose `name` comes after them arrive on a
+  /// second pass, after every other table's.
   /// - Throws: `AnswerReadError` when the file cannot be read or is not a table answer;
   ///   `GrowingFile.Stop` when the download of a growing part failed or started it again;
   ///   any error thrown by `table` or `row`, unchanged.
   public func read(table: (String) throws -> Void, row: ([JSONValue]) throws -> Void) throws {
+    try read(sections: [.data], table: { name, _ in try table(name) }, row: row)
+  }
+
+  /// Parses the whole file, calling `table` at the start of each list of `sections` (with
+  /// the table's name and the list's key) and `row` for each of its items, in order; lists
+  /// met before their table's `name` arrive on a second pass. Lists of other keys are
+  /// skipped.
+  /// - Throws: `AnswerReadError` when the file cannot be read or is not a table answer (a
+  ///   `delete_ids` item that is not a single value, a table object with rows and no name);
+  ///   `GrowingFile.Stop` when the download of a growing part failed or started it again;
+  ///   any error thrown by `table` or `row`, unchanged.
+  public func read(
+    sections: Set<Section>, table: (String, Section) throws -> Void, row: ([JSONValue]) throws -> Void
+  ) throws {
+    try withoutActuallyEscaping(table) { table in
+      try withoutActuallyEscaping(row) { row in
+        let state = AnswerParseState(sections: sections, onTable: table, onRow: row)
+        try parse(state, growing: growing)
+        guard !state.deferred.isEmpty else { return }
+        if let unnamed = state.deferred.first(where: { state.names[$0] == nil }) {
+          throw AnswerReadError(message: "table object \(unnamed + 1) of the answer holds rows but no name")
+        }
+        state.secondPass()
+        // The second pass reads the finished answer at `path`.
+        try parse(state, growing: nil)
+      }
+    }
+  }
+
+  /// One pass over the answer: over the part `growing` as it grows, or else the file at `path`.
+  private func parse(_ state: AnswerParseState, growing: GrowingFile?) throws {
     let reader = try growing?.takeReader()
     guard let input = reader.map({ FileHandle(fileDescriptor: $0, closeOnDealloc: true) }) ?? FileHandle(forReadingAtPath: path) else {
       throw AnswerReadError(message: "cannot read the answer file \(path)")
     }
     defer { try? input.close() }
-    try withoutActuallyEscaping(table) { table in
-      try withoutActuallyEscaping(row) { row in
-        let state = AnswerParseState(onTable: table, onRow: row)
-        try parse(input, state)
-      }
-    }
+    try parse(input, state, growing: growing)
   }
 
-  private func parse(_ input: FileHandle, _ state: AnswerParseState) throws {
+  private func parse(_ input: FileHandle, _ state: AnswerParseState, growing: GrowingFile?) throws {
     var stop: GrowingFile.Stop?
     var offset: Int64 = 0
     /// The file's next 256 KiB; at the end of a part still growing, its next bytes once
@@ -100,8 +138,21 @@ private final class AnswerParseState: JSONEventHandler {
     case object([(key: String, value: JSONValue)], key: String)
   }
 
-  let onTable: (String) throws -> Void
+  let sections: Set<AnswerReader.Section>
+  let onTable: (String, AnswerReader.Section) throws -> Void
   let onRow: ([JSONValue]) throws -> Void
+  /// The list being read, inside a table object.
+  var section: AnswerReader.Section = .data
+  /// The table object being read, counted from 0 in the answer's list.
+  var object = -1
+  /// Each table object's name, learnt on the first pass.
+  var names: [Int: String] = [:]
+  /// Table objects with a list met before their name: read again on the second pass.
+  var deferred: Set<Int> = []
+  /// On the second pass, only the lists of `deferred` objects met before their name are read.
+  var isSecondPass = false
+  /// The current object's `name` was met on this pass.
+  var nameMet = false
   /// Open containers above the current value: 1 inside the list of tables, 2 inside a
   /// table, 3 inside its rows, 4 inside a row.
   var depth = 0
@@ -118,9 +169,23 @@ private final class AnswerParseState: JSONEventHandler {
   /// stopped the parse.
   var tooDeep: String?
 
-  init(onTable: @escaping (String) throws -> Void, onRow: @escaping ([JSONValue]) throws -> Void) {
+  init(
+    sections: Set<AnswerReader.Section>, onTable: @escaping (String, AnswerReader.Section) throws -> Void,
+    onRow: @escaping ([JSONValue]) throws -> Void
+  ) {
+    self.sections = sections
     self.onTable = onTable
     self.onRow = onRow
+  }
+
+  /// Starts the pass that reads the lists of `deferred` objects, whose names are known now.
+  func secondPass() {
+    isSecondPass = true
+    depth = 0
+    skipping = 0
+    object = -1
+    frames = []
+    sawList = false
   }
 
   func fail(_ message: String) -> Bool {
@@ -152,19 +217,36 @@ private final class AnswerParseState: JSONEventHandler {
       sawList = true
     case 1:
       guard !isArray else { return fail("the answer holds a list where a table object was expected") }
-      tableName = nil
+      object += 1
+      tableName = isSecondPass ? names[object] : nil
+      nameMet = false
       inRows = false
     case 2:
-      if key == "data" && isArray {
-        guard let name = tableName else { return fail("a table's rows come before its name") }
-        inRows = true
-        rowNumber = 0
-        depth += 1
-        return call { try onTable(name) }
+      guard isArray, let listed = AnswerReader.Section(rawValue: key), sections.contains(listed) else {
+        skipping = 1
+        return true
       }
-      skipping = 1
-      return true
+      if isSecondPass {
+        guard deferred.contains(object), !nameMet else {
+          skipping = 1
+          return true
+        }
+      }
+      // On the second pass every object read has a name (`read` checked).
+      guard let name = tableName else {
+        deferred.insert(object)
+        skipping = 1
+        return true
+      }
+      section = listed
+      inRows = true
+      rowNumber = 0
+      depth += 1
+      return call { try onTable(name, listed) }
     case 3:
+      guard section != .deleteIDs else {
+        return fail("delete_ids of table '\(tableName ?? "")' holds row ids; item \(rowNumber + 1) is \(isArray ? "a list" : "an object")")
+      }
       guard isArray else { return fail("row \(rowNumber + 1) of table '\(tableName ?? "")' is not a list of values") }
       rowNumber += 1
       frames = [.array([])]
@@ -198,9 +280,14 @@ private final class AnswerParseState: JSONEventHandler {
       if key == "name" {
         guard case .string(let name) = value else { return fail("a table's name is not a string") }
         tableName = name
+        names[object] = name
+        nameMet = true
       }
       return true
-    case 3: return fail("row \(rowNumber + 1) of table '\(tableName ?? "")' is not a list of values")
+    case 3:
+      guard section == .deleteIDs else { return fail("row \(rowNumber + 1) of table '\(tableName ?? "")' is not a list of values") }
+      rowNumber += 1
+      return call { try onRow([value]) }
     default:
       append(value)
       return true

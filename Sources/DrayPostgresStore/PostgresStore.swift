@@ -7,8 +7,9 @@ internal import Foundation
 /// database (docs/postgres.md).
 ///
 /// Bookkeeping tables, created on open in `schema` (the same as SQLite's, docs/store.md):
-/// `_dray_resources(resource, scheme, fetched_at)` and `_dray_tables(name, resource, params,
-/// source_table, content_version, etag, cache_hash, row_count, loaded_at)`. Physical table
+/// `_dray_resources(resource, scheme, fetched_at)`, `_dray_tables(name, resource, params,
+/// source_table, content_version, etag, cache_hash, row_count, loaded_at)` and
+/// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at)`. Physical table
 /// names follow `TableNaming` with PostgreSQL's 63-byte identifier limit; columns are typed
 /// by `PostgresColumnType` and filled under `PostgresValueRule`.
 ///
@@ -42,7 +43,10 @@ public final class PostgresStore {
     CREATE TABLE IF NOT EXISTS _dray_tables(
       name text PRIMARY KEY, resource text NOT NULL, params text NOT NULL,
       source_table text NOT NULL, content_version text, etag text, cache_hash text,
-      row_count bigint NOT NULL DEFAULT 0, loaded_at text)
+      row_count bigint NOT NULL DEFAULT 0, loaded_at text);
+    CREATE TABLE IF NOT EXISTS _dray_http_cursors(
+      job text NOT NULL, step_id text NOT NULL, value text, staged text, fresh boolean NOT NULL,
+      updated_at text NOT NULL, PRIMARY KEY (job, step_id))
     """
 
   /// Sets `search_path` to `schema` and runs `tables` (`CREATE TABLE IF NOT EXISTS`
@@ -84,6 +88,22 @@ public final class PostgresStore {
     ).rows.compactMap { $0.first?.text }
   }
 
+  /// True when table `name` has exactly the columns a table of `table` gets: the row id
+  /// first for a `cached` resource, then the scheme's, with their names (fitted) and types
+  /// (`PostgresColumnType`), in order.
+  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+    let rows = try connection.execute(
+      """
+      SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2
+      ORDER BY ordinal_position
+      """, [.text(schema), .text(name)]
+    ).rows
+    let expected = PostgresTransaction.columnDefinitions(table, cached: cached).map {
+      [PostgresIdentifier.fitted($0.name), $0.type.sqlName]
+    }
+    return rows.map { $0.map { $0.text ?? "" } } == expected
+  }
+
   /// The scheme last recorded for `resource`, or nil.
   public func scheme(for resource: String) throws -> ResourceScheme? {
     let rows = try connection.execute("SELECT scheme FROM \(own("_dray_resources")) WHERE resource = $1", [.text(resource)]).rows
@@ -105,9 +125,22 @@ extension PostgresStore: TargetStore {
   /// (`PostgresConnection.cancelStatements(when:)`); a load also checks it between rows.
   public func stopWhen(_ cancellation: Cancellation) { try? connection.cancelStatements(when: cancellation) }
 
-  /// Full loads only, for now: a delta needs the rows a full answer loaded, and this store
-  /// asks for full data every time (docs/postgres.md, "Limits").
-  public func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String? { nil }
+  /// The content version every output table of a cached resource records, when they all
+  /// record the same one and have the scheme's columns (docs/store.md, "Deltas").
+  public func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String? {
+    guard scheme.isCached, !scheme.outputs.isEmpty else { return nil }
+    var version: String?
+    for table in scheme.outputs {
+      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
+      let recorded = try connection.execute(
+        "SELECT content_version FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)]
+      ).rows.first?.first?.text
+      guard let recorded, try hasSchemeShape(name, table: table, cached: true) else { return nil }
+      if let version, version != recorded { return nil }
+      version = recorded
+    }
+    return version
+  }
 
   public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {
     let name = naming.physicalName(resource: resource, table: table, params: params)
@@ -131,8 +164,26 @@ extension PostgresStore: TargetStore {
     for values in result.rows { try row(values.map(\.sqlValue)) }
   }
 
-  /// Keeps no cursor: `http` loads go to SQLite only (docs/postgres.md, "Limits").
-  public func cursor(job: String, stepID: String) throws -> CursorEntry { CursorEntry() }
+  /// The kept cursor of an `incremental` step, from `_dray_http_cursors` (the columns of
+  /// SQLite's `CursorLedger`; `fresh` a boolean).
+  /// - Throws: `PostgresError`; `CursorLedgerError` for a kept value that is not JSON.
+  public func cursor(job: String, stepID: String) throws -> CursorEntry {
+    let rows = try connection.execute(
+      "SELECT value, staged, fresh FROM \(own("_dray_http_cursors")) WHERE job = $1 AND step_id = $2", [.text(job), .text(stepID)]
+    ).rows
+    guard let row = rows.first else { return CursorEntry() }
+    func json(_ value: PostgresValue) throws -> JSONValue? {
+      guard let text = value.text else { return nil }
+      do {
+        return try JSONValue(parsing: text)
+      } catch {
+        throw CursorLedgerError(
+          message:
+            "the kept cursor of step \(stepID) in _dray_http_cursors is not JSON (\(text)); run with --fresh to start again from 'initial'")
+      }
+    }
+    return CursorEntry(value: try json(row[0]), staged: try json(row[1]), fresh: row[2].bool == true)
+  }
 
   public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? { nil }
 

@@ -51,71 +51,108 @@ final class PostgresTransaction: StoreTransaction {
     }
   }
 
-  /// The columns of a table: `hhive_id bigint PRIMARY KEY` first for a cached resource,
-  /// then the scheme's, each typed by `PostgresColumnType`.
-  private func columnDefinitions(_ table: ResourceScheme.Table, cached: Bool) -> [(name: String, type: String)] {
-    var columns: [(name: String, type: String)] = []
-    if cached { columns.append((Store.rowIDColumn, "bigint PRIMARY KEY")) }
-    for column in table.columns { columns.append((column.name, PostgresColumnType(schemeType: column.type).sqlName)) }
+  /// The columns of a table: `hhive_id bigint` (the primary key) first for a cached
+  /// resource, then the scheme's, each typed by `PostgresColumnType`.
+  static func columnDefinitions(_ table: ResourceScheme.Table, cached: Bool) -> [(name: String, type: PostgresColumnType)] {
+    var columns: [(name: String, type: PostgresColumnType)] = []
+    if cached { columns.append((Store.rowIDColumn, .bigint)) }
+    for column in table.columns { columns.append((column.name, PostgresColumnType(schemeType: column.type))) }
     return columns
   }
 
   private func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
-    let columns = columnDefinitions(table, cached: cached).map { "\(PostgresIdentifier.sql($0.name)) \($0.type)" }
+    let columns = PostgresTransaction.columnDefinitions(table, cached: cached).enumerated().map { index, column in
+      "\(PostgresIdentifier.sql(column.name)) \(column.type.sqlName)\(cached && index == 0 ? " PRIMARY KEY" : "")"
+    }
     return "CREATE TABLE IF NOT EXISTS \(store.qualified(name)) (\(columns.joined(separator: ", ")))"
   }
 
   // MARK: Loads
 
-  /// Full answers only (`PostgresStore.deltaBase` never offers a delta). Each table the
-  /// answer holds is emptied (`TRUNCATE`, which makes readers wait for this transaction and
-  /// then see the new rows whole; recreated when its columns are no longer the scheme's) and
-  /// refilled by one `COPY ... FROM STDIN`, its values under `PostgresValueRule`.
+  /// A full answer: each table the answer holds is emptied (`TRUNCATE`, which makes readers
+  /// wait for this transaction and then see the new rows whole; recreated when its columns
+  /// are no longer the scheme's) and refilled by one `COPY ... FROM STDIN`. A delta: its
+  /// `insert_rows` and `delete_ids` are copied into temporary tables and applied when the
+  /// answer is read, deletes first (`PostgresDelta`); a table whose `data` it holds is
+  /// emptied and refilled the same way. Values go in under `PostgresValueRule`.
   func load(
     file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
     info: () -> AnswerInfo
   ) throws -> LoadResult {
-    if delta {
-      throw LoadError(
-        resource: scheme.name, message: "a PostgreSQL target loads full answers only; run the step again without delta")
-    }
     let names = try createTables(for: scheme, params: params)
     let tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     var result = LoadResult(rowCounts: [:], inserted: [:], deleted: [:], tables: names)
     var copy: PostgresCopyWriter?
-    var current: (source: String, types: [PostgresColumnType], columns: [ResourceScheme.Column])?
+    var current: (source: String, types: [PostgresColumnType], columns: [ResourceScheme.Column], section: AnswerReader.Section)?
     var row = 0
     var replaced: Set<String> = []
+    var named: Set<String> = []
+    var staged = PostgresDelta(store: store)
 
     func finishCopy() throws {
       guard let writer = copy, let table = current else { return }
       let count = try writer.finish()
-      result.inserted[table.source, default: 0] += count
+      // A delta's rows and ids are counted when they apply (`PostgresDelta.apply`).
+      if !delta { result.inserted[table.source, default: 0] += count }
       copy = nil
     }
 
     do {
       try AnswerReader(path: file, growing: growing).read(
-        table: { source in
+        sections: Set(AnswerReader.Section.allCases),
+        table: { source, section in
           try finishCopy()
           current = nil
           guard let table = tables[source], let name = names[source] else {
             if !result.skippedTables.contains(source) { result.skippedTables.append(source) }
             return
           }
-          if replaced.insert(source).inserted { try replace(name: name, table: table, cached: scheme.isCached) }
+          named.insert(source)
           var columns = table.columns
           if scheme.isCached { columns.insert(.init(name: Store.rowIDColumn, type: "BIGINT"), at: 0) }
-          current = (source, columns.map { PostgresColumnType(schemeType: $0.type) }, columns)
+          let destination: String
+          switch (section, delta) {
+          case (.data, false):
+            if replaced.insert(source).inserted { try replace(name: name, table: table, cached: scheme.isCached) }
+            destination = store.qualified(name)
+          case (.insertRows, false), (.deleteIDs, false):
+            throw LoadError(
+              resource: scheme.name, table: source,
+              message: "the answer holds a delta ('\(section.rawValue)') but its Content-Version does not say so; refusing to apply it")
+          case (.data, true), (.insertRows, true):
+            if section == .data, replaced.insert(source).inserted {
+              try replace(name: name, table: table, cached: scheme.isCached)
+            } else if !replaced.contains(source) {
+              try checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
+            }
+            destination = try staged.rows(of: source, target: store.qualified(name), cached: scheme.isCached)
+          case (.deleteIDs, true):
+            guard scheme.isCached else {
+              throw LoadError(
+                resource: scheme.name, table: source,
+                message: "the answer deletes rows by id from table \(source), whose resource has no row ids (it is not cached)")
+            }
+            if !replaced.contains(source) {
+              try checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
+            }
+            destination = try staged.ids(of: source, target: store.qualified(name))
+            columns = [columns[0]]
+          }
+          current = (source, columns.map { PostgresColumnType(schemeType: $0.type) }, columns, section)
           row = 0
           let list = columns.map { PostgresIdentifier.sql($0.name) }.joined(separator: ", ")
-          copy = try connection.copyIn("COPY \(store.qualified(name)) (\(list)) FROM STDIN")
+          copy = try connection.copyIn("COPY \(destination) (\(list)) FROM STDIN")
         },
         row: { values in
           guard let writer = copy, let table = current else { return }
           row += 1
           if row % 4096 == 0, cancellation?.isCancelled == true {
             throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
+          }
+          if table.section == .deleteIDs, values.first?.intValue == nil {
+            throw LoadError(
+              resource: scheme.name, table: table.source,
+              message: "delete_ids holds row ids (integers of at most 64 bits); item \(row) is \(values.first?.json ?? "missing")")
           }
           guard values.count == table.types.count else {
             throw LoadError(
@@ -144,6 +181,20 @@ final class PostgresTransaction: StoreTransaction {
           try writer.endRow()
         })
       try finishCopy()
+      // The platform answers one element per output table (platform-api.md, full data and
+      // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
+      if let missing = scheme.outputs.first(where: { !named.contains($0.name) }) {
+        let held = scheme.outputs.map(\.name).filter(named.contains)
+        throw LoadError(
+          resource: scheme.name, table: missing.name,
+          message:
+            "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(held.isEmpty ? "no table of the scheme" : held.map { "'\($0)'" }.joined(separator: ", "))); "
+            + "nothing was loaded: every table keeps its previous rows")
+      }
+      for (source, counts) in try staged.apply() {
+        result.inserted[source, default: 0] += counts.inserted
+        result.deleted[source, default: 0] += counts.deleted
+      }
     } catch let error as AnswerReadError {
       copy?.cancel("the answer could not be read")
       throw LoadError(resource: scheme.name, table: current?.source, message: error.message)
@@ -151,15 +202,14 @@ final class PostgresTransaction: StoreTransaction {
       copy?.cancel("the load failed")
       throw error
     }
-    try record(scheme: scheme, params: params, names: names, replaced: replaced, info: info(), result: &result)
+    try record(scheme: scheme, params: params, names: names, replaced: replaced, delta: delta, info: info(), result: &result)
     return result
   }
 
   /// Empties table `name` for a full answer, or recreates it when its columns are no
   /// longer the scheme's.
   private func replace(name: String, table: ResourceScheme.Table, cached: Bool) throws {
-    let expected = columnDefinitions(table, cached: cached).map { PostgresIdentifier.fitted($0.name) }
-    if try store.columnNames(ofTable: name) == expected {
+    if try store.hasSchemeShape(name, table: table, cached: cached) {
       try connection.execute("TRUNCATE \(store.qualified(name))")
     } else {
       try connection.execute("DROP TABLE IF EXISTS \(store.qualified(name))")
@@ -167,19 +217,33 @@ final class PostgresTransaction: StoreTransaction {
     }
   }
 
-  /// Row counts and the bookkeeping row of each table the answer replaced.
+  /// A delta applies only to a table with the scheme's columns (docs/store.md, "Deltas").
+  private func checkDeltaTarget(name: String, table: ResourceScheme.Table, resource: String, cached: Bool) throws {
+    guard try store.hasSchemeShape(name, table: table, cached: cached) else {
+      throw LoadError(
+        resource: resource, table: table.name,
+        message:
+          "table \(PostgresIdentifier.quoted(name)) does not have the scheme's columns, so a delta cannot apply to it; load full data (without delta) to recreate it"
+      )
+    }
+  }
+
+  /// Row counts and the bookkeeping row of each table the answer changed: the tables a full
+  /// answer replaced; every table, for a delta (it brings them all to its version).
   private func record(
-    scheme: ResourceScheme, params: JSONValue, names: [String: String], replaced: Set<String>, info: AnswerInfo,
+    scheme: ResourceScheme, params: JSONValue, names: [String: String], replaced: Set<String>, delta: Bool, info: AnswerInfo,
     result: inout LoadResult
   ) throws {
     let now = PostgresTransaction.timestamp()
     for table in scheme.outputs {
       guard let name = names[table.name] else { continue }
-      let rows = replaced.contains(table.name) ? result.inserted[table.name] ?? 0 : try rowCount(ofTable: name)
+      // A full answer empties a table before refilling it, so its rows are the ones inserted.
+      let refilled = !delta && replaced.contains(table.name)
+      let rows = refilled ? result.inserted[table.name] ?? 0 : try rowCount(ofTable: name)
       result.rowCounts[table.name] = rows
       result.inserted[table.name] = result.inserted[table.name] ?? 0
-      result.deleted[table.name] = 0
-      guard replaced.contains(table.name) else { continue }
+      result.deleted[table.name] = result.deleted[table.name] ?? 0
+      guard delta || refilled else { continue }
       let hash = info.cacheHash.flatMap { Store.cacheHash(for: table.name, in: $0) }
       try connection.execute(
         """
@@ -243,28 +307,6 @@ final class PostgresTransaction: StoreTransaction {
     }
     return try statements.map { ($0, try connection.execute($0).affectedRows) }
   }
-
-  // MARK: An http step's writes: SQLite only for now (docs/postgres.md, "Limits")
-
-  func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String] {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func append(from staging: String, into target: String, columns: [String]) throws -> Int {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
-    -> (written: Int, deleted: Int)
-  {
-    throw PostgresTransaction.httpLoads
-  }
-
-  func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws { throw PostgresTransaction.httpLoads }
-
-  static let httpLoads = StoreError.badScheme(
-    resource: "http",
-    reason: "an http load into a PostgreSQL database (database.url) is not supported yet; load it into an SQLite database (database.path)")
 
   // MARK: The journal
 

@@ -133,6 +133,17 @@ final class SQLiteTransaction: StoreTransaction {
     try TableWrites.addMissingColumns(columns, to: name, in: store.database)
   }
 
+  func stage(
+    _ name: String, columns: [(name: String, type: ColumnType?)], for target: String,
+    rows: ((_ add: ([SQLValue]) throws -> Void) throws -> Void)
+  ) throws {
+    try TableWrites.stage(name, columns: columns, rows: rows, in: store.database)
+  }
+
+  func deleteRows(ofTable name: String) throws -> Int {
+    try store.database.execute("DELETE FROM \(Database.quote(name))")
+  }
+
   func append(from staging: String, into target: String, columns: [String]) throws -> Int {
     try TableWrites.append(from: staging, into: target, columns: columns, in: store.database)
   }

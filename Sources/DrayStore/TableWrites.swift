@@ -5,21 +5,48 @@ public import DrayModel
 /// transaction; identifiers are quoted, values bound. docs/http.md, "Write modes".
 enum TableWrites {
   /// Adds each of `columns` that `table` lacks (`ALTER TABLE ... ADD COLUMN`; names matched
-  /// as SQLite matches them, `IdentifierKey`). A column without a type is added without
-  /// one.
-  /// - Returns: the names added, in order.
+  /// as SQLite matches them, `IdentifierKey`), or creates `table` with `columns` when it
+  /// does not exist. A column without a type is added without one.
+  /// - Returns: the names added to an existing table, in order.
   /// - Throws: `SQLiteError`.
   static func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], to table: String, in database: Database)
     throws -> [String]
   {
     let existing = Set(try columnNames(of: table, in: database).map(IdentifierKey.init))
+    guard !existing.isEmpty else {
+      _ = try database.execute("CREATE TABLE \(Database.quote(table)) (\(columns.map(definition).joined(separator: ", ")))")
+      return []
+    }
     var added: [String] = []
     for column in columns where !existing.contains(IdentifierKey(column.name)) {
-      _ = try database.execute(
-        "ALTER TABLE \(Database.quote(table)) ADD COLUMN \(Database.quote(column.name))\(column.type.map { " " + $0.rawValue } ?? "")")
+      _ = try database.execute("ALTER TABLE \(Database.quote(table)) ADD COLUMN \(definition(column))")
       added.append(column.name)
     }
     return added
+  }
+
+  /// `"name" TYPE`, or `"name"` for a column without a type.
+  private static func definition(_ column: (name: String, type: ColumnType?)) -> String {
+    Database.quote(column.name) + (column.type.map { " " + $0.rawValue } ?? "")
+  }
+
+  /// Creates the temporary table `name` with `columns` and inserts the rows `rows` gives
+  /// (`StoreTransaction.stage`).
+  /// - Throws: `SQLiteError`.
+  static func stage(
+    _ name: String, columns: [(name: String, type: ColumnType?)], rows: ((([SQLValue]) throws -> Void) throws -> Void),
+    in database: Database
+  ) throws {
+    _ = try database.execute(
+      "DROP TABLE IF EXISTS temp.\(Database.quote(name)); CREATE TEMP TABLE \(Database.quote(name)) (\(columns.map(definition).joined(separator: ", ")))"
+    )
+    let insert = try database.prepare(
+      "INSERT INTO temp.\(Database.quote(name)) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
+    try rows { values in
+      insert.reset()
+      try insert.bind(values)
+      _ = try insert.step()
+    }
   }
 
   /// The columns of `table`, in order; empty when it does not exist.
@@ -194,4 +221,5 @@ struct CursorLedger {
 public struct CursorLedgerError: Error, CustomStringConvertible {
   public var message: String
   public var description: String { message }
+  public init(message: String) { self.message = message }
 }

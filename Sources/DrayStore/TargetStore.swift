@@ -126,9 +126,28 @@ public protocol StoreTransaction: AnyObject {
 
   /// Adds each of `columns` that table `name` lacks (`ALTER TABLE ... ADD COLUMN`; names
   /// matched as the database matches identifiers); a column without a type is added
-  /// without one (SQLite) or as text.
-  /// - Returns: the names added, in order.
+  /// without one (SQLite) or as text. Creates the table with `columns` when it does not
+  /// exist.
+  /// - Returns: the names added to an existing table, in order.
   func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String]
+
+  /// Copies records staged in another database into the temporary table `name` (dropped
+  /// when the transaction ends), for `append` and `merge` to read: how an `http` step's
+  /// records, staged page by page in a local SQLite file, reach a server database.
+  /// - Parameters:
+  ///   - columns: the staged columns and their types.
+  ///   - target: the table the records are for, named in a refusal.
+  ///   - rows: calls its argument with each row's values, in column order.
+  /// - Throws: a refusal naming step, table, row and column for a value its column's type
+  ///   cannot hold (the value rule of the database); the database's errors.
+  func stage(
+    _ name: String, columns: [(name: String, type: ColumnType?)], for target: String,
+    rows: ((_ add: ([SQLValue]) throws -> Void) throws -> Void)
+  ) throws
+
+  /// Deletes every row of table `name`.
+  /// - Returns: the rows deleted.
+  func deleteRows(ofTable name: String) throws -> Int
 
   /// Adds every row of table `staging` to `target`, in the order they were staged.
   /// - Parameter columns: the columns copied; both tables have them.

@@ -7,10 +7,13 @@ import DrayTestSupport
 import Foundation
 import Testing
 
-/// `table_stream` with `delta: true` against the emulator's versioned FRUITS: after every
-/// refresh the local table equals the server's latest version.
+/// `table_stream` with `delta: true` against the emulator's versioned FRUITS, on both
+/// targets (one suite, two databases): after every refresh the local table equals the
+/// server's latest version.
 @Suite struct DeltaTests {
-  func job(_ folder: TemporaryDirectory, _ emulator: Emulator, resource: String = "FRUITS") throws -> Manifest {
+  func job(_ folder: TemporaryDirectory, _ emulator: Emulator, _ target: TargetDatabase? = nil, resource: String = "FRUITS") throws
+    -> Manifest
+  {
     let path = try folder.write(
       "delta.yaml",
       """
@@ -18,8 +21,7 @@ import Testing
       job: delta
       platform: { host: "\(emulator.url)", environment: DocumentationExampleEnv, project: DocumentationExampleProj }
       auth: { username: demo, password: demo-password }
-      database: { path: data.sqlite }
-      retry: { count: 1, interval: 100ms }
+      \(target?.manifestBlock ?? "database: { path: data.sqlite }\n")retry: { count: 1, interval: 100ms }
       steps:
         - id: schemes
           schemes: {}
@@ -36,37 +38,36 @@ import Testing
     return try #require(report.steps.last)
   }
 
-  /// The server's latest rows of a resource's output_table, row id first.
-  func serverRows(_ emulator: Emulator, _ resource: String = "FRUITS") throws -> (version: String, rows: [[SQLValue]]) {
+  /// The server's latest rows of a resource's output_table, row id first, each value as
+  /// `TargetDatabase.rows` gives it.
+  func serverRows(_ emulator: Emulator, _ resource: String = "FRUITS") throws -> (version: String, rows: [[String?]]) {
     let answer = try JSONValue(parsing: Array(emulator.admin("GET", "versions/\(resource)")))
     let rows = answer["tables"]?["output_table"]?.arrayValue ?? []
     let values = rows.map { row in
-      (row.arrayValue ?? []).map { value -> SQLValue in
+      (row.arrayValue ?? []).map { value -> String? in
         switch value {
-        case .integer(let i): .integer(i)
-        case .number(let n): .real(Double(n)!)
-        case .string(let s): .text(s)
-        default: .null
+        case .integer(let i): String(i)
+        case .number(let n): String(Double(n)!)
+        case .string(let s): s
+        default: nil
         }
       }
     }
     return ("v\(answer["version"]?.intValue ?? -1)", values)
   }
 
-  func localRows(_ folder: TemporaryDirectory) throws -> [[SQLValue]] {
-    let store = try Store(path: folder.path + "/data.sqlite")
-    return try store.database.rows("SELECT * FROM FRUITS__output_table ORDER BY hhive_id").map { $0.map(\.1) }
+  func localRows(_ target: TargetDatabase) throws -> [[String?]] {
+    try target.rows(#"SELECT * FROM "FRUITS__output_table" ORDER BY hhive_id"#)
   }
 
-  func localVersion(_ folder: TemporaryDirectory) throws -> String? {
-    try Store(path: folder.path + "/data.sqlite").contentVersion(of: "FRUITS__output_table")
+  func localVersion(_ target: TargetDatabase) throws -> String? {
+    try target.rows("SELECT content_version FROM _dray_tables WHERE name = 'FRUITS__output_table'").first?.first ?? nil
   }
 
   /// The cache hash recorded for FRUITS, and the one the emulator gives the server's latest
   /// rows (the first 16 hex digits of SHA-256 of their canonical JSON).
-  func cacheHashes(_ folder: TemporaryDirectory, _ emulator: Emulator) throws -> (local: String?, server: String) {
-    let store = try Store(path: folder.path + "/data.sqlite")
-    let local = try store.records(resource: "FRUITS").first?.cacheHash
+  func cacheHashes(_ target: TargetDatabase, _ emulator: Emulator) throws -> (local: String?, server: String) {
+    let local = try target.rows("SELECT cache_hash FROM _dray_tables WHERE resource = 'FRUITS'").first?.first ?? nil
     let answer = try JSONValue(parsing: Array(emulator.admin("GET", "versions/FRUITS")))
     let rows = answer["tables"]?["output_table"] ?? .array([])
     return (local, String(SHA256.hex(rows.canonicalJSON).prefix(16)))
@@ -84,24 +85,26 @@ import Testing
     try emulator.admin("POST", "versions/FRUITS", json: json)
   }
 
-  @Test func theLocalTableEqualsTheServersLatestVersionAfterEachRefresh() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func theLocalTableEqualsTheServersLatestVersionAfterEachRefresh(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    let job = try job(folder, emulator)
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let job = try job(folder, emulator, target)
 
     _ = try refresh(job)
     #expect(try deltaHeaders(emulator) == [nil])
-    #expect(try localRows(folder) == serverRows(emulator).rows)
-    #expect(try localVersion(folder) == "v1")
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    #expect(try localVersion(target) == "v1")
 
     // v2: an update (pear's price), a delete and an insert.
     try change(emulator, #"{"update": [[2, 2, "pear", 0.61, 1]], "delete": [3], "insert": [[6, "kiwi", 0.9, 1]]}"#)
     let second = try refresh(job)
     #expect(try deltaHeaders(emulator) == ["v1-last"])
-    #expect(second.notes.contains("delta v1→v2: 2 rows inserted, 2 deleted"))
-    #expect(try localRows(folder) == serverRows(emulator).rows)
-    #expect(try localVersion(folder) == "v2")
-    let hashes = try cacheHashes(folder, emulator)
+    #expect(second.notes.contains("delta v1→v2: 2 rows inserted, 2 deleted"), "\(second.notes)")
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    #expect(try localVersion(target) == "v2")
+    let hashes = try cacheHashes(target, emulator)
     #expect(hashes.local == hashes.server)
 
     // v3 and v4 between two refreshes: one delta covers both.
@@ -109,8 +112,8 @@ import Testing
     try change(emulator, #"{"update": [[6, 6, "kiwi", 0.95, 0]], "delete": [4]}"#)
     let third = try refresh(job)
     #expect(try deltaHeaders(emulator) == ["v2-last"])
-    #expect(third.notes.contains("delta v2→v4: 3 rows inserted, 3 deleted"))
-    #expect(try localRows(folder) == serverRows(emulator).rows)
+    #expect(third.notes.contains("delta v2→v4: 3 rows inserted, 3 deleted"), "\(third.notes)")
+    #expect(try localRows(target) == serverRows(emulator).rows)
 
     // v5, with each table object's keys in another order (name last).
     try emulator.admin("POST", "deltas", json: #"{"key_order": ["insert_rows", "delete_ids", "name"]}"#)
@@ -119,19 +122,45 @@ import Testing
     #expect(try deltaHeaders(emulator) == ["v4-last"])
     let server = try serverRows(emulator)
     #expect(server.version == "v5")
-    #expect(try localRows(folder) == server.rows)
-    #expect(try localVersion(folder) == "v5")
+    #expect(try localRows(target) == server.rows)
+    #expect(try localVersion(target) == "v5")
 
     // Nothing changed: an empty delta keeps the table as it is.
     let idle = try refresh(job)
-    #expect(idle.notes.contains("delta v5→v5: 0 rows inserted, 0 deleted"))
-    #expect(try localRows(folder) == server.rows)
+    #expect(idle.notes.contains("delta v5→v5: 0 rows inserted, 0 deleted"), "\(idle.notes)")
+    #expect(try localRows(target) == server.rows)
   }
 
-  @Test func aServerThatAnswersFullDataInsteadOfADeltaIsHandled() throws {
+  /// The same deltas give the same table, digest for digest, on SQLite and on PostgreSQL.
+  @Test func theSameDeltasGiveTheSameTableOnBothDatabases() throws {
+    var digests: [TargetDatabase.Kind: [[String?]]] = [:]
+    for kind in TargetDatabase.Kind.allCases {
+      let emulator = try Emulator()
+      let folder = TemporaryDirectory()
+      let target = try TargetDatabase(kind, folder: folder.path)
+      let job = try job(folder, emulator, target)
+      _ = try refresh(job)
+      try change(emulator, #"{"update": [[2, 2, "pear", 0.61, 1]], "delete": [3, 5], "insert": [[6, "kiwi", 0.9, 1]]}"#)
+      try emulator.admin("POST", "deltas", json: #"{"key_order": ["delete_ids", "insert_rows", "name"]}"#)
+      try change(emulator, #"{"update": [[6, 6, "kiwi", null, 0]], "insert": [[7, "fig", 3.5, 0]], "delete": [1]}"#)
+      _ = try refresh(job)
+      #expect(try localVersion(target) == "v3", "\(kind)")
+      digests[kind] = try target.rows(
+        #"""
+        SELECT hhive_id, id, name, price, in_season, (SELECT content_version FROM _dray_tables WHERE name = 'FRUITS__output_table')
+        FROM "FRUITS__output_table" ORDER BY hhive_id
+        """#)
+    }
+    #expect(digests[.sqlite]?.count == 4)
+    #expect(digests[.sqlite] == digests[.postgres])
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aServerThatAnswersFullDataInsteadOfADeltaIsHandled(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    let job = try job(folder, emulator)
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let job = try job(folder, emulator, target)
     _ = try refresh(job)
     try change(emulator, #"{"delete": [1, 2], "insert": [[6, "kiwi", 0.9, 1]]}"#)
     try emulator.admin("POST", "deltas", json: #"{"enabled": false}"#)
@@ -139,33 +168,36 @@ import Testing
     let report = try refresh(job)
     #expect(try deltaHeaders(emulator) == ["v1-last"])
     #expect(report.notes.contains("asked for a delta from v1; the server sent full data"))
-    #expect(try localRows(folder) == serverRows(emulator).rows)
-    #expect(try localVersion(folder) == "v2")
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    #expect(try localVersion(target) == "v2")
   }
 
-  @Test func aDeltaTheServerRefusesFallsBackToFullData() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aDeltaTheServerRefusesFallsBackToFullData(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    let job = try job(folder, emulator)
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let job = try job(folder, emulator, target)
     _ = try refresh(job)
     // The database claims a version the server never had (say, it came from another server).
-    let store = try Store(path: folder.path + "/data.sqlite")
-    try store.database.execute("UPDATE _dray_tables SET content_version = 'v9'")
+    try target.execute("UPDATE _dray_tables SET content_version = 'v9'")
     _ = try? deltaHeaders(emulator)
     let report = try refresh(job)
     #expect(try deltaHeaders(emulator) == ["v9-last", nil])
     #expect(
       report.notes.first?.hasPrefix("the server refused a delta from v9 (HTTP 400 Bad Request") == true, "\(report.notes)")
-    #expect(try localRows(folder) == serverRows(emulator).rows)
-    #expect(try localVersion(folder) == "v1")
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    #expect(try localVersion(target) == "v1")
   }
 
   /// A delta must start at the version asked for and must not run backwards; otherwise it
   /// is dropped and full data fetched, so the table never holds rows under a wrong version.
-  @Test func aDeltaFromAnotherBaseOrRunningBackwardsIsNotApplied() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aDeltaFromAnotherBaseOrRunningBackwardsIsNotApplied(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    let job = try job(folder, emulator)
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let job = try job(folder, emulator, target)
     _ = try refresh(job)
     try change(emulator, #"{"delete": [1], "insert": [[6, "kiwi", 0.9, 1]]}"#)
     try emulator.admin("POST", "deltas", json: #"{"wrong_range": "v9-v12"}"#)
@@ -176,8 +208,8 @@ import Testing
       report.notes.first
         == #"asked for a delta from v1; the server sent a delta from v9 (Content-Version: "delta v9-v12"), not from v1; asked for full data instead"#
     )
-    #expect(try localRows(folder) == serverRows(emulator).rows)
-    #expect(try localVersion(folder) == "v2")
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    #expect(try localVersion(target) == "v2")
 
     // The version held is v2 now; a delta "from v2 to v1" would set it back.
     try change(emulator, #"{"delete": [2]}"#)
@@ -188,15 +220,17 @@ import Testing
       backwards.notes.first
         == #"asked for a delta from v2; the server sent a delta that runs backwards (Content-Version: "delta v2-v1"); asked for full data instead"#
     )
-    #expect(try localRows(folder) == serverRows(emulator).rows)
-    #expect(try localVersion(folder) == "v3")
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    #expect(try localVersion(target) == "v3")
   }
 
-  @Test func aDeltaSentToARequestForFullDataFailsTheStep() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aDeltaSentToARequestForFullDataFailsTheStep(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     try emulator.admin("POST", "deltas", json: #"{"delta_for_full": "v1-last"}"#)
-    let report = Runner(manifest: try job(folder, emulator), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    let report = Runner(manifest: try job(folder, emulator, target), console: Console(level: .quiet), cancellation: Cancellation()).run()
     #expect(report.exitCode == 1)
     let load = try #require(report.steps.last)
     #expect(load.errorCode == "bad_answer")
@@ -204,8 +238,29 @@ import Testing
       load.errorMessage
         == #"unexpected answer from \#(emulator.url)api/v1/rpc/FRUITS/: asked for full data, the server sent a delta (Content-Version: "delta v1-v1"); a delta cannot apply to tables of unknown version, so nothing was loaded"#
     )
-    #expect(try localRows(folder) == [])
-    #expect(try localVersion(folder) == nil)
+    #expect(try localRows(target) == [])
+    #expect(try localVersion(target) == nil)
+  }
+
+  /// On PostgreSQL a delta's value that does not fit its column is refused, by resource,
+  /// table, row and column, and nothing of the delta is kept.
+  @Test func aDeltaValueThatDoesNotFitIsRefusedOnPostgreSQL() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let job = try job(folder, emulator, target)
+    _ = try refresh(job)
+    let before = try localRows(target)
+    try change(emulator, #"{"delete": [1], "insert": [[6, "kiwi", "cheap", 1]]}"#)
+    let report = Runner(manifest: job, console: Console(level: .quiet), cancellation: Cancellation()).run()
+    #expect(report.exitCode == 1)
+    let load = try #require(report.steps.last)
+    #expect(
+      load.errorMessage?.contains(
+        #"resource FRUITS, table output_table, row 1, column 4: 'price' (DOUBLE, a double precision column): "cheap" is a string"#)
+        == true, "\(load.errorMessage ?? "")")
+    #expect(try localRows(target) == before)
+    #expect(try localVersion(target) == "v1")
   }
 
   @Test func valuesThatDoNotFitTheirColumnReachTheStepReport() throws {

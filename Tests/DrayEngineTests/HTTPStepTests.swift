@@ -12,15 +12,16 @@ import Testing
 
   /// Runs a job of `steps` (YAML list items) with `API` set to the server's address, and
   /// the variables `secrets` lists as secrets.
-  func run(_ steps: String, server: RestServer, environment: [String: String] = [:], secrets: [String] = []) throws -> RunReport {
+  func run(
+    _ steps: String, server: RestServer, environment: [String: String] = [:], secrets: [String] = [], target: TargetDatabase? = nil
+  ) throws -> RunReport {
     let path = try folder.write(
       "job.yaml",
       """
       version: 1
       job: rest
       secrets: [\(secrets.joined(separator: ", "))]
-      database: { path: data.sqlite }
-      retry: { count: 2, interval: 10ms }
+      \(target?.manifestBlock ?? "database: { path: data.sqlite }\n")retry: { count: 2, interval: 10ms }
       steps:
       \(steps)
       """)
@@ -368,6 +369,33 @@ import Testing
     #expect(
       try paths(server) == ["/items?per_page=10", "/items?page=2&per_page=10", "/items?page=3&per_page=10", "/items?page=3&per_page=10"])
     #expect(try rows("SELECT count(*), count(DISTINCT id) FROM items") == [[.integer(25), .integer(25)]])
+  }
+
+  /// On PostgreSQL the pages stage in a local SQLite file: a run that fails at page 3
+  /// leaves two pages there and nothing in PostgreSQL, and the next run resumes at page 3
+  /// and publishes every item once.
+  @Test func aFailedPageResumesOnPostgreSQLFromTheLocalStagingFile() throws {
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let server = try RestServer(["--rule", #"{"path": "/items", "query": {"page": "3"}, "status": 500, "times": 1, "body": "oops"}"#])
+    let steps = """
+        - id: items
+          retry: { count: 0 }
+          http: { base_url: "${API}", path: items, query: { per_page: 10 }, load: { table: items, records: /data }, paginate: { next: /links/next } }
+      """
+    let first = try run(steps, server: server, target: target)
+    #expect(first.exitCode == 1)
+    let staging = try Database(path: folder.path + "/.dray/rest.staging.sqlite")
+    #expect(try staging.rows("SELECT pages, rows FROM _dray_http_pages").map { $0.map(\.1) } == [[.integer(2), .integer(20)]])
+    #expect(try staging.rows("SELECT count(*) FROM _dray_http__rest__items").map { $0.map(\.1) } == [[.integer(20)]])
+    #expect(try target.columnNames("items") == [])
+
+    let second = try run(steps, server: server, target: target)
+    #expect(second.exitCode == 0, "\(second.steps.map { $0.errorMessage ?? "" })")
+    #expect(second.steps[0].notes == ["resumed after page 2 (20 rows already in)", "3 pages"])
+    #expect(try paths(server).count == 4)
+    #expect(try target.rows("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items") == [["25", "25", "1", "25"]])
+    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").map { $0.map(\.1) } == [[.integer(0)]])
+    #expect(try !staging.tableExists("_dray_http__rest__items"))
   }
 
   /// A server whose next-page link repeats the request's key: the ledger keeps the link

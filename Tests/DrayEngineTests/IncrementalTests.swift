@@ -7,19 +7,21 @@ import Foundation
 import Testing
 
 /// Incremental `http` loads against the REST test server's `/orders`: write modes, the
-/// kept cursor, deletes, and columns that follow the API (docs/http.md).
+/// kept cursor, deletes, and columns that follow the API (docs/http.md); on both targets
+/// (one suite, two databases).
 @Suite struct IncrementalTests {
   let folder = TemporaryDirectory()
 
   /// Runs a job with one `http` step over `/orders`, `load` and `incremental` as given.
-  func run(_ server: RestServer, load: String, incremental: String? = nil, fresh: Bool = false) throws -> RunReport {
+  func run(_ server: RestServer, _ target: TargetDatabase, load: String, incremental: String? = nil, fresh: Bool = false) throws
+    -> RunReport
+  {
     let path = try folder.write(
       "job.yaml",
       """
       version: 1
       job: shop
-      database: { path: data.sqlite }
-      retry: { count: 1, interval: 10ms }
+      \(target.manifestBlock)retry: { count: 1, interval: 10ms }
       steps:
         - id: orders
           http:
@@ -38,15 +40,13 @@ import Testing
   static let mergeLoad = "{ table: orders, records: /data, write: merge, primary_key: [id], deleted: /deleted }"
   static let cursor = "{ cursor: /updated_at, param: updated_since, initial: '2024-01-01T00:00:00Z' }"
 
-  func database() throws -> Database { try Database(path: folder.path + "/data.sqlite") }
-
   /// The table's rows as `id -> column -> text`, for comparing with the server's orders.
-  func table(_ name: String, columns: [String]) throws -> [Int: [String: String]] {
+  func table(_ target: TargetDatabase, _ name: String, columns: [String]) throws -> [Int: [String: String]] {
     var out: [Int: [String: String]] = [:]
-    for row in try database().rows("SELECT * FROM \(name)") {
+    for row in try target.rows("SELECT \(columns.map { "\"\($0)\"" }.joined(separator: ", ")) FROM \(name)") {
       var record: [String: String] = [:]
-      for (column, value) in row where columns.contains(column) { record[column] = "\(value)" }
-      if case .integer(let id)? = row.first(where: { $0.0 == "id" })?.1 { out[Int(id)] = record }
+      for (column, value) in zip(columns, row) { record[column] = value ?? "\(SQLValue.null)" }
+      if let id = record["id"].flatMap({ Int($0) }) { out[id] = record }
     }
     return out
   }
@@ -70,12 +70,13 @@ import Testing
   }
 
   /// The kept cursor's JSON text; nil when none is kept.
-  func keptCursor() throws -> SQLValue? {
-    let value = try database().rows("SELECT value FROM _dray_http_cursors WHERE step_id = 'orders'").first?.first?.1
-    return value == .null ? nil : value
+  func keptCursor(_ target: TargetDatabase) throws -> String? {
+    try target.rows("SELECT value FROM _dray_http_cursors WHERE step_id = 'orders'").first?.first ?? nil
   }
 
-  @Test func mergeFollowsInsertsUpdatesAndDeletesOverSixRunsFetchingOnlyWhatChanged() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func mergeFollowsInsertsUpdatesAndDeletesOverSixRunsFetchingOnlyWhatChanged(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "7"])
     let changes = [
       #"{"insert": 2}"#, #"{"update": [1, 4], "set": {"status": "paid"}}"#, #"{"delete": [2, 8]}"#,
@@ -88,9 +89,9 @@ import Testing
       let expectedIDs = Set(
         try server.orders().compactMap { ($0["updated_at"] as! String) > sent ? ($0["id"] as! NSNumber).intValue : nil })
       try server.reset()
-      let report = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+      let report = try run(server, target, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
       #expect(report.status == .succeeded, "run \(round): \(report.steps.first?.errorMessage ?? "")")
-      #expect(try table("orders", columns: columns) == serverOrders(server, columns: columns), "run \(round)")
+      #expect(try table(target, "orders", columns: columns) == serverOrders(server, columns: columns), "run \(round)")
       let requests = try server.requests()
       #expect(
         requests.first?.path.contains("updated_since=\(sent.replacing(":", with: "%3A"))") == true, "run \(round): \(requests.map(\.path))")
@@ -98,7 +99,7 @@ import Testing
       let fetched = requests.flatMap(\.records)
       #expect(Set(fetched).isSuperset(of: expectedIDs), "run \(round)")
       #expect(fetched.count == Set(fetched).count, "run \(round): a record fetched twice: \(fetched)")
-      guard case .text(let kept)? = try keptCursor() else {
+      guard let kept = try keptCursor(target) else {
         Issue.record("run \(round): no kept cursor")
         return
       }
@@ -109,72 +110,85 @@ import Testing
     #expect(try server.requests().flatMap(\.records).isEmpty)
   }
 
-  @Test func appendKeepsEveryVersionOfEveryRecordExactlyOnce() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func appendKeepsEveryVersionOfEveryRecordExactlyOnce(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "5"])
     let load = "{ table: events, records: /data, write: append }"
     var versions: [[String]] = []
     for change in ["{}", #"{"update": [2], "set": {"status": "paid"}}"#, #"{"insert": 2, "update": [2]}"#, "{}"] {
       try server.changeOrders(change)
-      let report = try run(server, load: load, incremental: IncrementalTests.cursor)
+      let report = try run(server, target, load: load, incremental: IncrementalTests.cursor)
       #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
       versions.append(contentsOf: try server.requests().flatMap(\.records).map { ["\($0)"] })
       try server.reset()
     }
-    let rows = try database().rows("SELECT id, updated_at FROM events ORDER BY rowid").map { "\($0[0].1)@\($0[1].1)" }
+    let rows = try target.rows("SELECT id, updated_at FROM events").map { "\($0[0] ?? "")@\($0[1] ?? "")" }
     #expect(rows.count == Set(rows).count, "a version loaded twice: \(rows)")
     #expect(rows.count == 5 + 1 + 3)
   }
 
-  @Test func lagReReadsAWindowBeforeTheKeptCursor() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func lagReReadsAWindowBeforeTheKeptCursor(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "3"])
     let lagged = "{ cursor: /updated_at, param: updated_since, initial: '2024-01-01T00:00:00Z', lag: 2s }"
-    _ = try run(server, load: IncrementalTests.mergeLoad, incremental: lagged)
+    _ = try run(server, target, load: IncrementalTests.mergeLoad, incremental: lagged)
     try server.reset()
-    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: lagged)
+    let report = try run(server, target, load: IncrementalTests.mergeLoad, incremental: lagged)
     #expect(report.status == .succeeded)
     // The kept cursor is 00:00:03 (three ticks); two seconds earlier re-reads orders 2 and 3.
     #expect(try server.requests().first?.path == "/orders?per_page=3&updated_since=2024-01-01T00%3A00%3A01Z")
     #expect(try server.requests().flatMap(\.records) == [2, 3])
-    #expect(try database().rows("SELECT count(*) FROM orders").first?.first?.1 == .integer(3))
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["3"]])
   }
 
-  @Test func freshStartsAgainFromInitialAndReplacesTheTable() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func freshStartsAgainFromInitialAndReplacesTheTable(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "4"])
-    _ = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
-    try database().execute("INSERT INTO orders(id, customer) VALUES (99, 'not on the server')")
+    _ = try run(server, target, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    try target.execute("INSERT INTO orders(id, customer) VALUES (99, 'not on the server')")
     try server.reset()
-    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor, fresh: true)
+    let report = try run(server, target, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor, fresh: true)
     #expect(report.status == .succeeded)
     #expect(try server.requests().first?.path == "/orders?per_page=3&updated_since=2024-01-01T00%3A00%3A00Z")
-    #expect(try database().rows("SELECT id FROM orders ORDER BY id").map { $0[0].1 } == [1, 2, 3, 4].map { SQLValue.integer($0) })
+    #expect(try target.rows("SELECT id FROM orders ORDER BY id") == [["1"], ["2"], ["3"], ["4"]])
   }
 
-  @Test func aNewFieldAddsAColumnNamedInTheReport() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aNewFieldAddsAColumnNamedInTheReport(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "4"])
-    _ = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    _ = try run(server, target, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
     try server.changeOrders(#"{"update": [3], "set": {"coupon": "WINTER"}}"#)
-    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    let report = try run(server, target, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
     #expect(report.steps.first?.notes.contains("added column coupon to table orders: the API's records hold it") == true)
-    #expect(
-      try database().rows("SELECT id, coupon FROM orders WHERE coupon IS NOT NULL").map { $0.map(\.1) } == [[.integer(3), .text("WINTER")]])
+    #expect(try target.rows("SELECT id, coupon FROM orders WHERE coupon IS NOT NULL") == [["3", "WINTER"]])
   }
 
-  @Test func aRecordWithoutItsCursorIsRefusedByPageAndRecord() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aRecordWithoutItsCursorIsRefusedByPageAndRecord(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "2"])
     let report = try run(
-      server, load: IncrementalTests.mergeLoad, incremental: "{ cursor: /modified, param: updated_since, initial: '2024-01-01T00:00:00Z' }")
+      server, target, load: IncrementalTests.mergeLoad,
+      incremental: "{ cursor: /modified, param: updated_since, initial: '2024-01-01T00:00:00Z' }")
     #expect(report.status == .failed)
     #expect(report.steps.first?.errorCode == "bad_answer")
     #expect(
       report.steps.first?.errorMessage
         == "page 1 (\(server.url)orders?per_page=3&updated_since=2024-01-01T00%3A00%3A00Z): record 1 has no value at the cursor '/modified' (incremental.cursor), so dray cannot tell how far it has read; nothing of this page was loaded. Point incremental.cursor at a field every record holds, such as /updated_at"
     )
-    #expect(try keptCursor() == nil)
+    #expect(try keptCursor(target) == nil)
   }
 
-  @Test func aCursorOfAnotherKindThanInitialIsRefused() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aCursorOfAnotherKindThanInitialIsRefused(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "2"])
-    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: "{ cursor: /updated_at, param: updated_since, initial: 0 }")
+    let report = try run(
+      server, target, load: IncrementalTests.mergeLoad, incremental: "{ cursor: /updated_at, param: updated_since, initial: 0 }")
     #expect(report.status == .failed)
     #expect(
       report.steps.first?.errorMessage?.hasSuffix(
@@ -182,24 +196,28 @@ import Testing
       ) == true, "\(report.steps.first?.errorMessage ?? "")")
   }
 
-  @Test func aRecordWithoutItsPrimaryKeyIsRefused() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aRecordWithoutItsPrimaryKeyIsRefused(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "2"])
-    let report = try run(server, load: "{ table: orders, records: /data, write: merge, primary_key: [order_no] }")
+    let report = try run(server, target, load: "{ table: orders, records: /data, write: merge, primary_key: [order_no] }")
     #expect(report.status == .failed)
     #expect(
       report.steps.first?.errorMessage?.hasSuffix(
         "record 1 has no value for the primary key 'order_no' (load.primary_key), so it cannot be merged; nothing of this page was loaded. Name fields every record holds in primary_key"
       ) == true)
-    #expect(try RecordTableExists.check(try database(), "orders") == false)
+    #expect(try target.columnNames("orders") == [])
   }
 
-  @Test func declaredColumnsIgnoreOrRefuseOtherFields() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func declaredColumnsIgnoreOrRefuseOtherFields(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "3"])
     let columns = "columns: { id: INTEGER, customer: TEXT, changed: { type: TEXT, from: /updated_at } }"
-    let ignoring = try run(server, load: "{ table: orders, records: /data, \(columns) }")
+    let ignoring = try run(server, target, load: "{ table: orders, records: /data, \(columns) }")
     #expect(ignoring.status == .succeeded)
-    #expect(try columnNames("orders") == ["id", "customer", "changed"])
-    let refusing = try run(server, load: "{ table: orders, records: /data, \(columns), extra: refuse }")
+    #expect(try target.columnNames("orders") == ["id", "customer", "changed"])
+    let refusing = try run(server, target, load: "{ table: orders, records: /data, \(columns), extra: refuse }")
     #expect(refusing.status == .failed)
     #expect(
       refusing.steps.first?.errorMessage?.hasSuffix(
@@ -207,22 +225,73 @@ import Testing
       ) == true, "\(refusing.steps.first?.errorMessage ?? "")")
   }
 
-  func columnNames(_ table: String) throws -> [String] {
-    try database().rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { "\($0[0].1)" }
-  }
-
   /// A server whose cursor goes backwards: the kept cursor stays at the highest value.
-  @Test func aCursorGoingBackwardsKeepsTheHighestValue() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aCursorGoingBackwardsKeepsTheHighestValue(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "3"])
-    _ = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    _ = try run(server, target, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
     // The server answers an older record whatever the cursor sent (a clock set back).
     try server.setRules(
       #"[{"path": "/orders", "status": 200, "body": "{\"data\": [{\"id\": 1, \"updated_at\": \"2023-06-01T00:00:00Z\", \"status\": \"old\"}], \"links\": {}}"}]"#
     )
-    let report = try run(server, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
+    let report = try run(server, target, load: IncrementalTests.mergeLoad, incremental: IncrementalTests.cursor)
     #expect(report.status == .succeeded)
-    #expect(try keptCursor() == .text("\"2024-01-01T00:00:03Z\""))
-    #expect(try database().rows("SELECT status FROM orders WHERE id = 1").first?.first?.1 == .text("old"))
+    #expect(try keptCursor(target) == "\"2024-01-01T00:00:03Z\"")
+    #expect(try target.rows("SELECT status FROM orders WHERE id = 1") == [["old"]])
+  }
+
+  /// `write: replace` (the default) replaces the table's rows with the pages' records on
+  /// every run.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func replaceGivesTheServersRecordsEveryRun(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "4"])
+    let columns = ["id", "customer", "total", "status", "updated_at"]
+    for change in ["{}", #"{"insert": 2, "update": [1], "set": {"status": "paid"}}"#] {
+      try server.changeOrders(change)
+      let report = try run(server, target, load: "{ table: orders, records: /data }")
+      #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+      #expect(try table(target, "orders", columns: columns) == serverOrders(server, columns: columns))
+      #expect(report.steps.first?.rows == ["orders": try server.orders().count])
+    }
+  }
+
+  /// A merge into a table that already holds two rows with one key is refused with the same
+  /// words on both databases, and changes nothing.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aMergeIntoATableHoldingADuplicateKeyIsRefused(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "2"])
+    // A first run creates the database; the table is the user's own.
+    #expect(try run(server, target, load: "{ table: other, records: /data }").status == .succeeded)
+    try target.execute("CREATE TABLE orders (id bigint, customer text)")
+    try target.execute("INSERT INTO orders VALUES (1, 'a')")
+    try target.execute("INSERT INTO orders VALUES (1, 'b')")
+    let report = try run(server, target, load: "{ table: orders, records: /data, write: merge, primary_key: [id] }")
+    #expect(report.status == .failed)
+    #expect(
+      report.steps.first?.errorMessage
+        == "table orders already holds more than one row with id = 1, so it cannot be merged into by that primary key; remove the duplicates, or run with --fresh to load the table anew"
+    )
+    #expect(try target.rows("SELECT id, customer FROM orders ORDER BY customer") == [["1", "a"], ["1", "b"]])
+    #expect(try target.columnNames("orders") == ["id", "customer"])
+  }
+
+  /// On PostgreSQL a staged value its column cannot hold is refused by table, record and
+  /// column (SQLite keeps it as the answer gave it, docs/store.md), and nothing is written.
+  @Test func aValueItsPostgreSQLColumnCannotHoldIsRefused() throws {
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let server = try RestServer(["--orders", "2"])
+    let report = try run(server, target, load: "{ table: orders, records: /data, columns: { id: INTEGER, customer: INTEGER } }")
+    #expect(report.status == .failed)
+    #expect(report.steps.first?.errorCode == "load_error")
+    #expect(
+      report.steps.first?.errorMessage
+        == #"table orders, record 1, column 2 'customer' (INTEGER, a bigint column): "customer-1" is a string; a bigint column takes integers within 64 bits and booleans (as 1 and 0); nothing of the step's records was written"#
+    )
+    #expect(try target.columnNames("orders") == [])
+    #expect(try keptCursor(target) == nil)
   }
 
   @Test func cursorValuesCompareAsTheAPIGivesThem() throws {
@@ -233,12 +302,5 @@ import Testing
     #expect(try value(.string("2024-01-01T00:00:00.5Z")).compare(value(.string("2024-01-01T00:00:00Z"))) == 1)
     #expect(try value(.integer(1)).compare(value(.string("1"))) == nil)
     #expect(try value(.string("2024-01-01T00:00:00Z")).moved(back: .seconds(90)).text == "2023-12-31T23:58:30Z")
-  }
-}
-
-/// Whether a table exists.
-enum RecordTableExists {
-  static func check(_ database: Database, _ name: String) throws -> Bool {
-    !(try database.rows("SELECT 1 FROM sqlite_master WHERE name = ?", [.text(name)]).isEmpty)
   }
 }

@@ -5,22 +5,30 @@ import DrayTestSupport
 import Foundation
 import Testing
 
+/// `query` and `sql` steps; those that any database runs alike run on both targets (one
+/// suite, two databases).
 @Suite struct QueryStepTests {
-  let header = """
+  /// The job's first lines on `target` (SQLite's `data/db.sqlite` when nil), with a `setup`
+  /// step filling the table `fruit`.
+  func header(_ target: TargetDatabase? = nil) -> String {
+    """
     version: 1
     job: query
-    database: { path: data/db.sqlite }
-    steps:
+    \(target?.manifestBlock ?? "database: { path: data/db.sqlite }\n")steps:
       - id: setup
         sql: |
-          CREATE TABLE fruit (id INTEGER, name TEXT, price REAL, note TEXT);
+          CREATE TABLE fruit (id INTEGER, name TEXT, price DOUBLE PRECISION, note TEXT);
           INSERT INTO fruit VALUES (1, 'apple', 0.52, 'crisp, red'), (2, 'pear', NULL, ''), (3, 'say "plum"', 1.25, NULL);
 
     """
+  }
 
-  func run(_ steps: String) throws -> (TemporaryDirectory, RunReport) {
+  var header: String { header() }
+
+  func run(_ steps: String, on kind: TargetDatabase.Kind = .sqlite) throws -> (TemporaryDirectory, RunReport) {
     let folder = TemporaryDirectory()
-    let (_, report) = try runJob(folder, header + steps)
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let (_, report) = try runJob(folder, header(target) + steps)
     return (folder, report)
   }
 
@@ -134,7 +142,8 @@ import Testing
         "'DELETE FROM _dray_checkpoints RETURNING step_id' would change dray's own table _dray_checkpoints;") == true)
   }
 
-  @Test func rowsGoToTheFileInEachFormat() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func rowsGoToTheFileInEachFormat(kind: TargetDatabase.Kind) throws {
     let (folder, report) = try run(
       """
         - id: json
@@ -143,7 +152,7 @@ import Testing
           query: { sql: SELECT * FROM fruit ORDER BY id, output: out/rows.ndjson, format: ndjson }
         - id: csv
           query: { sql: SELECT * FROM fruit ORDER BY id, output: out/rows.csv, format: csv }
-      """)
+      """, on: kind)
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
     #expect(
       try text(folder.path + "/out/rows.json")
@@ -163,19 +172,21 @@ import Testing
     #expect(report.steps[3].outputs == ["out/rows.csv"])
   }
 
-  @Test func aQueryWithoutAFileWritesNoRowsAndSaysWhatItReturned() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aQueryWithoutAFileWritesNoRowsAndSaysWhatItReturned(kind: TargetDatabase.Kind) throws {
     let (_, report) = try run(
       """
         - id: check
           query: { sql: SELECT * FROM fruit, expect: { id: { min: 1 } } }
-      """)
+      """, on: kind)
     #expect(report.steps[1].status == .succeeded)
     #expect(report.steps[1].rows.isEmpty)
     #expect(report.steps[1].notes == ["the query returned 3 rows"])
     #expect(report.totals.rows == 0)
   }
 
-  @Test func aFailedExpectationNamesTheColumnTheConditionAndTheValue() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aFailedExpectationNamesTheColumnTheConditionAndTheValue(kind: TargetDatabase.Kind) throws {
     let (folder, report) = try run(
       """
         - id: check
@@ -183,14 +194,15 @@ import Testing
             sql: SELECT count(*) AS n FROM fruit
             output: out/count.json
             expect: { n: { min: 200 } }
-      """)
+      """, on: kind)
     #expect(report.exitCode == 1)
     #expect(report.steps[1].errorCode == "expectation_failed")
     #expect(report.steps[1].errorMessage == "expectation failed: n = 3, expected at least 200")
     #expect(try text(folder.path + "/out/count.json") == #"{"status":"ok","result":{"database":{"records":[{"n":3}]}}}"# + "\n")
   }
 
-  @Test func everyFailedExpectationIsListed() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func everyFailedExpectationIsListed(kind: TargetDatabase.Kind) throws {
     let (_, report) = try run(
       """
         - id: check
@@ -201,34 +213,36 @@ import Testing
               first: { equals: pear }
               top: { equals: 1.25 }
               missing: { min: 0 }
-      """)
+      """, on: kind)
     #expect(
       report.steps[1].errorMessage
         == #"3 expectations failed: n = 3, expected at most 2; first = "apple", expected "pear"; the query has no column 'missing' (its columns: n, first, top)"#
     )
   }
 
-  @Test func noRowsAndNonNumbersAreSaidPlainly() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func noRowsAndNonNumbersAreSaidPlainly(kind: TargetDatabase.Kind) throws {
     let (_, empty) = try run(
       """
         - id: check
           query: { sql: SELECT id FROM fruit WHERE id > 100, expect: { id: { min: 1, max: 9 } } }
-      """)
+      """, on: kind)
     #expect(empty.steps[1].errorMessage == "expectation failed: the query returned no rows, expected id at least 1 and at most 9")
     let (_, text) = try run(
       """
         - id: check
           query: { sql: SELECT name FROM fruit ORDER BY id, expect: { name: { min: 1 } } }
-      """)
+      """, on: kind)
     #expect(text.steps[1].errorMessage == #"expectation failed: name = "apple" is not a number, expected at least 1"#)
   }
 
-  @Test func aQueryRunsOneStatement() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aQueryRunsOneStatement(kind: TargetDatabase.Kind) throws {
     let (_, report) = try run(
       """
         - id: check
           query: { sql: "SELECT 1; DELETE FROM fruit" }
-      """)
+      """, on: kind)
     #expect(
       report.steps[1].errorMessage == "a query runs one statement; found another after the first: DELETE FROM fruit; use a sql step for it")
     // What follows is never prepared: a second statement on a table that does not exist is
@@ -237,14 +251,14 @@ import Testing
       """
         - id: check
           query: { sql: "SELECT 1; DROP TABLE x" }
-      """)
+      """, on: kind)
     #expect(
       missing.steps[1].errorMessage == "a query runs one statement; found another after the first: DROP TABLE x; use a sql step for it")
     let (_, comments) = try run(
       """
         - id: check
           query: { sql: "SELECT count(*) AS n FROM fruit; -- done\n;", expect: { n: { equals: 3 } } }
-      """)
+      """, on: kind)
     #expect(comments.exitCode == 0, "\(comments.steps.compactMap(\.errorMessage))")
   }
 

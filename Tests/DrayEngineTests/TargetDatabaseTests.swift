@@ -75,6 +75,79 @@ import Testing
     #expect(try target.rows("SELECT count(*) FROM _dray_checkpoints WHERE status = 'succeeded'") == [["0"]])
   }
 
+  /// An answer without a table the scheme declares (`[]`) loads nothing, on both databases:
+  /// the table keeps its rows and its bookkeeping.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anAnswerWithoutTheDeclaredTableLoadsNothing(kind: TargetDatabase.Kind) throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let manifest =
+      header("no-tables", target) + "steps:\n  - id: schemes\n    schemes: {}\n  - id: fruits\n    table_stream: { resource: FRUITS }\n"
+    let (job, first) = try runJob(folder, manifest)
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    let before = try target.rows("SELECT content_version, loaded_at, row_count FROM _dray_tables WHERE resource = 'FRUITS'")
+    let fault = try JSONSerialization.data(withJSONObject: [["path": "/api/v1/rpc/FRUITS/", "body": "[]"]])
+    try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
+    let report = Runner(manifest: job, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    let fruits = try #require(report.steps.first { $0.id == "fruits" })
+    #expect(fruits.status == .failed)
+    #expect(
+      fruits.errorMessage?.hasPrefix(
+        "resource FRUITS, table output_table: the answer holds no table 'output_table', which the scheme declares (it holds no table of the scheme); nothing was loaded"
+      ) == true, "\(fruits.errorMessage ?? "")")
+    #expect(try target.rows(#"SELECT count(*) FROM "FRUITS__output_table""#) == [["5"]])
+    #expect(try target.rows("SELECT content_version, loaded_at, row_count FROM _dray_tables WHERE resource = 'FRUITS'") == before)
+  }
+
+  /// The store seam's writes into existing tables (`http` loads) do the same on both
+  /// databases: records staged elsewhere are copied in, appended in staging order, and
+  /// merged by key (the last staged version wins; a deleted mark deletes); a table holding
+  /// a key twice is refused.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func stagedRecordsAreAppendedAndMergedAlike(kind: TargetDatabase.Kind) throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let store: any TargetStore
+    if let url = target.url {
+      store = try PostgresStore(target: PostgresTarget(url: PostgresURL(url)))
+    } else {
+      try FileManager.default.createDirectory(atPath: folder.path + "/data", withIntermediateDirectories: true)
+      store = try Store(path: folder.path + "/" + TargetDatabase.sqlitePath)
+    }
+    let columns: [(name: String, type: ColumnType?)] = [("id", .integer), ("name", .text), ("_dray_deleted", .integer)]
+    func row(_ id: Int64, _ name: String, deleted: Bool = false) -> [SQLValue] {
+      [.integer(id), .text(name), deleted ? .integer(1) : .null]
+    }
+    func stage(_ rows: [[SQLValue]], in transaction: any StoreTransaction) throws {
+      try transaction.stage("s", columns: columns, for: "t") { add in for row in rows { try add(row) } }
+    }
+    try store.write { transaction in
+      try stage([row(1, "a"), row(2, "b"), row(1, "a2")], in: transaction)
+      #expect(try transaction.addMissingColumns([("id", .integer), ("name", .text)], toTable: "t") == [])
+      #expect(try transaction.append(from: "s", into: "t", columns: ["id", "name"]) == 3)
+    }
+    #expect(try target.rows("SELECT id, name FROM t ORDER BY id, name") == [["1", "a"], ["1", "a2"], ["2", "b"]])
+    #expect(throws: MergeError.self) {
+      try store.write { transaction in
+        try stage([row(3, "c")], in: transaction)
+        _ = try transaction.merge(from: "s", into: "t", columns: ["id", "name"], key: ["id"], deletedColumn: "_dray_deleted")
+      }
+    }
+    try store.write { transaction in
+      #expect(try transaction.deleteRows(ofTable: "t") == 3)
+      try stage([row(1, "a"), row(2, "b"), row(1, "a2"), row(3, "c", deleted: true)], in: transaction)
+      let merged = try transaction.merge(from: "s", into: "t", columns: ["id", "name"], key: ["id"], deletedColumn: "_dray_deleted")
+      #expect(merged.written == 2 && merged.deleted == 0)
+    }
+    try store.write { transaction in
+      try stage([row(2, "gone", deleted: true), row(4, "d")], in: transaction)
+      #expect(try transaction.addMissingColumns([("id", .integer), ("note", .text)], toTable: "t") == ["note"])
+      let merged = try transaction.merge(from: "s", into: "t", columns: ["id", "name"], key: ["id"], deletedColumn: "_dray_deleted")
+      #expect(merged.written == 1 && merged.deleted == 1)
+    }
+    #expect(try target.rows("SELECT id, name, note FROM t ORDER BY id") == [["1", "a2", nil], ["4", "d", nil]])
+  }
+
   /// `jobs/iso-reference.yaml` against the emulator gives the same rows on SQLite and on
   /// PostgreSQL, table by table.
   @Test func theISOReferenceJobGivesTheSameRowsOnBothDatabases() throws {

@@ -32,13 +32,37 @@ import Testing
         == ["table a", #"[1,"x",null]"#, #"[2,[3,{"k":4.5}],true]"#, "table b"])
   }
 
+  /// JSON objects are unordered: rows met before their table's name arrive on a second
+  /// pass, after the other tables' rows.
+  @Test func rowsBeforeTheirTablesNameArriveOnASecondPass() throws {
+    #expect(
+      try read(#"[{"data": [[1], [2]], "name": "a"}, {"name": "b", "data": [[3]]}]"#) == ["table b", "[3]", "table a", "[1]", "[2]"])
+  }
+
+  /// A delta's lists arrive when asked for, each item of `delete_ids` as a list of one value.
+  @Test func aDeltasListsArriveWhenAskedFor() throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write(
+      "answer.json", #"[{"insert_rows": [[1, "x"]], "delete_ids": [4, 5], "name": "a"}, {"name": "b", "delete_ids": [6]}]"#)
+    var calls: [String] = []
+    try AnswerReader(path: path).read(
+      sections: [.insertRows, .deleteIDs], table: { calls.append("\($1.rawValue) \($0)") }, row: { calls.append(JSONValue.array($0).json) })
+    #expect(calls == ["delete_ids b", "[6]", "insert_rows a", #"[1,"x"]"#, "delete_ids a", "[4]", "[5]"])
+    let error = #expect(throws: AnswerReadError.self) {
+      try AnswerReader(path: try folder.write("ids.json", #"[{"name": "b", "delete_ids": [[6]]}]"#)).read(
+        sections: [.deleteIDs], table: { _, _ in }, row: { _ in })
+    }
+    #expect(error?.message == "delete_ids of table 'b' holds row ids; item 1 is a list")
+  }
+
   @Test func whatIsNotATableAnswerIsNamed() {
     #expect(failure("") == "the answer is empty; expected a JSON list of tables")
     #expect(failure("[{\"name\": \"a\", \"data\": [[1]") == "the answer ends before its JSON is complete (27 bytes)")
     #expect(failure("[x]") == "the answer is not valid JSON (lexical error: invalid char in json text., near byte 2)")
     #expect(failure(#"{"name": "a"}"#) == "the answer is a JSON object; expected a list of tables")
     #expect(failure("3") == "the answer is a single value; expected a list of tables")
-    #expect(failure(#"[{"data": [[1]], "name": "a"}]"#) == "a table's rows come before its name")
+    #expect(failure(#"[{"name": "a"}, {"data": [[1]]}]"#) == "table object 2 of the answer holds rows but no name")
+    #expect(failure(#"[{"name": "a", "delete_ids": [[1]]}]"#) == nil)
     #expect(failure(#"[{"name": "a", "data": [1]}]"#) == "row 1 of table 'a' is not a list of values")
     let deep = #"[{"name": "a", "data": [["# + String(repeating: "[", count: 600)
     #expect(failure(deep)?.contains("nested deeper than 512 levels at byte") == true)

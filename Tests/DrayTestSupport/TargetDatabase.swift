@@ -38,6 +38,22 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
     if let url { "database: { url: \"\(url)\" }\n" } else { "database: { path: \(TargetDatabase.sqlitePath) }\n" }
   }
 
+  /// The column names of table `name` (in the default schema), in order; empty when there
+  /// is no such table.
+  public func columnNames(_ name: String) throws -> [String] {
+    let sql =
+      url == nil
+      ? "SELECT name FROM pragma_table_info('\(name)')"
+      : "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = '\(name)' ORDER BY ordinal_position"
+    return try rows(sql).map { $0.first.flatMap { $0 } ?? "" }
+  }
+
+  /// Runs `sql` from another connection, as another program would.
+  public func execute(_ sql: String) throws {
+    guard let url else { return try SQLiteFile.execute(folder + "/" + TargetDatabase.sqlitePath, sql) }
+    try PostgresConnection(url: PostgresURL(url)).execute(sql)
+  }
+
   /// The rows of `sql`, read from another connection, each value as text (nil for NULL):
   /// integers as digits, reals as Swift prints a `Double`, booleans as 1 and 0.
   public func rows(_ sql: String) throws -> [[String?]] {

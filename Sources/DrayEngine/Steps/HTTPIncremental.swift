@@ -164,10 +164,7 @@ extension StepRunner {
     var notes: [String] = []
     let database = staged.database
     let target = try RecordTable(database: database, name: load.table)
-    // The deleted mark is not loaded: live rows would only ever hold false or NULL there.
-    var marks: Set<IdentifierKey> = [IdentifierKey(RecordChecks.deletedColumn)]
-    if let deleted = load.deleted, deleted.tokens.count == 1 { marks.insert(IdentifierKey(deleted.tokens[0])) }
-    let columns = staged.columns.filter { !marks.contains(IdentifierKey($0.name)) }.map { (name: $0.name, type: $0.type ?? .text) }
+    let columns = publishedColumns(load, staged)
     guard !columns.isEmpty else {
       // No records (the staging table holds at most the deleted mark).
       try staged.drop()
@@ -197,6 +194,60 @@ extension StepRunner {
     }
     try staged.drop()
     return (try RecordTable(database: database, name: load.table).count(), notes)
+  }
+}
+
+extension StepRunner {
+  /// Publishes the records staged in `staged` (a local SQLite file) into `load.table` of
+  /// another database, in its transaction: copies them in (`StoreTransaction.stage`),
+  /// creates the table or adds the columns it lacks, and writes them by `load.write`;
+  /// `replace` (and `append` or `merge` after a `--fresh` start) deletes the table's rows
+  /// first. The deleted mark and `load.deleted` are not loaded (`publishedColumns`).
+  /// - Returns: the rows the table holds, whether it exists, and notes for the report.
+  func publish(_ load: HTTPStep.Load, staged: RecordTable, fresh: Bool, in transaction: any StoreTransaction) throws -> (
+    rows: Int, created: Bool, notes: [String]
+  ) {
+    var notes: [String] = []
+    let existed = try !transaction.columns(ofTable: load.table).isEmpty
+    let columns = load.write == .replace ? staged.columns.map { (name: $0.name, type: $0.type ?? .text) } : publishedColumns(load, staged)
+    guard !columns.isEmpty else {
+      // No records (the staging table holds at most the deleted mark).
+      guard existed else { return (0, false, notes) }
+      if fresh || load.write == .replace { _ = try transaction.deleteRows(ofTable: load.table) }
+      return (try transaction.rowCount(ofTable: load.table), true, notes)
+    }
+    // Every staged column goes across: `merge` reads the deleted mark there.
+    let select = try staged.database.prepare(
+      "SELECT \(staged.columns.map { Database.quote($0.name) }.joined(separator: ", ")) FROM \(Database.quote(staged.name)) ORDER BY rowid")
+    try transaction.stage(staged.name, columns: staged.columns, for: load.table) { add in
+      while try select.step() { try add((0..<staged.columns.count).map(select.value)) }
+    }
+    for name in try transaction.addMissingColumns(columns.map { ($0.name, $0.type) }, toTable: load.table) {
+      notes.append("added column \(name) to table \(load.table): the API's records hold it")
+    }
+    if existed && (fresh || load.write == .replace) { _ = try transaction.deleteRows(ofTable: load.table) }
+    let names = columns.map(\.name)
+    switch load.write {
+    case .replace:
+      _ = try transaction.append(from: staged.name, into: load.table, columns: names)
+    case .append:
+      let added = try transaction.append(from: staged.name, into: load.table, columns: names)
+      notes.append("appended \(HumanUnits.counted(added, "row"))")
+    case .merge:
+      let merged = try transaction.merge(
+        from: staged.name, into: load.table, columns: names, key: load.primaryKey,
+        deletedColumn: load.deleted == nil ? nil : RecordChecks.deletedColumn)
+      notes.append("merged \(HumanUnits.counted(merged.written, "row"))" + (load.deleted == nil ? "" : ", deleted \(merged.deleted)"))
+    }
+    return (try transaction.rowCount(ofTable: load.table), true, notes)
+  }
+
+  /// The staged columns `append` and `merge` write: all but the deleted mark (live rows
+  /// would only ever hold false or NULL there), untyped ones as text.
+  func publishedColumns(_ load: HTTPStep.Load, _ staged: RecordTable) -> [(name: String, type: ColumnType)] {
+    var marks: Set<IdentifierKey> = [IdentifierKey(RecordChecks.deletedColumn)]
+    if let deleted = load.deleted, deleted.tokens.count == 1 { marks.insert(IdentifierKey(deleted.tokens[0])) }
+    return staged.columns.filter { !marks.contains(IdentifierKey($0.name)) }.map { (name: $0.name, type: $0.type ?? .text) }
   }
 }
 

@@ -16,7 +16,10 @@ extension StepRunner {
   /// one transaction replaces the table's rows with the staging table's, checks
   /// `load.expect` (`Expectations.audit`) and records the step's checkpoint, so readers
   /// never see a half-loaded table, nor one that fails its expectations (whose staged pages
-  /// are then dropped).
+  /// are then dropped). With a PostgreSQL target the pages are staged in a local SQLite
+  /// file (`openStagingStore`) and that last transaction is PostgreSQL's: it copies the
+  /// staged records in (`StoreTransaction.stage`) and writes them, the kept cursor and the
+  /// checkpoint together.
   func runHTTP(_ options: HTTPStep, _ report: inout StepReport) throws {
     let client = HTTPClient(cancellation: context.cancellation)
     if !options.tls.verify && options.baseURL.lowercased().hasPrefix("https://") {
@@ -29,7 +32,9 @@ extension StepRunner {
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
 
-    let store = options.load != nil ? try openSQLiteStore() : nil
+    let store = options.load != nil ? try openStagingStore() : nil
+    // The database the records are published into, when it is not the staging one.
+    let target = try store.flatMap { _ in manifest.database?.postgres == nil ? nil : try openStore() }
     let ledger: PageLedger? = try {
       guard options.load != nil || options.paginate != nil else { return nil }
       // The manifest's secrets and those learnt since (tokens): no stored link holds one.
@@ -46,7 +51,9 @@ extension StepRunner {
 
     let cursors = try store.flatMap { store in
       try options.incremental.map { incremental in
-        let kept = try store.cursor(job: manifest.job, stepID: step.id)
+        var kept = try store.cursor(job: manifest.job, stepID: step.id)
+        // The published value is the target's; what is staged stays with the staged pages.
+        if let target { kept.value = try target.cursor(job: manifest.job, stepID: step.id).value }
         return IncrementalRun(options: incremental, kept: kept, job: manifest.job, stepID: step.id, fresh: context.fresh)
       }
     }
@@ -129,7 +136,43 @@ extension StepRunner {
     if stoppedEarly {
       report.notes.append("stopped after paginate.max_pages (\(options.maxPages!)) pages; the server offers more")
     }
-    if let load = options.load, let store {
+    if let load = options.load, let store, let target {
+      var done = report
+      done.attempts = attempts
+      let published = try context.databaseWrites.withLock { _ in
+        do {
+          return try target.write { transaction in
+            let staged = try RecordTable(database: store.database, name: staging)
+            let published = try publish(load, staged: staged, fresh: cursors?.entry.fresh ?? false, in: transaction)
+            if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
+            done.notes += published.notes
+            try cursors?.publish(&done.notes, in: transaction)
+            if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
+            done.rows = [load.table: published.rows]
+            done.tables = published.created ? [load.table] : []
+            try transaction.record(checkpoint(done, status: .succeeded))
+            return published
+          }
+        } catch let failed as StepError {
+          // Pages that failed `expect` are never published: the next run fetches them again.
+          try store.database.transaction {
+            try RecordTable(database: store.database, name: staging).drop()
+            try ledger?.clear()
+          }
+          throw failed
+        }
+      }
+      // Published: the staged pages are done with. A kill before this leaves them behind,
+      // and the next run, finding the step's checkpoint, does not resume them.
+      CrashPoint.reach("published:\(step.id)")
+      try store.database.transaction {
+        try RecordTable(database: store.database, name: staging).drop()
+        try ledger?.clear()
+      }
+      report.rows = [load.table: published.rows]
+      report.tables = published.created ? [load.table] : []
+      report.notes = done.notes
+    } else if let load = options.load, let store {
       var done = report
       done.attempts = attempts
       let (rows, created) = try context.databaseWrites.withLock { _ in

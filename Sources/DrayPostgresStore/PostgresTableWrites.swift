@@ -1,0 +1,198 @@
+public import DrayModel
+public import DrayPostgres
+internal import DrayStore
+
+/// An `http` step's writes into existing tables on PostgreSQL (`load.write`, docs/http.md
+/// "Write modes"): the counterpart of SQLite's `TableWrites`, inside the caller's
+/// transaction. The step stages its records page by page in a local SQLite file; when the
+/// last page is in, `stage` copies them (`COPY ... FROM STDIN`) into a temporary table
+/// numbered in staging order (`_dray_order`), and `append` or `merge` write them with one
+/// statement each.
+extension PostgresTransaction {
+  /// The column type of a staged column (docs/postgres.md, "http loads").
+  static func columnType(_ type: ColumnType?) -> PostgresColumnType {
+    switch type {
+    case .integer: .bigint
+    case .real: .doublePrecision
+    case .numeric: .numeric
+    case .text, nil: .text
+    }
+  }
+
+  private func definitions(_ columns: [(name: String, type: ColumnType?)]) -> String {
+    columns.map { "\(PostgresIdentifier.sql($0.name)) \(PostgresTransaction.columnType($0.type).sqlName)" }.joined(separator: ", ")
+  }
+
+  /// The staged table `name`, in this session's temporary schema.
+  private func staged(_ name: String) -> String { "pg_temp." + PostgresIdentifier.sql(name) }
+
+  private func list(_ columns: [String]) -> String { columns.map(PostgresIdentifier.sql).joined(separator: ", ") }
+
+  /// Names match exactly, as PostgreSQL matches quoted identifiers (after fitting to 63
+  /// bytes).
+  func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String] {
+    let existing = Set(try store.columnNames(ofTable: PostgresIdentifier.fitted(name)))
+    guard !existing.isEmpty else {
+      try connection.execute("CREATE TABLE \(store.qualified(name)) (\(definitions(columns)))")
+      return []
+    }
+    var added: [String] = []
+    for column in columns where !existing.contains(PostgresIdentifier.fitted(column.name)) {
+      try connection.execute("ALTER TABLE \(store.qualified(name)) ADD COLUMN \(definitions([column]))")
+      added.append(column.name)
+    }
+    return added
+  }
+
+  /// Values go in under `PostgresValueRule`, a staged column typed as `columnType` says; a
+  /// refusal names the step's table, the record (in staging order) and the column.
+  func stage(
+    _ name: String, columns: [(name: String, type: ColumnType?)], for target: String,
+    rows: ((_ add: ([SQLValue]) throws -> Void) throws -> Void)
+  ) throws {
+    try connection.execute("DROP TABLE IF EXISTS \(staged(name))")
+    try connection.execute(
+      """
+      CREATE TEMPORARY TABLE \(staged(name)) (\(definitions(columns)), \(PostgresDelta.orderColumn) bigint GENERATED ALWAYS AS IDENTITY)
+      ON COMMIT DROP
+      """)
+    let types = columns.map { PostgresTransaction.columnType($0.type) }
+    let writer = try connection.copyIn("COPY \(staged(name)) (\(list(columns.map(\.name)))) FROM STDIN")
+    var row = 0
+    do {
+      try rows { values in
+        row += 1
+        for (index, value) in values.enumerated() {
+          do throws(PostgresValueRefusal) {
+            try PostgresTransaction.append(value.json, as: types[index], to: writer)
+          } catch {
+            throw StagedValueError(
+              table: target, record: row, column: index + 1, columnName: columns[index].name, declaredType: columns[index].type,
+              refusal: error)
+          }
+        }
+        try writer.endRow()
+      }
+      _ = try writer.finish()
+    } catch {
+      writer.cancel("the staged records were refused")
+      throw error
+    }
+  }
+
+  func deleteRows(ofTable name: String) throws -> Int {
+    try connection.execute("DELETE FROM \(store.qualified(name))").affectedRows
+  }
+
+  func append(from staging: String, into target: String, columns: [String]) throws -> Int {
+    try connection.execute(
+      "INSERT INTO \(store.qualified(target)) (\(list(columns))) SELECT \(list(columns)) FROM \(staged(staging)) ORDER BY \(PostgresDelta.orderColumn)"
+    ).affectedRows
+  }
+
+  /// The last staged version of each key (`DISTINCT ON (key) ... ORDER BY _dray_order
+  /// DESC`) inserts or updates (`INSERT ... ON CONFLICT (key) DO UPDATE`, PostgreSQL 15
+  /// documentation §INSERT), or deletes the row with its key when `deletedColumn` holds 1.
+  func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
+    -> (written: Int, deleted: Int)
+  {
+    let keys = list(key)
+    if let row = try connection.execute(
+      "SELECT \(keys) FROM \(store.qualified(target)) GROUP BY \(keys) HAVING count(*) > 1 LIMIT 1"
+    ).rows.first {
+      throw MergeError.duplicateKeys(
+        table: target, key: key,
+        values: row.map { value in
+          switch value {
+          case .null: "null"
+          case .integer(let i): String(i)
+          case .real(let d): String(d)
+          case .bool(let b): b ? "true" : "false"
+          case .text(let t): t
+          }
+        })
+    }
+    try connection.execute(
+      "CREATE UNIQUE INDEX IF NOT EXISTS \(PostgresIdentifier.sql("_dray_key__" + target)) ON \(store.qualified(target)) (\(keys))")
+    let last = """
+      WITH last AS (
+        SELECT DISTINCT ON (\(keys)) * FROM \(staged(staging)) ORDER BY \(keys), \(PostgresDelta.orderColumn) DESC)
+      """
+    let fitted = Set(key.map(PostgresIdentifier.fitted))
+    let updates = columns.filter { !fitted.contains(PostgresIdentifier.fitted($0)) }.map {
+      "\(PostgresIdentifier.sql($0)) = excluded.\(PostgresIdentifier.sql($0))"
+    }
+    let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + updates.joined(separator: ", ")
+    let live = deletedColumn.map { "WHERE \(PostgresIdentifier.sql($0)) IS DISTINCT FROM 1" } ?? ""
+    let written = try connection.execute(
+      """
+      \(last)
+      INSERT INTO \(store.qualified(target)) (\(list(columns)))
+      SELECT \(list(columns)) FROM last \(live) ORDER BY \(PostgresDelta.orderColumn)
+      ON CONFLICT (\(keys)) \(conflict)
+      """
+    ).affectedRows
+    guard let deletedColumn else { return (written, 0) }
+    let match = key.map { "t.\(PostgresIdentifier.sql($0)) = l.\(PostgresIdentifier.sql($0))" }.joined(separator: " AND ")
+    let deleted = try connection.execute(
+      """
+      \(last)
+      DELETE FROM \(store.qualified(target)) AS t USING last AS l WHERE \(match) AND l.\(PostgresIdentifier.sql(deletedColumn)) = 1
+      """
+    ).affectedRows
+    return (written, deleted)
+  }
+
+  func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws {
+    try connection.execute(
+      """
+      INSERT INTO \(store.own("_dray_http_cursors"))(job, step_id, value, staged, fresh, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+      ON CONFLICT (job, step_id) DO UPDATE SET value = excluded.value, staged = excluded.staged, fresh = excluded.fresh,
+        updated_at = excluded.updated_at
+      """,
+      [
+        .text(job), .text(stepID), entry.value.map { .text($0.json) } ?? .null, entry.staged.map { .text($0.json) } ?? .null,
+        .bool(entry.fresh), .text(PostgresTransaction.timestamp()),
+      ])
+  }
+}
+
+/// A staged record's value that its PostgreSQL column cannot hold
+/// (`StoreTransaction.stage`): the value rule of docs/postgres.md refuses it rather than
+/// convert it.
+public struct StagedValueError: Error, Sendable, Equatable, CustomStringConvertible {
+  /// The table the records are for (`load.table`).
+  public var table: String
+  /// 1-based, in staging order (pages, then records within a page).
+  public var record: Int
+  /// 1-based position of the column in the staged records.
+  public var column: Int
+  public var columnName: String
+  /// The type the staged column has; nil for a column that has held only nulls.
+  public var declaredType: ColumnType?
+  public var refusal: PostgresValueRefusal
+
+  /// `table orders, record 3, column 2 'amount' (INTEGER, a bigint column): "ten" is a string; a bigint column takes ...`
+  public var description: String {
+    let type = PostgresTransaction.columnType(declaredType)
+    var text =
+      "table \(table), record \(record), column \(column) '\(columnName)' (\(declaredType?.rawValue ?? "no type"), a \(type.sqlName) column): "
+    if let value = refusal.value { text += "\(value) is \(refusal.found)" } else { text += "the value is \(refusal.found)" }
+    text += refusal.found.contains("NUL") ? "; PostgreSQL cannot store NUL in text" : "; a \(type.sqlName) column takes \(type.accepts)"
+    return text + "; nothing of the step's records was written"
+  }
+}
+
+extension SQLValue {
+  /// The value as the JSON the value rule reads: a staged record's integer, real or text.
+  var json: JSONValue {
+    switch self {
+    case .null: .null
+    case .integer(let i): .integer(i)
+    case .real(let d): .number("\(d)")
+    case .text(let t): .string(t)
+    // Records hold no blobs (`Record`); one put in the staging file by hand goes as its bytes.
+    case .blob(let b): .string(String(decoding: b, as: UTF8.self))
+    }
+  }
+}
