@@ -51,6 +51,7 @@ platform:
   host: $url
   environment: DocumentationExampleEnv
   project: DocumentationExampleProj
+  compression: ${COMPRESSION:-false} # gzip on the wire; off so that dray and curl move the same bytes
 auth: { username: "\${FMP_USER}", password: "\${FMP_PASSWORD}" }
 database: { path: data/db.sqlite }
 download: { resume: true }

@@ -45,6 +45,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import changes
@@ -280,14 +281,26 @@ class Handler(BaseHTTPRequestHandler):
         source = body if isinstance(body, Body) else BytesBody(body)
         length = source.length - offset
         fault = self.fault or {}
+        # gzip on a 200 or 206 answer when the request asks for it (or the rule `gzip_unasked`
+        # sends it anyway); a 206 compresses the tail from `offset`, which counts the bytes
+        # before compression (X-Range, platform-api.md §3). The ETag stays the uncompressed
+        # answer's, so that a resume may change coding.
+        compressed = status in (200, 206) and length > 0 and (wants_gzip(self.headers.get("Accept-Encoding")) or fault.get("gzip_unasked"))
         if self.entry is not None:
             self.entry["status"] = status
+            if compressed:
+                self.entry["content_encoding"] = "gzip"
+                self.entry["offset"] = offset
         self.send_response(status)
         if length or status not in (204, 304):
-            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Type", fault.get("content_type", content_type))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        if fault.get("chunked") and length > 0:
+        if compressed:
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Vary", "Accept-Encoding")
+        if (fault.get("chunked") or compressed and not fault.get("close_delimited")) and length > 0:
+            fault = dict(fault, chunked=True)
             self.send_header("Transfer-Encoding", "chunked")
         elif fault.get("close_delimited") and length > 0:
             self.send_header("Connection", "close")
@@ -300,7 +313,14 @@ class Handler(BaseHTTPRequestHandler):
         if offset:
             # Only an answer sent from byte 0 is garbled.
             fault = {key: value for key, value in fault.items() if key != "garble"}
-        faults.write_body(self, source.chunks(offset, 1 << 20), fault)
+        pieces = source.chunks(offset, 1 << 20)
+        if compressed:
+            # The answer is damaged before it is compressed, as at its source.
+            if fault.get("garble"):
+                pieces = faults.garbled(pieces)
+                fault = {key: value for key, value in fault.items() if key != "garble"}
+            pieces = gzipped(pieces)
+        faults.write_body(self, pieces, fault)
         if fault.get("overstate_length"):
             self.close_connection = True
             self.connection.shutdown(2)
@@ -499,6 +519,34 @@ class Handler(BaseHTTPRequestHandler):
                 p.secret = os.urandom(32)
             return self.send(204)
         return self.error(404, "Not Found")
+
+
+def wants_gzip(accept_encoding):
+    """Whether an Accept-Encoding value accepts gzip (RFC 9110 §12.5.3): named, or `*`, with
+    a weight above 0."""
+    for item in (accept_encoding or "").split(","):
+        name, _, params = item.partition(";")
+        weight = 1.0
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        if name.strip().lower() in ("gzip", "x-gzip", "*") and weight > 0:
+            return True
+    return False
+
+
+def gzipped(pieces):
+    """The pieces compressed as one gzip stream, level 6, flushed every piece."""
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
+    for piece in pieces:
+        out = compressor.compress(piece)
+        if out:
+            yield out
+    yield compressor.flush()
 
 
 class Body:

@@ -40,6 +40,16 @@ next `times` of them (every one when absent); the first rule that applies is use
     answer_416    answer 416 Range Not Satisfiable to ranged requests
     garble        send an answer from byte 0 with its first byte replaced by `X`, as a
                   damaged disk or a broken proxy would
+    gzip_unasked  send the answer gzip-compressed (Content-Encoding: gzip) whatever the
+                  request's Accept-Encoding, as a misconfigured proxy would
+    content_type  send this Content-Type instead of the answer's own (`text/html`: an
+                  error page in place of the data)
+
+  Compression is not a fault: a 200 or 206 answer goes out gzip-compressed (chunked, with
+  `Vary: Accept-Encoding`) when the request's Accept-Encoding accepts gzip, and X-Range
+  counts the bytes before compression (platform-api.md §3). The request log marks such an
+  answer with "content_encoding": "gzip" and the uncompressed "offset" it started at;
+  "response_bytes" counts the compressed bytes sent.
 
 Example: the next two calls of FRUITS fail with 503 and ask to wait 1 s:
 
@@ -65,7 +75,8 @@ import uuid
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
          "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
-         "weak_etag", "garble", "body", "echo_forms", "hang", "close_delimited", "overstate_length"}
+         "weak_etag", "garble", "body", "echo_forms", "hang", "close_delimited", "gzip_unasked", "content_type",
+         "overstate_length"}
 
 
 class Faults:

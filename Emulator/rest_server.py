@@ -73,10 +73,24 @@ Test helpers under /admin/ (no credentials):
                            {"path": "/items", "close_delimited": true, "cut_after": 40, "times": 1}
                            answers without Content-Length, ended only by closing the
                            connection (HTTP/1.0 style), after `cut_after` body bytes when given.
+                           {"path": "/items", "validators": true} gives each 200 answer to a GET
+                           an ETag (of its body) and a Last-Modified (when the items last
+                           changed), and answers 304 Not Modified, without a body, to an
+                           If-None-Match naming that ETag or, without one, to an
+                           If-Modified-Since at or after Last-Modified (RFC 9110 §13.1).
+    POST /admin/items      {"count": N} changes the number of items (and Last-Modified)
+
+Compression is not a rule: an answer with a body goes out gzip-compressed (Content-Encoding:
+gzip, its Content-Length the compressed size, Vary: Accept-Encoding) when the request's
+Accept-Encoding names gzip. Each logged request records the status, "content_encoding" and
+the body bytes sent ("response_bytes").
 """
 
 import argparse
 import base64
+import email.utils
+import gzip
+import hashlib
 import json
 import os
 import re
@@ -118,6 +132,8 @@ class State:
 
         self.clock = 0
         self.orders = {}
+        # When the items last changed, for Last-Modified (whole seconds, RFC 9110 §8.8.2).
+        self.items_modified = int(time.time()) - 60
 
     def tick(self):
         self.clock += 1
@@ -146,11 +162,31 @@ class Handler(BaseHTTPRequestHandler):
 
     framing = None  # the matching rule, when it sets close_delimited
 
+    validators = False  # the matching rule sets validators
+
     def send(self, status, body=b"", content_type="application/json", headers=None):
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
         elif isinstance(body, str):
             body = body.encode()
+        headers = dict(headers or {})
+        if self.validators and status == 200 and self.command == "GET":
+            headers["ETag"] = '"%s"' % hashlib.sha256(body).hexdigest()[:32]
+            modified = self.state.items_modified
+            headers["Last-Modified"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(modified))
+            if self.not_modified(headers["ETag"], modified):
+                status, body = 304, b""
+        entry = getattr(self, "entry", None)
+        if entry is not None:
+            entry["status"] = status
+        if body and "gzip" in (self.headers.get("Accept-Encoding") or "").lower():
+            body = gzip.compress(body, 6)
+            headers["Content-Encoding"] = "gzip"
+            headers["Vary"] = "Accept-Encoding"
+            if entry is not None:
+                entry["content_encoding"] = "gzip"
+        if entry is not None:
+            entry["response_bytes"] = len(body)
         self.send_response(status)
         if body:
             self.send_header("Content-Type", content_type)
@@ -161,11 +197,26 @@ class Handler(BaseHTTPRequestHandler):
                 body = body[:int(self.framing["cut_after"])]
         else:
             self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
+        for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def not_modified(self, etag, modified):
+        """Whether the request's preconditions say the client holds this answer (RFC 9110
+        §13.2.2: If-None-Match decides when present, else If-Modified-Since)."""
+        match = self.headers.get("If-None-Match")
+        if match is not None:
+            tags = [t.strip() for t in match.split(",")]
+            return "*" in tags or etag in tags or ("W/" + etag) in tags
+        since = self.headers.get("If-Modified-Since")
+        if since:
+            try:
+                return email.utils.parsedate_to_datetime(since).timestamp() >= modified
+            except (TypeError, ValueError):
+                return False
+        return False
 
     def body(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -202,6 +253,8 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.body()
         st = self.state
         self.framing = None
+        self.validators = False
+        self.entry = None
         if url.path.startswith("/admin/"):
             return self.admin(url.path, raw)
         with st.lock:
@@ -216,6 +269,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.hang()
             if rule.get("close_delimited"):
                 self.framing = rule
+            self.validators = bool(rule.get("validators"))
             if rule.get("delay"):
                 time.sleep(rule["delay"])
             if rule.get("status"):
@@ -295,6 +349,11 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/admin/reset" and self.command == "POST":
             with st.lock:
                 st.requests.clear()
+            return self.send(204)
+        if path == "/admin/items" and self.command == "POST":
+            with st.lock:
+                st.items = int(json.loads(raw)["count"])
+                st.items_modified = int(time.time())
             return self.send(204)
         if path == "/admin/orders" and self.command == "GET":
             with st.lock:

@@ -53,8 +53,20 @@ public struct StepReport: Sendable {
   /// Seconds.
   public var duration: Double = 0
   public var attempts: [Attempt] = []
-  /// Body bytes received (and sent, for uploads).
+  /// Body bytes received (and sent, for uploads), decoded: what the step's files hold.
   public var bytes: Int64 = 0
+  /// The same bodies as they crossed the network, before content decoding (gzip); equal to
+  /// `bytes` when nothing came compressed.
+  public var wireBytes: Int64 = 0
+  /// The server answered `304 Not Modified` to the preconditions of the answer the step last
+  /// published: its table was kept as it is (an `http` step, docs/http.md).
+  public var unchanged = false
+  /// Adds what `download` received to `bytes` and `wireBytes`.
+  mutating func count(_ download: Download) {
+    bytes += download.bytesReceived
+    wireBytes += download.wireBytesReceived
+  }
+
   /// Rows per table written (after a load: rows the table holds).
   public var rows: [String: Int] = [:]
   /// Physical tables written.
@@ -179,6 +191,8 @@ public struct RunReport: Sendable {
     o.append(("duration_seconds", .number(RunReport.seconds(s.duration))))
     o.append(("attempts", .array(s.attempts.map(RunReport.attemptJSON))))
     o.append(("bytes", .integer(s.bytes)))
+    o.append(("wire_bytes", .integer(s.wireBytes)))
+    if s.unchanged { o.append(("unchanged", .bool(true))) }
     o.append(("rows", .object(s.rows.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })))
     o.append(("tables", .array(s.tables.map { .string($0) })))
     o.append(("outputs", .array(s.outputs.map { .string($0) })))
@@ -207,11 +221,12 @@ public struct RunReport: Sendable {
   }
 
   /// Rows, bytes, attempts and retries over every step (a group counts its members once).
-  public var totals: (rows: Int, bytes: Int64, attempts: Int, retries: Int) {
-    var totals = (rows: 0, bytes: Int64(0), attempts: 0, retries: 0)
+  public var totals: (rows: Int, bytes: Int64, wireBytes: Int64, attempts: Int, retries: Int) {
+    var totals = (rows: 0, bytes: Int64(0), wireBytes: Int64(0), attempts: 0, retries: 0)
     for step in steps {
       totals.rows += step.totalRows
       totals.bytes += step.bytes
+      totals.wireBytes += step.wireBytes
       totals.attempts += step.attempts.count + step.members.reduce(0) { $0 + $1.attempts.count }
       totals.retries += step.retries
     }
@@ -237,7 +252,8 @@ public struct RunReport: Sendable {
       (
         "totals",
         .object([
-          ("rows", .integer(Int64(t.rows))), ("bytes", .integer(t.bytes)), ("attempts", .integer(Int64(t.attempts))),
+          ("rows", .integer(Int64(t.rows))), ("bytes", .integer(t.bytes)), ("wire_bytes", .integer(t.wireBytes)),
+          ("attempts", .integer(Int64(t.attempts))),
           ("retries", .integer(Int64(t.retries))),
         ])
       ))
@@ -254,6 +270,7 @@ public struct RunReport: Sendable {
     if let status = a.status { o.append(("http_status", .integer(Int64(status)))) }
     if let message = a.message { o.append(("message", .string(message))) }
     if let bytes = a.bytes { o.append(("bytes", .integer(bytes))) }
+    if let wire = a.wireBytes { o.append(("wire_bytes", .integer(wire))) }
     if let offset = a.resumedFrom { o.append(("resumed_from", .integer(offset))) }
     if let wait = a.wait {
       o.append(("wait_seconds", .number(seconds(wait))))

@@ -79,9 +79,10 @@ struct StepRunner {
   }
 
   private func resultSummary(_ report: StepReport) -> String {
-    var parts: [String] = []
+    var parts: [String] = report.unchanged ? ["unchanged"] : []
     if !report.rows.isEmpty { parts.append(HumanUnits.counted(report.totalRows, "row")) }
     if report.bytes > 0 { parts.append(HumanUnits.bytes(report.bytes)) }
+    if report.wireBytes != report.bytes { parts.append("\(HumanUnits.bytes(report.wireBytes)) on the wire") }
     if report.retries > 0 { parts.append("\(report.retries) \(report.retries == 1 ? "retry" : "retries")") }
     return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
   }

@@ -112,6 +112,10 @@ public enum ManifestSchema {
     Key("tls", .mapping(tls), "TLS certificate checks."),
     Key("timeouts", .mapping(timeouts), "Network time limits of every platform call; a step's 'timeouts' overrides single keys."),
     Key("headers", .dictionary(.string(nonEmpty: false)), "Extra HTTP headers sent with every platform call."),
+    Key(
+      "compression", .boolean, default: .bool(true),
+      "Ask for gzip on table data and files (their X-Range counts uncompressed bytes, so a compressed download resumes); false asks for identity."
+    ),
   ]
 
   public static let tls: [Key] = [

@@ -212,11 +212,12 @@ struct ManifestValidator {
     let device = reader.string(f, "device") ?? f.defaultValue("device")
     let tls = f["tls"].flatMap { readTLS($0, f.path("tls")) } ?? TLSSettings()
     let timeouts = f["timeouts"].flatMap { readTimeouts($0, f.path("timeouts"), base: Timeouts()) } ?? Timeouts()
-    let headers = f["headers"].flatMap { readHeaders($0, f.path("headers")) } ?? []
+    let headers = f["headers"].flatMap { readHeaders($0, f.path("headers"), platform: true) } ?? []
+    let compression = reader.bool(f, "compression") ?? f.defaultValue("compression")
     guard let host, let environment, let project else { return nil }
     return PlatformSettings(
       host: host, apiVersion: apiVersion, environment: environment, project: project,
-      application: application, device: device, tls: tls, timeouts: timeouts, headers: headers)
+      application: application, device: device, tls: tls, timeouts: timeouts, headers: headers, compression: compression)
   }
 
   private mutating func readHost(_ node: YAMLNode, _ path: String) -> String? {
@@ -242,7 +243,12 @@ struct ManifestValidator {
 
   /// Header fields (`platform.headers`, an `http` step's `headers`): a mapping of names to
   /// values; nil when any field is wrong (each with a diagnostic).
-  mutating func readHeaders(_ node: YAMLNode, _ path: String) -> [HTTPHeader]? {
+  ///
+  /// `Accept-Encoding` is dray's own for platform calls (`gzip` for table data and files,
+  /// whose `X-Range` counts uncompressed bytes; platform-api.md §3), so `platform.headers`
+  /// may not set it; an `http` step's is sent as written when dray can decode every coding
+  /// it names (`ContentCoding`).
+  mutating func readHeaders(_ node: YAMLNode, _ path: String, platform: Bool = false) -> [HTTPHeader]? {
     guard case .mapping(let pairs) = node.content else {
       reader.error(node.location, "'\(path)' must be a mapping of header names to values, found \(node.kindDescription)")
       return nil
@@ -265,6 +271,22 @@ struct ManifestValidator {
         reader.error(pair.value.location, problem)
         ok = false
         continue
+      }
+      if name.lowercased() == "accept-encoding" {
+        if platform {
+          reader.error(
+            pair.key.location,
+            "'\(path).\(name)' cannot be set: dray asks the platform for gzip on table data and files (their X-Range "
+              + "offsets count uncompressed bytes) and for identity on the rest; remove it, and set platform.compression: false to ask for identity everywhere"
+          )
+          ok = false
+          continue
+        }
+        if let problem = ContentCoding.problem(value) {
+          reader.error(pair.value.location, "'\(path).\(name)' \(problem)")
+          ok = false
+          continue
+        }
       }
       headers.append(HTTPHeader(name, value))
     }

@@ -86,11 +86,14 @@ public struct PlatformSettings: Sendable, Hashable {
   public var timeouts: Timeouts
   /// Extra headers sent with every platform call.
   public var headers: [HTTPHeader]
+  /// Whether table data and files are asked for in gzip (`platform.compression`, true by
+  /// default); false asks for identity.
+  public var compression: Bool
 
   public init(
     host: String, apiVersion: String = "v1", environment: String, project: String,
     application: String? = nil, device: String = "dray-cli", tls: TLSSettings = TLSSettings(),
-    timeouts: Timeouts = Timeouts(), headers: [HTTPHeader] = []
+    timeouts: Timeouts = Timeouts(), headers: [HTTPHeader] = [], compression: Bool = true
   ) {
     self.host = host
     self.apiVersion = apiVersion
@@ -101,6 +104,7 @@ public struct PlatformSettings: Sendable, Hashable {
     self.tls = tls
     self.timeouts = timeouts
     self.headers = headers
+    self.compression = compression
   }
 }
 

@@ -225,6 +225,10 @@ public final class PlatformClient {
     /// The version a delta starts from (`v2`); nil for full data, or for a delta whose
     /// `Content-Version` does not read `delta v<n>-v<m>`.
     public var deltaFrom: String?
+    /// What the answer said it is when its `Content-Type` is not JSON (`application/json` or
+    /// `…+json`), for messages about an answer that cannot be read: `Content-Type: text/html,
+    /// Content-Encoding: gzip` (`HTTPResponse.describedKind`); nil for a JSON answer.
+    public var unexpectedKind: String?
 
     /// Why this delta cannot be applied to tables at version `held`, or nil when it can: it
     /// must start at `held` (the version `X-Delta` named) and end there or later (`v5-v5`
@@ -267,6 +271,7 @@ public final class PlatformClient {
     var request = request(
       .post, "rpc/\(PlatformClient.pathSegment(resource))/", body: .bytes(Array(params.json.utf8)), contentType: "application/json")
     if let delta { request.headers.set("X-Delta", "\(delta)-last") }
+    request.acceptEncoding = compressedAnswers
     let response = try recordingDownload(download, record) { record in
       try send(request, policy: policy, transactionID: transactionID, reads: reads, record: record) {
         try download.attempt($0, client: http, transactionID: transactionID)
@@ -292,8 +297,16 @@ public final class PlatformClient {
         + "an empty body is not a JSON document, so it was refused and nothing was changed")
   }
 
+  /// The `Accept-Encoding` of the calls whose answers download into a resumable part (table
+  /// data, files): `gzip` (unless `platform.compression` is false), because `X-Range` counts
+  /// the bytes before compression (platform-api.md §3, "Resumable download"), so a
+  /// compressed answer resumes at the part's size. Small JSON answers (schema, listings,
+  /// meta) ask for `identity`.
+  var compressedAnswers: String { session.settings.compression ? "gzip" : HTTPRequest.identity }
+
   /// Runs `body` with `record` wrapped so that each of the call's own attempts also
-  /// records the bytes its download received and the offset it resumed from.
+  /// records the bytes its download received (decoded, and on the wire) and the offset it
+  /// resumed from.
   private func recordingDownload<T>(
     _ download: Download, _ record: (Attempt) -> Void, _ body: ((Attempt) -> Void) throws -> T
   ) rethrows -> T {
@@ -303,6 +316,7 @@ public final class PlatformClient {
         var attempt = attempt
         if attempt.call == nil && download.requests != seen {
           attempt.bytes = download.lastBytes
+          attempt.wireBytes = download.lastWireBytes
           if download.lastOffset > 0 { attempt.resumedFrom = download.lastOffset }
         }
         seen = download.requests
@@ -324,9 +338,12 @@ public final class PlatformClient {
       version = range.count == 2 ? String(range[1]) : nil
       deltaFrom = range.count == 2 ? String(range[0]) : nil
     }
-    return AnswerHead(
+    var head = AnswerHead(
       status: response.status, etag: response.headers["ETag"], contentVersion: version, isDelta: isDelta,
       cacheHash: response.headers["Cache-Hash-Value"], deltaFrom: deltaFrom)
+    let type = response.headers["Content-Type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+    if type != "application/json" && !type.hasSuffix("+json") { head.unexpectedKind = response.describedKind }
+    return head
   }
 
   // MARK: Files (platform-api.md §5)
@@ -345,7 +362,8 @@ public final class PlatformClient {
 
   /// `GET file/<connection>/?file=<path>` into `download` (resumable).
   public func getFile(connection: String, path: String, download: Download, policy: RetryPolicy, record: (Attempt) -> Void) throws {
-    let request = request(.get, "file/\(PlatformClient.pathSegment(connection))/?file=\(Redactor.percentEncoded(path))")
+    var request = request(.get, "file/\(PlatformClient.pathSegment(connection))/?file=\(Redactor.percentEncoded(path))")
+    request.acceptEncoding = compressedAnswers
     _ = try recordingDownload(download, record) { record in
       try send(request, policy: policy, transactionID: nil, record: record) {
         try download.attempt($0, client: http, transactionID: nil)

@@ -142,6 +142,9 @@ extension PostgresStore: TargetStore {
     return version
   }
 
+  /// Never, for now: this store loads every full answer (docs/postgres.md, "Limits").
+  public func holdsAnswer(_ info: AnswerInfo, scheme: ResourceScheme, params: JSONValue) throws -> Bool { false }
+
   public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {
     let name = naming.physicalName(resource: resource, table: table, params: params)
     return try tableExists(name) ? qualified(name) : nil

@@ -64,7 +64,14 @@ struct RunSection {
       page.text("\(pair.key): \(Figures.count(pair.value))")
     }
     page.raw("</td>")
-    page.element("td", Figures.count(step.bytes), class: "number")
+    // Compressed answers: the bytes decoded, and below them what crossed the network.
+    page.raw("<td class=\"number\">")
+    page.text(Figures.count(step.bytes))
+    if step.wireBytes != step.bytes {
+      page.raw("<br/>")
+      page.text("\(Figures.count(step.wireBytes)) on the wire")
+    }
+    page.raw("</td>")
     page.element("td", step.tables.joined(separator: ", "))
     page.element("td", step.httpStatuses.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
     page.raw("</tr>\n")

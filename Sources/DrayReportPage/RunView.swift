@@ -62,6 +62,8 @@ struct StepView {
   var duration: Double
   var attempts: [AttemptView]
   var bytes: Int64
+  /// Bytes on the wire (`wire_bytes`); `bytes` in reports written before it existed.
+  var wireBytes: Int64
   var rows: [(key: String, value: Int64)]
   var tables: [String]
   var outputs: [String]
@@ -81,6 +83,7 @@ struct StepView {
     duration = json["duration_seconds"]?.doubleValue ?? 0
     attempts = (json["attempts"]?.arrayValue ?? []).map(AttemptView.init)
     bytes = json["bytes"]?.intValue ?? 0
+    wireBytes = json["wire_bytes"]?.intValue ?? bytes
     rows = (json["rows"]?.objectValue ?? []).compactMap { pair in pair.value.intValue.map { (pair.key, $0) } }
     tables = (json["tables"]?.arrayValue ?? []).compactMap(\.stringValue)
     outputs = (json["outputs"]?.arrayValue ?? []).compactMap(\.stringValue)

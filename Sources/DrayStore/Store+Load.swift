@@ -165,6 +165,28 @@ extension Store {
     return nil
   }
 
+  /// Whether every output table of `scheme` and `params` already holds the full answer
+  /// `info` describes. *(ours)* The platform documents `Cache-Hash-Value` and `ETag` but not
+  /// what they are computed over (platform-api.md §3), so both must say the same: each table
+  /// exists with the scheme's shape, and `_dray_tables` records for it the answer's hash for
+  /// that table (`Cache-Hash-Value`, which every table must have), the same strong `ETag` and
+  /// the same content version, and a row count equal to the rows it holds now (a table that
+  /// SQL changed since is loaded again).
+  public func holdsAnswer(_ info: AnswerInfo, scheme: ResourceScheme, params: JSONValue) throws -> Bool {
+    guard let header = info.cacheHash, let etag = info.etag, !etag.hasPrefix("W/"), !scheme.outputs.isEmpty else { return false }
+    for table in scheme.outputs {
+      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
+      guard let hash = Store.cacheHash(for: table.name, in: header), try hasSchemeShape(name, table: table, cached: scheme.isCached)
+      else { return false }
+      let rows = try database.rows(
+        "SELECT cache_hash, etag, content_version, row_count FROM _dray_tables WHERE name = ?", [.text(name)])
+      guard let row = rows.first?.map(\.1),
+        row == [.text(hash), .text(etag), info.contentVersion.map { .text($0) } ?? .null, .integer(Int64(try rowCount(ofTable: name)))]
+      else { return false }
+    }
+    return true
+  }
+
   /// The version a delta for `scheme` and `params` can start from, or nil when full data is
   /// needed: every output table must exist with the scheme's columns and record the same
   /// content version (`v6`). Only a cached resource (rows with row ids) takes deltas.

@@ -29,6 +29,11 @@ public protocol TargetStore: AnyObject {
   /// full data is needed (docs/store.md, "Deltas").
   func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String?
 
+  /// Whether the tables of `scheme` and `params` already hold the full answer `info`
+  /// describes, so that loading it would rewrite every row as it is (docs/store.md,
+  /// "Unchanged answers").
+  func holdsAnswer(_ info: AnswerInfo, scheme: ResourceScheme, params: JSONValue) throws -> Bool
+
   /// The SQL that names the physical table of `{{ table "resource" "table" params }}`,
   /// quoted as this database quotes identifiers; nil when no such table exists.
   func tableReference(resource: String, table: String, params: JSONValue) throws -> String?

@@ -25,7 +25,17 @@ internal import Glibc
 /// | other | returned to the caller; its body never reaches the part |
 ///
 /// A weak ETag (`W/"..."`) is never used to resume, and an answer without an ETag cannot be
-/// resumed. A body cut short (also a chunked one) is an error, never "complete"; a finished
+/// resumed.
+///
+/// Compression (`HTTPRequest.acceptEncoding`): the part always holds the decoded bytes, and
+/// offsets never mix the two spaces. `X-Range` counts the bytes before compression
+/// (platform-api.md §3, "Resumable download"), so a platform download asks for `gzip` on
+/// every attempt and resumes at the part's size. A standard `Range` counts the bytes of the
+/// representation as sent, compressed ones included (RFC 9110 §14.1.2), so a standard
+/// download whose answer came in a content coding keeps no ETag in its sidecar and is not
+/// resumed (a broken one starts again from byte 0), and a resume (of an answer that came
+/// without one) asks for `identity`. *(ours)* A `Content-Length` counts encoded bytes, so
+/// it checks the part's size only for an answer without a content coding. A body cut short (also a chunked one) is an error, never "complete"; a finished
 /// part whose size does not add up is discarded. When complete, `complete()` flushes the
 /// file to disk (fsync) and renames it into place, and its sidecar is kept as `<path>.json`
 /// until `removeFinished()`: a run killed after the download but before the answer was
@@ -61,9 +71,13 @@ public final class Download {
   /// Resume from an existing part; false always starts from byte 0.
   public let resume: Bool
 
-  /// Bytes received over the network by this object's attempts (not counting bytes already
-  /// on disk from an earlier run).
+  /// Body bytes received over the network by this object's attempts, decoded (not counting
+  /// bytes already on disk from an earlier run).
   public private(set) var bytesReceived: Int64 = 0
+  /// The same bytes as they came over the connection, before content decoding.
+  public private(set) var wireBytesReceived: Int64 = 0
+  /// Wire bytes of the last request (`HTTPResponse.wireBytes`).
+  public private(set) var lastWireBytes: Int64 = 0
   /// Bytes already on disk when the first attempt started (resumed from a previous run).
   public private(set) var bytesResumed: Int64 = 0
   /// Requests sent so far (a `412` or `416` restart counts).
@@ -138,11 +152,14 @@ public final class Download {
       case .standard:
         sent.headers.set("Range", "bytes=\(offset)-")
         sent.headers.set("If-Range", etag)
+        // The part's bytes are the identity representation's: a range of them is one of it.
+        sent.acceptEncoding = HTTPRequest.identity
       }
     } else {
       offset = 0
     }
-    let sink = PartFileSink(download: self, url: request.url, transactionID: transactionID, requestedOffset: offset, etag: etag)
+    let sink = PartFileSink(
+      download: self, url: request.url, transactionID: transactionID, requestedOffset: offset, etag: etag, style: style)
     defer { sink.close() }
     requests += 1
     lastOffset = offset
@@ -153,11 +170,15 @@ public final class Download {
     } catch {
       lastBytes = sink.written
       bytesReceived += sink.written
+      lastWireBytes = client.lastWireBytes
+      wireBytesReceived += client.lastWireBytes
       if case .resumeMismatch? = error as? TransportError { discard() }
       throw error
     }
     lastBytes = response.bytesReceived
     bytesReceived += response.bytesReceived
+    lastWireBytes = response.wireBytes
+    wireBytesReceived += response.wireBytes
     let shown = HTTPClient.displayURL(request.url)
     switch response.status {
     case 412 where offset > 0:
@@ -190,7 +211,7 @@ public final class Download {
               + "or the server does not do ranges; started again from byte 0")
         }
       }
-      if !response.endShown && !partShowsItsEnd {
+      if !response.endShown && !partShowsItsEnd(coded: response.contentEncoding != nil) {
         throw TransportError.truncated(
           url: shown, received: response.bytesReceived,
           detail:
@@ -211,10 +232,14 @@ public final class Download {
   /// Whether the part shows its own end when the answer's framing did not: it holds a whole
   /// document (`endsWhole`), or, for a reader of documents, nothing but whitespace (no part
   /// at all for an empty answer). A blank answer is then refused by its reader as blank
-  /// (`BlankAnswer`), the same whatever the framing, instead of as cut short.
-  private var partShowsItsEnd: Bool {
+  /// (`BlankAnswer`), the same whatever the framing, instead of as cut short. A compressed
+  /// (`coded`) answer is never blank on the wire (a gzip stream of nothing still has its
+  /// header and trailer), and libcurl does not report a stream cut before its end: a blank
+  /// part of one is a cut, retried.
+  private func partShowsItsEnd(coded: Bool) -> Bool {
     guard let endsWhole else { return false }
-    return endsWhole(partPath) || !FileManager.default.fileExists(atPath: partPath) || BlankAnswer.size(ofFile: partPath) != nil
+    let blank = !FileManager.default.fileExists(atPath: partPath) || BlankAnswer.size(ofFile: partPath) != nil
+    return coded ? !blank && endsWhole(partPath) : blank || endsWhole(partPath)
   }
 
   /// Flushes the finished part to disk and renames it to `path`.
@@ -310,6 +335,7 @@ private final class PartFileSink: ResponseSink {
   let requestedOffset: Int64
   /// The strong ETag the resume asked for (`If-Match`/`If-Range`).
   let etag: String?
+  let style: Download.ResumeStyle
   var fd: Int32 = -1
   /// Body bytes written by this answer.
   var written: Int64 = 0
@@ -318,8 +344,9 @@ private final class PartFileSink: ResponseSink {
   /// The part's size once this answer is complete, when its head says.
   var expectedSize: Int64?
 
-  init(download: Download, url: String, transactionID: String?, requestedOffset: Int64, etag: String?) {
+  init(download: Download, url: String, transactionID: String?, requestedOffset: Int64, etag: String?, style: Download.ResumeStyle) {
     self.download = download
+    self.style = style
     self.url = url
     self.transactionID = transactionID
     self.requestedOffset = requestedOffset
@@ -342,10 +369,15 @@ private final class PartFileSink: ResponseSink {
         throw TransportError.resumeMismatch(
           url: shown, detail: "the 206 answer's ETag \(answerETag ?? "(none)") is not the \(etag ?? "(none)") the part was started with")
       }
+      if style == .standard, let coding = response.contentEncoding {
+        throw TransportError.resumeMismatch(
+          url: shown,
+          detail: "the 206 answer is a range of \(coding)-compressed bytes (Content-Encoding: \(coding)); the part holds uncompressed ones")
+      }
       start = first
       if let total = PartFileSink.totalSize(range) { expectedSize = total }
     }
-    if expectedSize == nil, let length = response.headers["Content-Length"].flatMap({ Int64($0) }) {
+    if expectedSize == nil, response.contentEncoding == nil, let length = response.headers["Content-Length"].flatMap({ Int64($0) }) {
       expectedSize = start + length
     }
     fd = open(download.partPath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
@@ -359,7 +391,9 @@ private final class PartFileSink: ResponseSink {
     else {
       throw TransportError.file(path: download.partPath, detail: String(cString: strerror(errno)))
     }
-    let strong = answerETag.flatMap { $0.hasPrefix("W/") ? nil : $0 }
+    // A standard Range would count the encoded bytes, which the part does not hold.
+    let resumable = style == .platform || response.contentEncoding == nil
+    let strong = answerETag.flatMap { $0.hasPrefix("W/") || !resumable ? nil : $0 }
     try download.writeSidecar(Download.Sidecar(url: url, etag: strong, transactionID: transactionID))
     self.start = start
     download.growing?.began(partPath: download.partPath, at: start, whole: response.status != 206)

@@ -10,8 +10,10 @@ private let curlReady: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURL
 ///
 /// Not thread-safe: use one client per thread. Bodies stream to a `ResponseSink` and are
 /// never held whole in memory here. Settings applied to every request:
-/// - `User-Agent: dray/<version>`; `Accept-Encoding: identity` (byte offsets of resumed
-///   downloads count uncompressed bytes, platform-api.md §3);
+/// - `User-Agent: dray/<version>`; `Accept-Encoding` from `HTTPRequest.acceptEncoding`:
+///   `identity` unless the caller asks for a content coding, which is then decoded as it
+///   arrives (sinks see decoded bytes); an answer in a content coding that was not asked
+///   for fails as `badAnswer`, naming it, instead of reaching the sink undecoded;
 /// - redirects followed by `RedirectState` (at most 5, no loops, credentials kept to the
 ///   first origin); libcurl's own following is off;
 /// - proxies from the environment, read by libcurl: `http_proxy` (lower case only: libcurl
@@ -50,7 +52,8 @@ public final class HTTPClient {
   private let errorBuffer: UnsafeMutablePointer<CChar>
   /// Checked during transfers; cancelling aborts the transfer with `TransportError.cancelled`.
   public let cancellation: Cancellation
-  /// Called during transfers with body bytes received so far and the expected total.
+  /// Called during transfers with body bytes received so far and the expected total (for an
+  /// answer in a content coding, both count the encoded bytes on the wire).
   public var progress: ((_ received: Int64, _ total: Int64?) -> Void)?
   /// Bytes of the last `perform`'s requests (heads and bodies, every redirect hop) that
   /// reached the socket. Zero means the server cannot have acted on the call, so even a
@@ -60,6 +63,9 @@ public final class HTTPClient {
   /// hop), or nil when none came: the status a failed attempt's record shows when the
   /// transfer broke after the head (a cut body, an idle timeout mid-answer).
   public private(set) var lastStatus: Int?
+  /// Body bytes the last request received over the connection, before content decoding
+  /// (`HTTPResponse.wireBytes`), also when it failed.
+  public private(set) var lastWireBytes: Int64 = 0
 
   public init(cancellation: Cancellation = Cancellation()) {
     precondition(curlReady, "libcurl failed to initialise")
@@ -86,6 +92,7 @@ public final class HTTPClient {
   public func perform(_ request: HTTPRequest, sink: any ResponseSink) throws -> HTTPResponse {
     bytesSent = 0
     lastStatus = nil
+    lastWireBytes = 0
     var redirects = RedirectState(url: request.url, method: request.method)
     var current = request
     while true {
@@ -103,6 +110,7 @@ public final class HTTPClient {
     let state = TransferState(
       handle: handle, sink: sink, cancellation: cancellation, progress: progress, idle: request.timeouts.idle,
       connect: request.timeouts.connect)
+    if !request.decodes { state.undecodedURL = HTTPClient.displayURL(request.url) }
     var headerList: UnsafeMutablePointer<curl_slist>?
     defer { curl_slist_free_all(headerList) }
     let context = Unmanaged.passUnretained(state).toOpaque()
@@ -155,7 +163,13 @@ public final class HTTPClient {
 
     var headers = request.headers
     headers.set("Expect", "")  // no 100-continue round trip
-    headers.set("Accept-Encoding", "identity")
+    headers.remove("Accept-Encoding")
+    if request.decodes {
+      // libcurl sends the header and decodes the codings it was built with (CURLOPT_ACCEPT_ENCODING).
+      try set(CURLOPT_ACCEPT_ENCODING, request.acceptEncoding)
+    } else {
+      headers.set("Accept-Encoding", HTTPRequest.identity)
+    }
     for field in headers.fields {
       headerList = curl_slist_append(headerList, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
     }
@@ -198,10 +212,12 @@ public final class HTTPClient {
 
     let code = curl_easy_perform(handle)
     bytesSent += try requestBytes(request)
+    lastWireBytes = try sizeInfo(CURLINFO_SIZE_DOWNLOAD_T, request)
     lastStatus = state.status > 0 ? state.status : nil
     if let sinkError = state.sinkError { throw sinkError }
     var response = HTTPResponse(status: state.status, headers: state.headers, bytesReceived: state.received, errorBody: state.errorBody)
     response.url = request.url
+    response.wireBytes = lastWireBytes
     response.endShown = HTTPClient.endShown(response, method: request.method)
     guard code == CURLE_OK else { throw try error(code, request: request, state: state) }
     if !state.begun && (200..<300).contains(state.status) { try sink.begin(response) }
@@ -294,6 +310,9 @@ public final class HTTPClient {
       return .tlsFailure(host: host, detail: reason)
     case CURLE_PARTIAL_FILE:
       return .truncated(url: url, received: state.received, detail: reason)
+    case CURLE_BAD_CONTENT_ENCODING:
+      let kind = HTTPResponse(status: state.status, headers: state.headers).describedKind
+      return .badAnswer(url: url, detail: "the body could not be decoded (\(kind)): \(reason)")
     case CURLE_OUT_OF_MEMORY, CURLcode(rawValue: 100):
       // libcurl refuses a response header line longer than CURL_MAX_HTTP_HEADER (100 KB),
       // with CURLE_OUT_OF_MEMORY before 8.6.0 and CURLE_TOO_LARGE (100) since
@@ -356,6 +375,11 @@ private final class TransferState {
   var errorBody: [UInt8] = []
   var sinkError: (any Error)?
   var upload: FileHandle?
+  /// The URL, for messages, of a request that asked for no content coding: an answer in
+  /// one is refused before its first byte reaches the sink.
+  var undecodedURL: String?
+  /// Whether the answer came in a content coding (decoded before the sink).
+  var coded = false
   var lastProgress: Int64 = -1
   /// The idle limit, and when a byte last moved either way. The clock starts when the
   /// request is handed to the connection (`requestSent`): before that the connect limit
@@ -422,7 +446,16 @@ private final class TransferState {
     do {
       if !begun {
         begun = true
-        try sink.begin(HTTPResponse(status: status, headers: headers))
+        let head = HTTPResponse(status: status, headers: headers)
+        if let url = undecodedURL, head.contentEncoding != nil {
+          throw TransportError.badAnswer(
+            url: url,
+            detail:
+              "the body came in a content coding that was not asked for (\(head.describedKind); the request sent "
+              + "Accept-Encoding: identity), so it was not used; the server should honour Accept-Encoding (RFC 9110 §12.5.3)")
+        }
+        coded = head.contentEncoding != nil
+        try sink.begin(head)
       }
       try sink.write(data)
     } catch {
@@ -451,7 +484,8 @@ private final class TransferState {
     }
     if let progress, Int64(now) != lastProgress, (200..<300).contains(status) {
       lastProgress = Int64(now)
-      progress(received, total > 0 ? Int64(total) : nil)
+      // A compressed answer's length counts encoded bytes: its progress counts them too.
+      progress(coded ? Int64(now) : received, total > 0 ? Int64(total) : nil)
     }
     return 0
   }

@@ -1,4 +1,5 @@
 public import DrayModel
+internal import Foundation
 
 /// Request methods dray sends.
 public enum HTTPMethod: String, Sendable, Hashable, CaseIterable {
@@ -64,10 +65,17 @@ public struct HTTPRequest: Sendable, Hashable {
   /// request that is not repeatable always goes on a new connection, because libcurl sends
   /// a request again by itself when a reused connection closes before the answer.
   public var repeatable: Bool
+  /// The `Accept-Encoding` sent (RFC 9110 §12.5.3): `identity` (the default) asks for the
+  /// bytes as they are and leaves any content coding undecoded; any other value is sent as
+  /// it is and the body is decoded as it arrives (libcurl's CURLOPT_ACCEPT_ENCODING: gzip,
+  /// deflate, br, zstd), so that a sink always receives decoded bytes. An `Accept-Encoding`
+  /// among `headers` is ignored: this is the one place it is set.
+  public var acceptEncoding: String
 
   public init(
     method: HTTPMethod = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: HTTPBody = .none,
-    timeouts: Timeouts = Timeouts(), tls: TLSSettings = TLSSettings(), repeatable: Bool? = nil
+    timeouts: Timeouts = Timeouts(), tls: TLSSettings = TLSSettings(), repeatable: Bool? = nil,
+    acceptEncoding: String = HTTPRequest.identity
   ) {
     self.method = method
     self.url = url
@@ -76,7 +84,14 @@ public struct HTTPRequest: Sendable, Hashable {
     self.timeouts = timeouts
     self.tls = tls
     self.repeatable = repeatable ?? method.isIdempotent
+    self.acceptEncoding = acceptEncoding
   }
+
+  /// `identity`: the bytes as they are, no content coding (RFC 9110 §8.4.1).
+  public static let identity = "identity"
+
+  /// Whether the answer is asked for in a content coding that is decoded on arrival.
+  public var decodes: Bool { acceptEncoding.lowercased() != HTTPRequest.identity }
 }
 
 /// The head of an answer, and how much of its body arrived.
@@ -85,8 +100,12 @@ public struct HTTPResponse: Sendable, Hashable {
   /// The URL that answered (after redirects); empty when not known.
   public var url: String = ""
   public var headers: HTTPHeaders
-  /// Body bytes received in this attempt.
+  /// Body bytes received in this attempt, after any content coding was decoded.
   public var bytesReceived: Int64
+  /// Body bytes of this attempt as they came over the connection, before content decoding
+  /// (libcurl's CURLINFO_SIZE_DOWNLOAD_T; the error body's too): equal to `bytesReceived`
+  /// for an answer without a content coding.
+  public var wireBytes: Int64 = 0
   /// The error body's first bytes (at most 64 KiB) when the status is not 2xx.
   public var errorBody: [UInt8]
   /// Whether the framing showed the body whole: a `Content-Length` or chunked coding (whose
@@ -102,6 +121,21 @@ public struct HTTPResponse: Sendable, Hashable {
     self.headers = headers
     self.bytesReceived = bytesReceived
     self.errorBody = errorBody
+  }
+
+  /// The answer's content coding (`Content-Encoding`, RFC 9110 §8.4), lower-cased; nil
+  /// when it has none or says `identity`.
+  public var contentEncoding: String? {
+    guard let value = headers["Content-Encoding"]?.trimmingCharacters(in: .whitespaces).lowercased(),
+      !value.isEmpty, value != HTTPRequest.identity
+    else { return nil }
+    return value
+  }
+
+  /// What the answer says it is, for messages: `Content-Type: text/html, Content-Encoding:
+  /// gzip` (`none` for a missing type; the encoding only when there is one).
+  public var describedKind: String {
+    "Content-Type: \(headers["Content-Type"] ?? "none")" + (contentEncoding.map { ", Content-Encoding: \($0)" } ?? "")
   }
 }
 

@@ -39,8 +39,10 @@ public struct Attempt: Sendable, Equatable {
   public var wait: Double?
   /// True when the wait came from the server's `Retry-After`.
   public var waitFromRetryAfter: Bool
-  /// Body bytes this attempt received, for downloads.
+  /// Body bytes this attempt received, for downloads, decoded.
   public var bytes: Int64?
+  /// The same body as it came over the connection, before content decoding (gzip).
+  public var wireBytes: Int64?
   /// The byte offset this attempt asked to resume from (`X-Range`/`Range`), for downloads
   /// that resumed.
   public var resumedFrom: Int64?

@@ -11,11 +11,12 @@ import Testing
     let emulator: Emulator
     var manifest: String { folder.path + "/job.yaml" }
 
-    init() throws {
+    /// - Parameter compression: gzip answers come chunked, without a total for progress.
+    init(compression: Bool = true) throws {
       emulator = try Emulator()
       try folder.write(
         "job.yaml",
-        JobText.header(job: "console", emulator: emulator, database: "data/db.sqlite") + """
+        JobText.header(job: "console", emulator: emulator, database: "data/db.sqlite", compression: compression) + """
           steps:
             - id: schemes
               schemes: { resources: [FRUITS, COUNTRIES] }
@@ -52,7 +53,7 @@ import Testing
         "step schemes: schemes FRUITS, COUNTRIES",
         "step schemes: ok in N.NNs",
         "step countries: table_stream COUNTRIES",
-        "step countries: ok in N.NNs (249 rows, 16.7 KiB)",
+        "step countries: ok in N.NNs (249 rows, 16.7 KiB, 5.8 KiB on the wire)",
         "report: JOB/.dray/reports/console-RUN.json",
       ])
     #expect(
@@ -79,7 +80,8 @@ import Testing
     let countries = objects.filter { $0["step"] as? String == "countries" }
     #expect(
       try countries.map { "\($0["level"] ?? "") " + (try Self.plain($0["message"] as? String ?? "", job)) }.prefix(3) == [
-        "info table_stream COUNTRIES", "debug attempt 1: ok, HTTP 200 in N.NNs", "info ok in N.NNs (249 rows, 16.7 KiB)",
+        "info table_stream COUNTRIES", "debug attempt 1: ok, HTTP 200 in N.NNs",
+        "info ok in N.NNs (249 rows, 16.7 KiB, 5.8 KiB on the wire)",
       ])
     let runID = try #require(Self.runID(result.stdout))
     let last = try #require(countries.last?["message"] as? String)
@@ -122,7 +124,7 @@ import Testing
   }
 
   @Test func onATerminalProgressIsRedrawnInPlaceAndStatusesAreColoured() throws {
-    let job = try Job()
+    let job = try Job(compression: false)
     // COUNTRIES (17067 bytes) trickles at 6000 bytes/s: about 3 s of progress.
     try job.emulator.admin("POST", "faults", json: #"[{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 6000}]"#)
     let result = try onATerminal(job, environment: ["TERM": "xterm-256color", "NO_COLOR": ""])

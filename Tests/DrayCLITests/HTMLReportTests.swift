@@ -88,7 +88,11 @@ import Testing
       for (table, rows) in step["rows"] as? [String: Int] ?? [:] {
         #expect(page.contains("\(escaped(table)): \(count(rows))"), "\(id) rows of \(table)")
       }
-      #expect(page.contains("<td class=\"number\">\(count(step["bytes"] as? Int ?? -1))</td>"), "\(id) bytes")
+      // Bytes on the wire show under the bytes when answers came compressed.
+      let bytes = step["bytes"] as? Int ?? -1
+      let wire = step["wire_bytes"] as? Int ?? bytes
+      let onTheWire = wire == bytes ? "" : "<br/>\(count(wire)) on the wire"
+      #expect(page.contains("<td class=\"number\">\(count(bytes))\(onTheWire)</td>"), "\(id) bytes")
       for table in step["tables"] as? [String] ?? [] { #expect(page.contains(escaped(table)), "\(id) table \(table)") }
       for (code, n) in step["http_statuses"] as? [String: Int] ?? [:] { #expect(page.contains("\(code): \(n)"), "\(id) HTTP \(code)") }
       if let error = step["error"] as? [String: String] {

@@ -34,7 +34,10 @@ import Testing
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
     let job =
-      JobText.header(job: "blank", emulator: emulator, database: "data.sqlite") + "steps:\n  - id: good\n    " + step
+      // The body as it is: a close-delimited gzip stream that decodes to nothing cannot be
+      // told from a cut one (libcurl does not report a stream cut before its end), so it is
+      // retried as cut (docs/network.md, "Compression").
+      JobText.header(job: "blank", emulator: emulator, database: "data.sqlite", compression: false) + "steps:\n  - id: good\n    " + step
       + "\n  - id: fruits\n    table_stream: { resource: FRUITS }\n"
     let (manifest, first) = try runJob(folder, job)
     #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
@@ -116,6 +119,9 @@ import Testing
             base_url: '${API}'
             path: items
             query: { per_page: 10 }
+            # The body as it is: a close-delimited gzip stream that decodes to nothing is
+            # retried as cut (docs/network.md, "Compression").
+            headers: { Accept-Encoding: identity }
             paginate: { next: /links/next }
             load: { table: items, records: /data }
       """

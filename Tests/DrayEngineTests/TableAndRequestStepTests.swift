@@ -70,7 +70,7 @@ let fruitsAnswer =
   }
 
   @Test func requestSavesTheAnswerAsIsAndAWriteRunsOnceThoughItsAnswerBroke() throws {
-    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/FRUITS_EDIT/", "times": 1, "close_after": 20}"#])
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/FRUITS_EDIT/", "times": 1, "close_after": 60}"#])
     let folder = TemporaryDirectory()
     let (_, report) = try runJob(
       folder,
@@ -95,7 +95,11 @@ let fruitsAnswer =
     let edits = try requests(emulator, "/api/v1/rpc/FRUITS_EDIT/").map { $0["headers"] as? [String: String] ?? [:] }
     #expect(edits.count == 2)
     #expect(edits[0]["X-Transaction-ID"] != nil && edits[0]["X-Transaction-ID"] == edits[1]["X-Transaction-ID"])
-    #expect(edits[1]["X-Range"] == "bytes=20-")
+    // The answer came in gzip: 60 compressed bytes decoded into the part, whose size
+    // X-Range counts (platform-api.md §3).
+    let held = try #require(report.steps[0].attempts.first { $0.call == nil }?.bytes)
+    #expect(held > 0)
+    #expect(edits[1]["X-Range"] == "bytes=\(held)-")
     // Row ids (the leading hhive_id) are stable across versions: pear's id 2 is gone, kiwi gets 6.
     #expect(
       try text(folder.path + "/out/fruits.json")

@@ -36,6 +36,7 @@ import Testing
         HTTPHeader("X-Trace", "on"), HTTPHeader("Authorization", "Bearer tok-everything-9"),
         HTTPHeader("X-Client-Key", "tok-from-file-4711", secret: true),
       ])
+    #expect(!p.compression)
     #expect(m.auth == Credentials(username: "reader", password: "fmp-password-from-file"))
     #expect(m.database == DatabaseSettings(path: "data/everything.sqlite"))
     #expect(m.download == DownloadSettings(path: "cache/downloads", resume: false))

@@ -55,6 +55,29 @@ import Testing
     #expect(html.contains(#"<rect class="attempt failed" x="294" y="#))
   }
 
+  @Test func bytesOnTheWireAreShownUnderTheBytesOnlyWhenTheyDiffer() throws {
+    func step(_ id: String, _ pairs: [(key: String, value: JSONValue)]) -> JSONValue {
+      .object([("id", .string(id)), ("kind", .string("http")), ("status", .string("succeeded"))] + pairs)
+    }
+    let report = JSONValue.object([
+      ("format_version", .integer(1)), ("job", .string("j")), ("run_id", .string("r1")), ("status", .string("succeeded")),
+      (
+        "steps",
+        .array([
+          step("gzip", [("bytes", .integer(24_604_549)), ("wire_bytes", .integer(2_513_524))]),
+          step("plain", [("bytes", .integer(1000)), ("wire_bytes", .integer(1000))]),
+          step("older", [("bytes", .integer(7))]),
+        ])
+      ),
+    ])
+    let html = ReportPage(job: "j", run: .report(report), history: []).html()
+    #expect(try Self.problems(html) == "")
+    #expect(html.contains(#"<td class="number">24,604,549<br/>2,513,524 on the wire</td>"#))
+    #expect(html.contains(#"<td class="number">1,000</td>"#))
+    #expect(html.contains(#"<td class="number">7</td>"#))
+    #expect(html.components(separatedBy: "on the wire").count == 2)
+  }
+
   @Test func aReportThatCannotBeReadIsNamedNotFatal() throws {
     let unreadable = ReportPage(
       job: "j", run: .unreadable(path: "/r/j-1.json", reason: "no such file"),

@@ -25,6 +25,17 @@ public final class RestServer: Sendable {
     public var body: String
     /// The ids of the records an `/orders` request answered.
     public var records: [Int]
+    /// The status answered.
+    public var status: Int?
+    /// `gzip` when the answer went out compressed.
+    public var contentEncoding: String?
+    /// Body bytes sent (compressed ones, for gzip).
+    public var responseBytes: Int64
+
+    /// A request header's value, by case-insensitive name.
+    public subscript(header: String) -> String? {
+      headers.first { $0.key.lowercased() == header.lowercased() }?.value
+    }
   }
 
   /// The requests received (outside `/admin/`), oldest first.
@@ -34,7 +45,8 @@ public final class RestServer: Sendable {
     return list.map {
       Request(
         method: $0["method"] as? String ?? "", path: $0["path"] as? String ?? "", headers: $0["headers"] as? [String: String] ?? [:],
-        body: $0["body"] as? String ?? "", records: $0["records"] as? [Int] ?? [])
+        body: $0["body"] as? String ?? "", records: $0["records"] as? [Int] ?? [], status: $0["status"] as? Int,
+        contentEncoding: $0["content_encoding"] as? String, responseBytes: ($0["response_bytes"] as? NSNumber)?.int64Value ?? 0)
     }
   }
 
@@ -52,6 +64,11 @@ public final class RestServer: Sendable {
   /// (see the server's docstring).
   public func changeOrders(_ json: String) throws {
     _ = try Curl.send("POST", url + "admin/orders", headers: ["Content-Type": "application/json"], body: json)
+  }
+
+  /// Changes the number of items of the lists (`/items`...), and their Last-Modified.
+  public func changeItems(count: Int) throws {
+    _ = try Curl.send("POST", url + "admin/items", headers: ["Content-Type": "application/json"], body: #"{"count": \#(count)}"#)
   }
 
   /// Clears the request log.

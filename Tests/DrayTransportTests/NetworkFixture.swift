@@ -18,20 +18,27 @@ final class NetworkFixture {
   let client: PlatformClient
   let rows: Int
 
-  /// - Parameter clock: the clock the session renews tokens by; the real one when nil.
-  init(_ arguments: [String] = [], rows: Int = NetworkFixture.rows, exp: Bool = true, clock: TestClock? = nil) throws {
+  /// - Parameters:
+  ///   - clock: the clock the session renews tokens by; the real one when nil.
+  ///   - compression: ask for gzip (`platform.compression`); off by default, so that the
+  ///     fault tests count the same bytes on the wire as on disk.
+  init(
+    _ arguments: [String] = [], rows: Int = NetworkFixture.rows, exp: Bool = true, clock: TestClock? = nil, compression: Bool = false
+  ) throws {
     self.rows = rows
     emulator = try Emulator(["--generate", "BIG:\(rows)", "--cache-dir", NetworkFixture.cacheDirectory] + arguments)
-    session = NetworkFixture.session(emulator.url, clock: clock)
+    session = NetworkFixture.session(emulator.url, clock: clock, compression: compression)
     client = PlatformClient(session: session, cancellation: Cancellation())
   }
 
-  static func session(_ url: String, tls: TLSSettings = TLSSettings(), clock: TestClock? = nil) -> PlatformSession {
+  static func session(_ url: String, tls: TLSSettings = TLSSettings(), clock: TestClock? = nil, compression: Bool = false)
+    -> PlatformSession
+  {
     let now: @Sendable () -> ContinuousClock.Instant = { clock?.now ?? .now }
     return PlatformSession(
       settings: PlatformSettings(
         host: url, environment: "DocumentationExampleEnv", project: "DocumentationExampleProj", tls: tls,
-        timeouts: Timeouts(connect: .seconds(2), idle: .seconds(5))),
+        timeouts: Timeouts(connect: .seconds(2), idle: .seconds(5)), compression: compression),
       credentials: Credentials(username: DemoUser.name, password: DemoUser.password),
       now: now)
   }
@@ -99,8 +106,12 @@ struct LoggedRequest {
   var path: String
   var headers: [String: String]
   var status: Int?
-  /// Answer body bytes the emulator wrote to the socket.
+  /// Answer body bytes the emulator wrote to the socket (compressed ones, for gzip).
   var responseBytes: Int64
+  /// `gzip` when the answer went out compressed.
+  var contentEncoding: String?
+  /// The uncompressed offset a compressed answer started at (its X-Range).
+  var offset: Int64?
 
   init(_ json: [String: Any]) {
     method = json["method"] as? String ?? ""
@@ -108,6 +119,8 @@ struct LoggedRequest {
     headers = json["headers"] as? [String: String] ?? [:]
     status = json["status"] as? Int
     responseBytes = (json["response_bytes"] as? NSNumber)?.int64Value ?? 0
+    contentEncoding = json["content_encoding"] as? String
+    offset = (json["offset"] as? NSNumber)?.int64Value
   }
 
   subscript(header: String) -> String? {

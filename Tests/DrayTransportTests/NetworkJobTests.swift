@@ -22,6 +22,8 @@ import Testing
         environment: DocumentationExampleEnv
         project: DocumentationExampleProj
         timeouts: { connect: 2s, idle: 10s }
+        # Byte counts and trickle timings here are of the answer as it is; CompressionTests has gzip.
+        compression: false
       auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
       database: { path: data/db.sqlite }
       retry: \(retry)

@@ -64,6 +64,7 @@ extension StepRunner {
       let remote = options.path.hasSuffix("/") ? options.path + (local as NSString).lastPathComponent : options.path
       try client.putFile(connection: options.connection, path: remote, localFile: source, policy: step.retry, record: files.record)
       report.bytes = JobFolder.fileSize(source)
+      report.wireBytes = report.bytes
       report.notes.append("uploaded \(report.bytes) bytes to \(options.connection):\(remote)")
     case .delete:
       let target = "\(options.connection):\(options.path)"
@@ -83,7 +84,7 @@ extension StepRunner {
   ) throws {
     let download = Download(path: path, style: .platform, resume: manifest.download.resume)
     try files.client.getFile(connection: files.connection, path: remote, download: download, policy: step.retry, record: files.record)
-    report.bytes += download.bytesReceived
+    report.count(download)
     if download.bytesResumed > 0 { report.notes.append("\(remote): resumed a partial download at byte \(download.bytesResumed)") }
     report.notes += download.notes.map { "\(remote): \($0)" }
     try folder.place(download.path, at: destination)

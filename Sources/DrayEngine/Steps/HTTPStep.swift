@@ -75,6 +75,25 @@ extension StepRunner {
       report.notes.append("sent \(cursors.options.param)=\(cursors.sent.text)")
     }
 
+    // Preconditions from the answer the step last published (`AnswerValidators`).
+    let validators: AnswerValidators.Ledger? = try store.flatMap { store in
+      guard AnswerValidators.apply(to: options) else { return nil }
+      let ledger = AnswerValidators.Ledger(
+        database: store.database, job: manifest.job, stepID: step.id, fingerprint: step.fingerprint(in: manifest))
+      try ledger.createTable()
+      return ledger
+    }
+    let firstURL = progress.next?.url ?? ""
+    let sentValidators: AnswerValidators? = try {
+      // `--fresh` sends none, and keeps those of the answer it loads.
+      guard let validators, let store, let load = options.load, !context.fresh, progress.pages == 0,
+        try RecordTable(database: store.database, name: load.table).exists
+      else { return nil }
+      return try validators.read(url: firstURL)
+    }()
+    var unchanged = false
+    var lastHeaders = HTTPHeaders()
+
     var stoppedEarly = false
     var fetchedURLs: Set<String> = []
     while let next = progress.next {
@@ -94,8 +113,16 @@ extension StepRunner {
       if let output = options.output, let folder {
         pagePath = try folder.output(output.replacing("{page}", with: String(page)), role: "output")
       }
-      let fetched = try fetchPage(options, next: next, page: page, client: client) { attempts.append($0) }
+      let fetched = try fetchPage(options, next: next, page: page, client: client, conditions: sentValidators?.preconditions ?? []) {
+        attempts.append($0)
+      }
       progress.bytes += fetched.bytes
+      report.wireBytes += fetched.wireBytes
+      if fetched.status == 304 {
+        unchanged = true
+        break
+      }
+      lastHeaders = fetched.headers
 
       // Save the answer first: a kill before the page's commit fetches it again and
       // overwrites the same file.
@@ -126,6 +153,21 @@ extension StepRunner {
     }
 
     report.bytes = progress.bytes
+    if unchanged, let load = options.load, let store {
+      // The table already holds this answer: no row is rewritten.
+      report.unchanged = true
+      let sent = sentValidators?.preconditions.map { "\($0.name): \($0.value)" }.joined(separator: ", ") ?? ""
+      report.notes.append("unchanged: the server answered 304 Not Modified to \(sent); table \(load.table) kept as it is")
+      var done = report
+      done.attempts = attempts
+      try context.databaseWrites.withLock { _ in
+        try store.write { transaction in
+          try ledger?.clear()
+          try transaction.record(checkpoint(done, status: .succeeded))
+        }
+      }
+      return
+    }
     if let output = options.output, let folder, progress.pages > 0 {
       // Every page's file, those of a run this one resumes included (a page answered with an
       // `empty` status has none).
@@ -190,6 +232,7 @@ extension StepRunner {
               rows = written.rows
             }
             try cursors?.publish(&done.notes, in: transaction)
+            try validators?.save(AnswerValidators(lastHeaders), url: firstURL, at: RunReport.rfc3339(.now))
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]
@@ -246,23 +289,32 @@ extension StepRunner {
     var headers: HTTPHeaders
     var contentType: String?
     var bytes: Int64
+    /// `bytes` as they came over the network, before content decoding.
+    var wireBytes: Int64
   }
 
   /// Sends the request for one page under the retry policy and `on_status`.
   /// - Throws: `TransportError`; `HTTPStepError.badAnswer` for a 2xx answer with a blank
   ///   body (`BlankAnswer`) that the step would read (`load`, `paginate`), not retried.
+  /// - Parameter conditions: preconditions to send (`AnswerValidators`); with them, a
+  ///   `304 Not Modified` is an answer (status 304, no file), not an error.
   private func fetchPage(
-    _ options: HTTPStep, next: PageLedger.Next, page: Int, client: HTTPClient, record: (Attempt) -> Void
+    _ options: HTTPStep, next: PageLedger.Next, page: Int, client: HTTPClient, conditions: [HTTPHeader], record: (Attempt) -> Void
   ) throws -> FetchedPage {
     let url = next.url
     let download = Download(path: downloadPath("page-\(page)"), style: .standard, resume: manifest.download.resume)
-    let request = makeRequest(options, url: url, cursor: next.cursor)
+    var request = makeRequest(options, url: url, cursor: next.cursor)
+    for field in conditions { request.headers.set(field.name, field.value) }
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
     download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
     let response = try runner.run(
       { _ in
         let response = try download.attempt(request, client: client, transactionID: nil)
-        if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty { return response }
+        if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty
+          || (response.status == 304 && !conditions.isEmpty)
+        {
+          return response
+        }
         throw TransportError.httpStatus(StepRunner.statusError(response, url: url))
       },
       classify: { error in
@@ -298,7 +350,9 @@ extension StepRunner {
     let reads = options.load != nil || options.paginate != nil
     guard (200..<300).contains(response.status) && !(reads && response.status == 204) else {
       download.discard()
-      return FetchedPage(file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived)
+      return FetchedPage(
+        file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived,
+        wireBytes: download.wireBytesReceived)
     }
     try download.complete()
     if reads, let blank = BlankAnswer.size(ofFile: download.path) {
@@ -314,7 +368,7 @@ extension StepRunner {
     if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
     return FetchedPage(
       file: download.path, status: nil, headers: response.headers, contentType: response.headers["Content-Type"],
-      bytes: download.bytesReceived)
+      bytes: download.bytesReceived, wireBytes: download.wireBytesReceived)
   }
 
   /// The request for `url`: method, headers (Accept by format, Content-Type by body, the
@@ -343,8 +397,15 @@ extension StepRunner {
     tls.caFile = tls.caFile.map { manifest.resolve($0) }
     return HTTPRequest(
       method: HTTPMethod(rawValue: options.method.rawValue) ?? .get, url: url, headers: headers, body: body,
-      timeouts: step.timeouts, tls: tls)
+      timeouts: step.timeouts, tls: tls, acceptEncoding: headers["Accept-Encoding"] ?? StepRunner.defaultAcceptEncoding)
   }
+
+  /// What an `http` step asks for without an `Accept-Encoding` of its own: `gzip`. A
+  /// compressed answer is decoded as it arrives and is not resumed (a standard `Range`
+  /// counts the compressed bytes, which the part does not hold; `Download`): a page broken
+  /// mid-answer is asked again from byte 0, and a resume of an uncompressed one asks for
+  /// `identity`.
+  static let defaultAcceptEncoding = "gzip"
 
   /// A non-2xx answer as an error whose message ends with the answer's body.
   static func statusError(_ response: HTTPResponse, url: String) -> HTTPStatusError {

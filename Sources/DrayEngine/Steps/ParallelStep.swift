@@ -45,6 +45,7 @@ extension StepRunner {
     for index in group.steps.indices {
       guard let member = reports[index] else { continue }
       report.bytes += member.bytes
+      report.wireBytes += member.wireBytes
       report.rows.merge(member.rows) { $1 }
       report.tables += member.tables
       report.outputs += member.outputs

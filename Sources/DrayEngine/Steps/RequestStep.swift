@@ -24,7 +24,7 @@ extension StepRunner {
       record: {
         attempts.append($0); logAttempt($0)
       })
-    report.bytes = download.bytesReceived
+    report.count(download)
     if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
     report.notes += download.notes
     if let transactionID { report.notes.append("transaction \(transactionID)") }

@@ -39,11 +39,13 @@ extension StepRunner {
     var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
+    var kind: String?
     func fetch() throws {
-      _ = try client.rpc(
+      kind = try client.rpc(
         resource: options.resource, params: options.params, delta: nil, transactionID: transactionID, reads: true,
-        download: download, policy: step.retry, record: record)
-      report.bytes += download.bytesReceived
+        download: download, policy: step.retry, record: record
+      ).unexpectedKind
+      report.count(download)
       if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
       report.notes += download.notes
     }
@@ -84,7 +86,7 @@ extension StepRunner {
       return rows
     }
     func unreadable(_ error: AnswerReadError) -> StepError {
-      .unreadableAnswer(resource: options.resource, reason: "\(error)")
+      .unreadableAnswer(resource: options.resource, reason: "\(error)" + (kind.map { " (the server sent it as \($0))" } ?? ""))
     }
 
     let rows: [String: Int]

@@ -61,7 +61,7 @@ extension StepRunner {
       }
       if head.isDelta, let held = deltaFrom, let problem = head.deltaProblem(held: held) {
         report.notes.append("asked for a delta from \(held); the server sent \(problem); asked for full data instead")
-        report.bytes += download.bytesReceived
+        report.count(download)
         download.removeFinished()
         download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
         deltaFrom = nil
@@ -75,7 +75,7 @@ extension StepRunner {
             "asked for full data, the server sent a delta (Content-Version: \"delta \(head.deltaFrom ?? "?")-\(head.contentVersion ?? "?")\"); "
             + "a delta cannot apply to tables of unknown version, so nothing was loaded")
       }
-      report.bytes += download.bytesReceived
+      report.count(download)
       return head
     }
     // Full data is loaded while it downloads (docs/network.md, "Loading while downloading"):
@@ -125,23 +125,38 @@ extension StepRunner {
       answer.withLock { $0 = (head, finished) }
     }
 
+    /// Whether the tables already hold the answer `head` describes, as `reader` sees them:
+    /// loading it would rewrite every row as it is.
+    func holds(_ head: PlatformClient.AnswerHead, in reader: any TargetStore) throws -> Bool {
+      try !head.isDelta && !context.fresh
+        && reader.holdsAnswer(
+          AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash), scheme: scheme,
+          params: options.params)
+    }
+
     var head: PlatformClient.AnswerHead
     var streamed: Result<LoadResult, any Error>?
+    let unchanged: Bool
     if let growing {
       download.growing = growing
       let loader = LoadThread { [download] in try load(download, delta: false, growing: growing) }
       do {
         head = try fetch(&download)
+        downloaded(head)
+        CrashPoint.reach("downloaded:\(step.id)")
+        // The load's thread holds `store`: another connection reads what the tables hold.
+        unchanged = try holds(head, in: openStore())
       } catch {
         growing.fail()
         _ = loader.wait()
         throw error
       }
-      downloaded(head)
-      CrashPoint.reach("downloaded:\(step.id)")
-      growing.finish()
+      // An answer the tables hold already is not loaded: what was read of it rolls back.
+      if unchanged { growing.fail() } else { growing.finish() }
       streamed = loader.wait()
-      if case .failure(GrowingFile.Stop.restarted) = streamed {
+      if unchanged {
+        streamed = nil
+      } else if case .failure(GrowingFile.Stop.restarted) = streamed {
         // What was read may belong to another answer: the finished one loads from its start.
         report.notes.append("the download started the answer again from byte 0; it was loaded once finished")
         streamed = nil
@@ -150,12 +165,18 @@ extension StepRunner {
       head = try fetch(&download)
       downloaded(head)
       CrashPoint.reach("downloaded:\(step.id)")
+      unchanged = try holds(head, in: store)
     }
     if download.bytesResumed > 0 && download.bytesReceived == 0 {
       report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
     } else {
       if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
       report.notes += download.notes
+    }
+    if unchanged {
+      try keepUnchanged(scheme, options, head, store, attempts, &report)
+      download.removeFinished()
+      return
     }
 
     let result: LoadResult
@@ -167,7 +188,9 @@ extension StepRunner {
       // it is fetched once more from byte 0; a fresh answer that fails is the server's.
       download.removeFinished()
       guard download.bytesResumed > 0 else {
-        error.message += "; the answer was discarded, so the next run downloads it again"
+        error.message +=
+          (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
+          + "; the answer was discarded, so the next run downloads it again"
         throw error
       }
       report.notes = report.notes.filter { !$0.hasPrefix("the answer an earlier run downloaded") }
@@ -182,7 +205,9 @@ extension StepRunner {
         result = try load(download, delta: head.isDelta, growing: nil)
       } catch var again as LoadError where !context.cancellation.isCancelled {
         download.removeFinished()
-        again.message += "; the answer was discarded, so the next run downloads it again"
+        again.message +=
+          (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
+          + "; the answer was discarded, so the next run downloads it again"
         throw again
       }
     }
@@ -212,6 +237,30 @@ extension StepRunner {
         ]
           + shown + (more > 0 ? ["  … and \(more) more"] : [])).joined(separator: "\n"))
     }
+  }
+
+  /// Records the step as `unchanged`: its tables already hold the answer (`holdsAnswer`), so
+  /// none is rewritten; the checkpoint commits alone.
+  private func keepUnchanged(
+    _ scheme: ResourceScheme, _ options: TableStreamStep, _ head: PlatformClient.AnswerHead, _ store: any TargetStore,
+    _ attempts: [Attempt], _ report: inout StepReport
+  ) throws {
+    report.unchanged = true
+    report.notes.append(
+      "unchanged: every table already holds this answer (ETag \(head.etag ?? ""), Cache-Hash-Value \(head.cacheHash ?? "")); no row rewritten"
+    )
+    var done = report
+    done.attempts = attempts
+    try context.databaseWrites.withLock { _ in
+      try store.write { transaction in
+        for table in scheme.outputs {
+          let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
+          done.rows[name] = try transaction.rowCount(ofTable: name)
+        }
+        try transaction.record(checkpoint(done, status: .succeeded))
+      }
+    }
+    report.rows = done.rows
   }
 }
 
