@@ -19,6 +19,14 @@ import Testing
     return size
   }
 
+  /// Writes `job`'s manifest asking for uncompressed answers, so that a fault's byte counts
+  /// (on the wire) are the part's.
+  static func identity(_ job: ResumeJob) throws {
+    let text = ResumeJob.text(host: job.emulator.url)
+    try job.folder.write(
+      "resume.yaml", text.replacing("  timeouts: { connect: 2s }\n", with: "  timeouts: { connect: 2s }\n  compression: false\n"))
+  }
+
   /// The X-Range of each request the emulator received for COUNTRIES' table data.
   static func ranges(_ job: ResumeJob) throws -> [String?] {
     try job.rpcRequests("COUNTRIES").map { ($0["headers"] as? [String: String])?["X-Range"] }
@@ -47,6 +55,8 @@ import Testing
   @Test func anAnswerCutMidwayIsResumedAndLoadsExactlyTheRowsOfACleanRun() throws {
     let job = try ResumeJob()
     let clean = ResumeJob(sharing: job)
+    try StreamLoadTests.identity(job)
+    try StreamLoadTests.identity(clean)
     #expect(try clean.run().status == 0)
     _ = try job.emulator.admin("POST", "reset")
     _ = try job.emulator.admin("POST", "faults", json: #"[{"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "close_after": 9000}]"#)
@@ -62,6 +72,8 @@ import Testing
   @Test func anAnswerSentAgainFromItsStartLoadsOnceFinishedWithExactlyTheRowsOfACleanRun() throws {
     let job = try ResumeJob()
     let clean = ResumeJob(sharing: job)
+    try StreamLoadTests.identity(job)
+    try StreamLoadTests.identity(clean)
     #expect(try clean.run().status == 0)
     _ = try job.emulator.admin("POST", "reset")
     _ = try job.emulator.admin(
@@ -83,9 +95,9 @@ import Testing
   /// for the next run, whose range request the server confirms.
   @Test func anAnswerThatFailsItsLengthCheckAfterArrivingCommitsNothing() throws {
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "overstate_length": 10}"#])
-    try job.folder.write(
-      "resume.yaml",
-      ResumeJob.text(host: job.emulator.url).replacing("retry: { count: 2, interval: 10ms }", with: "retry: { count: 0 }"))
+    try StreamLoadTests.identity(job)
+    let text = try String(contentsOfFile: job.manifest, encoding: .utf8)
+    try job.folder.write("resume.yaml", text.replacing("retry: { count: 2, interval: 10ms }", with: "retry: { count: 0 }"))
 
     let first = try job.run()
     #expect(first.status == 1, "\(first.output)")

@@ -81,8 +81,10 @@ extension StepRunner {
     // Full data is loaded while it downloads (docs/network.md, "Loading while downloading"):
     // a second thread reads the part as it grows, in a transaction that commits only once
     // the download is finished and verified. Members of a parallel group load after their
-    // download, so that their loads, one at a time, never hold a transaction open over one.
-    let growing = deltaFrom == nil && !inGroup ? GrowingFile() : nil
+    // download, so that their loads, one at a time, never hold a transaction open over one;
+    // so do loads into PostgreSQL, whose TRUNCATE would lock the table for the download's
+    // length (a paused runner's would stop the runner that takes over from it).
+    let growing = deltaFrom == nil && !inGroup && manifest.database?.postgres == nil ? GrowingFile() : nil
     let answer = Mutex<(head: PlatformClient.AnswerHead, report: StepReport)?>(nil)
     let loading = showLoadProgress(store)
     defer { loading?.stop() }
