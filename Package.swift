@@ -53,9 +53,9 @@ let package = Package(
 
     /// The store seam (target database and run journal, as the engine sees them) and SQLite
     /// behind it: connection, physical table names, streaming table loads, the run journal.
-    .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite", "CYAJL"]),
+    .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite"]),
     /// PostgreSQL over libpq: connections, COPY, the value and identifier rules, the run lock.
-    .target(name: "DrayPostgres", dependencies: ["DrayModel", "CLibPQ"]),
+    .target(name: "DrayPostgres", dependencies: ["DrayModel", "DrayJSON", "CLibPQ"]),
     /// PostgreSQL behind the store seam: `PostgresStore` (schemes, COPY loads, SQL) and
     /// `PostgresJournal` (runs, checkpoints, the run lock and its fencing generation).
     .target(name: "DrayPostgresStore", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayPostgres"]),
@@ -89,7 +89,8 @@ let package = Package(
     .target(
       name: "DrayCLI",
       dependencies: [
-        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayRecords", "DrayTransport", "DrayEngine",
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayRecords",
+        "DrayTransport", "DrayEngine",
       ]
     ),
     /// The thin executable.
@@ -98,7 +99,8 @@ let package = Package(
     // MARK: Benchmarks
 
     /// COPY of generated rows through the PostgreSQL value rule (Benchmarks/postgres-copy.py).
-    .executableTarget(name: "dray-bench-postgres", dependencies: ["DrayModel", "DrayPostgres"], path: "Benchmarks/PostgresCopy"),
+    .executableTarget(
+      name: "dray-bench-postgres", dependencies: ["DrayModel", "DrayJSON", "DrayPostgres"], path: "Benchmarks/PostgresCopy"),
 
     // MARK: Tests
 
@@ -111,7 +113,7 @@ let package = Package(
     .testTarget(name: "DrayJSONTests", dependencies: ["DrayModel", "DrayJSON", "DrayTestSupport"]),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayStore", "DrayTestSupport"]),
-    .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayPostgres", "DrayTestSupport"]),
+    .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayJSON", "DrayPostgres", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(

@@ -4,6 +4,7 @@
 //
 //     dray-bench-postgres copy URL ROWS     # into table bench (created by the script)
 //     dray-bench-postgres csv FILE ROWS     # the same rows as CSV
+import DrayJSON
 import DrayModel
 import DrayPostgres
 import Foundation

@@ -15,8 +15,8 @@ public enum DrayCommandLine {
       dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]
       dray status JOB.yaml [--runs N]
       dray report JOB.yaml [--run RUN_ID] [--runs N] [-o FILE.html]
-      dray tables DATABASE [--resource NAME [--params JSON] [--table TABLE]] [--json]
-      dray query DATABASE SQL
+      dray tables DATABASE [--schema NAME] [--resource NAME [--params JSON] [--table TABLE]] [--json]
+      dray query DATABASE SQL [--schema NAME]
       dray schema
       dray version
 
@@ -32,6 +32,10 @@ public enum DrayCommandLine {
       --runs N          status shows the N latest runs (default 10), report charts them (default 30)
       --run RUN_ID      report draws this run (default the newest)
       -o FILE           report writes the page there (default beside the run's JSON report, .html)
+      --schema NAME     tables and query: the schema of a PostgreSQL DATABASE (default public)
+
+    DATABASE is an SQLite file or a PostgreSQL URL (postgresql://user@host:port/database;
+    the password from PGPASSWORD or ~/.pgpass).
 
     Paths in a manifest are relative to its folder. `dray COMMAND --help` prints this.
     Exit codes: 0 success, 1 a step failed (or the run's record is incomplete),

@@ -1,6 +1,8 @@
 internal import DrayEngine
 internal import DrayJSON
 internal import DrayModel
+internal import DrayPostgres
+internal import DrayPostgresStore
 internal import DrayStore
 internal import Foundation
 
@@ -31,6 +33,9 @@ enum PlanCommand {
     let resume: ResumePlan
     do {
       resume = try ResumePlan(manifest: manifest, options: options, journal: try existingJournal(manifest))
+    } catch let error as PostgresError {
+      DrayCommandLine.printError(manifest.redactor.redact("dray: cannot read the run journal: \(error.userMessage)"))
+      return ExitCode.stepFailed
     } catch {
       DrayCommandLine.printError(
         manifest.redactor.redact("dray: cannot read the run journal at \(Runner.journalPath(for: manifest)): \(error)"))
@@ -45,11 +50,18 @@ enum PlanCommand {
   /// The schemes the job's database holds from earlier runs, by resource; empty when it has
   /// none (nothing is created). They give the exact names of every output table.
   static func recordedSchemes(_ manifest: Manifest) -> [String: ResourceScheme] {
-    guard let database = manifest.database?.path.map({ manifest.resolve($0) }), FileManager.default.fileExists(atPath: database),
-      DatabaseFile.problem(database) == nil, let probe = try? Database(path: database, create: false, readOnly: true),
-      (try? probe.tableExists("_dray_resources")) == true, (try? probe.tableExists("_dray_tables")) == true,
-      let store = try? Store(path: database)
-    else { return [:] }
+    let scheme: (String) -> ResourceScheme?
+    if let target = manifest.database?.postgres {
+      guard let store = try? PostgresStore(reading: target) else { return [:] }
+      scheme = { try? store.scheme(for: $0) }
+    } else {
+      guard let database = manifest.database?.path.map({ manifest.resolve($0) }), FileManager.default.fileExists(atPath: database),
+        DatabaseFile.problem(database) == nil, let probe = try? Database(path: database, create: false, readOnly: true),
+        (try? probe.tableExists("_dray_resources")) == true, (try? probe.tableExists("_dray_tables")) == true,
+        let store = try? Store(path: database)
+      else { return [:] }
+      scheme = { try? store.scheme(for: $0) }
+    }
     var schemes: [String: ResourceScheme] = [:]
     for step in manifest.allSteps {
       var resources: [String] = []
@@ -59,7 +71,7 @@ enum PlanCommand {
       case .table, .request, .files, .sql, .query, .http, .parallel: resources = JobPlan.references(step).map(\.resource)
       }
       for resource in resources where schemes[resource] == nil {
-        if let scheme = try? store.scheme(for: resource) { schemes[resource] = scheme }
+        if let found = scheme(resource) { schemes[resource] = found }
       }
     }
     return schemes
@@ -79,8 +91,10 @@ enum PlanCommand {
     return kept
   }
 
-  /// The job's journal when its file and tables exist; nil otherwise (nothing is created).
-  static func existingJournal(_ manifest: Manifest) throws -> Journal? {
+  /// The job's journal when its file (or PostgreSQL schema) and tables exist; nil otherwise
+  /// (nothing is created).
+  static func existingJournal(_ manifest: Manifest) throws -> (any RunJournal)? {
+    if let target = manifest.database?.postgres { return try PostgresJournal.existing(target: target) }
     let path = Runner.journalPath(for: manifest)
     guard FileManager.default.fileExists(atPath: path) else { return nil }
     if let kind = FileKind.refusal(at: path, followingLinks: true) { throw JournalError.notAFile(path: path, kind: kind) }
@@ -231,7 +245,7 @@ struct JobPlan {
     if let database = manifest.database?.path { rows.append(("database", manifest.resolve(database))) }
     rows.append(
       ("downloads", manifest.resolve(manifest.download.path) + (manifest.download.resume ? ", resumed when broken" : ", not resumed")))
-    rows.append(("journal", Runner.journalPath(for: manifest)))
+    rows.append(("journal", Runner.journalLocation(for: manifest)))
     rows.append(("report", reportPath + " (\(manifest.report.formats.map(\.rawValue).joined(separator: ", ")))"))
     rows.append(("resume", resumeSummary))
     lines += Self.aligned(rows, indent: "  ")
@@ -410,7 +424,7 @@ struct JobPlan {
     pairs += [
       ("database", manifest.database?.path.map { .string(manifest.resolve($0)) } ?? .null),
       ("download", .object([("path", .string(manifest.resolve(manifest.download.path))), ("resume", .bool(manifest.download.resume))])),
-      ("journal", .string(Runner.journalPath(for: manifest))),
+      ("journal", .string(Runner.journalLocation(for: manifest))),
       (
         "report",
         .object([

@@ -1,12 +1,16 @@
 internal import DrayEngine
 internal import DrayJSON
 internal import DrayModel
+internal import DrayPostgres
+internal import DrayPostgresStore
 internal import DrayStore
 internal import Foundation
 internal import Glibc
 
 /// `dray status JOB.yaml [--runs N]`: recent runs and each step's checkpoint, read without
-/// writing anything.
+/// writing anything: from the SQLite journal, or for `database.url` from the journal in the
+/// job's PostgreSQL schema (password as for `dray run`: `database.password`, the URL,
+/// `PGPASSWORD`, `~/.pgpass`).
 enum StatusCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, options: ["--runs"])
@@ -16,6 +20,20 @@ enum StatusCommand {
     let limit = try args.values["--runs"].map { text in
       guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
       return n
+    }
+    if let target = manifest.database?.postgres {
+      do {
+        guard let journal = try PostgresJournal.existing(target: target) else {
+          print("job \(manifest.job): no runs yet (no journal in schema \(target.schema) of \(target.url.redacted))")
+          return ExitCode.success
+        }
+        // The runs' processes ran on whichever machines ran them: no liveness check here.
+        print(try text(manifest, journal: journal, limit: limit ?? 10, checksProcesses: false))
+      } catch let error as PostgresError {
+        DrayCommandLine.printError("dray: \(error.userMessage)")
+        return ExitCode.stepFailed
+      }
+      return ExitCode.success
     }
     let path = Runner.journalPath(for: manifest)
     let journal: Journal
@@ -33,7 +51,9 @@ enum StatusCommand {
   }
 
   /// The status report of `manifest`'s job from `journal`.
-  static func text(_ manifest: Manifest, journal: any RunJournal, limit: Int) throws -> String {
+  /// - Parameter checksProcesses: whether a `running` run's process is looked for on this
+  ///   machine (a journal on this machine's disk); false for a shared database's journal.
+  static func text(_ manifest: Manifest, journal: any RunJournal, limit: Int, checksProcesses: Bool = true) throws -> String {
     let runs = try journal.runs(job: manifest.job, limit: limit)
     var lines = ["job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(journal.location))"]
     for run in runs {
@@ -44,6 +64,7 @@ enum StatusCommand {
       if run.lineage != run.id { notes.append("continues \(run.lineage)") }
       switch run.status {
       case .abandoned: notes.append("process \(run.processID) ended without recording an end")
+      case .running where !checksProcesses: notes.append("process \(run.processID)")
       case .running:
         notes.append(
           kill(pid_t(run.processID), 0) == 0 || errno == EPERM
@@ -71,28 +92,24 @@ enum StatusCommand {
   }
 }
 
-/// `dray tables DATABASE [--resource R [--params JSON] [--table T]] [--json]`: physical
-/// table names, as the SDK's `getTableNamesInDatabase` (every table dray recorded) and
-/// `getTablesName` (the tables of one resource and parameter set) give them.
+/// `dray tables DATABASE [--schema S] [--resource R [--params JSON] [--table T]] [--json]`:
+/// physical table names, as the SDK's `getTableNamesInDatabase` (every table dray recorded)
+/// and `getTablesName` (the tables of one resource and parameter set) give them.
 ///
-/// Prints one name per line, or with `--json` the bookkeeping of each table. Reads the
-/// database without changing it. Exits 1 when `--resource` names tables that were never
-/// loaded or when there is no database, 2 for a wrong command line.
+/// DATABASE is an SQLite file or a PostgreSQL URL (`DatabaseArgument`; `--schema`, default
+/// `public`, names the job's schema). Prints one name per line, or with `--json` the
+/// bookkeeping of each table. Reads the database without changing it. Exits 1 when
+/// `--resource` names tables that were never loaded, when there is no database (or no
+/// such schema), or when PostgreSQL cannot be reached or refuses; 2 for a wrong command
+/// line, a malformed URL included.
 enum TablesCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
-    let args = try Arguments(arguments, flags: ["--json"], options: ["--resource", "--params", "--table"])
+    let args = try Arguments(arguments, flags: ["--json"], options: ["--resource", "--params", "--table", "--schema"])
     guard args.positional.count == 1 else {
-      throw UsageError("tables takes one database: dray tables DATABASE [--resource NAME [--params JSON] [--table NAME]] [--json]")
+      throw UsageError(
+        "tables takes one database: dray tables DATABASE [--schema NAME] [--resource NAME [--params JSON] [--table NAME]] [--json]")
     }
-    let path = args.positional[0]
-    guard FileManager.default.fileExists(atPath: path) else {
-      DrayCommandLine.printError("dray: no database at \(path); check the path (a run of the job creates it)")
-      return ExitCode.stepFailed
-    }
-    if let problem = DatabaseFile.problem(path) {
-      DrayCommandLine.printError("dray: \(problem)")
-      return ExitCode.stepFailed
-    }
+    let database = try DatabaseArgument(args.positional[0], schema: args.values["--schema"])
     let resource = args.values["--resource"]
     if resource == nil && (args.values["--params"] != nil || args.values["--table"] != nil) {
       throw UsageError("--params and --table choose among the tables of one resource; add --resource NAME")
@@ -110,8 +127,39 @@ enum TablesCommand {
       }
       guard case .object = params else { throw UsageError("--params must be a JSON object, such as '{\"region\":\"EU\"}'") }
     }
-    let database = try Database(path: path, create: false, readOnly: true)
-    var records = try Store.records(in: database, resource: resource)
+    let location: String
+    let quote: (String) -> String
+    let naming: TableNaming
+    var records: [Store.TableRecord]
+    switch database {
+    case .sqlite(let path):
+      guard FileManager.default.fileExists(atPath: path) else {
+        DrayCommandLine.printError("dray: no database at \(path); check the path (a run of the job creates it)")
+        return ExitCode.stepFailed
+      }
+      if let problem = DatabaseFile.problem(path) {
+        DrayCommandLine.printError("dray: \(problem)")
+        return ExitCode.stepFailed
+      }
+      records = try Store.records(in: Database(path: path, create: false, readOnly: true), resource: resource)
+      (location, quote, naming) = (path, Database.quote, Store.naming)
+    case .postgres(let target):
+      location = "schema \(target.schema) of \(target.url.redacted)"
+      do {
+        let store = try PostgresStore(reading: target)
+        guard try store.schemaExists() else {
+          DrayCommandLine.printError(
+            "dray: PostgreSQL at \(target.url.redacted) has no schema \(target.schema); name the job's schema with --schema (database.schema in its manifest)"
+          )
+          return ExitCode.stepFailed
+        }
+        records = try store.records(resource: resource)
+      } catch let error as PostgresError {
+        DrayCommandLine.printError("dray: \(error.userMessage)")
+        return ExitCode.stepFailed
+      }
+      (quote, naming) = (PostgresIdentifier.quoted, PostgresStore.naming)
+    }
     if let resource {
       records = records.filter { $0.params == params.canonicalJSON }
       if let table = args.values["--table"] {
@@ -119,15 +167,15 @@ enum TablesCommand {
         records = records.filter { $0.sourceTable == table }
         if records.isEmpty && !tables.isEmpty {
           DrayCommandLine.printError(
-            "dray: resource '\(resource)' has no output table '\(table)' in \(path); its tables: \(tables.joined(separator: ", "))")
+            "dray: resource '\(resource)' has no output table '\(table)' in \(location); its tables: \(tables.joined(separator: ", "))")
           return ExitCode.stepFailed
         }
       }
       if records.isEmpty {
         let table = args.values["--table"] ?? "output_table"
-        let name = Store.tableName(resource: resource, table: table, params: params)
+        let name = naming.physicalName(resource: resource, table: table, params: params)
         DrayCommandLine.printError(
-          "dray: \(path) holds no table of resource '\(resource)'\(args.values["--table"].map { ", output table '\($0)'" } ?? "") for params \(params.canonicalJSON); a schemes or table_stream step would create \(Database.quote(name))"
+          "dray: \(location) holds no table of resource '\(resource)'\(args.values["--table"].map { ", output table '\($0)'" } ?? "") for params \(params.canonicalJSON); a schemes or table_stream step would create \(quote(name))"
         )
         return ExitCode.stepFailed
       }
@@ -151,63 +199,78 @@ enum TablesCommand {
   }
 }
 
-/// `dray query DATABASE SQL`: runs one read-only statement (one for which
-/// `sqlite3_stmt_readonly` is true, https://sqlite.org/c3ref/stmt_readonly.html; any other
-/// is refused before it runs) on a read-only connection and prints the SDK's `query` answer, `{"status":"ok","result":{"database":{"records":[{column: value}]}}}`,
-/// or `{"status":"error","error":"<SQLite's message>"}` with exit code 1.
+/// `dray query DATABASE SQL [--schema S]`: runs one read-only statement and prints the
+/// SDK's `query` answer, `{"status":"ok","result":{"database":{"records":[{column: value}]}}}`,
+/// or `{"status":"error","error":"<the database's message>"}` with exit code 1.
 ///
-/// Values: INTEGER as a JSON integer (exact), REAL as the shortest JSON number that reads
-/// back as the same double (infinities as null), TEXT as a string, NULL as null, BLOB as a
-/// base64 string. Records stream out as the statement steps, so memory stays flat whatever
-/// the row count; an error after the first 1 MiB of output was written cannot turn into the
-/// error shape: the output stops there, the error goes to standard error, the exit code is 1.
+/// On an SQLite file (read-only connection) the statement must be one for which
+/// `sqlite3_stmt_readonly` is true (https://sqlite.org/c3ref/stmt_readonly.html; any other
+/// is refused before it runs). On a PostgreSQL URL (`DatabaseArgument`; `search_path` set
+/// to `--schema`, default `public`) it runs in a `READ ONLY` transaction of a read-only
+/// session, so the server refuses any write (SQLSTATE 25006).
+///
+/// Values: integers as JSON integers (exact), reals as the shortest JSON number that reads
+/// back as the same double (infinities as null), text as a string, NULL as null, an SQLite
+/// BLOB as a base64 string, a PostgreSQL boolean as 1 or 0 (as SQLite stores it) and any
+/// other PostgreSQL type as its text. SQLite's records stream out as the statement steps,
+/// so memory stays flat whatever the row count (PostgreSQL's answer is read whole first); an
+/// error after the first 1 MiB of output was written cannot turn into the error shape: the
+/// output stops there, the error goes to standard error, the exit code is 1. A malformed
+/// URL is a wrong command line (exit 2).
 enum QueryCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
-    let args = try Arguments(arguments)
-    guard args.positional.count == 2 else { throw UsageError("query takes a database and SQL: dray query DATABASE 'SELECT ...'") }
-    let path = args.positional[0]
+    let args = try Arguments(arguments, options: ["--schema"])
+    guard args.positional.count == 2 else {
+      throw UsageError("query takes a database and SQL: dray query DATABASE 'SELECT ...' [--schema NAME]")
+    }
+    let database = try DatabaseArgument(args.positional[0], schema: args.values["--schema"])
+    let sql = args.positional[1]
     let output = Output()
-    do {
-      guard FileManager.default.fileExists(atPath: path) else { throw QueryError("no database at \(path)") }
-      if let problem = DatabaseFile.problem(path) { throw QueryError(problem) }
-      let database = try Database(path: path, create: false, readOnly: true)
-      let statement = try database.prepareOne(args.positional[1])
-      // Refused before it runs: a read-only connection still lets `VACUUM INTO` write a
-      // new file and `PRAGMA journal_mode=...` try to change the database.
-      guard statement.isReadOnly else {
-        throw QueryError(
-          "dray query only reads, and this statement would change a database or write a file (SQLite's sqlite3_stmt_readonly); use SELECT, WITH or a read-only PRAGMA, and change data with an sql step in a job"
-        )
-      }
-      let names = (0..<statement.columnCount).map { statement.columnName($0) }.map { name -> [UInt8] in
+    var names: [[UInt8]] = []
+    var first = true
+    func begin(_ columns: [String]) {
+      names = columns.map { name -> [UInt8] in
         var key = ""
         JSONValue.writeString(name, to: &key)
         return Array(key.utf8) + [UInt8(ascii: ":")]
       }
       output.append(#"{"status":"ok","result":{"database":{"records":["#)
-      var first = true
-      while try statement.step() {
-        output.append(first ? "{" : ",{")
-        first = false
-        for (index, name) in names.enumerated() {
-          if index > 0 { output.append(",") }
-          output.bytes.append(contentsOf: name)
-          QueryCommand.append(statement.value(index), to: output)
+    }
+    func record(_ values: [SQLValue]) {
+      output.append(first ? "{" : ",{")
+      first = false
+      for (index, name) in names.enumerated() {
+        if index > 0 { output.append(",") }
+        output.bytes.append(contentsOf: name)
+        QueryCommand.append(values[index], to: output)
+      }
+      output.append("}")
+      output.flushIfFull()
+    }
+    do {
+      switch database {
+      case .sqlite(let path):
+        guard FileManager.default.fileExists(atPath: path) else { throw QueryError("no database at \(path)") }
+        if let problem = DatabaseFile.problem(path) { throw QueryError(problem) }
+        let database = try Database(path: path, create: false, readOnly: true)
+        let statement = try database.prepareOne(sql)
+        // Refused before it runs: a read-only connection still lets `VACUUM INTO` write a
+        // new file and `PRAGMA journal_mode=...` try to change the database.
+        guard statement.isReadOnly else {
+          throw QueryError(
+            "dray query only reads, and this statement would change a database or write a file (SQLite's sqlite3_stmt_readonly); use SELECT, WITH or a read-only PRAGMA, and change data with an sql step in a job"
+          )
         }
-        output.append("}")
-        output.flushIfFull()
+        begin((0..<statement.columnCount).map { statement.columnName($0) })
+        while try statement.step() { record((0..<names.count).map { statement.value($0) }) }
+      case .postgres(let target):
+        try PostgresStore(reading: target).query(sql, columns: begin, row: record)
       }
       output.append("]}}}\n")
       output.flush()
       return ExitCode.success
     } catch {
-      var message = "\(error)"
-      if let sqlite = error as? SQLiteError {
-        message = sqlite.message
-        if sqlite.code & 0xff == 8 {  // SQLITE_READONLY
-          message = "dray query only reads; change data with an sql step in a job (\(message))"
-        }
-      }
+      let message = QueryCommand.message(error)
       if output.flushed {
         output.flush()
         DrayCommandLine.printError("\ndray: the query failed after its first records were printed: \(message)")
@@ -215,6 +278,24 @@ enum QueryCommand {
         print(JSONValue.object([("status", .string("error")), ("error", .string(message))]).json)
       }
       return ExitCode.stepFailed
+    }
+  }
+
+  /// The error shape's message for what stopped a query.
+  static func message(_ error: any Error) -> String {
+    switch error {
+    case let sqlite as SQLiteError:
+      // SQLITE_READONLY
+      sqlite.code & 0xff == 8 ? "dray query only reads; change data with an sql step in a job (\(sqlite.message))" : sqlite.message
+    case let postgres as PostgresError:
+      // read_only_sql_transaction
+      postgres.sqlState == "25006"
+        ? "dray query only reads; change data with an sql step in a job (\(postgres.userMessage))" : postgres.userMessage
+    case UserSQLError.notOneStatement(let rest?): "dray query runs one statement; found another after the first: \(rest)"
+    case UserSQLError.notOneStatement(nil): "the query holds no SQL statement"
+    case UserSQLError.transactionControl(let statement):
+      "dray query only reads, in a transaction of its own; '\(statement)' would begin or end one: remove it"
+    default: "\(error)"
     }
   }
 

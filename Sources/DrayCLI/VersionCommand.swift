@@ -2,6 +2,7 @@ internal import DrayEngine
 internal import DrayJSON
 internal import DrayManifest
 internal import DrayModel
+internal import DrayPostgres
 internal import DrayRecords
 internal import DrayStore
 internal import DrayTransport
@@ -21,11 +22,10 @@ internal import DrayTransport
 /// function, so it names the copy loaded at run time.
 enum VersionCommand {
   /// The C libraries, in the order of `Package.swift`'s system-library targets.
-  /// libpq (PQlibVersion) joins this list with the PostgreSQL target.
   static var libraries: [LibraryVersion] {
     [
       YAMLParser.libraryVersion, Database.libraryVersion, HTTPClient.libraryVersion, JSONEvents.libraryVersion,
-      SHA256.libraryVersion, XMLRecordReader.libraryVersion,
+      SHA256.libraryVersion, XMLRecordReader.libraryVersion, PostgresConnection.libraryVersion,
     ]
   }
 

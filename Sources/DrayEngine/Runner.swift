@@ -1,5 +1,6 @@
 public import DrayModel
 internal import DrayPlatform
+internal import DrayPostgres
 internal import DrayPostgresStore
 public import DrayStore
 internal import DrayTransport
@@ -37,6 +38,13 @@ public final class Runner {
   public static func journalPath(for manifest: Manifest) -> String {
     if let database = manifest.database?.path { return manifest.resolve(database) }
     return manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
+  }
+
+  /// Where the journal is, as messages and `dray plan` name it: `journalPath`, or for
+  /// `database.url` "schema S of URL" with the URL's password masked.
+  public static func journalLocation(for manifest: Manifest) -> String {
+    if let target = manifest.database?.postgres { return "schema \(target.schema) of \(target.url.redacted)" }
+    return journalPath(for: manifest)
   }
 
   /// The job's run journal, opened for this run: `PostgresJournal` in the schema of a
@@ -95,9 +103,22 @@ public final class Runner {
       )
     }
 
+    // A PostgreSQL server that cannot be reached, or drops the connection, is retried under
+    // the job's retry policy (ConnectionRetry), at the start, in each step and at the end.
+    let retryBudget = RetryBudget()
+    let connections = ConnectionRetry(
+      manifest: manifest, policy: manifest.retry, cancellation: cancellation, budget: retryBudget,
+      record: { [console] in console.info(Runner.describe($0)) })
     let journal: any RunJournal
     do {
+      if let target = manifest.database?.postgres {
+        // Until the server answers: then the journal opens on a server that is up.
+        try connections.run { _ in try PostgresConnection(url: target.url, password: target.password).close() }
+      }
       journal = try openJournal()
+    } catch let error as PostgresError {
+      // One line: what failed, at which (redacted) URL, and what to do.
+      return fail(&report, error.userMessage)
     } catch {
       return fail(&report, "\(error)")
     }
@@ -147,7 +168,7 @@ public final class Runner {
     }
     let shared = RunContext(
       manifest: manifest, runID: runID, lineage: lineage, fresh: options.fresh, skipReasons: plan.skipReasons, console: console,
-      cancellation: cancellation, session: session, journal: journal)
+      cancellation: cancellation, session: session, journal: journal, retryBudget: retryBudget)
 
     var stopped: RunStatus?
     for (index, step) in manifest.steps.enumerated() {
@@ -189,7 +210,11 @@ public final class Runner {
         "interrupted by \(Runner.signalName(cancellation)); the run stopped at a safe point and the next 'dray run' resumes it")
     }
     do {
-      try shared.journal.withLock { try $0.finish(runID: runID, status: status.journalStatus, endedAt: RunReport.rfc3339(report.endedAt)) }
+      try connections.run(reconnect: shared.reconnectJournal) { _ in
+        try shared.journal.withLock {
+          try $0.finish(runID: runID, status: status.journalStatus, endedAt: RunReport.rfc3339(report.endedAt))
+        }
+      }
     } catch {
       // The journal is the record of what ran: a run whose end it lacks must not claim
       // success (the next run finds it still 'running', marks it abandoned and resumes).
@@ -272,6 +297,15 @@ public final class Runner {
     return formatter.string(from: date) + "-" + UUID().uuidString.lowercased().prefix(6)
   }
 
+  /// An attempt of a run-level call (a PostgreSQL connection) as the log shows it.
+  static func describe(_ attempt: Attempt) -> String {
+    let call = attempt.call.map { "\($0) " } ?? ""
+    let what =
+      "\(call)attempt \(attempt.number) failed after \(String(format: "%.2fs", attempt.duration)): \(attempt.message ?? attempt.outcome.code)"
+    guard attempt.outcome != .ok else { return "\(call)attempt \(attempt.number): ok" }
+    return what + (attempt.wait.map { "; trying again in \(String(format: "%.2fs", $0))" } ?? "")
+  }
+
   /// SHA-256 of the canonical JSON of every step's definition and the job's name.
   static func manifestFingerprint(_ manifest: Manifest) -> String {
     SHA256.hex(JSONValue.object([("job", .string(manifest.job)), ("steps", .array(manifest.steps.map(\.definition)))]).canonicalJSON)
@@ -302,12 +336,13 @@ final class RunContext: Sendable {
   /// folders, this run's reports.
   let kept: KeptPaths
   /// The run's retry waits, over every step and thread (`retry.wait_budget`).
-  let retryBudget = RetryBudget()
+  let retryBudget: RetryBudget
 
   init(
     manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String], console: Console,
-    cancellation: Cancellation, session: PlatformSession?, journal: sending any RunJournal
+    cancellation: Cancellation, session: PlatformSession?, journal: sending any RunJournal, retryBudget: RetryBudget
   ) {
+    self.retryBudget = retryBudget
     self.manifest = manifest
     self.runID = runID
     self.lineage = lineage
@@ -319,6 +354,15 @@ final class RunContext: Sendable {
     self.journalLocation = journal.location
     self.journal = Mutex(journal)
     self.kept = KeptPaths.forOutputs(of: manifest, runID: runID)
+  }
+}
+
+extension RunContext {
+  /// Connects the run journal again when its connection to a PostgreSQL server was lost
+  /// (`PostgresJournal.reconnectIfLost`); does nothing on SQLite.
+  /// - Throws: `PostgresError`; `RunInProgress` when another runner took the job's lock.
+  func reconnectJournal() throws {
+    try journal.withLock { try ($0 as? PostgresJournal)?.reconnectIfLost() }
   }
 }
 

@@ -7,11 +7,23 @@ extension Step {
     .object([("id", .string(id)), ("kind", .string(kindName)), ("options", kind.options)])
   }
 
-  /// SHA-256 of the canonical JSON of `definition` and the job's database path: equal
+  /// SHA-256 of the canonical JSON of `definition` and the job's database: equal
   /// fingerprints mean a finished step need not run again.
+  ///
+  /// The database is the resolved SQLite path, or for `database.url` the URL without its
+  /// password (wherever the password is written, it is not part of which database it is)
+  /// and the schema, so that two databases, or two schemas of one, never share a
+  /// fingerprint.
   public func fingerprint(in manifest: Manifest) -> String {
-    let database = manifest.database?.path.map { manifest.resolve($0) } ?? ""
-    return SHA256.hex(JSONValue.object([("step", definition), ("database", .string(database))]).canonicalJSON)
+    var fields: [(String, JSONValue)] = [("step", definition)]
+    if let target = manifest.database?.postgres {
+      var url = target.url
+      url.password = nil
+      fields += [("database", .string(url.redacted)), ("schema", .string(target.schema))]
+    } else {
+      fields.append(("database", .string(manifest.database?.path.map { manifest.resolve($0) } ?? "")))
+    }
+    return SHA256.hex(JSONValue.object(fields).canonicalJSON)
   }
 }
 

@@ -5,6 +5,7 @@ internal import DrayPostgresStore
 internal import DrayStore
 internal import DrayTransport
 internal import Foundation
+internal import Synchronization
 
 /// Runs one step: dispatches on its kind, times it, records its checkpoint, and turns any
 /// error into the step's report.
@@ -23,11 +24,26 @@ struct StepRunner {
     report.checkpointBefore = currentCheckpoint()
     let start = ContinuousClock.now
     console.info(summary.isEmpty ? step.kindName : "\(step.kindName) \(summary)", step: step.id)
+    // On PostgreSQL a lost connection runs the step again from its last commit, under the
+    // step's retry policy; those attempts join the step's report.
+    let initial = report
+    let reconnects = Mutex<[Attempt]>([])
+    let connections = ConnectionRetry(
+      manifest: manifest, policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget,
+      record: { [self] attempt in
+        logAttempt(attempt)
+        reconnects.withLock { $0.append(attempt) }
+      })
     do {
-      try execute(&report)
+      try connections.run(reconnect: context.reconnectJournal) { number in
+        if number > 1 { report = initial }
+        try execute(&report)
+      }
+      report.attempts += reconnects.withLock { $0 }
       CrashPoint.reach("committed:\(step.id)")
       report.status = .succeeded
     } catch {
+      report.attempts += reconnects.withLock { $0 }
       // A step that failed because the run lost its lock says so first: another runner may
       // be running the job now.
       let lost = context.cancellation.isCancelled || error is PostgresRunLockError ? nil : context.journal.withLock { $0.lostLock() }

@@ -388,7 +388,8 @@ struct ManifestValidator {
   }
 
   /// `database.url`, checked with `PostgresURL`, with `password` and `schema`; the URL's
-  /// password and `database.password` are secrets. Every problem is reported.
+  /// password and `database.password` are secrets, each at least `Redactor.minimumLength`
+  /// characters. Every problem is reported.
   private mutating func readPostgres(_ f: Fields, _ urlNode: YAMLNode) -> PostgresTarget? {
     var url: PostgresURL?
     if let text = reader.nonEmptyString(urlNode, "database.url") {
@@ -396,11 +397,14 @@ struct ManifestValidator {
         url = try PostgresURL(text)
       } catch {
         // The source line is shown with the error: mask what looks like a password first.
-        if let password = Self.passwordText(inURL: text) { reader.redactor.add(password) }
+        if let password = PostgresURL.passwordText(in: text) { reader.redactor.add(password) }
         reader.error(urlNode.location, "'database.url': \(error.message)")
       }
     }
-    if let password = url?.password { reader.redactor.add(password) }
+    if let password = url?.password {
+      // The same minimum as every secret: masking a short password would hide ordinary words.
+      reader.addSecret(password, "database.url", at: urlNode.location, subject: "'database.url' (its password)")
+    }
     var password: String?
     if let node = f["password"] {
       password = reader.string(node, "database.password", secret: true)
@@ -418,15 +422,6 @@ struct ManifestValidator {
     }
     guard let url, let schema else { return nil }
     return PostgresTarget(url: url, password: password, schema: schema)
-  }
-
-  /// The text between the user name and the last `@` of a URL's authority, as written.
-  static func passwordText(inURL text: String) -> String? {
-    guard let start = text.range(of: "://")?.upperBound else { return nil }
-    let authority = text[start...].prefix { $0 != "/" && $0 != "?" }
-    guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return nil }
-    let password = authority[authority.index(after: colon)..<at]
-    return password.isEmpty ? nil : String(password)
   }
 
   private mutating func readDownload(_ node: YAMLNode) -> DownloadSettings? {

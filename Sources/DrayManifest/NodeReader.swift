@@ -113,7 +113,8 @@ struct NodeReader {
       if secret || credential, unresolvable(path, error) { return (Self.unresolved, .doubleQuoted) }
       var isSecret = secret
       if case .unset(let name) = error, interpolator.secretVariables.contains(name) { isSecret = true }
-      let fileKey = path.hasSuffix(".password") ? "password_file" : nil
+      // `auth` and an http step's `basic` take a `password_file`; `database` does not.
+      let fileKey = path.hasSuffix(".password") && path != "database.password" ? "password_file" : nil
       self.error(node.location, "\(Self.label(path)): \(error.description(secret: isSecret, fileKey: fileKey))")
       return nil
     }

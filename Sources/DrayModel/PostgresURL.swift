@@ -288,6 +288,29 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
 
   public var description: String { redacted }
 
+  /// The password written in the user part of `text`, a URL that may not parse
+  /// (`user:password@` before the host), or nil: what to mask before a malformed URL is
+  /// shown.
+  public static func passwordText(in text: String) -> String? {
+    guard let start = text.range(of: "://")?.upperBound else { return nil }
+    let authority = text[start...].prefix { $0 != "/" && $0 != "?" }
+    guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return nil }
+    let password = authority[authority.index(after: colon)..<at]
+    return password.isEmpty ? nil : String(password)
+  }
+
+  /// `text`, a URL that may not parse, as it may be shown: its user-part password and the
+  /// value of a `password=` parameter masked as `***`.
+  public static func masked(_ text: String) -> String {
+    var shown = text
+    if let password = passwordText(in: text) { shown = shown.replacingOccurrences(of: password, with: Redactor.mask) }
+    guard let query = shown.firstIndex(of: "?") else { return shown }
+    let pairs = shown[shown.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { pair in
+      pair.hasPrefix("password=") ? "password=\(Redactor.mask)" : String(pair)
+    }
+    return shown[..<query] + "?" + pairs.joined(separator: "&")
+  }
+
   /// The libpq keyword/value pairs of this URL, ready for `PQconnectdbParams`: `user`,
   /// `password`, `host`, `port`, `dbname` where given, then the query parameters.
   public var keywordValues: [(keyword: String, value: String)] {

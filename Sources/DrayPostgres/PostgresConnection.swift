@@ -76,6 +76,13 @@ public final class PostgresConnection {
 
   deinit { close() }
 
+  /// The libpq loaded at run time (`PQlibVersion`, §34.11 "Miscellaneous Functions"): from
+  /// PostgreSQL 10 on, `major × 10000 + minor`, printed "major.minor" ("15.20").
+  public static var libraryVersion: LibraryVersion {
+    let packed = Int(PQlibVersion())
+    return LibraryVersion(name: "libpq", version: "\(packed / 10000).\(packed % 10000)")
+  }
+
   /// Closes the connection (`PQfinish`); an open transaction is rolled back by the server.
   /// Closing twice does nothing.
   public func close() {

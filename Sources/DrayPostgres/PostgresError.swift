@@ -39,18 +39,19 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
   ///
   /// | SQLSTATE | meaning (Appendix A) |
   /// |---|---|
-  /// | class `08` | connection exception: refused, reset, lost (also libpq's own failures) |
+  /// | class `08` but `08004` | connection exception: refused, reset, lost (also libpq's own failures) |
   /// | `57P01`, `57P02`, `57P03` | admin shutdown, crash shutdown, cannot connect now (starting up, restarting, in recovery) |
   /// | `53300` | too many connections |
   /// | `40001`, `40P01` | serialization failure, deadlock detected |
   /// | `55P03` | lock not available |
   ///
-  /// Every other code is permanent: `28P01` (bad password), `28000` (no such role or no
+  /// Every other code is permanent: `08004` (the TLS `sslmode` asks for and the server's
+  /// disagree), `28P01` (bad password), `28000` (no such role or no
   /// `pg_hba.conf` entry), `3D000` (no such database), `42501` (no privilege), `42P01`
   /// (no such table), `22xxx` (bad data), and so on. Running again would fail the same way.
   public var isTransient: Bool {
     guard let code = sqlState else { return false }
-    if code.hasPrefix("08") { return true }
+    if code.hasPrefix("08") { return code != "08004" }
     return ["57P01", "57P02", "57P03", "53300", "40001", "40P01", "55P03"].contains(code)
   }
 
@@ -72,6 +73,10 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     case "42501":
       return
         "\(at): \(message); grant the role the privilege (for a schema: GRANT USAGE, CREATE ON SCHEMA ... TO ...) or choose another database.schema"
+    case "3F000":
+      return "\(at): \(message); create the schema (CREATE SCHEMA ... AUTHORIZATION the role) or choose another database.schema"
+    case "08004":
+      return "cannot connect securely to \(at): \(message); check sslmode (and sslrootcert) in database.url against the server's TLS setup"
     case "08001":
       return "cannot reach \(at): \(message); check the host and port in database.url and that the server runs and accepts TCP connections"
     case "53300":
@@ -107,7 +112,8 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
   /// failed` (28P01), `no password supplied` (28P01), `database "..." does not exist`
   /// (3D000), `role "..." does not exist` and `no pg_hba.conf entry` (28000), `too many
   /// clients` (53300), `the database system is starting up / shutting down / in recovery
-  /// mode` (57P03). Anything else is `08001`: transient, as a refused or unreachable host is.
+  /// mode` (57P03), TLS refusals (`SSL was required`, a `certificate` that does not verify:
+  /// 08004). Anything else is `08001`: transient, as a refused or unreachable host is.
   static func connectionFailure(_ libpqMessage: String, url: PostgresURL) -> PostgresError {
     let text = libpqMessage.split(whereSeparator: \.isNewline).first.map { oneLine(String($0)) } ?? ""
     let rules: [(String, String)] = [
@@ -116,6 +122,9 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
       ("too many clients", "53300"), ("the database system is", "57P03"),
     ]
     var state = rules.first { text.contains($0.0) }?.1 ?? "08001"
+    // libpq's own TLS refusals (`server does not support SSL, but SSL was required`, a
+    // certificate that does not verify): running again fails the same way.
+    if state == "08001" && (text.contains("SSL was required") || text.contains("certificate")) { state = "08004" }
     if state == "3D000" && text.contains("role \"") { state = "28000" }
     return PostgresError(sqlState: state, message: serverPart(text), url: url.redacted)
   }

@@ -81,6 +81,28 @@ public struct PostgresRunLock: Sendable, Hashable {
     }
   }
 
+  /// What the server knows of the session holding the job's lock, for a message when that
+  /// session has recorded no run yet: "server process 4242, client 10.0.0.5, connected
+  /// 2026-12-01T16:08:58Z" (`pg_locks` and `pg_stat_activity`; the client and the time are
+  /// left out where the server hides them from this role). Nil when no session holds it.
+  ///
+  /// - Throws: `PostgresError`.
+  public static func holder(job: String, schema: String, on connection: PostgresConnection) throws(PostgresError) -> String? {
+    let row = try connection.execute(
+      """
+      SELECT l.pid, host(a.client_addr), to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+      FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = $1
+      LIMIT 1
+      """, [.integer(key(job: job, schema: schema))]
+    ).rows.first
+    guard let row, let pid = row[0].integer else { return nil }
+    var parts = ["server process \(pid)"]
+    if let client = row[1].text { parts.append("client \(client)") }
+    if let since = row[2].text { parts.append("connected \(since)") }
+    return parts.joined(separator: ", ")
+  }
+
   /// SQL true when this session holds the session-level advisory lock of key `$1`.
   static let heldByThisSession = """
     EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted

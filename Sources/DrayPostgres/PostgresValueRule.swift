@@ -1,17 +1,5 @@
+public import DrayJSON
 internal import Foundation
-
-/// One value of a table answer as the JSON parser hands it over, its bytes borrowed for the
-/// call only.
-public enum JSONToken {
-  case null
-  case bool(Bool)
-  /// A JSON number exactly as written (`12`, `-0.5`, `1e999`, `9223372036854775808`).
-  case number(UnsafeBufferPointer<UInt8>)
-  /// A string's UTF-8 bytes, unescaped.
-  case string(UnsafeBufferPointer<UInt8>)
-  /// An array or object as its compact JSON text (key order kept, numbers as written).
-  case nested(UnsafeBufferPointer<UInt8>)
-}
 
 /// The value rule for PostgreSQL: what each JSON value becomes in a column of each
 /// `PostgresColumnType`, the counterpart of docs/store.md's rule for SQLite.
@@ -100,6 +88,15 @@ public enum PostgresValueRule {
       }
       writer.appendVerbatim(text)
     case (.doublePrecision, .real):
+      // A decimal without an exponent shorter than 300 characters is finite, and normal
+      // when not zero (its magnitude is between 1e-300 and 1e300): PostgreSQL reads it
+      // exactly as written, so the common case needs no conversion here.
+      if text.count < 300, !text.contains(where: { $0 | 0x20 == UInt8(ascii: "e") }),
+        text.contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") })
+      {
+        writer.appendVerbatim(text)
+        return
+      }
       let string = String(decoding: text, as: UTF8.self)
       guard let d = Double(string), d.isFinite else { throw refusal("a number beyond a double's range", string, column) }
       // PostgreSQL refuses text whose value underflows (strtod's ERANGE), e.g. 1e-400.

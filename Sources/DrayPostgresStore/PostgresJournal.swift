@@ -11,8 +11,11 @@ public import DrayStore
 /// `RunInProgress` at once. The lock's generation (`runLock`) is checked inside every
 /// commit: the stores' (`PostgresStore.write`) and this journal's own.
 public final class PostgresJournal {
-  let connection: PostgresConnection
+  private(set) var connection: PostgresConnection
   let schema: String
+  /// Where to connect again after the connection was lost (`reconnectIfLost`); nil for a
+  /// journal opened to read only.
+  private let target: PostgresTarget?
   /// The lock taken by `begin`; nil before.
   public private(set) var runLock: PostgresRunLock?
 
@@ -33,7 +36,56 @@ public final class PostgresJournal {
   public init(target: PostgresTarget) throws {
     connection = try PostgresConnection(url: target.url, password: target.password)
     schema = target.schema
+    self.target = target
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
+  }
+
+  /// Connects again when the connection no longer answers (the server restarted, the
+  /// network dropped it), and takes the run lock again when this journal held it: the
+  /// server released the lock with the old session, and the new generation fences out
+  /// anything still using the old one. Does nothing while the connection answers.
+  ///
+  /// - Throws: `PostgresError` when the server cannot be reached (transient: the caller
+  ///   retries under the job's policy); `RunInProgress` when another runner holds the job's
+  ///   lock now, `PostgresRunLockError.fenced` when another runner held it in between (its
+  ///   generation moved by more than this retake): this run must stop.
+  public func reconnectIfLost() throws {
+    guard let target, (try? connection.execute("SELECT 1")) == nil else { return }
+    connection.close()
+    connection = try PostgresConnection(url: target.url, password: target.password)
+    try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
+    // The old lock stays `runLock` until the new one is known to follow it directly, so
+    // that a commit after a failed retake is fenced.
+    guard let held = runLock else { return }
+    guard let lock = try PostgresRunLock.acquire(job: held.job, schema: schema, on: connection) else {
+      let holder = try PostgresRunLock.holder(job: held.job, schema: schema, on: connection)
+      throw RunInProgress(journal: location, job: held.job, run: nil, holder: holder)
+    }
+    // Another runner held the lock in between (and may have run the job's steps since this
+    // run planned them): this run must not go on.
+    guard lock.generation == held.generation + 1 else {
+      try? lock.release(on: connection)
+      throw PostgresRunLockError.fenced(job: held.job, generation: held.generation, current: lock.generation - 1)
+    }
+    runLock = lock
+  }
+
+  /// The journal in `target`'s schema, opened to read only (`dray status`, `dray plan`):
+  /// nothing is created and the session refuses writes; nil when the schema holds no
+  /// journal yet.
+  /// - Throws: `PostgresError`.
+  public static func existing(target: PostgresTarget) throws -> PostgresJournal? {
+    let connection = try PostgresStore.connectReadOnly(target)
+    guard try PostgresStore.hasOwnTables(["_dray_runs", "_dray_checkpoints"], schema: target.schema, on: connection) else {
+      return nil
+    }
+    return PostgresJournal(connection: connection, schema: target.schema)
+  }
+
+  private init(connection: PostgresConnection, schema: String) {
+    self.connection = connection
+    self.schema = schema
+    target = nil
   }
 
   private func own(_ name: String) -> String { PostgresIdentifier.quoted(schema) + "." + name }
@@ -128,7 +180,9 @@ extension PostgresJournal: RunJournal {
     let running = RunRecord.Status.running.rawValue
     guard let lock = try PostgresRunLock.acquire(job: run.job, schema: schema, on: connection) else {
       let live = try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first
-      throw RunInProgress(journal: location, job: run.job, run: live)
+      // No run recorded (a runner starting, or another program): say what the server knows.
+      let holder = live == nil ? try PostgresRunLock.holder(job: run.job, schema: schema, on: connection) : nil
+      throw RunInProgress(journal: location, job: run.job, run: live, holder: holder)
     }
     runLock = lock
     return try fenced {

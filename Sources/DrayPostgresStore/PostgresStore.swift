@@ -37,6 +37,63 @@ public final class PostgresStore {
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping)
   }
 
+  /// Connects to `target` to read only (the `dray` commands): nothing is created, and the
+  /// session is read-only (`default_transaction_read_only`), so the server refuses any
+  /// write (SQLSTATE 25006).
+  /// - Throws: `PostgresError`, as `init(target:fence:)`.
+  public init(reading target: PostgresTarget) throws {
+    connection = try PostgresStore.connectReadOnly(target)
+    schema = target.schema
+    fence = nil
+  }
+
+  /// A read-only session on `target`, its `search_path` set to the schema.
+  static func connectReadOnly(_ target: PostgresTarget) throws -> PostgresConnection {
+    let connection = try PostgresConnection(url: target.url, password: target.password)
+    try connection.execute("SET client_min_messages TO warning")
+    try connection.execute("SET default_transaction_read_only TO on")
+    try connection.execute("SELECT set_config('search_path', $1, false)", [.text(PostgresIdentifier.quoted(target.schema))])
+    return connection
+  }
+
+  /// True when the store's schema exists.
+  /// - Throws: `PostgresError`.
+  public func schemaExists() throws -> Bool {
+    try !connection.execute("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1", [.text(schema)]).rows.isEmpty
+  }
+
+  /// True when the schema exists and holds every one of dray's tables `names`.
+  static func hasOwnTables(_ names: [String], schema: String, on connection: PostgresConnection) throws -> Bool {
+    let found = try connection.execute(
+      "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = ANY($2::text[])",
+      [.text(schema), .text("{" + names.joined(separator: ",") + "}")]
+    ).rows.first?.first?.integer
+    return found == Int64(names.count)
+  }
+
+  /// Every recorded physical table, optionally of one resource, by name (as
+  /// `Store.records(in:resource:)`); empty when the schema holds no bookkeeping yet.
+  /// - Throws: `PostgresError`.
+  public func records(resource: String? = nil) throws -> [Store.TableRecord] {
+    guard try PostgresStore.hasOwnTables(["_dray_tables"], schema: schema, on: connection) else { return [] }
+    var sql = """
+      SELECT name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at
+      FROM \(own("_dray_tables"))
+      """
+    var values: [PostgresValue] = []
+    if let resource {
+      sql += " WHERE resource = $1"
+      values.append(.text(resource))
+    }
+    sql += " ORDER BY name COLLATE \"C\""
+    return try connection.execute(sql, values).rows.map { row in
+      Store.TableRecord(
+        name: row[0].text ?? "", resource: row[1].text ?? "", params: row[2].text ?? "{}", sourceTable: row[3].text ?? "",
+        contentVersion: row[4].text, etag: row[5].text, cacheHash: row[6].text, rowCount: Int(row[7].integer ?? 0),
+        loadedAt: row[8].text)
+    }
+  }
+
   static let bookkeeping = """
     CREATE TABLE IF NOT EXISTS _dray_resources(
       resource text PRIMARY KEY, scheme text NOT NULL, fetched_at text NOT NULL);

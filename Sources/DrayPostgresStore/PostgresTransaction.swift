@@ -14,7 +14,7 @@ final class PostgresTransaction: StoreTransaction {
   // MARK: Schemes and tables
 
   func createTables(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
-    try Store.check(scheme)
+    try Store.check(scheme, for: .postgres)
     try saveScheme(scheme)
     var names: [String: String] = [:]
     for table in scheme.outputs {
@@ -74,141 +74,50 @@ final class PostgresTransaction: StoreTransaction {
   /// are no longer the scheme's) and refilled by one `COPY ... FROM STDIN`. A delta: its
   /// `insert_rows` and `delete_ids` are copied into temporary tables and applied when the
   /// answer is read, deletes first (`PostgresDelta`); a table whose `data` it holds is
-  /// emptied and refilled the same way. Values go in under `PostgresValueRule`.
+  /// emptied and refilled the same way. Values go in under `PostgresValueRule`. `file` is
+  /// read whole: the engine loads PostgreSQL after its download, never from a `growing` part.
   func load(
     file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
     info: () -> AnswerInfo
   ) throws -> LoadResult {
     let names = try createTables(for: scheme, params: params)
-    let tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     var result = LoadResult(rowCounts: [:], inserted: [:], deleted: [:], tables: names)
-    var copy: PostgresCopyWriter?
-    var current: (source: String, types: [PostgresColumnType], columns: [ResourceScheme.Column], section: AnswerReader.Section)?
-    var row = 0
-    var replaced: Set<String> = []
-    var named: Set<String> = []
-    var staged = PostgresDelta(store: store)
-
-    func finishCopy() throws {
-      guard let writer = copy, let table = current else { return }
-      let count = try writer.finish()
-      // A delta's rows and ids are counted when they apply (`PostgresDelta.apply`).
-      if !delta { result.inserted[table.source, default: 0] += count }
-      copy = nil
-    }
-
+    let load = PostgresLoad(transaction: self, scheme: scheme, names: names, delta: delta)
     do {
-      try AnswerReader(path: file, growing: growing).read(
-        sections: Set(AnswerReader.Section.allCases),
-        table: { source, section in
-          try finishCopy()
-          current = nil
-          guard let table = tables[source], let name = names[source] else {
-            if !result.skippedTables.contains(source) { result.skippedTables.append(source) }
-            return
-          }
-          named.insert(source)
-          var columns = table.columns
-          if scheme.isCached { columns.insert(.init(name: Store.rowIDColumn, type: "BIGINT"), at: 0) }
-          let destination: String
-          switch (section, delta) {
-          case (.data, false):
-            if replaced.insert(source).inserted { try replace(name: name, table: table, cached: scheme.isCached) }
-            destination = store.qualified(name)
-          case (.insertRows, false), (.deleteIDs, false):
-            throw LoadError(
-              resource: scheme.name, table: source,
-              message: "the answer holds a delta ('\(section.rawValue)') but its Content-Version does not say so; refusing to apply it")
-          case (.data, true), (.insertRows, true):
-            if section == .data, replaced.insert(source).inserted {
-              try replace(name: name, table: table, cached: scheme.isCached)
-            } else if !replaced.contains(source) {
-              try checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
-            }
-            destination = try staged.rows(of: source, target: store.qualified(name), cached: scheme.isCached)
-          case (.deleteIDs, true):
-            guard scheme.isCached else {
-              throw LoadError(
-                resource: scheme.name, table: source,
-                message: "the answer deletes rows by id from table \(source), whose resource has no row ids (it is not cached)")
-            }
-            if !replaced.contains(source) {
-              try checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
-            }
-            destination = try staged.ids(of: source, target: store.qualified(name))
-            columns = [columns[0]]
-          }
-          current = (source, columns.map { PostgresColumnType(schemeType: $0.type) }, columns, section)
-          row = 0
-          let list = columns.map { PostgresIdentifier.sql($0.name) }.joined(separator: ", ")
-          copy = try connection.copyIn("COPY \(destination) (\(list)) FROM STDIN")
-        },
-        row: { values in
-          guard let writer = copy, let table = current else { return }
-          row += 1
-          if row % 4096 == 0, cancellation?.isCancelled == true {
-            throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
-          }
-          if table.section == .deleteIDs, values.first?.intValue == nil {
-            throw LoadError(
-              resource: scheme.name, table: table.source,
-              message: "delete_ids holds row ids (integers of at most 64 bits); item \(row) is \(values.first?.json ?? "missing")")
-          }
-          guard values.count == table.types.count else {
-            throw LoadError(
-              resource: scheme.name, table: table.source, row: row,
-              message:
-                "the row has \(values.count) value\(values.count == 1 ? "" : "s"); the table has \(table.types.count) column\(table.types.count == 1 ? "" : "s")\(scheme.isCached ? " (a row id, then the scheme's columns)" : ""); the row is refused"
-            )
-          }
-          for (index, value) in values.enumerated() {
-            do throws(PostgresValueRefusal) {
-              if scheme.isCached && index == 0 && value.intValue == nil {
-                throw PostgresValueRefusal(found: "not an integer of at most 64 bits", value: value.json, column: .bigint)
-              }
-              try PostgresTransaction.append(value, as: table.types[index], to: writer)
-            } catch {
-              let column = table.columns[index]
-              let refused = PostgresValueError(
-                resource: scheme.name, table: table.source, row: row, column: index + 1, columnName: column.name,
-                declaredType: column.type, refusal: error)
-              let place = "resource \(scheme.name), table \(table.source), row \(row), column \(index + 1) "
-              throw LoadError(
-                resource: scheme.name, table: table.source, row: row, column: index + 1,
-                message: String(refused.description.dropFirst(place.count)))
-            }
-          }
-          try writer.endRow()
-        })
-      try finishCopy()
+      try NamedLists.read(file: file, into: load) {
+        if cancellation?.isCancelled == true {
+          throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
+        }
+      }
       // The platform answers one element per output table (platform-api.md, full data and
       // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
-      if let missing = scheme.outputs.first(where: { !named.contains($0.name) }) {
-        let held = scheme.outputs.map(\.name).filter(named.contains)
+      if let missing = scheme.outputs.first(where: { !load.named.contains($0.name) }) {
+        let held = scheme.outputs.map(\.name).filter(load.named.contains)
         throw LoadError(
           resource: scheme.name, table: missing.name,
           message:
             "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(held.isEmpty ? "no table of the scheme" : held.map { "'\($0)'" }.joined(separator: ", "))); "
             + "nothing was loaded: every table keeps its previous rows")
       }
-      for (source, counts) in try staged.apply() {
+      result.inserted = load.inserted
+      for (source, counts) in try load.staged.apply() {
         result.inserted[source, default: 0] += counts.inserted
         result.deleted[source, default: 0] += counts.deleted
       }
-    } catch let error as AnswerReadError {
-      copy?.cancel("the answer could not be read")
-      throw LoadError(resource: scheme.name, table: current?.source, message: error.message)
     } catch {
-      copy?.cancel("the load failed")
-      throw error
+      load.rows?.writer.cancel("the load failed")
+      guard let error = error as? TableAnswerError else { throw error }
+      throw LoadError(resource: scheme.name, table: error.table, row: error.row, column: error.column, message: error.message)
     }
+    result.skippedTables = load.skipped
+    let replaced = load.replaced
     try record(scheme: scheme, params: params, names: names, replaced: replaced, delta: delta, info: info(), result: &result)
     return result
   }
 
   /// Empties table `name` for a full answer, or recreates it when its columns are no
   /// longer the scheme's.
-  private func replace(name: String, table: ResourceScheme.Table, cached: Bool) throws {
+  fileprivate func replace(name: String, table: ResourceScheme.Table, cached: Bool) throws {
     if try store.hasSchemeShape(name, table: table, cached: cached) {
       try connection.execute("TRUNCATE \(store.qualified(name))")
     } else {
@@ -218,7 +127,7 @@ final class PostgresTransaction: StoreTransaction {
   }
 
   /// A delta applies only to a table with the scheme's columns (docs/store.md, "Deltas").
-  private func checkDeltaTarget(name: String, table: ResourceScheme.Table, resource: String, cached: Bool) throws {
+  fileprivate func checkDeltaTarget(name: String, table: ResourceScheme.Table, resource: String, cached: Bool) throws {
     guard try store.hasSchemeShape(name, table: table, cached: cached) else {
       throw LoadError(
         resource: resource, table: table.name,
@@ -257,7 +166,8 @@ final class PostgresTransaction: StoreTransaction {
     }
   }
 
-  /// Appends one JSON value of a row under the value rule.
+  /// Appends one JSON value of a row under the value rule (an `http` step's staged records;
+  /// a table answer's values come as the scanner's bytes, `PostgresRowSink`).
   static func append(_ value: JSONValue, as type: PostgresColumnType, to writer: PostgresCopyWriter) throws(PostgresValueRefusal) {
     func bytes(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) throws(PostgresValueRefusal) -> Void) throws(PostgresValueRefusal) {
       var text = text
@@ -324,3 +234,93 @@ final class PostgresTransaction: StoreTransaction {
 
 @available(*, unavailable)
 extension PostgresTransaction: Sendable {}
+
+/// The lists of an answer loaded into PostgreSQL (`NamedLists`' sink): a full answer's
+/// `data` emptied once and refilled by one `COPY ... FROM STDIN`; a delta's `insert_rows` and
+/// `delete_ids` copied into temporary tables (`PostgresDelta`), applied when the answer is
+/// read. Each list's values go to a `PostgresRowSink`.
+private final class PostgresLoad: NamedListSink {
+  let transaction: PostgresTransaction
+  let scheme: ResourceScheme
+  let names: [String: String]
+  let tables: [String: ResourceScheme.Table]
+  let delta: Bool
+  var staged: PostgresDelta
+  /// The COPY of the list being read.
+  var rows: PostgresRowSink?
+  var inserted: [String: Int] = [:]
+  var replaced: Set<String> = []
+  /// Tables of the scheme the answer holds a list of.
+  var named: Set<String> = []
+  var skipped: [String] = []
+
+  init(transaction: PostgresTransaction, scheme: ResourceScheme, names: [String: String], delta: Bool) {
+    self.transaction = transaction
+    self.scheme = scheme
+    self.names = names
+    self.delta = delta
+    staged = PostgresDelta(store: transaction.store)
+    // `Store.check` refused two output tables of one name; never trap on one anyway.
+    tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+  }
+
+  func beginList(_ key: TableAnswerKey, of source: String) throws -> TableAnswerList {
+    guard let table = tables[source], let name = names[source] else {
+      if !skipped.contains(source) { skipped.append(source) }
+      return .skip
+    }
+    named.insert(source)
+    var columns = table.columns.map { (name: $0.name, type: $0.type) }
+    if scheme.isCached { columns.insert((Store.rowIDColumn, "BIGINT"), at: 0) }
+    let qualified = transaction.store.qualified(name)
+    let destination: String
+    switch (key, delta) {
+    case (.data, false):
+      if replaced.insert(source).inserted { try transaction.replace(name: name, table: table, cached: scheme.isCached) }
+      destination = qualified
+    case (.insertRows, false), (.deleteIDs, false):
+      throw TableAnswerRefusal(
+        "the answer holds a delta ('\(key.name)') but its Content-Version does not say so; refusing to apply it")
+    case (.data, true), (.insertRows, true):
+      if key == .data, replaced.insert(source).inserted {
+        try transaction.replace(name: name, table: table, cached: scheme.isCached)
+      } else if !replaced.contains(source) {
+        try transaction.checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
+      }
+      destination = try staged.rows(of: source, target: qualified, cached: scheme.isCached)
+    case (.deleteIDs, true):
+      guard scheme.isCached else {
+        throw TableAnswerRefusal(
+          "the answer deletes rows by id from table \(source), whose resource has no row ids (it is not cached)")
+      }
+      if !replaced.contains(source) {
+        try transaction.checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
+      }
+      destination = try staged.ids(of: source, target: qualified)
+      columns = [columns[0]]
+    }
+    let list = columns.map { PostgresIdentifier.sql($0.name) }.joined(separator: ", ")
+    let writer = try transaction.connection.copyIn("COPY \(destination) (\(list)) FROM STDIN")
+    let sink = PostgresRowSink(writer: writer, resource: scheme.name, table: source, columns: columns, rowIDFirst: scheme.isCached)
+    rows = sink
+    return key == .deleteIDs ? .ids : .rows(sink)
+  }
+
+  func deleteID(_ token: JSONToken, item: Int) throws {
+    guard let sink = rows else { return }
+    guard case .number(let text) = token, Int64(String(decoding: text, as: UTF8.self)) != nil else {
+      let shown = if case .number(let text) = token { String(decoding: text, as: UTF8.self) } else { "a non-number" }
+      throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
+    }
+    try sink.value(token, row: item, column: 0)
+    try sink.endRow(item, values: 1)
+  }
+
+  func endList(_ key: TableAnswerKey, of source: String, items: Int) throws {
+    guard let sink = rows else { return }
+    rows = nil
+    let count = try sink.finish()
+    // A delta's rows and ids are counted when they apply (`PostgresDelta.apply`).
+    if !delta { inserted[source, default: 0] += count }
+  }
+}

@@ -136,21 +136,51 @@ public final class Store {
     return rows.map { $0.map(\.1) } == expected
   }
 
-  /// Refuses names SQLite cannot hold as distinct columns, before anything is created:
-  /// an empty resource, table or column name; a name holding a NUL character (U+0000, where
-  /// SQLite's C interface would cut it short); two output tables of one name; a table
-  /// without columns (of a resource that is not cached: a cached one has its row id); two
-  /// columns whose names differ only in ASCII letter case (SQLite compares identifiers that
-  /// way, `IdentifierKey`: `é` and `e` + U+0301 are two columns); two output tables whose
-  /// names differ only in Unicode normalization (answer tables are routed by name); a column named like the row id column of a cached resource; more columns than
-  /// SQLite allows (SQLITE_MAX_COLUMN, https://sqlite.org/limits.html). Every other name,
-  /// quotes, spaces, reserved words and any script included, is quoted and kept exactly.
-  public static func check(_ scheme: ResourceScheme) throws(StoreError) {
+  /// The database a scheme is checked for (`check(_:for:)`): its name in messages and its
+  /// limits.
+  public enum SchemeTarget: Sendable {
+    case sqlite, postgres
+
+    var name: String { self == .sqlite ? "SQLite" : "PostgreSQL" }
+
+    /// Most columns a table may have: `Store.maxColumns` on SQLite; 1600 on PostgreSQL
+    /// (PostgreSQL 15 documentation, Appendix K "PostgreSQL Limits").
+    var maxColumns: Int { self == .sqlite ? Store.maxColumns : 1600 }
+
+    /// Why two names that differ only in ASCII letter case are refused.
+    var caseReason: String {
+      self == .sqlite
+        ? "which SQLite cannot tell apart (names differ only in letter case)"
+        : "which differ only in letter case; dray refuses such names on every database, so that a job loads the same tables wherever it runs"
+    }
+
+    /// Why a table without columns is refused.
+    var emptyTableReason: String {
+      self == .sqlite ? "SQLite cannot create a table without columns" : "dray creates no table without columns, on any database"
+    }
+  }
+
+  /// Refuses names the target database cannot hold as distinct columns, before anything is
+  /// created: an empty resource, table or column name; a name holding a NUL character
+  /// (U+0000, where SQLite's and libpq's C interfaces would cut it short); two output tables
+  /// of one name; a table without columns (of a resource that is not cached: a cached one
+  /// has its row id); two columns whose names differ only in ASCII letter case (SQLite
+  /// compares identifiers that way, `IdentifierKey`, and PostgreSQL refuses them too, so a
+  /// job's tables are the same on both: `é` and `e` + U+0301 are two columns); two output
+  /// tables whose names differ only in Unicode normalization (answer tables are routed by
+  /// name); a column named like the row id column of a cached resource; more columns than
+  /// the database allows (`SchemeTarget.maxColumns`); on SQLite, a resource named
+  /// `sqlite_...`. Every other name, quotes, spaces, reserved words and any script
+  /// included, is quoted and kept exactly.
+  ///
+  /// - Throws: `StoreError.badScheme`, its reason naming `target` where the rule is the
+  ///   database's.
+  public static func check(_ scheme: ResourceScheme, for target: SchemeTarget = .sqlite) throws(StoreError) {
     if scheme.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "the resource name is empty") }
     if scheme.name.utf8.contains(0) {
       throw .badScheme(resource: Store.shown(scheme.name), reason: "the resource name holds a NUL character (U+0000)")
     }
-    if "\(scheme.name)__".lowercased().hasPrefix("sqlite_") {
+    if target == .sqlite && "\(scheme.name)__".lowercased().hasPrefix("sqlite_") {
       throw .badScheme(resource: scheme.name, reason: "SQLite reserves table names that start with 'sqlite_'")
     }
     var tables: [IdentifierKey: String] = [:]
@@ -166,7 +196,7 @@ public final class Store {
         let reason =
           IdentifierKey.sameBytes(other, table.name)
           ? "the scheme lists two output tables named '\(table.name)'; each output table needs its own name"
-          : "the scheme lists output tables '\(other)' and '\(table.name)', which SQLite cannot tell apart (names differ only in letter case)"
+          : "the scheme lists output tables '\(other)' and '\(table.name)', \(target.caseReason)"
         throw .badScheme(resource: scheme.name, reason: reason)
       }
       tables[IdentifierKey(table.name)] = table.name
@@ -181,12 +211,14 @@ public final class Store {
       }
       if table.columns.isEmpty && !scheme.isCached {
         throw .badScheme(
-          resource: scheme.name, reason: "output table '\(table.name)' has no columns; SQLite cannot create a table without columns")
+          resource: scheme.name,
+          reason: "output table '\(table.name)' has no columns; \(target.emptyTableReason)")
       }
-      let limit = maxColumns - (scheme.isCached ? 1 : 0)
+      let limit = target.maxColumns - (scheme.isCached ? 1 : 0)
       if table.columns.count > limit {
         throw .badScheme(
-          resource: scheme.name, reason: "output table '\(table.name)' has \(table.columns.count) columns; SQLite allows at most \(limit)")
+          resource: scheme.name,
+          reason: "output table '\(table.name)' has \(table.columns.count) columns; \(target.name) allows at most \(limit)")
       }
       var seen: [IdentifierKey: String] = [:]
       if scheme.isCached { seen[IdentifierKey(rowIDColumn)] = rowIDColumn }
@@ -206,7 +238,7 @@ public final class Store {
           let reason =
             IdentifierKey.sameBytes(other, rowIDColumn)
             ? "output table '\(table.name)' has a column '\(column.name)', which clashes with the row id column '\(rowIDColumn)' of a cached resource"
-            : "output table '\(table.name)' has columns '\(other)' and '\(column.name)', which SQLite cannot tell apart (names differ only in letter case)"
+            : "output table '\(table.name)' has columns '\(other)' and '\(column.name)', \(target.caseReason)"
           throw .badScheme(resource: scheme.name, reason: reason)
         }
         seen[folded] = column.name
@@ -245,6 +277,21 @@ public final class Store {
     public var cacheHash: String?
     public var rowCount: Int
     public var loadedAt: String?
+
+    public init(
+      name: String, resource: String, params: String, sourceTable: String, contentVersion: String?, etag: String?,
+      cacheHash: String?, rowCount: Int, loadedAt: String?
+    ) {
+      self.name = name
+      self.resource = resource
+      self.params = params
+      self.sourceTable = sourceTable
+      self.contentVersion = contentVersion
+      self.etag = etag
+      self.cacheHash = cacheHash
+      self.rowCount = rowCount
+      self.loadedAt = loadedAt
+    }
   }
 
   /// Every recorded physical table, optionally of one resource, by name.

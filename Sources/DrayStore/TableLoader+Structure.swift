@@ -1,235 +1,129 @@
 internal import CSQLite
-internal import CYAJL
+internal import DrayJSON
 internal import DrayModel
-internal import Foundation
 
-/// The loader's walk through the structure of an answer: the list of tables, each table
-/// object's keys, and which lists each pass loads, skips or leaves for a later pass
+/// The loader's walk through the structure of an answer, as the scanner's sink: the table
+/// objects, their names, and which lists each pass loads, skips or leaves for a later pass
 /// (`LoadPlan`).
-extension LoadSession {
+extension LoadSession: TableAnswerSink {
 
-  func startTopList() -> Int32 {
-    cursor.pointee.place = .tables
-    return 1
-  }
-
-  func startObject() -> Int32 {
+  func beginTable() throws {
     index += 1
     if pass == .main { plan.objects.append(LoadPlan.Object()) }
-    guard index < plan.objects.count else { return fail("the answer changed while it was being read", inRow: false) }
-    nameSeen = false
-    cursor.pointee.place = .object
-    return 1
+    guard index < plan.objects.count else { throw TableAnswerRefusal("the answer changed while it was being read") }
   }
 
-  func endObject() -> Int32 {
-    if current.name == nil { return fail("an element of the answer has no 'name'", inRow: false) }
-    cursor.pointee.place = .tables
-    return 1
-  }
-
-  func key(_ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
-    let key: Key
-    switch String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self) {
-    case "name": key = .name
-    case "data": key = .data
-    case "insert_rows": key = .insertRows
-    case "delete_ids": key = .deleteIDs
-    default: key = .other
-    }
-    cursor.pointee.key = key
-    cursor.pointee.place = .value
-    return 1
-  }
-
-  /// A scalar as the value of a table object's key.
-  func scalarValue(isString: Bool, _ text: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
-    let key = cursor.pointee.key
-    cursor.pointee.place = .object
-    switch key {
-    case .name:
-      guard isString, let text else { return fail("a table's 'name' must be a string", inRow: false) }
-      return setName(String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self))
-    case .data, .insertRows, .deleteIDs:
-      let name = key == .data ? "data" : key == .insertRows ? "insert_rows" : "delete_ids"
-      return fail("a table's '\(name)' must be a list", inRow: false)
-    case .other:
-      return 1
-    }
-  }
-
-  func setName(_ name: String) -> Int32 {
-    if nameSeen { return fail("a table object has 'name' twice", inRow: false) }
-    nameSeen = true
-    guard pass == .main else { return 1 }
+  func tableName(_ name: String) throws {
+    guard pass == .main else { return }
     current.name = name
     guard let target = loader.targets[name] else {
       if !outcome.skipped.contains(name) { outcome.skipped.append(name) }
-      return 1
+      return
     }
     outcome.named.insert(name)
     // `data` met before the name: empty the table now; its rows load on a later pass.
-    if current.hasData { return replace(target) }
-    return 1
+    if current.hasData { try replace(target) }
   }
 
-  func replace(_ target: TableLoader.Target) -> Int32 {
-    guard !replaced.contains(target.sourceName) else { return 1 }
+  func endTable() throws {}
+
+  func replace(_ target: TableLoader.Target) throws {
+    guard !replaced.contains(target.sourceName) else { return }
     replaced.insert(target.sourceName)
-    do {
-      bindings[target.sourceName] = nil
-      try loader.replaceTable(target)
-    } catch {
-      return fail(error)
-    }
-    return 1
+    bindings[target.sourceName] = nil
+    try loader.replaceTable(target)
   }
 
-  /// A list as the value of a table object's key: load it, or skip it for a later pass.
-  func startList() -> Int32 {
-    let key = cursor.pointee.key
+  /// A list of a table object: load it, or skip it for a later pass.
+  func beginList(_ key: TableAnswerKey) throws -> TableAnswerList {
     let target = self.target
     switch (key, loader.isDelta) {
     case (.insertRows, false), (.deleteIDs, false):
-      return fail(
-        "the answer holds a delta ('\(key == .insertRows ? "insert_rows" : "delete_ids")') but its Content-Version does not say so; refusing to apply it",
-        inRow: false)
+      throw TableAnswerRefusal(
+        "the answer holds a delta ('\(key.name)') but its Content-Version does not say so; refusing to apply it")
     case (.data, false):
       if pass == .main {
         current.hasData = true
         guard let target else {
           if current.name == nil { current.rowsDeferred = true }
-          return skip()
+          return .skip
         }
-        if replace(target) == 0 { return 0 }
-        return startRows(target, upsert: false)
+        try replace(target)
+        return try rows(target, upsert: false)
       }
-      return current.rowsDeferred && target != nil ? startRows(target!, upsert: false) : skip()
+      return current.rowsDeferred && target != nil ? try rows(target!, upsert: false) : .skip
     case (.data, true), (.insertRows, true):
       if pass == .main {
         current.hasRows = true
         if key == .data {
           current.hasData = true
-          if let target, replace(target) == 0 { return 0 }
+          if let target { try replace(target) }
         }
       }
-      guard pass == .inserts, let target else { return skip() }
-      return startRows(target, upsert: true)
+      guard pass == .inserts, let target else { return .skip }
+      return try rows(target, upsert: true)
     case (.deleteIDs, true):
       switch pass {
       case .main:
         guard current.name != nil else {
           current.idsDeferred = true
-          return skip()
+          return .skip
         }
       case .removals:
-        guard current.idsDeferred else { return skip() }
+        guard current.idsDeferred else { return .skip }
       case .inserts:
-        return skip()
+        return .skip
       }
-      guard let target else { return skip() }
-      return startIDs(target)
-    case (.name, _):
-      return fail("a table's 'name' must be a string", inRow: false)
-    case (.other, _):
-      return skip()
+      guard let target else { return .skip }
+      return try ids(target)
     }
   }
 
-  /// An object as the value of a table object's key: skipped when the key is not dray's.
-  func startObjectValue() -> Int32 {
-    switch cursor.pointee.key {
-    case .other: return skip()
-    case .name: return fail("a table's 'name' must be a string", inRow: false)
-    case .data: return fail("a table's 'data' must be a list", inRow: false)
-    case .insertRows: return fail("a table's 'insert_rows' must be a list", inRow: false)
-    case .deleteIDs: return fail("a table's 'delete_ids' must be a list", inRow: false)
-    }
+  func endList(_ key: TableAnswerKey, items: Int) throws {
+    if key != .deleteIDs, let name = current.name { outcome.inserted[name, default: 0] += items }
   }
 
-  func skip() -> Int32 {
-    cursor.pointee.place = .skip
-    cursor.pointee.depth = 1
-    return 1
-  }
-
-  func binding(for target: TableLoader.Target, upsert: Bool) throws -> TableBinding {
+  func binding(for target: TableLoader.Target, upsert: Bool) throws -> RowBinder {
     if let binding = bindings[target.sourceName] { return binding }
-    let binding = try TableBinding(database: loader.database, target: target, upsert: upsert)
+    let binding = try RowBinder(session: self, target: target, upsert: upsert)
     bindings[target.sourceName] = binding
     return binding
   }
 
-  func startRows(_ target: TableLoader.Target, upsert: Bool) -> Int32 {
-    do {
-      if upsert && !deltaChecked.contains(target.sourceName) && !replaced.contains(target.sourceName) {
-        try loader.checkDeltaTarget(target)
-        deltaChecked.insert(target.sourceName)
-      }
-      let binding = try binding(for: target, upsert: upsert)
-      cursor.pointee.insert = binding.insert.handle
-      cursor.pointee.kinds = binding.kinds
-      cursor.pointee.texts = binding.texts
-      cursor.pointee.width = target.columns.count
-    } catch {
-      return fail(error)
-    }
-    cursor.pointee.place = .rows
-    cursor.pointee.row = 0
-    cursor.pointee.inserted = 0
-    return 1
+  private func checkDelta(_ target: TableLoader.Target) throws {
+    guard !deltaChecked.contains(target.sourceName) && !replaced.contains(target.sourceName) else { return }
+    try loader.checkDeltaTarget(target)
+    deltaChecked.insert(target.sourceName)
   }
 
-  func endRows() -> Int32 {
-    let c = cursor.pointee
-    if let name = current.name { outcome.inserted[name, default: 0] += c.inserted }
-    cursor.pointee.insert = nil
-    cursor.pointee.place = .object
-    return 1
+  private func rows(_ target: TableLoader.Target, upsert: Bool) throws -> TableAnswerList {
+    if upsert { try checkDelta(target) }
+    return .rows(try binding(for: target, upsert: upsert))
   }
 
-  func startIDs(_ target: TableLoader.Target) -> Int32 {
+  private func ids(_ target: TableLoader.Target) throws -> TableAnswerList {
     guard target.cached else {
-      return fail(
-        "the answer deletes rows by id from table \(target.sourceName), whose resource has no row ids (it is not cached)", inRow: false)
+      throw TableAnswerRefusal(
+        "the answer deletes rows by id from table \(target.sourceName), whose resource has no row ids (it is not cached)")
     }
-    do {
-      if !deltaChecked.contains(target.sourceName) && !replaced.contains(target.sourceName) {
-        try loader.checkDeltaTarget(target)
-        deltaChecked.insert(target.sourceName)
-      }
-      _ = try binding(for: target, upsert: true)
-    } catch {
-      return fail(error)
-    }
-    cursor.pointee.place = .ids
-    cursor.pointee.row = 0
-    return 1
+    try checkDelta(target)
+    _ = try binding(for: target, upsert: true)
+    return .ids
   }
 
-  func deleteID(_ text: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
-    cursor.pointee.row += 1
-    guard let text, NumberText.isInteger(text, length), let id = NumberText.int64(text, length) else {
-      let shown = text.map { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) } ?? "a non-number"
-      return fail("delete_ids holds row ids (integers of at most 64 bits); item \(cursor.pointee.row) is \(shown)", inRow: false)
+  func deleteID(_ token: JSONToken, item: Int) throws {
+    guard case .number(let text) = token, let p = text.baseAddress, NumberText.isInteger(p, text.count),
+      let id = NumberText.int64(p, text.count)
+    else {
+      let shown = if case .number(let text) = token { String(decoding: text, as: UTF8.self) } else { "a non-number" }
+      throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
     }
-    guard let name = current.name, let delete = bindings[name]?.deleteByID else { return 0 }
+    guard let name = current.name, let binding = bindings[name], let delete = binding.deleteByID else { return }
     let bound = sqlite3_bind_int64(delete.handle, 1, id)
-    guard bound == SQLITE_OK else { return stepFailed(bound) }
+    guard bound == SQLITE_OK else { throw binding.stepFailed(bound) }
     let rc = sqlite3_step(delete.handle)
     sqlite3_reset(delete.handle)
-    guard rc == SQLITE_DONE else { return stepFailed(rc) }
+    guard rc == SQLITE_DONE else { throw binding.stepFailed(rc) }
     outcome.deleted[name, default: 0] += Int(sqlite3_changes(loader.database.handle))
-    return 1
-  }
-
-  func unexpected(_ what: String) -> Int32 {
-    switch cursor.pointee.place {
-    case .start: fail("the answer must be a JSON list of tables, found \(what)", inRow: false)
-    case .tables: fail("each element of the answer must be an object with 'name' and 'data', found \(what)", inRow: false)
-    case .rows: fail("each row must be a JSON list of values, found \(what)")
-    case .ids: fail("delete_ids holds row ids (integers), found \(what)", inRow: false)
-    default: fail("unexpected \(what) in the answer", inRow: false)
-    }
   }
 }

@@ -14,6 +14,7 @@ import Testing
     let libraries = [
       ("libyaml", "yaml-0.1"), ("SQLite", "sqlite3"), ("libcurl", "libcurl"), ("yajl", "yajl"),
       ("OpenSSL", "libcrypto"), ("libxml2", "libxml-2.0"),
+      ("libpq", "libpq"),
     ]
     for (name, package) in libraries {
       let version = try Command.run("/usr/bin/pkg-config", ["--modversion", package]).stdout

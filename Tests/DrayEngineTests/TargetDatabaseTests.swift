@@ -190,11 +190,15 @@ import Testing
         """
     let refused = try runJob(folder, manifest).1
     #expect(refused.exitCode == ExitCode.locked)
-    #expect(
-      refused.errorMessage
-        == "job 'fruits' is already running on the run journal \(try PostgresURL(try #require(target.url)).redacted) (another session holds its run lock); this run changed nothing. Wait for it to finish, or stop it first."
-    )
     #expect(try target.rows("SELECT count(*) FROM _dray_runs") == [["0"]])
+    // The holder recorded no run: the message says what the server knows of it, and makes
+    // up no run details ("run unknown, process 0").
+    let message = try #require(refused.errorMessage)
+    let redacted = try PostgresURL(try #require(target.url)).redacted
+    let known =
+      "job 'fruits' is already running on the run journal \(redacted) (another session holds its run lock and has recorded no run yet: server process \(holder.backendPID), client 127.0.0.1, connected "
+    #expect(message.hasPrefix(known), "\(message)")
+    #expect(message.hasSuffix("Z); this run changed nothing. Wait for it to finish, or stop it first."), "\(message)")
     try lock.release(on: holder)
     let report = try runJob(folder, manifest).1
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
@@ -225,5 +229,69 @@ import Testing
     let fenced = try PostgresStore(target: PostgresTarget(url: url), fence: current)
     try fenced.write { _ = try $0.createTables(for: scheme, params: .object([])) }
     #expect(try target.rows(#"SELECT count(*) FROM pg_tables WHERE tablename = 'FRUITS__output_table'"#) == [["1"]])
+  }
+
+  /// The scheme check on PostgreSQL names PostgreSQL and its limits, never SQLite's: 1600
+  /// columns, no `sqlite_` reservation, and letter-case twins refused for a reason that holds
+  /// there. Nothing is created for a refused scheme.
+  @Test func schemeRefusalsOnPostgreSQLNamePostgreSQL() throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let store = try PostgresStore(target: PostgresTarget(url: PostgresURL(try #require(target.url))))
+    func table(_ columns: [String], resource: String = "R", cached: Bool = false) -> ResourceScheme {
+      ResourceScheme(
+        name: resource, lifetime: cached ? 60 : nil, outputs: [.init(name: "t", columns: columns.map { .init(name: $0, type: "TEXT") })])
+    }
+    let cases: [(ResourceScheme, String)] = [
+      (
+        table((1...1601).map { "c\($0)" }),
+        "resource 'R': output table 't' has 1601 columns; PostgreSQL allows at most 1600; nothing was created"
+      ),
+      (
+        table((1...1600).map { "c\($0)" }, cached: true),
+        "resource 'R': output table 't' has 1600 columns; PostgreSQL allows at most 1599; nothing was created"
+      ),
+      (
+        table(["ID", "id"]),
+        "resource 'R': output table 't' has columns 'ID' and 'id', which differ only in letter case; dray refuses such names on every database, so that a job loads the same tables wherever it runs; nothing was created"
+      ),
+      (
+        table([]),
+        "resource 'R': output table 't' has no columns; dray creates no table without columns, on any database; nothing was created"
+      ),
+    ]
+    for (scheme, message) in cases {
+      let error = #expect(throws: StoreError.self) { try store.write { _ = try $0.createTables(for: scheme, params: .object([])) } }
+      #expect(error.map { "\($0)" } == message)
+      #expect(!"\(error.map { "\($0)" } ?? "")".contains("SQLite"))
+    }
+    #expect(try target.rows("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = 't'") == [["0"]])
+    // SQLite's reservation is SQLite's: on PostgreSQL a resource may be named so.
+    try store.write { _ = try $0.createTables(for: table(["a"], resource: "sqlite_R"), params: .object([])) }
+    #expect(try target.rows("SELECT count(*) FROM pg_tables WHERE tablename = 'sqlite_R__t'") == [["1"]])
+  }
+
+  /// A step's fingerprint names its database: for `database.url`, the URL without its
+  /// password and the schema. Two databases (or schemas) differ; the same database reached
+  /// with the password in the URL or in `database.password` is the same.
+  @Test func aStepsFingerprintNamesThePostgreSQLDatabaseWithoutItsPassword() throws {
+    func fingerprint(_ database: String) throws -> String {
+      let manifest = try ManifestText.load(
+        """
+        version: 1
+        job: j
+        database: \(database)
+        steps:
+          - id: s
+            sql: SELECT 1
+        """)
+      return try #require(manifest.steps.first).fingerprint(in: manifest)
+    }
+    let warehouse = try fingerprint("{ url: \"postgresql://loader:pass-word-1@db/warehouse\" }")
+    #expect(try fingerprint("{ url: \"postgresql://loader@db/warehouse\", password: pass-word-2 }") == warehouse)
+    #expect(try fingerprint("{ url: \"postgresql://loader@db/staging\" }") != warehouse)
+    #expect(try fingerprint("{ url: \"postgresql://loader@db:5433/warehouse\" }") != warehouse)
+    #expect(try fingerprint("{ url: \"postgresql://loader@db/warehouse\", schema: other }") != warehouse)
+    #expect(try fingerprint("{ path: data/db.sqlite }") != warehouse)
   }
 }

@@ -52,19 +52,21 @@ import Testing
       try AnswerReader(path: try folder.write("ids.json", #"[{"name": "b", "delete_ids": [[6]]}]"#)).read(
         sections: [.deleteIDs], table: { _, _ in }, row: { _ in })
     }
-    #expect(error?.message == "delete_ids of table 'b' holds row ids; item 1 is a list")
+    #expect(error?.message == "table 'b': delete_ids holds row ids (integers), found a list")
   }
 
   @Test func whatIsNotATableAnswerIsNamed() {
     #expect(failure("") == "the answer is empty; expected a JSON list of tables")
-    #expect(failure("[{\"name\": \"a\", \"data\": [[1]") == "the answer ends before its JSON is complete (27 bytes)")
+    #expect(
+      failure("[{\"name\": \"a\", \"data\": [[1]")
+        == "table 'a', row 2: the answer ends before its JSON is complete (27 bytes); the download was cut short")
     #expect(failure("[x]") == "the answer is not valid JSON (lexical error: invalid char in json text., near byte 2)")
-    #expect(failure(#"{"name": "a"}"#) == "the answer is a JSON object; expected a list of tables")
-    #expect(failure("3") == "the answer is a single value; expected a list of tables")
-    #expect(failure(#"[{"name": "a"}, {"data": [[1]]}]"#) == "table object 2 of the answer holds rows but no name")
+    #expect(failure(#"{"name": "a"}"#) == "the answer must be a JSON list of tables, found an object")
+    #expect(failure("3") == "the answer must be a JSON list of tables, found a number")
+    #expect(failure(#"[{"name": "a"}, {"data": [[1]]}]"#) == "an element of the answer has no 'name'")
     #expect(failure(#"[{"name": "a", "delete_ids": [[1]]}]"#) == nil)
-    #expect(failure(#"[{"name": "a", "data": [1]}]"#) == "row 1 of table 'a' is not a list of values")
-    let deep = #"[{"name": "a", "data": [["# + String(repeating: "[", count: 600)
+    #expect(failure(#"[{"name": "a", "data": [1]}]"#) == "table 'a', row 1: each row must be a JSON list of values, found a number")
+    let deep = #"[{"name": "a", "data": [["# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "]]}]"
     #expect(failure(deep)?.contains("nested deeper than 512 levels at byte") == true)
   }
 

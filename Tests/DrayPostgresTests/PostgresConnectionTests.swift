@@ -97,6 +97,17 @@ import Testing
     #expect(error.map { "\($0)".contains(PostgresServer.password) } == false)
   }
 
+  @Test func tlsTheServerDoesNotOfferIsPermanentAndNamesSSLMode() throws {
+    let url = try PostgresURL("postgresql://dray:\(PostgresServer.password)@127.0.0.1:\(server.port)/\(database)?sslmode=require")
+    let error = #expect(throws: PostgresError.self) { try PostgresConnection(url: url) }
+    #expect(error?.sqlState == "08004")
+    #expect(error?.isTransient == false)
+    #expect(
+      error?.userMessage
+        == "cannot connect securely to PostgreSQL at postgresql://dray:***@127.0.0.1:\(server.port)/\(database)?sslmode=require: connection to server at \"127.0.0.1\", port \(server.port) failed: server does not support SSL, but SSL was required; check sslmode (and sslrootcert) in database.url against the server's TLS setup"
+    )
+  }
+
   @Test func noPermissionOnTheSchemaSaysWhatToGrant() throws {
     try server.admin(database: database).execute("CREATE SCHEMA locked")
     let connection = try server.connect(database: database)

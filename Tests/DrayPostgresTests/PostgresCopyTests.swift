@@ -1,3 +1,4 @@
+import DrayJSON
 import DrayModel
 import DrayTestSupport
 import Foundation
@@ -57,8 +58,9 @@ import Testing
     if let refusal { throw refusal }
   }
 
-  @Test func trickyTextRoundTripsExactly() throws {
-    let texts = ["tab\there", "new\nline", "cr\r\n", "back\\slash \\N", "", "Ünïcødé ж 😀", "\\.", "quote\"d"]
+  /// Copies `texts` (and a row of NULLs after them when `thenNull`) into a text column and
+  /// reads them back in order.
+  func storeTexts(_ texts: [String], thenNull: Bool = false) throws -> [PostgresValue] {
     let connection = try server.connect(database: database)
     try connection.execute("CREATE TABLE t (n bigint, s text)")
     let copy = try connection.copyIn("COPY t (n, s) FROM STDIN")
@@ -67,12 +69,44 @@ import Testing
       try copy.append(text)
       try copy.endRow()
     }
-    copy.appendNull()
-    copy.appendNull()
-    try copy.endRow()
-    #expect(try copy.finish() == texts.count + 1)
-    let stored = try connection.execute("SELECT s FROM t ORDER BY n NULLS LAST").rows.map { $0[0] }
-    #expect(stored == texts.map { .text($0) } + [.null])
+    if thenNull {
+      copy.appendNull()
+      copy.appendNull()
+      try copy.endRow()
+    }
+    #expect(try copy.finish() == texts.count + (thenNull ? 1 : 0))
+    return try connection.execute("SELECT s FROM t ORDER BY n NULLS LAST").rows.map { $0[0] }
+  }
+
+  @Test func trickyTextRoundTripsExactly() throws {
+    let texts = ["tab\there", "new\nline", "cr\r\n", "back\\slash \\N", "", "Ünïcødé ж 😀", "\\.", "quote\"d"]
+    #expect(try storeTexts(texts, thenNull: true) == texts.map { .text($0) } + [.null])
+  }
+
+  @Test func aCharacterToEscapeAtAnyPlaceOfALongTextRoundTrips() throws {
+    // The writer copies eight bytes at a time until one needs escaping: every place of such
+    // a byte, and every byte below 0x0E, against that boundary.
+    var texts: [String] = []
+    for special in ["\\", "\t", "\n", "\r", "\u{01}", "\u{0D}", "\u{0E}", "\\N", "ж"] {
+      for place in 0..<20 { texts.append(String(repeating: "a", count: place) + special + String(repeating: "b", count: 19 - place)) }
+    }
+    #expect(try storeTexts(texts) == texts.map { .text($0) })
+  }
+
+  @Test func aValueLongerThanAChunkGrowsTheBufferAndRoundTrips() throws {
+    // Past the 64 KiB chunk (and the buffer's first capacity) in one value, with escapes.
+    let long = String(repeating: "ab\tc\\d", count: 40_000)
+    #expect(try storeTexts(["short", long, "after"]) == [.text("short"), .text(long), .text("after")])
+  }
+
+  @Test func aRealIsStoredAsTheDoubleNearestItsDigits() throws {
+    let rows = try roundTrip([
+      ["null", "123456.7891", "null", "null", "null", "null"],
+      ["null", "-0.000001", "null", "null", "null", "null"],
+      ["null", "0.000", "null", "null", "null", "null"],
+      ["null", "2.5E3", "null", "null", "null", "null"],
+    ])
+    #expect(rows.map { $0[1] } == ["123456.7891", "-1e-06", "0", "2500"])
   }
 
   @Test func everyColumnTypeStoresWhatItTakesExactly() throws {

@@ -110,4 +110,13 @@ import Testing
   @Test func keywordsAreTheLinkedLibpqs() {
     #expect(Set(PostgresURL.keywords) == Set(LibPQ.keywords))
   }
+
+  /// A URL that does not parse is shown with both places a password can be written masked.
+  @Test func aMalformedURLIsShownWithItsPasswordMasked() {
+    #expect(PostgresURL.masked("postgresql://loader:s3cr3t-pw@db:54x/w") == "postgresql://loader:***@db:54x/w")
+    #expect(
+      PostgresURL.masked("postgresql://loader@db:54x/w?sslmode=require&password=s3cr3t-pw")
+        == "postgresql://loader@db:54x/w?sslmode=require&password=***")
+    #expect(PostgresURL.masked("postgresql://db:54x/w") == "postgresql://db:54x/w")
+  }
 }

@@ -58,7 +58,7 @@ public final class PostgresServer: @unchecked Sendable {
       do {
         try Self.asPostgres([
           Self.binaries + "/pg_ctl", "-D", folder + "/data", "-l", folder + "/server.log", "-w", "-t", "60",
-          "-o", "-p \(candidate) -k \(folder)/socket -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+          "-o", Self.options(port: candidate, folder: folder),
           "start",
         ])
         started = candidate
@@ -118,6 +118,26 @@ public final class PostgresServer: @unchecked Sendable {
     try Self.asPostgres([
       Self.binaries + "/pg_ctl", "-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "-m", "immediate", "restart",
     ])
+  }
+
+  /// Stops the server the way a crash does (`pg_ctl stop -m immediate`), keeping its data
+  /// folder for `start()`: every session ends without a goodbye.
+  public func stopServer() throws {
+    try Self.asPostgres([Self.binaries + "/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
+  }
+
+  /// Starts the server stopped by `stopServer()` again, on its port; recovery rolls back
+  /// what was not committed.
+  public func start() throws {
+    try Self.asPostgres([
+      Self.binaries + "/pg_ctl", "-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "-o",
+      Self.options(port: port, folder: folder), "start",
+    ])
+  }
+
+  /// The server's options: the port, the socket folder, loopback only.
+  private static func options(port: Int, folder: String) -> String {
+    "-p \(port) -k \(folder)/socket -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
   }
 
   /// Ends the session of server process `pid` (`pg_terminate_backend`).

@@ -14,11 +14,11 @@ Usage: deploy/tests/kubernetes.py DRAY_BINARY      (root: uses mount namespaces)
    CronJob's podFailurePolicy says Ignore; A stopped by SIGTERM exits 130 (Count), and a
    third pod resumes and succeeds. The policy's answers for 1 and 2 are checked too.
 
-The database is a parameter. By default the ConfigMap's `database:` block is replaced by
-a SQLite file on the shared volume, so the lock the pods contend for is a real one today.
-With DRAY_TEST_POSTGRES_URL (and DRAY_TEST_POSTGRES_PASSWORD) set, the manifest is used as
-written and the Secret's database-url and database-password hold those values, for a run
-against a real PostgreSQL server once dray's PostgreSQL target exists.
+The database is a parameter. With DRAY_TEST_POSTGRES_URL (and DRAY_TEST_POSTGRES_PASSWORD)
+set, as deploy/tests/run.sh sets them through deploy/tests/with-postgres.sh, the manifest is
+used as written, the Secret's database-url and database-password hold those values, and the
+rows and runs are checked in the server afterwards. Without them the ConfigMap's
+`database:` block is replaced by a SQLite file on the shared volume.
 """
 
 import glob
@@ -150,6 +150,16 @@ def sqlite_manifest(text, job):
     return block.sub(f"database: {{ path: /var/lib/dray/{job}.sqlite }}\n", text)
 
 
+def in_postgres(url, schema):
+    """What the job left in `schema`: FRUITS' row count and the runs' statuses, oldest first."""
+    query = (f'SELECT (SELECT count(*) FROM "{schema}"."FRUITS__output_table") || \' rows; runs \' || '
+             f'(SELECT string_agg(status, \',\' ORDER BY started_at) FROM "{schema}"._dray_runs)')
+    environment = dict(os.environ, PGPASSWORD=os.environ.get("DRAY_TEST_POSTGRES_PASSWORD", ""))
+    result = subprocess.run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", url, "-c", query],
+                            capture_output=True, text=True, env=environment)
+    return result.stdout.strip() if result.returncode == 0 else f"no answer: {result.stderr.strip()}"
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     failures = []
@@ -203,6 +213,10 @@ def main():
                    f"podFailurePolicy for exit {code}: {policy_action(job_spec, container, code)}, not {action}")
         reports = glob.glob(os.path.join(state, "reports", f"{manifest['job']}-*.json"))
         expect(failures, len(reports) == 2, f"reports on the state volume: {reports} (pod-a's and pod-c's)")
+        if postgres:
+            landed = in_postgres(postgres, manifest["database"]["schema"])
+            expect(failures, landed == "5 rows; runs interrupted,succeeded",
+                   f"PostgreSQL holds {landed}, not FRUITS' 5 rows and pod-a's and pod-c's runs")
     finally:
         emulator.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -6,7 +6,9 @@
 #      prints the commit, validates the example jobs and runs one against the emulator
 #      from another working folder;
 #   3. deploy/tests/containerfile.py: the Containerfile's runtime packages against `ldd`;
-#   4. deploy/tests/kubernetes.py: kubernetes-validate, and two pods contending for the lock;
+#   4. deploy/tests/kubernetes.py: kubernetes-validate, and two pods contending for the lock,
+#      against a PostgreSQL 15 server of its own (deploy/tests/with-postgres.sh; a machine
+#      without PostgreSQL fails here, it never skips);
 #   5. deploy/tests/schedulers.py: systemd-analyze verify, the units and the crontab run as
 #      systemd and cron would.
 #
@@ -51,7 +53,7 @@ step "packed binary"
 
 deploy/tests/containerfile.py "$packed"
 step "Containerfile"
-deploy/tests/kubernetes.py "$packed"
+deploy/tests/with-postgres.sh deploy/tests/kubernetes.py "$packed"
 step "Kubernetes"
 deploy/tests/schedulers.py "$packed"
 step "systemd and cron"

@@ -1,5 +1,7 @@
 internal import DrayJSON
 public import DrayModel
+internal import DrayPostgres
+internal import DrayPostgresStore
 public import DrayReportPage
 internal import DrayStore
 internal import Foundation
@@ -35,6 +37,18 @@ public enum HTMLReport {
 
   /// The job's last `limit` runs, newest first, or why the journal could not be read.
   private static func journalRuns(_ manifest: Manifest, limit: Int) -> ([RunRecord], String?) {
+    if let target = manifest.database?.postgres {
+      do {
+        guard let journal = try PostgresJournal.existing(target: target) else {
+          return ([], "No runs yet: there is no run journal in schema \(target.schema) of \(target.url.redacted).")
+        }
+        return (try journal.runs(job: manifest.job, limit: limit), nil)
+      } catch let error as PostgresError {
+        return ([], "The run journal could not be read: \(error.userMessage)")
+      } catch {
+        return ([], "The run journal could not be read: \(error)")
+      }
+    }
     let path = Runner.journalPath(for: manifest)
     do {
       let journal = try Journal(readingAt: path)

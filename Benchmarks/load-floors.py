@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Loads a generated resource of N rows x 8 mixed-type columns with `dray run` into SQLite and
+into PostgreSQL, each beside the floor its database allows, in one run, and prints wall time,
+peak memory and the ratios.
+
+    Benchmarks/load-floors.py [--rows 1000000,5000000] [--rounds 3] [--only sqlite|postgres]
+
+The platform emulator serves the answer from a file rendered once (Emulator/generated.py,
+cached under --work), so it is never the bottleneck. It starts its own PostgreSQL 15 server
+(initdb into a temporary folder as the `postgres` user, 127.0.0.1 on a free port, fsync off
+for both tools alike). For each row count the pairs run in turn, round after round (the
+order alternates):
+
+    dray -> SQLite      `dray run` of a job with one table_stream step (release build) into a
+                        fresh SQLite file: sign in, download to a file, load in one transaction
+    SQLite floor        `INSERT INTO t SELECT * FROM src.t WHERE 1` of the same rows between
+                        two database files (the inserts alone: no network, no parsing; WHERE 1
+                        keeps SQLite from copying pages instead of inserting), with dray's
+                        pragmas (WAL, synchronous=NORMAL) and dray's table definition
+    dray -> PostgreSQL  `dray run --fresh` of the same job with database.url: one COPY
+    \\copy              `psql -c "\\copy t FROM FILE (FORMAT csv, HEADER)"` of the same rows
+                        from a local CSV file into a table of the same column types
+
+Wall time and peak resident memory come from GNU time (`/usr/bin/time -v`). Targets (issues
+13 and 17): dray within 1.5x of its floor on both databases, peak memory under 64 MB. Exit
+code 1 when a target is missed. DRAY_BINARY overrides the release build.
+"""
+
+import argparse
+import importlib.util
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = "/usr/lib/postgresql/15/bin"
+
+
+def load(name, file):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, file))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+peers = load("load_peers", "load-peers.py")  # emulator, CSV, timing and build helpers
+pgcopy = load("postgres_copy", "postgres-copy.py")  # the PostgreSQL server helpers
+
+PG_COLUMNS = ", ".join(f"{name} {'bigint' if kind == 'BIGINT' else 'double precision' if kind == 'DOUBLE' else 'text'}"
+                       for name, kind, _ in peers.generated.COLUMNS)
+
+
+def start_postgres(folder):
+    os.chmod(folder, 0o755)
+    if os.getuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+    data = os.path.join(folder, "data")
+    port = pgcopy.free_port()
+    pgcopy.as_postgres([BIN + "/initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8",
+                        "--locale=C.UTF-8", "--no-sync"])
+    pgcopy.as_postgres([BIN + "/pg_ctl", "-D", data, "-l", folder + "/server.log", "-w", "-o",
+                        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off", "start"])
+    return data, f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+def measure(size, url, pg_url, work, binary, rounds, only):
+    resource = f"GEN{size}"
+    folder = os.path.join(work, f"floors-{size}")
+    os.makedirs(folder, exist_ok=True)
+    peers.log(f"{size} rows: rendering the answer and the CSV (once, cached)...")
+    subprocess.run(["curl", "-sf", "-o", "/dev/null", "-X", "POST", "-H", f"Authorization: Bearer {peers.token(url)}",
+                    f"{url}api/v1/rpc/{resource}/"], check=True)
+    csv_path = os.path.join(work, f"{resource}.csv")
+    peers.write_csv(csv_path, size)
+    jobs = {}
+    for target, database in [("sqlite", "{ path: run/dray.sqlite }"), ("postgres", f'{{ url: "{pg_url}" }}')]:
+        jobs[target] = os.path.join(folder, f"{target}.yaml")
+        with open(jobs[target], "w") as f:
+            f.write(f"""version: 1
+job: floors-{size}
+platform: {{ host: "{url}", environment: DocumentationExampleEnv, project: DocumentationExampleProj }}
+auth: {{ username: demo, password: demo-password }}
+database: {database}
+download: {{ path: run/downloads }}
+report: {{ path: run/report.json }}
+steps:
+  - id: load
+    table_stream: {{ resource: {resource} }}
+""")
+    table = f"{resource}__output_table"
+    psql = [BIN + "/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", pg_url]
+
+    def pg_count(name):
+        return int(subprocess.run(psql + ["-At", "-c", f'SELECT count(*) FROM "{name}"'], check=True,
+                                  capture_output=True, text=True).stdout)
+
+    def dray_sqlite():
+        run = peers.fresh(os.path.join(folder, "run"))
+        result = peers.run_timed([binary, "run", jobs["sqlite"], "--quiet"])
+        assert peers.count_rows(os.path.join(run, "dray.sqlite"), table) == size
+        return result
+
+    source = os.path.join(folder, "source.sqlite")
+
+    def sqlite_floor():
+        if not os.path.exists(source):
+            # dray's own table is the source: the same rows, values and column definitions.
+            dray_sqlite()
+            shutil.copy(os.path.join(folder, "run", "dray.sqlite"), source)
+        run = peers.fresh(os.path.join(folder, "floor"))
+        database = os.path.join(run, "floor.sqlite")
+        ddl = subprocess.run(["sqlite3", source, f"SELECT sql FROM sqlite_master WHERE name = '{table}'"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+        script = (f"PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; ATTACH '{source}' AS src; {ddl}; "
+                  f'BEGIN; INSERT INTO "{table}" SELECT * FROM src."{table}" WHERE 1; COMMIT;')
+        result = peers.run_timed(["sqlite3", database, script])
+        assert peers.count_rows(database, table) == size
+        return result
+
+    def dray_postgres():
+        peers.fresh(os.path.join(folder, "run"))
+        result = peers.run_timed([binary, "run", jobs["postgres"], "--quiet", "--fresh"])
+        assert pg_count(table) == size
+        return result
+
+    def copy():
+        subprocess.run(psql + ["-c", f"DROP TABLE IF EXISTS floor; CREATE TABLE floor ({PG_COLUMNS}); CHECKPOINT"],
+                       check=True)
+        result = peers.run_timed(psql + ["-c", f"\\copy floor FROM '{csv_path}' (FORMAT csv, HEADER)"])
+        assert pg_count("floor") == size
+        return result
+
+    pairs = []
+    if only in (None, "sqlite"):
+        pairs.append(("SQLite", ("dray", dray_sqlite), ("floor: INSERT ... SELECT", sqlite_floor)))
+    if only in (None, "postgres"):
+        pairs.append(("PostgreSQL", ("dray", dray_postgres), ("floor: psql \\copy", copy)))
+    results = []
+    for database, dray, floor in pairs:
+        runs = {dray[0]: [], floor[0]: []}
+        for r in range(rounds):
+            for name, tool in ([dray, floor] if r % 2 == 0 else [floor, dray]):
+                wall, rss = tool()
+                runs[name].append((wall, rss))
+                peers.log(f"  {database} round {r + 1}: {name:26} {wall:7.2f} s {rss / 1024:7.1f} MB")
+        results.append((database, runs))
+    return results
+
+
+def report(size, results):
+    ok = True
+    print(f"\n{size:,} rows x 8 columns")
+    print("| database | tool | wall, median | runs | peak RSS | ÷ floor |")
+    print("|---|---|---|---|---|---|")
+    for database, runs in results:
+        (dray_name, dray), (floor_name, floor) = runs.items()
+        floor_median = statistics.median(w for w, _ in floor)
+        for name, tool_runs in runs.items():
+            median = statistics.median(w for w, _ in tool_runs)
+            peak = max(m for _, m in tool_runs) / 1024
+            walls = ", ".join(f"{w:.2f}" for w, _ in tool_runs)
+            print(f"| {database} | {name} | {median:.2f} s | {walls} | {peak:.1f} MB | {median / floor_median:.2f} |")
+        ratio = statistics.median(w for w, _ in dray) / floor_median
+        peak = max(m for _, m in dray) / 1024
+        for label, met, figure in [(f"{database}: dray within 1.5x of its floor", ratio <= 1.5, f"{ratio:.2f}x"),
+                                   (f"{database}: dray under 64 MB", peak < 64, f"{peak:.1f} MB")]:
+            print(f"  {'ok  ' if met else 'MISS'} {label}: {figure}")
+            ok = ok and met
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", default="1000000,5000000", help="comma-separated row counts")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each tool per row count")
+    parser.add_argument("--only", choices=["sqlite", "postgres"], help="one database only")
+    parser.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "dray-bench"),
+                        help="scratch folder: rendered answers, CSV files, databases")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.rows.split(",")]
+    os.makedirs(args.work, exist_ok=True)
+    binary = peers.dray_binary()
+    emulator, url = peers.start_emulator(sizes, os.path.join(args.work, "cache"))
+    server = tempfile.mkdtemp(prefix="dray-floors-pg-")
+    data = None
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+    ok = True
+    try:
+        data, pg_url = start_postgres(server)
+        for size in sizes:
+            ok = report(size, measure(size, url, pg_url, args.work, binary, args.rounds, args.only)) and ok
+    finally:
+        emulator.stdin.close()
+        emulator.wait(timeout=10)
+        if data and os.path.exists(os.path.join(data, "postmaster.pid")):
+            pgcopy.as_postgres([BIN + "/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"])
+        shutil.rmtree(server, ignore_errors=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
