@@ -380,6 +380,13 @@ public final class Database {
           database.refusedTable = "sqlite_schema"
           return SQLITE_DENY
         }
+        // The table guard's triggers (dray's own: no `_dray_` trigger can be created here)
+        // mark their table changed, and may be dropped, with the table or alone: the guard
+        // then sees the table as changed (`TableGuard`).
+        if let trigger, strncmp(trigger, TableGuard.triggerPrefix, TableGuard.triggerPrefix.utf8.count) == 0 { return SQLITE_OK }
+        if action == SQLITE_DROP_TRIGGER, let first, strncmp(first, TableGuard.triggerPrefix, TableGuard.triggerPrefix.utf8.count) == 0 {
+          return SQLITE_OK
+        }
         let name: UnsafePointer<CChar>?
         switch action {
         case SQLITE_CREATE_TABLE, SQLITE_CREATE_TEMP_TABLE, SQLITE_DROP_TABLE, SQLITE_DROP_TEMP_TABLE, SQLITE_INSERT,
@@ -426,6 +433,9 @@ public final class Database {
   public func tableExists(_ name: String) throws(SQLiteError) -> Bool {
     let statement = try cached("SELECT 1 FROM sqlite_schema WHERE type IN ('table','view') AND name = ?")
     try statement.bind([.text(name)])
+    // Left on its row, the statement would keep reading the schema: a `DROP TABLE` on this
+    // connection would then fail with SQLITE_LOCKED.
+    defer { statement.rewind() }
     return try statement.step()
   }
 

@@ -102,6 +102,8 @@ extension Store {
           )
         }
       }, cancellation: cancellation, growing: growing)
+    // dray's own writes happen without the guard; it is armed again on what they leave.
+    for target in targets.values { try TableGuard.disarm(target.physicalName, in: database) }
     let outcome = try loader.run(file: file)
     // The platform answers one element per output table (platform-api.md, full data and
     // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
@@ -143,6 +145,7 @@ extension Store {
         hash.map { .text($0) } ?? .null, .integer(Int64(rows)), .text(now),
       ])
       _ = try record.step()
+      try TableGuard.arm(name, in: database)
     }
     return result
   }
@@ -170,32 +173,34 @@ extension Store {
   /// what they are computed over (platform-api.md §3), so both must say the same: each table
   /// exists with the scheme's shape, and `_dray_tables` records for it the answer's hash for
   /// that table (`Cache-Hash-Value`, which every table must have), the same strong `ETag` and
-  /// the same content version, and a row count equal to the rows it holds now (a table that
-  /// SQL changed since is loaded again).
+  /// the same content version, and nothing changed it since dray loaded it
+  /// (`TableGuard.isIntact`: a table that SQL or anyone else changed is loaded again).
   public func holdsAnswer(_ info: AnswerInfo, scheme: ResourceScheme, params: JSONValue) throws -> Bool {
     guard let header = info.cacheHash, let etag = info.etag, !etag.hasPrefix("W/"), !scheme.outputs.isEmpty else { return false }
     for table in scheme.outputs {
       let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
-      guard let hash = Store.cacheHash(for: table.name, in: header), try hasSchemeShape(name, table: table, cached: scheme.isCached)
+      guard let hash = Store.cacheHash(for: table.name, in: header), try hasSchemeShape(name, table: table, cached: scheme.isCached),
+        try TableGuard.isIntact(name, in: database)
       else { return false }
-      let rows = try database.rows(
-        "SELECT cache_hash, etag, content_version, row_count FROM _dray_tables WHERE name = ?", [.text(name)])
-      guard let row = rows.first?.map(\.1),
-        row == [.text(hash), .text(etag), info.contentVersion.map { .text($0) } ?? .null, .integer(Int64(try rowCount(ofTable: name)))]
+      let rows = try database.rows("SELECT cache_hash, etag, content_version FROM _dray_tables WHERE name = ?", [.text(name)])
+      guard let row = rows.first?.map(\.1), row == [.text(hash), .text(etag), info.contentVersion.map { .text($0) } ?? .null]
       else { return false }
     }
     return true
   }
 
   /// The version a delta for `scheme` and `params` can start from, or nil when full data is
-  /// needed: every output table must exist with the scheme's columns and record the same
-  /// content version (`v6`). Only a cached resource (rows with row ids) takes deltas.
+  /// needed: every output table must exist with the scheme's columns, be unchanged since
+  /// dray wrote it (`TableGuard.isIntact`: a delta would keep any edit made since) and
+  /// record the same content version (`v6`). Only a cached resource (rows with row ids) takes deltas.
   public func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String? {
     guard scheme.isCached, !scheme.outputs.isEmpty else { return nil }
     var version: String?
     for table in scheme.outputs {
       let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
-      guard try hasSchemeShape(name, table: table, cached: true), let v = try contentVersion(of: name) else { return nil }
+      guard try hasSchemeShape(name, table: table, cached: true), try TableGuard.isIntact(name, in: database),
+        let v = try contentVersion(of: name)
+      else { return nil }
       if let version, version != v { return nil }
       version = v
     }

@@ -131,6 +131,27 @@ import Testing
     #expect(try localRows(target) == server.rows)
   }
 
+  /// A delta applies only the server's changes, so it would keep an edit made to the table
+  /// since dray loaded it: such a table asks for full data (`TableGuard`).
+  @Test func aTableChangedSinceItsLoadAsksForFullDataNotADelta() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let job = try job(folder, emulator, target)
+    _ = try refresh(job)
+    #expect(try deltaHeaders(emulator) == [nil])
+    try target.execute(#"UPDATE "FRUITS__output_table" SET price = price * 2"#)
+    try change(emulator, #"{"insert": [[6, "kiwi", 0.9, 1]]}"#)
+    _ = try refresh(job)
+    #expect(try deltaHeaders(emulator) == [nil])
+    #expect(try localRows(target) == serverRows(emulator).rows)
+    // Untouched since, the table takes the next delta.
+    try change(emulator, #"{"delete": [6]}"#)
+    _ = try refresh(job)
+    #expect(try deltaHeaders(emulator) == ["v2-last"])
+    #expect(try localRows(target) == serverRows(emulator).rows)
+  }
+
   /// The same deltas give the same table, digest for digest, on SQLite and on PostgreSQL.
   @Test func theSameDeltasGiveTheSameTableOnBothDatabases() throws {
     var digests: [TargetDatabase.Kind: [[String?]]] = [:]

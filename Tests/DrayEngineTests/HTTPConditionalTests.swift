@@ -12,7 +12,7 @@ import Testing
 @Suite struct HTTPConditionalTests {
   let folder = TemporaryDirectory()
 
-  func run(_ http: String, server: RestServer, fresh: Bool = false) throws -> RunReport {
+  func run(_ http: String, server: RestServer, fresh: Bool = false, then more: String = "") throws -> RunReport {
     let path = try folder.write(
       "job.yaml",
       """
@@ -23,6 +23,7 @@ import Testing
       steps:
         - id: items
           http: \(http)
+      \(more)
       """)
     let manifest = try ManifestLoader(environment: ["API": server.url]).load(path: path)
     return Runner(manifest: manifest, options: RunFlags(fresh: fresh), console: Console(level: .quiet), cancellation: Cancellation()).run()
@@ -65,7 +66,7 @@ import Testing
       ])
     #expect(RunReport.stepJSON(step)["unchanged"] == .bool(true))
     #expect(try rows("SELECT count(*) FROM audit") == [[.integer(0)]])
-    #expect(try rows("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == [[.integer(3)]])
+    #expect(try rows("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'audit%'") == [[.integer(3)]])
     #expect(try rows("SELECT count(*) FROM items") == [[.integer(25)]])
 
     // A changed resource answers 200 and is loaded; --fresh sends no preconditions.
@@ -82,6 +83,52 @@ import Testing
     let all = try server.requests()
     #expect(all.map(\.status) == [200, 304, 200, 200, 304])
     #expect(all[3]["If-None-Match"] == nil && all[3]["If-Modified-Since"] == nil)
+  }
+
+  @Test func aTableTheJobsSQLChangesInPlaceIsLoadedAgainNotKeptBy304() throws {
+    let server = try RestServer()
+    try server.setRules(#"[{"path": "/items", "validators": true}]"#)
+    let raise = "  - id: raise\n    sql: UPDATE items SET price = price * 2"
+    var prices: [[[SQLValue]]] = []
+    for _ in 1...3 {
+      let report = try run(Self.items, server: server, then: raise)
+      #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+      #expect(!report.steps[0].unchanged)
+      prices.append(try rows("SELECT id, price FROM items ORDER BY id"))
+    }
+    #expect(prices[1] == prices[0] && prices[2] == prices[0])
+    // The changed table is asked for without validators: one request a run, each a 200.
+    let requests = try server.requests()
+    #expect(requests.map(\.status) == [200, 200, 200])
+    #expect(requests.allSatisfy { $0["If-None-Match"] == nil && $0["If-Modified-Since"] == nil })
+  }
+
+  @Test func aTableChangedOutsideDrayBetweenRunsIsLoadedAgain() throws {
+    let server = try RestServer()
+    try server.setRules(#"[{"path": "/items", "validators": true}]"#)
+    let first = try run(Self.items, server: server)
+    #expect(first.exitCode == 0)
+    let loaded = try rows("SELECT * FROM items ORDER BY id")
+    let changes = [
+      "UPDATE items SET name = 'x' WHERE id = 3",
+      "DELETE FROM items WHERE id = 4",
+      "INSERT INTO items(id) VALUES (99)",
+      "ALTER TABLE items ADD COLUMN added_later TEXT",
+      "CREATE TABLE copy AS SELECT * FROM items; DROP TABLE items; ALTER TABLE copy RENAME TO items",
+      "DROP TRIGGER \"\(TableGuard.trigger("update", of: "items"))\"",
+    ]
+    for change in changes {
+      _ = try Database(path: folder.path + "/data.sqlite").execute(change)
+      let report = try run(Self.items, server: server)
+      #expect(report.exitCode == 0, "\(change): \(report.steps.map { $0.errorMessage ?? "" })")
+      #expect(!report.steps[0].unchanged, "\(change)")
+      #expect(try rows("SELECT * FROM items ORDER BY id") == loaded, "\(change)")
+    }
+    // Left alone, it is kept again: one small request, no row rewritten.
+    let kept = try run(Self.items, server: server)
+    #expect(kept.steps[0].unchanged)
+    let statuses = try server.requests().map(\.status)
+    #expect(statuses == [200] + changes.map { _ in 200 } + [304])
   }
 
   @Test func aStepAsksForGzipAndReportsBytesOnTheWireAndDecoded() throws {

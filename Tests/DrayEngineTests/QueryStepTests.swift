@@ -45,6 +45,8 @@ import Testing
     ("CREATE INDEX mine ON _dray_runs(job)", "_dray_runs"),
     ("CREATE TRIGGER mine AFTER INSERT ON _dray_checkpoints BEGIN SELECT 1; END", "_dray_checkpoints"),
     ("CREATE VIEW _dray_view AS SELECT 1", "_dray_view"),
+    // Only dray makes the table guard's triggers, which a statement may fire and drop.
+    ("CREATE TRIGGER _dray_guard_update_x AFTER UPDATE ON kept BEGIN SELECT 1; END", "_dray_guard_update_x"),
   ]
 
   /// An sql step may read dray's own tables (`_dray_...`) but not change them: the

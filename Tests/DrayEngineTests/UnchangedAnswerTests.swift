@@ -45,16 +45,83 @@ import Testing
         $0.hasPrefix("unchanged: every table already holds this answer (ETag \"") && $0.hasSuffix("; no row rewritten")
       })
     #expect(try rows(folder, "SELECT count(*) FROM audit") == [[.integer(0)]])
-    #expect(try rows(folder, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == [[.integer(3)]])
+    #expect(try rows(folder, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'audit%'") == [[.integer(3)]])
 
-    // A row deleted behind dray's back: the recorded row count no longer matches, so the
-    // same answer is loaded again and the table is whole.
+    // A row deleted behind dray's back: the table guard saw it, so the same answer is
+    // loaded again and the table is whole.
     _ = try database.execute("DROP TRIGGER audit_DELETE")
     _ = try database.execute("DELETE FROM \(table) WHERE id = 2")
     let (_, third) = try runJob(folder, job)
     #expect(third.exitCode == 0)
     #expect(!third.steps[0].unchanged)
     #expect(try rows(folder, "SELECT count(*) FROM \(table)") == [[.integer(5)]])
+  }
+
+  @Test func aTableTheJobsSQLChangesInPlaceIsLoadedAgainEachRun() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let job =
+      JobText.header(job: "raise", emulator: emulator, database: "data.sqlite") + Self.steps
+      + "\n  - id: raise\n    sql: UPDATE {{ table \"FRUITS\" \"output_table\" }} SET price = price * 2, name = name || '!'\n"
+    var tables: [[[SQLValue]]] = []
+    for _ in 1...3 {
+      let (_, report) = try runJob(folder, job)
+      #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+      #expect(!report.steps[0].unchanged)
+      tables.append(try rows(folder, "SELECT * FROM FRUITS__output_table ORDER BY id"))
+    }
+    #expect(tables[0].count == 5)
+    #expect(tables[1] == tables[0] && tables[2] == tables[0])
+  }
+
+  @Test func anSQLStepMayDropAGuardedTableButNotClearItsMark() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let header = JobText.header(job: "drop", emulator: emulator, database: "data.sqlite") + Self.steps
+    let table = #"{{ table "FRUITS" "output_table" }}"#
+    let drop = header + "\n  - id: drop\n    sql: 'DROP TABLE \(table)'\n"
+    for _ in 1...2 {
+      let (_, report) = try runJob(folder, drop)
+      #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+      #expect(!report.steps[0].unchanged)
+    }
+    let clear = header + "\n  - id: clear\n    sql: 'UPDATE \(table) SET price = 0; UPDATE _dray_table_guard SET changed = 0'\n"
+    let (_, refused) = try runJob(folder, clear)
+    #expect(refused.steps.last?.errorCode == "dray_table")
+    // The refused step rolled back whole: the table is the answer's, and still kept (the
+    // first run after the failure resumes it; the next one runs every step).
+    _ = try runJob(folder, header)
+    let (_, kept) = try runJob(folder, header)
+    #expect(kept.steps[0].unchanged)
+    #expect(try rows(folder, "SELECT count(*) FROM FRUITS__output_table WHERE price = 0") == [[.integer(0)]])
+  }
+
+  @Test func aTableChangedOutsideDrayInAnyWayIsLoadedAgain() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    let job = JobText.header(job: "outside", emulator: emulator, database: "data.sqlite") + Self.steps
+    let (_, first) = try runJob(folder, job)
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    let table = "FRUITS__output_table"
+    let loaded = try rows(folder, "SELECT * FROM \(table) ORDER BY id")
+    let changes = [
+      "UPDATE \(table) SET price = price * 2",
+      // Changed and changed back: the same rows and count, still a change.
+      "UPDATE \(table) SET name = 'x' WHERE id = 1; UPDATE \(table) SET name = 'apple' WHERE id = 1",
+      "CREATE TABLE copy AS SELECT * FROM \(table); DROP TABLE \(table); ALTER TABLE copy RENAME TO \(table)",
+      "DROP TRIGGER \"\(TableGuard.trigger("delete", of: table))\"",
+      "UPDATE _dray_table_guard SET definition = 'CREATE TABLE other(x)'",
+      "DROP TABLE _dray_table_guard",
+    ]
+    for change in changes {
+      _ = try Database(path: folder.path + "/data.sqlite").execute(change)
+      let (_, report) = try runJob(folder, job)
+      #expect(report.exitCode == 0, "\(change): \(report.steps.compactMap(\.errorMessage))")
+      #expect(!report.steps[0].unchanged, "\(change)")
+      #expect(try rows(folder, "SELECT * FROM \(table) ORDER BY id") == loaded, "\(change)")
+    }
+    let (_, kept) = try runJob(folder, job)
+    #expect(kept.steps[0].unchanged)
   }
 
   @Test func anHTMLPageInPlaceOfTheDataNamesItsTypeAndEncoding() throws {

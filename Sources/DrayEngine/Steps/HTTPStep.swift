@@ -84,10 +84,11 @@ extension StepRunner {
       return ledger
     }
     let firstURL = progress.next?.url ?? ""
-    let sentValidators: AnswerValidators? = try {
-      // `--fresh` sends none, and keeps those of the answer it loads.
+    var sentValidators: AnswerValidators? = try {
+      // `--fresh` sends none, and keeps those of the answer it loads; nor does a table
+      // changed since it was loaded (a 304 would keep the change).
       guard let validators, let store, let load = options.load, !context.fresh, progress.pages == 0,
-        try RecordTable(database: store.database, name: load.table).exists
+        try TableGuard.isIntact(load.table, in: store.database)
       else { return nil }
       return try validators.read(url: firstURL)
     }()
@@ -119,6 +120,13 @@ extension StepRunner {
       progress.bytes += fetched.bytes
       report.wireBytes += fetched.wireBytes
       if fetched.status == 304 {
+        if let load = options.load, let store, try !TableGuard.isIntact(load.table, in: store.database) {
+          // The table changed while the request was out: the body is needed after all.
+          report.notes.append("table \(load.table) changed during the conditional request; asked again without validators")
+          sentValidators = nil
+          fetchedURLs.remove(pageKey)
+          continue
+        }
         unchanged = true
         break
       }
@@ -223,6 +231,7 @@ extension StepRunner {
             let staged = try RecordTable(database: store.database, name: staging)
             let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
             if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
+            try TableGuard.disarm(load.table, in: store.database)
             let rows: Int
             if load.write == .replace {
               rows = try staged.publish(into: load.table)
@@ -232,7 +241,10 @@ extension StepRunner {
               rows = written.rows
             }
             try cursors?.publish(&done.notes, in: transaction)
-            try validators?.save(AnswerValidators(lastHeaders), url: firstURL, at: RunReport.rfc3339(.now))
+            let kept = validators.flatMap { _ in AnswerValidators(lastHeaders) }
+            try validators?.save(kept, url: firstURL, at: RunReport.rfc3339(.now))
+            // A 304 may keep the table only while nothing else writes it (`TableGuard`).
+            if kept != nil { try TableGuard.arm(load.table, in: store.database) }
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]

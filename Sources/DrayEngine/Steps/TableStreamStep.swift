@@ -175,8 +175,9 @@ extension StepRunner {
       if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
       report.notes += download.notes
     }
-    if unchanged {
-      try keepUnchanged(scheme, options, head, store, attempts, &report)
+    // Kept only when the tables are still as dray loaded them (asked again in the write
+    // transaction that keeps them); otherwise the finished answer loads.
+    if unchanged, try keepUnchanged(scheme, options, head, store, attempts, &report) {
       download.removeFinished()
       return
     }
@@ -242,27 +243,36 @@ extension StepRunner {
   }
 
   /// Records the step as `unchanged`: its tables already hold the answer (`holdsAnswer`), so
-  /// none is rewritten; the checkpoint commits alone.
+  /// none is rewritten; the checkpoint commits alone. Asks `holdsAnswer` again inside the
+  /// write transaction, where nothing else can write the tables.
+  /// - Returns: false, recording nothing, when the tables changed since the first asking.
   private func keepUnchanged(
     _ scheme: ResourceScheme, _ options: TableStreamStep, _ head: PlatformClient.AnswerHead, _ store: any TargetStore,
     _ attempts: [Attempt], _ report: inout StepReport
-  ) throws {
-    report.unchanged = true
-    report.notes.append(
+  ) throws -> Bool {
+    var done = report
+    done.unchanged = true
+    done.notes.append(
       "unchanged: every table already holds this answer (ETag \(head.etag ?? ""), Cache-Hash-Value \(head.cacheHash ?? "")); no row rewritten"
     )
-    var done = report
     done.attempts = attempts
-    try context.databaseWrites.withLock { _ in
+    let info = AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
+    let kept = try context.databaseWrites.withLock { _ in
       try store.write { transaction in
+        guard try store.holdsAnswer(info, scheme: scheme, params: options.params) else { return false }
         for table in scheme.outputs {
           let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
           done.rows[name] = try transaction.rowCount(ofTable: name)
         }
         try transaction.record(checkpoint(done, status: .succeeded))
+        return true
       }
     }
+    guard kept else { return false }
+    report.unchanged = true
+    report.notes = done.notes
     report.rows = done.rows
+    return true
   }
 }
 
