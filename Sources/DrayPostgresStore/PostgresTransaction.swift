@@ -89,16 +89,7 @@ final class PostgresTransaction: StoreTransaction {
           throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
         }
       }
-      // The platform answers one element per output table (platform-api.md, full data and
-      // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
-      if let missing = scheme.outputs.first(where: { !load.named.contains($0.name) }) {
-        let held = scheme.outputs.map(\.name).filter(load.named.contains)
-        throw LoadError(
-          resource: scheme.name, table: missing.name,
-          message:
-            "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(held.isEmpty ? "no table of the scheme" : held.map { "'\($0)'" }.joined(separator: ", "))); "
-            + "nothing was loaded: every table keeps its previous rows")
-      }
+      if let missing = LoadError.missingTable(of: scheme, named: load.named) { throw missing }
       result.inserted = load.inserted
       for (source, counts) in try load.staged.apply() {
         result.inserted[source, default: 0] += counts.inserted

@@ -105,16 +105,7 @@ extension Store {
     // dray's own writes happen without the guard; it is armed again on what they leave.
     for target in targets.values { try TableGuard.disarm(target.physicalName, in: database) }
     let outcome = try loader.run(file: file)
-    // The platform answers one element per output table (platform-api.md, full data and
-    // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
-    if let missing = scheme.outputs.first(where: { !outcome.named.contains($0.name) }) {
-      let named = scheme.outputs.map(\.name).filter(outcome.named.contains)
-      throw LoadError(
-        resource: scheme.name, table: missing.name,
-        message:
-          "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(named.isEmpty ? "no table of the scheme" : named.map { "'\($0)'" }.joined(separator: ", "))); "
-          + "nothing was loaded: every table keeps its previous rows")
-    }
+    if let missing = LoadError.missingTable(of: scheme, named: outcome.named) { throw missing }
     var result = LoadResult(
       rowCounts: [:], inserted: [:], deleted: [:], tables: [:], mismatches: outcome.mismatches,
       mismatchCount: outcome.mismatchCount, skippedTables: outcome.skipped)
