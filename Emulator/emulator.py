@@ -306,7 +306,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.close_connection = True
         else:
-            self.send_header("Content-Length", str(length))
+            self.send_header("Content-Length", str(length + int(fault.get("overstate_length", 0))))
         self.end_headers()
         if self.command == "HEAD" or length <= 0:
             return
@@ -321,6 +321,9 @@ class Handler(BaseHTTPRequestHandler):
                 fault = {key: value for key, value in fault.items() if key != "garble"}
             pieces = gzipped(pieces)
         faults.write_body(self, pieces, fault)
+        if fault.get("overstate_length"):
+            self.close_connection = True
+            self.connection.shutdown(2)
 
     def send_json(self, status, value, headers=None):
         self.send(status, json.dumps(value, ensure_ascii=False).encode(), headers)

@@ -31,6 +31,9 @@ next `times` of them (every one when absent); the first rule that applies is use
     close_delimited  send the body without Content-Length or chunks, ended only by closing
                   the connection (HTTP/1.0 style); with `close_after`, a cut is
                   indistinguishable from the end
+    overstate_length  send a Content-Length this many bytes above the body's length, send
+                  the whole body, then close the connection: the body is whole, and the
+                  answer still fails its length check
     ignore_range  ignore X-Range / Range and answer 200 with the whole body
     change_etag   answer with a new ETag (so If-Match fails with 412)
     weak_etag     answer with a weak ETag (W/"..."), which must never be used to resume
@@ -72,7 +75,8 @@ import uuid
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
          "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
-         "weak_etag", "garble", "body", "echo_forms", "hang", "close_delimited", "gzip_unasked", "content_type"}
+         "weak_etag", "garble", "body", "echo_forms", "hang", "close_delimited", "gzip_unasked", "content_type",
+         "overstate_length"}
 
 
 class Faults:

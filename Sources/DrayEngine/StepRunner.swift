@@ -12,6 +12,8 @@ internal import Synchronization
 struct StepRunner {
   let context: RunContext
   let step: Step
+  /// The step is a member of a `parallel` group.
+  var inGroup = false
 
   var manifest: Manifest { context.manifest }
   var console: Console { context.console }

@@ -63,6 +63,12 @@ public enum JSONEvents {
       }, into: handler, allowComments: false, verbose: false)
   }
 
+  /// Parses the chunks `next` returns, in order, until it returns nil.
+  /// - Throws: `Failure`.
+  public static func parse(chunks next: () -> Data?, into handler: any JSONEventHandler) throws(Failure) {
+    try parse(chunks: next, into: handler, allowComments: false, verbose: false)
+  }
+
   /// Whether the file at `path` holds a whole JSON document: false when it stops before
   /// the document's end (an empty file too), which is how an answer without a length shows
   /// that the connection closed mid-answer. A file that is not JSON at all counts as whole

@@ -236,18 +236,25 @@ public final class TableAnswerScanner {
   }
 
   /// Reads the file at `path` in `chunkSize` pieces, calling `between` before each (a
-  /// cancelled load throws there), then `finish()`.
-  /// - Throws: `TableAnswerError` (also when the file cannot be read), or an error of the
-  ///   sink or of `between` unchanged.
-  public func scan(file path: String, between: () throws -> Void = {}) throws {
-    let fd = open(path, O_RDONLY)
+  /// cancelled load throws there), then `finish()`. With `growing`, reads the part a download
+  /// is still writing instead, waiting at its end for more bytes until the download finishes.
+  /// - Throws: `TableAnswerError` (also when the file cannot be read), `GrowingFile.Stop`, or
+  ///   an error of the sink or of `between` unchanged.
+  public func scan(file path: String, growing: GrowingFile? = nil, between: () throws -> Void = {}) throws {
+    let fd = try growing?.takeReader() ?? open(path, O_RDONLY)
     guard fd >= 0 else { throw TableAnswerError(message: "cannot read the downloaded answer at \(path)") }
     defer { close(fd) }
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
     defer { buffer.deallocate() }
+    var read: Int64 = 0
     while true {
       try between()
-      let count = read(fd, buffer.baseAddress, buffer.count)
+      var count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+      // At the end of a part that is still growing: wait for its next bytes, or its end.
+      while count == 0, let growing, try growing.waitForBytes(after: read) {
+        count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+      }
+      read += Int64(max(0, count))
       guard count >= 0 else {
         throw TableAnswerError(message: "cannot read the downloaded answer at \(path): \(String(cString: strerror(errno)))")
       }

@@ -258,17 +258,7 @@ extension PostgresStore: TargetStore {
       "SELECT value, staged, fresh FROM \(own("_dray_http_cursors")) WHERE job = $1 AND step_id = $2", [.text(job), .text(stepID)]
     ).rows
     guard let row = rows.first else { return CursorEntry() }
-    func json(_ value: PostgresValue) throws -> JSONValue? {
-      guard let text = value.text else { return nil }
-      do {
-        return try JSONValue(parsing: text)
-      } catch {
-        throw CursorLedgerError(
-          message:
-            "the kept cursor of step \(stepID) in _dray_http_cursors is not JSON (\(text)); run with --fresh to start again from 'initial'")
-      }
-    }
-    return CursorEntry(value: try json(row[0]), staged: try json(row[1]), fresh: row[2].bool == true)
+    return try CursorEntry(storedValue: row[0].text, staged: row[1].text, fresh: row[2].bool == true, stepID: stepID)
   }
 
   public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? { nil }

@@ -74,9 +74,11 @@ final class PostgresTransaction: StoreTransaction {
   /// are no longer the scheme's) and refilled by one `COPY ... FROM STDIN`. A delta: its
   /// `insert_rows` and `delete_ids` are copied into temporary tables and applied when the
   /// answer is read, deletes first (`PostgresDelta`); a table whose `data` it holds is
-  /// emptied and refilled the same way. Values go in under `PostgresValueRule`.
+  /// emptied and refilled the same way. Values go in under `PostgresValueRule`. `file` is
+  /// read whole: the engine loads PostgreSQL after its download, never from a `growing` part.
   func load(
-    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
+    file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
+    info: () -> AnswerInfo
   ) throws -> LoadResult {
     let names = try createTables(for: scheme, params: params)
     var result = LoadResult(rowCounts: [:], inserted: [:], deleted: [:], tables: names)
@@ -87,16 +89,7 @@ final class PostgresTransaction: StoreTransaction {
           throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
         }
       }
-      // The platform answers one element per output table (platform-api.md, full data and
-      // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
-      if let missing = scheme.outputs.first(where: { !load.named.contains($0.name) }) {
-        let held = scheme.outputs.map(\.name).filter(load.named.contains)
-        throw LoadError(
-          resource: scheme.name, table: missing.name,
-          message:
-            "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(held.isEmpty ? "no table of the scheme" : held.map { "'\($0)'" }.joined(separator: ", "))); "
-            + "nothing was loaded: every table keeps its previous rows")
-      }
+      if let missing = LoadError.missingTable(of: scheme, named: load.named) { throw missing }
       result.inserted = load.inserted
       for (source, counts) in try load.staged.apply() {
         result.inserted[source, default: 0] += counts.inserted
@@ -109,7 +102,7 @@ final class PostgresTransaction: StoreTransaction {
     }
     result.skippedTables = load.skipped
     let replaced = load.replaced
-    try record(scheme: scheme, params: params, names: names, replaced: replaced, delta: delta, info: info, result: &result)
+    try record(scheme: scheme, params: params, names: names, replaced: replaced, delta: delta, info: info(), result: &result)
     return result
   }
 

@@ -103,8 +103,12 @@ public final class Journal {
       }
       let database = try Database(path: path)
       if recovering { _ = try Journal.check(database) }
-      _ = try database.transaction {
-        if try Journal.presentTables(database).isEmpty { try database.execute(Journal.schema) }
+      // Looked at before the write lock is asked for: another run may hold it for as long as
+      // a load reads an answer that is still arriving.
+      if try Journal.presentTables(database).isEmpty {
+        _ = try database.transaction {
+          if try Journal.presentTables(database).isEmpty { try database.execute(Journal.schema) }
+        }
       }
       try Journal.migrate(database)
       self.database = database
@@ -371,11 +375,19 @@ public final class Journal {
   /// - Throws: `RunInProgress` naming the live run; SQLite errors.
   @discardableResult
   public func begin(_ run: RunRecord) throws -> [RunRecord] {
-    try database.transaction {
+    /// The job's runs recorded as running; throws for one whose process is alive.
+    func running() throws -> [RunRecord] {
       let running = try select("job = ? AND status = ?", [.text(run.job), .text(RunRecord.Status.running.rawValue)], limit: -1)
       if let live = running.first(where: { RunProcess.isAlive(pid: $0.processID, startedAt: Journal.date($0.startedAt)) }) {
         throw RunInProgress(journal: path, job: live.job, run: live)
       }
+      return running
+    }
+    // First without the write lock, which a live run may hold for as long as a load reads an
+    // answer that is still arriving: this run is told at once, not after the busy timeout.
+    _ = try running()
+    return try database.transaction {
+      let running = try running()
       let abandon = try database.prepare("UPDATE _dray_runs SET status = ? WHERE run_id = ? AND status = ?")
       for stale in running {
         try abandon.bind([.text(RunRecord.Status.abandoned.rawValue), .text(stale.id), .text(RunRecord.Status.running.rawValue)])

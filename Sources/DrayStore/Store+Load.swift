@@ -48,7 +48,8 @@ public struct AnswerInfo: Sendable, Equatable {
 
 extension Store {
   /// `StoreTransaction.load` on SQLite, inside the caller's transaction: streams the answer
-  /// into prepared INSERTs (`TableLoader`), 1 MiB of the file at a time.
+  /// into prepared INSERTs (`TableLoader`), 1 MiB of the file at a time (of a part still
+  /// growing, with `growing`, as it arrives).
   ///
   /// A full answer replaces the rows of each table it names (recreating a table whose
   /// columns are no longer the scheme's); a delta deletes `delete_ids`, then inserts
@@ -57,7 +58,8 @@ extension Store {
   /// - Throws: `LoadError` (naming resource, table, row, column; the missing table),
   ///   `StoreError`, `SQLiteError`.
   func loadInTransaction(
-    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
+    file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
+    info: () -> AnswerInfo
   ) throws -> LoadResult {
     try Store.check(scheme)
     var targets: [String: TableLoader.Target] = [:]
@@ -99,24 +101,16 @@ extension Store {
               "table \(Database.quote(target.physicalName)) does not have the scheme's columns, so a delta cannot apply to it; load full data (without delta) to recreate it"
           )
         }
-      }, cancellation: cancellation)
+      }, cancellation: cancellation, growing: growing)
     // dray's own writes happen without the guard; it is armed again on what they leave.
     for target in targets.values { try TableGuard.disarm(target.physicalName, in: database) }
     let outcome = try loader.run(file: file)
-    // The platform answers one element per output table (platform-api.md, full data and
-    // deltas alike): an answer without one (`[]`) would leave it as it was, counted as loaded.
-    if let missing = scheme.outputs.first(where: { !outcome.named.contains($0.name) }) {
-      let named = scheme.outputs.map(\.name).filter(outcome.named.contains)
-      throw LoadError(
-        resource: scheme.name, table: missing.name,
-        message:
-          "the answer holds no table '\(missing.name)', which the scheme declares (it holds \(named.isEmpty ? "no table of the scheme" : named.map { "'\($0)'" }.joined(separator: ", "))); "
-          + "nothing was loaded: every table keeps its previous rows")
-    }
+    if let missing = LoadError.missingTable(of: scheme, named: outcome.named) { throw missing }
     var result = LoadResult(
       rowCounts: [:], inserted: [:], deleted: [:], tables: [:], mismatches: outcome.mismatches,
       mismatchCount: outcome.mismatchCount, skippedTables: outcome.skipped)
     let now = Store.timestamp()
+    let info = info()
     for table in scheme.outputs {
       let name = targets[table.name]!.physicalName
       // A full answer empties a table before refilling it, so its rows are the ones inserted.

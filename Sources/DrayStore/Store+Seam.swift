@@ -86,9 +86,11 @@ final class SQLiteTransaction: StoreTransaction {
   }
 
   func load(
-    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
+    file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
+    info: () -> AnswerInfo
   ) throws -> LoadResult {
-    try store.loadInTransaction(file: file, scheme: scheme, params: params, delta: delta, info: info, cancellation: cancellation)
+    try store.loadInTransaction(
+      file: file, growing: growing, scheme: scheme, params: params, delta: delta, cancellation: cancellation, info: info)
   }
 
   func rowCount(ofTable name: String) throws -> Int { try store.rowCount(ofTable: name) }

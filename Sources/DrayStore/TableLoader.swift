@@ -65,6 +65,9 @@ struct TableLoader {
   let checkDeltaTarget: (Target) throws -> Void
   /// Checked between 1 MiB pieces of the file: a cancelled load stops there.
   let cancellation: Cancellation?
+  /// The part a download is still writing, read by the first pass as it grows (`GrowingFile`);
+  /// nil when `file` is whole.
+  var growing: GrowingFile? = nil
 
   /// Parses the answer in `file` and applies it inside the caller's transaction.
   /// - Throws: `LoadError` naming resource, table, row and column.
@@ -113,7 +116,7 @@ final class LoadSession {
     index = -1
     let scanner = TableAnswerScanner(sink: self)
     do {
-      try scanner.scan(file: file) {
+      try scanner.scan(file: file, growing: pass == .main ? loader.growing : nil) {
         if loader.cancellation?.isCancelled == true {
           throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
         }
@@ -124,6 +127,8 @@ final class LoadSession {
       throw LoadError(resource: loader.resource, table: table, row: error.row, column: error.column, message: error.message)
     } catch let error as LoadError {
       throw error
+    } catch let stop as GrowingFile.Stop {
+      throw stop
     } catch {
       // SQLite's errors preparing a table's statements or replacing it, named by table.
       throw LoadError(resource: loader.resource, table: index >= 0 ? current.name : nil, message: "\(error)")

@@ -148,6 +148,23 @@ public struct CursorEntry: Sendable, Equatable {
     self.staged = staged
     self.fresh = fresh
   }
+
+  /// The entry of step `stepID` from the columns of its `_dray_http_cursors` row: `value`
+  /// and `staged` as JSON text (nil for NULL).
+  /// - Throws: `CursorLedgerError` for text that is not JSON.
+  public init(storedValue: String?, staged: String?, fresh: Bool, stepID: String) throws {
+    func json(_ text: String?) throws -> JSONValue? {
+      guard let text else { return nil }
+      do {
+        return try JSONValue(parsing: text)
+      } catch {
+        throw CursorLedgerError(
+          message:
+            "the kept cursor of step \(stepID) in _dray_http_cursors is not JSON (\(text)); run with --fresh to start again from 'initial'")
+      }
+    }
+    self.init(value: try json(storedValue), staged: try json(staged), fresh: fresh)
+  }
 }
 
 /// The kept cursor of each `incremental` step, in the table `_dray_http_cursors` of the
@@ -188,17 +205,11 @@ struct CursorLedger {
     let rows = try database.rows(
       "SELECT value, staged, fresh FROM _dray_http_cursors WHERE job = ? AND step_id = ?", [.text(job), .text(stepID)])
     guard let row = rows.first else { return CursorEntry() }
-    func json(_ value: SQLValue) throws -> JSONValue? {
+    func text(_ value: SQLValue) -> String? {
       guard case .text(let text) = value else { return nil }
-      do {
-        return try JSONValue(parsing: text)
-      } catch {
-        throw CursorLedgerError(
-          message:
-            "the kept cursor of step \(stepID) in _dray_http_cursors is not JSON (\(text)); run with --fresh to start again from 'initial'")
-      }
+      return text
     }
-    return CursorEntry(value: try json(row[0].1), staged: try json(row[1].1), fresh: row[2].1 == .integer(1))
+    return try CursorEntry(storedValue: text(row[0].1), staged: text(row[1].1), fresh: row[2].1 == .integer(1), stepID: stepID)
   }
 
   /// Records `entry`, inside the caller's transaction when there is one.

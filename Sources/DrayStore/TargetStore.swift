@@ -94,9 +94,17 @@ public protocol StoreTransaction: AnyObject {
   /// - Parameters:
   ///   - delta: the answer is a delta (its `Content-Version` reads `delta v<n>-v<m>`).
   ///   - cancellation: checked between pieces of the file; a cancelled load throws.
-  /// - Throws: `LoadError` naming resource, table, row and column; `StoreError`.
+  ///   - growing: the part a download is still writing, when the load reads the answer as
+  ///     it arrives (`GrowingFile`): its first pass reads the part as it grows and reaches
+  ///     its end only once the download is finished and verified; `file` is where the
+  ///     finished answer is then (read by any later pass). nil when `file` is whole.
+  ///   - info: the answer's version and validators, asked once its rows are read (an answer
+  ///     still arriving has them only when its download is finished).
+  /// - Throws: `LoadError` naming resource, table, row and column; `StoreError`;
+  ///   `GrowingFile.Stop` when the download failed or started the part again.
   func load(
-    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
+    file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
+    info: () -> AnswerInfo
   ) throws -> LoadResult
 
   /// Rows in the physical table `name`.
@@ -197,6 +205,15 @@ public protocol RunJournal: AnyObject {
   /// lives in a session, which can end under a running runner; SQLite's lock file cannot
   /// be lost (nil, the default).
   func lostLock() -> (any Error)?
+}
+
+extension StoreTransaction {
+  /// `load` of an answer file that is whole.
+  public func load(
+    file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
+  ) throws -> LoadResult {
+    try load(file: file, growing: nil, scheme: scheme, params: params, delta: delta, cancellation: cancellation) { info }
+  }
 }
 
 extension RunJournal {

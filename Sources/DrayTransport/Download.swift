@@ -1,5 +1,5 @@
 internal import DrayJSON
-internal import DrayModel
+public import DrayModel
 internal import Foundation
 internal import Glibc
 
@@ -94,6 +94,9 @@ public final class Download {
   /// (`HTTPResponse.endShown`). Without it such an answer is never taken as complete: the
   /// next attempt asks for the bytes after the part, and the server's `416` confirms it.
   public var endsWhole: ((_ partPath: String) -> Bool)?
+  /// Told where the part begins and how far it grows, for a load that reads it as it arrives
+  /// (`GrowingFile`); its owner says how the download ended.
+  public var growing: GrowingFile?
 
   public init(path: String, style: ResumeStyle, resume: Bool) {
     self.path = path
@@ -263,6 +266,7 @@ public final class Download {
   public func discard() {
     unlink(partPath)
     unlink(sidecarPath)
+    growing?.discarded()
   }
 
   fileprivate func writeSidecar(_ sidecar: Sidecar) throws {
@@ -335,6 +339,8 @@ private final class PartFileSink: ResponseSink {
   var fd: Int32 = -1
   /// Body bytes written by this answer.
   var written: Int64 = 0
+  /// Where this answer's bytes start in the part.
+  var start: Int64 = 0
   /// The part's size once this answer is complete, when its head says.
   var expectedSize: Int64?
 
@@ -389,6 +395,8 @@ private final class PartFileSink: ResponseSink {
     let resumable = style == .platform || response.contentEncoding == nil
     let strong = answerETag.flatMap { $0.hasPrefix("W/") || !resumable ? nil : $0 }
     try download.writeSidecar(Download.Sidecar(url: url, etag: strong, transactionID: transactionID))
+    self.start = start
+    download.growing?.began(partPath: download.partPath, at: start, whole: response.status != 206)
   }
 
   func write(_ bytes: UnsafeRawBufferPointer) throws {
@@ -402,6 +410,7 @@ private final class PartFileSink: ResponseSink {
       done += n
     }
     written += Int64(bytes.count)
+    download.growing?.grew(to: start + written)
   }
 
   func close() {

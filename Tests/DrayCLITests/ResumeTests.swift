@@ -236,15 +236,12 @@ struct Report {
   }
 
   /// When the journal cannot record the end of the run (here another program dropped its
-  /// runs table while the run downloaded), the run does not claim success.
+  /// runs table while the run waited for an answer), the run does not claim success.
   @Test func aRunWhoseEndTheJournalCannotRecordFails() throws {
-    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    // COUNTRIES answers after 4 s; until its first bytes come, its load holds no lock.
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "delay": 4}"#])
     let run = try job.start(name: "unrecorded")
-    let part = job.folder.path + "/.dray/downloads/resume"
-    #expect(
-      run.waitUntil {
-        ((try? FileManager.default.contentsOfDirectory(atPath: part)) ?? []).contains { $0.hasSuffix(".part") }
-      })
+    #expect(run.waitUntil { run.errors.contains("step countries: table_stream") })
     try SQLiteFile.execute(job.database, "DROP TABLE _dray_runs")
     #expect(run.wait() == .exited(1), "\(run.output)\(run.errors)")
     let message =
@@ -531,14 +528,15 @@ struct Report {
     #expect(result.status == 1)
     #expect(
       result.stderr.contains(
-        "error: the run journal at \(job.database) cannot be opened (database is locked); another process has kept the database locked past the busy timeout (10 s); wait for it to finish, then run again\n"
+        "error: cannot write the run journal at \(job.database): SQLite error 5 in \(job.database): database is locked (in: BEGIN IMMEDIATE); another process (another job or program writing this database) held it locked longer than the busy timeout (10 s): wait for it to finish, then run again; finished steps are skipped\n"
       ), "\(result.stderr)")
     #expect(!result.output.contains("backup"))
   }
 
   @Test func aLoadMeetingAnotherWritersLockSaysToWaitAndTheNextRunResumes() throws {
-    // COUNTRIES (17 KB) trickles at 4000 bytes/s: its load starts about 4 s after its step.
-    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "trickle": 4000}"#])
+    // COUNTRIES answers after 4 s: its load asks for the write lock when the answer's first
+    // bytes arrive, about 4 s after its step starts.
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "delay": 4}"#])
     let run = try ChildProcess.dray(["run", job.manifest], logPrefix: job.folder.path + "/run")
     #expect(run.waitUntil { run.errors.contains("step countries: table_stream") })
     // Another program takes the write lock for 18 s: longer than the busy timeout (10 s)

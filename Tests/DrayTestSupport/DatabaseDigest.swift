@@ -113,6 +113,20 @@ public enum SQLiteFile {
   public static func execute(_ path: String, _ sql: String) throws {
     try Database(path: path, create: false).execute(sql)
   }
+
+  /// Whether a write transaction is open on the database at `path` (another connection
+  /// cannot begin one at once); false when there is no database yet.
+  public static func isWriteLocked(_ path: String) -> Bool {
+    guard FileManager.default.fileExists(atPath: path), let database = try? Database(path: path, create: false) else {
+      return false
+    }
+    do {
+      try database.execute("PRAGMA busy_timeout = 0; BEGIN IMMEDIATE; ROLLBACK")
+      return false
+    } catch {
+      return true
+    }
+  }
 }
 
 /// What a folder of files holds, for comparing two job folders.

@@ -179,19 +179,8 @@ extension StepRunner {
         notes.append("added column \(name) to table \(load.table): the API's records hold it")
       }
     }
-    let names = columns.map(\.name)
-    switch load.write {
-    case .replace:
-      preconditionFailure("replace publishes the staging table whole")
-    case .append:
-      let added = try transaction.append(from: staged.name, into: load.table, columns: names)
-      notes.append("appended \(HumanUnits.counted(added, "row"))")
-    case .merge:
-      let merged = try transaction.merge(
-        from: staged.name, into: load.table, columns: names, key: load.primaryKey,
-        deletedColumn: load.deleted == nil ? nil : RecordChecks.deletedColumn)
-      notes.append("merged \(HumanUnits.counted(merged.written, "row"))" + (load.deleted == nil ? "" : ", deleted \(merged.deleted)"))
-    }
+    precondition(load.write != .replace, "replace publishes the staging table whole")
+    notes += try applyWriteMode(load, from: staged.name, columns: columns.map(\.name), in: transaction)
     try staged.drop()
     return (try RecordTable(database: database, name: load.table).count(), notes)
   }
@@ -226,20 +215,29 @@ extension StepRunner {
       notes.append("added column \(name) to table \(load.table): the API's records hold it")
     }
     if existed && (fresh || load.write == .replace) { _ = try transaction.deleteRows(ofTable: load.table) }
-    let names = columns.map(\.name)
+    notes += try applyWriteMode(load, from: staged.name, columns: columns.map(\.name), in: transaction)
+    return (try transaction.rowCount(ofTable: load.table), true, notes)
+  }
+
+  /// Writes the staged table `staging` into `load.table` by `load.write` (`replace` adds
+  /// every row to a table emptied before), in `transaction`.
+  /// - Returns: notes for the report (rows appended, merged and deleted).
+  private func applyWriteMode(_ load: HTTPStep.Load, from staging: String, columns: [String], in transaction: any StoreTransaction)
+    throws -> [String]
+  {
     switch load.write {
     case .replace:
-      _ = try transaction.append(from: staged.name, into: load.table, columns: names)
+      _ = try transaction.append(from: staging, into: load.table, columns: columns)
+      return []
     case .append:
-      let added = try transaction.append(from: staged.name, into: load.table, columns: names)
-      notes.append("appended \(HumanUnits.counted(added, "row"))")
+      let added = try transaction.append(from: staging, into: load.table, columns: columns)
+      return ["appended \(HumanUnits.counted(added, "row"))"]
     case .merge:
       let merged = try transaction.merge(
-        from: staged.name, into: load.table, columns: names, key: load.primaryKey,
+        from: staging, into: load.table, columns: columns, key: load.primaryKey,
         deletedColumn: load.deleted == nil ? nil : RecordChecks.deletedColumn)
-      notes.append("merged \(HumanUnits.counted(merged.written, "row"))" + (load.deleted == nil ? "" : ", deleted \(merged.deleted)"))
+      return ["merged \(HumanUnits.counted(merged.written, "row"))" + (load.deleted == nil ? "" : ", deleted \(merged.deleted)")]
     }
-    return (try transaction.rowCount(ofTable: load.table), true, notes)
   }
 
   /// The staged columns `append` and `merge` write: all but the deleted mark (live rows

@@ -26,7 +26,7 @@ extension StepRunner {
         break
       }
       done.enter()
-      let runner = StepRunner(context: context, step: member)
+      let runner = StepRunner(context: context, step: member, inGroup: true)
       let thread = Thread {
         let memberReport = runner.run()
         results.withLock { $0[index] = memberReport }

@@ -3,6 +3,7 @@ internal import DrayPlatform
 internal import DrayStore
 internal import DrayTransport
 internal import Foundation
+internal import Synchronization
 
 extension StepRunner {
   /// `table_stream`: posts the parameters to `rpc/<resource>/`, streams the answer to a
@@ -77,38 +78,32 @@ extension StepRunner {
       report.count(download)
       return head
     }
-    var head = try fetch(&download)
-    CrashPoint.reach("downloaded:\(step.id)")
-    if download.bytesResumed > 0 && download.bytesReceived == 0 {
-      report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
-    } else {
-      if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
-      report.notes += download.notes
-    }
-
-    if !head.isDelta, !context.fresh,
-      try store.holdsAnswer(
-        AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash), scheme: scheme,
-        params: options.params),
-      try keepUnchanged(scheme, options, head, store, attempts, &report)
-    {
-      // Loading it would rewrite every row as it is.
-      download.removeFinished()
-      return
-    }
-
+    // Full data is loaded while it downloads (docs/network.md, "Loading while downloading"):
+    // a second thread reads the part as it grows, in a transaction that commits only once
+    // the download is finished and verified. Members of a parallel group load after their
+    // download, so that their loads, one at a time, never hold a transaction open over one;
+    // so do loads into PostgreSQL, whose TRUNCATE would lock the table for the download's
+    // length (a paused runner's would stop the runner that takes over from it).
+    let growing = deltaFrom == nil && !inGroup && manifest.database?.postgres == nil ? GrowingFile() : nil
+    let answer = Mutex<(head: PlatformClient.AnswerHead, report: StepReport)?>(nil)
     let loading = showLoadProgress(store)
     defer { loading?.stop() }
-    func load(_ download: Download, _ head: PlatformClient.AnswerHead, _ finished: StepReport) throws -> LoadResult {
-      let stepAttempts = attempts
+    /// Loads the answer in `download` in one transaction with the step's checkpoint; from its
+    /// part as it arrives with `growing`. The answer's head and the step's report so far are
+    /// read from `answer` once the rows are read (the download has finished by then).
+    func load(_ download: Download, delta: Bool, growing: GrowingFile?) throws -> LoadResult {
+      // A part that is still empty opens no transaction until its first bytes come.
+      if let growing { _ = try growing.waitForBytes(after: 0) }
       return try context.databaseWrites.withLock { _ in
         try store.write { transaction in
           let result = try transaction.load(
-            file: download.path, scheme: scheme, params: options.params, delta: head.isDelta,
-            info: AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash),
-            cancellation: context.cancellation)
-          var done = finished
-          done.attempts = stepAttempts
+            file: download.path, growing: growing, scheme: scheme, params: options.params, delta: delta,
+            cancellation: context.cancellation
+          ) {
+            let head = answer.withLock { $0!.head }
+            return AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
+          }
+          var done = answer.withLock { $0!.report }
           for table in scheme.outputs {
             let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
             done.rows[name] = try transaction.rowCount(ofTable: name)
@@ -125,9 +120,71 @@ extension StepRunner {
         }
       }
     }
+    /// Keeps the answer's head and the step's report for `load`, once the download is done.
+    func downloaded(_ head: PlatformClient.AnswerHead) {
+      var finished = report
+      finished.attempts = attempts
+      answer.withLock { $0 = (head, finished) }
+    }
+
+    /// Whether the tables already hold the answer `head` describes, as `reader` sees them:
+    /// loading it would rewrite every row as it is.
+    func holds(_ head: PlatformClient.AnswerHead, in reader: any TargetStore) throws -> Bool {
+      try !head.isDelta && !context.fresh
+        && reader.holdsAnswer(
+          AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash), scheme: scheme,
+          params: options.params)
+    }
+
+    var head: PlatformClient.AnswerHead
+    var streamed: Result<LoadResult, any Error>?
+    let unchanged: Bool
+    if let growing {
+      download.growing = growing
+      let loader = LoadThread { [download] in try load(download, delta: false, growing: growing) }
+      do {
+        head = try fetch(&download)
+        downloaded(head)
+        CrashPoint.reach("downloaded:\(step.id)")
+        // The load's thread holds `store`: another connection reads what the tables hold.
+        unchanged = try holds(head, in: openStore())
+      } catch {
+        growing.fail()
+        _ = loader.wait()
+        throw error
+      }
+      // An answer the tables hold already is not loaded: what was read of it rolls back.
+      if unchanged { growing.fail() } else { growing.finish() }
+      streamed = loader.wait()
+      if unchanged {
+        streamed = nil
+      } else if case .failure(GrowingFile.Stop.restarted) = streamed {
+        // What was read may belong to another answer: the finished one loads from its start.
+        report.notes.append("the download started the answer again from byte 0; it was loaded once finished")
+        streamed = nil
+      }
+    } else {
+      head = try fetch(&download)
+      downloaded(head)
+      CrashPoint.reach("downloaded:\(step.id)")
+      unchanged = try holds(head, in: store)
+    }
+    if download.bytesResumed > 0 && download.bytesReceived == 0 {
+      report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
+    } else {
+      if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+      report.notes += download.notes
+    }
+    // Kept only when the tables are still as dray loaded them (asked again in the write
+    // transaction that keeps them); otherwise the finished answer loads.
+    if unchanged, try keepUnchanged(scheme, options, head, store, attempts, &report) {
+      download.removeFinished()
+      return
+    }
+
     let result: LoadResult
     do {
-      result = try load(download, head, report)
+      result = try streamed?.get() ?? load(download, delta: head.isDelta, growing: nil)
     } catch var error as LoadError where !context.cancellation.isCancelled {
       // The answer on disk cannot be loaded: never keep it to be reused. One that an earlier
       // run or attempt left (only its size was confirmed) may have been damaged on disk, so
@@ -145,9 +202,10 @@ extension StepRunner {
       )
       download = Download(path: downloadPath(), style: .platform, resume: false)
       head = try fetch(&download)
+      downloaded(head)
       report.notes += download.notes
       do {
-        result = try load(download, head, report)
+        result = try load(download, delta: head.isDelta, growing: nil)
       } catch var again as LoadError where !context.cancellation.isCancelled {
         download.removeFinished()
         again.message +=
@@ -215,5 +273,31 @@ extension StepRunner {
     report.notes = done.notes
     report.rows = done.rows
     return true
+  }
+}
+
+/// A load on a thread of its own, while the step's thread downloads what it reads.
+private final class LoadThread: @unchecked Sendable {
+  // @unchecked: `work` and what it captures (the step's store and download) are used by the
+  // load's thread alone until `wait()` returns; `result` is written before `done` is
+  // signalled and read only after.
+  private let work: () throws -> LoadResult
+  private var result: Result<LoadResult, any Error>?
+  private let done = DispatchSemaphore(value: 0)
+
+  init(_ work: @escaping () throws -> LoadResult) {
+    self.work = work
+    let thread = Thread { [self] in
+      result = Result { try self.work() }
+      done.signal()
+    }
+    thread.stackSize = 4 << 20
+    thread.start()
+  }
+
+  /// Waits for the load to end.
+  func wait() -> Result<LoadResult, any Error> {
+    done.wait()
+    return result!
   }
 }
