@@ -37,7 +37,7 @@ internal import Glibc
 /// without one) asks for `identity`. *(ours)* A `Content-Length` counts encoded bytes, so
 /// it checks the part's size only for an answer without a content coding. A body cut short (also a chunked one) is an error, never "complete"; a finished
 /// part whose size does not add up is discarded. When complete, `complete()` flushes the
-/// file to disk (fsync) and renames it into place, and its sidecar is kept as `<path>.json`
+/// file to disk (fsync; not an answer loaded as it arrives) and renames it into place, and its sidecar is kept as `<path>.json`
 /// until `removeFinished()`: a run killed after the download but before the answer was
 /// used leaves both, and the next attempt turns them back into a part and asks for the bytes
 /// after its end, so that the server confirms the answer is unchanged (`416` with the same
@@ -242,13 +242,18 @@ public final class Download {
     return coded ? !blank && endsWhole(partPath) : blank || endsWhole(partPath)
   }
 
-  /// Flushes the finished part to disk and renames it to `path`.
+  /// Flushes the finished part to disk and renames it to `path`. An answer loaded as it
+  /// arrives (`growing`) is not flushed: its load commits in the same step and removes it,
+  /// and a process that dies before that leaves the file whole in the page cache. Only an
+  /// OS crash can cut it short, as it can any unflushed part, and the next run asks the
+  /// server for the bytes after its end as for a part (docs/network.md, "Loading while
+  /// downloading").
   /// - Throws: `TransportError.file`.
   public func complete() throws {
     // An empty answer never opened a part: O_CREAT makes it.
     let fd = open(partPath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
     guard fd >= 0 else { throw Download.openError(partPath) }
-    fsync(fd)
+    if growing == nil { fsync(fd) }
     close(fd)
     guard rename(partPath, path) == 0 else {
       throw TransportError.file(path: path, detail: String(cString: strerror(errno)))
