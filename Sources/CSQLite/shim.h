@@ -16,3 +16,12 @@ static inline int dray_sqlite3_bind_blob_transient(sqlite3_stmt *s, int i, const
 static inline int dray_sqlite3_disable_memstatus(void) {
   return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
+
+// sync_file_range is a GNU extension the Glibc module does not import; its declaration and
+// SYNC_FILE_RANGE_WRITE (2) as in <fcntl.h> (https://man7.org/linux/man-pages/man2/sync_file_range.2.html).
+extern int sync_file_range(int fd, long long offset, long long count, unsigned int flags);
+// Starts writing the dirty pages of `fd` back to disk without waiting for them: a hint that
+// changes no guarantee (nothing waits for it; an fsync still does).
+static inline int dray_start_writeback(int fd) {
+  return sync_file_range(fd, 0, 0, 2);
+}

@@ -117,11 +117,26 @@ public final class Database {
 
   private var isOpen = true
 
+  /// Starts writing the WAL's pages to disk without waiting (`sync_file_range` with
+  /// `SYNC_FILE_RANGE_WRITE`), so that the fsync of the checkpoint at a long load's commit
+  /// finds them written: called as a load that follows a download goes, it moves that disk
+  /// work off the commit (docs/store.md, "SQLite settings"). Changes no guarantee; does
+  /// nothing before the WAL exists.
+  public func startWALWriteback() {
+    if walDescriptor < 0 { walDescriptor = open(path + "-wal", O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+    if walDescriptor >= 0 { _ = dray_start_writeback(walDescriptor) }
+  }
+
+  /// The WAL, opened by `startWALWriteback`; -1 before.
+  private var walDescriptor: Int32 = -1
+
   /// Closes the connection (`sqlite3_close_v2`); statements still held elsewhere are freed
   /// when they are released. Later calls do nothing.
   /// - Throws: `SQLiteError` when SQLite refuses to close it.
   public func close() throws(SQLiteError) {
     guard isOpen else { return }
+    if walDescriptor >= 0 { Glibc.close(walDescriptor) }
+    walDescriptor = -1
     statements.removeAll()
     isOpen = false
     let rc = sqlite3_close_v2(handle)

@@ -116,10 +116,16 @@ final class LoadSession {
     index = -1
     let scanner = TableAnswerScanner(sink: self)
     do {
-      try scanner.scan(file: file, growing: pass == .main ? loader.growing : nil) {
+      let growing = pass == .main ? loader.growing : nil
+      var pieces = 0
+      try scanner.scan(file: file, growing: growing) {
         if loader.cancellation?.isCancelled == true {
           throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
         }
+        // Every 8 MiB of an answer read as it arrives, the disk takes the WAL written so far
+        // while the download goes on.
+        pieces += 1
+        if growing != nil && pieces % 8 == 0 { loader.database.startWALWriteback() }
       }
     } catch let error as TableAnswerError {
       // The plan knows a table's name on a later pass even before the object's `name` comes.
