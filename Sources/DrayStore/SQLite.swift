@@ -127,7 +127,9 @@ public final class Database {
     if walDescriptor >= 0 { _ = dray_start_writeback(walDescriptor) }
   }
 
-  /// The WAL, opened by `startWALWriteback`; -1 before.
+  /// The WAL, opened by `startWALWriteback`; -1 before. SQLite takes no POSIX lock on the
+  /// `-wal` file (its locks are on the database and the `-shm` file), so closing this
+  /// descriptor releases none of the connection's.
   private var walDescriptor: Int32 = -1
 
   /// Closes the connection (`sqlite3_close_v2`); statements still held elsewhere are freed
