@@ -29,7 +29,8 @@ fi
 [ "$(id -u)" = 0 ] || { echo "postgres: run as root (initdb and the server run as the user postgres through runuser)" >&2; exit 1; }
 
 folder=$(mktemp -d "${TMPDIR:-/tmp}/dray-deploy-pg.XXXXXXXX")
-as_postgres() { runuser -u postgres -- "$@"; }
+# From /, which the postgres user can enter (the caller's folder may be closed to it).
+as_postgres() { (cd / && runuser -u postgres -- "$@"); }
 child=
 stop() {
   [ -z "$child" ] || kill "$child" 2>/dev/null || true
