@@ -209,23 +209,19 @@ extension PostgresStore: TargetStore {
     return version
   }
 
-  /// Whether every output table already holds the full answer `info` describes, under
-  /// `Store.holdsAnswer`'s rule (docs/store.md, "Unchanged answers"): each table has the
-  /// scheme's columns, is intact (`PostgresTableGuard.isIntact`) and records the answer's
-  /// `Cache-Hash-Value` for it, the same strong `ETag` and the same content version.
+  /// Whether every output table already holds the full answer `info` describes
+  /// (`AnswerInfo.isHeld`, docs/store.md "Unchanged answers"); intact tables by
+  /// `PostgresTableGuard.isIntact`.
   public func holdsAnswer(_ info: AnswerInfo, scheme: ResourceScheme, params: JSONValue) throws -> Bool {
-    guard let header = info.cacheHash, let etag = info.etag, !etag.hasPrefix("W/"), !scheme.outputs.isEmpty else { return false }
-    for table in scheme.outputs {
-      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
-      guard let hash = Store.cacheHash(for: table.name, in: header), try hasSchemeShape(name, table: table, cached: scheme.isCached),
-        try PostgresTableGuard.isIntact(name, in: self)
-      else { return false }
-      let row = try connection.execute(
-        "SELECT cache_hash, etag, content_version FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)]
-      ).rows.first
-      guard let row, row.map(\.text) == [hash, etag, info.contentVersion] else { return false }
-    }
-    return true
+    try info.isHeld(
+      by: scheme, params: params, naming: naming,
+      kept: { name, table in
+        try hasSchemeShape(name, table: table, cached: scheme.isCached) && PostgresTableGuard.isIntact(name, in: self)
+      },
+      recorded: { name in
+        try connection.execute("SELECT cache_hash, etag, content_version FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)])
+          .rows.first?.map(\.text)
+      })
   }
 
   public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {

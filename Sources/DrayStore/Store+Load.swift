@@ -44,6 +44,29 @@ public struct AnswerInfo: Sendable, Equatable {
     self.etag = etag
     self.cacheHash = cacheHash
   }
+
+  /// `TargetStore.holdsAnswer`'s rule, for every store. *(ours)* The platform documents
+  /// `Cache-Hash-Value` and `ETag` but not what they are computed over (platform-api.md §3),
+  /// so both must say the same: each output table is kept (`kept`: it exists with the
+  /// scheme's shape and nothing changed it since dray loaded it) and `recorded` gives, for
+  /// it, the answer's hash for that table (which every table must have), the same strong
+  /// `ETag` and the same content version.
+  /// - Parameters:
+  ///   - kept: whether the physical table still holds what dray loaded.
+  ///   - recorded: the physical table's `cache_hash`, `etag` and `content_version`, or nil.
+  public func isHeld(
+    by scheme: ResourceScheme, params: JSONValue, naming: TableNaming, kept: (_ name: String, ResourceScheme.Table) throws -> Bool,
+    recorded: (_ name: String) throws -> [String?]?
+  ) throws -> Bool {
+    guard let cacheHash, let etag, !etag.hasPrefix("W/"), !scheme.outputs.isEmpty else { return false }
+    for table in scheme.outputs {
+      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
+      guard let hash = Store.cacheHash(for: table.name, in: cacheHash), try kept(name, table),
+        try recorded(name) == [hash, etag, contentVersion]
+      else { return false }
+    }
+    return true
+  }
 }
 
 extension Store {
@@ -160,24 +183,17 @@ extension Store {
   }
 
   /// Whether every output table of `scheme` and `params` already holds the full answer
-  /// `info` describes. *(ours)* The platform documents `Cache-Hash-Value` and `ETag` but not
-  /// what they are computed over (platform-api.md §3), so both must say the same: each table
-  /// exists with the scheme's shape, and `_dray_tables` records for it the answer's hash for
-  /// that table (`Cache-Hash-Value`, which every table must have), the same strong `ETag` and
-  /// the same content version, and nothing changed it since dray loaded it
-  /// (`TableGuard.isIntact`: a table that SQL or anyone else changed is loaded again).
+  /// `info` describes (`AnswerInfo.isHeld`); intact tables by `TableGuard.isIntact` (a table
+  /// that SQL or anyone else changed is loaded again).
   public func holdsAnswer(_ info: AnswerInfo, scheme: ResourceScheme, params: JSONValue) throws -> Bool {
-    guard let header = info.cacheHash, let etag = info.etag, !etag.hasPrefix("W/"), !scheme.outputs.isEmpty else { return false }
-    for table in scheme.outputs {
-      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
-      guard let hash = Store.cacheHash(for: table.name, in: header), try hasSchemeShape(name, table: table, cached: scheme.isCached),
-        try TableGuard.isIntact(name, in: database)
-      else { return false }
-      let rows = try database.rows("SELECT cache_hash, etag, content_version FROM _dray_tables WHERE name = ?", [.text(name)])
-      guard let row = rows.first?.map(\.1), row == [.text(hash), .text(etag), info.contentVersion.map { .text($0) } ?? .null]
-      else { return false }
-    }
-    return true
+    try info.isHeld(
+      by: scheme, params: params, naming: naming,
+      kept: { name, table in try hasSchemeShape(name, table: table, cached: scheme.isCached) && TableGuard.isIntact(name, in: database) },
+      recorded: { name in
+        try database.rows("SELECT cache_hash, etag, content_version FROM _dray_tables WHERE name = ?", [.text(name)]).first.map {
+          $0.map { if case .text(let text) = $0.1 { text } else { nil } }
+        }
+      })
   }
 
   /// The version a delta for `scheme` and `params` can start from, or nil when full data is
