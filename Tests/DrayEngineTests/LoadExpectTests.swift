@@ -16,21 +16,26 @@ import Testing
     try Database(path: folder.path + "/data.sqlite").rows("SELECT * FROM \(Database.quote(table)) ORDER BY 1").map { $0.map(\.1) }
   }
 
-  func fruits(_ emulator: Emulator, _ folder: TemporaryDirectory, _ options: String) throws -> RunReport {
+  func fruits(_ emulator: Emulator, _ folder: TemporaryDirectory, _ options: String, into target: TargetDatabase? = nil) throws
+    -> RunReport
+  {
     try runJob(
       folder,
-      JobText.header(job: "fruits", emulator: emulator, database: "data.sqlite")
+      JobText.header(job: "fruits", emulator: emulator, database: target == nil ? "data.sqlite" : nil) + (target?.manifestBlock ?? "")
         + "steps:\n  - id: fruits\n    table_stream: { resource: FRUITS\(options) }\n"
     ).1
   }
 
-  @Test func aTableStreamThatFailsItsExpectationsKeepsTheOldTable() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aTableStreamThatFailsItsExpectationsKeepsTheOldTable(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    #expect(try fruits(emulator, folder, ", expect: { rows: { min: 5, max: 5 }, price: { max: 5 } }").exitCode == 0)
+    let target = try TargetDatabase(kind, folder: folder.path)
+    #expect(try fruits(emulator, folder, ", expect: { rows: { min: 5, max: 5 }, price: { max: 5 } }", into: target).exitCode == 0)
     // Yesterday's table: three of the five rows.
-    try Database(path: folder.path + "/data.sqlite").execute("DELETE FROM FRUITS__output_table WHERE id > 3")
-    let yesterday = try rows(folder, "FRUITS__output_table")
+    try target.execute(#"DELETE FROM "FRUITS__output_table" WHERE id > 3"#)
+    let table = #"SELECT * FROM "FRUITS__output_table" ORDER BY 1"#
+    let yesterday = try target.rows(table)
 
     let cases: [(String, String)] = [
       (", expect: { rows: { min: 1000 } }", "expectation failed: rows = 5, expected at least 1000"),
@@ -40,30 +45,33 @@ import Testing
       ),
     ]
     for (options, message) in cases {
-      let report = try fruits(emulator, folder, options)
+      let report = try fruits(emulator, folder, options, into: target)
       #expect(report.exitCode == 1)
       #expect(report.steps[0].errorCode == "expectation_failed")
       #expect(report.steps[0].errorMessage == "table FRUITS__output_table: " + message + Self.kept)
-      #expect(try rows(folder, "FRUITS__output_table") == yesterday)
+      #expect(try target.rows(table) == yesterday)
       // The answer is not kept to be reused: the next run asks again.
       let downloads = (try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/downloads/fruits")) ?? []
       #expect(downloads == [])
     }
   }
 
-  @Test func aDeltasRowsAreTheTablesRowsAfterApplyingIt() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aDeltasRowsAreTheTablesRowsAfterApplyingIt(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    #expect(try fruits(emulator, folder, ", delta: true").exitCode == 0)
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let count = #"SELECT count(*) FROM "FRUITS__output_table""#
+    #expect(try fruits(emulator, folder, ", delta: true", into: target).exitCode == 0)
     try emulator.admin("POST", "versions/FRUITS", json: #"{"delete": [1, 2]}"#)
     // The delta deletes two of five rows: 3 remain, which `min: 4` refuses.
-    let failed = try fruits(emulator, folder, ", delta: true, expect: { rows: { min: 4 } }")
+    let failed = try fruits(emulator, folder, ", delta: true, expect: { rows: { min: 4 } }", into: target)
     #expect(failed.steps[0].errorMessage == "table FRUITS__output_table: expectation failed: rows = 3, expected at least 4" + Self.kept)
-    #expect(try rows(folder, "FRUITS__output_table").count == 5)
-    let passed = try fruits(emulator, folder, ", delta: true, expect: { rows: { min: 3 } }")
+    #expect(try target.rows(count) == [["5"]])
+    let passed = try fruits(emulator, folder, ", delta: true, expect: { rows: { min: 3 } }", into: target)
     #expect(passed.exitCode == 0, "\(passed.steps.compactMap(\.errorMessage))")
     #expect(passed.steps[0].notes.contains { $0.hasPrefix("delta v1→v2") })
-    #expect(try rows(folder, "FRUITS__output_table").count == 3)
+    #expect(try target.rows(count) == [["3"]])
   }
 
   @Test func anHTTPLoadThatFailsItsExpectationsKeepsTheOldTableAndFetchesAgainNextTime() throws {
