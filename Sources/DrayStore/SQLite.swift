@@ -91,7 +91,14 @@ public final class Database {
   /// Kept alive while the progress handler points at it.
   private var cancellation: Cancellation?
 
-  /// Opens (creating when `create`) the database at `path`.
+  /// The page size of a database dray creates, in bytes: 32 KiB (SQLite's default is 4 KiB;
+  /// https://sqlite.org/pragma.html#pragma_page_size). A load writes each page twice (into the
+  /// WAL, then into the database at the checkpoint), one system call a page: eight times
+  /// fewer calls, and fewer B-tree pages to split. docs/store.md, "SQLite settings".
+  static let newPageSize = 32768
+
+  /// Opens (creating when `create`) the database at `path`; a new database gets pages of
+  /// `newPageSize` bytes.
   /// - Throws: `SQLiteError` naming the path.
   public init(path: String, create: Bool = true, readOnly: Bool = false) throws(SQLiteError) {
     _ = sqliteConfigured
@@ -111,7 +118,8 @@ public final class Database {
     sqlite3_extended_result_codes(db, 1)
     sqlite3_busy_timeout(db, Database.busyTimeoutSeconds * 1000)
     if !readOnly {
-      try execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+      // Before the first write, which fixes a new database's page size; ignored after.
+      try execute("PRAGMA page_size=\(Database.newPageSize); PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
     }
   }
 
