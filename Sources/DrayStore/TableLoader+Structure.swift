@@ -4,10 +4,12 @@ internal import DrayModel
 
 /// The loader's walk through the structure of an answer, as the scanner's sink: the table
 /// objects, their names, and which lists each pass loads, skips or leaves for a later pass
-/// (`LoadPlan`).
+/// (`LoadPlan`). Each event first waits for the rows bound so far to be inserted (`drain()`),
+/// as what it does may use the connection.
 extension LoadSession: TableAnswerSink {
 
   func beginTable() throws {
+    try drain()
     index += 1
     if pass == .main { plan.objects.append(LoadPlan.Object()) }
     guard index < plan.objects.count else { throw TableAnswerRefusal("the answer changed while it was being read") }
@@ -15,6 +17,7 @@ extension LoadSession: TableAnswerSink {
 
   func tableName(_ name: String) throws {
     guard pass == .main else { return }
+    try drain()
     current.name = name
     guard let target = loader.targets[name] else {
       if !outcome.skipped.contains(name) { outcome.skipped.append(name) }
@@ -36,6 +39,7 @@ extension LoadSession: TableAnswerSink {
 
   /// A list of a table object: load it, or skip it for a later pass.
   func beginList(_ key: TableAnswerKey) throws -> TableAnswerList {
+    try drain()
     let target = self.target
     switch (key, loader.isDelta) {
     case (.insertRows, false), (.deleteIDs, false):
@@ -119,6 +123,7 @@ extension LoadSession: TableAnswerSink {
       throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
     }
     guard let name = current.name, let binding = bindings[name], let delete = binding.deleteByID else { return }
+    try drain()
     let bound = sqlite3_bind_int64(delete.handle, 1, id)
     guard bound == SQLITE_OK else { throw binding.stepFailed(bound) }
     let rc = sqlite3_step(delete.handle)

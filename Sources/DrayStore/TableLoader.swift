@@ -73,6 +73,7 @@ struct TableLoader {
   /// - Throws: `LoadError` naming resource, table, row and column.
   func run(file: String) throws -> Outcome {
     let session = LoadSession(loader: self)
+    defer { session.writer.stop() }
     var pass = LoadPlan.Pass.main
     while true {
       try session.read(file: file, pass: pass)
@@ -93,6 +94,9 @@ final class LoadSession {
   /// The table object being read, in `plan.objects`.
   var index = -1
   var bindings: [String: RowBinder] = [:]
+  /// Inserts the bound rows on a thread of its own; the connection is this session's only
+  /// after `drain()`.
+  let writer = InsertWriter()
   var replaced: Set<String> = []
   var deltaChecked: Set<String> = []
   var outcome = TableLoader.Outcome()
@@ -118,14 +122,21 @@ final class LoadSession {
     do {
       let growing = pass == .main ? loader.growing : nil
       var pieces = 0
-      try scanner.scan(file: file, growing: growing) {
-        if loader.cancellation?.isCancelled == true {
-          throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
+      do {
+        try scanner.scan(file: file, growing: growing) {
+          if loader.cancellation?.isCancelled == true {
+            throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
+          }
+          // Every 8 MiB of an answer read as it arrives, the disk takes the WAL written so far
+          // while the download goes on.
+          pieces += 1
+          if growing != nil && pieces % 8 == 0 { loader.database.startWALWriteback() }
         }
-        // Every 8 MiB of an answer read as it arrives, the disk takes the WAL written so far
-        // while the download goes on.
-        pieces += 1
-        if growing != nil && pieces % 8 == 0 { loader.database.startWALWriteback() }
+        try drain()
+      } catch {
+        // A row the writer refused came before whatever stopped the scan.
+        writer.drop()
+        throw writer.drain() ?? error
       }
     } catch let error as TableAnswerError {
       // The plan knows a table's name on a later pass even before the object's `name` comes.
@@ -139,6 +150,14 @@ final class LoadSession {
       // SQLite's errors preparing a table's statements or replacing it, named by table.
       throw LoadError(resource: loader.resource, table: index >= 0 ? current.name : nil, message: "\(error)")
     }
+  }
+
+  /// Hands every binder's rows to the writer and waits until they are inserted: the
+  /// connection is then free for this thread's statements.
+  /// - Throws: the refusal of a row the writer met (`TableAnswerError`, placed).
+  func drain() throws {
+    for binding in bindings.values { try binding.flush() }
+    if let failure = writer.drain() { throw failure }
   }
 
   /// Notes a value that did not fit its column's type: described while fewer than
