@@ -112,7 +112,7 @@ let package = Package(
       path: "Tests/DrayTestSupport"),
     .testTarget(name: "DrayJSONTests", dependencies: ["DrayModel", "DrayJSON", "DrayTestSupport"]),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
-    .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayJSON", "DrayPostgres", "DrayTestSupport"]),
     .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),

@@ -6,17 +6,19 @@ peak memory and the ratios.
     Benchmarks/load-floors.py [--rows 1000000,5000000] [--rounds 3] [--only sqlite|postgres]
 
 The platform emulator serves the answer from a file rendered once (Emulator/generated.py,
-cached under --work), so it is never the bottleneck. It starts its own PostgreSQL 15 server
-(initdb into a temporary folder as the `postgres` user, 127.0.0.1 on a free port, fsync off
-for both tools alike). For each row count the pairs run in turn, round after round (the
-order alternates):
+cached under --work), so it is never the bottleneck; the job asks for it uncompressed
+(`compression: false`: on loopback gzip only costs, and the emulator compresses in
+Python). It starts its own PostgreSQL 15 server (initdb into a temporary folder as the
+`postgres` user, 127.0.0.1 on a free port, fsync off for both tools alike). For each row
+count the pairs run in turn, round after round (the order alternates):
 
     dray -> SQLite      `dray run` of a job with one table_stream step (release build) into a
                         fresh SQLite file: sign in, download to a file, load in one transaction
     SQLite floor        `INSERT INTO t SELECT * FROM src.t WHERE 1` of the same rows between
                         two database files (the inserts alone: no network, no parsing; WHERE 1
                         keeps SQLite from copying pages instead of inserting), with dray's
-                        pragmas (WAL, synchronous=NORMAL) and dray's table definition
+                        settings (32 KiB pages, WAL, synchronous=NORMAL) and dray's table
+                        definition
     dray -> PostgreSQL  `dray run --fresh` of the same job with database.url: one COPY
     \\copy              `psql -c "\\copy t FROM FILE (FORMAT csv, HEADER)"` of the same rows
                         from a local CSV file into a table of the same column types
@@ -49,6 +51,8 @@ def load(name, file):
 peers = load("load_peers", "load-peers.py")  # emulator, CSV, timing and build helpers
 pgcopy = load("postgres_copy", "postgres-copy.py")  # the PostgreSQL server helpers
 
+# The page size dray gives a database it creates (Database.newPageSize), for the floor too.
+PAGE_SIZE = 32768
 PG_COLUMNS = ", ".join(f"{name} {'bigint' if kind == 'BIGINT' else 'double precision' if kind == 'DOUBLE' else 'text'}"
                        for name, kind, _ in peers.generated.COLUMNS)
 
@@ -81,7 +85,7 @@ def measure(size, url, pg_url, work, binary, rounds, only):
         with open(jobs[target], "w") as f:
             f.write(f"""version: 1
 job: floors-{size}
-platform: {{ host: "{url}", environment: DocumentationExampleEnv, project: DocumentationExampleProj }}
+platform: {{ host: "{url}", environment: DocumentationExampleEnv, project: DocumentationExampleProj, compression: false }}
 auth: {{ username: demo, password: demo-password }}
 database: {database}
 download: {{ path: run/downloads }}
@@ -114,7 +118,8 @@ steps:
         database = os.path.join(run, "floor.sqlite")
         ddl = subprocess.run(["sqlite3", source, f"SELECT sql FROM sqlite_master WHERE name = '{table}'"],
                              check=True, capture_output=True, text=True).stdout.strip()
-        script = (f"PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; ATTACH '{source}' AS src; {ddl}; "
+        script = (f"PRAGMA page_size={PAGE_SIZE}; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                  f"ATTACH '{source}' AS src; {ddl}; "
                   f'BEGIN; INSERT INTO "{table}" SELECT * FROM src."{table}" WHERE 1; COMMIT;')
         result = peers.run_timed(["sqlite3", database, script])
         assert peers.count_rows(database, table) == size

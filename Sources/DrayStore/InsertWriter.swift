@@ -22,6 +22,8 @@ struct RowBatch {
   var rowCapacity: Int
   /// Complete rows.
   var rows = 0
+  /// Values of the row after them, which is still being read.
+  var rowValues = 0
   /// The answer's number of the first row (rows of a batch are consecutive in their list).
   var firstRow = 0
   /// The text of the rows' values.
@@ -95,6 +97,7 @@ final class InsertWriter: @unchecked Sendable {
       batch.pointee.width = width
       batch.pointee.rowCapacity = rows
       batch.pointee.rows = 0
+      batch.pointee.rowValues = 0
       batch.pointee.arenaUsed = 0
       batch.pointee.binder = nil
       return batch
@@ -167,9 +170,11 @@ final class InsertWriter: @unchecked Sendable {
   private func next() -> UnsafeMutablePointer<RowBatch>? {
     locked {
       while true {
-        if failure != nil || dropping {
+        if (failure != nil || dropping) && !queue.isEmpty {
           spare += queue
           queue.removeAll()
+          // `drain()` and `take(width:)` wait for this; `wait()` below would not tell them.
+          condition.broadcast()
         }
         if !queue.isEmpty {
           inserting = true

@@ -52,14 +52,27 @@ final class RowBinder: TableAnswerRowSink {
     kinds.deallocate()
   }
 
-  /// Hands the rows bound so far to the writer.
+  /// Hands the complete rows bound so far to the writer; the values of a row still being
+  /// read move to the next batch.
   /// - Throws: the refusal of an earlier row (`InsertWriter.submit(_:)`).
   func flush() throws {
     let batch = current.pointee
     guard batch.pointee.rows > 0 else { return }
+    let next = writer.take(width: width)
+    current.pointee = next
+    let row = batch.pointee.values + batch.pointee.rows * width
+    for column in 0..<batch.pointee.rowValues {
+      let value = row[column]
+      let slot = next.pointee.values + column
+      guard value.kind == .text else {
+        slot.pointee = value
+        continue
+      }
+      stage(slot, UnsafeBufferPointer(start: batch.pointee.arena + Int(value.bits), count: value.length))
+    }
+    next.pointee.rowValues = batch.pointee.rowValues
     batch.pointee.binder = Unmanaged.passUnretained(self)
     try writer.submit(batch)
-    current.pointee = writer.take(width: width)
   }
 
   // MARK: The row sink
@@ -69,6 +82,7 @@ final class RowBinder: TableAnswerRowSink {
     let kind = kinds[column]
     let batch = current.pointee
     let slot = batch.pointee.values + (batch.pointee.rows &* width &+ column)
+    batch.pointee.rowValues = column &+ 1
     switch token {
     case .number(let text): try bindNumber(text, row, column, kind, slot)
     case .string(let text):
@@ -95,6 +109,7 @@ final class RowBinder: TableAnswerRowSink {
     let batch = current.pointee
     if batch.pointee.rows == 0 { batch.pointee.firstRow = row }
     batch.pointee.rows += 1
+    batch.pointee.rowValues = 0
     if batch.pointee.isFull { try flush() }
   }
 

@@ -127,10 +127,14 @@ final class LoadSession {
           if loader.cancellation?.isCancelled == true {
             throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
           }
+          // The rows read so far go to the writer before the next read, which may wait for
+          // more bytes of an answer still arriving: they are inserted meanwhile.
+          try flush()
+          guard growing != nil else { return }
           // Every 8 MiB of an answer read as it arrives, the disk takes the WAL written so far
           // while the download goes on.
           pieces += 1
-          if growing != nil && pieces % 8 == 0 { loader.database.startWALWriteback() }
+          if pieces % 8 == 0 { loader.database.startWALWriteback() }
         }
         try drain()
       } catch {
@@ -156,8 +160,14 @@ final class LoadSession {
   /// connection is then free for this thread's statements.
   /// - Throws: the refusal of a row the writer met (`TableAnswerError`, placed).
   func drain() throws {
-    for binding in bindings.values { try binding.flush() }
+    try flush()
     if let failure = writer.drain() { throw failure }
+  }
+
+  /// Hands every binder's rows to the writer.
+  /// - Throws: the refusal of a row the writer met (`TableAnswerError`, placed).
+  func flush() throws {
+    for binding in bindings.values { try binding.flush() }
   }
 
   /// Notes a value that did not fit its column's type: described while fewer than

@@ -1,4 +1,5 @@
 import DrayModel
+import DrayJSON
 import DrayStore
 import DrayTestSupport
 import Foundation
@@ -239,5 +240,121 @@ extension LoaderTests {
       }
     }
     #expect(try fixture.rows("SELECT id, name FROM R__t") == [[.integer(1), .text("a")]])
+  }
+}
+
+/// Rows are inserted on the writer's thread (`InsertWriter`), batch by batch, while the
+/// answer is parsed: what SQLite refuses is still named by its own row, and nothing of a
+/// refused answer stays.
+extension LoaderTests {
+  /// `count` rows `[id, "n<id>"]` of a cached table, with the id of row `duplicate` set to 1.
+  static func cachedRows(_ count: Int, duplicate: Int? = nil) -> String {
+    (1...count).map { "[\($0 == duplicate ? 1 : $0),\"n\($0)\"]" }.joined(separator: ",")
+  }
+
+  // A cached table's rows have 2 values: a batch holds 4,096 rows, so 4,096 and 4,097 are the
+  // last row of the first batch and the first of the second.
+  @Test(arguments: [2, 4096, 4097, 9000])
+  func aRowSQLiteRefusesIsNamedByItsRowWhicheverBatchItIsIn(duplicate: Int) throws {
+    let fixture = try StoreFixture()
+    try fixture.load(LoaderTests.cached, #"[{"name":"t","data":[[7,"kept"]]}]"#)
+    let answer = #"[{"name":"t","data":["# + LoaderTests.cachedRows(10_000, duplicate: duplicate) + "]}]"
+    #expect(
+      try fixture.loadError(LoaderTests.cached, answer)
+        == "resource R, table t, row \(duplicate): the row's id (hhive_id) is already in the table's data; row ids must be unique")
+    #expect(try names(fixture) == [[.integer(7), .text("kept")]])
+    // The connection is free again: the next load goes through.
+    try fixture.load(LoaderTests.cached, #"[{"name":"t","data":["# + LoaderTests.cachedRows(5000) + "]}]")
+    #expect(try fixture.rows("SELECT count(*), sum(hhive_id) FROM R__t") == [[.integer(5000), .integer(12_502_500)]])
+  }
+
+  @Test func aRefusedRowIsReportedBeforeWhatTheParseMeetsAfterIt() throws {
+    let fixture = try StoreFixture()
+    // Row 3,000 repeats an id; the answer stops being JSON after row 10,000.
+    let answer = #"[{"name":"t","data":["# + LoaderTests.cachedRows(10_000, duplicate: 3000) + #",[10001,"x"] oops"#
+    #expect(
+      try fixture.loadError(LoaderTests.cached, answer)
+        == "resource R, table t, row 3000: the row's id (hhive_id) is already in the table's data; row ids must be unique")
+    // A table met after the refused rows is not replaced either.
+    let twoTables = ResourceScheme(
+      name: "R", lifetime: 3600,
+      outputs: [.init(name: "t", columns: [.init(name: "name", type: "TEXT")]), .init(name: "u", columns: [.init(name: "name", type: "TEXT")])])
+    try fixture.load(twoTables, #"[{"name":"t","data":[[1,"a"]]},{"name":"u","data":[[1,"b"]]}]"#)
+    let refused = #"[{"name":"t","data":["# + LoaderTests.cachedRows(5000, duplicate: 4500) + #"]},{"name":"u","data":[[2,"c"]]}]"#
+    #expect(
+      try fixture.loadError(twoTables, refused)
+        == "resource R, table t, row 4500: the row's id (hhive_id) is already in the table's data; row ids must be unique")
+    #expect(try fixture.rows("SELECT hhive_id, name FROM R__u") == [[.integer(1), .text("b")]])
+  }
+
+  @Test func rowsOfSeveralTablesAndLargeValuesLoadWhole() throws {
+    let fixture = try StoreFixture()
+    let scheme = ResourceScheme(
+      name: "R", outputs: [.init(name: "t", columns: [.init(name: "id", type: "BIGINT"), .init(name: "text", type: "TEXT")]),
+      .init(name: "u", columns: [.init(name: "id", type: "BIGINT")])])
+    // Values past the batch's 1 MiB of text, and tables whose rows cross batches.
+    let large = (1...5).map { #"[\#($0),"\#(String(repeating: Character(UnicodeScalar(UInt8(96 + $0))), count: 700_000))"]"# }
+    let small = (6...9000).map { #"[\#($0),"v\#($0)"]"# }
+    let ids = (1...20_000).map { "[\($0)]" }
+    let answer =
+      #"[{"name":"t","data":["# + (large + small).joined(separator: ",") + #"]},{"name":"u","data":["# + ids.joined(separator: ",") + "]}]"
+    let result = try fixture.load(scheme, answer)
+    #expect(result.rowCounts == ["t": 9000, "u": 20_000])
+    #expect(
+      try fixture.rows("SELECT id, length(text), substr(text, 1, 5) FROM R__t WHERE id IN (1, 5, 6, 9000) ORDER BY id")
+        == [
+          [.integer(1), .integer(700_000), .text("aaaaa")], [.integer(5), .integer(700_000), .text("eeeee")],
+          [.integer(6), .integer(2), .text("v6")], [.integer(9000), .integer(5), .text("v9000")],
+        ])
+    #expect(try fixture.rows("SELECT count(*), sum(id) FROM R__u") == [[.integer(20_000), .integer(200_010_000)]])
+  }
+}
+
+extension LoaderTests {
+  /// The rows read so far go to the writer between the 1 MiB pieces of the file, where a
+  /// row is usually cut: its first values move to the next batch. The answer is shifted a
+  /// byte at a time so that the first piece ends at every byte of a row.
+  @Test func aRowCutBetweenTwoPiecesOfTheFileLoadsWhole() throws {
+    let fixture = try StoreFixture()
+    let scheme = ResourceScheme.table([
+      ("id", "BIGINT"), ("name", "TEXT"), ("amount", "DOUBLE"), ("note", "TEXT"), ("flag", "BIGINT"), ("nested", "TEXT"),
+    ])
+    let rowCount = 24_000
+    let rows = (1...rowCount).map { #"[\#($0),"név-\#($0)",\#($0).5,null,true,{"a":[\#($0),"x"]}]"# }
+    let data = rows.joined(separator: ",")
+    let expected = (1...rowCount).map { i -> [SQLValue] in
+      [.integer(Int64(i)), .text("név-\(i)"), .real(Double(i) + 0.5), .null, .integer(1), .text(#"{"a":[\#(i),"x"]}"#)]
+    }
+    // Where the first piece ends without padding, inside row `cut`; the row's bytes after that
+    // offset are reached by padding the answer's start with up to a row's length.
+    let head = #"[{"name":"t","pad":"","data":["#
+    var end = head.utf8.count
+    let cut = try #require(
+      rows.indices.first {
+        end += rows[$0].utf8.count + 1
+        return end > TableAnswerScanner.chunkSize
+      })
+    for padding in 0...(rows[cut].utf8.count + 1) {
+      let answer = #"[{"name":"t","pad":""# + String(repeating: "p", count: padding) + #"","data":["# + data + "]}]"
+      try fixture.load(scheme, answer)
+      let loaded = try fixture.rows("SELECT id, name, amount, note, flag, nested FROM R__t ORDER BY id")
+      #expect(loaded == expected, "padding \(padding)")
+      if loaded != expected { break }
+    }
+  }
+}
+
+extension LoaderTests {
+  /// An answer that stops being JSON after many rows: the batches still queued for the writer
+  /// are dropped, the load fails with the parse's error and keeps nothing.
+  @Test func anAnswerBrokenAfterManyRowsFailsAndKeepsNothing() throws {
+    let fixture = try StoreFixture()
+    try fixture.load(LoaderTests.plain, #"[{"name":"t","data":[[1,"a"]]}]"#)
+    let rows = (1...60_000).map { #"[\#($0),"row \#($0)"]"# }.joined(separator: ",")
+    for broken in [rows + ",[60001,", rows + ",[60001,nope]]}]", rows + "]}]" + "x"] {
+      let error = try #require(try fixture.loadError(LoaderTests.plain, #"[{"name":"t","data":["# + broken))
+      #expect(error.contains("resource R, table t"), "\(error)")
+      #expect(try fixture.rows("SELECT id, name FROM R__t") == [[.integer(1), .text("a")]])
+    }
   }
 }
