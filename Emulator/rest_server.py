@@ -78,6 +78,12 @@ Test helpers under /admin/ (no credentials):
                            changed), and answers 304 Not Modified, without a body, to an
                            If-None-Match naming that ETag or, without one, to an
                            If-Modified-Since at or after Last-Modified (RFC 9110 §13.1).
+                           {"path": "/items", "hold": true, "times": 1} holds the request
+                           (logged) until POST /admin/release, then answers it by the
+                           rule's other settings: a test changes something while a client
+                           waits for its answer, with no clock involved.
+    GET  /admin/held       waits (up to 60 s) until a request is held, answers {"held": N}
+    POST /admin/release    lets every held request go on
     POST /admin/items      {"count": N} changes the number of items (and Last-Modified)
 
 Compression is not a rule: an answer with a body goes out gzip-compressed (Content-Encoding:
@@ -126,6 +132,11 @@ class State:
         self.users = users
         self.lock = threading.Lock()
         self.requests = []
+        # Requests held by a "hold" rule: numbered as they arrive; those up to `released`
+        # go on.
+        self.hold = threading.Condition()
+        self.held = 0
+        self.released = 0
         self.rules = []
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.db.execute("CREATE TABLE images(id INTEGER PRIMARY KEY, title TEXT NOT NULL, url TEXT, width INTEGER)")
@@ -267,6 +278,12 @@ class Handler(BaseHTTPRequestHandler):
         if rule is not None:
             if rule.get("hang"):
                 return self.hang()
+            if rule.get("hold"):
+                with st.hold:
+                    st.held += 1
+                    ticket = st.held
+                    st.hold.notify_all()
+                    st.hold.wait_for(lambda: st.released >= ticket, timeout=60)
             if rule.get("close_delimited"):
                 self.framing = rule
             self.validators = bool(rule.get("validators"))
@@ -369,6 +386,15 @@ class Handler(BaseHTTPRequestHandler):
                     st.orders[oid]["updated_at"] = st.tick()
                 for oid in change.get("delete", []):
                     st.orders[oid] = {"id": oid, "deleted": True, "updated_at": st.tick()}
+            return self.send(204)
+        if path == "/admin/held" and self.command == "GET":
+            with st.hold:
+                st.hold.wait_for(lambda: st.held > st.released, timeout=60)
+                return self.send(200, {"held": st.held - st.released})
+        if path == "/admin/release" and self.command == "POST":
+            with st.hold:
+                st.released = st.held
+                st.hold.notify_all()
             return self.send(204)
         if path == "/admin/rules" and self.command == "POST":
             with st.lock:

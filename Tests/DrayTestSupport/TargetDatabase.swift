@@ -54,6 +54,34 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
     try PostgresConnection(url: PostgresURL(url)).execute(sql)
   }
 
+  /// Records every later write to table `name` (each `INSERT`, `UPDATE`, `DELETE`, and
+  /// `TRUNCATE` on PostgreSQL) in the table `audit(event)`, through triggers of the test's
+  /// own named `audit...`, as another program watching the table would.
+  public func auditWrites(on name: String) throws {
+    try execute("CREATE TABLE audit(event text)")
+    guard url != nil else {
+      for event in ["INSERT", "UPDATE", "DELETE"] {
+        try execute("CREATE TRIGGER audit_\(event) AFTER \(event) ON \(name) BEGIN INSERT INTO audit VALUES ('\(event)'); END")
+      }
+      return
+    }
+    try execute(
+      "CREATE FUNCTION audit_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit VALUES (TG_OP); RETURN NULL; END $$")
+    try execute(
+      "CREATE TRIGGER audit AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON \(name) FOR EACH STATEMENT EXECUTE FUNCTION audit_write()")
+  }
+
+  /// The writes `auditWrites(on:)` recorded on table `name`, oldest first, and whether its
+  /// triggers are all still on the table (a table dropped and made again has lost them).
+  public func auditedWrites(on name: String) throws -> (events: [String], watching: Bool) {
+    let events = try rows("SELECT event FROM audit").map { $0.first.flatMap { $0 } ?? "" }
+    let triggers =
+      url == nil
+      ? "SELECT count(*) = 3 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = '\(name)' AND name LIKE 'audit%'"
+      : "SELECT count(*) = 1 FROM pg_catalog.pg_trigger WHERE tgrelid = '\(name)'::regclass AND tgname = 'audit'"
+    return (events, try rows(triggers) == [["1"]])
+  }
+
   /// The rows of `sql`, read from another connection, each value as text (nil for NULL):
   /// integers as digits, reals as Swift prints a `Double`, booleans as 1 and 0.
   public func rows(_ sql: String) throws -> [[String?]] {

@@ -75,20 +75,20 @@ extension StepRunner {
       report.notes.append("sent \(cursors.options.param)=\(cursors.sent.text)")
     }
 
-    // Preconditions from the answer the step last published (`AnswerValidators`).
-    let validators: AnswerValidators.Ledger? = try store.flatMap { store in
-      guard AnswerValidators.apply(to: options) else { return nil }
-      let ledger = AnswerValidators.Ledger(
-        database: store.database, job: manifest.job, stepID: step.id, fingerprint: step.fingerprint(in: manifest))
-      try ledger.createTable()
-      return ledger
+    // Preconditions from the answer the step last published (`AnswerValidators`), kept by
+    // the database it publishes into.
+    let publishing: (any TargetStore)? = target ?? store
+    let validators = publishing.flatMap { publishing in
+      AnswerValidators.apply(to: options)
+        ? AnswerValidators.Ledger(store: publishing, job: manifest.job, stepID: step.id, fingerprint: step.fingerprint(in: manifest))
+        : nil
     }
     let firstURL = progress.next?.url ?? ""
     var sentValidators: AnswerValidators? = try {
       // `--fresh` sends none, and keeps those of the answer it loads; nor does a table
       // changed since it was loaded (a 304 would keep the change).
-      guard let validators, let store, let load = options.load, !context.fresh, progress.pages == 0,
-        try TableGuard.isIntact(load.table, in: store.database)
+      guard let validators, let load = options.load, !context.fresh, progress.pages == 0,
+        try validators.store.isIntact(table: load.table)
       else { return nil }
       return try validators.read(url: firstURL)
     }()
@@ -120,7 +120,7 @@ extension StepRunner {
       progress.bytes += fetched.bytes
       report.wireBytes += fetched.wireBytes
       if fetched.status == 304 {
-        if let load = options.load, let store, try !TableGuard.isIntact(load.table, in: store.database) {
+        if let load = options.load, let validators, try !validators.store.isIntact(table: load.table) {
           // The table changed while the request was out: the body is needed after all.
           report.notes.append("table \(load.table) changed during the conditional request; asked again without validators")
           sentValidators = nil
@@ -161,18 +161,16 @@ extension StepRunner {
     }
 
     report.bytes = progress.bytes
-    if unchanged, let load = options.load, let store {
-      // The table already holds this answer: no row is rewritten.
+    if unchanged, let load = options.load, let validators {
+      // The table already holds this answer: no row is rewritten. (No page was staged: the
+      // ledger was cleared when the step started from its first page.)
       report.unchanged = true
       let sent = sentValidators?.preconditions.map { "\($0.name): \($0.value)" }.joined(separator: ", ") ?? ""
       report.notes.append("unchanged: the server answered 304 Not Modified to \(sent); table \(load.table) kept as it is")
       var done = report
       done.attempts = attempts
       try context.databaseWrites.withLock { _ in
-        try store.write { transaction in
-          try ledger?.clear()
-          try transaction.record(checkpoint(done, status: .succeeded))
-        }
+        try validators.store.write { transaction in try transaction.record(checkpoint(done, status: .succeeded)) }
       }
       return
     }
@@ -197,6 +195,7 @@ extension StepRunner {
             if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
             done.notes += published.notes
             try cursors?.publish(&done.notes, in: transaction)
+            try validators?.save(AnswerValidators(lastHeaders), url: firstURL, table: load.table, in: transaction)
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             done.rows = [load.table: published.rows]
             done.tables = published.created ? [load.table] : []
@@ -241,10 +240,7 @@ extension StepRunner {
               rows = written.rows
             }
             try cursors?.publish(&done.notes, in: transaction)
-            let kept = validators.flatMap { _ in AnswerValidators(lastHeaders) }
-            try validators?.save(kept, url: firstURL, at: RunReport.rfc3339(.now))
-            // A 304 may keep the table only while nothing else writes it (`TableGuard`).
-            if kept != nil { try TableGuard.arm(load.table, in: store.database) }
+            try validators?.save(AnswerValidators(lastHeaders), url: firstURL, table: load.table, in: transaction)
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]
