@@ -48,6 +48,22 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
     return try rows(sql).map { $0.first.flatMap { $0 } ?? "" }
   }
 
+  /// The column names and declared types of table `name` (in the default schema), in
+  /// order: SQLite's declarations (`INTEGER`), PostgreSQL's `data_type` (`bigint`).
+  public func columnTypes(_ name: String) throws -> [[String?]] {
+    try rows(
+      url == nil
+        ? "SELECT name, type FROM pragma_table_info('\(name)')"
+        : "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'public' AND table_name = '\(name)' ORDER BY ordinal_position"
+    )
+  }
+
+  /// What the target holds, table by table (`DatabaseDigest`), the run journal left out.
+  public func digest(ignoringColumns: [String: Set<String>] = DatabaseDigest.timeColumns) throws -> DatabaseDigest {
+    guard let url else { return try DatabaseDigest(path: folder + "/" + TargetDatabase.sqlitePath, ignoringColumns: ignoringColumns) }
+    return try DatabaseDigest(postgres: PostgresConnection(url: PostgresURL(url)), ignoringColumns: ignoringColumns)
+  }
+
   /// Runs `sql` from another connection, as another program would.
   public func execute(_ sql: String) throws {
     guard let url else { return try SQLiteFile.execute(folder + "/" + TargetDatabase.sqlitePath, sql) }
