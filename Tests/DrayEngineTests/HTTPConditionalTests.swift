@@ -1,5 +1,6 @@
 import DrayManifest
 import DrayModel
+import DrayPostgres
 import DrayStore
 import DrayTestSupport
 import Foundation
@@ -197,6 +198,27 @@ import Testing
     let third = try run(Self.items, server: server, target: target)
     #expect(third.steps[0].unchanged)
     #expect(try server.requests().map(\.status) == [200, 304, 200, 304])
+  }
+
+  /// A table name longer than PostgreSQL keeps (63 bytes, fitted by `PostgresIdentifier`)
+  /// is guarded under the name PostgreSQL gives it: kept by a 304, and loaded again once
+  /// changed.
+  @Test func aTableNamePostgreSQLCutsIsGuardedUnderItsFittedName() throws {
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let server = try RestServer()
+    try server.setRules(#"[{"path": "/items", "validators": true}]"#)
+    let table = "items_" + String(repeating: "long_", count: 14)
+    let fitted = PostgresIdentifier.fitted(table)
+    #expect(fitted != table)
+    let http = Self.items.replacing("table: items", with: "table: \(table)")
+    #expect(try run(http, server: server, target: target).exitCode == 0)
+    let kept = try run(http, server: server, target: target)
+    #expect(kept.steps[0].unchanged, "\(kept.steps[0].notes)")
+    try target.execute("DELETE FROM \(PostgresIdentifier.quoted(fitted)) WHERE id = 1")
+    let loaded = try run(http, server: server, target: target)
+    #expect(!loaded.steps[0].unchanged)
+    #expect(try target.rows("SELECT count(*), count(DISTINCT id) FROM \(PostgresIdentifier.quoted(fitted))") == [["25", "25"]])
+    #expect(try server.requests().map(\.status) == [200, 304, 200])
   }
 
   @Test func aStepAsksForGzipAndReportsBytesOnTheWireAndDecoded() throws {
