@@ -15,10 +15,11 @@ internal import Foundation
 /// and a `304` keeps the table only while the store's table guard says it is intact
 /// (`TargetStore.isIntact`); otherwise the step asks again without validators.
 ///
-/// *(ours)* They are kept by a step that sends one `GET` and loads its answer (`load`, no `paginate`, no `incremental`, none of its own `If-None-Match` or
-/// `If-Modified-Since` headers: a 304 to page 1 of a paginated list says nothing of the
-/// pages after it), and sent while its table exists, never with `--fresh` (which keeps
-/// those of the answer it loads).
+/// *(ours)* They are kept by a step that sends one `GET` and loads its answer (`load`, no
+/// `paginate`, no `incremental`, none of its own `If-None-Match` or `If-Modified-Since`
+/// headers: a 304 to page 1 of a paginated list says nothing of the pages after it), and
+/// sent while its table is intact, never with `--fresh` (which keeps those of the answer it
+/// loads).
 struct AnswerValidators: Equatable {
   var etag: String?
   var lastModified: String?
