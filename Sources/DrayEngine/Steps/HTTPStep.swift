@@ -163,7 +163,9 @@ extension StepRunner {
         fetched = arrived!
         streamed = loaded.result
         if loaded.restarted {
-          report.notes.append("page \(page): the download started the answer again from byte 0; it was loaded once finished")
+          report.notes.append(
+            (options.paginate == nil ? "" : "page \(page): ")
+              + "the download started the answer again from byte 0; it was loaded once finished")
         }
       } else {
         fetched = try fetchPage(
