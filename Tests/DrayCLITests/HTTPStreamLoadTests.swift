@@ -12,7 +12,7 @@ import Testing
   /// A job loading the items with declared columns, uncompressed (so that the server's
   /// byte counts are the part's and a broken page resumes with `Range`); `extra` is added
   /// to the step's `http` mapping.
-  static func job(_ folder: TemporaryDirectory, extra: String = "") throws -> String {
+  static func job(_ folder: TemporaryDirectory, extra: String = "", compressed: Bool = false) throws -> String {
     try folder.write(
       "items.yaml",
       """
@@ -26,7 +26,7 @@ import Testing
             base_url: ${API}
             path: items
             query: { per_page: 100 }
-            headers: { Accept-Encoding: identity }
+            headers: { Accept-Encoding: \(compressed ? "gzip" : "identity") }
             load:
               table: items
               records: /data
@@ -74,6 +74,27 @@ import Testing
     let rows = try HTTPStreamLoadTests.rows(streamed, HTTPStreamLoadTests.allItems)
     #expect(rows.count == 300)
     #expect(try rows == HTTPStreamLoadTests.rows(after, HTTPStreamLoadTests.allItems))
+    let bytes = try Report(run.output).step("items")["bytes"] as? Int
+    #expect(bytes ?? 0 > 30000)
+    #expect(try bytes == Report(saved.stdout).step("items")["bytes"] as? Int)
+  }
+
+  /// A gzip page's part holds the decoded bytes, which the load reads as they arrive.
+  @Test func aCompressedPageLoadsWhileItDownloads() throws {
+    // Page 2, about 2 KB compressed, comes at 2,000 bytes a second.
+    let server = try RestServer(["--items", "300", "--rule", #"{"path": "/items", "query": {"page": "2"}, "rate": 2000}"#])
+    let folder = TemporaryDirectory()
+    let run = try ChildProcess.dray(
+      ["run", HTTPStreamLoadTests.job(folder, compressed: true)], environment: ["API": server.url], logPrefix: folder.path + "/run")
+    #expect(
+      run.waitUntil {
+        HTTPStreamLoadTests.partSize(folder, page: 2) > 0 && SQLiteFile.isWriteLocked(folder.path + "/data/db.sqlite")
+      })
+    #expect(run.wait() == .exited(0), "\(run.errors)")
+    #expect(try server.requests().map(\.contentEncoding) == ["gzip", "gzip", "gzip"])
+    #expect(
+      try HTTPStreamLoadTests.rows(folder, "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items")
+        == [[.integer(300), .integer(300), .integer(1), .integer(300)]])
   }
 
   @Test func aPageBrokenMidwayResumesAtItsPartsEndAndGivesExactlyItsRecords() throws {

@@ -12,7 +12,9 @@ extension StepRunner {
   ///
   /// Each page streams to a resumable download (`Range`/`If-Range`), retried under the
   /// step's policy and `on_status`. With `load`, the page's records go into a staging table
-  /// in one transaction with the page's entry in `_dray_http_pages` (see `PageLedger`), so a
+  /// in one transaction with the page's entry in `_dray_http_pages` (see `PageLedger`), read
+  /// from the part as it arrives when one pass reads them (`loadWhileDownloading`;
+  /// `RecordReader.readsInOnePass`) and committed once the download is verified, so a
   /// killed run resumes at the page after the last committed one; when the last page is in,
   /// one transaction replaces the table's rows with the staging table's, checks
   /// `load.expect` (`Expectations.audit`) and records the step's checkpoint, so readers
@@ -116,22 +118,26 @@ extension StepRunner {
         pagePath = try folder.output(output.replacing("{page}", with: String(page)), role: "output")
       }
       let answerPath = downloadPath("page-\(page)")
-      /// The progress once this page commits, with the records it held and the next page.
+      /// The page's answer once its download ended, for its commit (on the load's thread when
+      /// the page loads while it downloads).
+      let answer = Mutex<FetchedPage?>(nil)
+      /// The progress once this page commits: its bytes and records, and the next page.
       let current = progress
       var committed = progress
       func advance(_ records: Int, _ next: PageLedger.Next?) -> PageLedger.Progress {
         committed = current
         committed.pages = page
+        committed.bytes += answer.withLock { $0!.bytes }
         committed.rows += records
         committed.next = next
         return committed
       }
       /// Reads the page's answer at `file` (as it arrives, with `growing`) and commits it
       /// with the ledger's new entry.
-      func commit(_ file: String?, status: Int?, growing: GrowingFile?, headers: () -> HTTPHeaders) throws -> Int {
+      func commit(_ file: String?, status: Int?, growing: GrowingFile?) throws -> Int {
         try commitPage(
-          options, file: file, growing: growing, status: status, headers: headers, current: next, ledger: ledger, staging: staging,
-          store: store, cursors: cursors, advance: advance)
+          options, file: file, growing: growing, status: status, headers: { answer.withLock { $0!.headers } }, current: next,
+          ledger: ledger, staging: staging, store: store, cursors: cursors, advance: advance)
       }
       // A page whose records are read in one pass loads while it downloads (docs/network.md,
       // "Loading while downloading"), except in a parallel group (whose loads, one at a time,
@@ -142,14 +148,13 @@ extension StepRunner {
       var fetched: FetchedPage
       var streamed: Result<Int, any Error>?
       if let growing {
-        let answer = Mutex<FetchedPage?>(nil)
         var arrived: FetchedPage?
         let loaded = try loadWhileDownloading(
           growing,
           load: {
             // A page that never begins (an error, a 304) opens no transaction.
             _ = try growing.waitForBytes(after: 0)
-            return try commit(answerPath, status: nil, growing: growing) { answer.withLock { $0!.headers } }
+            return try commit(answerPath, status: nil, growing: growing)
           }
         ) {
           let got = try fetchPage(
@@ -171,10 +176,11 @@ extension StepRunner {
         fetched = try fetchPage(
           options, next: next, page: page, path: answerPath, growing: nil, client: client, conditions: sentValidators?.preconditions ?? []
         ) { attempts.append($0) }
+        answer.withLock { [fetched] in $0 = fetched }
       }
-      progress.bytes += fetched.bytes
       report.wireBytes += fetched.wireBytes
       if fetched.status == 304 {
+        progress.bytes += fetched.bytes
         if let load = options.load, let store, try !TableGuard.isIntact(load.table, in: store.database) {
           // The table changed while the request was out: the body is needed after all.
           report.notes.append("table \(load.table) changed during the conditional request; asked again without validators")
@@ -196,7 +202,7 @@ extension StepRunner {
       }
 
       let found = try withPageContext(page: page, url: next.url, options: options, contentType: fetched.contentType) {
-        try streamed?.get() ?? commit(file, status: fetched.status, growing: nil) { fetched.headers }
+        try streamed?.get() ?? commit(file, status: fetched.status, growing: nil)
       }
       if options.output == nil, let answer = fetched.file { try? FileManager.default.removeItem(atPath: answer) }
       progress = committed
