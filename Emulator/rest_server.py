@@ -78,6 +78,22 @@ Test helpers under /admin/ (no credentials):
                            changed), and answers 304 Not Modified, without a body, to an
                            If-None-Match naming that ETag or, without one, to an
                            If-Modified-Since at or after Last-Modified (RFC 9110 §13.1).
+                           {"path": "/items", "ranges": true} gives each 200 answer to a GET a
+                           strong ETag (of its uncompressed body) and answers a Range of
+                           bytes=N- whose If-Range names it (or that has none) with 206 and
+                           the rest of the body (RFC 9110 §14.2, §13.1.5).
+                           {"path": "/items", "rate": 12000000} sends the body at that many
+                           bytes a second, in pieces of about 1/20 s (a slow network).
+                           {"path": "/items", "close_after": 9000, "times": 1} announces the
+                           whole body's Content-Length and closes the connection after that
+                           many body bytes (a connection broken mid-answer). These three
+                           combine in one rule.
+                           {"path": "/items", "hold": true, "times": 1} holds the request
+                           (logged) until POST /admin/release, then answers it by the
+                           rule's other settings: a test changes something while a client
+                           waits for its answer, with no clock involved.
+    GET  /admin/held       waits (up to 60 s) until a request is held, answers {"held": N}
+    POST /admin/release    lets every held request go on
     POST /admin/items      {"count": N} changes the number of items (and Last-Modified)
 
 Compression is not a rule: an answer with a body goes out gzip-compressed (Content-Encoding:
@@ -126,6 +142,11 @@ class State:
         self.users = users
         self.lock = threading.Lock()
         self.requests = []
+        # Requests held by a "hold" rule: numbered as they arrive; those up to `released`
+        # go on.
+        self.hold = threading.Condition()
+        self.held = 0
+        self.released = 0
         self.rules = []
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.db.execute("CREATE TABLE images(id INTEGER PRIMARY KEY, title TEXT NOT NULL, url TEXT, width INTEGER)")
@@ -164,6 +185,8 @@ class Handler(BaseHTTPRequestHandler):
 
     validators = False  # the matching rule sets validators
 
+    shaping = None  # the matching rule, for ranges, rate and close_after
+
     def send(self, status, body=b"", content_type="application/json", headers=None):
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
@@ -176,6 +199,16 @@ class Handler(BaseHTTPRequestHandler):
             headers["Last-Modified"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(modified))
             if self.not_modified(headers["ETag"], modified):
                 status, body = 304, b""
+        shaping = self.shaping or {}
+        if shaping.get("ranges") and status == 200 and self.command == "GET" and body:
+            etag = '"r%s"' % hashlib.sha256(body).hexdigest()[:32]
+            headers["ETag"] = etag
+            headers["Accept-Ranges"] = "bytes"
+            wanted = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range") or "")
+            if wanted and self.headers.get("If-Range", etag) == etag and int(wanted.group(1)) < len(body):
+                start = int(wanted.group(1))
+                headers["Content-Range"] = f"bytes {start}-{len(body) - 1}/{len(body)}"
+                status, body = 206, body[start:]
         entry = getattr(self, "entry", None)
         if entry is not None:
             entry["status"] = status
@@ -200,8 +233,22 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if shaping.get("close_after") is not None:
+            body = body[:int(shaping["close_after"])]
+            self.close_connection = True
+        if not shaping.get("rate"):
             self.wfile.write(body)
+            return
+        # Pieces of about 1/20 s (512 bytes to 64 KiB), each sent once its time has come.
+        started, rate = time.monotonic(), float(shaping["rate"])
+        piece = max(512, min(65536, int(rate / 20)))
+        for at in range(0, len(body), piece):
+            ahead = started + at / rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+            self.wfile.write(body[at:at + piece])
 
     def not_modified(self, etag, modified):
         """Whether the request's preconditions say the client holds this answer (RFC 9110
@@ -254,6 +301,7 @@ class Handler(BaseHTTPRequestHandler):
         st = self.state
         self.framing = None
         self.validators = False
+        self.shaping = None
         self.entry = None
         if url.path.startswith("/admin/"):
             return self.admin(url.path, raw)
@@ -267,9 +315,16 @@ class Handler(BaseHTTPRequestHandler):
         if rule is not None:
             if rule.get("hang"):
                 return self.hang()
+            if rule.get("hold"):
+                with st.hold:
+                    st.held += 1
+                    ticket = st.held
+                    st.hold.notify_all()
+                    st.hold.wait_for(lambda: st.released >= ticket, timeout=60)
             if rule.get("close_delimited"):
                 self.framing = rule
             self.validators = bool(rule.get("validators"))
+            self.shaping = rule
             if rule.get("delay"):
                 time.sleep(rule["delay"])
             if rule.get("status"):
@@ -369,6 +424,15 @@ class Handler(BaseHTTPRequestHandler):
                     st.orders[oid]["updated_at"] = st.tick()
                 for oid in change.get("delete", []):
                     st.orders[oid] = {"id": oid, "deleted": True, "updated_at": st.tick()}
+            return self.send(204)
+        if path == "/admin/held" and self.command == "GET":
+            with st.hold:
+                st.hold.wait_for(lambda: st.held > st.released, timeout=60)
+                return self.send(200, {"held": st.held - st.released})
+        if path == "/admin/release" and self.command == "POST":
+            with st.hold:
+                st.released = st.held
+                st.hold.notify_all()
             return self.send(204)
         if path == "/admin/rules" and self.command == "POST":
             with st.lock:

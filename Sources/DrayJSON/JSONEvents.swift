@@ -39,6 +39,9 @@ public enum JSONEvents {
     /// (`BlankAnswer`).
     case empty(bytes: Int)
     case outOfMemory
+    /// The input could not be read: `FileChunks.Unreadable`, or the `GrowingFile.Stop` of a
+    /// part that a download failed or started again.
+    case unreadable(any Error)
   }
 
   /// Parses `bytes`.
@@ -53,14 +56,14 @@ public enum JSONEvents {
     try parse(chunks: { pending.take() }, into: handler, allowComments: allowComments, verbose: verboseErrors)
   }
 
-  /// Parses the file `input` in 256 KiB chunks, holding one chunk at a time.
+  /// The size of the chunks a file is read in: 256 KiB.
+  public static let chunkSize = 256 * 1024
+
+  /// Parses the file (or growing part) `input`, holding one chunk at a time (open it with
+  /// `chunkSize`).
   /// - Throws: `Failure`.
-  public static func parse(_ input: FileHandle, into handler: any JSONEventHandler) throws(Failure) {
-    try parse(
-      chunks: {
-        let chunk = input.readData(ofLength: 256 * 1024)
-        return chunk.isEmpty ? nil : chunk
-      }, into: handler, allowComments: false, verbose: false)
+  public static func parse(_ input: FileChunks, into handler: any JSONEventHandler) throws(Failure) {
+    try parse(chunks: { try input.next().map { Data($0) } }, into: handler, allowComments: false, verbose: false)
   }
 
   /// Parses the chunks `next` returns, in order, until it returns nil.
@@ -74,8 +77,7 @@ public enum JSONEvents {
   /// that the connection closed mid-answer. A file that is not JSON at all counts as whole
   /// here, for its reader to refuse with its own message.
   public static func endsWhole(path: String) -> Bool {
-    guard let input = FileHandle(forReadingAtPath: path) else { return false }
-    defer { try? input.close() }
+    guard let input = try? FileChunks(path: path, growing: nil, chunkSize: chunkSize) else { return false }
     do throws(Failure) {
       try parse(input, into: IgnoringHandler())
     } catch .truncated {
@@ -95,7 +97,7 @@ public enum JSONEvents {
   }
 
   private static func parse(
-    chunks next: () -> Data?, into handler: any JSONEventHandler, allowComments: Bool, verbose: Bool
+    chunks next: () throws -> Data?, into handler: any JSONEventHandler, allowComments: Bool, verbose: Bool
   ) throws(Failure) {
     let box = HandlerBox(handler)
     var callbacks = yajl_callbacks(
@@ -134,7 +136,10 @@ public enum JSONEvents {
     // Whether a byte other than JSON whitespace (RFC 8259 §2) came: only the leading
     // whitespace is ever scanned.
     var sawText = false
-    while let chunk = next() {
+    while true {
+      let read: Data?
+      do { read = try next() } catch { throw .unreadable(error) }
+      guard let chunk = read else { break }
       if !sawText { sawText = chunk.contains { !BlankAnswer.isWhitespace($0) } }
       let status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }
       let consumed = Int(yajl_get_bytes_consumed(parser))

@@ -241,25 +241,15 @@ public final class TableAnswerScanner {
   /// - Throws: `TableAnswerError` (also when the file cannot be read), `GrowingFile.Stop`, or
   ///   an error of the sink or of `between` unchanged.
   public func scan(file path: String, growing: GrowingFile? = nil, between: () throws -> Void = {}) throws {
-    let fd = try growing?.takeReader() ?? open(path, O_RDONLY)
-    guard fd >= 0 else { throw TableAnswerError(message: "cannot read the downloaded answer at \(path)") }
-    defer { close(fd) }
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
-    defer { buffer.deallocate() }
-    var read: Int64 = 0
-    while true {
-      try between()
-      var count = Glibc.read(fd, buffer.baseAddress, buffer.count)
-      // At the end of a part that is still growing: wait for its next bytes, or its end.
-      while count == 0, let growing, try growing.waitForBytes(after: read) {
-        count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+    do {
+      let chunks = try FileChunks(path: path, growing: growing, chunkSize: Self.chunkSize)
+      while true {
+        try between()
+        guard let chunk = try chunks.next() else { break }
+        try feed(chunk)
       }
-      read += Int64(max(0, count))
-      guard count >= 0 else {
-        throw TableAnswerError(message: "cannot read the downloaded answer at \(path): \(String(cString: strerror(errno)))")
-      }
-      if count == 0 { break }
-      try feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+    } catch let unreadable as FileChunks.Unreadable {
+      throw TableAnswerError(message: "cannot read the downloaded answer at \(path): \(unreadable.reason)")
     }
     try finish()
   }

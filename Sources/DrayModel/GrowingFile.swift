@@ -94,6 +94,12 @@ public final class GrowingFile: @unchecked Sendable {
     locked { stop = stop ?? .failed }
   }
 
+  /// Whether the part was started again from byte 0: what a reader read of it may belong to
+  /// two answers, whatever error it stopped with.
+  public var restarted: Bool {
+    locked { stop == .restarted }
+  }
+
   // MARK: The reader's side
 
   /// Waits until the first body begins, then hands over a descriptor that reads the part

@@ -9,7 +9,9 @@ internal import Foundation
 /// Bookkeeping tables, created on open in `schema` (the same as SQLite's, docs/store.md):
 /// `_dray_resources(resource, scheme, fetched_at)`, `_dray_tables(name, resource, params,
 /// source_table, content_version, etag, cache_hash, row_count, loaded_at)` and
-/// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at)`, with the table
+/// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at)` and
+/// `_dray_http_validators(job, step_id, fingerprint, request, etag, last_modified,
+/// updated_at)` (`KeptValidators`), with the table
 /// guard's `_dray_table_guard` and its trigger function (`PostgresTableGuard`). Physical table
 /// names follow `TableNaming` with PostgreSQL's 63-byte identifier limit; columns are typed
 /// by `PostgresColumnType` and filled under `PostgresValueRule`.
@@ -106,7 +108,10 @@ public final class PostgresStore {
       row_count bigint NOT NULL DEFAULT 0, loaded_at text);
     CREATE TABLE IF NOT EXISTS _dray_http_cursors(
       job text NOT NULL, step_id text NOT NULL, value text, staged text, fresh boolean NOT NULL,
-      updated_at text NOT NULL, PRIMARY KEY (job, step_id))
+      updated_at text NOT NULL, PRIMARY KEY (job, step_id));
+    CREATE TABLE IF NOT EXISTS _dray_http_validators(
+      job text NOT NULL, step_id text NOT NULL, fingerprint text NOT NULL, request text NOT NULL, etag text,
+      last_modified text, updated_at text NOT NULL, PRIMARY KEY (job, step_id))
     """
 
   /// Sets `search_path` to `schema` and runs `tables` (`CREATE TABLE IF NOT EXISTS`
@@ -255,6 +260,20 @@ extension PostgresStore: TargetStore {
     ).rows
     guard let row = rows.first else { return CursorEntry() }
     return try CursorEntry(storedValue: row[0].text, staged: row[1].text, fresh: row[2].bool == true, stepID: stepID)
+  }
+
+  /// From `_dray_http_validators`, the columns of SQLite's.
+  public func validators(job: String, stepID: String) throws -> KeptValidators? {
+    let row = try connection.execute(
+      "SELECT fingerprint, request, etag, last_modified FROM \(own("_dray_http_validators")) WHERE job = $1 AND step_id = $2",
+      [.text(job), .text(stepID)]
+    ).rows.first
+    return row.map { KeptValidators(fingerprint: $0[0].text ?? "", request: $0[1].text ?? "", etag: $0[2].text, lastModified: $0[3].text) }
+  }
+
+  /// The name as PostgreSQL keeps it (fitted to 63 bytes), as the guard's trigger names it.
+  public func isIntact(table name: String) throws -> Bool {
+    try PostgresTableGuard.isIntact(PostgresIdentifier.fitted(name), in: self)
   }
 
   public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? { nil }

@@ -2,8 +2,9 @@ internal import DrayPostgres
 internal import DrayStore
 
 /// Notices any change to a table dray loaded on PostgreSQL, as `TableGuard` does on SQLite,
-/// so that a delta applies only to a table that still holds exactly what dray put there
-/// (docs/postgres.md, "The table guard").
+/// so that a delta applies, and an unchanged answer or an `http` step's `304` keeps the
+/// table, only when it still holds exactly what dray put there (docs/postgres.md, "The
+/// table guard").
 ///
 /// Each loaded table has one statement-level trigger, `_dray_guard`, `AFTER INSERT OR UPDATE
 /// OR DELETE OR TRUNCATE ... FOR EACH STATEMENT`, calling `"schema"._dray_guard_mark()`,

@@ -155,6 +155,32 @@ extension PostgresTransaction {
         .bool(entry.fresh), .text(PostgresTransaction.timestamp()),
       ])
   }
+
+  func saveValidators(_ validators: KeptValidators?, job: String, stepID: String) throws {
+    guard let validators else {
+      try connection.execute(
+        "DELETE FROM \(store.own("_dray_http_validators")) WHERE job = $1 AND step_id = $2", [.text(job), .text(stepID)])
+      return
+    }
+    try connection.execute(
+      """
+      INSERT INTO \(store.own("_dray_http_validators"))(job, step_id, fingerprint, request, etag, last_modified, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)
+      ON CONFLICT (job, step_id) DO UPDATE SET fingerprint = excluded.fingerprint, request = excluded.request,
+        etag = excluded.etag, last_modified = excluded.last_modified, updated_at = excluded.updated_at
+      """,
+      [
+        .text(job), .text(stepID), .text(validators.fingerprint), .text(validators.request), validators.etag.map { .text($0) } ?? .null,
+        validators.lastModified.map { .text($0) } ?? .null, .text(PostgresTransaction.timestamp()),
+      ])
+  }
+
+  /// The name as PostgreSQL keeps it (fitted to 63 bytes), as the guard's trigger names it.
+  func armGuard(ofTable name: String) throws {
+    let fitted = PostgresIdentifier.fitted(name)
+    guard try store.tableExists(fitted) else { return }
+    try PostgresTableGuard.arm(fitted, in: store)
+  }
 }
 
 /// A staged record's value that its PostgreSQL column cannot hold

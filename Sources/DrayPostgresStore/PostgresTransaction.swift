@@ -192,7 +192,8 @@ final class PostgresTransaction: StoreTransaction {
     Int(try connection.execute("SELECT count(*) FROM \(store.qualified(name))").rows.first?.first?.integer ?? 0)
   }
 
-  func columns(ofTable name: String) throws -> [String] { try store.columnNames(ofTable: name) }
+  /// The table PostgreSQL holds under `name` fitted to 63 bytes, as every write names it.
+  func columns(ofTable name: String) throws -> [String] { try store.columnNames(ofTable: PostgresIdentifier.fitted(name)) }
 
   func aggregates(ofTable name: String, _ aggregates: [TableAggregate]) throws -> [SQLValue] {
     let list = aggregates.map { "\($0.function.rawValue)(\($0.column.map(PostgresIdentifier.sql) ?? "*"))" }

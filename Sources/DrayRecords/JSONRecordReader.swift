@@ -32,17 +32,21 @@ public struct JSONRecordReader {
     self.probes = probes
   }
 
-  /// Reads `file`, handing each record to `each`.
+  /// Reads `file`, handing each record to `each`; with `growing`, the part a download is
+  /// still writing, as it arrives (`FileChunks`).
   /// - Returns: how many records were read, and what each probe found.
-  /// - Throws: `RecordError` when the file is not JSON (an empty one included: a server
-  ///   with no records says so with a document such as `[]`), is nested deeper than
-  ///   `JSONValue.maxDepth` levels, or the records selector points at a string or number, or
-  ///   selects nothing; errors thrown by `each` as they are.
-  public func read(file: String, each: (Record) throws -> Void) throws -> AnswerSummary {
-    guard let input = FileHandle(forReadingAtPath: file) else {
+  /// - Throws: `RecordError` when the file cannot be read or is not JSON (an empty one
+  ///   included: a server with no records says so with a document such as `[]`), is nested
+  ///   deeper than `JSONValue.maxDepth` levels, or the records selector points at a string or
+  ///   number, or selects nothing; `GrowingFile.Stop` when the download failed or started its
+  ///   part again; errors thrown by `each` as they are.
+  public func read(file: String, growing: GrowingFile? = nil, each: (Record) throws -> Void) throws -> AnswerSummary {
+    let input: FileChunks
+    do {
+      input = try FileChunks(path: file, growing: growing, chunkSize: JSONEvents.chunkSize)
+    } catch is FileChunks.Unreadable {
       throw RecordError("cannot read the answer at \(file)")
     }
-    defer { try? input.close() }
     return try withoutActuallyEscaping(each) { each in
       let state = JSONScanState(reader: self, each: each)
       do throws(JSONEvents.Failure) {
@@ -62,6 +66,9 @@ public struct JSONRecordReader {
         throw RecordError("the answer is not valid JSON (\(reason), near byte \(byte))")
       } catch .outOfMemory {
         throw RecordError("out of memory starting the JSON parser")
+      } catch .unreadable(let error) {
+        if error is FileChunks.Unreadable { throw RecordError("cannot read the answer at \(file)") }
+        throw error
       }
       if let records, !state.foundRecords {
         throw RecordError("the records selector '\(records)' matches nothing in the answer")

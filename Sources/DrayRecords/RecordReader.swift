@@ -25,9 +25,17 @@ public struct RecordReader {
     self.probes = probes
   }
 
-  /// Reads `file`, handing each record to `each`.
-  /// - Throws: `RecordError`; errors thrown by `each`.
-  public func read(file: String, each: (Record) throws -> Void) throws -> AnswerSummary {
+  /// Whether `load` reads an answer in one pass, so that it can read it while it downloads:
+  /// a JSON answer whose columns are declared (`load.columns`). Columns taken from the
+  /// records themselves need a first pass over the whole answer, and libxml2 reads an XML
+  /// answer from a finished file.
+  public var readsInOnePass: Bool { format == .json && columns != nil }
+
+  /// Reads `file`, handing each record to `each`; with `growing` (only when
+  /// `readsInOnePass`), the part a download is still writing, as it arrives.
+  /// - Throws: `RecordError`; `GrowingFile.Stop`; errors thrown by `each`.
+  public func read(file: String, growing: GrowingFile? = nil, each: (Record) throws -> Void) throws -> AnswerSummary {
+    precondition(growing == nil || readsInOnePass, "only an answer read in one pass is read as it downloads")
     switch format {
     case .json:
       let pointer: JSONPointer? =
@@ -37,7 +45,7 @@ public struct RecordReader {
         }
       let probes = probes.compactMap { if case .json(let p) = $0 { p } else { nil } }
       return try JSONRecordReader(records: pointer, columns: columns, probes: probes, refusingExtra: refusingExtra).read(
-        file: file, each: each)
+        file: file, growing: growing, each: each)
     case .xml:
       let path: XMLPath? =
         switch records {
@@ -50,10 +58,12 @@ public struct RecordReader {
   }
 
   /// Reads `file` twice if needed: first to infer the columns (when none are declared), then
-  /// to hand each record to `each` after `prepare` receives the columns.
-  /// - Throws: `RecordError`; errors thrown by `prepare` or `each`.
+  /// to hand each record to `each` after `prepare` receives the columns. With `growing` (only
+  /// when `readsInOnePass`), reads the part a download is still writing, as it arrives.
+  /// - Throws: `RecordError`; `GrowingFile.Stop`; errors thrown by `prepare` or `each`.
   public func load(
-    file: String, prepare: ([(name: String, type: ColumnType?)]) throws -> Void, each: (Record) throws -> Void
+    file: String, growing: GrowingFile? = nil, prepare: ([(name: String, type: ColumnType?)]) throws -> Void,
+    each: (Record) throws -> Void
   ) throws -> AnswerSummary {
     if let columns {
       try prepare(columns.map { ($0.name, $0.type) })
@@ -62,6 +72,6 @@ public struct RecordReader {
       _ = try read(file: file) { inference.add($0) }
       try prepare(inference.columns)
     }
-    return try read(file: file, each: each)
+    return try read(file: file, growing: growing, each: each)
   }
 }

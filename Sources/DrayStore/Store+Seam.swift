@@ -46,6 +46,12 @@ extension Store: TargetStore {
     try Store.cursor(in: database, job: job, stepID: stepID)
   }
 
+  public func validators(job: String, stepID: String) throws -> KeptValidators? {
+    try ValidatorLedger(database: database).read(job: job, stepID: stepID)
+  }
+
+  public func isIntact(table name: String) throws -> Bool { try TableGuard.isIntact(name, in: database) }
+
   /// What `database` keeps for an `incremental` step, read without creating anything (for
   /// `dray plan`, on a read-only connection).
   public static func cursor(in database: Database, job: String, stepID: String) throws -> CursorEntry {
@@ -159,6 +165,12 @@ final class SQLiteTransaction: StoreTransaction {
     try ledger.createTable()
     try ledger.save(entry, at: Store.timestamp())
   }
+
+  func saveValidators(_ validators: KeptValidators?, job: String, stepID: String) throws {
+    try ValidatorLedger(database: store.database).save(validators, job: job, stepID: stepID)
+  }
+
+  func armGuard(ofTable name: String) throws { try TableGuard.arm(name, in: store.database) }
 }
 
 @available(*, unavailable)

@@ -62,6 +62,15 @@ public protocol TargetStore: AnyObject {
   /// What the store keeps for an `incremental` step (its kept cursor); an empty entry when
   /// it keeps nothing. Creates nothing.
   func cursor(job: String, stepID: String) throws -> CursorEntry
+
+  /// The validators step `stepID` of `job` kept for the answer it last published
+  /// (`_dray_http_validators`), or nil. Creates nothing.
+  func validators(job: String, stepID: String) throws -> KeptValidators?
+
+  /// Whether table `name` holds exactly what dray last wrote there, by the store's table
+  /// guard (SQLite: `TableGuard`; PostgreSQL: `PostgresTableGuard`; docs/store.md, "The
+  /// table guard"): false for a table changed since, one the guard never armed, or none.
+  func isIntact(table name: String) throws -> Bool
 }
 
 /// An SQL aggregate over a table's column, or over its rows (`count` of no column).
@@ -170,6 +179,15 @@ public protocol StoreTransaction: AnyObject {
 
   /// Records the cursor of an `incremental` step, committing with this transaction.
   func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws
+
+  /// Keeps `validators` for step `stepID` of `job` (nil: forgets the step's), committing
+  /// with this transaction.
+  func saveValidators(_ validators: KeptValidators?, job: String, stepID: String) throws
+
+  /// Arms the table guard of table `name` after dray's writes in this transaction: from its
+  /// commit on, any other write to the table makes `TargetStore.isIntact` false. Does
+  /// nothing when there is no such table.
+  func armGuard(ofTable name: String) throws
 }
 
 /// The run journal of a job: its runs and a checkpoint per step (docs/resume.md). With a

@@ -9,7 +9,8 @@ import Testing
 /// A server that answers `200` with an empty body (or only whitespace) once made an `http`
 /// load "succeed with 0 rows" and replace a table holding last night's rows. An empty body
 /// is not a JSON (or XML) document: every reader refuses it, names the URL, status and
-/// Content-Type, and keeps what the last good run left.
+/// Content-Type, and keeps what the last good run left, on both targets (one suite, two
+/// databases).
 @Suite struct EmptyAnswerTests {
   static let bodies = ["", " \n\t "]
 
@@ -29,21 +30,23 @@ import Testing
     ("api/v1/file/local_storage/meta/", "files: { connection: local_storage, action: meta, path: welcome.txt, local: out/meta.json }"),
   ]
 
-  @Test(arguments: platformSteps)
-  func aBlankPlatformAnswerFailsTheStepAndKeepsTablesAndFiles(path: String, step: String) throws {
+  @Test(arguments: platformSteps, TargetDatabase.Kind.allCases)
+  func aBlankPlatformAnswerFailsTheStepAndKeepsTablesAndFiles(_ call: (path: String, step: String), on kind: TargetDatabase.Kind) throws {
+    let (path, step) = call
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     let job =
       // The body as it is: a close-delimited gzip stream that decodes to nothing cannot be
       // told from a cut one (libcurl does not report a stream cut before its end), so it is
       // retried as cut (docs/network.md, "Compression").
-      JobText.header(job: "blank", emulator: emulator, database: "data.sqlite", compression: false) + "steps:\n  - id: good\n    " + step
+      JobText.header(job: "blank", emulator: emulator, compression: false) + target.manifestBlock + "steps:\n  - id: good\n    " + step
       + "\n  - id: fruits\n    table_stream: { resource: FRUITS }\n"
     let (manifest, first) = try runJob(folder, job)
     #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
     let outputs = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/out")) ?? []).sorted()
     let before = try outputs.map { try bytes(folder.path + "/out/" + $0) }
-    let database = try DatabaseDigest(path: folder.path + "/data.sqlite")
+    let database = try target.digest()
 
     // Framed by Content-Length, or ended only by the connection's close: blank either way,
     // never taken for an answer cut short.
@@ -62,7 +65,7 @@ import Testing
           report.steps[0].errorMessage
             == "unexpected answer from \(url): \(Self.described(body)) (HTTP 200, Content-Type: application/json); an empty body is not a JSON document, so it was refused and nothing was changed"
         )
-        #expect(try DatabaseDigest(path: folder.path + "/data.sqlite") == database)
+        #expect(try target.digest() == database)
         #expect(try outputs.map { try bytes(folder.path + "/out/" + $0) } == before)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/out")) ?? []).sorted() == outputs)
       }
@@ -71,19 +74,19 @@ import Testing
 
   // MARK: http step
 
-  @Test(arguments: [AnswerFormat.json, .xml])
-  func aBlankHTTPAnswerFailsTheLoadAndKeepsYesterdaysTable(format: AnswerFormat) throws {
+  @Test(arguments: [AnswerFormat.json, .xml], TargetDatabase.Kind.allCases)
+  func aBlankHTTPAnswerFailsTheLoadAndKeepsYesterdaysTable(format: AnswerFormat, on kind: TargetDatabase.Kind) throws {
     let document =
       format == .json
       ? #"[{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]"# : #"<list><item id="1" name="a"/><item id="2" name="b"/></list>"#
     let records = format == .json ? "\"\"" : "//item"
     let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", document)])
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     let job = """
       version: 1
       job: blank
-      database: { path: data.sqlite }
-      retry: { count: 0 }
+      \(target.manifestBlock)retry: { count: 0 }
       steps:
         - id: things
           http: { base_url: '${API}', path: things, format: \(format.rawValue), load: { table: things, records: \(records) } }
@@ -101,18 +104,19 @@ import Testing
         report.steps[0].errorMessage
           == "the answer of \(server.url)things: \(Self.described(body)) (HTTP 200, Content-Type: \(body.isEmpty ? "none" : "text/plain")); an empty body is not \(format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; a server with no records answers with a document (such as [] or {\"data\": []}), 204 No Content, or a status that on_status names empty"
       )
-      #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(2))
+      #expect(try target.rows("SELECT count(*) FROM things") == [["2"]])
     }
   }
 
-  @Test func aBlankSecondPageFailsTheStepAndKeepsTheTable() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aBlankSecondPageFailsTheStepAndKeepsTheTable(kind: TargetDatabase.Kind) throws {
     let server = try RestServer()
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     let job = """
       version: 1
       job: pages
-      database: { path: data.sqlite }
-      retry: { count: 0 }
+      \(target.manifestBlock)retry: { count: 0 }
       steps:
         - id: items
           http:
@@ -127,7 +131,8 @@ import Testing
       """
     let (manifest, first) = try runJob(folder, job, environment: ["API": server.url])
     #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
-    let rows = try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1
+    let rows = try target.rows("SELECT count(*) FROM items")
+    #expect(rows == [["25"]])
     // Framed by Content-Length, or ended only by the connection's close: blank either way.
     for (body, closeDelimited) in [("  ", false), ("  ", true), ("", true)] {
       let rule = String(
@@ -145,23 +150,24 @@ import Testing
         report.steps[0].errorMessage?.hasPrefix(
           "page 2 (\(server.url)items?page=2&per_page=10): \(Self.described(body)) (HTTP 200") == true,
         "\(report.steps[0].errorMessage ?? "")")
-      #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM items").first?.first?.1 == rows)
+      #expect(try target.rows("SELECT count(*) FROM items") == rows)
     }
   }
 
   /// `204 No Content` says there is nothing: an empty page, as `on_status: empty` makes one;
   /// `expect` is what keeps such an answer from emptying a table that must not be empty.
-  @Test func a204IsAnEmptyPageAndExpectKeepsTheTable() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func a204IsAnEmptyPageAndExpectKeepsTheTable(kind: TargetDatabase.Kind) throws {
     let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", #"[{"id": 1}, {"id": 2}]"#)])
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     func run(_ expect: String) throws -> RunReport {
       try runJob(
         folder,
         """
         version: 1
         job: nothing
-        database: { path: data.sqlite }
-        retry: { count: 0 }
+        \(target.manifestBlock)retry: { count: 0 }
         steps:
           - id: things
             http: { base_url: '${API}', path: things, load: { table: things, columns: { id: INTEGER }\(expect) } }
@@ -177,10 +183,10 @@ import Testing
       guarded.steps[0].errorMessage
         == "table things: expectation failed: rows = 0, expected at least 1; nothing was published: the load was rolled back and the table keeps its previous rows"
     )
-    #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(2))
+    #expect(try target.rows("SELECT count(*) FROM things") == [["2"]])
     let report = try run("")
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
-    #expect(try Database(path: folder.path + "/data.sqlite").rows("SELECT count(*) FROM things").first?.first?.1 == .integer(0))
+    #expect(try target.rows("SELECT count(*) FROM things") == [["0"]])
   }
 
   // MARK: A list of no tables
@@ -189,18 +195,20 @@ import Testing
   /// declares: the load fails naming resource and table, instead of reporting yesterday's
   /// rows as a fresh load and checking `expect` against them; the table and its
   /// bookkeeping (`loaded_at`) stay as they were.
-  @Test func anAnswerWithoutTheDeclaredTableFailsTheLoadAndKeepsTheTable() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anAnswerWithoutTheDeclaredTableFailsTheLoadAndKeepsTheTable(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     let job =
-      JobText.header(job: "no-tables", emulator: emulator, database: "data.sqlite")
+      JobText.header(job: "no-tables", emulator: emulator) + target.manifestBlock
       + "steps:\n  - id: schemes\n    schemes: {}\n  - id: fruits\n    table_stream: { resource: FRUITS, expect: { rows: { min: 1 } } }\n"
     let (manifest, first) = try runJob(folder, job)
     #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
     // `loaded_at` included: a load that changed nothing must not look fresh (the schemes
     // step runs again, so `fetched_at` moves).
     let ignored = ["_dray_resources": Set(["fetched_at"])]
-    let database = try DatabaseDigest(path: folder.path + "/data.sqlite", ignoringColumns: ignored)
+    let database = try target.digest(ignoringColumns: ignored)
     let fault = try JSONSerialization.data(withJSONObject: [["path": "/api/v1/rpc/FRUITS/", "body": "[]"]])
     try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
     let report = Runner(
@@ -213,6 +221,6 @@ import Testing
       fruits.errorMessage?.hasPrefix(
         "resource FRUITS, table output_table: the answer holds no table 'output_table', which the scheme declares (it holds no table of the scheme); nothing was loaded"
       ) == true, "\(fruits.errorMessage ?? "")")
-    #expect(try DatabaseDigest(path: folder.path + "/data.sqlite", ignoringColumns: ignored) == database)
+    #expect(try target.digest(ignoringColumns: ignored) == database)
   }
 }

@@ -1,12 +1,15 @@
 import DrayEngine
 import DrayManifest
 import DrayModel
+import DrayPostgres
 import DrayStore
 import DrayTestSupport
 import Foundation
 import Testing
 
-/// The `http` step against the REST test server (`Emulator/rest_server.py`) on loopback.
+/// The `http` step against the REST test server (`Emulator/rest_server.py`) on loopback;
+/// the pagination kinds, and loads in a parallel group, on both targets (one suite, two
+/// databases).
 @Suite struct HTTPStepTests {
   let folder = TemporaryDirectory()
 
@@ -37,10 +40,23 @@ import Testing
 
   func paths(_ server: RestServer) throws -> [String] { try server.requests().map(\.path) }
 
+  /// The columns inferred from the items, with the types dray declares for them on `kind`
+  /// (SQLite's; PostgreSQL's by `PostgresTransaction.columnType`, docs/http.md "On
+  /// PostgreSQL").
+  static func shape(_ columns: [(String, String)], on kind: TargetDatabase.Kind) -> [[String?]] {
+    let postgres = ["INTEGER": "bigint", "REAL": "double precision", "NUMERIC": "numeric", "TEXT": "text"]
+    return columns.map { [$0.0, kind == .sqlite ? $0.1 : postgres[$0.1]] }
+  }
+
   static let itemsShape = [
-    [SQLValue.text("id"), .text("INTEGER")], [.text("name"), .text("TEXT")], [.text("price"), .text("REAL")],
-    [.text("code"), .text("TEXT")], [.text("active"), .text("INTEGER")], [.text("note"), .text("TEXT")], [.text("tags"), .text("TEXT")],
+    ("id", "INTEGER"), ("name", "TEXT"), ("price", "REAL"), ("code", "TEXT"), ("active", "INTEGER"), ("note", "TEXT"), ("tags", "TEXT"),
   ]
+
+  /// Where the step's pages are staged: the SQLite target itself, or the local file beside
+  /// a PostgreSQL target (docs/http.md, "On PostgreSQL").
+  func staging(_ target: TargetDatabase) throws -> Database {
+    try Database(path: folder.path + (target.kind == .sqlite ? "/" + TargetDatabase.sqlitePath : "/.dray/rest.staging.sqlite"))
+  }
 
   struct Pagination: Sendable, CustomStringConvertible {
     var name: String
@@ -70,36 +86,40 @@ import Testing
       requests: ["/cursor/items?limit=10", "/cursor/items?limit=10&cursor=YWZ0ZXI6MTA%3D", "/cursor/items?limit=10&cursor=YWZ0ZXI6MjA%3D"]),
   ]
 
-  @Test(arguments: paginations) func eachPaginationKindLoadsEveryItemOnce(_ kind: Pagination) throws {
+  @Test(arguments: paginations, TargetDatabase.Kind.allCases)
+  func eachPaginationKindLoadsEveryItemOnce(_ pagination: Pagination, on kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer()
-    let report = try run("  - id: items\n    http: \(kind.http)", server: server)
+    let report = try run("  - id: items\n    http: \(pagination.http)", server: server, target: target)
     #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
-    #expect(try paths(server) == kind.requests)
+    #expect(try paths(server) == pagination.requests)
+    #expect(try target.rows("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items") == [["25", "25", "1", "25"]])
+    #expect(try target.columnTypes("items") == Self.shape(Self.itemsShape, on: kind))
     #expect(
-      try rows("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items") == [
-        [.integer(25), .integer(25), .integer(1), .integer(25)]
-      ])
-    #expect(try rows("SELECT name, type FROM pragma_table_info('items')") == Self.itemsShape)
-    #expect(
-      try rows("SELECT price, code, active, note, tags FROM items WHERE id = 15") == [
-        [.real(15.5), .text("15"), .integer(1), .text("note 15"), .text(#"["odd"]"#)]
-      ])
+      try target.rows("SELECT price, code, active, note, tags FROM items WHERE id = 15") == [["15.5", "15", "1", "note 15", #"["odd"]"#]])
     let step = report.steps[0]
     #expect(step.rows == ["items": 25])
     #expect(step.tables == ["items"])
     #expect(step.notes == ["3 pages"])
     #expect(step.attempts.map(\.outcome.code) == ["ok", "ok", "ok"])
-    #expect(try rows("SELECT count(*) FROM _dray_http_pages") == [[.integer(0)]])
-    #expect(try rows("SELECT count(*) FROM sqlite_schema WHERE name LIKE '_dray_http__%'") == [[.integer(1)]])  // the ledger only
+    let staging = try staging(target)
+    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").map { $0.map(\.1) } == [[.integer(0)]])
+    // The ledger only: the staged pages are gone.
+    #expect(
+      try staging.rows("SELECT name FROM sqlite_schema WHERE name LIKE '_dray_http__%'").map { $0.map(\.1) } == [
+        [.text("_dray_http_pages")]
+      ])
 
     // A second, fresh pull replaces the rows rather than adding to them.
     try server.reset()
-    #expect(try run("  - id: items\n    http: \(kind.http)", server: server).exitCode == 0)
-    #expect(try paths(server) == kind.requests)
-    #expect(try rows("SELECT count(*) FROM items") == [[.integer(25)]])
+    #expect(try run("  - id: items\n    http: \(pagination.http)", server: server, target: target).exitCode == 0)
+    #expect(try paths(server) == pagination.requests)
+    #expect(try target.rows("SELECT count(*) FROM items") == [["25"]])
   }
 
-  @Test func xmlAnswersWithTheNextLinkInTheBody() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func xmlAnswersWithTheNextLinkInTheBody(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer()
     let report = try run(
       """
@@ -111,20 +131,23 @@ import Testing
             format: xml
             load: { table: catalog, records: /catalog/item }
             paginate: { next: /catalog/next }
-      """, server: server)
+      """, server: server, target: target)
     #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
     #expect(try paths(server) == ["/catalog.xml?per_page=10", "/catalog.xml?page=2&per_page=10", "/catalog.xml?page=3&per_page=10"])
     #expect(try server.requests().allSatisfy { $0.headers["Accept"] == "application/xml, text/xml;q=0.9" })
     #expect(
-      try rows("SELECT name, type FROM pragma_table_info('catalog')") == [
-        [.text("id"), .text("INTEGER")], [.text("active"), .text("TEXT")], [.text("name"), .text("TEXT")], [.text("price"), .text("REAL")],
-        [.text("code"), .text("TEXT")], [.text("note"), .text("TEXT")], [.text("tags"), .text("TEXT")],
-      ])
-    #expect(try rows("SELECT count(*), count(DISTINCT id) FROM catalog") == [[.integer(25), .integer(25)]])
+      try target.columnTypes("catalog")
+        == Self.shape(
+          [
+            ("id", "INTEGER"), ("active", "TEXT"), ("name", "TEXT"), ("price", "REAL"), ("code", "TEXT"), ("note", "TEXT"),
+            ("tags", "TEXT"),
+          ],
+          on: kind))
+    #expect(try target.rows("SELECT count(*), count(DISTINCT id) FROM catalog") == [["25", "25"]])
     #expect(
-      try rows("SELECT id, active, name, price, code, note, tags FROM catalog WHERE id IN (4, 5) ORDER BY id") == [
-        [.integer(4), .text("false"), .text("item-4 & co"), .real(8), .text("C-4"), .null, .text("even")],
-        [.integer(5), .text("true"), .text("item-5 & co"), .real(5.5), .text("C-5"), .text("note 5"), .text("odd")],
+      try target.rows("SELECT id, active, name, price, code, note, tags FROM catalog WHERE id IN (4, 5) ORDER BY id") == [
+        ["4", "false", "item-4 & co", "8.0", "C-4", nil, "even"],
+        ["5", "true", "item-5 & co", "5.5", "C-5", "note 5", "odd"],
       ])
   }
 
@@ -398,6 +421,32 @@ import Testing
     #expect(try !staging.tableExists("_dray_http__rest__items"))
   }
 
+  /// A table name longer than PostgreSQL keeps is fitted (`PostgresIdentifier.fitted`) the
+  /// same way by every write and read of the step: a second run replaces the rows (it once
+  /// added them again: the table was looked up by its unfitted name, not found, so not
+  /// emptied), and `expect` finds the table's columns.
+  @Test func aTableNameLongerThanPostgreSQLKeepsIsReplacedAndCheckedUnderItsFittedName() throws {
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let server = try RestServer()
+    let table = "items_" + String(repeating: "long_", count: 14)
+    let steps = """
+        - id: items
+          http:
+            base_url: "${API}"
+            path: items
+            query: { per_page: 100 }
+            load: { table: \(table), records: /data, expect: { rows: { min: 25 }, id: { min: 1 } } }
+      """
+    for run in 1...2 {
+      let report = try self.run(steps, server: server, target: target)
+      #expect(report.exitCode == 0, "run \(run): \(report.steps.map { $0.errorMessage ?? "" })")
+      #expect(
+        try target.rows("SELECT count(*), count(DISTINCT id) FROM \(PostgresIdentifier.quoted(PostgresIdentifier.fitted(table)))") == [
+          ["25", "25"]
+        ], "run \(run)")
+    }
+  }
+
   /// A server whose next-page link repeats the request's key: the ledger keeps the link
   /// with the key as `***`, no form of the key reaches the database (which holds the
   /// journal), and the next run
@@ -542,7 +591,9 @@ import Testing
     #expect(try rows("SELECT a_attribute, a FROM x") == [[.integer(1), .integer(2)]])
   }
 
-  @Test func pagesSavedAsFilesAndLoadsRunningInParallel() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func pagesSavedAsFilesAndLoadsRunningInParallel(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer()
     let report = try run(
       """
@@ -555,35 +606,37 @@ import Testing
                 http: { base_url: "${API}", path: items, load: { table: items, records: /data }, paginate: { next: /links/next } }
               - id: xml
                 http: { base_url: "${API}", path: catalog.xml, format: xml, load: { table: catalog, records: //item }, paginate: { next: /catalog/next } }
-      """, server: server)
+      """, server: server, target: target)
     #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
     #expect(report.steps[0].outputs == (1...3).map { "out/page-\($0).json" })
     #expect(try folder.read("out/page-3.json").hasPrefix(#"[{"id": 21, "name": "item-21""#))
     #expect(report.steps[1].members.map(\.rows) == [["items": 25], ["catalog": 25]])
-    #expect(try rows("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM catalog)") == [[.integer(25), .integer(25)]])
+    #expect(try target.rows("SELECT (SELECT count(*) FROM items), (SELECT count(*) FROM catalog)") == [["25", "25"]])
   }
 
   /// Page numbers until an empty page, and `paginate.more`, against `/orders` (7 orders, 3
   /// a page).
-  @Test func pageNumbersEndAtAnEmptyPageOrWhenMoreIsFalse() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func pageNumbersEndAtAnEmptyPageOrWhenMoreIsFalse(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "7"])
     let load = "load: { table: orders, records: /data }"
     let empty = try run(
       "  - { id: orders, http: { base_url: '${API}', path: orders, query: { per_page: 3 }, \(load), paginate: { page: {} } } }",
-      server: server)
+      server: server, target: target)
     #expect(empty.status == .succeeded, "\(empty.steps.first?.errorMessage ?? "")")
     #expect(
       try paths(server) == [
         "/orders?per_page=3&page=1", "/orders?per_page=3&page=2", "/orders?per_page=3&page=3", "/orders?per_page=3&page=4",
       ])
-    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    #expect(try target.rows("SELECT count(DISTINCT id), count(*) FROM orders") == [["7", "7"]])
     try server.reset()
     let more = try run(
       "  - { id: orders, http: { base_url: '${API}', path: orders, query: { per_page: 3 }, \(load), "
-        + "paginate: { page: { param: page, start: 1 }, more: /has_more } } }", server: server)
+        + "paginate: { page: { param: page, start: 1 }, more: /has_more } } }", server: server, target: target)
     #expect(more.status == .succeeded)
     #expect(try paths(server) == ["/orders?per_page=3&page=1", "/orders?per_page=3&page=2", "/orders?per_page=3&page=3"])
-    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    #expect(try target.rows("SELECT count(DISTINCT id), count(*) FROM orders") == [["7", "7"]])
     try server.reset()
     // `more` with another kind: the next link is there, but has_more false ends the pull.
     try server.setRules(
@@ -591,31 +644,34 @@ import Testing
     )
     let stopped = try run(
       "  - { id: orders, http: { base_url: '${API}', path: orders, \(load), paginate: { next: /links/next, more: /has_more } } }",
-      server: server)
+      server: server, target: target)
     #expect(stopped.status == .succeeded)
     #expect(try paths(server) == ["/orders"])
     try server.setRules(#"[{"path": "/orders", "status": 200, "body": "{\"data\": [{\"id\": 1}], \"has_more\": 1}"}]"#)
     let bad = try run(
-      "  - { id: orders, http: { base_url: '${API}', path: orders, \(load), paginate: { page: {}, more: /has_more } } }", server: server)
+      "  - { id: orders, http: { base_url: '${API}', path: orders, \(load), paginate: { page: {}, more: /has_more } } }", server: server,
+      target: target)
     #expect(bad.steps.first?.errorCode == "bad_pagination")
     #expect(bad.steps.first?.errorMessage == "paginate.more '/has_more' is 1 in the answer; it must be true or false")
   }
 
   /// A cursor from the page's last record (Stripe's `starting_after`), with `more`.
-  @Test func aCursorFromTheLastRecordPagesLikeStripe() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aCursorFromTheLastRecordPagesLikeStripe(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "7"])
     let report = try run(
       "  - { id: orders, http: { base_url: '${API}', path: stripe/orders, query: { limit: 3 }, load: { table: orders, records: /data }, "
-        + "paginate: { cursor: { param: starting_after, from_last_record: /id }, more: /has_more } } }", server: server)
+        + "paginate: { cursor: { param: starting_after, from_last_record: /id }, more: /has_more } } }", server: server, target: target)
     #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
     #expect(
       try paths(server) == [
         "/stripe/orders?limit=3", "/stripe/orders?limit=3&starting_after=3", "/stripe/orders?limit=3&starting_after=6",
       ])
-    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    #expect(try target.rows("SELECT count(DISTINCT id), count(*) FROM orders") == [["7", "7"]])
     let missing = try run(
       "  - { id: orders, http: { base_url: '${API}', path: stripe/orders, query: { limit: 3 }, load: { table: orders, records: /data }, "
-        + "paginate: { cursor: { param: starting_after, from_last_record: /key } } } }", server: server)
+        + "paginate: { cursor: { param: starting_after, from_last_record: /key } } } }", server: server, target: target)
     #expect(missing.steps.first?.errorCode == "bad_pagination")
     #expect(
       missing.steps.first?.errorMessage
@@ -624,7 +680,9 @@ import Testing
 
   /// A cursor sent inside a JSON body, GraphQL-style: `pageInfo { hasNextPage endCursor }`
   /// into `variables.after`.
-  @Test func aCursorInTheJSONBodyPagesLikeGraphQL() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aCursorInTheJSONBodyPagesLikeGraphQL(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--orders", "7"])
     let report = try run(
       """
@@ -638,11 +696,11 @@ import Testing
             paginate:
               cursor: { from: /data/orders/pageInfo/endCursor, body: /variables/after }
               more: /data/orders/pageInfo/hasNextPage
-      """, server: server)
+      """, server: server, target: target)
     #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
     let bodies = try server.requests().map { try JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any] }
     #expect(bodies.map { ($0?["variables"] as? [String: Any])?["after"] as? String } == [nil, "Mw==", "Ng=="])
-    #expect(try rows("SELECT count(DISTINCT id), count(*) FROM orders") == [[.integer(7), .integer(7)]])
+    #expect(try target.rows("SELECT count(DISTINCT id), count(*) FROM orders") == [["7", "7"]])
   }
 
 }

@@ -7,12 +7,14 @@ import Testing
 
 /// The names dray writes itself (tables, file paths, resources) are never altered by
 /// masking: a secret listed under `secrets:` that happens to sit inside one leaves it whole
-/// wherever it is written, while the secret on its own is still masked.
+/// wherever it is written, while the secret on its own is still masked; on both targets.
 @Suite struct KeptNamesTests {
-  @Test func aSecretInsideATableNameAndAnOutputPathLeavesThemWhole() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aSecretInsideATableNameAndAnOutputPathLeavesThemWhole(kind: TargetDatabase.Kind) throws {
     let secret = "zebrakey9"
     let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", #"[{"id": 1}, {"id": 2}]"#)])
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     let table = "things_\(secret)"
     let output = "out/\(secret)-counts.csv"
     let (manifest, report) = try runJob(
@@ -21,8 +23,7 @@ import Testing
       version: 1
       job: names
       secrets: [KEY]
-      database: { path: data.sqlite }
-      retry: { count: 0 }
+      \(target.manifestBlock)retry: { count: 0 }
       report: { path: "reports/{job}.json", formats: [json, junit] }
       steps:
         - id: counts
@@ -51,6 +52,8 @@ import Testing
       #expect(written.contains(message))
     }
     #expect(json.contains(output))
+    // The failed expectation published nothing.
+    #expect(try target.columnNames(table) == [])
     #expect(try ReportCheck.problems([folder.path + "/reports/names.json", folder.path + "/reports/names.junit.xml"]) == "")
   }
 }

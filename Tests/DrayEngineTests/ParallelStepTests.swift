@@ -5,14 +5,15 @@ import DrayTestSupport
 import Foundation
 import Testing
 
+/// The `parallel` step: members run at once, each with its own connection to the target,
+/// and resume as a group, on both targets (one suite, two databases).
 @Suite struct ParallelStepTests {
   /// A job whose group has a member that inserts a row and one that fails until fixed.
-  static func resumeJob(pre: String, failing: Bool) -> String {
+  static func resumeJob(_ target: TargetDatabase, pre: String, failing: Bool) -> String {
     """
     version: 1
     job: group-resume
-    database: { path: data/db.sqlite }
-    steps:
+    \(target.manifestBlock)steps:
       - id: pre
         sql: DROP TABLE IF EXISTS log; \(pre)
       - id: loads
@@ -27,38 +28,43 @@ import Testing
     """
   }
 
-  @Test func aGroupAfterAStepThatRanAgainRunsWhole() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aGroupAfterAStepThatRanAgainRunsWhole(kind: TargetDatabase.Kind) throws {
     let folder = TemporaryDirectory()
-    let (_, first) = try runJob(folder, Self.resumeJob(pre: "CREATE TABLE log(x TEXT);", failing: true))
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let (_, first) = try runJob(folder, Self.resumeJob(target, pre: "CREATE TABLE log(x TEXT);", failing: true))
     #expect(first.exitCode == 1)
     #expect(first.steps[1].members.map(\.status) == [.succeeded, .failed])
     // `pre` changed: it runs again and recreates `log`, so `s` must run again too.
-    let (manifest, second) = try runJob(folder, Self.resumeJob(pre: "CREATE TABLE log(x TEXT, note TEXT);", failing: false))
+    let (_, second) = try runJob(folder, Self.resumeJob(target, pre: "CREATE TABLE log(x TEXT, note TEXT);", failing: false))
     #expect(second.exitCode == 0)
     #expect(second.steps.map(\.status) == [.succeeded, .succeeded, .succeeded])
     #expect(second.steps[1].members.map(\.status) == [.succeeded, .succeeded])
-    let database = try Database(path: manifest.directory + "/data/db.sqlite")
-    #expect(try database.rows("SELECT x FROM log ORDER BY rowid").map { $0[0].1 } == [.text("s"), .text("post")])
+    // Each once (the steps' order is the report's, above).
+    #expect(try target.rows("SELECT x FROM log ORDER BY x") == [["post"], ["s"]])
   }
 
-  @Test func aGroupThatIsTheFirstStepToRunSkipsItsFinishedMembers() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aGroupThatIsTheFirstStepToRunSkipsItsFinishedMembers(kind: TargetDatabase.Kind) throws {
     let folder = TemporaryDirectory()
-    let (_, first) = try runJob(folder, Self.resumeJob(pre: "CREATE TABLE log(x TEXT);", failing: true))
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let (_, first) = try runJob(folder, Self.resumeJob(target, pre: "CREATE TABLE log(x TEXT);", failing: true))
     #expect(first.exitCode == 1)
-    let (manifest, second) = try runJob(folder, Self.resumeJob(pre: "CREATE TABLE log(x TEXT);", failing: false))
+    let (_, second) = try runJob(folder, Self.resumeJob(target, pre: "CREATE TABLE log(x TEXT);", failing: false))
     #expect(second.exitCode == 0)
     #expect(second.steps.map(\.status) == [.skipped, .succeeded, .succeeded])
     #expect(second.steps[1].members.map(\.status) == [.skipped, .succeeded])
-    let database = try Database(path: manifest.directory + "/data/db.sqlite")
-    #expect(try database.rows("SELECT x FROM log ORDER BY rowid").map { $0[0].1 } == [.text("s"), .text("post")])
+    #expect(try target.rows("SELECT x FROM log ORDER BY x") == [["post"], ["s"]])
   }
 
-  @Test func aGroupRunsItsMembersAtOnceAndReportsThemInFileOrderWithRealTimings() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aGroupRunsItsMembersAtOnceAndReportsThemInFileOrderWithRealTimings(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/", "delay": 0.3}"#])
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     let (_, report) = try runJob(
       folder,
-      JobText.header(job: "group", emulator: emulator, database: "data/db.sqlite") + """
+      JobText.header(job: "group", emulator: emulator) + target.manifestBlock + """
         steps:
           - id: schemes
             schemes: { resources: [FRUITS, test_resource, CURRENCIES] }
@@ -89,5 +95,7 @@ import Testing
     #expect(group.rows["FRUITS__output_table"] == 5)
     #expect(group.rows["FRUITS.output_table"] == 5)
     #expect(group.outputs == ["out/fruits.json"])
+    #expect(
+      try target.rows(#"SELECT count(*) FROM "CURRENCIES__output_table""#) == [[String(group.rows["CURRENCIES__output_table"] ?? -1)]])
   }
 }

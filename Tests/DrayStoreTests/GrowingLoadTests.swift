@@ -10,29 +10,7 @@ import Testing
   static let scheme = ResourceScheme.table([("id", "BIGINT"), ("name", "TEXT")])
   static let answer = #"[{"name":"t","data":[[1,"a"],[2,"b"],[3,"c"],[4,"d"]]}]"#
 
-  /// A part written by hand, as a download writes it.
-  final class Part: @unchecked Sendable {
-    // @unchecked: one thread at a time writes it (the test's, then its writer thread); the
-    // load reads only `path` and `growing`, which are immutable and thread-safe.
-    let path: String
-    let handle: FileHandle
-    let growing = GrowingFile()
-    private(set) var size: Int64 = 0
-
-    init(_ fixture: StoreFixture) throws {
-      path = try fixture.folder.write("answer.part", "")
-      handle = try #require(FileHandle(forWritingAtPath: path))
-      growing.began(partPath: path, at: 0, whole: true)
-    }
-
-    func write(_ text: String) throws {
-      try handle.write(contentsOf: Data(text.utf8))
-      size += Int64(text.utf8.count)
-      growing.grew(to: size)
-    }
-  }
-
-  func load(_ fixture: StoreFixture, _ part: Part) throws -> LoadResult {
+  func load(_ fixture: StoreFixture, _ part: GrowingPart) throws -> LoadResult {
     try fixture.store.write {
       try $0.load(
         file: part.path, growing: part.growing, scheme: GrowingLoadTests.scheme, params: .object([]), delta: false, cancellation: nil
@@ -42,7 +20,7 @@ import Testing
 
   @Test func rowsLoadAsThePartGrowsAndCommitOnceTheDownloadFinishes() throws {
     let fixture = try StoreFixture()
-    let part = try Part(fixture)
+    let part = try GrowingPart(fixture.folder)
     let cut = GrowingLoadTests.answer.firstRange(of: "[3,")!.lowerBound
     try part.write(String(GrowingLoadTests.answer[..<cut]))
     // The rest is written once the first two rows are inserted (a bound, not a pace: a load
@@ -68,7 +46,7 @@ import Testing
   @Test func aDownloadThatFailsAfterTheWholeAnswerArrivedLoadsNothing() throws {
     let fixture = try StoreFixture()
     try fixture.load(GrowingLoadTests.scheme, #"[{"name":"t","data":[[9,"old"]]}]"#)
-    let part = try Part(fixture)
+    let part = try GrowingPart(fixture.folder)
     try part.write(GrowingLoadTests.answer)
     part.growing.fail()
     #expect(throws: GrowingFile.Stop.failed) { try load(fixture, part) }
@@ -78,7 +56,7 @@ import Testing
   @Test func aPartStartedAgainFromByteZeroStopsItsReader() throws {
     let fixture = try StoreFixture()
     try fixture.load(GrowingLoadTests.scheme, #"[{"name":"t","data":[[9,"old"]]}]"#)
-    let part = try Part(fixture)
+    let part = try GrowingPart(fixture.folder)
     try part.write(String(GrowingLoadTests.answer.prefix(20)))
     part.growing.began(partPath: part.path, at: 0, whole: true)
     #expect(throws: GrowingFile.Stop.restarted) { try load(fixture, part) }
@@ -87,7 +65,7 @@ import Testing
 
   @Test func theRestOfAnAnswerResumedWithinThePartKeepsTheReaderGoing() throws {
     let fixture = try StoreFixture()
-    let part = try Part(fixture)
+    let part = try GrowingPart(fixture.folder)
     try part.write(String(GrowingLoadTests.answer.prefix(20)))
     // A 206 that starts within the part: the same answer's bytes, written again from there.
     part.growing.began(partPath: part.path, at: 10, whole: false)

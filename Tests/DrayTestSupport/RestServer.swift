@@ -50,7 +50,8 @@ public final class RestServer: Sendable {
     }
   }
 
-  /// Replaces the server's rules (delays and canned statuses; see the server's docstring).
+  /// Replaces the server's rules (delays, canned statuses, validators, held requests; see
+  /// the server's docstring).
   public func setRules(_ json: String) throws {
     _ = try Curl.send("POST", url + "admin/rules", headers: ["Content-Type": "application/json"], body: json)
   }
@@ -69,6 +70,18 @@ public final class RestServer: Sendable {
   /// Changes the number of items of the lists (`/items`...), and their Last-Modified.
   public func changeItems(count: Int) throws {
     _ = try Curl.send("POST", url + "admin/items", headers: ["Content-Type": "application/json"], body: #"{"count": \#(count)}"#)
+  }
+
+  /// Waits until a request is held by a `"hold"` rule (the server gives up after 60 s).
+  /// - Returns: the number of requests held.
+  public func waitForHeld() throws -> Int {
+    let answer = try JSONSerialization.jsonObject(with: Curl.send("GET", url + "admin/held")) as? [String: Any]
+    return answer?["held"] as? Int ?? 0
+  }
+
+  /// Lets every request held by a `"hold"` rule go on.
+  public func release() throws {
+    _ = try Curl.send("POST", url + "admin/release")
   }
 
   /// Clears the request log.

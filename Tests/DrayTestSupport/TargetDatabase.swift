@@ -48,10 +48,54 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
     return try rows(sql).map { $0.first.flatMap { $0 } ?? "" }
   }
 
+  /// The column names and declared types of table `name` (in the default schema), in
+  /// order: SQLite's declarations (`INTEGER`), PostgreSQL's `data_type` (`bigint`).
+  public func columnTypes(_ name: String) throws -> [[String?]] {
+    try rows(
+      url == nil
+        ? "SELECT name, type FROM pragma_table_info('\(name)')"
+        : "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'public' AND table_name = '\(name)' ORDER BY ordinal_position"
+    )
+  }
+
+  /// What the target holds, table by table (`DatabaseDigest`), the run journal left out.
+  public func digest(ignoringColumns: [String: Set<String>] = DatabaseDigest.timeColumns) throws -> DatabaseDigest {
+    guard let url else { return try DatabaseDigest(path: folder + "/" + TargetDatabase.sqlitePath, ignoringColumns: ignoringColumns) }
+    return try DatabaseDigest(postgres: PostgresConnection(url: PostgresURL(url)), ignoringColumns: ignoringColumns)
+  }
+
   /// Runs `sql` from another connection, as another program would.
   public func execute(_ sql: String) throws {
     guard let url else { return try SQLiteFile.execute(folder + "/" + TargetDatabase.sqlitePath, sql) }
     try PostgresConnection(url: PostgresURL(url)).execute(sql)
+  }
+
+  /// Records every later write to table `name` (each `INSERT`, `UPDATE`, `DELETE`, and
+  /// `TRUNCATE` on PostgreSQL) in the table `audit(event)`, through triggers of the test's
+  /// own named `audit...`, as another program watching the table would.
+  public func auditWrites(on name: String) throws {
+    try execute("CREATE TABLE audit(event text)")
+    guard url != nil else {
+      for event in ["INSERT", "UPDATE", "DELETE"] {
+        try execute("CREATE TRIGGER audit_\(event) AFTER \(event) ON \(name) BEGIN INSERT INTO audit VALUES ('\(event)'); END")
+      }
+      return
+    }
+    try execute(
+      "CREATE FUNCTION audit_write() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit VALUES (TG_OP); RETURN NULL; END $$")
+    try execute(
+      "CREATE TRIGGER audit AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON \(name) FOR EACH STATEMENT EXECUTE FUNCTION audit_write()")
+  }
+
+  /// The writes `auditWrites(on:)` recorded on table `name`, oldest first, and whether its
+  /// triggers are all still on the table (a table dropped and made again has lost them).
+  public func auditedWrites(on name: String) throws -> (events: [String], watching: Bool) {
+    let events = try rows("SELECT event FROM audit").map { $0.first.flatMap { $0 } ?? "" }
+    let triggers =
+      url == nil
+      ? "SELECT count(*) = 3 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = '\(name)' AND name LIKE 'audit%'"
+      : "SELECT count(*) = 1 FROM pg_catalog.pg_trigger WHERE tgrelid = '\(name)'::regclass AND tgname = 'audit'"
+    return (events, try rows(triggers) == [["1"]])
   }
 
   /// The rows of `sql`, read from another connection, each value as text (nil for NULL):

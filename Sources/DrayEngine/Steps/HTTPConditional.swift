@@ -8,19 +8,18 @@ internal import Foundation
 /// §13.1.3): `If-None-Match` with its `ETag`, `If-Modified-Since` with its `Last-Modified`.
 /// A `304 Not Modified` leaves the table as it is and the step reports `unchanged`.
 ///
-/// Kept in the table `_dray_http_validators` of the job's database, one row per step,
-/// written in the transaction that publishes the table (so the validators always describe
-/// the rows the table holds):
+/// Kept by the target database the step publishes into (SQLite or PostgreSQL,
+/// `KeptValidators`), written in the transaction that publishes the table (so the
+/// validators always describe the rows the table holds), with the step's definition and the
+/// SHA-256 of the URL sent: validators are sent only for the same step asking the same URL,
+/// and a `304` keeps the table only while the store's table guard says it is intact
+/// (`TargetStore.isIntact`); otherwise the step asks again without validators.
 ///
-///     _dray_http_validators(job, step_id, fingerprint, request, etag, last_modified, updated_at)
-///
-/// `fingerprint` is the step's definition and `request` the SHA-256 of the URL sent (which
-/// may hold a key, so it is not stored itself): validators are sent only for the same step
-/// asking the same URL. *(ours)* They are kept by a step that sends one `GET` and loads its
-/// answer (`load`, no `paginate`, no `incremental`, none of its own `If-None-Match` or
-/// `If-Modified-Since` headers: a 304 to page 1 of a paginated list says nothing of the
-/// pages after it), and sent while its table exists, never with `--fresh` (which keeps
-/// those of the answer it loads).
+/// *(ours)* They are kept by a step that sends one `GET` and loads its answer (`load`, no
+/// `paginate`, no `incremental`, none of its own `If-None-Match` or `If-Modified-Since`
+/// headers: a 304 to page 1 of a paginated list says nothing of the pages after it), and
+/// sent while its table is intact, never with `--fresh` (which keeps those of the answer it
+/// loads).
 struct AnswerValidators: Equatable {
   var etag: String?
   var lastModified: String?
@@ -50,53 +49,29 @@ struct AnswerValidators: Equatable {
       && !options.headers.contains { ["if-none-match", "if-modified-since"].contains($0.name.lowercased()) }
   }
 
-  /// The ledger of one step in `database`.
+  /// Where one step keeps its validators: the store it publishes its table into
+  /// (`TargetStore.validators`, `StoreTransaction.saveValidators`).
   struct Ledger {
-    let database: Database
+    let store: any TargetStore
     let job: String
     let stepID: String
     let fingerprint: String
 
-    func createTable() throws {
-      _ = try database.execute(
-        """
-        CREATE TABLE IF NOT EXISTS _dray_http_validators(
-          job TEXT NOT NULL, step_id TEXT NOT NULL, fingerprint TEXT NOT NULL, request TEXT NOT NULL, etag TEXT,
-          last_modified TEXT, updated_at TEXT NOT NULL, PRIMARY KEY(job, step_id))
-        """)
-    }
-
     /// The validators kept for a request of `url` by this definition of the step, or nil.
     func read(url: String) throws -> AnswerValidators? {
-      let rows = try database.rows(
-        "SELECT etag, last_modified FROM _dray_http_validators WHERE job = ? AND step_id = ? AND fingerprint = ? AND request = ?",
-        [.text(job), .text(stepID), .text(fingerprint), .text(SHA256.hex(url))])
-      guard let row = rows.first else { return nil }
-      func text(_ value: SQLValue) -> String? {
-        if case .text(let t) = value { return t }
-        return nil
-      }
-      return AnswerValidators(etag: text(row[0].1), lastModified: text(row[1].1))
+      guard let kept = try store.validators(job: job, stepID: stepID), kept.fingerprint == fingerprint, kept.request == SHA256.hex(url)
+      else { return nil }
+      return AnswerValidators(etag: kept.etag, lastModified: kept.lastModified)
     }
 
-    /// Keeps `validators` of the answer to `url` (none: forgets the step's), inside the
-    /// caller's transaction.
-    func save(_ validators: AnswerValidators?, url: String, at time: String) throws {
-      guard let validators else {
-        _ = try database.rows("DELETE FROM _dray_http_validators WHERE job = ? AND step_id = ?", [.text(job), .text(stepID)])
-        return
-      }
-      _ = try database.rows(
-        """
-        INSERT INTO _dray_http_validators(job, step_id, fingerprint, request, etag, last_modified, updated_at)
-        VALUES (?,?,?,?,?,?,?)
-        ON CONFLICT(job, step_id) DO UPDATE SET fingerprint = excluded.fingerprint, request = excluded.request,
-          etag = excluded.etag, last_modified = excluded.last_modified, updated_at = excluded.updated_at
-        """,
-        [
-          .text(job), .text(stepID), .text(fingerprint), .text(SHA256.hex(url)), validators.etag.map { .text($0) } ?? .null,
-          validators.lastModified.map { .text($0) } ?? .null, .text(time),
-        ])
+    /// Keeps `validators` of the answer to `url` (none: forgets the step's) in
+    /// `transaction`, the one that publishes `table`, and then arms the table's guard: a
+    /// `304` may keep the table only while nothing else writes it.
+    func save(_ validators: AnswerValidators?, url: String, table: String, in transaction: any StoreTransaction) throws {
+      try transaction.saveValidators(
+        validators.map { KeptValidators(fingerprint: fingerprint, request: SHA256.hex(url), etag: $0.etag, lastModified: $0.lastModified) },
+        job: job, stepID: stepID)
+      if validators != nil { try transaction.armGuard(ofTable: table) }
     }
   }
 }

@@ -4,6 +4,7 @@ internal import DrayRecords
 internal import DrayStore
 internal import DrayTransport
 internal import Foundation
+internal import Synchronization
 
 extension StepRunner {
   /// `http`: calls any HTTP API, page by page when it paginates; saves each answer as is
@@ -11,7 +12,9 @@ extension StepRunner {
   ///
   /// Each page streams to a resumable download (`Range`/`If-Range`), retried under the
   /// step's policy and `on_status`. With `load`, the page's records go into a staging table
-  /// in one transaction with the page's entry in `_dray_http_pages` (see `PageLedger`), so a
+  /// in one transaction with the page's entry in `_dray_http_pages` (see `PageLedger`), read
+  /// from the part as it arrives when one pass reads them (`loadWhileDownloading`;
+  /// `RecordReader.readsInOnePass`) and committed once the download is verified, so a
   /// killed run resumes at the page after the last committed one; when the last page is in,
   /// one transaction replaces the table's rows with the staging table's, checks
   /// `load.expect` (`Expectations.audit`) and records the step's checkpoint, so readers
@@ -75,20 +78,20 @@ extension StepRunner {
       report.notes.append("sent \(cursors.options.param)=\(cursors.sent.text)")
     }
 
-    // Preconditions from the answer the step last published (`AnswerValidators`).
-    let validators: AnswerValidators.Ledger? = try store.flatMap { store in
-      guard AnswerValidators.apply(to: options) else { return nil }
-      let ledger = AnswerValidators.Ledger(
-        database: store.database, job: manifest.job, stepID: step.id, fingerprint: step.fingerprint(in: manifest))
-      try ledger.createTable()
-      return ledger
+    // Preconditions from the answer the step last published (`AnswerValidators`), kept by
+    // the database it publishes into.
+    let publishing: (any TargetStore)? = target ?? store
+    let validators = publishing.flatMap { publishing in
+      AnswerValidators.apply(to: options)
+        ? AnswerValidators.Ledger(store: publishing, job: manifest.job, stepID: step.id, fingerprint: step.fingerprint(in: manifest))
+        : nil
     }
     let firstURL = progress.next?.url ?? ""
     var sentValidators: AnswerValidators? = try {
       // `--fresh` sends none, and keeps those of the answer it loads; nor does a table
       // changed since it was loaded (a 304 would keep the change).
-      guard let validators, let store, let load = options.load, !context.fresh, progress.pages == 0,
-        try TableGuard.isIntact(load.table, in: store.database)
+      guard let validators, let load = options.load, !context.fresh, progress.pages == 0,
+        try validators.store.isIntact(table: load.table)
       else { return nil }
       return try validators.read(url: firstURL)
     }()
@@ -114,13 +117,71 @@ extension StepRunner {
       if let output = options.output, let folder {
         pagePath = try folder.output(output.replacing("{page}", with: String(page)), role: "output")
       }
-      let fetched = try fetchPage(options, next: next, page: page, client: client, conditions: sentValidators?.preconditions ?? []) {
-        attempts.append($0)
+      let answerPath = downloadPath("page-\(page)")
+      /// The page's answer once its download ended, for its commit (on the load's thread when
+      /// the page loads while it downloads).
+      let answer = Mutex<FetchedPage?>(nil)
+      /// The progress once this page commits: its bytes and records, and the next page.
+      let current = progress
+      var committed = progress
+      func advance(_ records: Int, _ next: PageLedger.Next?) -> PageLedger.Progress {
+        committed = current
+        committed.pages = page
+        committed.bytes += answer.withLock { $0!.bytes }
+        committed.rows += records
+        committed.next = next
+        return committed
       }
-      progress.bytes += fetched.bytes
+      /// Reads the page's answer at `file` (as it arrives, with `growing`) and commits it
+      /// with the ledger's new entry.
+      func commit(_ file: String?, status: Int?, growing: GrowingFile?) throws -> Int {
+        try commitPage(
+          options, file: file, growing: growing, status: status, headers: { answer.withLock { $0!.headers } }, current: next,
+          ledger: ledger, staging: staging, store: store, cursors: cursors, advance: advance)
+      }
+      // A page whose records are read in one pass loads while it downloads (docs/network.md,
+      // "Loading while downloading"), except in a parallel group (whose loads, one at a time,
+      // never hold a transaction open over a download) and when its answer is saved too (a
+      // kept file is flushed to disk before its page commits).
+      let growing =
+        options.load != nil && pageReader(options).readsInOnePass && options.output == nil && !inGroup ? GrowingFile() : nil
+      var fetched: FetchedPage
+      var streamed: Result<Int, any Error>?
+      if let growing {
+        var arrived: FetchedPage?
+        let loaded = try loadWhileDownloading(
+          growing,
+          load: {
+            // A page that never begins (an error, a 304) opens no transaction.
+            _ = try growing.waitForBytes(after: 0)
+            return try commit(answerPath, status: nil, growing: growing)
+          }
+        ) {
+          let got = try fetchPage(
+            options, next: next, page: page, path: answerPath, growing: growing, client: client,
+            conditions: sentValidators?.preconditions ?? []
+          ) { attempts.append($0) }
+          answer.withLock { $0 = got }
+          arrived = got
+          return got.status == nil && got.file != nil
+        }
+        fetched = arrived!
+        streamed = loaded.result
+        if loaded.restarted {
+          report.notes.append(
+            (options.paginate == nil ? "" : "page \(page): ")
+              + "the download started the answer again from byte 0; it was loaded once finished")
+        }
+      } else {
+        fetched = try fetchPage(
+          options, next: next, page: page, path: answerPath, growing: nil, client: client, conditions: sentValidators?.preconditions ?? []
+        ) { attempts.append($0) }
+        answer.withLock { [fetched] in $0 = fetched }
+      }
       report.wireBytes += fetched.wireBytes
       if fetched.status == 304 {
-        if let load = options.load, let store, try !TableGuard.isIntact(load.table, in: store.database) {
+        progress.bytes += fetched.bytes
+        if let load = options.load, let validators, try !validators.store.isIntact(table: load.table) {
           // The table changed while the request was out: the body is needed after all.
           report.notes.append("table \(load.table) changed during the conditional request; asked again without validators")
           sentValidators = nil
@@ -140,17 +201,8 @@ extension StepRunner {
         file = path
       }
 
-      var committed = progress
-      committed.pages = page
       let found = try withPageContext(page: page, url: next.url, options: options, contentType: fetched.contentType) {
-        try commitPage(
-          options, file: file, status: fetched.status, headers: fetched.headers, current: next, ledger: ledger, staging: staging,
-          store: store, cursors: cursors
-        ) {
-          committed.rows += $0
-          committed.next = $1
-          return committed
-        }
+        try streamed?.get() ?? commit(file, status: fetched.status, growing: nil)
       }
       if options.output == nil, let answer = fetched.file { try? FileManager.default.removeItem(atPath: answer) }
       progress = committed
@@ -161,18 +213,16 @@ extension StepRunner {
     }
 
     report.bytes = progress.bytes
-    if unchanged, let load = options.load, let store {
-      // The table already holds this answer: no row is rewritten.
+    if unchanged, let load = options.load, let validators {
+      // The table already holds this answer: no row is rewritten. (No page was staged: the
+      // ledger was cleared when the step started from its first page.)
       report.unchanged = true
       let sent = sentValidators?.preconditions.map { "\($0.name): \($0.value)" }.joined(separator: ", ") ?? ""
       report.notes.append("unchanged: the server answered 304 Not Modified to \(sent); table \(load.table) kept as it is")
       var done = report
       done.attempts = attempts
       try context.databaseWrites.withLock { _ in
-        try store.write { transaction in
-          try ledger?.clear()
-          try transaction.record(checkpoint(done, status: .succeeded))
-        }
+        try validators.store.write { transaction in try transaction.record(checkpoint(done, status: .succeeded)) }
       }
       return
     }
@@ -197,6 +247,7 @@ extension StepRunner {
             if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
             done.notes += published.notes
             try cursors?.publish(&done.notes, in: transaction)
+            try validators?.save(AnswerValidators(lastHeaders), url: firstURL, table: load.table, in: transaction)
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             done.rows = [load.table: published.rows]
             done.tables = published.created ? [load.table] : []
@@ -241,10 +292,7 @@ extension StepRunner {
               rows = written.rows
             }
             try cursors?.publish(&done.notes, in: transaction)
-            let kept = validators.flatMap { _ in AnswerValidators(lastHeaders) }
-            try validators?.save(kept, url: firstURL, at: RunReport.rfc3339(.now))
-            // A 304 may keep the table only while nothing else writes it (`TableGuard`).
-            if kept != nil { try TableGuard.arm(load.table, in: store.database) }
+            try validators?.save(AnswerValidators(lastHeaders), url: firstURL, table: load.table, in: transaction)
             if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
             try ledger?.clear()
             done.rows = [load.table: rows]
@@ -310,11 +358,16 @@ extension StepRunner {
   ///   body (`BlankAnswer`) that the step would read (`load`, `paginate`), not retried.
   /// - Parameter conditions: preconditions to send (`AnswerValidators`); with them, a
   ///   `304 Not Modified` is an answer (status 304, no file), not an error.
+  /// - Parameters:
+  ///   - path: where the answer goes (its part beside it).
+  ///   - growing: told of the part as it grows, for a load that reads it as it arrives.
   private func fetchPage(
-    _ options: HTTPStep, next: PageLedger.Next, page: Int, client: HTTPClient, conditions: [HTTPHeader], record: (Attempt) -> Void
+    _ options: HTTPStep, next: PageLedger.Next, page: Int, path: String, growing: GrowingFile?, client: HTTPClient,
+    conditions: [HTTPHeader], record: (Attempt) -> Void
   ) throws -> FetchedPage {
     let url = next.url
-    let download = Download(path: downloadPath("page-\(page)"), style: .standard, resume: manifest.download.resume)
+    let download = Download(path: path, style: .standard, resume: manifest.download.resume)
+    download.growing = growing
     var request = makeRequest(options, url: url, cursor: next.cursor)
     for field in conditions { request.headers.set(field.name, field.value) }
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
@@ -429,14 +482,9 @@ extension StepRunner {
     return error
   }
 
-  /// Reads one page and commits what it holds with the ledger's new entry: the page's records
-  /// into the staging table (with `load`), in one transaction. `advance` receives the records
-  /// read and the next page's request, and returns the progress to record.
-  /// - Returns: the records read.
-  private func commitPage(
-    _ options: HTTPStep, file: String?, status: Int?, headers: HTTPHeaders, current: PageLedger.Next, ledger: PageLedger?,
-    staging: String, store: Store?, cursors: IncrementalRun?, advance: (Int, PageLedger.Next?) -> PageLedger.Progress
-  ) throws -> Int {
+  /// The reader of the step's answers: its records (with `load`) and the values pagination
+  /// reads from the body.
+  private func pageReader(_ options: HTTPStep) -> RecordReader {
     var probes: [RecordSelector] = []
     switch options.paginate {
     case .next(let selector)?: probes.append(selector)
@@ -444,9 +492,28 @@ extension StepRunner {
     default: break
     }
     if let more = options.more { probes.append(more) }
-    let reader = RecordReader(
+    return RecordReader(
       format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes,
       refusingExtra: options.load?.extra == .refuse)
+  }
+
+  /// Reads one page and commits what it holds with the ledger's new entry: the page's records
+  /// into the staging table (with `load`), in one transaction. `advance` receives the records
+  /// read and the next page's request, and returns the progress to record.
+  /// - Parameters:
+  ///   - growing: the page's part as its download writes it, read as it arrives (with
+  ///     `load`, when `pageReader(options).readsInOnePass`); the transaction commits only
+  ///     after the download finished and was verified (`GrowingFile`).
+  ///   - headers: the answer's head, asked once the records are read (for a page read as it
+  ///     arrives, the download has finished by then).
+  /// - Returns: the records read.
+  /// - Throws: `RecordError`, `GrowingFile.Stop`, SQLite's and the pagination's errors.
+  private func commitPage(
+    _ options: HTTPStep, file: String?, growing: GrowingFile?, status: Int?, headers: () -> HTTPHeaders, current: PageLedger.Next,
+    ledger: PageLedger?, staging: String, store: Store?, cursors: IncrementalRun?,
+    advance: (Int, PageLedger.Next?) -> PageLedger.Progress
+  ) throws -> Int {
+    let reader = pageReader(options)
 
     func readAndAdvance(_ table: RecordTable?, _ transaction: (any StoreTransaction)?) throws -> Int {
       var summary = AnswerSummary()
@@ -455,20 +522,20 @@ extension StepRunner {
         if let table {
           var checks = RecordChecks(load: options.load!, cursors: cursors)
           summary = try reader.load(
-            file: file, prepare: { try table.prepare($0 + checks.extraColumns, widen: options.load?.columns == nil) },
+            file: file, growing: growing, prepare: { try table.prepare($0 + checks.extraColumns, widen: options.load?.columns == nil) },
             each: {
               lastRecord = $0
               try table.insert(try checks.check($0))
             })
           if let cursors, let transaction { try cursors.stage(checks.highest, in: transaction) }
-        } else if !probes.isEmpty {
+        } else if !reader.probes.isEmpty {
           summary = try reader.read(file: file) { _ in }
         }
       } else if let table, let load = options.load, let columns = load.columns {
         try table.prepare(columns.map { ($0.name, $0.type) } + RecordChecks(load: load, cursors: nil).extraColumns, widen: false)
       }
       let next =
-        status == nil ? try nextPage(options, current: current, summary: summary, lastRecord: lastRecord, headers: headers) : nil
+        status == nil ? try nextPage(options, current: current, summary: summary, lastRecord: lastRecord, headers: headers()) : nil
       // `advance` must run even without a ledger: it carries the next page to the loop.
       let progress = advance(summary.records, next)
       try ledger?.save(progress)

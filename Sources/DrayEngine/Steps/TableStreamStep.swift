@@ -141,27 +141,22 @@ extension StepRunner {
     let unchanged: Bool
     if let growing {
       download.growing = growing
-      let loader = LoadThread { [download] in try load(download, delta: false, growing: growing) }
-      do {
-        head = try fetch(&download)
+      var fetched: (head: PlatformClient.AnswerHead, unchanged: Bool)?
+      let loaded = try loadWhileDownloading(growing, load: { [download] in try load(download, delta: false, growing: growing) }) {
+        let head = try fetch(&download)
         downloaded(head)
         CrashPoint.reach("downloaded:\(step.id)")
         // The load's thread holds `store`: another connection reads what the tables hold.
-        unchanged = try holds(head, in: openStore())
-      } catch {
-        growing.fail()
-        _ = loader.wait()
-        throw error
+        // An answer the tables hold already is not loaded: what was read of it rolls back.
+        let unchanged = try holds(head, in: openStore())
+        fetched = (head, unchanged)
+        return !unchanged
       }
-      // An answer the tables hold already is not loaded: what was read of it rolls back.
-      if unchanged { growing.fail() } else { growing.finish() }
-      streamed = loader.wait()
-      if unchanged {
-        streamed = nil
-      } else if case .failure(GrowingFile.Stop.restarted) = streamed {
+      (head, unchanged) = fetched!
+      streamed = loaded.result
+      if loaded.restarted {
         // What was read may belong to another answer: the finished one loads from its start.
         report.notes.append("the download started the answer again from byte 0; it was loaded once finished")
-        streamed = nil
       }
     } else {
       head = try fetch(&download)
@@ -273,31 +268,5 @@ extension StepRunner {
     report.notes = done.notes
     report.rows = done.rows
     return true
-  }
-}
-
-/// A load on a thread of its own, while the step's thread downloads what it reads.
-private final class LoadThread: @unchecked Sendable {
-  // @unchecked: `work` and what it captures (the step's store and download) are used by the
-  // load's thread alone until `wait()` returns; `result` is written before `done` is
-  // signalled and read only after.
-  private let work: () throws -> LoadResult
-  private var result: Result<LoadResult, any Error>?
-  private let done = DispatchSemaphore(value: 0)
-
-  init(_ work: @escaping () throws -> LoadResult) {
-    self.work = work
-    let thread = Thread { [self] in
-      result = Result { try self.work() }
-      done.signal()
-    }
-    thread.stackSize = 4 << 20
-    thread.start()
-  }
-
-  /// Waits for the load to end.
-  func wait() -> Result<LoadResult, any Error> {
-    done.wait()
-    return result!
   }
 }
