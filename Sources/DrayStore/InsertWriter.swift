@@ -186,38 +186,73 @@ final class InsertWriter: @unchecked Sendable {
     }
   }
 
-  /// Binds and steps each row of `batch`; the refusal of the first row SQLite refuses.
+  /// Inserts the rows of `batch`, `RowBinder.rowsPerInsert` rows a statement while that many
+  /// are left, then one a statement; the refusal of the first row SQLite refuses.
+  ///
+  /// A statement of several rows that fails is rolled back by SQLite (a statement that can
+  /// fail on a constraint keeps a statement journal; https://sqlite.org/lang_conflict.html),
+  /// so its rows are inserted again one a statement, to name the row refused. When the
+  /// failure ended the transaction (disk full, I/O error), nothing more runs: each row
+  /// would commit on its own.
   private func insert(_ batch: RowBatch) -> TableAnswerError? {
     guard let binder = batch.binder?.takeUnretainedValue() else { return nil }
-    let statement = binder.insert.handle
-    for row in 0..<batch.rows {
-      let values = batch.values + row * batch.width
-      var rc = SQLITE_OK
-      for column in 0..<batch.width where rc == SQLITE_OK {
-        let value = values[column]
-        let index = Int32(column + 1)
-        switch value.kind {
-        case .null: rc = sqlite3_bind_null(statement, index)
-        case .integer: rc = sqlite3_bind_int64(statement, index, Int64(bitPattern: value.bits))
-        case .real: rc = sqlite3_bind_double(statement, index, Double(bitPattern: value.bits))
-        case .text:
-          // A NULL destructor is SQLITE_STATIC: the arena outlives the step. The 64-bit
-          // length takes a value of any size; past SQLite's limit the bind fails with
-          // SQLITE_TOOBIG.
-          rc = sqlite3_bind_text64(
-            statement, index, UnsafeRawPointer(batch.arena + Int(value.bits)).assumingMemoryBound(to: CChar.self),
-            UInt64(value.length), nil, UInt8(SQLITE_UTF8))
+    var row = 0
+    if let multiple = binder.insertRows?.handle {
+      let count = RowBinder.rowsPerInsert
+      while batch.rows - row >= count {
+        var rc = SQLITE_OK
+        for k in 0..<count where rc == SQLITE_OK { rc = bind(batch, row: row + k, to: multiple, from: Int32(k * batch.width)) }
+        if rc == SQLITE_OK {
+          rc = sqlite3_step(multiple)
+          sqlite3_reset(multiple)
         }
+        if rc != SQLITE_OK && rc != SQLITE_DONE {
+          guard sqlite3_get_autocommit(sqlite3_db_handle(multiple)) == 0 else {
+            return TableAnswerError(table: binder.target.sourceName, row: batch.firstRow + row, message: binder.stepFailed(rc).message)
+          }
+          break
+        }
+        row += count
       }
+    }
+    let statement = binder.insert.handle
+    while row < batch.rows {
+      var rc = bind(batch, row: row, to: statement, from: 0)
       if rc == SQLITE_OK {
         rc = sqlite3_step(statement)
         sqlite3_reset(statement)
-        if rc == SQLITE_DONE { continue }
+        if rc == SQLITE_DONE {
+          row += 1
+          continue
+        }
       }
-      let refusal = binder.stepFailed(rc)
-      return TableAnswerError(table: binder.target.sourceName, row: batch.firstRow + row, message: refusal.message)
+      return TableAnswerError(table: binder.target.sourceName, row: batch.firstRow + row, message: binder.stepFailed(rc).message)
     }
     return nil
+  }
+
+  /// Binds the values of `row` to `statement`'s parameters after the first `offset`.
+  @inline(__always)
+  private func bind(_ batch: RowBatch, row: Int, to statement: OpaquePointer, from offset: Int32) -> Int32 {
+    let values = batch.values + row * batch.width
+    var rc = SQLITE_OK
+    for column in 0..<batch.width where rc == SQLITE_OK {
+      let value = values[column]
+      let index = offset + Int32(column + 1)
+      switch value.kind {
+      case .null: rc = sqlite3_bind_null(statement, index)
+      case .integer: rc = sqlite3_bind_int64(statement, index, Int64(bitPattern: value.bits))
+      case .real: rc = sqlite3_bind_double(statement, index, Double(bitPattern: value.bits))
+      case .text:
+        // A NULL destructor is SQLITE_STATIC: the arena outlives the step. The 64-bit
+        // length takes a value of any size; past SQLite's limit the bind fails with
+        // SQLITE_TOOBIG.
+        rc = sqlite3_bind_text64(
+          statement, index, UnsafeRawPointer(batch.arena + Int(value.bits)).assumingMemoryBound(to: CChar.self),
+          UInt64(value.length), nil, UInt8(SQLITE_UTF8))
+      }
+    }
+    return rc
   }
 
   private func allocate() -> UnsafeMutablePointer<RowBatch> {

@@ -358,3 +358,26 @@ extension LoaderTests {
     }
   }
 }
+
+extension LoaderTests {
+  /// A table without row ids takes 32 rows an INSERT: a row refused inside one (by a UNIQUE
+  /// index someone added to the table) is still named, the statement's rows inserted again
+  /// one by one to find it. Width 2: rows 1-32 and 33-64 are whole statements, a batch ends
+  /// at row 4,096, and rows 9,985-10,000 (after the last whole statement of the third batch)
+  /// go one by one.
+  @Test(arguments: [2, 32, 33, 64, 65, 4096, 4097, 9990])
+  func aRowRefusedInsideAStatementOfManyRowsIsNamed(duplicate: Int) throws {
+    let fixture = try StoreFixture()
+    try fixture.load(LoaderTests.plain, #"[{"name":"t","data":[[0,"kept"]]}]"#)
+    try fixture.store.database.execute(#"CREATE UNIQUE INDEX one_id ON "R__t"(id)"#)
+    // Row `duplicate` repeats the id of the row before it.
+    let rows = (1...10_000).map { #"[\#($0 == duplicate ? $0 - 1 : $0),"n\#($0)"]"# }.joined(separator: ",")
+    #expect(
+      try fixture.loadError(LoaderTests.plain, #"[{"name":"t","data":["# + rows + "]}]")
+        == "resource R, table t, row \(duplicate): SQLite refused the row: UNIQUE constraint failed: R__t.id")
+    #expect(try fixture.rows("SELECT id, name FROM R__t") == [[.integer(0), .text("kept")]])
+    let whole = (1...10_000).map { #"[\#($0),"n"]"# }.joined(separator: ",")
+    #expect(try fixture.load(LoaderTests.plain, #"[{"name":"t","data":["# + whole + "]}]").rowCounts == ["t": 10_000])
+    #expect(try fixture.rows("SELECT count(DISTINCT id), sum(id) FROM R__t") == [[.integer(10_000), .integer(50_005_000)]])
+  }
+}
