@@ -58,7 +58,7 @@ public final class GrowingFile: @unchecked Sendable {
   /// answer (a `200`), not the rest of one (a `206`). A whole answer over bytes written
   /// before restarts the reader.
   public func began(partPath: String, at offset: Int64, whole: Bool) {
-    locked {
+    condition.withLockAndBroadcast {
       if begun {
         if whole && size > 0 { stop = stop ?? .restarted }
       } else {
@@ -72,12 +72,12 @@ public final class GrowingFile: @unchecked Sendable {
 
   /// The part now holds `size` bytes.
   public func grew(to size: Int64) {
-    locked { self.size = size }
+    condition.withLockAndBroadcast { self.size = size }
   }
 
   /// The part was removed: a reader of it restarts.
   public func discarded() {
-    locked {
+    condition.withLockAndBroadcast {
       if begun { stop = stop ?? .restarted }
     }
   }
@@ -86,18 +86,18 @@ public final class GrowingFile: @unchecked Sendable {
 
   /// The answer is whole and verified: the reader reads to the end of the part.
   public func finish() {
-    locked { finished = true }
+    condition.withLockAndBroadcast { finished = true }
   }
 
   /// The download failed, or its answer was refused: the reader stops.
   public func fail() {
-    locked { stop = stop ?? .failed }
+    condition.withLockAndBroadcast { stop = stop ?? .failed }
   }
 
   /// Whether the part was started again from byte 0: what a reader read of it may belong to
   /// two answers, whatever error it stopped with.
   public var restarted: Bool {
-    locked { stop == .restarted }
+    condition.withLockAndBroadcast { stop == .restarted }
   }
 
   // MARK: The reader's side
@@ -107,7 +107,7 @@ public final class GrowingFile: @unchecked Sendable {
   /// body (the part was whole already): the finished file is then read as usual.
   /// - Throws: `Stop`.
   public func takeReader() throws(Stop) -> Int32? {
-    try locked { () throws(Stop) -> Int32? in
+    try condition.withLockAndBroadcast { () throws(Stop) -> Int32? in
       while !begun && !finished && stop == nil { condition.wait() }
       if let stop { throw stop }
       guard begun else { return nil }
@@ -120,19 +120,11 @@ public final class GrowingFile: @unchecked Sendable {
   /// (false: `offset` is its end).
   /// - Throws: `Stop`.
   public func waitForBytes(after offset: Int64) throws(Stop) -> Bool {
-    try locked { () throws(Stop) -> Bool in
+    try condition.withLockAndBroadcast { () throws(Stop) -> Bool in
       while size <= offset && !finished && stop == nil { condition.wait() }
       if let stop { throw stop }
       return size > offset
     }
   }
 
-  private func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-    condition.lock()
-    defer {
-      condition.broadcast()
-      condition.unlock()
-    }
-    return try body()
-  }
 }

@@ -1,5 +1,6 @@
 internal import CSQLite
 internal import DrayJSON
+internal import DrayModel
 internal import Foundation
 
 /// One value of a row waiting for its INSERT: what the row binder decided to bind.
@@ -86,7 +87,7 @@ final class InsertWriter: @unchecked Sendable {
 
   /// An empty batch for rows of `width` values; waits while `queueLimit` batches are queued.
   func take(width: Int) -> UnsafeMutablePointer<RowBatch> {
-    locked {
+    condition.withLockAndBroadcast {
       while queue.count >= Self.queueLimit && failure == nil && !dropping { condition.wait() }
       let batch = spare.popLast() ?? allocate()
       let rows = max(1, Self.batchValues / max(1, width))
@@ -106,13 +107,13 @@ final class InsertWriter: @unchecked Sendable {
 
   /// Gives back a batch taken and not handed over.
   func giveBack(_ batch: UnsafeMutablePointer<RowBatch>) {
-    locked { spare.append(batch) }
+    condition.withLockAndBroadcast { spare.append(batch) }
   }
 
   /// Hands `batch` (its rows complete, `binder` set) to the writer.
   /// - Throws: the refusal of an earlier row, once the writer stopped on it.
   func submit(_ batch: UnsafeMutablePointer<RowBatch>) throws(TableAnswerError) {
-    try locked { () throws(TableAnswerError) in
+    try condition.withLockAndBroadcast { () throws(TableAnswerError) in
       if let failure {
         spare.append(batch)
         throw failure
@@ -131,7 +132,7 @@ final class InsertWriter: @unchecked Sendable {
   /// connection is the caller's until the next `submit(_:)`.
   /// - Returns: the refusal that stopped the writer, if one did.
   func drain() -> TableAnswerError? {
-    locked {
+    condition.withLockAndBroadcast {
       while !queue.isEmpty || inserting { condition.wait() }
       return failure
     }
@@ -139,12 +140,12 @@ final class InsertWriter: @unchecked Sendable {
 
   /// Drops what is queued and not yet inserted: the load is failing.
   func drop() {
-    locked { dropping = true }
+    condition.withLockAndBroadcast { dropping = true }
   }
 
   /// Ends the writer's thread, after what it is inserting.
   func stop() {
-    let wait = locked { () -> Bool in
+    let wait = condition.withLockAndBroadcast { () -> Bool in
       dropping = true
       stopping = true
       return started
@@ -157,7 +158,7 @@ final class InsertWriter: @unchecked Sendable {
   private func run() {
     while let batch = next() {
       let refusal = insert(batch.pointee)
-      locked {
+      condition.withLockAndBroadcast {
         inserting = false
         if let refusal, failure == nil { failure = refusal }
         spare.append(batch)
@@ -168,7 +169,7 @@ final class InsertWriter: @unchecked Sendable {
 
   /// The next batch to insert; nil once stopping.
   private func next() -> UnsafeMutablePointer<RowBatch>? {
-    locked {
+    condition.withLockAndBroadcast {
       while true {
         if (failure != nil || dropping) && !queue.isEmpty {
           spare += queue
@@ -266,12 +267,4 @@ final class InsertWriter: @unchecked Sendable {
     return batch
   }
 
-  private func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-    condition.lock()
-    defer {
-      condition.broadcast()
-      condition.unlock()
-    }
-    return try body()
-  }
 }

@@ -1,5 +1,5 @@
-import DrayModel
 import DrayJSON
+import DrayModel
 import DrayStore
 import DrayTestSupport
 import Foundation
@@ -278,7 +278,9 @@ extension LoaderTests {
     // A table met after the refused rows is not replaced either.
     let twoTables = ResourceScheme(
       name: "R", lifetime: 3600,
-      outputs: [.init(name: "t", columns: [.init(name: "name", type: "TEXT")]), .init(name: "u", columns: [.init(name: "name", type: "TEXT")])])
+      outputs: [
+        .init(name: "t", columns: [.init(name: "name", type: "TEXT")]), .init(name: "u", columns: [.init(name: "name", type: "TEXT")]),
+      ])
     try fixture.load(twoTables, #"[{"name":"t","data":[[1,"a"]]},{"name":"u","data":[[1,"b"]]}]"#)
     let refused = #"[{"name":"t","data":["# + LoaderTests.cachedRows(5000, duplicate: 4500) + #"]},{"name":"u","data":[[2,"c"]]}]"#
     #expect(
@@ -290,8 +292,11 @@ extension LoaderTests {
   @Test func rowsOfSeveralTablesAndLargeValuesLoadWhole() throws {
     let fixture = try StoreFixture()
     let scheme = ResourceScheme(
-      name: "R", outputs: [.init(name: "t", columns: [.init(name: "id", type: "BIGINT"), .init(name: "text", type: "TEXT")]),
-      .init(name: "u", columns: [.init(name: "id", type: "BIGINT")])])
+      name: "R",
+      outputs: [
+        .init(name: "t", columns: [.init(name: "id", type: "BIGINT"), .init(name: "text", type: "TEXT")]),
+        .init(name: "u", columns: [.init(name: "id", type: "BIGINT")]),
+      ])
     // Values past the batch's 1 MiB of text, and tables whose rows cross batches.
     let large = (1...5).map { #"[\#($0),"\#(String(repeating: Character(UnicodeScalar(UInt8(96 + $0))), count: 700_000))"]"# }
     let small = (6...9000).map { #"[\#($0),"v\#($0)"]"# }
