@@ -54,7 +54,7 @@ func copy(url: String, rows: Int) throws {
 }
 
 func csv(path: String, rows: Int) throws {
-  FileManager.default.createFile(atPath: path, contents: nil)
+  _ = FileManager.default.createFile(atPath: path, contents: nil)
   let file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
   var chunk = ""
   for i in 0..<rows {

@@ -306,7 +306,7 @@ struct ManifestValidator {
   /// `auth.basic`), which `f` holds one of.
   mutating func readPassword(_ f: Fields) -> String? {
     switch (f["password"], f["password_file"]) {
-    case (let p?, nil):
+    case (_?, nil):
       return reader.string(f, "password", secret: true)
     case (nil, let file?):
       return readSecretFile(file, f.path("password_file"))

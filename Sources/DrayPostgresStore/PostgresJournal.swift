@@ -206,7 +206,7 @@ extension PostgresJournal: RunJournal {
   }
 
   public func finish(runID: String, status: RunRecord.Status, endedAt: String) throws {
-    try fenced {
+    _ = try fenced {
       try connection.execute(
         "UPDATE \(own("_dray_runs")) SET status = $1, ended_at = $2 WHERE run_id = $3",
         [.text(status.rawValue), .text(endedAt), .text(runID)])

@@ -1,4 +1,4 @@
-public import DrayModel
+internal import DrayModel
 
 /// Notices any change to a table dray loaded, so that a table is kept as it is (an
 /// unchanged platform answer, `Store.holdsAnswer`; an `http` step's `304 Not Modified`)

@@ -1,4 +1,4 @@
-public import Synchronization
+internal import Synchronization
 
 /// A monotonic clock for tests that stands still until `advance(by:)` moves it, so that a
 /// test of "after two seconds" takes no time and cannot be late on a busy machine.
