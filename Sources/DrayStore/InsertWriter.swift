@@ -53,6 +53,8 @@ struct RowBatch {
 ///
 /// The first row SQLite refuses stops the writer: later batches are dropped, and the
 /// refusal, placed at its table and row, is thrown by the next `submit(_:)` or `drain()`.
+/// A failure of the database rather than of a row (a full disk, an I/O error, an interrupt)
+/// stops it the same way, thrown as SQLite's error (`SQLiteError`), with no row named.
 final class InsertWriter: @unchecked Sendable {
   // @unchecked: every stored property below is read and written only while `condition`'s
   // lock is held; each batch belongs to one thread at a time (the queue hands it over).
@@ -70,7 +72,8 @@ final class InsertWriter: @unchecked Sendable {
   private var inserting = false
   /// Drop what is queued instead of inserting it.
   private var dropping = false
-  private var failure: TableAnswerError?
+  /// A row's refusal (`TableAnswerError`) or the database's failure (`SQLiteError`).
+  private var failure: (any Error)?
   private var started = false
   private var stopping = false
   private let stopped = DispatchSemaphore(value: 0)
@@ -110,9 +113,10 @@ final class InsertWriter: @unchecked Sendable {
   }
 
   /// Hands `batch` (its rows complete, `binder` set) to the writer.
-  /// - Throws: the refusal of an earlier row, once the writer stopped on it.
-  func submit(_ batch: UnsafeMutablePointer<RowBatch>) throws(TableAnswerError) {
-    try locked { () throws(TableAnswerError) in
+  /// - Throws: the refusal of an earlier row (`TableAnswerError`) or the database's failure
+  ///   (`SQLiteError`), once the writer stopped on it.
+  func submit(_ batch: UnsafeMutablePointer<RowBatch>) throws {
+    try locked { () throws in
       if let failure {
         spare.append(batch)
         throw failure
@@ -129,8 +133,8 @@ final class InsertWriter: @unchecked Sendable {
 
   /// Waits until every batch handed over is inserted (or dropped, after `drop()`); then the
   /// connection is the caller's until the next `submit(_:)`.
-  /// - Returns: the refusal that stopped the writer, if one did.
-  func drain() -> TableAnswerError? {
+  /// - Returns: the refusal or failure that stopped the writer, if one did.
+  func drain() -> (any Error)? {
     locked {
       while !queue.isEmpty || inserting { condition.wait() }
       return failure
@@ -187,14 +191,16 @@ final class InsertWriter: @unchecked Sendable {
   }
 
   /// Inserts the rows of `batch`, `RowBinder.rowsPerInsert` rows a statement while that many
-  /// are left, then one a statement; the refusal of the first row SQLite refuses.
+  /// are left, then one a statement; the refusal of the first row SQLite refuses, or the
+  /// database's failure.
   ///
   /// A statement of several rows that fails is rolled back by SQLite (a statement that can
   /// fail on a constraint keeps a statement journal; https://sqlite.org/lang_conflict.html),
-  /// so its rows are inserted again one a statement, to name the row refused. When the
-  /// failure ended the transaction (disk full, I/O error), nothing more runs: each row
-  /// would commit on its own.
-  private func insert(_ batch: RowBatch) -> TableAnswerError? {
+  /// so its rows are inserted again one a statement, to name the row refused. A failure that
+  /// is not the row's (`RowBinder.refusesRow`: disk full, I/O error, interrupt), or that
+  /// ended the transaction, stops there: each row would commit on its own, and no row is
+  /// to blame.
+  private func insert(_ batch: RowBatch) -> (any Error)? {
     guard let binder = batch.binder?.takeUnretainedValue() else { return nil }
     var row = 0
     if let multiple = binder.insertRows?.handle {
@@ -207,8 +213,8 @@ final class InsertWriter: @unchecked Sendable {
           sqlite3_reset(multiple)
         }
         if rc != SQLITE_OK && rc != SQLITE_DONE {
-          guard sqlite3_get_autocommit(sqlite3_db_handle(multiple)) == 0 else {
-            return TableAnswerError(table: binder.target.sourceName, row: batch.firstRow + row, message: binder.stepFailed(rc).message)
+          guard RowBinder.refusesRow(rc), sqlite3_get_autocommit(sqlite3_db_handle(multiple)) == 0 else {
+            return binder.failure(rc)
           }
           break
         }
@@ -226,6 +232,7 @@ final class InsertWriter: @unchecked Sendable {
           continue
         }
       }
+      guard RowBinder.refusesRow(rc) else { return binder.failure(rc) }
       return TableAnswerError(table: binder.target.sourceName, row: batch.firstRow + row, message: binder.stepFailed(rc).message)
     }
     return nil

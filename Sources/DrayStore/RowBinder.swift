@@ -203,6 +203,18 @@ final class RowBinder: TableAnswerRowSink {
 
   // MARK: Refusals
 
+  /// Whether SQLite's result `rc` refuses the row itself (a constraint, a value past SQLite's
+  /// length limit, a datatype mismatch), rather than the database failing (disk full, I/O
+  /// error, interrupt, out of memory: https://sqlite.org/rescode.html): only a refusal is the
+  /// row's, to be named by it.
+  static func refusesRow(_ rc: Int32) -> Bool {
+    let primary = rc & 0xff
+    return primary == SQLITE_CONSTRAINT || primary == SQLITE_TOOBIG || primary == SQLITE_MISMATCH
+  }
+
+  /// The database's failure `rc`, which is no row's: SQLite's error naming the database file.
+  func failure(_ rc: Int32) -> SQLiteError { session.loader.database.error(rc, sql: nil) }
+
   /// SQLite's refusal of the row (or of a delete by id), for the whole row.
   func stepFailed(_ rc: Int32) -> TableAnswerRefusal {
     // SQLITE_CONSTRAINT_PRIMARYKEY, a macro Swift does not import (https://sqlite.org/rescode.html).

@@ -1,5 +1,5 @@
-import DrayModel
 import DrayJSON
+import DrayModel
 import DrayStore
 import DrayTestSupport
 import Foundation
@@ -278,7 +278,9 @@ extension LoaderTests {
     // A table met after the refused rows is not replaced either.
     let twoTables = ResourceScheme(
       name: "R", lifetime: 3600,
-      outputs: [.init(name: "t", columns: [.init(name: "name", type: "TEXT")]), .init(name: "u", columns: [.init(name: "name", type: "TEXT")])])
+      outputs: [
+        .init(name: "t", columns: [.init(name: "name", type: "TEXT")]), .init(name: "u", columns: [.init(name: "name", type: "TEXT")]),
+      ])
     try fixture.load(twoTables, #"[{"name":"t","data":[[1,"a"]]},{"name":"u","data":[[1,"b"]]}]"#)
     let refused = #"[{"name":"t","data":["# + LoaderTests.cachedRows(5000, duplicate: 4500) + #"]},{"name":"u","data":[[2,"c"]]}]"#
     #expect(
@@ -290,8 +292,11 @@ extension LoaderTests {
   @Test func rowsOfSeveralTablesAndLargeValuesLoadWhole() throws {
     let fixture = try StoreFixture()
     let scheme = ResourceScheme(
-      name: "R", outputs: [.init(name: "t", columns: [.init(name: "id", type: "BIGINT"), .init(name: "text", type: "TEXT")]),
-      .init(name: "u", columns: [.init(name: "id", type: "BIGINT")])])
+      name: "R",
+      outputs: [
+        .init(name: "t", columns: [.init(name: "id", type: "BIGINT"), .init(name: "text", type: "TEXT")]),
+        .init(name: "u", columns: [.init(name: "id", type: "BIGINT")]),
+      ])
     // Values past the batch's 1 MiB of text, and tables whose rows cross batches.
     let large = (1...5).map { #"[\#($0),"\#(String(repeating: Character(UnicodeScalar(UInt8(96 + $0))), count: 700_000))"]"# }
     let small = (6...9000).map { #"[\#($0),"v\#($0)"]"# }
@@ -379,5 +384,56 @@ extension LoaderTests {
     let whole = (1...10_000).map { #"[\#($0),"n"]"# }.joined(separator: ",")
     #expect(try fixture.load(LoaderTests.plain, #"[{"name":"t","data":["# + whole + "]}]").rowCounts == ["t": 10_000])
     #expect(try fixture.rows("SELECT count(DISTINCT id), sum(id) FROM R__t") == [[.integer(10_000), .integer(50_005_000)]])
+  }
+}
+
+/// Failures that are not the row's: a signal, a full disk. They end SQLite's transaction
+/// while the writer inserts, and the error says what happened, not that a row was refused.
+extension LoaderTests {
+  /// The signal comes once 1,000 rows are inserted; SQLite checks the cancellation every
+  /// 1,000 instructions of one statement, and 32 rows of 40 columns take more, so the
+  /// writer's next INSERT is the one interrupted.
+  @Test func aLoadCancelledWhileTheWriterInsertsSaysItWasInterrupted() throws {
+    let fixture = try StoreFixture()
+    let scheme = ResourceScheme.table((1...40).map { ("c\($0)", "BIGINT") })
+    let row = { (n: Int) in "[" + Array(repeating: String(n), count: 40).joined(separator: ",") + "]" }
+    try fixture.load(scheme, #"[{"name":"t","data":["# + row(1) + "]}]")
+    let rows = (1...10_000).map(row).joined(separator: ",")
+    let file = try fixture.folder.write("big.json", #"[{"name":"t","data":["# + rows + "]}]")
+    let cancellation = Cancellation()
+    fixture.store.stopWhen(cancellation)
+    let observer = fixture.store.observeInsertedRows(every: 1000) { _ in cancellation.cancel(signal: 2) }
+    defer { observer?.stop() }
+    let error = #expect(throws: LoadError.self) {
+      try fixture.store.write {
+        try $0.load(file: file, scheme: scheme, params: .object([]), delta: false, info: .init(), cancellation: cancellation)
+      }
+    }
+    #expect(error?.description == "resource R: the load was interrupted; nothing of it was kept")
+    #expect(try fixture.rows("SELECT count(*), sum(c40) FROM R__t") == [[.integer(1), .integer(1)]])
+  }
+
+  /// `max_page_count` makes SQLite answer SQLITE_FULL as a full disk does.
+  @Test(arguments: [false, true])
+  func aFullDiskIsNamedAsSuchNotAsARefusedRow(cached: Bool) throws {
+    let fixture = try StoreFixture()
+    let scheme = cached ? LoaderTests.cached : LoaderTests.plain
+    try fixture.load(scheme, #"[{"name":"t","data":[[1,"a"]]}]"#)
+    let pages = try #require(fixture.rows("PRAGMA page_count").first?.first)
+    guard case .integer(let count) = pages else {
+      Issue.record("page_count: \(pages)")
+      return
+    }
+    try fixture.store.database.execute("PRAGMA max_page_count=\(count + 8)")
+    let rows = (1...60_000).map { #"[\#($0),"row \#($0) \#(String(repeating: "x", count: 40))"]"# }.joined(separator: ",")
+    let error = try #require(try fixture.loadError(scheme, #"[{"name":"t","data":["# + rows + "]}]"))
+    #expect(!error.contains("refused the row"), "\(error)")
+    #expect(!error.contains("row "), "\(error)")
+    #expect(error.contains("database or disk is full"), "\(error)")
+    #expect(error.contains(fixture.folder.path + "/db.sqlite"), "\(error)")
+    #expect(try fixture.rows("SELECT count(*) FROM R__t") == [[.integer(1)]])
+    // With room again, the same answer loads whole.
+    try fixture.store.database.execute("PRAGMA max_page_count=1073741823")
+    #expect(try fixture.load(scheme, #"[{"name":"t","data":["# + rows + "]}]").rowCounts == ["t": 60_000])
   }
 }
