@@ -70,8 +70,6 @@ final class InsertWriter: @unchecked Sendable {
   private var all: [UnsafeMutablePointer<RowBatch>] = []
   /// The writer is inserting a batch it took from `queue`.
   private var inserting = false
-  /// Drop what is queued instead of inserting it.
-  private var dropping = false
   /// A row's refusal (`TableAnswerError`) or the database's failure (`SQLiteError`).
   private var failure: (any Error)?
   private var started = false
@@ -90,7 +88,7 @@ final class InsertWriter: @unchecked Sendable {
   /// An empty batch for rows of `width` values; waits while `queueLimit` batches are queued.
   func take(width: Int) -> UnsafeMutablePointer<RowBatch> {
     locked {
-      while queue.count >= Self.queueLimit && failure == nil && !dropping { condition.wait() }
+      while queue.count >= Self.queueLimit && failure == nil { condition.wait() }
       let batch = spare.popLast() ?? allocate()
       let rows = max(1, Self.batchValues / max(1, width))
       if batch.pointee.rowCapacity * batch.pointee.width < rows * width {
@@ -131,7 +129,7 @@ final class InsertWriter: @unchecked Sendable {
     }
   }
 
-  /// Waits until every batch handed over is inserted (or dropped, after `drop()`); then the
+  /// Waits until every batch handed over is inserted (or dropped, after a failure); then the
   /// connection is the caller's until the next `submit(_:)`.
   /// - Returns: the refusal or failure that stopped the writer, if one did.
   func drain() -> (any Error)? {
@@ -141,15 +139,10 @@ final class InsertWriter: @unchecked Sendable {
     }
   }
 
-  /// Drops what is queued and not yet inserted: the load is failing.
-  func drop() {
-    locked { dropping = true }
-  }
-
-  /// Ends the writer's thread, after what it is inserting.
+  /// Ends the writer's thread, once what was handed over is inserted (the load drains it
+  /// first, on success and on failure alike).
   func stop() {
     let wait = locked { () -> Bool in
-      dropping = true
       stopping = true
       return started
     }
@@ -174,7 +167,7 @@ final class InsertWriter: @unchecked Sendable {
   private func next() -> UnsafeMutablePointer<RowBatch>? {
     locked {
       while true {
-        if (failure != nil || dropping) && !queue.isEmpty {
+        if failure != nil && !queue.isEmpty {
           spare += queue
           queue.removeAll()
           // `drain()` and `take(width:)` wait for this; `wait()` below would not tell them.

@@ -32,15 +32,24 @@ final class RowBinder: TableAnswerRowSink {
   /// Where mismatches and SQLite's refusals are reported; it owns this binder.
   private unowned(unsafe) let session: LoadSession
 
-  /// Prepares `INSERT` (`INSERT OR REPLACE` for a delta's `upsert`) into `target`, and its
-  /// delete by row id when the resource is cached.
+  /// Prepares `INSERT` into `target`, and its delete by row id when the resource is cached.
+  /// For a delta's `upsert` into a cached table, an insert for a row id the table holds
+  /// updates that row (`ON CONFLICT (hhive_id) DO UPDATE`, https://sqlite.org/lang_upsert.html):
+  /// unlike `INSERT OR REPLACE`, it never deletes another row to satisfy a UNIQUE index a
+  /// user added, which refuses the row instead.
   /// - Throws: `SQLiteError`.
   init(session: LoadSession, target: TableLoader.Target, upsert: Bool) throws {
     let database = session.loader.database
     let quoted = Database.quote(target.physicalName)
     let placeholders = Array(repeating: "?", count: target.columns.count).joined(separator: ",")
-    let verb = upsert ? "INSERT OR REPLACE INTO" : "INSERT INTO"
-    insert = try database.prepare("\(verb) \(quoted) VALUES (\(placeholders))")
+    var sql = "INSERT INTO \(quoted) VALUES (\(placeholders))"
+    if upsert && target.cached {
+      let values = target.columns.dropFirst().map { "\(Database.quote($0.name)) = excluded.\(Database.quote($0.name))" }
+      sql +=
+        " ON CONFLICT (\(Database.quote(Store.rowIDColumn))) DO "
+        + (values.isEmpty ? "NOTHING" : "UPDATE SET " + values.joined(separator: ", "))
+    }
+    insert = try database.prepare(sql)
     let parameters = target.columns.count * RowBinder.rowsPerInsert
     insertRows =
       upsert || target.cached || parameters > sqlite3_limit(database.handle, SQLITE_LIMIT_VARIABLE_NUMBER, -1)

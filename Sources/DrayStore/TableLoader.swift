@@ -136,8 +136,11 @@ final class LoadSession {
         }
         try drain()
       } catch {
-        // A row the writer refused came before whatever stopped the scan.
-        writer.drop()
+        // Whatever stopped the scan came after every complete row read so far: they are
+        // inserted first (at most a few batches), so that a row SQLite refuses among them is
+        // the load's error whichever thread got there first. `flush()` throws only the
+        // writer's failure, which `drain()` returns.
+        try? flush()
         let failure = writer.drain()
         if let fault = failure as? SQLiteError, fault.isInterrupt { throw interrupted }
         throw failure ?? error

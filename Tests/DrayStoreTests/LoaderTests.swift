@@ -437,3 +437,37 @@ extension LoaderTests {
     #expect(try fixture.load(scheme, #"[{"name":"t","data":["# + rows + "]}]").rowCounts == ["t": 60_000])
   }
 }
+
+extension LoaderTests {
+  /// A delta's insert replaces the row of its row id, and that row only: a UNIQUE index a
+  /// user added to the table refuses an insert that would repeat another row's value, named
+  /// by its row, instead of deleting that other row (as `INSERT OR REPLACE` would).
+  @Test func aDeltaInsertThatAUserUniqueIndexRefusesDeletesNoOtherRow() throws {
+    let fixture = try StoreFixture()
+    try fixture.load(LoaderTests.cached, #"[{"name":"t","data":[[1,"a"],[2,"b"],[3,"c"]]}]"#)
+    try fixture.store.database.execute(#"CREATE UNIQUE INDEX one_name ON "R__t"(name)"#)
+    #expect(
+      try fixture.loadError(LoaderTests.cached, #"[{"name":"t","insert_rows":[[2,"b2"],[4,"a"]],"delete_ids":[]}]"#, delta: true)
+        == "resource R, table t, row 2: SQLite refused the row: UNIQUE constraint failed: R__t.name")
+    #expect(try names(fixture) == [[.integer(1), .text("a")], [.integer(2), .text("b")], [.integer(3), .text("c")]])
+    try fixture.load(LoaderTests.cached, #"[{"name":"t","insert_rows":[[2,"b2"],[4,"d"],[3,"c"]],"delete_ids":[]}]"#, delta: true)
+    #expect(
+      try names(fixture) == [
+        [.integer(1), .text("a")], [.integer(2), .text("b2")], [.integer(3), .text("c")], [.integer(4), .text("d")],
+      ])
+  }
+}
+
+extension LoaderTests {
+  /// Every row read before the answer breaks is inserted before the load fails, whichever
+  /// batch holds it (the first, the second, or the last, not yet full): a row SQLite refuses
+  /// among them is the load's error, not the break after it, however the two threads run.
+  @Test(arguments: [3000, 5000, 9990])
+  func aRowRefusedBeforeTheAnswerBreaksIsTheError(duplicate: Int) throws {
+    let fixture = try StoreFixture()
+    let answer = #"[{"name":"t","data":["# + LoaderTests.cachedRows(10_000, duplicate: duplicate) + #",[10001,"x"] oops"#
+    #expect(
+      try fixture.loadError(LoaderTests.cached, answer)
+        == "resource R, table t, row \(duplicate): the row's id (hhive_id) is already in the table's data; row ids must be unique")
+  }
+}
