@@ -27,7 +27,7 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
         "; a write cut short by a crash left a rollback journal, which only a writer can roll back: the next `dray run` of the job does"
     }
     if isFull {
-      out += "; free space on the disk holding it (or move the database), then run again: a failed step kept nothing"
+      out += "; the disk holding it is full: free space there, then run again"
     }
     if isBusy {
       out +=
