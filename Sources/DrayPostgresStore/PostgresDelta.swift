@@ -16,7 +16,7 @@ internal import DrayStore
 /// 2. `DELETE ... USING` the staged rows: an insert for a row id the table holds replaces
 ///    that row;
 /// 3. `INSERT ... SELECT DISTINCT ON (hhive_id)`, the last staged row of each row id
-///    (`ORDER BY _dray_order DESC`), as SQLite's `INSERT OR REPLACE` keeps the last one.
+///    (`ORDER BY _dray_order DESC`), as SQLite's `ON CONFLICT (hhive_id) DO UPDATE` keeps the last one.
 ///
 /// The rules are docs/store.md's, "Deltas"; SQLite applies them row by row (`TableLoader`).
 struct PostgresDelta {

@@ -54,6 +54,8 @@ struct RowBatch {
 ///
 /// The first row SQLite refuses stops the writer: later batches are dropped, and the
 /// refusal, placed at its table and row, is thrown by the next `submit(_:)` or `drain()`.
+/// A failure of the database rather than of a row (a full disk, an I/O error, an interrupt)
+/// stops it the same way, thrown as SQLite's error (`SQLiteError`), with no row named.
 final class InsertWriter: @unchecked Sendable {
   // @unchecked: every stored property below is read and written only while `condition`'s
   // lock is held; each batch belongs to one thread at a time (the queue hands it over).
@@ -69,9 +71,8 @@ final class InsertWriter: @unchecked Sendable {
   private var all: [UnsafeMutablePointer<RowBatch>] = []
   /// The writer is inserting a batch it took from `queue`.
   private var inserting = false
-  /// Drop what is queued instead of inserting it.
-  private var dropping = false
-  private var failure: TableAnswerError?
+  /// A row's refusal (`TableAnswerError`) or the database's failure (`SQLiteError`).
+  private var failure: (any Error)?
   private var started = false
   private var stopping = false
   private let stopped = DispatchSemaphore(value: 0)
@@ -88,7 +89,7 @@ final class InsertWriter: @unchecked Sendable {
   /// An empty batch for rows of `width` values; waits while `queueLimit` batches are queued.
   func take(width: Int) -> UnsafeMutablePointer<RowBatch> {
     condition.withLockAndBroadcast {
-      while queue.count >= Self.queueLimit && failure == nil && !dropping { condition.wait() }
+      while queue.count >= Self.queueLimit && failure == nil { condition.wait() }
       let batch = spare.popLast() ?? allocate()
       let rows = max(1, Self.batchValues / max(1, width))
       if batch.pointee.rowCapacity * batch.pointee.width < rows * width {
@@ -111,9 +112,10 @@ final class InsertWriter: @unchecked Sendable {
   }
 
   /// Hands `batch` (its rows complete, `binder` set) to the writer.
-  /// - Throws: the refusal of an earlier row, once the writer stopped on it.
-  func submit(_ batch: UnsafeMutablePointer<RowBatch>) throws(TableAnswerError) {
-    try condition.withLockAndBroadcast { () throws(TableAnswerError) in
+  /// - Throws: the refusal of an earlier row (`TableAnswerError`) or the database's failure
+  ///   (`SQLiteError`), once the writer stopped on it.
+  func submit(_ batch: UnsafeMutablePointer<RowBatch>) throws {
+    try condition.withLockAndBroadcast { () throws in
       if let failure {
         spare.append(batch)
         throw failure
@@ -128,25 +130,20 @@ final class InsertWriter: @unchecked Sendable {
     }
   }
 
-  /// Waits until every batch handed over is inserted (or dropped, after `drop()`); then the
+  /// Waits until every batch handed over is inserted (or dropped, after a failure); then the
   /// connection is the caller's until the next `submit(_:)`.
-  /// - Returns: the refusal that stopped the writer, if one did.
-  func drain() -> TableAnswerError? {
+  /// - Returns: the refusal or failure that stopped the writer, if one did.
+  func drain() -> (any Error)? {
     condition.withLockAndBroadcast {
       while !queue.isEmpty || inserting { condition.wait() }
       return failure
     }
   }
 
-  /// Drops what is queued and not yet inserted: the load is failing.
-  func drop() {
-    condition.withLockAndBroadcast { dropping = true }
-  }
-
-  /// Ends the writer's thread, after what it is inserting.
+  /// Ends the writer's thread, once what was handed over is inserted (the load drains it
+  /// first, on success and on failure alike).
   func stop() {
     let wait = condition.withLockAndBroadcast { () -> Bool in
-      dropping = true
       stopping = true
       return started
     }
@@ -171,7 +168,7 @@ final class InsertWriter: @unchecked Sendable {
   private func next() -> UnsafeMutablePointer<RowBatch>? {
     condition.withLockAndBroadcast {
       while true {
-        if (failure != nil || dropping) && !queue.isEmpty {
+        if failure != nil && !queue.isEmpty {
           spare += queue
           queue.removeAll()
           // `drain()` and `take(width:)` wait for this; `wait()` below would not tell them.
@@ -188,14 +185,16 @@ final class InsertWriter: @unchecked Sendable {
   }
 
   /// Inserts the rows of `batch`, `RowBinder.rowsPerInsert` rows a statement while that many
-  /// are left, then one a statement; the refusal of the first row SQLite refuses.
+  /// are left, then one a statement; the refusal of the first row SQLite refuses, or the
+  /// database's failure.
   ///
   /// A statement of several rows that fails is rolled back by SQLite (a statement that can
   /// fail on a constraint keeps a statement journal; https://sqlite.org/lang_conflict.html),
-  /// so its rows are inserted again one a statement, to name the row refused. When the
-  /// failure ended the transaction (disk full, I/O error), nothing more runs: each row
-  /// would commit on its own.
-  private func insert(_ batch: RowBatch) -> TableAnswerError? {
+  /// so its rows are inserted again one a statement, to name the row refused. A failure that
+  /// is not the row's (`RowBinder.refusesRow`: disk full, I/O error, interrupt), or that
+  /// ended the transaction, stops there: each row would commit on its own, and no row is
+  /// to blame.
+  private func insert(_ batch: RowBatch) -> (any Error)? {
     guard let binder = batch.binder?.takeUnretainedValue() else { return nil }
     var row = 0
     if let multiple = binder.insertRows?.handle {
@@ -208,8 +207,8 @@ final class InsertWriter: @unchecked Sendable {
           sqlite3_reset(multiple)
         }
         if rc != SQLITE_OK && rc != SQLITE_DONE {
-          guard sqlite3_get_autocommit(sqlite3_db_handle(multiple)) == 0 else {
-            return TableAnswerError(table: binder.target.sourceName, row: batch.firstRow + row, message: binder.stepFailed(rc).message)
+          guard RowBinder.refusesRow(rc), sqlite3_get_autocommit(sqlite3_db_handle(multiple)) == 0 else {
+            return binder.failure(rc)
           }
           break
         }
@@ -227,6 +226,7 @@ final class InsertWriter: @unchecked Sendable {
           continue
         }
       }
+      guard RowBinder.refusesRow(rc) else { return binder.failure(rc) }
       return TableAnswerError(table: binder.target.sourceName, row: batch.firstRow + row, message: binder.stepFailed(rc).message)
     }
     return nil

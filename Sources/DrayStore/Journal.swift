@@ -542,9 +542,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
     "check that the file and its folder exist and that this user may read and write both (SQLite writes its -wal and -shm files beside the database)"
 
   /// The error for `error`, met opening the journal's database. A lock held past the busy
-  /// timeout, or a file or folder this user may not use, is not damage: the advice is to
-  /// wait or to fix permissions, never to restore a backup (SQLite result codes,
-  /// https://sqlite.org/rescode.html).
+  /// timeout, a file or folder this user may not use, or a full disk is not damage: the
+  /// advice is to wait, to fix permissions or to free space, never to restore a backup
+  /// (SQLite result codes, https://sqlite.org/rescode.html).
   static func opening(path: String, _ error: any Error) -> JournalError {
     guard let sqlite = error as? SQLiteError else { return .unreadable(path: path, detail: "\(error)") }
     if sqlite.isBusy {
@@ -553,6 +553,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible, Equatable {
         advice: "another process has kept the database locked past the busy timeout (10 s); wait for it to finish, then run again")
     }
     if sqlite.isAccessDenied { return .unavailable(path: path, detail: sqlite.message, advice: permissionAdvice) }
+    if sqlite.isFull {
+      return .unavailable(path: path, detail: sqlite.message, advice: "the disk holding it is full: free space there, then run again")
+    }
     return .unreadable(path: path, detail: "\(error)")
   }
 

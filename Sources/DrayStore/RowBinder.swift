@@ -32,15 +32,24 @@ final class RowBinder: TableAnswerRowSink {
   /// Where mismatches and SQLite's refusals are reported; it owns this binder.
   private unowned(unsafe) let session: LoadSession
 
-  /// Prepares `INSERT` (`INSERT OR REPLACE` for a delta's `upsert`) into `target`, and its
-  /// delete by row id when the resource is cached.
+  /// Prepares `INSERT` into `target`, and its delete by row id when the resource is cached.
+  /// For a delta's `upsert` into a cached table, an insert for a row id the table holds
+  /// updates that row (`ON CONFLICT (hhive_id) DO UPDATE`, https://sqlite.org/lang_upsert.html):
+  /// unlike `INSERT OR REPLACE`, it never deletes another row to satisfy a UNIQUE index a
+  /// user added, which refuses the row instead.
   /// - Throws: `SQLiteError`.
   init(session: LoadSession, target: TableLoader.Target, upsert: Bool) throws {
     let database = session.loader.database
     let quoted = Database.quote(target.physicalName)
     let placeholders = Array(repeating: "?", count: target.columns.count).joined(separator: ",")
-    let verb = upsert ? "INSERT OR REPLACE INTO" : "INSERT INTO"
-    insert = try database.prepare("\(verb) \(quoted) VALUES (\(placeholders))")
+    var sql = "INSERT INTO \(quoted) VALUES (\(placeholders))"
+    if upsert && target.cached {
+      let values = target.columns.dropFirst().map { "\(Database.quote($0.name)) = excluded.\(Database.quote($0.name))" }
+      sql +=
+        " ON CONFLICT (\(Database.quote(Store.rowIDColumn))) DO "
+        + (values.isEmpty ? "NOTHING" : "UPDATE SET " + values.joined(separator: ", "))
+    }
+    insert = try database.prepare(sql)
     let parameters = target.columns.count * RowBinder.rowsPerInsert
     insertRows =
       upsert || target.cached || parameters > sqlite3_limit(database.handle, SQLITE_LIMIT_VARIABLE_NUMBER, -1)
@@ -202,6 +211,18 @@ final class RowBinder: TableAnswerRowSink {
   private static func text(_ text: UnsafeBufferPointer<UInt8>) -> String { String(decoding: text, as: UTF8.self) }
 
   // MARK: Refusals
+
+  /// Whether SQLite's result `rc` refuses the row itself (a constraint, a value past SQLite's
+  /// length limit, a datatype mismatch), rather than the database failing (disk full, I/O
+  /// error, interrupt, out of memory: https://sqlite.org/rescode.html): only a refusal is the
+  /// row's, to be named by it.
+  static func refusesRow(_ rc: Int32) -> Bool {
+    let primary = rc & 0xff
+    return primary == SQLITE_CONSTRAINT || primary == SQLITE_TOOBIG || primary == SQLITE_MISMATCH
+  }
+
+  /// The database's failure `rc`, which is no row's: SQLite's error naming the database file.
+  func failure(_ rc: Int32) -> SQLiteError { session.loader.database.error(rc, sql: nil) }
 
   /// SQLite's refusal of the row (or of a delete by id), for the whole row.
   func stepFailed(_ rc: Int32) -> TableAnswerRefusal {

@@ -26,12 +26,18 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
       out +=
         "; a write cut short by a crash left a rollback journal, which only a writer can roll back: the next `dray run` of the job does"
     }
+    if isFull {
+      out += "; the disk holding it is full: free space there, then run again"
+    }
     if isBusy {
       out +=
         "; another process (another job or program writing this database) held it locked longer than the busy timeout (\(Database.busyTimeoutSeconds) s): wait for it to finish, then run again; finished steps are skipped"
     }
     return out
   }
+
+  /// True when the disk holding the database or its WAL is full (SQLITE_FULL).
+  public var isFull: Bool { code & 0xff == SQLITE_FULL }
 
   /// True when the error is an interrupt (`sqlite3_interrupt`).
   public var isInterrupt: Bool { code & 0xff == SQLITE_INTERRUPT }

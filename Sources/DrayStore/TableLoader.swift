@@ -124,9 +124,7 @@ final class LoadSession {
       var pieces = 0
       do {
         try scanner.scan(file: file, growing: growing) {
-          if loader.cancellation?.isCancelled == true {
-            throw LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept")
-          }
+          if loader.cancellation?.isCancelled == true { throw interrupted }
           // The rows read so far go to the writer before the next read, which may wait for
           // more bytes of an answer still arriving: they are inserted meanwhile.
           try flush()
@@ -138,9 +136,14 @@ final class LoadSession {
         }
         try drain()
       } catch {
-        // A row the writer refused came before whatever stopped the scan.
-        writer.drop()
-        throw writer.drain() ?? error
+        // Whatever stopped the scan came after every complete row read so far: they are
+        // inserted first (at most a few batches), so that a row SQLite refuses among them is
+        // the load's error whichever thread got there first. `flush()` throws only the
+        // writer's failure, which `drain()` returns.
+        try? flush()
+        let failure = writer.drain()
+        if let fault = failure as? SQLiteError, fault.isInterrupt { throw interrupted }
+        throw failure ?? error
       }
     } catch let error as TableAnswerError {
       // The plan knows a table's name on a later pass even before the object's `name` comes.
@@ -155,6 +158,10 @@ final class LoadSession {
       throw LoadError(resource: loader.resource, table: index >= 0 ? current.name : nil, message: "\(error)")
     }
   }
+
+  /// A load stopped by its cancellation (a signal), between pieces of the file or inside an
+  /// INSERT (`Database.stopWhen`).
+  var interrupted: LoadError { LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept") }
 
   /// Hands every binder's rows to the writer and waits until they are inserted: the
   /// connection is then free for this thread's statements.

@@ -1,8 +1,9 @@
 import DrayModel
-import DrayStore
 import DrayTestSupport
 import Foundation
 import Testing
+
+@testable import DrayStore
 
 /// Journals written by earlier versions open, their runs' flags moved into columns.
 @Suite struct JournalTests {
@@ -93,5 +94,18 @@ import Testing
           == "the run journal at \(path) holds a record this dray does not understand (run r2 has status 'paused', expected one of abandoned, failed, interrupted, running, succeeded); it may come from a newer dray. Use that dray, or move the journal aside and run again with --fresh"
       )
     }
+  }
+}
+
+extension JournalTests {
+  /// A journal that cannot be created or written because the disk is full is not damaged:
+  /// the advice is to free space, never to restore a backup or start over.
+  @Test func aFullDiskMeetingTheJournalSaysToFreeSpaceNotToRestoreIt() {
+    let full = SQLiteError(code: 13, message: "database or disk is full", sql: "COMMIT", path: "/data/job.sqlite.new-17")
+    let message = JournalError.opening(path: "/data/job.sqlite", full).description
+    #expect(
+      message
+        == "the run journal at /data/job.sqlite cannot be opened (database or disk is full); the disk holding it is full: free space there, then run again"
+    )
   }
 }

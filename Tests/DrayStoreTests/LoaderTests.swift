@@ -386,3 +386,88 @@ extension LoaderTests {
     #expect(try fixture.rows("SELECT count(DISTINCT id), sum(id) FROM R__t") == [[.integer(10_000), .integer(50_005_000)]])
   }
 }
+
+/// Failures that are not the row's: a signal, a full disk. They end SQLite's transaction
+/// while the writer inserts, and the error says what happened, not that a row was refused.
+extension LoaderTests {
+  /// The signal comes once 1,000 rows are inserted; SQLite checks the cancellation every
+  /// 1,000 instructions of one statement, and 32 rows of 40 columns take more, so the
+  /// writer's next INSERT is the one interrupted.
+  @Test func aLoadCancelledWhileTheWriterInsertsSaysItWasInterrupted() throws {
+    let fixture = try StoreFixture()
+    let scheme = ResourceScheme.table((1...40).map { ("c\($0)", "BIGINT") })
+    let row = { (n: Int) in "[" + Array(repeating: String(n), count: 40).joined(separator: ",") + "]" }
+    try fixture.load(scheme, #"[{"name":"t","data":["# + row(1) + "]}]")
+    let rows = (1...10_000).map(row).joined(separator: ",")
+    let file = try fixture.folder.write("big.json", #"[{"name":"t","data":["# + rows + "]}]")
+    let cancellation = Cancellation()
+    fixture.store.stopWhen(cancellation)
+    let observer = fixture.store.observeInsertedRows(every: 1000) { _ in cancellation.cancel(signal: 2) }
+    defer { observer?.stop() }
+    let error = #expect(throws: LoadError.self) {
+      try fixture.store.write {
+        try $0.load(file: file, scheme: scheme, params: .object([]), delta: false, info: .init(), cancellation: cancellation)
+      }
+    }
+    #expect(error?.description == "resource R: the load was interrupted; nothing of it was kept")
+    #expect(try fixture.rows("SELECT count(*), sum(c40) FROM R__t") == [[.integer(1), .integer(1)]])
+  }
+
+  /// `max_page_count` makes SQLite answer SQLITE_FULL as a full disk does.
+  @Test(arguments: [false, true])
+  func aFullDiskIsNamedAsSuchNotAsARefusedRow(cached: Bool) throws {
+    let fixture = try StoreFixture()
+    let scheme = cached ? LoaderTests.cached : LoaderTests.plain
+    try fixture.load(scheme, #"[{"name":"t","data":[[1,"a"]]}]"#)
+    let pages = try #require(fixture.rows("PRAGMA page_count").first?.first)
+    guard case .integer(let count) = pages else {
+      Issue.record("page_count: \(pages)")
+      return
+    }
+    try fixture.store.database.execute("PRAGMA max_page_count=\(count + 8)")
+    let rows = (1...60_000).map { #"[\#($0),"row \#($0) \#(String(repeating: "x", count: 40))"]"# }.joined(separator: ",")
+    let error = try #require(try fixture.loadError(scheme, #"[{"name":"t","data":["# + rows + "]}]"))
+    #expect(!error.contains("refused the row"), "\(error)")
+    #expect(!error.contains("row "), "\(error)")
+    #expect(error.contains("database or disk is full"), "\(error)")
+    #expect(error.contains(fixture.folder.path + "/db.sqlite"), "\(error)")
+    #expect(try fixture.rows("SELECT count(*) FROM R__t") == [[.integer(1)]])
+    // With room again, the same answer loads whole.
+    try fixture.store.database.execute("PRAGMA max_page_count=1073741823")
+    #expect(try fixture.load(scheme, #"[{"name":"t","data":["# + rows + "]}]").rowCounts == ["t": 60_000])
+  }
+}
+
+extension LoaderTests {
+  /// A delta's insert replaces the row of its row id, and that row only: a UNIQUE index a
+  /// user added to the table refuses an insert that would repeat another row's value, named
+  /// by its row, instead of deleting that other row (as `INSERT OR REPLACE` would).
+  @Test func aDeltaInsertThatAUserUniqueIndexRefusesDeletesNoOtherRow() throws {
+    let fixture = try StoreFixture()
+    try fixture.load(LoaderTests.cached, #"[{"name":"t","data":[[1,"a"],[2,"b"],[3,"c"]]}]"#)
+    try fixture.store.database.execute(#"CREATE UNIQUE INDEX one_name ON "R__t"(name)"#)
+    #expect(
+      try fixture.loadError(LoaderTests.cached, #"[{"name":"t","insert_rows":[[2,"b2"],[4,"a"]],"delete_ids":[]}]"#, delta: true)
+        == "resource R, table t, row 2: SQLite refused the row: UNIQUE constraint failed: R__t.name")
+    #expect(try names(fixture) == [[.integer(1), .text("a")], [.integer(2), .text("b")], [.integer(3), .text("c")]])
+    try fixture.load(LoaderTests.cached, #"[{"name":"t","insert_rows":[[2,"b2"],[4,"d"],[3,"c"]],"delete_ids":[]}]"#, delta: true)
+    #expect(
+      try names(fixture) == [
+        [.integer(1), .text("a")], [.integer(2), .text("b2")], [.integer(3), .text("c")], [.integer(4), .text("d")],
+      ])
+  }
+}
+
+extension LoaderTests {
+  /// Every row read before the answer breaks is inserted before the load fails, whichever
+  /// batch holds it (the first, the second, or the last, not yet full): a row SQLite refuses
+  /// among them is the load's error, not the break after it, however the two threads run.
+  @Test(arguments: [3000, 5000, 9990])
+  func aRowRefusedBeforeTheAnswerBreaksIsTheError(duplicate: Int) throws {
+    let fixture = try StoreFixture()
+    let answer = #"[{"name":"t","data":["# + LoaderTests.cachedRows(10_000, duplicate: duplicate) + #",[10001,"x"] oops"#
+    #expect(
+      try fixture.loadError(LoaderTests.cached, answer)
+        == "resource R, table t, row \(duplicate): the row's id (hhive_id) is already in the table's data; row ids must be unique")
+  }
+}
