@@ -85,6 +85,9 @@ public struct PostgresRunLock: Sendable, Hashable {
   /// session has recorded no run yet: "server process 4242, client 10.0.0.5, connected
   /// 2026-12-01T16:08:58Z" (`pg_locks` and `pg_stat_activity`; the client and the time are
   /// left out where the server hides them from this role). Nil when no session holds it.
+  /// Advisory locks belong to a database (PostgreSQL 15 documentation, §54.12 `pg_locks`:
+  /// `database` is the OID of the database the lock's object is in), and `pg_locks` shows
+  /// every database's: only this database's holder is the job's.
   ///
   /// - Throws: `PostgresError`.
   public static func holder(job: String, schema: String, on connection: PostgresConnection) throws(PostgresError) -> String? {
@@ -93,6 +96,7 @@ public struct PostgresRunLock: Sendable, Hashable {
       SELECT l.pid, host(a.client_addr), to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
       FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = $1
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       LIMIT 1
       """, [.integer(key(job: job, schema: schema))]
     ).rows.first

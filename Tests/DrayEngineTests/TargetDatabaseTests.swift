@@ -205,6 +205,24 @@ import Testing
     #expect(try target.rows("SELECT status FROM _dray_runs") == [["succeeded"]])
   }
 
+  /// The same job's lock held in another database of the same server is another job's:
+  /// the run goes on, and no message names that session as this job's holder.
+  @Test func theSameJobsLockInAnotherDatabaseIsNotThisJobs() throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let other = try TargetDatabase(.postgres, folder: folder.path)
+    let elsewhere = try PostgresConnection(url: PostgresURL(try #require(other.url)))
+    let lock = try #require(try PostgresRunLock.acquire(job: "fruits", schema: "public", on: elsewhere))
+    let here = try PostgresConnection(url: PostgresURL(try #require(target.url)))
+    #expect(try PostgresRunLock.holder(job: "fruits", schema: "public", on: here) == nil)
+    let mine = try #require(try PostgresRunLock.acquire(job: "fruits", schema: "public", on: here))
+    #expect(
+      try PostgresRunLock.holder(job: "fruits", schema: "public", on: elsewhere)?.hasPrefix("server process \(elsewhere.backendPID),")
+        == true)
+    try mine.release(on: here)
+    try lock.release(on: elsewhere)
+  }
+
   /// A store whose run lock was taken over (its session ended, another runner took the lock)
   /// commits nothing: the fencing generation is checked inside the commit transaction.
   @Test func aStoreWhoseLockWasTakenOverCommitsNothing() throws {
