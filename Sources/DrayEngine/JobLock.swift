@@ -29,8 +29,14 @@ final class JobLock {
   /// - Throws: `Failure.held` naming the holder when another process has it.
   init(path: String, startedAt: String) throws(Failure) {
     self.path = path
-    let folder = (path as NSString).deletingLastPathComponent
-    try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    do {
+      try AtomicFile.createFolders(of: path)
+    } catch LocalFileError.io(_, let detail) {
+      // Said as the cause: the open below would only say the folder is missing.
+      throw .cannotOpen(path: path, detail: detail)
+    } catch {
+      throw .cannotOpen(path: path, detail: "\(error)")
+    }
     // Opening a device can act on it, and the holder's line would be written into it.
     if let kind = FileKind.refusal(at: path) {
       throw .cannotOpen(path: path, detail: "it is \(kind), not a regular file, and dray keeps only its own lock file there; remove it")

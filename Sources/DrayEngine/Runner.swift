@@ -386,8 +386,9 @@ enum AtomicFile {
   }
 
   /// `mkdir -p` of the folder holding `path`, with the system's reason when it fails.
-  private static func createFolders(of path: String) throws {
-    var folder = ""
+  /// - Throws: `LocalFileError.io` naming the folder that could not be created and why.
+  static func createFolders(of path: String) throws(LocalFileError) {
+    var folder = path.hasPrefix("/") ? "" : "."
     for component in (path as NSString).deletingLastPathComponent.split(separator: "/") {
       folder += "/" + component
       if mkdir(folder, 0o755) == 0 { continue }

@@ -44,3 +44,31 @@ import Testing
     #expect(outcomes == ["timeout_idle", "ok"], "\(step)")
   }
 }
+
+/// A job folder the user may not write: the run stops before it starts, and says which folder
+/// it could not create and why (not that the lock file is missing). Run as `nobody`, as root
+/// may write anywhere.
+@Suite struct UnwritableJobFolderTests {
+  @Test(.enabled(if: getuid() == 0, "runuser needs root")) func theFolderThatCannotBeCreatedIsNamedWithItsReason() throws {
+    let folder = TemporaryDirectory()
+    chmod(folder.path, 0o755)
+    let job = folder.path + "/ro"
+    try FileManager.default.createDirectory(atPath: job, withIntermediateDirectories: false)
+    try """
+    version: 1
+    job: readonly
+    database: { path: data/db.sqlite }
+    steps:
+      - id: one
+        sql: CREATE TABLE t(n INTEGER)
+    """.write(toFile: job + "/job.yaml", atomically: false, encoding: .utf8)
+    chmod(job, 0o555)
+    let result = try Command.run("/usr/sbin/runuser", ["-u", "nobody", "--", Repository.drayBinary, "run", "job.yaml"], directory: job)
+    #expect(result.status == 1, "\(result.output)")
+    #expect(
+      result.stderr.contains(
+        "cannot create the lock file \(job)/.dray/readonly.lock: cannot create the folder \(job)/.dray: Permission denied; check state.path and permissions"
+      ), "\(result.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: job + "/data"))
+  }
+}
