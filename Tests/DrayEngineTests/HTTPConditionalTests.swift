@@ -64,6 +64,8 @@ import Testing
     let step = second.steps[0]
     #expect(step.unchanged)
     #expect((step.bytes, step.wireBytes) == (0, 0))
+    // The kept table's rows, as a load reports them (the run's summary shows them).
+    #expect(step.rows == ["items": 25])
     #expect(
       step.notes == [
         "unchanged: the server answered 304 Not Modified to If-None-Match: \(requests[1]["If-None-Match"] ?? ""), "

@@ -222,8 +222,13 @@ extension StepRunner {
       var done = report
       done.attempts = attempts
       try context.databaseWrites.withLock { _ in
-        try validators.store.write { transaction in try transaction.record(checkpoint(done, status: .succeeded)) }
+        try validators.store.write { transaction in
+          // The rows the kept table holds, as a step that loads reports them.
+          done.rows = [load.table: try transaction.rowCount(ofTable: load.table)]
+          try transaction.record(checkpoint(done, status: .succeeded))
+        }
       }
+      report.rows = done.rows
       return
     }
     if let output = options.output, let folder, progress.pages > 0 {
