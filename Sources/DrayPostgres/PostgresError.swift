@@ -63,6 +63,8 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
   public var userMessage: String {
     let at = "PostgreSQL at \(url)"
     switch sqlState {
+    case "28P01" where message.contains("no password supplied"):
+      return "\(at) asks for a password and none was given: set database.password (or PGPASSWORD, PGPASSFILE, ~/.pgpass)"
     case "28P01":
       return
         "\(at) refused the password\(Self.quotedUser(in: message).map { " for user \($0)" } ?? ""): check database.password (or PGPASSWORD, PGPASSFILE, ~/.pgpass)"

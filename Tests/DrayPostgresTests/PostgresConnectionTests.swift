@@ -75,6 +75,17 @@ import Testing
     #expect(error.map { "\($0)".contains("wrong-password") } == false)
   }
 
+  @Test func noPasswordAtAllIsSaidAsSuchNotAsARefusedOne() throws {
+    var url = try server.url(database: database)
+    url.password = nil
+    let error = #expect(throws: PostgresError.self) { try PostgresConnection(url: url) }
+    #expect(error?.isTransient == false)
+    #expect(
+      error?.userMessage
+        == "PostgreSQL at postgresql://dray@127.0.0.1:\(server.port)/\(database) asks for a password and none was given: set database.password (or PGPASSWORD, PGPASSFILE, ~/.pgpass)"
+    )
+  }
+
   @Test func aMissingDatabaseSaysToCreateIt() throws {
     let error = #expect(throws: PostgresError.self) { try server.connect(database: "no_such_db") }
     #expect(error?.sqlState == "3D000")
