@@ -3,9 +3,9 @@ internal import DrayModel
 
 /// Applies a table answer (platform-api.md §3) from a file to the store, streaming.
 ///
-/// `TableAnswerScanner` reads the file in 1 MiB chunks and each value is bound straight into a
-/// prepared INSERT (`RowBinder`, the row sink), so memory stays bounded whatever the answer's
-/// size. Both shapes are read:
+/// `TableAnswerScanner` reads the file in 1 MiB chunks; each value is classified into a batch
+/// of rows (`RowBinder`, the row sink) that a second thread inserts (`InsertWriter`), so
+/// memory stays bounded whatever the answer's size. Both shapes are read:
 ///
 ///     [{"name": "output_table", "data": [[1, "apple", 0.52], ...]}, ...]            (full)
 ///     [{"name": "output_table", "insert_rows": [...], "delete_ids": [3, 7]}, ...]  (delta)
@@ -17,8 +17,8 @@ internal import DrayModel
 /// and refilled with the inserts.
 ///
 /// The parts: this file runs the passes; `TableLoader+Structure.swift` is the scanner's sink
-/// for the answer's tables and lists; `RowBinder.swift` binds each value (the per-value
-/// path); `LoadPlan` decides the passes.
+/// for the answer's tables and lists; `RowBinder.swift` takes each value (the per-value
+/// path); `InsertWriter.swift` inserts the batches; `LoadPlan` decides the passes.
 ///
 /// An insert for a row id the table already holds replaces that row. Tables the scheme does
 /// not list are skipped and reported. Values follow the rule in `docs/store.md`.
