@@ -63,7 +63,11 @@ import Testing
         sql: CREATE TABLE t(n INTEGER)
     """.write(toFile: job + "/job.yaml", atomically: false, encoding: .utf8)
     chmod(job, 0o555)
-    let result = try Command.run("/usr/sbin/runuser", ["-u", "nobody", "--", Repository.drayBinary, "run", "job.yaml"], directory: job)
+    // A copy `nobody` may run: the build folder may be closed to it (a clone in a 0700 folder).
+    let binary = folder.path + "/dray"
+    try FileManager.default.copyItem(atPath: Repository.drayBinary, toPath: binary)
+    chmod(binary, 0o755)
+    let result = try Command.run("/usr/sbin/runuser", ["-u", "nobody", "--", binary, "run", "job.yaml"], directory: job)
     #expect(result.status == 1, "\(result.output)")
     #expect(
       result.stderr.contains(
