@@ -27,8 +27,14 @@ enum StatusCommand {
           print("job \(manifest.job): no runs yet (no journal in schema \(target.schema) of \(target.url.redacted))")
           return ExitCode.success
         }
-        // The runs' processes ran on whichever machines ran them: no liveness check here.
-        print(try text(manifest, journal: journal, limit: limit ?? 10, checksProcesses: false))
+        // The runs' processes ran on whichever machines ran them: a live runner holds the
+        // job's run lock, in a session the server knows.
+        let holder = try journal.lockHolder(job: manifest.job)
+        print(
+          try text(manifest, journal: journal, limit: limit ?? 10) { run in
+            holder.map { "process \(run.processID); its runner's session: \($0)" }
+              ?? "process \(run.processID); no session holds the job's run lock, so its runner is gone; the next run marks it abandoned"
+          })
       } catch let error as PostgresError {
         DrayCommandLine.printError("dray: \(error.userMessage)")
         return ExitCode.stepFailed
@@ -46,14 +52,21 @@ enum StatusCommand {
       DrayCommandLine.printError("dray: \(error)")
       return ExitCode.stepFailed
     }
-    print(try text(manifest, journal: journal, limit: limit ?? 10))
+    print(
+      try text(manifest, journal: journal, limit: limit ?? 10) { run in
+        kill(pid_t(run.processID), 0) == 0 || errno == EPERM
+          ? "process \(run.processID)" : "process \(run.processID) is gone; the next run marks it abandoned"
+      })
     return ExitCode.success
   }
 
   /// The status report of `manifest`'s job from `journal`.
-  /// - Parameter checksProcesses: whether a `running` run's process is looked for on this
-  ///   machine (a journal on this machine's disk); false for a shared database's journal.
-  static func text(_ manifest: Manifest, journal: any RunJournal, limit: Int, checksProcesses: Bool = true) throws -> String {
+  /// - Parameter running: what is known of a `running` run's runner: its process on this
+  ///   machine (a journal on this machine's disk), or the session holding the job's run lock
+  ///   (a shared database's journal).
+  static func text(
+    _ manifest: Manifest, journal: any RunJournal, limit: Int, running: (RunRecord) -> String
+  ) throws -> String {
     let runs = try journal.runs(job: manifest.job, limit: limit)
     var lines = ["job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(journal.location))"]
     for run in runs {
@@ -64,11 +77,7 @@ enum StatusCommand {
       if run.lineage != run.id { notes.append("continues \(run.lineage)") }
       switch run.status {
       case .abandoned: notes.append("process \(run.processID) ended without recording an end")
-      case .running where !checksProcesses: notes.append("process \(run.processID)")
-      case .running:
-        notes.append(
-          kill(pid_t(run.processID), 0) == 0 || errno == EPERM
-            ? "process \(run.processID)" : "process \(run.processID) is gone; the next run marks it abandoned")
+      case .running: notes.append(running(run))
       default: break
       }
       if !notes.isEmpty { line += "; " + notes.joined(separator: "; ") }

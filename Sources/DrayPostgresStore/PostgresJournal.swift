@@ -175,6 +175,14 @@ extension PostgresJournal: RunJournal {
   /// process or session is gone) and records `run`.
   /// - Throws: `RunInProgress` when another session holds the lock (nothing written);
   ///   `PostgresRunLockError.transactionPooler`; `PostgresError`.
+  /// What the server knows of the session holding `job`'s run lock ("server process 4242,
+  /// client 10.0.0.5, connected ..."), or nil when none holds it: a run recorded as
+  /// `running` then has no live runner (`PostgresRunLock.holder`).
+  /// - Throws: `PostgresError`.
+  public func lockHolder(job: String) throws -> String? {
+    try PostgresRunLock.holder(job: job, schema: schema, on: connection)
+  }
+
   @discardableResult
   public func begin(_ run: RunRecord) throws -> [RunRecord] {
     let running = RunRecord.Status.running.rawValue

@@ -57,6 +57,35 @@ import Testing
     return scan.hits
   }
 
+  /// `dray status` of a run recorded as `running`: while its runner lives, the session that
+  /// holds the job's run lock; once that session is gone (the runner killed), that the next
+  /// run marks it abandoned, as SQLite's status says of a process that is gone.
+  @Test func statusSaysWhetherARunningRunsRunnerStillHoldsTheLock() throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/FRUITS/", "hang": true}"#])
+    let job = try Job(steps: "  - id: fruits\n    table_stream: { resource: FRUITS }\n", emulator: emulator)
+    let runner = try BackgroundDray(["run", job.manifest], logPrefix: job.folder.path + "/runner")
+    try runner.wait(for: "the call the server holds") {
+      ((try? emulator.requests()) ?? []).contains { ($0["path"] as? String)?.hasPrefix("/api/v1/rpc/FRUITS/") == true }
+    }
+    let live = try Command.dray(["status", job.manifest])
+    #expect(live.status == 0, "\(live.output)")
+    let line = try #require(live.stdout.split(separator: "\n").first { $0.contains(" running ") }, "\(live.stdout)")
+    #expect(line.contains("; process \(runner.process.processIdentifier); its runner's session: server process "), "\(line)")
+    let digits = try #require(line.split(separator: "server process ").last).prefix { $0.isNumber }
+    let backend = try #require(Int32(digits))
+
+    runner.send(SIGKILL)
+    _ = try runner.finish()
+    // The killed runner's session may outlive it until the server notices: end it now, and
+    // wait until it is gone (it may be gone already).
+    try? PostgresServer.shared().terminate(backend: backend, waitingSeconds: 20)
+    let gone = try Command.dray(["status", job.manifest])
+    #expect(
+      gone.stdout.contains(
+        "; process \(runner.process.processIdentifier); no session holds the job's run lock, so its runner is gone; the next run marks it abandoned"
+      ), "\(gone.stdout)")
+  }
+
   @Test func tablesQueryStatusPlanAndReportReadAPostgreSQLJob() throws {
     let emulator = try Emulator()
     let job = try Job(steps: "  - id: fruits\n    table_stream: { resource: FRUITS }", emulator: emulator)

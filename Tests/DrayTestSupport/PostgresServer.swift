@@ -140,9 +140,11 @@ public final class PostgresServer: @unchecked Sendable {
     "-p \(port) -k \(folder)/socket -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
   }
 
-  /// Ends the session of server process `pid` (`pg_terminate_backend`).
-  public func terminate(backend pid: Int32) throws {
-    let ended = try admin().execute("SELECT pg_terminate_backend($1::integer)", [.integer(Int64(pid))])
+  /// Ends the session of server process `pid` (`pg_terminate_backend`), waiting up to
+  /// `waitingSeconds` for it to be gone (0: not at all).
+  public func terminate(backend pid: Int32, waitingSeconds: Int = 0) throws {
+    let ended = try admin().execute(
+      "SELECT pg_terminate_backend($1::integer, $2::bigint)", [.integer(Int64(pid)), .integer(Int64(waitingSeconds * 1000))])
     guard ended.rows.first?.first?.bool == true else { throw TestSupportError("no server process \(pid)") }
   }
 
