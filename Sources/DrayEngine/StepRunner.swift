@@ -311,7 +311,9 @@ enum StepError: Error, CustomStringConvertible {
       "the answer of \(resource) is not a table answer: \(reason); the answer was discarded, so the next run downloads it again"
     case .notOneTable(let m), .notOneStatement(let m), .settingMissing(let m): m
     case .resourceNotFound(let resource, let available):
-      "resource '\(resource)' is not in the server's schema for this user; it offers: \(available.joined(separator: ", "))"
+      "resource '\(resource)' is not in the server's schema for this user"
+        + (EditDistance.closest(to: resource, among: available).map { "; did you mean '\($0)'? It offers: " } ?? "; it offers: ")
+        + available.joined(separator: ", ")
     case .tableNotLoaded(let resource, let table, let physical):
       "{{ table \"\(resource)\" \"\(table)\" }}: table \(physical) does not exist; run the step that loads \(resource) first"
     case .expectation(let m): m
