@@ -30,12 +30,10 @@ final class JobLock {
   init(path: String, startedAt: String) throws(Failure) {
     self.path = path
     do {
-      try AtomicFile.createFolders(of: path)
-    } catch LocalFileError.io(_, let detail) {
-      // Said as the cause: the open below would only say the folder is missing.
-      throw .cannotOpen(path: path, detail: detail)
+      try Folders.create(holding: path)
     } catch {
-      throw .cannotOpen(path: path, detail: "\(error)")
+      // Said as the cause: the open below would only say the folder is missing.
+      throw .cannotOpen(path: path, detail: error.description)
     }
     // Opening a device can act on it, and the holder's line would be written into it.
     if let kind = FileKind.refusal(at: path) {

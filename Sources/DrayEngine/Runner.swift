@@ -379,26 +379,13 @@ enum AtomicFile {
     if let kind = FileKind.refusal(at: path) {
       throw LocalFileError.refused("it is \(kind), not a regular file, and dray replaces only a regular file")
     }
-    try createFolders(of: path)
+    do {
+      try Folders.create(holding: path)
+    } catch {
+      throw LocalFileError.io(path: path, detail: error.description)
+    }
     let file = try OutputFile(path: path)
     try file.write(text)
     try file.commit()
-  }
-
-  /// `mkdir -p` of the folder holding `path`, with the system's reason when it fails.
-  /// - Throws: `LocalFileError.io` naming the folder that could not be created and why.
-  static func createFolders(of path: String) throws(LocalFileError) {
-    var folder = path.hasPrefix("/") ? "" : "."
-    for component in (path as NSString).deletingLastPathComponent.split(separator: "/") {
-      folder += "/" + component
-      if mkdir(folder, 0o755) == 0 { continue }
-      let error = errno
-      guard error == EEXIST else {
-        throw LocalFileError.io(path: path, detail: "cannot create the folder \(folder): \(JobFolder.lastError())")
-      }
-      guard JobFolder.isDirectory(folder) else {
-        throw LocalFileError.io(path: path, detail: "\(folder) is not a folder: \(String(cString: strerror(ENOTDIR)))")
-      }
-    }
   }
 }

@@ -198,7 +198,11 @@ public final class Journal {
   /// made meanwhile by another job sharing the database; that file is used instead.
   static func create(at path: String) throws {
     let folder = (path as NSString).deletingLastPathComponent
-    if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+    do {
+      try Folders.create(holding: path)
+    } catch {
+      throw JournalError.unavailable(path: path, detail: error.description, advice: JournalError.permissionAdvice)
+    }
     let temporary = path + ".new-\(getpid())"
     removeLeftovers(of: path)
     defer {

@@ -21,13 +21,10 @@ public final class Store {
   /// Opens or creates the database at `path`, creating its folder.
   /// - Throws: `SQLiteError`, or `StoreError.cannotCreateFolder`.
   public init(path: String) throws {
-    let folder = (path as NSString).deletingLastPathComponent
-    if !folder.isEmpty {
-      do {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-      } catch {
-        throw StoreError.cannotCreateFolder(folder)
-      }
+    do {
+      try Folders.create(holding: path)
+    } catch {
+      throw StoreError.cannotCreateFolder(error)
     }
     database = try Database(path: path)
     try database.execute(
@@ -367,15 +364,15 @@ extension Store: Sendable {}
 
 /// Problems with what the store is asked to hold.
 public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
-  case cannotCreateFolder(String)
+  case cannotCreateFolder(FolderError)
   case badScheme(resource: String, reason: String)
   case unknownResource(String)
   case nameClash(name: String, resource: String, table: String, otherResource: String, otherTable: String, otherParams: String)
 
   public var description: String {
     switch self {
-    case .cannotCreateFolder(let folder):
-      "cannot create folder '\(folder)' for the database; check the path and permissions"
+    case .cannotCreateFolder(let error):
+      "\(error), for the database; check the path and permissions"
     case .badScheme(let resource, let reason):
       "resource '\(resource)': \(reason); nothing was created"
     case .unknownResource(let resource):

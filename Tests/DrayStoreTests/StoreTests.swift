@@ -232,3 +232,19 @@ extension SQLValue {
     #expect(name.utf8.count == 62)
   }
 }
+
+/// `Folders.create(holding:)`, the one `mkdir -p` of the database, the journal, the lock and
+/// the files a run writes: a failure names the folder it met and the system's reason.
+@Suite struct FoldersTests {
+  @Test func missingFoldersAreCreatedAndOneInTheWayIsNamed() throws {
+    let folder = TemporaryDirectory()
+    try Folders.create(holding: folder.path + "/a/b/c.sqlite")
+    var info = stat()
+    #expect(stat(folder.path + "/a/b", &info) == 0 && info.st_mode & S_IFMT == S_IFDIR)
+    try folder.write("file", "")
+    let error = #expect(throws: FolderError.self) { try Folders.create(holding: folder.path + "/file/x/db.sqlite") }
+    #expect(error?.description == "\(folder.path)/file is not a folder: Not a directory")
+    let store = #expect(throws: StoreError.self) { try Store(path: folder.path + "/file/db.sqlite") }
+    #expect(store?.description == "\(folder.path)/file is not a folder: Not a directory, for the database; check the path and permissions")
+  }
+}
