@@ -75,30 +75,6 @@ import Testing
     #expect(try target.rows("SELECT count(*) FROM _dray_checkpoints WHERE status = 'succeeded'") == [["0"]])
   }
 
-  /// An answer without a table the scheme declares (`[]`) loads nothing, on both databases:
-  /// the table keeps its rows and its bookkeeping.
-  @Test(arguments: TargetDatabase.Kind.allCases)
-  func anAnswerWithoutTheDeclaredTableLoadsNothing(kind: TargetDatabase.Kind) throws {
-    let folder = TemporaryDirectory()
-    let target = try TargetDatabase(kind, folder: folder.path)
-    let manifest =
-      header("no-tables", target) + "steps:\n  - id: schemes\n    schemes: {}\n  - id: fruits\n    table_stream: { resource: FRUITS }\n"
-    let (job, first) = try runJob(folder, manifest)
-    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
-    let before = try target.rows("SELECT content_version, loaded_at, row_count FROM _dray_tables WHERE resource = 'FRUITS'")
-    let fault = try JSONSerialization.data(withJSONObject: [["path": "/api/v1/rpc/FRUITS/", "body": "[]"]])
-    try emulator.admin("POST", "faults", json: String(decoding: fault, as: UTF8.self))
-    let report = Runner(manifest: job, options: RunFlags(fresh: true), console: Console(level: .quiet), cancellation: Cancellation()).run()
-    let fruits = try #require(report.steps.first { $0.id == "fruits" })
-    #expect(fruits.status == .failed)
-    #expect(
-      fruits.errorMessage?.hasPrefix(
-        "resource FRUITS, table output_table: the answer holds no table 'output_table', which the scheme declares (it holds no table of the scheme); nothing was loaded"
-      ) == true, "\(fruits.errorMessage ?? "")")
-    #expect(try target.rows(#"SELECT count(*) FROM "FRUITS__output_table""#) == [["5"]])
-    #expect(try target.rows("SELECT content_version, loaded_at, row_count FROM _dray_tables WHERE resource = 'FRUITS'") == before)
-  }
-
   /// The store seam's writes into existing tables (`http` loads) do the same on both
   /// databases: records staged elsewhere are copied in, appended in staging order, and
   /// merged by key (the last staged version wins; a deleted mark deletes); a table holding
