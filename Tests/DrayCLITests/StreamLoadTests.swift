@@ -28,6 +28,19 @@ import Testing
   }
 
   /// The X-Range of each request the emulator received for COUNTRIES' table data.
+  /// A job, and beside it a clean run of the same job (same emulator, uncompressed answers)
+  /// whose database the faulted run must equal; `faults` are set for the next runs.
+  static func besideACleanRun(faults: String) throws -> (job: ResumeJob, clean: ResumeJob) {
+    let job = try ResumeJob()
+    let clean = ResumeJob(sharing: job)
+    try identity(job)
+    try identity(clean)
+    #expect(try clean.run().status == 0)
+    _ = try job.emulator.admin("POST", "reset")
+    _ = try job.emulator.admin("POST", "faults", json: faults)
+    return (job, clean)
+  }
+
   static func ranges(_ job: ResumeJob) throws -> [String?] {
     try job.rpcRequests("COUNTRIES").map { ($0["headers"] as? [String: String])?["X-Range"] }
   }
@@ -53,13 +66,8 @@ import Testing
   }
 
   @Test func anAnswerCutMidwayIsResumedAndLoadsExactlyTheRowsOfACleanRun() throws {
-    let job = try ResumeJob()
-    let clean = ResumeJob(sharing: job)
-    try StreamLoadTests.identity(job)
-    try StreamLoadTests.identity(clean)
-    #expect(try clean.run().status == 0)
-    _ = try job.emulator.admin("POST", "reset")
-    _ = try job.emulator.admin("POST", "faults", json: #"[{"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "close_after": 9000}]"#)
+    let (job, clean) = try StreamLoadTests.besideACleanRun(
+      faults: #"[{"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "close_after": 9000}]"#)
 
     let run = try job.run()
     #expect(run.status == 0, "\(run.output)")
@@ -70,15 +78,8 @@ import Testing
   /// A server that ignores the range sends the whole answer again: what was read of the first
   /// one is dropped, and the answer loads from its start once finished.
   @Test func anAnswerSentAgainFromItsStartLoadsOnceFinishedWithExactlyTheRowsOfACleanRun() throws {
-    let job = try ResumeJob()
-    let clean = ResumeJob(sharing: job)
-    try StreamLoadTests.identity(job)
-    try StreamLoadTests.identity(clean)
-    #expect(try clean.run().status == 0)
-    _ = try job.emulator.admin("POST", "reset")
-    _ = try job.emulator.admin(
-      "POST", "faults",
-      json:
+    let (job, clean) = try StreamLoadTests.besideACleanRun(
+      faults:
         #"[{"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "close_after": 9000}, {"path": "/api/v1/rpc/COUNTRIES/", "times": 1, "ignore_range": true}]"#
     )
 
