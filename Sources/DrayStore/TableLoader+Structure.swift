@@ -122,8 +122,9 @@ extension LoadSession: TableAnswerSink {
       let shown = if case .number(let text) = token { String(decoding: text, as: UTF8.self) } else { "a non-number" }
       throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
     }
+    // The writer is idle: `beginList` drained it before this list of ids, and no row is
+    // handed over while one is read.
     guard let name = current.name, let binding = bindings[name], let delete = binding.deleteByID else { return }
-    try drain()
     let bound = sqlite3_bind_int64(delete.handle, 1, id)
     guard bound == SQLITE_OK else { throw binding.stepFailed(bound) }
     let rc = sqlite3_step(delete.handle)
