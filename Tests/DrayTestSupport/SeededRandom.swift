@@ -11,11 +11,15 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     state = seed
   }
 
-  /// A seed from `$name` when set (decimal), otherwise a fresh one.
-  public static func seed(fromEnvironment name: String) -> UInt64 {
+  /// A seed from `$name` when set (decimal), otherwise `fallback`, or a fresh one without it.
+  public static func seed(fromEnvironment name: String, fallback: UInt64? = nil) -> UInt64 {
     if let text = ProcessInfo.processInfo.environment[name], let seed = UInt64(text) { return seed }
-    return UInt64.random(in: 1...UInt64(UInt32.max))
+    return fallback ?? UInt64.random(in: 1...UInt64(UInt32.max))
   }
+
+  /// A number in `0..<bound` (with a bias below 2^-40 for small bounds): cheaper than
+  /// `Int.random(in:using:)`, whose generic path dominates a debug build's loops.
+  public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 
   public mutating func next() -> UInt64 {
     state &+= 0x9E37_79B9_7F4A_7C15

@@ -1,0 +1,359 @@
+import DrayJSON
+import DrayModel
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// The table answer scanner checked against a well-kept parser: every answer, valid or not,
+/// read by the scanner (whole and in random pieces) and by yajl's generic parser
+/// (`JSONEvents`, into a `JSONValue`) must give the same events, or be refused by both.
+///
+/// The cases come from `SeededRandom` (seed `DRAY_SCANNER_DIFF_SEED`, a fixed one by default);
+/// a failure names the seed, the case and the bytes around it.
+@Suite struct TableAnswerScannerDifferentialTests {
+  static let seed = SeededRandom.seed(fromEnvironment: "DRAY_SCANNER_DIFF_SEED", fallback: 2026_12_01)
+
+  // MARK: What the sinks see
+
+  /// A value as a sink sees it: its kind and exact bytes.
+  enum Token: Equatable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case number([UInt8])
+    case string([UInt8])
+    case nested([UInt8])
+
+    init(_ token: JSONToken) {
+      switch token {
+      case .null: self = .null
+      case .bool(let flag): self = .bool(flag)
+      case .number(let text): self = .number(Array(text))
+      case .string(let text): self = .string(Array(text))
+      case .nested(let text): self = .nested(Array(text))
+      }
+    }
+
+    /// A value of a tree, as the scanner promises to hand it over: numbers as written,
+    /// strings as their UTF-8, arrays and objects as compact JSON text (key order kept, strings
+    /// written by `JSONValue.writeString`, numbers as written).
+    init(_ value: JSONValue) {
+      switch value {
+      case .null: self = .null
+      case .bool(let flag): self = .bool(flag)
+      case .integer(let integer): self = .number(Array(String(integer).utf8))
+      case .number(let text): self = .number(Array(text.utf8))
+      case .string(let text): self = .string(Array(text.utf8))
+      case .array, .object: self = .nested(Array(value.json.utf8))
+      }
+    }
+
+    /// With numbers as yajl's generic parser gives them (an integer that fits in Int64 as
+    /// that integer, so `-0` as `0`), inside nested values too: what a reading through
+    /// `JSONEvents` can be compared with.
+    var normalized: Token {
+      switch self {
+      case .number(let text):
+        guard let integer = Int64(String(decoding: text, as: UTF8.self)) else { return self }
+        return .number(Array(String(integer).utf8))
+      case .nested(let text):
+        guard let value = try? JSONValue(parsing: text) else { return self }
+        return .nested(Array(value.json.utf8))
+      default:
+        return self
+      }
+    }
+
+    var description: String {
+      switch self {
+      case .null: "null"
+      case .bool(let flag): "\(flag)"
+      case .number(let text): "n:" + Self.show(text)
+      case .string(let text): "s:" + Self.show(text)
+      case .nested(let text): "j:" + Self.show(text)
+      }
+    }
+
+    /// Bytes as text, quoted, or in hex when they are not UTF-8; long ones shortened.
+    static func show(_ bytes: [UInt8]) -> String {
+      let shown = bytes.count > 120 ? Array(bytes.prefix(120)) : bytes
+      let more = bytes.count > 120 ? "…(\(bytes.count) bytes)" : ""
+      guard let text = String(validating: shown, as: UTF8.self) else {
+        return "<" + shown.map { String($0, radix: 16) }.joined(separator: " ") + ">" + more
+      }
+      return JSONValue.quoted(text) + more
+    }
+  }
+
+  /// What a sink is told.
+  enum Event: Equatable, CustomStringConvertible {
+    case table
+    case name([UInt8])
+    case list(String)
+    case value(row: Int, column: Int, Token)
+    case endRow(row: Int, values: Int)
+    case id(item: Int, Token)
+    case endList(String, items: Int)
+    case endTable
+
+    var normalized: Event {
+      switch self {
+      case .value(let row, let column, let token): .value(row: row, column: column, token.normalized)
+      case .id(let item, let token): .id(item: item, token.normalized)
+      default: self
+      }
+    }
+
+    var description: String {
+      switch self {
+      case .table: "table"
+      case .name(let name): "name " + Token.show(name)
+      case .list(let key): "list \(key)"
+      case .value(let row, let column, let token): "\(row).\(column) \(token)"
+      case .endRow(let row, let values): "end row \(row) \(values)"
+      case .id(let item, let token): "id \(item) \(token)"
+      case .endList(let key, let items): "end \(key) \(items)"
+      case .endTable: "end table"
+      }
+    }
+  }
+
+  /// Writes down every event, reading every list.
+  final class Recorder: TableAnswerSink, TableAnswerRowSink {
+    var events: [Event] = []
+
+    func beginTable() { events.append(.table) }
+    func tableName(_ name: String) { events.append(.name(Array(name.utf8))) }
+    func endTable() { events.append(.endTable) }
+    func beginList(_ key: TableAnswerKey) -> TableAnswerList {
+      events.append(.list(key.name))
+      return key == .deleteIDs ? .ids : .rows(self)
+    }
+    func endList(_ key: TableAnswerKey, items: Int) { events.append(.endList(key.name, items: items)) }
+    func deleteID(_ token: JSONToken, item: Int) { events.append(.id(item: item, Token(token))) }
+    func value(_ token: JSONToken, row: Int, column: Int) { events.append(.value(row: row, column: column, Token(token))) }
+    func endRow(_ row: Int, values: Int) { events.append(.endRow(row: row, values: values)) }
+  }
+
+  enum Outcome {
+    case accepted([Event])
+    case refused(any Error)
+  }
+
+  /// The scanner's reading of `bytes` fed in `pieces` (ranges covering them in order).
+  static func scan(_ bytes: [UInt8], pieces: [Range<Int>]) -> Outcome {
+    let recorder = Recorder()
+    let scanner = TableAnswerScanner(sink: recorder)
+    do {
+      try bytes.withUnsafeBytes { all in
+        for piece in pieces { try scanner.feed(UnsafeRawBufferPointer(rebasing: all[piece])) }
+      }
+      try scanner.finish()
+      return .accepted(recorder.events)
+    } catch {
+      return .refused(error)
+    }
+  }
+
+  // MARK: The reference reading
+
+  /// Builds the `JSONValue` yajl's generic parser reads.
+  final class Tree: JSONEventHandler {
+    final class Container {
+      let isArray: Bool
+      var items: [JSONValue] = []
+      var pairs: [(key: String, value: JSONValue)] = []
+      var key = ""
+      init(isArray: Bool) { self.isArray = isArray }
+    }
+
+    var open: [Container] = []
+    var root: JSONValue?
+
+    func scalar(_ value: JSONValue) -> Bool {
+      guard let container = open.last else {
+        root = value
+        return true
+      }
+      if container.isArray { container.items.append(value) } else { container.pairs.append((container.key, value)) }
+      return true
+    }
+
+    func start(isArray: Bool) -> Bool {
+      open.append(Container(isArray: isArray))
+      return true
+    }
+
+    func key(_ key: String) -> Bool {
+      open.last?.key = key
+      return true
+    }
+
+    func end() -> Bool {
+      let container = open.removeLast()
+      return scalar(container.isArray ? .array(container.items) : .object(container.pairs))
+    }
+  }
+
+  /// The events of `bytes` read by yajl's generic parser (comments refused, as in a table
+  /// answer); nil when yajl refuses the bytes or the answer's shape is wrong.
+  static func reference(_ bytes: [UInt8]) -> [Event]? {
+    let tree = Tree()
+    do {
+      try JSONEvents.parse(Data(bytes), into: tree)
+    } catch {
+      return nil
+    }
+    return tree.root.flatMap(events(of:))
+  }
+
+  /// The events of a table answer (platform-api.md §3) held as a tree; nil when its shape is
+  /// not an answer's, as the scanner documents it: a list of objects, each with one string
+  /// `name`; `data` and `insert_rows` lists of rows, each row a list; `delete_ids` a list of
+  /// numbers or strings; every other key read past, whatever it holds.
+  static func events(of answer: JSONValue) -> [Event]? {
+    guard case .array(let tables) = answer else { return nil }
+    var events: [Event] = []
+    for table in tables {
+      guard case .object(let pairs) = table else { return nil }
+      events.append(.table)
+      var named = false
+      for (key, value) in pairs {
+        switch (key, value) {
+        case ("name", .string(let name)) where !named:
+          named = true
+          events.append(.name(Array(name.utf8)))
+        case ("delete_ids", .array(let ids)):
+          events.append(.list(key))
+          for (index, id) in ids.enumerated() {
+            switch id {
+            case .integer, .number, .string: events.append(.id(item: index + 1, Token(id)))
+            default: return nil
+            }
+          }
+          events.append(.endList(key, items: ids.count))
+        case ("data", .array(let rows)), ("insert_rows", .array(let rows)):
+          events.append(.list(key))
+          for (index, row) in rows.enumerated() {
+            guard case .array(let values) = row else { return nil }
+            for (column, value) in values.enumerated() { events.append(.value(row: index + 1, column: column, Token(value))) }
+            events.append(.endRow(row: index + 1, values: values.count))
+          }
+          events.append(.endList(key, items: rows.count))
+        case ("name", _), ("data", _), ("insert_rows", _), ("delete_ids", _):
+          return nil
+        default:
+          break
+        }
+      }
+      guard named else { return nil }
+      events.append(.endTable)
+    }
+    return events
+  }
+
+  // MARK: Checking
+
+  /// Collects failures, keeping the first few.
+  struct Failures {
+    var found: [String] = []
+    var full: Bool { found.count >= 5 }
+    mutating func add(_ failure: String?, _ place: @autoclosure () -> String) {
+      if let failure, !full { found.append(place() + ": " + failure) }
+    }
+  }
+
+  /// What is wrong with the scanner's reading of `bytes` fed in `pieces`, against `expected`
+  /// (nil: the bytes are to be refused); nil when nothing is. `normalize` compares numbers as
+  /// the reference reading has them.
+  static func problem(_ bytes: [UInt8], pieces: [Range<Int>], expected: [Event]?, normalize: Bool) -> String? {
+    switch (scan(bytes, pieces: pieces), expected) {
+    case (.refused(let error), nil): return problem(with: error)
+    case (.refused(let error), _?): return "refused what the reference accepts: \(error)"
+    case (.accepted, nil): return "accepted what the reference refuses"
+    case (.accepted(let found), let expected?): return difference(normalize ? found.map(\.normalized) : found, expected)
+    }
+  }
+
+  /// What is wrong with a refusal: every error must be a `TableAnswerError` whose description
+  /// is not empty and names no Swift type.
+  static func problem(with error: any Error) -> String? {
+    guard let error = error as? TableAnswerError else { return "refused with \(type(of: error)): \(error)" }
+    let text = error.description
+    let typeNames = ["Swift.", "Optional(", "DrayJSON", "DrayModel", "TableAnswer", "JSONToken", "Failure", "Unsafe", "Error("]
+    if text.isEmpty || typeNames.contains(where: text.contains) { return "refused with the description '\(text)'" }
+    return nil
+  }
+
+  /// The first difference of two event lists; nil when they are equal.
+  static func difference(_ found: [Event], _ expected: [Event]) -> String? {
+    guard found != expected else { return nil }
+    let index = zip(found, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(found.count, expected.count)
+    func at(_ events: [Event]) -> String { index < events.count ? events[index].description : "nothing" }
+    return "event \(index): scanner \(at(found)), reference \(at(expected)) (\(found.count) and \(expected.count) events)"
+  }
+
+  /// `bytes` for a failure message, shortened.
+  static func show(_ bytes: [UInt8]) -> String { Token.show(bytes) }
+
+  /// Whole, in random pieces, and byte by byte when short (a cut inside every token).
+  static func cuts(_ count: Int, using random: inout SeededRandom) -> [[Range<Int>]] {
+    var cuts = [[0..<count], RandomJSONText.pieces(of: count, using: &random)]
+    if count <= 2048 { cuts.append((0..<count).map { $0..<($0 + 1) }) }
+    return cuts
+  }
+
+  /// Whether yajl reads strings of `bytes` in a way JSON does not allow, which the scanner is
+  /// meant to refuse: UTF-8 that RFC 3629 forbids (overlong forms, UTF-16 surrogates, bytes
+  /// past U+10FFFF), or a `\u` escape of a UTF-16 surrogate outside a pair (RFC 8259 §8.2).
+  static func readLeniently(_ bytes: [UInt8]) -> Bool {
+    String(validating: bytes, as: UTF8.self) == nil || hasUnpairedSurrogateEscape(bytes)
+  }
+
+  /// Whether a `\uD800`-`\uDFFF` escape in `bytes` is not a high one followed by a low one.
+  static func hasUnpairedSurrogateEscape(_ bytes: [UInt8]) -> Bool {
+    func unit(at index: Int) -> UInt16? {
+      guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+      return UInt16(String(decoding: bytes[(index + 2)..<(index + 6)], as: UTF8.self), radix: 16)
+    }
+    var index = 0
+    while index < bytes.count {
+      guard bytes[index] == UInt8(ascii: "\\") else {
+        index += 1
+        continue
+      }
+      guard let first = unit(at: index) else {
+        index += 2
+        continue
+      }
+      switch first {
+      case 0xD800...0xDBFF:
+        guard let second = unit(at: index + 6), (0xDC00...0xDFFF).contains(second) else { return true }
+        index += 12
+      case 0xDC00...0xDFFF: return true
+      default: index += 6
+      }
+    }
+    return false
+  }
+
+  // MARK: Valid answers
+
+  @Test func generatedAnswersGiveTheReferenceEventsWholeAndInPieces() {
+    var random = SeededRandom(seed: Self.seed)
+    var failures = Failures()
+    for index in 0..<3000 where !failures.full {
+      let answer = RandomJSON.tableAnswer(using: &random)
+      let layout = RandomJSONText.Layout.allCases.randomElement(using: &random)!
+      let bytes = RandomJSONText.write(answer, layout: layout, using: &random)
+      let place = "seed \(Self.seed), answer \(index) (\(layout)) \(Self.show(bytes))"
+      // The generator's tree has every number as written; yajl's reading has them as Int64
+      // where they fit.
+      let exact = Self.events(of: answer)!
+      failures.add(Self.difference(Self.reference(bytes) ?? [], exact.map(\.normalized)), "yajl against the generator, " + place)
+      for pieces in Self.cuts(bytes.count, using: &random) {
+        failures.add(Self.problem(bytes, pieces: pieces, expected: exact, normalize: false), place + " in \(pieces.count) pieces")
+      }
+    }
+    #expect(failures.found.isEmpty, "\(failures.found.joined(separator: "\n"))")
+  }
+}
