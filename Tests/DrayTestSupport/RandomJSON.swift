@@ -12,20 +12,20 @@ public enum RandomJSON {
   /// and `delete_ids`, and unknown keys holding any JSON, its keys in random order; each list
   /// holds up to `rows` rows (or ids) of 0-6 values.
   public static func tableAnswer(rows: Int = 8, using random: inout SeededRandom) -> JSONValue {
-    .array((0..<Int.random(in: 1...3, using: &random)).map { _ in table(rows: rows, using: &random) })
+    .array((0..<random.int(in: 1...3)).map { _ in table(rows: rows, using: &random) })
   }
 
   /// A table object: `name` once, and random lists and unknown keys around it.
   public static func table(rows: Int, using random: inout SeededRandom) -> JSONValue {
     var pairs: [(key: String, value: JSONValue)] = [("name", .string(string(using: &random)))]
-    for key in ["data", "insert_rows"] where Bool.random(using: &random) {
-      pairs.append((key, .array((0..<Int.random(in: 0...rows, using: &random)).map { _ in row(using: &random) })))
+    for key in ["data", "insert_rows"] where (random.below(2) == 0) {
+      pairs.append((key, .array((0..<random.int(in: 0...rows)).map { _ in row(using: &random) })))
     }
-    if Bool.random(using: &random) {
-      pairs.append(("delete_ids", .array((0..<Int.random(in: 0...rows, using: &random)).map { _ in id(using: &random) })))
+    if (random.below(2) == 0) {
+      pairs.append(("delete_ids", .array((0..<random.int(in: 0...rows)).map { _ in id(using: &random) })))
     }
-    for _ in 0..<Int.random(in: 0...2, using: &random) {
-      pairs.append((unknownKey(using: &random), value(depth: Int.random(in: 0...3, using: &random), using: &random)))
+    for _ in 0..<random.int(in: 0...2) {
+      pairs.append((unknownKey(using: &random), value(depth: random.int(in: 0...3), using: &random)))
     }
     pairs.shuffle(using: &random)
     return .object(pairs)
@@ -33,26 +33,26 @@ public enum RandomJSON {
 
   /// A row: 0-6 values of any kind, nested ones 1-6 levels deep.
   public static func row(using random: inout SeededRandom) -> JSONValue {
-    .array((0..<Int.random(in: 0...6, using: &random)).map { _ in value(depth: Int.random(in: 1...6, using: &random), using: &random) })
+    .array((0..<random.int(in: 0...6)).map { _ in value(depth: random.int(in: 1...6), using: &random) })
   }
 
   /// A row id of `delete_ids`: mostly an integer, sometimes a string.
   public static func id(using random: inout SeededRandom) -> JSONValue {
-    Int.random(in: 0..<8, using: &random) == 0 ? .string(string(using: &random)) : .number(integer(using: &random))
+    random.below(8) == 0 ? .string(string(using: &random)) : .number(integer(using: &random))
   }
 
   /// A key that is none of the table object's (`version`, `"n\"ame"`, `""`, random text).
   public static func unknownKey(using random: inout SeededRandom) -> String {
     let key =
-      Bool.random(using: &random)
-      ? ["version", "Name", "data ", "n\"ame", "", "rows"].randomElement(using: &random)! : string(using: &random)
+      (random.below(2) == 0)
+      ? random.element(of: ["version", "Name", "data ", "n\"ame", "", "rows"]) : string(using: &random)
     return ["name", "data", "insert_rows", "delete_ids"].contains(key) ? key + "_" : key
   }
 
   /// Any JSON value; arrays and objects (empty ones too) only while `depth` is above 0, one of
   /// their items then `depth - 1` levels deep, so that a value of depth 6 nests 6 levels.
   public static func value(depth: Int, using random: inout SeededRandom) -> JSONValue {
-    switch Int.random(in: 0..<20, using: &random) {
+    switch random.below(20) {
     case 0..<5: return .number(number(using: &random))
     case 5..<11: return .string(string(using: &random))
     case 11..<13: return .null
@@ -60,11 +60,11 @@ public enum RandomJSON {
     case 14: return .bool(false)
     default:
       guard depth > 0 else { return .null }
-      var items = (0..<Int.random(in: 0...4, using: &random)).map { _ in
-        value(depth: Int.random(in: 0..<depth, using: &random), using: &random)
+      var items = (0..<random.below(3)).map { _ in
+        value(depth: random.below(depth), using: &random)
       }
-      if depth > 1 { items.insert(nested(depth: depth - 1, using: &random), at: Int.random(in: 0...items.count, using: &random)) }
-      if Bool.random(using: &random) { return .array(items) }
+      if depth > 1 { items.insert(nested(depth: depth - 1, using: &random), at: random.int(in: 0...items.count)) }
+      if (random.below(2) == 0) { return .array(items) }
       return .object(items.map { (string(using: &random), $0) })
     }
   }
@@ -96,30 +96,30 @@ public enum RandomJSON {
   /// A JSON number's text: a special one, or random digits with a fraction and an exponent
   /// now and then.
   public static func number(using random: inout SeededRandom) -> String {
-    if Int.random(in: 0..<3, using: &random) == 0 { return specialNumbers.randomElement(using: &random)! }
+    if random.below(3) == 0 { return random.element(of: specialNumbers) }
     var text = integer(using: &random)
-    if Bool.random(using: &random) { text += "." + digits(Int.random(in: 1...10, using: &random), using: &random) }
-    if Int.random(in: 0..<3, using: &random) == 0 {
-      text += ["e", "E"].randomElement(using: &random)! + ["", "+", "-"].randomElement(using: &random)!
-      text += digits(Int.random(in: 1...3, using: &random), using: &random)
+    if (random.below(2) == 0) { text += "." + digits(random.int(in: 1...10), using: &random) }
+    if random.below(3) == 0 {
+      text += random.element(of: ["e", "E"]) + random.element(of: ["", "+", "-"])
+      text += digits(random.int(in: 1...3), using: &random)
     }
     return text
   }
 
   /// An integer's text, 1-20 digits, without leading zeros, negative now and then.
   public static func integer(using random: inout SeededRandom) -> String {
-    let count = Int.random(in: 0..<4, using: &random) == 0 ? Int.random(in: 1...20, using: &random) : Int.random(in: 1...4, using: &random)
-    var text = String(Int.random(in: (count == 1 ? 0 : 1)...9, using: &random)) + digits(count - 1, using: &random)
-    if Int.random(in: 0..<4, using: &random) == 0 { text = "-" + text }
+    let count = random.below(4) == 0 ? random.int(in: 1...20) : random.int(in: 1...4)
+    var text = String(random.int(in: (count == 1 ? 0 : 1)...9)) + digits(count - 1, using: &random)
+    if random.below(4) == 0 { text = "-" + text }
     return text
   }
 
   static func digits(_ count: Int, using random: inout SeededRandom) -> String {
-    String((0..<count).map { _ in Character(String(Int.random(in: 0...9, using: &random))) })
+    String((0..<count).map { _ in Character(String(random.int(in: 0...9))) })
   }
 
   /// A string: empty (1 in 10), short (1-12 characters), a few hundred characters (1 in
-  /// 20), or long (10,000-100,000 characters, 1 in 5,000), of ASCII, characters JSON must
+  /// 20), or long (1,000-40,000 characters, up to about 100 KB written; 1 in 5,000), of ASCII, characters JSON must
   /// escape (`"`, `\`, controls), `/`, and 2-, 3- and 4-byte UTF-8 characters.
   public static func string(using random: inout SeededRandom) -> String {
     let length =
@@ -127,7 +127,7 @@ public enum RandomJSON {
       case 0..<1000: 0
       case 1000..<9498: 1 + random.below(12)
       case 9498..<9998: 13 + random.below(288)
-      default: 10_000 + random.below(90_001)
+      default: 1_000 + random.below(39_001)
       }
     var scalars = String.UnicodeScalarView()
     // A long string repeats a random part of up to 1,000 characters.
@@ -165,17 +165,17 @@ public enum RandomJSON {
     func twoDigits(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
     let data: [JSONValue] = (1...max(1, rows)).map { i in
       // Python's repr of a float rounded to 4 decimals: at least one decimal, no trailing zeros.
-      var fraction = String(Int.random(in: 0...9999, using: &random))
+      var fraction = String(random.int(in: 0...9999))
       fraction = String(repeating: "0", count: 4 - fraction.count) + fraction
       while fraction.hasSuffix("0") { fraction.removeLast() }
-      let amount = "\(Int.random(in: -999_999...999_999, using: &random)).\(fraction.isEmpty ? "0" : fraction)"
+      let amount = "\(random.int(in: -999_999...999_999)).\(fraction.isEmpty ? "0" : fraction)"
       let code = String(i)
       return .array([
         .number(String(i)),
         .string("C" + String(repeating: "0", count: max(0, 7 - code.count)) + code),
         .string("\(words[i % words.count]) \(words[(i * 7) % words.count])"),
         .number(amount),
-        .number(String(Int.random(in: 0...100_000, using: &random))),
+        .number(String(random.int(in: 0...100_000))),
         .number(String(i % 2)),
         .string("20\(twoDigits(i % 30))-\(twoDigits(1 + i % 12))-\(twoDigits(1 + i % 28))"),
         i % 5 == 0 ? .null : .string("note \"\(i)\" with, comma"),

@@ -92,7 +92,7 @@ public enum RandomJSONText {
       switch layout {
       case .compact: break
       case .spaced:
-        for _ in 0..<Int.random(in: 0...3, using: &random) { out.append([0x20, 0x09, 0x0D, 0x0A].randomElement(using: &random)!) }
+        for _ in 0..<random.int(in: 0...3) { out.append(random.element(of: [0x20, 0x09, 0x0D, 0x0A])) }
       case .pretty:
         if line { out += [0x0A] + [UInt8](repeating: 0x20, count: 2 * level) }
       }
@@ -163,7 +163,7 @@ public enum RandomJSONText {
       var literal: [UInt8] = [0x22]
       var injected: (at: Int, bytes: [UInt8])?
       if case .inString(let n, let bytes) = fault, n == strings {
-        injected = (Int.random(in: 0...text.unicodeScalars.count, using: &random), bytes)
+        injected = (random.int(in: 0...text.unicodeScalars.count), bytes)
       }
       strings += 1
       for (index, scalar) in text.unicodeScalars.enumerated() {
@@ -211,6 +211,85 @@ public enum RandomJSONText {
 }
 
 extension RandomJSONText {
+  /// How many places of each kind the text of a value has, for a fault's `n`.
+  struct Places {
+    var strings = 0
+    var containers = 0
+    var commas = 0
+    var colons = 0
+    var numbers = 0
+    var literals = 0
+    var tokens = 0
+
+    init(_ value: JSONValue) { add(value) }
+
+    mutating func add(_ value: JSONValue) {
+      tokens += 1
+      switch value {
+      case .null, .bool: literals += 1
+      case .integer, .number: numbers += 1
+      case .string: strings += 1
+      case .array(let items):
+        containers += 1
+        commas += max(0, items.count - 1)
+        tokens += 1 + max(0, items.count - 1)
+        for item in items { add(item) }
+      case .object(let pairs):
+        containers += 1
+        commas += max(0, pairs.count - 1)
+        colons += pairs.count
+        strings += pairs.count
+        tokens += 1 + max(0, pairs.count - 1) + 2 * pairs.count
+        for pair in pairs { add(pair.value) }
+      }
+    }
+  }
+
+  /// Numbers JSON does not allow (RFC 8259 §6), some of which servers write.
+  public static let badNumbers = [
+    "01", "-01", "00", "1.", "-1.", ".5", "-.5", "+1", "1e", "1E+", "1e-", "-", "--1", "NaN", "Infinity", "-Infinity",
+    "nan", "inf", "0x10", "1.5.2", "1e5.5", "1_000", "- 1", "1ee2", "١",
+  ]
+
+  /// Misspelt literals.
+  public static let badLiterals = ["tru", "nul", "fals", "True", "NULL", "nulll", "truee", "t", "n", "undefined", "None"]
+
+  /// Bytes that make a string literal invalid where they stand (or, for the last ones, that
+  /// yajl reads leniently): UTF-8 no reader may accept, UTF-8 yajl lets through (overlong
+  /// forms, encoded UTF-16 surrogates, code points past U+10FFFF), raw control characters,
+  /// bad escapes, `\u` escapes of UTF-16 surrogates outside a pair, and `\u0000`, which is
+  /// valid.
+  public static let badInString: [[UInt8]] =
+    [
+      [0xF8, 0x88, 0x80, 0x80, 0x80], [0xFC, 0x84, 0x80, 0x80, 0x80, 0x80], [0xFE], [0xFF], [0x80], [0xBF], [0xC3],
+      [0xE2, 0x82], [0xF0, 0x9F, 0x98], [0xC3, 0x28], [0xE2, 0x28, 0xA1],
+      [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xF0, 0x80, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xED, 0xBF, 0xBF],
+      [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xF7, 0xBF, 0xBF, 0xBF],
+    ] + (0...0x1F).map { [UInt8($0)] }
+    + [
+      "\\x", "\\u12G4", "\\u", "\\u1", "\\u12", "\\u123", "\\U00e9", "\\a", "\\0", "\\'", "\\ ", "\\",
+      "\\ud800", "\\udc00", "\\uDBFF\\u0041", "\\ud83d", "\\u0000",
+    ].map { Array($0.utf8) }
+
+  /// Comments (JSON has none) and text after the value.
+  public static let badBetween = ["/* c */", "// c\n", "#", ",", ":", "[", "]", "{", "}", "\"x\"", "1", "null"]
+
+  /// A random fault for the text of `value`, at one of its places.
+  public static func randomFault(in value: JSONValue, using random: inout SeededRandom) -> Fault {
+    let places = Places(value)
+    func at(_ count: Int) -> Int { random.below(max(1, count)) }
+    switch random.below(8) {
+    case 0: return .inString(n: at(places.strings), bytes: random.element(of: badInString))
+    case 1: return .trailingComma(n: at(places.containers))
+    case 2: return .missingComma(n: at(places.commas))
+    case 3: return .missingColon(n: at(places.colons))
+    case 4: return .number(n: at(places.numbers), text: random.element(of: badNumbers))
+    case 5: return .literal(n: at(places.literals), text: random.element(of: badLiterals))
+    case 6: return .between(n: at(places.tokens), text: random.element(of: badBetween))
+    default: return .after(text: random.element(of: badBetween))
+    }
+  }
+
   /// `count` bytes cut into random pieces of 1 byte to 64 KiB, most of them small (1-8 bytes),
   /// so that pieces end inside every kind of token: the ranges, in order, covering `0..<count`.
   public static func pieces(of count: Int, using random: inout SeededRandom) -> [Range<Int>] {
@@ -218,11 +297,11 @@ extension RandomJSONText {
     var start = 0
     while start < count {
       let size =
-        switch Int.random(in: 0..<10, using: &random) {
-        case 0..<4: Int.random(in: 1...8, using: &random)
-        case 4..<7: Int.random(in: 9...256, using: &random)
-        case 7..<9: Int.random(in: 257...8192, using: &random)
-        default: Int.random(in: 8193...65536, using: &random)
+        switch random.below(10) {
+        case 0..<4: random.int(in: 1...8)
+        case 4..<7: random.int(in: 9...256)
+        case 7..<9: random.int(in: 257...8192)
+        default: random.int(in: 8193...65536)
         }
       pieces.append(start..<min(count, start + size))
       start += size

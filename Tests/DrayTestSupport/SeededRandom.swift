@@ -21,6 +21,12 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
   /// `Int.random(in:using:)`, whose generic path dominates a debug build's loops.
   public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 
+  /// A number in `range`, as `below(_:)`.
+  public mutating func int(in range: ClosedRange<Int>) -> Int { range.lowerBound + below(range.count) }
+
+  /// An element of `items` (not empty), as `below(_:)`.
+  public mutating func element<Item>(of items: [Item]) -> Item { items[below(items.count)] }
+
   public mutating func next() -> UInt64 {
     state &+= 0x9E37_79B9_7F4A_7C15
     var z = state
