@@ -338,9 +338,36 @@ import Testing
 
   // MARK: Valid answers
 
+  /// The kinds of token whose every inner cut a byte-by-byte feed tries: each escape, a
+  /// surrogate pair, UTF-8 of 2, 3 and 4 bytes, the literals, numbers with a fraction, an
+  /// exponent and a sign; found by a look at the bytes.
+  static func tokenKinds(_ bytes: [UInt8]) -> Set<String> {
+    let lowered = bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+    var kinds = Set<String>()
+    for kind in [
+      #"\""#, #"\\"#, #"\/"#, #"\b"#, #"\f"#, #"\n"#, #"\r"#, #"\t"#, #"\u00"#, #"\ud8"#, "true", "false", "null", ".", "e+", "e-", "-",
+    ]
+    where contains(Array(kind.utf8), in: lowered) {
+      kinds.insert(kind)
+    }
+    for (kind, leads) in [("2-byte", 0xC2...0xDF), ("3-byte", 0xE0...0xEF), ("4-byte", 0xF0...0xF4)] as [(String, ClosedRange<UInt8>)]
+    where bytes.contains(where: leads.contains) {
+      kinds.insert(kind)
+    }
+    return kinds
+  }
+
+  static let allTokenKinds = tokenKinds(Array(#"\" \\ \/ \b \f \n \r \t \u00e9 \ud83d true false null 1.5e+1 1e-1 é € 😀"#.utf8))
+
+  static func contains(_ needle: [UInt8], in bytes: [UInt8]) -> Bool {
+    guard needle.count <= bytes.count else { return false }
+    return (0...(bytes.count - needle.count)).contains { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
+  }
+
   @Test func generatedAnswersGiveTheReferenceEventsWholeAndInPieces() {
     var random = SeededRandom(seed: Self.seed)
     var failures = Failures()
+    var cutInside = Set<String>()
     for index in 0..<3000 where !failures.full {
       let answer = RandomJSON.tableAnswer(using: &random)
       let layout = random.element(of: RandomJSONText.Layout.allCases)
@@ -352,9 +379,12 @@ import Testing
       failures.add(Self.difference(Self.reference(bytes) ?? [], exact.map(\.normalized)), "yajl against the generator, " + place)
       for pieces in Self.cuts(bytes.count, using: &random) {
         failures.add(Self.problem(bytes, pieces: pieces, expected: exact, normalize: false), place + " in \(pieces.count) pieces")
+        if pieces.count == bytes.count && cutInside != Self.allTokenKinds { cutInside.formUnion(Self.tokenKinds(bytes)) }
       }
     }
     #expect(failures.found.isEmpty, "\(failures.found.joined(separator: "\n"))")
+    #expect(Self.allTokenKinds.count == 20)
+    #expect(Self.allTokenKinds.subtracting(cutInside).isEmpty, "never cut inside \(Self.allTokenKinds.subtracting(cutInside))")
   }
 
   // MARK: Corrupted answers
@@ -473,6 +503,59 @@ import Testing
       Array(template.utf8).split(separator: UInt8(ascii: "@"), omittingEmptySubsequences: false).map(Array.init)
         .joined(separator: inserted).map { $0 }
     }
+  }
+
+  /// `value` in each place a value can stand in an answer, or stray around it.
+  static func answers(withValue value: String) -> [[UInt8]] {
+    let templates = [
+      "@", "[@]", #"[{"name": "t", "data": [[@]]}]"#, #"[{"name": "t", "data": [[1, @, 2]]}]"#,
+      #"[{"name": "t", "data": [[[@], {"k": @}]]}]"#, #"[{"name": "t", "insert_rows": [@]}]"#,
+      #"[{"name": "t", "delete_ids": [@]}]"#, #"[{"name": "t", "other": @}]"#, #"[{"name": @}]"#, #"[{"name": "t"}] @"#,
+    ]
+    return templates.map { Array($0.replacingOccurrences(of: "@", with: value).utf8) }
+  }
+
+  @Test func everyBadNumberAndLiteralInEveryPlaceIsRefusedAsYajlRefusesIt() {
+    var random = SeededRandom(seed: Self.seed &+ 7)
+    var failures = Failures()
+    let values = RandomJSONText.badNumbers + RandomJSONText.badLiterals + RandomJSON.specialNumbers + ["true", "false", "null"]
+    for value in values {
+      for bytes in Self.answers(withValue: value) {
+        Self.check(bytes, cuts: Self.cuts(bytes.count, using: &random), place: Self.show(bytes), into: &failures)
+      }
+    }
+    #expect(failures.found.isEmpty, "\(failures.found.joined(separator: "\n"))")
+  }
+
+  /// Small answers holding every kind of token, each escape and UTF-8 width among them.
+  static let smallAnswers = [
+    #"[{"name":"t","data":[[1,-0.5e+3,"a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00é€😀",true,false,null,[1,{"k":[]}],{}]],"x":{"y":[1E2]},"delete_ids":[3,"4"]}]"#,
+    "[ {\n \"insert_rows\" :\t[ [ 0 , \"\" ] ] ,\r\n \"name\" : \"n\\u0061me\" } , { \"name\": \"u\", \"data\": [] } ]\n",
+  ]
+
+  @Test func everyOneByteEditOfASmallAnswerIsReadAsYajlReadsIt() {
+    var random = SeededRandom(seed: Self.seed &+ 8)
+    var failures = Failures()
+    for answer in Self.smallAnswers {
+      let bytes = Array(answer.utf8)
+      #expect(Self.reference(bytes) != nil)
+      for at in 0...bytes.count where !failures.full {
+        var edits: [[UInt8]] = Self.strayBytes.map {
+          var edited = bytes; edited.insert($0, at: at); return edited
+        }
+        if at < bytes.count {
+          edits.append(Array(bytes[..<at] + bytes[(at + 1)...]))
+          edits += Self.strayBytes.filter { $0 != bytes[at] }.map {
+            var edited = bytes; edited[at] = $0; return edited
+          }
+        }
+        for edited in edits {
+          let cuts = [[0..<edited.count], RandomJSONText.pieces(of: edited.count, using: &random)]
+          Self.check(edited, cuts: cuts, place: "edit at \(at): \(Self.show(edited))", into: &failures)
+        }
+      }
+    }
+    #expect(failures.found.isEmpty, "\(failures.found.joined(separator: "\n"))")
   }
 
   @Test func everyBadStringPieceInEveryPlaceIsRefusedAsYajlRefusesIt() {
