@@ -168,7 +168,7 @@ public enum RandomJSON {
       var fraction = String(random.int(in: 0...9999))
       fraction = String(repeating: "0", count: 4 - fraction.count) + fraction
       while fraction.hasSuffix("0") { fraction.removeLast() }
-      let amount = "\(random.int(in: -999_999...999_999)).\(fraction.isEmpty ? "0" : fraction)"
+      let amount = "\(random.below(2) == 0 ? "-" : "")\(random.int(in: 0...999_999)).\(fraction.isEmpty ? "0" : fraction)"
       let code = String(i)
       return .array([
         .number(String(i)),
