@@ -19,8 +19,8 @@ public protocol JSONEventHandler: AnyObject {
 
 /// yajl's event parser (https://lloyd.github.io/yajl/) feeding a `JSONEventHandler`, over
 /// a document held in memory or a file read in 256 KiB chunks: the one place dray drives
-/// yajl into `JSONValue`s (the store's loader binds yajl's bytes straight into SQLite
-/// instead).
+/// yajl into `JSONValue`s (table answers are read by `TableAnswerScanner`'s own lexer
+/// instead, their bytes bound straight into the database).
 public enum JSONEvents {
   /// The yajl loaded at run time (`yajl_version`).
   public static var libraryVersion: LibraryVersion {

@@ -1,6 +1,4 @@
-internal import CYAJL
 public import DrayModel
-internal import Foundation
 
 /// One value of a table answer as the scanner hands it over, its bytes borrowed for the call
 /// only.
@@ -126,9 +124,10 @@ public struct TableAnswerError: Error, Sendable, CustomStringConvertible {
   }
 }
 
-/// Reads a table answer (platform-api.md §3) with yajl's event parser, fed by chunks of
-/// bytes, and hands its structure to a `TableAnswerSink` and its rows to the row sinks the
-/// sink chooses: the one reader of the answer shape for every load and for the `table` step.
+/// Reads a table answer (platform-api.md §3), fed by chunks of bytes, and hands its
+/// structure to a `TableAnswerSink` and its rows to the row sinks the sink chooses: the one
+/// reader of the answer shape for every load and for the `table` step. The JSON is read by
+/// `JSONLexer` (RFC 8259, strictly), the loader's own: a load's time goes mostly here.
 ///
 ///     [{"name": "output_table", "data": [[1, "apple", 0.52], ...]}, ...]            (full)
 ///     [{"name": "output_table", "insert_rows": [...], "delete_ids": [3, 7]}, ...]  (delta)
@@ -136,8 +135,8 @@ public struct TableAnswerError: Error, Sendable, CustomStringConvertible {
 /// Keys other than `name`, `data`, `insert_rows` and `delete_ids` are read past, whatever
 /// they hold. A value nested inside a row (an array or object) reaches the row sink as its
 /// compact JSON text. Nothing is held beyond the current row, so memory stays bounded
-/// whatever the answer's size; chunks may come as the answer arrives (`feed(_:)`), and
-/// `finish()` says it is whole.
+/// whatever the answer's size; chunks may come as the answer arrives (`feed(_:)`), cut
+/// anywhere, and `finish()` says it is whole.
 ///
 /// ```swift
 /// let scanner = TableAnswerScanner(sink: sink)
@@ -148,47 +147,9 @@ public struct TableAnswerError: Error, Sendable, CustomStringConvertible {
 /// new scanner.
 public final class TableAnswerScanner {
   private let state: UnsafeMutablePointer<ScanState>
-  private let parser: yajl_handle
+  private let lexer = JSONLexer()
   /// Keeps the sink alive: the state refers to it without counting.
   private let sink: any TableAnswerSink
-  /// Bytes fed so far.
-  private var offset = 0
-  /// The last bytes of the previous chunk, for a token that starts there.
-  private var previousTail: [UInt8] = []
-  /// Whether a byte other than JSON whitespace came.
-  private var sawText = false
-  /// An error met at the end of a chunk, where the next chunk may show that the bad token
-  /// is NaN or Infinity.
-  private var pending: PendingError?
-
-  /// Not JSON, met at `window`, which ends where the chunk did.
-  private struct PendingError {
-    var window: [UInt8]
-    var error: TableAnswerError
-
-    /// The error once `next` is known; nil while the bytes so far still start a token.
-    mutating func resolved(with next: UnsafeRawBufferPointer) -> TableAnswerError? {
-      window += next.prefix(12)
-      let text = String(decoding: window, as: UTF8.self)
-      if let token = TableAnswerScanner.nonNumber(text) { return TableAnswerScanner.nonNumberError(token, error) }
-      return TableAnswerScanner.startsNonNumber(text) ? nil : error
-    }
-  }
-
-  /// The tokens that are not JSON numbers (JSON has no NaN or Infinity) but that servers
-  /// write for them.
-  private static let nonNumbers = ["NaN", "-Infinity", "Infinity", "-NaN", "nan", "inf", "-inf"]
-
-  private static func nonNumber(_ text: String) -> String? { nonNumbers.first { text.hasPrefix($0) } }
-
-  /// Whether `text` is the start of one of `nonNumbers`, cut short.
-  private static func startsNonNumber(_ text: String) -> Bool { !text.isEmpty && nonNumbers.contains { $0.hasPrefix(text) } }
-
-  private static func nonNumberError(_ token: String, _ error: TableAnswerError) -> TableAnswerError {
-    TableAnswerError(
-      table: error.table, row: error.row, column: error.column,
-      message: "\(token) is not a JSON number; the answer is refused (JSON has no NaN or Infinity)")
-  }
 
   /// Bytes `scan(file:between:)` reads at a time: 1 MiB.
   public static let chunkSize = 1 << 20
@@ -197,12 +158,9 @@ public final class TableAnswerScanner {
     self.sink = sink
     state = UnsafeMutablePointer<ScanState>.allocate(capacity: 1)
     state.initialize(to: ScanState(sink: sink))
-    // yajl_alloc fails only when malloc does; nothing here could go on then.
-    parser = yajl_alloc(ScanState.callbacks, nil, UnsafeMutableRawPointer(state))!
   }
 
   deinit {
-    yajl_free(parser)
     state.deinitialize(count: 1)
     state.deallocate()
   }
@@ -213,25 +171,20 @@ public final class TableAnswerScanner {
   /// Reads the next bytes of the answer.
   /// - Throws: `TableAnswerError`, or a sink's error unchanged.
   public func feed(_ bytes: UnsafeRawBufferPointer) throws {
-    guard bytes.count > 0, let base = bytes.baseAddress else { return }
-    if pending != nil {
-      if let error = pending!.resolved(with: bytes) { throw error }
-      return
+    do {
+      try lexer.feed(bytes, ScanEvents(s: state))
+    } catch let failure as JSONLexer.Failure {
+      throw placed(failure)
     }
-    if !sawText { sawText = bytes.contains { !BlankAnswer.isWhitespace($0) } }
-    let status = yajl_parse(parser, base.assumingMemoryBound(to: UInt8.self), bytes.count)
-    try check(status, bytes: bytes, atEnd: false)
-    offset += bytes.count
-    previousTail = Array(bytes.suffix(16))
   }
 
   /// Says the answer is whole: an answer that stops before its JSON ends is refused.
   /// - Throws: `TableAnswerError`, or a sink's error unchanged.
   public func finish() throws {
-    if let pending { throw pending.error }
-    try check(yajl_complete_parse(parser), bytes: UnsafeRawBufferPointer(start: nil, count: 0), atEnd: true)
-    if state.pointee.place == .start {
-      throw TableAnswerError(message: "the answer is empty; expected a JSON list of tables")
+    do {
+      try lexer.finish(ScanEvents(s: state))
+    } catch let failure as JSONLexer.Failure {
+      throw placed(failure)
     }
   }
 
@@ -254,49 +207,34 @@ public final class TableAnswerScanner {
     try finish()
   }
 
-  private func check(_ status: yajl_status, bytes: UnsafeRawBufferPointer, atEnd: Bool) throws {
-    if status == yajl_status_client_canceled {
-      throw state.pointee.failure ?? TableAnswerError(message: "the load stopped")
-    }
-    guard status == yajl_status_error else { return }
+  /// The error for what stopped the lexer, placed at the table, row and column being read.
+  private func placed(_ failure: JSONLexer.Failure) -> any Error {
     let s = state.pointee
-    if atEnd && s.place == .start && !sawText {
-      throw TableAnswerError(message: BlankAnswer.describe(bytes: offset) + "; expected a JSON list of tables")
-    }
     let (row, column) = s.position(wholeRow: false)
-    if atEnd {
-      throw TableAnswerError(
-        table: s.table, row: row, column: column,
-        message: "the answer ends before its JSON is complete (\(offset) bytes); the download was cut short")
+    // Between table objects, no table is being read.
+    let table = s.place == .tables || s.place == .done ? nil : s.table
+    func error(_ message: String) -> TableAnswerError { TableAnswerError(table: table, row: row, column: column, message: message) }
+    switch failure {
+    case .stopped:
+      return s.failure ?? TableAnswerError(message: "the load stopped")
+    case .invalid(let detail, let byte):
+      return error("the answer is not valid JSON (\(detail), at byte \(byte))")
+    case .nonNumber(let token, _):
+      return error("\(token) is not a JSON number; the answer is refused (JSON has no NaN or Infinity)")
+    case .tooDeep(let byte):
+      return error("the answer is nested deeper than \(JSONValue.maxDepth) levels at byte \(byte)")
+    case .truncated(let bytes):
+      return error("the answer ends before its JSON is complete (\(bytes) bytes); the download was cut short")
+    case .empty(let bytes):
+      return TableAnswerError(message: BlankAnswer.describe(bytes: bytes) + "; expected a JSON list of tables")
     }
-    let consumed = Int(yajl_get_bytes_consumed(parser))
-    let detail = bytes.withMemoryRebound(to: UInt8.self) { b in
-      let message = yajl_get_error(parser, 0, b.baseAddress, b.count)
-      defer { yajl_free_error(parser, message) }
-      return message.map { String(cString: $0) } ?? "invalid JSON"
-    }
-    let error = TableAnswerError(
-      table: s.table, row: row, column: column,
-      message: "the answer is not valid JSON (\(detail.trimmingCharacters(in: .whitespacesAndNewlines)), near byte \(offset + consumed))")
-    // The offending token starts at most a byte before the point yajl stopped at.
-    let start = max(0, consumed - 1)
-    var window = consumed - 1 < 0 ? previousTail : []
-    window += bytes[min(start, bytes.count)..<min(bytes.count, start + 12)]
-    let text = String(decoding: window, as: UTF8.self)
-    if let token = Self.nonNumber(text) { throw Self.nonNumberError(token, error) }
-    // A token cut by the chunk's end: the next chunk decides.
-    if start + 12 > bytes.count, Self.startsNonNumber(text) {
-      pending = PendingError(window: window, error: error)
-      return
-    }
-    throw error
   }
 }
 
 @available(*, unavailable)
 extension TableAnswerScanner: Sendable {}
 
-// MARK: - The scan's state, reached by yajl's callbacks through a raw pointer
+// MARK: - The scan's state, reached by the lexer's events through a raw pointer
 
 /// Where the scanner is in the answer.
 enum ScanPlace: UInt8 {
@@ -325,7 +263,7 @@ enum ScanPlace: UInt8 {
 /// The keys of a table object the scanner knows.
 enum ScanKey: UInt8 { case name, data, insertRows, deleteIDs, other }
 
-/// Everything yajl's callbacks update. Reached through a raw pointer, so that the per-value
+/// Everything the lexer's events update. Reached through a raw pointer, so that the per-value
 /// path does no reference counting or exclusivity checks on it; the sinks are kept alive by
 /// the scanner (`TableAnswerScanner.sink`, and `rowsOwner` for the current row sink).
 struct ScanState {
@@ -378,39 +316,32 @@ extension ScanState {
   @inline(__always)
   static func state(_ ctx: UnsafeMutableRawPointer?) -> Pointer { ctx!.assumingMemoryBound(to: ScanState.self) }
 
-  // nonisolated(unsafe): one byte, written once here and only read afterwards.
-  nonisolated(unsafe) static let emptyText: UnsafePointer<UInt8> = {
-    let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
-    p.initialize(to: 0)
-    return UnsafePointer(p)
-  }()
-
   // MARK: Stopping
 
-  /// Keeps the error that stops the scan, placed when it is a refusal, and returns 0 to yajl.
-  static func stop(_ s: Pointer, _ error: any Error) -> Int32 {
+  /// Keeps the error that stops the scan, placed when it is a refusal, and returns false to the lexer.
+  static func stop(_ s: Pointer, _ error: any Error) -> Bool {
     if let refusal = error as? TableAnswerRefusal {
       let (row, column) = s.pointee.position(wholeRow: refusal.wholeRow)
       s.pointee.failure = TableAnswerError(table: s.pointee.table, row: row, column: column, message: refusal.message)
     } else {
       s.pointee.failure = error
     }
-    return 0
+    return false
   }
 
-  static func stop(_ s: Pointer, _ message: String) -> Int32 { stop(s, TableAnswerRefusal(message)) }
+  static func stop(_ s: Pointer, _ message: String) -> Bool { stop(s, TableAnswerRefusal(message)) }
 
   @inline(__always)
-  static func attempt(_ s: Pointer, _ body: () throws -> Void) -> Int32 {
+  static func attempt(_ s: Pointer, _ body: () throws -> Void) -> Bool {
     do {
       try body()
-      return 1
+      return true
     } catch {
       return stop(s, error)
     }
   }
 
-  static func unexpected(_ s: Pointer, _ what: String) -> Int32 {
+  static func unexpected(_ s: Pointer, _ what: String) -> Bool {
     switch s.pointee.place {
     case .start: stop(s, "the answer must be a JSON list of tables, found \(what)")
     case .tables: stop(s, "each element of the answer must be an object with 'name' and 'data', found \(what)")
@@ -423,50 +354,50 @@ extension ScanState {
   // MARK: Values of a row
 
   @inline(__always)
-  static func value(_ s: Pointer, _ token: JSONToken) -> Int32 {
+  static func value(_ s: Pointer, _ token: JSONToken) -> Bool {
     do {
       try s.pointee.rows!._withUnsafeGuaranteedRef { try $0.sink.value(token, row: s.pointee.row, column: s.pointee.column) }
     } catch {
       return stop(s, error)
     }
     s.pointee.column += 1
-    return 1
+    return true
   }
 
-  static func startRow(_ s: Pointer) -> Int32 {
+  static func startRow(_ s: Pointer) -> Bool {
     s.pointee.place = .row
     s.pointee.column = 0
     s.pointee.row += 1
-    return 1
+    return true
   }
 
   @inline(__always)
-  static func endRow(_ s: Pointer) -> Int32 {
+  static func endRow(_ s: Pointer) -> Bool {
     do {
       try s.pointee.rows!._withUnsafeGuaranteedRef { try $0.sink.endRow(s.pointee.row, values: s.pointee.column) }
     } catch {
       return stop(s, error)
     }
     s.pointee.place = .rows
-    return 1
+    return true
   }
 
   // MARK: The structure
 
-  static func startObject(_ s: Pointer) -> Int32 {
+  static func startObject(_ s: Pointer) -> Bool {
     s.pointee.place = .object
     s.pointee.table = nil
     s.pointee.nameSeen = false
     return attempt(s) { try s.pointee.sink.beginTable() }
   }
 
-  static func endObject(_ s: Pointer) -> Int32 {
+  static func endObject(_ s: Pointer) -> Bool {
     guard s.pointee.nameSeen else { return stop(s, "an element of the answer has no 'name'") }
     s.pointee.place = .tables
     return attempt(s) { try s.pointee.sink.endTable() }
   }
 
-  static func key(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+  static func key(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) -> Bool {
     s.pointee.key =
       switch String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self) {
       case "name": .name
@@ -476,7 +407,7 @@ extension ScanState {
       default: .other
       }
     s.pointee.place = .value
-    return 1
+    return true
   }
 
   static func listKey(_ key: ScanKey) -> TableAnswerKey? {
@@ -489,7 +420,7 @@ extension ScanState {
   }
 
   /// A scalar as the value of a table object's key.
-  static func scalarValue(_ s: Pointer, isString: Bool, _ text: UnsafePointer<UInt8>?, _ length: Int) -> Int32 {
+  static func scalarValue(_ s: Pointer, isString: Bool, _ text: UnsafePointer<UInt8>?, _ length: Int) -> Bool {
     s.pointee.place = .object
     switch s.pointee.key {
     case .name:
@@ -502,13 +433,13 @@ extension ScanState {
     case .data, .insertRows, .deleteIDs:
       return stop(s, "a table's '\(listKey(s.pointee.key)!.name)' must be a list")
     case .other:
-      return 1
+      return true
     }
   }
 
   /// An object as the value of a table object's key: read past when the key is not one of the
   /// answer's.
-  static func objectValue(_ s: Pointer) -> Int32 {
+  static func objectValue(_ s: Pointer) -> Bool {
     switch s.pointee.key {
     case .other: return skip(s)
     case .name: return stop(s, "a table's 'name' must be a string")
@@ -517,7 +448,7 @@ extension ScanState {
   }
 
   /// A list as the value of a table object's key: as the sink says.
-  static func startList(_ s: Pointer) -> Int32 {
+  static func startList(_ s: Pointer) -> Bool {
     guard let key = listKey(s.pointee.key) else {
       return s.pointee.key == .name ? stop(s, "a table's 'name' must be a string") : skip(s)
     }
@@ -540,10 +471,10 @@ extension ScanState {
     case .skip:
       return skip(s)
     }
-    return 1
+    return true
   }
 
-  static func endList(_ s: Pointer) -> Int32 {
+  static func endList(_ s: Pointer) -> Bool {
     s.pointee.rows = nil
     s.pointee.rowsOwner = nil
     s.pointee.place = .object
@@ -551,26 +482,26 @@ extension ScanState {
     return attempt(s) { try s.pointee.sink.endList(s.pointee.list, items: items) }
   }
 
-  static func deleteID(_ s: Pointer, _ token: JSONToken) -> Int32 {
+  static func deleteID(_ s: Pointer, _ token: JSONToken) -> Bool {
     s.pointee.row += 1
     return attempt(s) { try s.pointee.sink.deleteID(token, item: s.pointee.row) }
   }
 
-  static func skip(_ s: Pointer) -> Int32 {
+  static func skip(_ s: Pointer) -> Bool {
     s.pointee.place = .skip
     s.pointee.depth = 1
-    return 1
+    return true
   }
 
-  static func skipEnd(_ s: Pointer) -> Int32 {
+  static func skipEnd(_ s: Pointer) -> Bool {
     s.pointee.depth -= 1
     if s.pointee.depth == 0 { s.pointee.place = .object }
-    return 1
+    return true
   }
 
   // MARK: Nested values inside a row, kept as JSON text
 
-  static func startNested(_ s: Pointer, isArray: Bool) -> Int32 {
+  static func startNested(_ s: Pointer, isArray: Bool) -> Bool {
     s.pointee.nested.removeAll(keepingCapacity: true)
     s.pointee.nestedNeedsComma.removeAll(keepingCapacity: true)
     s.pointee.nestedIsArray = isArray
@@ -578,7 +509,7 @@ extension ScanState {
     s.pointee.nestedNeedsComma.append(false)
     s.pointee.place = .nested
     s.pointee.depth = 1
-    return 1
+    return true
   }
 
   private static func separator(_ s: Pointer) {
@@ -587,49 +518,49 @@ extension ScanState {
     s.pointee.nestedNeedsComma[last] = true
   }
 
-  static func nestedOpen(_ s: Pointer, isArray: Bool) -> Int32 {
+  static func nestedOpen(_ s: Pointer, isArray: Bool) -> Bool {
     separator(s)
     s.pointee.nested.append(isArray ? UInt8(ascii: "[") : UInt8(ascii: "{"))
     s.pointee.nestedNeedsComma.append(false)
     s.pointee.depth += 1
-    return 1
+    return true
   }
 
-  static func nestedClose(_ s: Pointer, isArray: Bool) -> Int32 {
+  static func nestedClose(_ s: Pointer, isArray: Bool) -> Bool {
     s.pointee.nested.append(isArray ? UInt8(ascii: "]") : UInt8(ascii: "}"))
     s.pointee.nestedNeedsComma.removeLast()
     s.pointee.depth -= 1
-    guard s.pointee.depth == 0 else { return 1 }
+    guard s.pointee.depth == 0 else { return true }
     s.pointee.place = .row
     // The row sink borrows the text for the call only; the array is not touched meanwhile.
     let nested = s.pointee.nested
     return nested.withUnsafeBufferPointer { value(s, .nested($0)) }
   }
 
-  static func nestedKey(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+  static func nestedKey(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) -> Bool {
     separator(s)
     appendString(s, text, length)
     s.pointee.nested.append(UInt8(ascii: ":"))
     s.pointee.nestedNeedsComma[s.pointee.nestedNeedsComma.count - 1] = false
-    return 1
+    return true
   }
 
-  static func nestedScalar(_ s: Pointer, _ text: StaticString) -> Int32 {
+  static func nestedScalar(_ s: Pointer, _ text: StaticString) -> Bool {
     separator(s)
     s.pointee.nested.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    return 1
+    return true
   }
 
-  static func nestedNumber(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+  static func nestedNumber(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) -> Bool {
     separator(s)
     s.pointee.nested.append(contentsOf: UnsafeBufferPointer(start: text, count: length))
-    return 1
+    return true
   }
 
-  static func nestedString(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) -> Int32 {
+  static func nestedString(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) -> Bool {
     separator(s)
     appendString(s, text, length)
-    return 1
+    return true
   }
 
   private static func appendString(_ s: Pointer, _ text: UnsafePointer<UInt8>, _ length: Int) {
@@ -637,126 +568,116 @@ extension ScanState {
     JSONValue.writeString(String(decoding: UnsafeBufferPointer(start: text, count: length), as: UTF8.self), to: &out)
     s.pointee.nested.append(contentsOf: out.utf8)
   }
+}
 
-  // MARK: yajl's callbacks
+/// The lexer's events, as the scan's state takes them: what each token means depends on
+/// where the scanner is (`ScanPlace`).
+struct ScanEvents: JSONLexerEvents {
+  let s: ScanState.Pointer
 
-  /// yajl keeps a pointer to its callbacks for the parser's life: one table, made once and
-  /// never freed.
-  // nonisolated(unsafe): written once here and only read afterwards.
-  nonisolated(unsafe) static let callbacks: UnsafeMutablePointer<yajl_callbacks> = {
-    let table = UnsafeMutablePointer<yajl_callbacks>.allocate(capacity: 1)
-    table.initialize(to: callbackValues)
-    return table
-  }()
+  func null() -> Bool {
+    switch s.pointee.place {
+    case .row: ScanState.value(s, .null)
+    case .skip: true
+    case .nested: ScanState.nestedScalar(s, "null")
+    case .value: ScanState.scalarValue(s, isString: false, nil, 0)
+    default: ScanState.unexpected(s, "null")
+    }
+  }
 
-  private static var callbackValues: yajl_callbacks {
-    yajl_callbacks(
-      yajl_null: { ctx in
-        let s = ScanState.state(ctx)
-        switch s.pointee.place {
-        case .row: return ScanState.value(s, .null)
-        case .skip: return 1
-        case .nested: return ScanState.nestedScalar(s, "null")
-        case .value: return ScanState.scalarValue(s, isString: false, nil, 0)
-        default: return ScanState.unexpected(s, "null")
-        }
-      },
-      yajl_boolean: { ctx, flag in
-        let s = ScanState.state(ctx)
-        switch s.pointee.place {
-        case .row: return ScanState.value(s, .bool(flag != 0))
-        case .skip: return 1
-        case .nested: return ScanState.nestedScalar(s, flag != 0 ? "true" : "false")
-        case .value: return ScanState.scalarValue(s, isString: false, nil, 0)
-        default: return ScanState.unexpected(s, "a boolean")
-        }
-      },
-      yajl_integer: nil,
-      yajl_double: nil,
-      yajl_number: { ctx, text, length in
-        let s = ScanState.state(ctx)
-        let p = UnsafeRawPointer(text!).assumingMemoryBound(to: UInt8.self)
-        switch s.pointee.place {
-        case .row: return ScanState.value(s, .number(UnsafeBufferPointer(start: p, count: length)))
-        case .skip: return 1
-        case .ids: return ScanState.deleteID(s, .number(UnsafeBufferPointer(start: p, count: length)))
-        case .nested: return ScanState.nestedNumber(s, p, length)
-        case .value: return ScanState.scalarValue(s, isString: false, p, length)
-        default: return ScanState.unexpected(s, "a number")
-        }
-      },
-      yajl_string: { ctx, text, length in
-        let s = ScanState.state(ctx)
-        // A NULL pointer comes with an empty string; "" must stay an empty string.
-        let p = text ?? ScanState.emptyText
-        switch s.pointee.place {
-        case .row: return ScanState.value(s, .string(UnsafeBufferPointer(start: p, count: length)))
-        case .skip: return 1
-        case .nested: return ScanState.nestedString(s, p, length)
-        case .value: return ScanState.scalarValue(s, isString: true, p, length)
-        case .ids: return ScanState.deleteID(s, .string(UnsafeBufferPointer(start: p, count: length)))
-        default: return ScanState.unexpected(s, "a string")
-        }
-      },
-      yajl_start_map: { ctx in
-        let s = ScanState.state(ctx)
-        switch s.pointee.place {
-        case .skip:
-          s.pointee.depth += 1
-          return 1
-        case .row: return ScanState.startNested(s, isArray: false)
-        case .nested: return ScanState.nestedOpen(s, isArray: false)
-        case .tables: return ScanState.startObject(s)
-        case .value: return ScanState.objectValue(s)
-        default: return ScanState.unexpected(s, "an object")
-        }
-      },
-      yajl_map_key: { ctx, text, length in
-        let s = ScanState.state(ctx)
-        switch s.pointee.place {
-        case .skip: return 1
-        case .nested: return ScanState.nestedKey(s, text ?? ScanState.emptyText, length)
-        case .object: return ScanState.key(s, text ?? ScanState.emptyText, length)
-        default: return ScanState.unexpected(s, "a key")
-        }
-      },
-      yajl_end_map: { ctx in
-        let s = ScanState.state(ctx)
-        switch s.pointee.place {
-        case .skip: return ScanState.skipEnd(s)
-        case .nested: return ScanState.nestedClose(s, isArray: false)
-        case .object: return ScanState.endObject(s)
-        default: return ScanState.unexpected(s, "the end of an object")
-        }
-      },
-      yajl_start_array: { ctx in
-        let s = ScanState.state(ctx)
-        switch s.pointee.place {
-        case .rows: return ScanState.startRow(s)
-        case .skip:
-          s.pointee.depth += 1
-          return 1
-        case .row: return ScanState.startNested(s, isArray: true)
-        case .nested: return ScanState.nestedOpen(s, isArray: true)
-        case .value: return ScanState.startList(s)
-        case .start:
-          s.pointee.place = .tables
-          return 1
-        default: return ScanState.unexpected(s, "a list")
-        }
-      },
-      yajl_end_array: { ctx in
-        let s = ScanState.state(ctx)
-        switch s.pointee.place {
-        case .row: return ScanState.endRow(s)
-        case .skip: return ScanState.skipEnd(s)
-        case .rows, .ids: return ScanState.endList(s)
-        case .nested: return ScanState.nestedClose(s, isArray: true)
-        case .tables:
-          s.pointee.place = .done
-          return 1
-        default: return ScanState.unexpected(s, "the end of a list")
-        }
-      })
+  func bool(_ flag: Bool) -> Bool {
+    switch s.pointee.place {
+    case .row: ScanState.value(s, .bool(flag))
+    case .skip: true
+    case .nested: ScanState.nestedScalar(s, flag ? "true" : "false")
+    case .value: ScanState.scalarValue(s, isString: false, nil, 0)
+    default: ScanState.unexpected(s, "a boolean")
+    }
+  }
+
+  @inline(__always)
+  func number(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+    switch s.pointee.place {
+    case .row: ScanState.value(s, .number(text))
+    case .skip: true
+    case .ids: ScanState.deleteID(s, .number(text))
+    case .nested: ScanState.nestedNumber(s, text.baseAddress!, text.count)
+    case .value: ScanState.scalarValue(s, isString: false, text.baseAddress, text.count)
+    default: ScanState.unexpected(s, "a number")
+    }
+  }
+
+  @inline(__always)
+  func string(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+    switch s.pointee.place {
+    case .row: ScanState.value(s, .string(text))
+    case .skip: true
+    case .nested: ScanState.nestedString(s, text.baseAddress!, text.count)
+    case .value: ScanState.scalarValue(s, isString: true, text.baseAddress!, text.count)
+    case .ids: ScanState.deleteID(s, .string(text))
+    default: ScanState.unexpected(s, "a string")
+    }
+  }
+
+  func key(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+    switch s.pointee.place {
+    case .skip: true
+    case .nested: ScanState.nestedKey(s, text.baseAddress!, text.count)
+    case .object: ScanState.key(s, text.baseAddress!, text.count)
+    default: ScanState.unexpected(s, "a key")
+    }
+  }
+
+  func startObject() -> Bool {
+    switch s.pointee.place {
+    case .skip:
+      s.pointee.depth += 1
+      return true
+    case .row: return ScanState.startNested(s, isArray: false)
+    case .nested: return ScanState.nestedOpen(s, isArray: false)
+    case .tables: return ScanState.startObject(s)
+    case .value: return ScanState.objectValue(s)
+    default: return ScanState.unexpected(s, "an object")
+    }
+  }
+
+  func endObject() -> Bool {
+    switch s.pointee.place {
+    case .skip: ScanState.skipEnd(s)
+    case .nested: ScanState.nestedClose(s, isArray: false)
+    case .object: ScanState.endObject(s)
+    default: ScanState.unexpected(s, "the end of an object")
+    }
+  }
+
+  @inline(__always)
+  func startArray() -> Bool {
+    switch s.pointee.place {
+    case .rows: return ScanState.startRow(s)
+    case .skip:
+      s.pointee.depth += 1
+      return true
+    case .row: return ScanState.startNested(s, isArray: true)
+    case .nested: return ScanState.nestedOpen(s, isArray: true)
+    case .value: return ScanState.startList(s)
+    case .start:
+      s.pointee.place = .tables
+      return true
+    default: return ScanState.unexpected(s, "a list")
+    }
+  }
+
+  @inline(__always)
+  func endArray() -> Bool {
+    switch s.pointee.place {
+    case .row: return ScanState.endRow(s)
+    case .skip: return ScanState.skipEnd(s)
+    case .rows, .ids: return ScanState.endList(s)
+    case .nested: return ScanState.nestedClose(s, isArray: true)
+    case .tables:
+      s.pointee.place = .done
+      return true
+    default: return ScanState.unexpected(s, "the end of a list")
+    }
   }
 }

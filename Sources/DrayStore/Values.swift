@@ -55,7 +55,7 @@ public struct ValueMismatch: Sendable, Equatable, CustomStringConvertible {
   }
 }
 
-/// Reading JSON number text (as yajl hands it over, not NUL-terminated) without going
+/// Reading JSON number text (as the answer's lexer hands it over, not NUL-terminated) without going
 /// through a Double where that would lose digits.
 enum NumberText {
   /// True when the text has no fraction and no exponent (an integer token).
