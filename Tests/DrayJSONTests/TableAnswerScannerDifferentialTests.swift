@@ -6,7 +6,9 @@ import Testing
 
 /// The table answer scanner checked against a well-kept parser: every answer, valid or not,
 /// read by the scanner (whole and in random pieces) and by yajl's generic parser
-/// (`JSONEvents`, into a `JSONValue`) must give the same events, or be refused by both.
+/// (`JSONEvents`, into a `JSONValue`) must give the same events, or be refused by both; the
+/// scanner alone refuses the strings yajl reads leniently (UTF-8 that RFC 3629 forbids, lone
+/// UTF-16 surrogate escapes).
 ///
 /// The cases come from `SeededRandom` (seed `DRAY_SCANNER_DIFF_SEED`, a fixed one by default);
 /// a failure names the seed, the case and the bytes around it.
@@ -302,8 +304,8 @@ import Testing
     return cuts
   }
 
-  /// Whether yajl reads strings of `bytes` in a way JSON does not allow, which the scanner is
-  /// meant to refuse: UTF-8 that RFC 3629 forbids (overlong forms, UTF-16 surrogates, bytes
+  /// Whether yajl reads strings of `bytes` in a way JSON does not allow, where the scanner
+  /// refuses them: UTF-8 that RFC 3629 forbids (overlong forms, UTF-16 surrogates, bytes
   /// past U+10FFFF), or a `\u` escape of a UTF-16 surrogate outside a pair (RFC 8259 §8.2).
   static func readLeniently(_ bytes: [UInt8]) -> Bool {
     String(validating: bytes, as: UTF8.self) == nil || hasUnpairedSurrogateEscape(bytes)
@@ -445,19 +447,16 @@ import Testing
   }
 
   /// Checks `bytes` against the reference reading, each way in `cuts`: the scanner refuses
-  /// exactly when yajl or the answer's shape does, and otherwise gives the reference's events.
-  /// Bytes yajl reads leniently (`readLeniently`) are checked only for a clean outcome.
+  /// exactly when yajl or the answer's shape does, or yajl reads them leniently
+  /// (`readLeniently`), and otherwise gives the reference's events.
   /// - Returns: how the reference read them.
   @discardableResult
   static func check(_ bytes: [UInt8], cuts: [[Range<Int>]], place: String, into failures: inout Failures) -> Verdict {
-    let expected = reference(bytes)
-    let verdict: Verdict = expected == nil ? .refused : readLeniently(bytes) ? .lenient : .accepted
+    let events = reference(bytes)
+    let verdict: Verdict = events == nil ? .refused : readLeniently(bytes) ? .lenient : .accepted
     for pieces in cuts {
-      if verdict == .lenient {
-        if case .refused(let error) = scan(bytes, pieces: pieces) { failures.add(problem(with: error), place) }
-      } else {
-        failures.add(problem(bytes, pieces: pieces, expected: expected, normalize: true), place + " in \(pieces.count) pieces")
-      }
+      let expected = verdict == .accepted ? events : nil
+      failures.add(problem(bytes, pieces: pieces, expected: expected, normalize: true), place + " in \(pieces.count) pieces")
     }
     return verdict
   }
@@ -495,7 +494,7 @@ import Testing
   @Test func anAnswerCutShortAnywhereIsRefused() {
     var random = SeededRandom(seed: Self.seed &+ 2)
     var failures = Failures()
-    for index in 0..<12 where !failures.full {
+    for index in 0..<8 where !failures.full {
       let answer = RandomJSON.tableAnswer(rows: 2, using: &random)
       let layout = random.element(of: RandomJSONText.Layout.allCases)
       let bytes = RandomJSONText.write(answer, layout: layout, using: &random)
@@ -584,13 +583,14 @@ import Testing
     #expect(failures.found.isEmpty, "\(failures.found.joined(separator: "\n"))")
   }
 
-  // MARK: Known differences from yajl, which the new scanner is meant to refuse
+  // MARK: Where the scanner is stricter than yajl
 
-  /// Whether the scanner reads `bytes` (whole, in random pieces, byte by byte) without a
-  /// crash or a hang, refusing them, if at all, with a well-formed error.
-  static func readsCleanly(_ bytes: [UInt8], using random: inout SeededRandom) -> String? {
+  /// What is wrong with the scanner's reading of `bytes`, which it must refuse, fed whole, in
+  /// random pieces and byte by byte; nil when it refuses them each way with a well-formed
+  /// error.
+  static func refusalProblem(_ bytes: [UInt8], using random: inout SeededRandom) -> String? {
     for pieces in cuts(bytes.count, using: &random) {
-      if case .refused(let error) = scan(bytes, pieces: pieces), let problem = problem(with: error) { return problem }
+      if let problem = problem(bytes, pieces: pieces, expected: nil, normalize: false) { return problem + " in \(pieces.count) pieces" }
     }
     return nil
   }
@@ -599,27 +599,25 @@ import Testing
   /// `"\ud800x"`, `"\ud800\u0041"`) stands for no character (RFC 8259 §8.2). yajl reads it
   /// anyway: a high surrogate without a low one as `?`, a low one alone as the bytes ED B0 80
   /// (not UTF-8), a high one followed by another escape joined with it into a wrong character
-  /// (`\ud800\u0041` as U+10041). Today's scanner hands those bytes over; the new one refuses
-  /// such a string. Until it lands this asserts only that the scanner does not crash, and
-  /// that a refusal is well formed: then tighten it to "refused" in every place.
-  @Test func loneSurrogateEscapesDoNotCrashTheScanner() {
+  /// (`\ud800\u0041` as U+10041). The scanner refuses such a string wherever it stands, in a
+  /// value read past too.
+  @Test func loneSurrogateEscapesAreRefusedWhereverTheyStand() {
     var random = SeededRandom(seed: Self.seed &+ 4)
     let escapes = [#"\ud800"#, #"\udc00"#, #"\ud800x"#, #"\ud800\u0041"#, #"\uDBFF\uDBFF"#, #"\udfff\ud800"#, #"\ud83d"#]
     for escape in escapes {
       for bytes in Self.answers(insideStrings: Array(escape.utf8)) {
-        #expect(Self.readsCleanly(bytes, using: &random) == nil, "\(Self.show(bytes))")
+        #expect(Self.reference(bytes) != nil && Self.readLeniently(bytes), "yajl refuses \(Self.show(bytes))")
+        #expect(Self.refusalProblem(bytes, using: &random) == nil, "\(Self.show(bytes))")
       }
     }
   }
 
   /// UTF-8 that RFC 3629 forbids but yajl lets through inside strings: overlong forms
   /// (`C0 80`, `E0 80 80`), UTF-16 surrogates encoded (`ED A0 80`), code points past U+10FFFF
-  /// (`F4 90 80 80`, `F5`-`F7` lead bytes). Today's scanner hands those bytes over as they
-  /// came; the new one refuses them, as it refuses the bytes yajl refuses too (`F8`-`FF`, a
-  /// continuation byte alone, a sequence cut short). Until it lands this asserts only that
-  /// the scanner does not crash, and that a refusal is well formed: then tighten it to
-  /// "refused" in every place.
-  @Test func utf8ThatYajlLetsThroughDoesNotCrashTheScanner() {
+  /// (`F4 90 80 80`, `F5`-`F7` lead bytes). The scanner refuses them wherever they stand, as
+  /// it refuses the bytes yajl refuses too (`F8`-`FF`, a continuation byte alone, a sequence
+  /// cut short).
+  @Test func utf8ThatYajlLetsThroughIsRefusedWhereverItStands() {
     var random = SeededRandom(seed: Self.seed &+ 5)
     let sequences: [[UInt8]] = [
       [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF], [0xF0, 0x80, 0x80, 0x80], [0xED, 0xA0, 0x80],
@@ -628,9 +626,35 @@ import Testing
     for sequence in sequences {
       for bytes in Self.answers(insideStrings: sequence) {
         #expect(Self.reference(bytes) != nil && Self.readLeniently(bytes), "yajl refuses \(Self.show(bytes))")
-        #expect(Self.readsCleanly(bytes, using: &random) == nil, "\(Self.show(bytes))")
+        #expect(Self.refusalProblem(bytes, using: &random) == nil, "\(Self.show(bytes))")
       }
     }
+  }
+
+  /// yajl reads arrays and objects nested to any depth; the scanner refuses an answer nested
+  /// deeper than `JSONValue.maxDepth` (512) levels, its own list, table object, list of rows
+  /// and row counted, so that a value in a row, or read past, nests up to 508 levels.
+  @Test func anAnswerNestedDeeperThan512LevelsIsRefused() {
+    var random = SeededRandom(seed: Self.seed &+ 9)
+    var failures = Failures()
+    let most = JSONValue.maxDepth - 4
+    for levels in [most, most + 1] {
+      let list = String(repeating: "[", count: levels) + String(repeating: "]", count: levels)
+      let object = String(repeating: #"{"k":"#, count: levels) + "1" + String(repeating: "}", count: levels)
+      for value in [list, object] {
+        for template in [#"[{"name": "t", "data": [[@]]}]"#, #"[{"name": "t", "other": [[@]]}]"#] {
+          let bytes = Array(template.replacingOccurrences(of: "@", with: value).utf8)
+          let place = "\(levels) levels: \(Self.show(bytes))"
+          #expect(Self.reference(bytes) != nil, "yajl refuses \(place)")
+          if levels == most {
+            Self.check(bytes, cuts: Self.cuts(bytes.count, using: &random), place: place, into: &failures)
+          } else {
+            failures.add(Self.refusalProblem(bytes, using: &random), place)
+          }
+        }
+      }
+    }
+    #expect(failures.found.isEmpty, "\(failures.found.joined(separator: "\n"))")
   }
 
   // MARK: The benchmark's answer
