@@ -304,11 +304,43 @@ import Testing
     return cuts
   }
 
-  /// Whether yajl reads strings of `bytes` in a way JSON does not allow, where the scanner
-  /// refuses them: UTF-8 that RFC 3629 forbids (overlong forms, UTF-16 surrogates, bytes
-  /// past U+10FFFF), or a `\u` escape of a UTF-16 surrogate outside a pair (RFC 8259 §8.2).
+  /// Whether `bytes`, which yajl accepts, hold what JSON does not allow, so that the scanner
+  /// refuses them: UTF-8 that RFC 3629 forbids in a string (overlong forms, UTF-16
+  /// surrogates, bytes past U+10FFFF), a `\u` escape of a UTF-16 surrogate outside a pair
+  /// (RFC 8259 §8.2), a vertical tab or form feed as whitespace (§2 allows only space, tab,
+  /// line feed and carriage return), or a string begun after the answer and never ended.
   static func readLeniently(_ bytes: [UInt8]) -> Bool {
-    String(validating: bytes, as: UTF8.self) == nil || hasUnpairedSurrogateEscape(bytes)
+    String(validating: bytes, as: UTF8.self) == nil || hasUnpairedSurrogateEscape(bytes) || bytes.contains(0x0B)
+      || bytes.contains(0x0C) || hasTextAfterTheValue(bytes)
+  }
+
+  /// Whether anything but whitespace follows the top-level array or object of `bytes`: yajl
+  /// accepts a string begun there and never ended (`[1] "abc`).
+  static func hasTextAfterTheValue(_ bytes: [UInt8]) -> Bool {
+    var depth = 0
+    var inString = false
+    var escaped = false
+    for (index, byte) in bytes.enumerated() {
+      if inString {
+        if escaped {
+          escaped = false
+        } else if byte == UInt8(ascii: "\\") {
+          escaped = true
+        } else if byte == UInt8(ascii: "\"") {
+          inString = false
+        }
+        continue
+      }
+      switch byte {
+      case UInt8(ascii: "\""): inString = true
+      case UInt8(ascii: "["), UInt8(ascii: "{"): depth += 1
+      case UInt8(ascii: "]"), UInt8(ascii: "}"):
+        depth -= 1
+        if depth == 0 { return bytes[(index + 1)...].contains { !BlankAnswer.isWhitespace($0) } }
+      default: break
+      }
+    }
+    return false
   }
 
   /// Whether a `\uD800`-`\uDFFF` escape in `bytes` is not a high one followed by a low one.
@@ -394,7 +426,9 @@ import Testing
   /// Bytes a flipped or inserted byte takes: JSON's structure, number and literal characters,
   /// and bytes that are never, or only sometimes, UTF-8.
   static let strayBytes =
-    Array(#"{}[]:,"\ /*0123456789-+.eEtrufalsn"#.utf8) + [0x00, 0x09, 0x0A, 0x1F, 0x7F, 0x80, 0xBF, 0xC0, 0xC3, 0xE2, 0xF0, 0xF8, 0xFF]
+    Array(#"{}[]:,"\ /*0123456789-+.eEtrufalsn"#.utf8) + [
+      0x00, 0x09, 0x0A, 0x0B, 0x0C, 0x1F, 0x7F, 0x80, 0xBF, 0xC0, 0xC3, 0xE2, 0xF0, 0xF8, 0xFF,
+    ]
 
   /// `bytes` with one byte changed, inserted or deleted, or cut short.
   static func mutated(_ bytes: [UInt8], using random: inout SeededRandom) -> (bytes: [UInt8], what: String) {
@@ -655,6 +689,34 @@ import Testing
       }
     }
     #expect(failures.found.isEmpty, "\(failures.found.joined(separator: "\n"))")
+  }
+
+  /// yajl takes a vertical tab (0x0B) and a form feed (0x0C) for whitespace between tokens;
+  /// RFC 8259 §2 allows only space, tab, line feed and carriage return, and the scanner
+  /// refuses them, wherever they stand.
+  @Test func whitespaceJSONDoesNotAllowIsRefusedBetweenEveryTwoTokens() {
+    var random = SeededRandom(seed: Self.seed &+ 10)
+    let gaps = #"@[@{@"name"@:@"t"@,@"data"@:@[@[@1@,@"x"@,@null@]@]@,@"delete_ids"@:@[@2@]@}@]@"#
+      .split(separator: "@", omittingEmptySubsequences: false)
+    for space in ["\u{0B}", "\u{0C}"] {
+      for gap in 1..<gaps.count {
+        let bytes = Array((gaps[..<gap].joined() + space + gaps[gap...].joined()).utf8)
+        #expect(Self.reference(bytes) != nil && Self.readLeniently(bytes), "yajl refuses \(Self.show(bytes))")
+        #expect(Self.refusalProblem(bytes, using: &random) == nil, "\(Self.show(bytes))")
+      }
+    }
+  }
+
+  /// yajl accepts an answer followed by a string it never ends (`[...] "abc`: at the end of
+  /// the text it waits for the rest of the string); the scanner refuses any text after the
+  /// answer.
+  @Test func aStringBegunAfterTheAnswerIsRefused() {
+    var random = SeededRandom(seed: Self.seed &+ 11)
+    for after in [#"""#, #" "abc"#, "\n\"x\\\"", #""]"#, " \"é"] {
+      let bytes = Array((#"[{"name": "t", "data": [[1]]}]"# + after).utf8)
+      #expect(Self.reference(bytes) != nil && Self.readLeniently(bytes), "yajl refuses \(Self.show(bytes))")
+      #expect(Self.refusalProblem(bytes, using: &random) == nil, "\(Self.show(bytes))")
+    }
   }
 
   // MARK: The benchmark's answer

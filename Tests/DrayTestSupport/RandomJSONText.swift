@@ -271,8 +271,11 @@ extension RandomJSONText {
       "\\ud800", "\\udc00", "\\uDBFF\\u0041", "\\ud83d", "\\u0000",
     ].map { Array($0.utf8) }
 
-  /// Comments (JSON has none) and text after the value.
-  public static let badBetween = ["/* c */", "// c\n", "#", ",", ":", "[", "]", "{", "}", "\"x\"", "1", "null"]
+  /// Comments (JSON has none), whitespace JSON does not allow (vertical tab, form feed), and
+  /// stray text (a string never ended among it).
+  public static let badBetween = [
+    "/* c */", "// c\n", "#", "\u{0B}", "\u{0C}", ",", ":", "[", "]", "{", "}", "\"x\"", "\"x", "1", "null",
+  ]
 
   /// A random fault for the text of `value`, at one of its places.
   public static func randomFault(in value: JSONValue, using random: inout SeededRandom) -> Fault {
