@@ -41,7 +41,7 @@ final class JSONLexer {
     /// Not JSON: what was wrong, at byte `byte` (counted from 1 in the whole text).
     case invalid(String, byte: Int)
     /// One of the tokens servers write for a number JSON does not have (`NaN`, `Infinity`).
-    case nonNumber(String, byte: Int)
+    case nonNumber(String)
     /// Arrays and objects nested deeper than `JSONValue.maxDepth`, at byte `byte` (from 1).
     case tooDeep(byte: Int)
     /// The text ended, after `bytes` bytes, before its JSON value was complete.
@@ -138,9 +138,9 @@ final class JSONLexer {
         let c = q.pointee
         if escaped {
           escaped = false
-        } else if c == Byte.backslash {
+        } else if c == JSONByte.backslash {
           escaped = true
-        } else if c == Byte.quote {
+        } else if c == JSONByte.quote {
           break
         }
         q += 1
@@ -152,7 +152,7 @@ final class JSONLexer {
       }
       q += 1  // the closing quote belongs to the string
     } else {
-      while q < end && !Byte.isDelimiter(q.pointee) { q += 1 }
+      while q < end && !JSONByte.isDelimiter(q.pointee) { q += 1 }
     }
     carry.append(contentsOf: UnsafeBufferPointer(start: base, count: q - base))
     if q == end && carrying == .bare { return end }
@@ -184,7 +184,7 @@ final class JSONLexer {
     guard kind == .string else { return }
     var escaped = false
     for c in carry.dropFirst() {
-      if escaped { escaped = false } else if c == Byte.backslash { escaped = true }
+      if escaped { escaped = false } else if c == JSONByte.backslash { escaped = true }
     }
     carryEscaped = escaped
   }
@@ -211,18 +211,18 @@ final class JSONLexer {
 
     while p < end {
       let c = p.pointee
-      if c <= Byte.space && (c == Byte.space || c == Byte.lineFeed || c == Byte.carriageReturn || c == Byte.tab) {
+      if c <= JSONByte.space && (c == JSONByte.space || c == JSONByte.lineFeed || c == JSONByte.carriageReturn || c == JSONByte.tab) {
         p += 1
         continue
       }
       switch expect {
       case .nextItem:
-        if c == Byte.comma {
+        if c == JSONByte.comma {
           expect = .value
           p += 1
           continue
         }
-        guard c == Byte.closeBracket else {
+        guard c == JSONByte.closeBracket else {
           throw Failure.invalid("expected ',' or ']' after an item of a list, found \(Self.describe(p, end))", byte: position(p))
         }
         depth -= 1
@@ -232,7 +232,7 @@ final class JSONLexer {
 
       case .value, .firstItem:
         switch c {
-        case Byte.quote:
+        case JSONByte.quote:
           guard let (text, next) = try string(p, end, origin: origin, base: base, final: final) else {
             cut(.string, p, end, at: origin + (p - base))
             return
@@ -240,20 +240,20 @@ final class JSONLexer {
           guard events.string(text) else { throw Failure.stopped }
           p = next
           afterValue()
-        case Byte.openBracket, Byte.openBrace:
+        case JSONByte.openBracket, JSONByte.openBrace:
           guard depth < JSONValue.maxDepth else { throw Failure.tooDeep(byte: position(p)) }
-          let isArray = c == Byte.openBracket
+          let isArray = c == JSONByte.openBracket
           containers[depth] = isArray
           depth += 1
           guard isArray ? events.startArray() : events.startObject() else { throw Failure.stopped }
           expect = isArray ? .firstItem : .firstKey
           p += 1
-        case Byte.closeBracket where expect == .firstItem:
+        case JSONByte.closeBracket where expect == .firstItem:
           depth -= 1
           guard events.endArray() else { throw Failure.stopped }
           afterValue()
           p += 1
-        case Byte.closeBracket, Byte.closeBrace, Byte.comma, Byte.colon:
+        case JSONByte.closeBracket, JSONByte.closeBrace, JSONByte.comma, JSONByte.colon:
           throw Failure.invalid("expected a value, found \(Self.describe(p, end))", byte: position(p))
         default:
           guard let next = try bare(p, end, origin: origin, base: base, final: final, events) else {
@@ -265,14 +265,14 @@ final class JSONLexer {
         }
 
       case .firstKey, .key:
-        if c == Byte.closeBrace && expect == .firstKey {
+        if c == JSONByte.closeBrace && expect == .firstKey {
           depth -= 1
           guard events.endObject() else { throw Failure.stopped }
           afterValue()
           p += 1
           continue
         }
-        guard c == Byte.quote else {
+        guard c == JSONByte.quote else {
           throw Failure.invalid("expected a key (a string) in an object, found \(Self.describe(p, end))", byte: position(p))
         }
         guard let (text, next) = try string(p, end, origin: origin, base: base, final: final) else {
@@ -284,19 +284,19 @@ final class JSONLexer {
         expect = .colon
 
       case .colon:
-        guard c == Byte.colon else {
+        guard c == JSONByte.colon else {
           throw Failure.invalid("expected ':' after a key, found \(Self.describe(p, end))", byte: position(p))
         }
         expect = .value
         p += 1
 
       case .nextMember:
-        if c == Byte.comma {
+        if c == JSONByte.comma {
           expect = .key
           p += 1
           continue
         }
-        guard c == Byte.closeBrace else {
+        guard c == JSONByte.closeBrace else {
           throw Failure.invalid("expected ',' or '}' after a member of an object, found \(Self.describe(p, end))", byte: position(p))
         }
         depth -= 1
@@ -318,9 +318,9 @@ final class JSONLexer {
     _ p: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, origin: Int, base: UnsafePointer<UInt8>, final: Bool,
     _ events: some JSONLexerEvents
   ) throws -> UnsafePointer<UInt8>? {
-    if p.pointee == Byte.minus || Byte.isDigit(p.pointee) {
+    if p.pointee == JSONByte.minus || JSONByte.isDigit(p.pointee) {
       let length = Self.numberLength(p, end)
-      if length >= 0 && (p + length == end ? final : Byte.isDelimiter(p[length])) {
+      if length >= 0 && (p + length == end ? final : JSONByte.isDelimiter(p[length])) {
         guard events.number(UnsafeBufferPointer(start: p, count: length)) else { throw Failure.stopped }
         return p + length
       }
@@ -339,12 +339,12 @@ final class JSONLexer {
     }
     // Wrong, or cut: read to its end, for the message.
     var q = p
-    while q < end && !Byte.isDelimiter(q.pointee) { q += 1 }
+    while q < end && !JSONByte.isDelimiter(q.pointee) { q += 1 }
     if q == end && !final { return nil }
     let text = String(decoding: UnsafeBufferPointer(start: p, count: q - p), as: UTF8.self)
     let byte = origin + (p - base) + 1
-    if let name = Self.nonNumbers.first(where: { text.hasPrefix($0) }) { throw Failure.nonNumber(name, byte: byte) }
-    let what = Byte.isDigit(p.pointee) || p.pointee == Byte.minus ? "is not a JSON number" : "is not a JSON value"
+    if let name = Self.nonNumbers.first(where: { text.hasPrefix($0) }) { throw Failure.nonNumber(name) }
+    let what = JSONByte.isDigit(p.pointee) || p.pointee == JSONByte.minus ? "is not a JSON number" : "is not a JSON value"
     throw Failure.invalid("'\(PrintableText.escaped(String(text.prefix(24))))' \(what)", byte: byte)
   }
 
@@ -355,7 +355,7 @@ final class JSONLexer {
   {
     let n = literal.utf8CodeUnitCount
     guard end - p >= n, memcmp(p, literal.utf8Start, n) == 0 else { return false }
-    return p + n == end ? final : Byte.isDelimiter(p[n])
+    return p + n == end ? final : JSONByte.isDelimiter(p[n])
   }
 
   /// The tokens servers write for a number JSON does not have (no NaN or Infinity).
@@ -368,24 +368,24 @@ final class JSONLexer {
   private static func numberLength(_ p: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>) -> Int {
     var q = p
     @inline(__always) func digits() -> Bool {
-      guard q < end, Byte.isDigit(q.pointee) else { return false }
+      guard q < end, JSONByte.isDigit(q.pointee) else { return false }
       q += 1
-      while q < end && Byte.isDigit(q.pointee) { q += 1 }
+      while q < end && JSONByte.isDigit(q.pointee) { q += 1 }
       return true
     }
-    if q.pointee == Byte.minus { q += 1 }
-    if q < end && q.pointee == Byte.zero {
+    if q.pointee == JSONByte.minus { q += 1 }
+    if q < end && q.pointee == JSONByte.zero {
       q += 1
     } else if !digits() {
       return -1
     }
-    if q < end && q.pointee == Byte.dot {
+    if q < end && q.pointee == JSONByte.dot {
       q += 1
       guard digits() else { return -1 }
     }
-    if q < end && (q.pointee == Byte.lowerE || q.pointee == Byte.upperE) {
+    if q < end && (q.pointee == JSONByte.lowerE || q.pointee == JSONByte.upperE) {
       q += 1
-      if q < end && (q.pointee == Byte.plus || q.pointee == Byte.minus) { q += 1 }
+      if q < end && (q.pointee == JSONByte.plus || q.pointee == JSONByte.minus) { q += 1 }
       guard digits() else { return -1 }
     }
     return q - p
@@ -413,9 +413,9 @@ final class JSONLexer {
         q += special.trailingZeroBitCount >> 3
       }
       let c = q.pointee
-      if c == Byte.quote { return (UnsafeBufferPointer(start: first, count: q - first), q + 1) }
-      if c == Byte.backslash { return try unescaped(p, from: q, end, origin: origin, base: base, final: final) }
-      if c < Byte.space { throw Self.controlCharacter(c, byte: origin + (q - base) + 1) }
+      if c == JSONByte.quote { return (UnsafeBufferPointer(start: first, count: q - first), q + 1) }
+      if c == JSONByte.backslash { return try unescaped(p, from: q, end, origin: origin, base: base, final: final) }
+      if c < JSONByte.space { throw Self.controlCharacter(c, byte: origin + (q - base) + 1) }
       if c < 0x80 {
         q += 1
         continue
@@ -467,18 +467,18 @@ final class JSONLexer {
         q += plain
       }
       let c = q.pointee
-      if c == Byte.quote { return (UnsafeBufferPointer(start: scratch, count: out - scratch), q + 1) }
-      if c == Byte.backslash {
+      if c == JSONByte.quote { return (UnsafeBufferPointer(start: scratch, count: out - scratch), q + 1) }
+      if c == JSONByte.backslash {
         guard end - q >= 2 else { break }
         let escape = q[1]
         switch escape {
-        case Byte.quote, Byte.backslash, Byte.slash: out.pointee = escape
-        case Byte.lowerB: out.pointee = 0x08
-        case Byte.lowerF: out.pointee = 0x0C
-        case Byte.lowerN: out.pointee = Byte.lineFeed
-        case Byte.lowerR: out.pointee = Byte.carriageReturn
-        case Byte.lowerT: out.pointee = Byte.tab
-        case Byte.lowerU:
+        case JSONByte.quote, JSONByte.backslash, JSONByte.slash: out.pointee = escape
+        case JSONByte.lowerB: out.pointee = 0x08
+        case JSONByte.lowerF: out.pointee = 0x0C
+        case JSONByte.lowerN: out.pointee = JSONByte.lineFeed
+        case JSONByte.lowerR: out.pointee = JSONByte.carriageReturn
+        case JSONByte.lowerT: out.pointee = JSONByte.tab
+        case JSONByte.lowerU:
           guard let (scalar, length) = try Self.unicodeEscape(q, end, byte: byte(q), final: final) else { return nil }
           out += Self.writeUTF8(scalar, to: out)
           q += length
@@ -491,7 +491,7 @@ final class JSONLexer {
         q += 2
         continue
       }
-      if c < Byte.space { throw Self.controlCharacter(c, byte: byte(q)) }
+      if c < JSONByte.space { throw Self.controlCharacter(c, byte: byte(q)) }
       if c < 0x80 {
         out.pointee = c
         out += 1
@@ -543,11 +543,11 @@ final class JSONLexer {
     case 0xD800...0xDBFF:
       // A high surrogate: the low one must follow as the next escape (RFC 8259 §7). Bytes
       // cut by `end` wait for the next chunk only while those present fit.
-      if q + 6 == end || q + 7 == end && q[6] == Byte.backslash {
+      if q + 6 == end || q + 7 == end && q[6] == JSONByte.backslash {
         if final { throw loneSurrogate(high, byte: byte) }
         return nil
       }
-      guard q[6] == Byte.backslash, q[7] == Byte.lowerU else { throw loneSurrogate(high, byte: byte) }
+      guard q[6] == JSONByte.backslash, q[7] == JSONByte.lowerU else { throw loneSurrogate(high, byte: byte) }
       guard let low = try hex(q + 6) else { return nil }
       guard (0xDC00...0xDFFF).contains(low) else { throw loneSurrogate(high, byte: byte) }
       return (0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00), 12)
@@ -561,7 +561,7 @@ final class JSONLexer {
   @inline(__always)
   private static func hexValue(_ c: UInt8) -> UInt32? {
     switch c {
-    case Byte.zero...Byte.nine: UInt32(c - Byte.zero)
+    case JSONByte.zero...JSONByte.nine: UInt32(c - JSONByte.zero)
     case 0x61...0x66: UInt32(c - 0x61 + 10)
     case 0x41...0x46: UInt32(c - 0x41 + 10)
     default: nil
@@ -634,11 +634,11 @@ final class JSONLexer {
   private static func specialBytes(_ word: UInt64) -> UInt64 {
     let ones: UInt64 = 0x0101_0101_0101_0101
     let highs: UInt64 = 0x8080_8080_8080_8080
-    let quotes = word ^ (ones &* UInt64(Byte.quote))
-    let backslashes = word ^ (ones &* UInt64(Byte.backslash))
+    let quotes = word ^ (ones &* UInt64(JSONByte.quote))
+    let backslashes = word ^ (ones &* UInt64(JSONByte.backslash))
     let zeroQuote = (quotes &- ones) & ~quotes
     let zeroBackslash = (backslashes &- ones) & ~backslashes
-    let control = (word &- ones &* UInt64(Byte.space)) & ~word
+    let control = (word &- ones &* UInt64(JSONByte.space)) & ~word
     return (zeroQuote | zeroBackslash | control | word) & highs
   }
 
@@ -670,16 +670,16 @@ final class JSONLexer {
 
   /// One byte for a message: `'x'`, or `0x1F` when it is not printable ASCII.
   private static func describeByte(_ c: UInt8) -> String {
-    c > Byte.space && c < 0x7F ? String(UnicodeScalar(c)) : "0x" + hexDigits(c)
+    c > JSONByte.space && c < 0x7F ? String(UnicodeScalar(c)) : "0x" + hexDigits(c)
   }
 
   /// What is found at `p`, for a message.
   private static func describe(_ p: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>) -> String {
     let c = p.pointee
-    if c > Byte.space && c < 0x7F {
+    if c > JSONByte.space && c < 0x7F {
       var q = p + 1
-      if !Byte.isDelimiter(c) {
-        while q < end && q - p < 24 && !Byte.isDelimiter(q.pointee) && q.pointee < 0x7F { q += 1 }
+      if !JSONByte.isDelimiter(c) {
+        while q < end && q - p < 24 && !JSONByte.isDelimiter(q.pointee) && q.pointee < 0x7F { q += 1 }
       }
       return "'" + String(decoding: UnsafeBufferPointer(start: p, count: q - p), as: UTF8.self) + "'"
     }
@@ -691,7 +691,7 @@ final class JSONLexer {
 extension JSONLexer: Sendable {}
 
 /// The ASCII bytes of JSON's grammar.
-enum Byte {
+enum JSONByte {
   static let tab: UInt8 = 0x09
   static let lineFeed: UInt8 = 0x0A
   static let carriageReturn: UInt8 = 0x0D
