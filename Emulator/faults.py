@@ -22,6 +22,8 @@ next `times` of them (every one when absent); the first rule that applies is use
                   path on this server)
     body          answer 200 with this text as the whole body, as JSON (`""` or `" \\n"`:
                   a server that answers a call with nothing)
+    body_base64   likewise with these bytes, base64-encoded: a body no text is (gzip bytes,
+                  a PNG, UTF-16)
 
   in the answer (table data; any answer for the body keys)
     close_after   send only this many body bytes, then close the connection
@@ -75,7 +77,7 @@ import uuid
 KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "trickle",
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
          "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
-         "weak_etag", "garble", "body", "echo_forms", "hang", "close_delimited", "gzip_unasked", "content_type",
+         "weak_etag", "garble", "body", "body_base64", "echo_forms", "hang", "close_delimited", "gzip_unasked", "content_type",
          "overstate_length"}
 
 
@@ -134,6 +136,9 @@ def answer_early(handler, fault, body=b""):
         return True
     if "body" in fault:
         handler.send(200, fault["body"].encode())
+        return True
+    if "body_base64" in fault:
+        handler.send(200, base64.b64decode(fault["body_base64"]))
         return True
     if fault.get("status"):
         status = int(fault["status"])

@@ -41,13 +41,14 @@ public final class Emulator: Sendable {
 
 /// Small HTTP calls for tests, through the `curl` command (no network stack of our own).
 public enum Curl {
-  /// Sends one request and returns the body, whatever the status.
+  /// Sends one request and returns the body, whatever the status. The body goes through
+  /// curl's standard input, so it may be larger than a command line.
   public static func send(_ method: String, _ url: String, headers: [String: String] = [:], body: String? = nil) throws -> Data {
     var arguments = ["-s", "-S", "-X", method]
     for (name, value) in headers.sorted(by: { $0.key < $1.key }) { arguments += ["-H", "\(name): \(value)"] }
-    if let body { arguments += ["--data-binary", body] }
+    if body != nil { arguments += ["--data-binary", "@-"] }
     arguments.append(url)
-    let result = try Command.run("/usr/bin/curl", arguments)
+    let result = try Command.run("/usr/bin/curl", arguments, stdin: body)
     guard result.status == 0 else { throw TestSupportError("curl failed: \(result.stderr)") }
     return Data(result.stdout.utf8)
   }
