@@ -341,11 +341,52 @@ final class JSONLexer {
     var q = p
     while q < end && !JSONByte.isDelimiter(q.pointee) { q += 1 }
     if q == end && !final { return nil }
-    let text = String(decoding: UnsafeBufferPointer(start: p, count: q - p), as: UTF8.self)
+    let token = UnsafeBufferPointer(start: p, count: q - p)
     let byte = origin + (p - base) + 1
-    if let name = Self.nonNumbers.first(where: { text.hasPrefix($0) }) { throw Failure.nonNumber(name) }
-    let what = JSONByte.isDigit(p.pointee) || p.pointee == JSONByte.minus ? "is not a JSON number" : "is not a JSON value"
-    throw Failure.invalid("'\(PrintableText.escaped(String(text.prefix(24))))' \(what)", byte: byte)
+    let head = String(decoding: token.prefix(16), as: UTF8.self)
+    if let name = Self.nonNumbers.first(where: { head.hasPrefix($0) }) { throw Failure.nonNumber(name) }
+    let what = JSONByte.isDigit(p.pointee) || p.pointee == JSONByte.minus ? "not a JSON number" : "not a JSON value"
+    throw Failure.invalid(Self.describe(token: token, what, atStart: byte == 1), byte: byte)
+  }
+
+  /// A wrong token for a message: `'tru' is not a JSON value`, its first 24 characters
+  /// quoted when they are printable text; else its first 8 bytes in hexadecimal (`the bytes
+  /// 1F 8B 08 00 … are not a JSON value`), followed by what they are when they start as a
+  /// known kind of bytes does (a byte order mark, gzip, a PNG image) or with a NUL byte, as
+  /// UTF-16 text's ASCII characters do. Replacement characters or invisible ones (a byte
+  /// order mark, U+200B) would show the user nothing of what the server sent.
+  private static func describe(token: UnsafeBufferPointer<UInt8>, _ what: String, atStart: Bool) -> String {
+    let scalars = String(decoding: token.prefix(100), as: UTF8.self).unicodeScalars.prefix(24)
+    if scalars.allSatisfy(isPrintable) { return "'\(String(String.UnicodeScalarView(scalars)))' is \(what)" }
+    let shown = token.prefix(8).map(hexDigits).joined(separator: " ") + (token.count > 8 ? " …" : "")
+    let described = token.count == 1 ? "the byte \(shown) is \(what)" : "the bytes \(shown) are \(what)"
+    func starts(_ signature: [UInt8]) -> Bool { atStart && token.starts(with: signature) }
+    let utf8 = "JSON between systems is UTF-8 (RFC 8259 §8.1)"
+    let kind: String? =
+      if starts([0xEF, 0xBB, 0xBF]) {
+        "a UTF-8 byte order mark, which JSON text does not start with (RFC 8259 §8.1)"
+      } else if starts([0xFF, 0xFE]) || starts([0xFE, 0xFF]) {
+        "a UTF-16 byte order mark; \(utf8)"
+      } else if starts([0x1F, 0x8B]) {
+        "gzip-compressed data the server did not declare (Content-Encoding)"
+      } else if starts([0x89, 0x50, 0x4E, 0x47]) {
+        "a PNG image"
+      } else if token.first == 0 {
+        "a NUL byte; text with NUL bytes between its characters is UTF-16 or UTF-32, and \(utf8)"
+      } else {
+        nil
+      }
+    return kind.map { described + ": " + $0 } ?? described
+  }
+
+  /// Whether `scalar` shows as itself: not a control, format (U+FEFF, U+200B), separator,
+  /// private-use or unassigned character, nor U+FFFD, which stands for bytes that are not UTF-8.
+  private static func isPrintable(_ scalar: Unicode.Scalar) -> Bool {
+    guard scalar.value > 0x20 && scalar.value != 0x7F && scalar != "\u{FFFD}" else { return false }
+    switch scalar.properties.generalCategory {
+    case .control, .format, .surrogate, .privateUse, .unassigned, .spaceSeparator, .lineSeparator, .paragraphSeparator: return false
+    default: return true
+    }
   }
 
   /// Whether `literal` is at `p`, ended by a delimiter (or by `end` when `final`).
@@ -679,7 +720,7 @@ final class JSONLexer {
     if c > JSONByte.space && c < 0x7F {
       var q = p + 1
       if !JSONByte.isDelimiter(c) {
-        while q < end && q - p < 24 && !JSONByte.isDelimiter(q.pointee) && q.pointee < 0x7F { q += 1 }
+        while q < end && q - p < 24 && !JSONByte.isDelimiter(q.pointee) && q.pointee > JSONByte.space && q.pointee < 0x7F { q += 1 }
       }
       return "'" + String(decoding: UnsafeBufferPointer(start: p, count: q - p), as: UTF8.self) + "'"
     }

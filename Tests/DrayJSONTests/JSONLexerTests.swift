@@ -194,4 +194,38 @@ import Testing
       outcome(Array(#"[{"name":"t","data":[["#.utf8) + Array(deep.utf8) + Array("]]}]".utf8))
         == "error: table 't', row 1, column 1: the answer is nested deeper than 512 levels at byte 531")
   }
+
+  /// A wrong token that is not printable text is shown by its bytes, never as replacement
+  /// characters, invisible characters or raw control bytes, and named when its bytes start
+  /// as a known kind of file does (RFC 8259 §8.1 for the byte order marks).
+  @Test func whatIsNotTextIsShownByItsBytes() {
+    let answer = Array("[]".utf8)
+    func start(_ detail: String) -> String { "error: the answer is not valid JSON (\(detail), at byte 1)" }
+    #expect(
+      checked([0xEF, 0xBB, 0xBF] + answer)
+        == start("the bytes EF BB BF are not a JSON value: a UTF-8 byte order mark, which JSON text does not start with (RFC 8259 §8.1)"))
+    #expect(
+      checked([0xFE, 0xFF, 0, 0x5B, 0, 0x5D])
+        == start("the bytes FE FF 00 are not a JSON value: a UTF-16 byte order mark; JSON between systems is UTF-8 (RFC 8259 §8.1)"))
+    #expect(
+      checked([0x1F, 0x8B, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03])
+        == start(
+          "the bytes 1F 8B 08 00 00 00 00 00 … are not a JSON value: gzip-compressed data the server did not declare (Content-Encoding)"))
+    #expect(checked([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A]) == start("the bytes 89 50 4E 47 are not a JSON value: a PNG image"))
+    // UTF-16 text: NUL bytes between its ASCII characters.
+    #expect(
+      checked([0x5B, 0, 0x5D, 0])
+        == "error: the answer is not valid JSON (the byte 00 is not a JSON value: a NUL byte; text with NUL bytes between its characters is UTF-16 or UTF-32, and JSON between systems is UTF-8 (RFC 8259 §8.1), at byte 2)"
+    )
+    // The signatures of a file only count at its start.
+    #expect(value([0xEF, 0xBB, 0xBF]) == refusal("the bytes EF BB BF are not a JSON value", at: 1))
+    #expect(value(Array("\u{200B}1".utf8)) == refusal("the bytes E2 80 8B 31 are not a JSON value", at: 1))
+    #expect(value([0x31, 0xC3]) == refusal("the bytes 31 C3 are not a JSON number", at: 1))
+    #expect(value([0x74, 0x72, 0x1B, 0x5B, 0x32, 0x4A]) == refusal("the bytes 74 72 1B are not a JSON value", at: 1))
+    #expect(value("café") == refusal("'café' is not a JSON value", at: 1))
+    // A structural error quotes printable ASCII only.
+    #expect(
+      checked(Array("[] x\u{1}\u{1B}[2J".utf8))
+        == "error: the answer is not valid JSON (more text after the end of the JSON value: 'x', at byte 4)")
+  }
 }
