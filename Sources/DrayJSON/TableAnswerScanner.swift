@@ -117,7 +117,7 @@ public struct TableAnswerError: Error, Sendable, CustomStringConvertible {
   /// `table 'a', row 3, column 2: message`, or just the message when nothing is known.
   public var description: String {
     var place: [String] = []
-    if let table { place.append("table '\(table)'") }
+    if let table { place.append("table '\(PrintableText.excerpt(table))'") }
     if let row { place.append("row \(row)") }
     if let column { place.append("column \(column)") }
     return place.isEmpty ? message : place.joined(separator: ", ") + ": " + message

@@ -61,6 +61,14 @@ public enum PrintableText {
     return String(out)
   }
 
+  /// `text` cut to its first `limit` characters, the last of them `…`, when it is longer: a
+  /// value quoted from outside dray (a row id, a table's name) kept short in a message and a
+  /// report, however large the answer made it. Reads at most `limit + 1` characters.
+  public static func excerpt(_ text: String, limit: Int = 64) -> String {
+    guard text.dropFirst(limit).isEmpty else { return String(text.prefix(limit - 1)) + "…" }
+    return text
+  }
+
   /// C0 controls, DEL, C1 controls and bidi formatting characters.
   static func isControl(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.value {

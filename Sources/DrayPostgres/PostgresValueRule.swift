@@ -1,4 +1,5 @@
 public import DrayJSON
+internal import DrayModel
 internal import Foundation
 
 /// The value rule for PostgreSQL: what each JSON value becomes in a column of each
@@ -197,7 +198,7 @@ public struct PostgresValueRefusal: Error, Sendable, Equatable {
 
   public init(found: String, value: String?, column: PostgresColumnType? = nil) {
     self.found = found
-    self.value = value.map { $0.count > 64 ? String($0.prefix(63)) + "…" : $0 }
+    self.value = value.map { PrintableText.excerpt($0) }
     self.column = column
   }
 }

@@ -247,7 +247,7 @@ private final class PostgresLoad: NamedListSink {
   var replaced: Set<String> = []
   /// Tables of the scheme the answer holds a list of.
   var named: Set<String> = []
-  var skipped: [String] = []
+  var skipped = SkippedTables()
 
   init(transaction: PostgresTransaction, scheme: ResourceScheme, names: [String: String], delta: Bool) {
     self.transaction = transaction
@@ -261,7 +261,7 @@ private final class PostgresLoad: NamedListSink {
 
   func beginList(_ key: TableAnswerKey, of source: String) throws -> TableAnswerList {
     guard let table = tables[source], let name = names[source] else {
-      if !skipped.contains(source) { skipped.append(source) }
+      skipped.add(source)
       return .skip
     }
     named.insert(source)
@@ -304,7 +304,7 @@ private final class PostgresLoad: NamedListSink {
   func deleteID(_ token: JSONToken, item: Int) throws {
     guard let sink = rows else { return }
     guard case .number(let text) = token, Int64(String(decoding: text, as: UTF8.self)) != nil else {
-      let shown = if case .number(let text) = token { String(decoding: text, as: UTF8.self) } else { "a non-number" }
+      let shown = if case .number(let text) = token { PrintableText.excerpt(String(decoding: text, as: UTF8.self)) } else { "a non-number" }
       throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
     }
     try sink.value(token, row: item, column: 0)

@@ -18,7 +18,7 @@ public struct LoadError: Error, Sendable, CustomStringConvertible {
 
   public var description: String {
     var place = "resource \(resource)"
-    if let table { place += ", table \(table)" }
+    if let table { place += ", table \(PrintableText.excerpt(table))" }
     if let row { place += ", row \(row)" }
     if let column { place += ", column \(column)" }
     return "\(place): \(message)"

@@ -251,7 +251,7 @@ final class RowBinder: TableAnswerRowSink {
   }
 
   private func badRowID(_ found: String) -> TableAnswerRefusal {
-    TableAnswerRefusal("the row id (\(Store.rowIDColumn)) must be an integer of at most 64 bits; found \(found)")
+    TableAnswerRefusal("the row id (\(Store.rowIDColumn)) must be an integer of at most 64 bits; found \(PrintableText.excerpt(found))")
   }
 }
 

@@ -18,11 +18,11 @@ public struct LoadResult: Sendable, Equatable {
   public var mismatchCount = 0
   /// Tables the answer held that the resource's scheme does not list; their rows were
   /// skipped. A fresh `schemes` step picks them up.
-  public var skippedTables: [String] = []
+  public var skippedTables = SkippedTables()
 
   public init(
     rowCounts: [String: Int], inserted: [String: Int], deleted: [String: Int], tables: [String: String],
-    mismatches: [ValueMismatch] = [], mismatchCount: Int = 0, skippedTables: [String] = []
+    mismatches: [ValueMismatch] = [], mismatchCount: Int = 0, skippedTables: SkippedTables = SkippedTables()
   ) {
     self.rowCounts = rowCounts
     self.inserted = inserted

@@ -20,7 +20,7 @@ extension LoadSession: TableAnswerSink {
     try drain()
     current.name = name
     guard let target = loader.targets[name] else {
-      if !outcome.skipped.contains(name) { outcome.skipped.append(name) }
+      outcome.skipped.add(name)
       return
     }
     outcome.named.insert(name)
@@ -119,7 +119,7 @@ extension LoadSession: TableAnswerSink {
     guard case .number(let text) = token, let p = text.baseAddress, NumberText.isInteger(p, text.count),
       let id = NumberText.int64(p, text.count)
     else {
-      let shown = if case .number(let text) = token { String(decoding: text, as: UTF8.self) } else { "a non-number" }
+      let shown = if case .number(let text) = token { PrintableText.excerpt(String(decoding: text, as: UTF8.self)) } else { "a non-number" }
       throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
     }
     // The writer is idle: `beginList` drained it before this list of ids, and no row is

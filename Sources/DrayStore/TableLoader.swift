@@ -41,8 +41,8 @@ struct TableLoader {
     var replaced: Set<String> = []
     /// Tables of the scheme the answer named (full data or a delta).
     var named: Set<String> = []
-    /// Tables the answer named that the scheme does not list, in order of appearance.
-    var skipped: [String] = []
+    /// Tables the answer named that the scheme does not list.
+    var skipped = SkippedTables()
     /// The first `mismatchDetailLimit` values that did not fit their column's type.
     var mismatches: [ValueMismatch] = []
     /// Every value that did not fit, counted.
@@ -182,8 +182,7 @@ final class LoadSession {
   func mismatch(target: TableLoader.Target, row: Int, column: Int, found: String, value: @autoclosure () -> String, storedAs: String) {
     outcome.mismatchCount += 1
     guard outcome.mismatches.count < TableLoader.mismatchDetailLimit else { return }
-    var text = value()
-    if text.count > 64 { text = String(text.prefix(63)) + "…" }
+    let text = PrintableText.excerpt(value())
     let declared = target.columns[column]
     outcome.mismatches.append(
       ValueMismatch(

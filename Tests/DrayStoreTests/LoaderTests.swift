@@ -65,7 +65,17 @@ import Testing
     let fixture = try StoreFixture()
     let result = try fixture.load(
       LoaderTests.plain, #"[{"name":"new_table","data":[[1,2,3]]},{"name":"t","data":[[1,"a"]]},{"name":"new_table","data":[]}]"#)
-    #expect(result.skippedTables == ["new_table"])
+    #expect(result.skippedTables.names == ["new_table"] && result.skippedTables.more == 0)
+    #expect(result.rowCounts == ["t": 1])
+  }
+
+  @Test func beyondTenUnlistedTablesTheRestAreCounted() throws {
+    let fixture = try StoreFixture()
+    let unlisted = (1...12).map { #"{"name":"u\#($0)","data":[]}"# } + [#"{"name":"u1","data":[]}"#, #"{"name":"u12","data":[]}"#]
+    let result = try fixture.load(LoaderTests.plain, "[" + (unlisted + [#"{"name":"t","data":[[1,"a"]]}"#]).joined(separator: ",") + "]")
+    #expect(result.skippedTables.names == (1...10).map { "u\($0)" })
+    // u11 and u12, and u12 again: a name past the first ten counts each time it comes.
+    #expect(result.skippedTables.more == 3)
     #expect(result.rowCounts == ["t": 1])
   }
 

@@ -221,9 +221,14 @@ extension StepRunner {
       report.notes.append(
         "delta \(deltaFrom ?? "?")→\(head.contentVersion ?? "?"): \(HumanUnits.counted(inserted, "row")) inserted, \(deleted) deleted")
     }
-    for table in result.skippedTables {
+    for table in result.skippedTables.names {
       report.notes.append(
-        "the answer holds table '\(table)', which the stored scheme does not list; its rows were skipped (run a schemes step to pick it up)"
+        "the answer holds table '\(PrintableText.excerpt(table))', which the stored scheme does not list; its rows were skipped (run a schemes step to pick it up)"
+      )
+    }
+    if result.skippedTables.more > 0 {
+      report.notes.append(
+        "the answer holds \(HumanUnits.counted(result.skippedTables.more, "more table object")) the stored scheme does not list; their rows were skipped too"
       )
     }
     if result.mismatchCount > 0 {
