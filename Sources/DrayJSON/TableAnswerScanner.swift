@@ -211,9 +211,9 @@ public final class TableAnswerScanner {
   private func placed(_ failure: JSONLexer.Failure) -> any Error {
     let s = state.pointee
     let (row, column) = s.position(wholeRow: false)
-    // Between table objects, no table is being read.
-    let table = s.place == .tables || s.place == .done ? nil : s.table
-    func error(_ message: String) -> TableAnswerError { TableAnswerError(table: table, row: row, column: column, message: message) }
+    func error(_ message: String) -> TableAnswerError {
+      TableAnswerError(table: s.placedTable, row: row, column: column, message: message)
+    }
     switch failure {
     case .stopped:
       return s.failure ?? TableAnswerError(message: "the load stopped")
@@ -293,6 +293,15 @@ struct ScanState {
 
   init(sink: any TableAnswerSink) { self.sink = sink }
 
+  /// The table of an error at the current place: the name of the table object being read;
+  /// none before, between or after them.
+  var placedTable: String? {
+    switch place {
+    case .start, .tables, .done: nil
+    default: table
+    }
+  }
+
   /// Row and column (1-based) of an error at the current place: the row being read and its
   /// current value (not the value for `wholeRow`); the next row between rows; none elsewhere.
   func position(wholeRow: Bool) -> (row: Int?, column: Int?) {
@@ -322,7 +331,7 @@ extension ScanState {
   static func stop(_ s: Pointer, _ error: any Error) -> Bool {
     if let refusal = error as? TableAnswerRefusal {
       let (row, column) = s.pointee.position(wholeRow: refusal.wholeRow)
-      s.pointee.failure = TableAnswerError(table: s.pointee.table, row: row, column: column, message: refusal.message)
+      s.pointee.failure = TableAnswerError(table: s.pointee.placedTable, row: row, column: column, message: refusal.message)
     } else {
       s.pointee.failure = error
     }

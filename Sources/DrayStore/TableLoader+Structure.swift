@@ -11,6 +11,7 @@ extension LoadSession: TableAnswerSink {
   func beginTable() throws {
     try drain()
     index += 1
+    inObject = true
     if pass == .main { plan.objects.append(LoadPlan.Object()) }
     guard index < plan.objects.count else { throw TableAnswerRefusal("the answer changed while it was being read") }
   }
@@ -28,7 +29,7 @@ extension LoadSession: TableAnswerSink {
     if current.hasData { try replace(target) }
   }
 
-  func endTable() throws {}
+  func endTable() throws { inObject = false }
 
   func replace(_ target: TableLoader.Target) throws {
     guard !replaced.contains(target.sourceName) else { return }

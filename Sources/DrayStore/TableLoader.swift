@@ -91,8 +91,10 @@ final class LoadSession {
   let loader: TableLoader
   var pass = LoadPlan.Pass.main
   var plan: LoadPlan
-  /// The table object being read, in `plan.objects`.
+  /// The table object being read, in `plan.objects` (the last one read, between objects).
   var index = -1
+  /// Whether a table object is being read (its `{` came, its `}` not yet).
+  var inObject = false
   var bindings: [String: RowBinder] = [:]
   /// Inserts the bound rows on a thread of its own; the connection is this session's only
   /// after `drain()`.
@@ -146,8 +148,9 @@ final class LoadSession {
         throw failure ?? error
       }
     } catch let error as TableAnswerError {
-      // The plan knows a table's name on a later pass even before the object's `name` comes.
-      let table = index >= 0 && index < plan.objects.count ? plan.objects[index].name : error.table
+      // The plan knows a table's name on a later pass even before the object's `name` comes;
+      // between objects and after the last, none is being read.
+      let table = error.table ?? (inObject && index < plan.objects.count ? plan.objects[index].name : nil)
       throw LoadError(resource: loader.resource, table: table, row: error.row, column: error.column, message: error.message)
     } catch let error as LoadError {
       throw error
