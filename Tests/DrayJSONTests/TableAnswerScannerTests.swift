@@ -109,4 +109,41 @@ import Testing
       failure(#"[{"name": "t", "data": [[1, 2], [3"#, piece: piece)
         == "table 't', row 2, column 2: the answer ends before its JSON is complete (34 bytes); the download was cut short")
   }
+
+  /// The events `body` returns, one line, or its error.
+  static func outcome(_ body: () throws -> [String]) -> String {
+    do { return try body().joined(separator: " | ") } catch { return "error: \(error)" }
+  }
+
+  /// A value cut by the 1 MiB read of `scan(file:)` at each of its bytes (an escape, a
+  /// surrogate pair between its halves, a 4-byte UTF-8 character, a number, a literal, a run
+  /// of whitespace) reads as it does whole; `-Infinity` and a bad escape are refused alike.
+  @Test func valuesCutByTheReadOfAFileReadAsWhole() throws {
+    let folder = TemporaryDirectory("dray-scan-cut")
+    // Each value, and what its row's value reads as whole (or its refusal).
+    let values = [
+      (#""\uD83D\uDE00""#, "1.0 s:😀"), ("\"😀é\"", "1.0 s:😀é"), (#""a\\\"b\/""#, #"1.0 s:a\"b/"#), ("-12.5e+3", "1.0 n:-12.5e+3"),
+      ("true", "1.0 true"), ("null", "1.0 null"), (" \r\n\t  0", "1.0 n:0"), (#"[1,{"k":[]}]"#, #"1.0 j:[1,{"k":[]}]"#),
+      ("-Infinity", "-Infinity is not a JSON number"), (#""\u12x4""#, #"'\u12x' is not a JSON escape"#),
+    ]
+    let head = #"[{"name":"t","pad":""#
+    let tail = "]]}]"
+    for (value, reads) in values {
+      let bytes = Array(value.utf8)
+      for before in 0...bytes.count {
+        // The value starts `before` bytes before the end of the first read.
+        let padding = TableAnswerScanner.chunkSize - before - head.utf8.count - #"","data":[["#.utf8.count
+        let answer = head + String(repeating: "p", count: padding) + #"","data":[["# + value + tail
+        let path = try folder.write("answer.json", answer)
+        let whole = Self.outcome { try events(answer) }
+        let recorder = Recorder()
+        let read = Self.outcome {
+          try TableAnswerScanner(sink: recorder).scan(file: path)
+          return recorder.events
+        }
+        #expect(whole.contains(reads), "\(whole)")
+        #expect(read == whole, "\(value) cut \(before) bytes in")
+      }
+    }
+  }
 }
