@@ -88,7 +88,9 @@ import Testing
     let overlong = try folder.write("overlong", "")
     try Data(#"{"data": [{"a": ""#.utf8 + [0xC0, 0x80] + #""}]}"#.utf8).write(to: URL(fileURLWithPath: overlong))
     #expect(throws: RecordError("the answer is not valid JSON (a string holds bytes that are not UTF-8, at byte 18)")) {
-      try RecordReader(format: .json, records: .json(try JSONPointer(parsing: "/data")), columns: nil, probes: []).read(file: overlong) { _ in }
+      try RecordReader(format: .json, records: .json(try JSONPointer(parsing: "/data")), columns: nil, probes: []).read(file: overlong) {
+        _ in
+      }
     }
   }
 
