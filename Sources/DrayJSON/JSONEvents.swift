@@ -72,6 +72,34 @@ public enum JSONEvents {
     try parse(chunks: next, into: handler, allowComments: false, verbose: false)
   }
 
+  /// Parses the file (or growing part) `input` as `parse(_:into:)` does, with dray's own
+  /// lexer instead of yajl (`JSONLexer`: RFC 8259 and RFC 3629 checked strictly, where yajl
+  /// lets through UTF-8 with overlong forms or encoded surrogates, reads a lone UTF-16
+  /// surrogate escape as `?`, and takes a vertical tab for whitespace). Nesting is not
+  /// bounded here beyond one level past `JSONValue.maxDepth`: the handler bounds it (and
+  /// says where), or the parse is refused as too deep.
+  /// - Throws: `Failure`; `.invalid` carries what was wrong and the byte it is at (from 1).
+  public static func parseStrictly(_ input: FileChunks, into handler: any JSONEventHandler) throws(Failure) {
+    let lexer = JSONLexer(maxDepth: JSONValue.maxDepth + 1)
+    let events = HandlerEvents(handler: handler)
+    do {
+      while let chunk = try input.next() { try lexer.feed(chunk, events) }
+      try lexer.finish(events)
+    } catch let failure as JSONLexer.Failure {
+      switch failure {
+      case .stopped(let byte): throw .stopped(byte: byte - 1)
+      case .invalid(let detail, let byte): throw .invalid(reason: detail, byte: byte)
+      case .nonNumber(let token, let byte):
+        throw .invalid(reason: "\(token) is not a JSON number (JSON has no NaN or Infinity)", byte: byte)
+      case .tooDeep(let byte): throw .invalid(reason: "arrays and objects nested deeper than \(lexer.maxDepth) levels", byte: byte)
+      case .truncated(let bytes): throw .truncated(reason: "the JSON ends before its value is complete", bytes: bytes)
+      case .empty(let bytes): throw .empty(bytes: bytes)
+      }
+    } catch {
+      throw .unreadable(error)
+    }
+  }
+
   /// Whether the file at `path` holds a whole JSON document: false when it stops before
   /// the document's end (an empty file too), which is how an answer without a length shows
   /// that the connection closed mid-answer. A file that is not JSON at all counts as whole
@@ -167,6 +195,25 @@ private final class HandlerBox {
   }
 
   func scalar(_ value: JSONValue) -> Int32 { handler.scalar(value) ? 1 : 0 }
+}
+
+/// The lexer's events as a `JSONEventHandler` takes them: integers that fit in Int64 as
+/// `.integer`, every other number as its text, strings and keys decoded.
+private struct HandlerEvents: JSONLexerEvents {
+  let handler: any JSONEventHandler
+
+  func null() -> Bool { handler.scalar(.null) }
+  func bool(_ flag: Bool) -> Bool { handler.scalar(.bool(flag)) }
+  func number(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+    let raw = String(decoding: text, as: UTF8.self)
+    return handler.scalar(Int64(raw).map { .integer($0) } ?? .number(raw))
+  }
+  func string(_ text: UnsafeBufferPointer<UInt8>) -> Bool { handler.scalar(.string(String(decoding: text, as: UTF8.self))) }
+  func key(_ text: UnsafeBufferPointer<UInt8>) -> Bool { handler.key(String(decoding: text, as: UTF8.self)) }
+  func startArray() -> Bool { handler.start(isArray: true) }
+  func endArray() -> Bool { handler.end() }
+  func startObject() -> Bool { handler.start(isArray: false) }
+  func endObject() -> Bool { handler.end() }
 }
 
 /// Takes every event and keeps nothing: a parse for the document's shape only.

@@ -36,13 +36,13 @@ protocol JSONLexerEvents {
 final class JSONLexer {
   /// Why the lexer stopped.
   enum Failure: Error {
-    /// The events returned false.
-    case stopped
+    /// The events returned false at the token starting at byte `byte` (counted from 1).
+    case stopped(byte: Int)
     /// Not JSON: what was wrong, at byte `byte` (counted from 1 in the whole text).
     case invalid(String, byte: Int)
     /// One of the tokens servers write for a number JSON does not have (`NaN`, `Infinity`).
-    case nonNumber(String)
-    /// Arrays and objects nested deeper than `JSONValue.maxDepth`, at byte `byte` (from 1).
+    case nonNumber(String, byte: Int)
+    /// Arrays and objects nested deeper than `maxDepth`, at byte `byte` (from 1).
     case tooDeep(byte: Int)
     /// The text ended, after `bytes` bytes, before its JSON value was complete.
     case truncated(bytes: Int)
@@ -92,8 +92,13 @@ final class JSONLexer {
   private var scratch: UnsafeMutablePointer<UInt8>
   private var scratchCapacity = 64 * 1024
 
-  init() {
-    containers = .allocate(capacity: JSONValue.maxDepth + 1)
+  /// Arrays and objects nested deeper are refused (`Failure.tooDeep`).
+  let maxDepth: Int
+
+  /// - Parameter maxDepth: the deepest nesting read; deeper is refused (`Failure.tooDeep`).
+  init(maxDepth: Int = JSONValue.maxDepth) {
+    self.maxDepth = maxDepth
+    containers = .allocate(capacity: maxDepth + 1)
     scratch = .allocate(capacity: scratchCapacity)
   }
 
@@ -117,6 +122,8 @@ final class JSONLexer {
   /// Says the text is whole.
   /// - Throws: `Failure`: `.truncated` when the value is not complete, `.empty` when none began.
   func finish(_ events: some JSONLexerEvents) throws {
+    // A literal or number the text stops inside (`tru`, `-`, `1.`, `2e`) is cut short.
+    if carrying == .bare && Self.isCutShort(carry) { throw Failure.truncated(bytes: offset) }
     if carrying == .bare { try lexCarry(events) }
     if carrying == .string { throw Failure.truncated(bytes: offset) }
     guard expect == .done else {
@@ -158,6 +165,15 @@ final class JSONLexer {
     if q == end && carrying == .bare { return end }
     try lexCarry(events)
     return q
+  }
+
+  /// Whether `token` is a literal's beginning, or a number's that needs more digits.
+  private static func isCutShort(_ token: [UInt8]) -> Bool {
+    for literal in ["true", "false", "null"] where token.count < literal.utf8.count && literal.utf8.starts(with: token) {
+      return true
+    }
+    guard let last = token.last, token.allSatisfy({ JSONByte.isDigit($0) || "-+.eE".utf8.contains($0) }) else { return false }
+    return [JSONByte.minus, JSONByte.plus, JSONByte.dot, JSONByte.lowerE, JSONByte.upperE].contains(last)
   }
 
   /// Reads the cut token, now whole.
@@ -226,7 +242,7 @@ final class JSONLexer {
           throw Failure.invalid("expected ',' or ']' after an item of a list, found \(Self.describe(p, end))", byte: position(p))
         }
         depth -= 1
-        guard events.endArray() else { throw Failure.stopped }
+        guard events.endArray() else { throw Failure.stopped(byte: position(p)) }
         afterValue()
         p += 1
 
@@ -237,20 +253,20 @@ final class JSONLexer {
             cut(.string, p, end, at: origin + (p - base))
             return
           }
-          guard events.string(text) else { throw Failure.stopped }
+          guard events.string(text) else { throw Failure.stopped(byte: position(p)) }
           p = next
           afterValue()
         case JSONByte.openBracket, JSONByte.openBrace:
-          guard depth < JSONValue.maxDepth else { throw Failure.tooDeep(byte: position(p)) }
+          guard depth < maxDepth else { throw Failure.tooDeep(byte: position(p)) }
           let isArray = c == JSONByte.openBracket
           containers[depth] = isArray
           depth += 1
-          guard isArray ? events.startArray() : events.startObject() else { throw Failure.stopped }
+          guard isArray ? events.startArray() : events.startObject() else { throw Failure.stopped(byte: position(p)) }
           expect = isArray ? .firstItem : .firstKey
           p += 1
         case JSONByte.closeBracket where expect == .firstItem:
           depth -= 1
-          guard events.endArray() else { throw Failure.stopped }
+          guard events.endArray() else { throw Failure.stopped(byte: position(p)) }
           afterValue()
           p += 1
         case JSONByte.closeBracket, JSONByte.closeBrace, JSONByte.comma, JSONByte.colon:
@@ -267,7 +283,7 @@ final class JSONLexer {
       case .firstKey, .key:
         if c == JSONByte.closeBrace && expect == .firstKey {
           depth -= 1
-          guard events.endObject() else { throw Failure.stopped }
+          guard events.endObject() else { throw Failure.stopped(byte: position(p)) }
           afterValue()
           p += 1
           continue
@@ -279,7 +295,7 @@ final class JSONLexer {
           cut(.string, p, end, at: origin + (p - base))
           return
         }
-        guard events.key(text) else { throw Failure.stopped }
+        guard events.key(text) else { throw Failure.stopped(byte: position(p)) }
         p = next
         expect = .colon
 
@@ -300,7 +316,7 @@ final class JSONLexer {
           throw Failure.invalid("expected ',' or '}' after a member of an object, found \(Self.describe(p, end))", byte: position(p))
         }
         depth -= 1
-        guard events.endObject() else { throw Failure.stopped }
+        guard events.endObject() else { throw Failure.stopped(byte: position(p)) }
         afterValue()
         p += 1
 
@@ -321,20 +337,20 @@ final class JSONLexer {
     if p.pointee == JSONByte.minus || JSONByte.isDigit(p.pointee) {
       let length = Self.numberLength(p, end)
       if length >= 0 && (p + length == end ? final : JSONByte.isDelimiter(p[length])) {
-        guard events.number(UnsafeBufferPointer(start: p, count: length)) else { throw Failure.stopped }
+        guard events.number(UnsafeBufferPointer(start: p, count: length)) else { throw Failure.stopped(byte: origin + (p - base) + 1) }
         return p + length
       }
     }
     if Self.isLiteral("null", p, end, final) {
-      guard events.null() else { throw Failure.stopped }
+      guard events.null() else { throw Failure.stopped(byte: origin + (p - base) + 1) }
       return p + 4
     }
     if Self.isLiteral("true", p, end, final) {
-      guard events.bool(true) else { throw Failure.stopped }
+      guard events.bool(true) else { throw Failure.stopped(byte: origin + (p - base) + 1) }
       return p + 4
     }
     if Self.isLiteral("false", p, end, final) {
-      guard events.bool(false) else { throw Failure.stopped }
+      guard events.bool(false) else { throw Failure.stopped(byte: origin + (p - base) + 1) }
       return p + 5
     }
     // Wrong, or cut: read to its end, for the message.
@@ -344,7 +360,7 @@ final class JSONLexer {
     let token = UnsafeBufferPointer(start: p, count: q - p)
     let byte = origin + (p - base) + 1
     let head = String(decoding: token.prefix(16), as: UTF8.self)
-    if let name = Self.nonNumbers.first(where: { head.hasPrefix($0) }) { throw Failure.nonNumber(name) }
+    if let name = Self.nonNumbers.first(where: { head.hasPrefix($0) }) { throw Failure.nonNumber(name, byte: byte) }
     let what = JSONByte.isDigit(p.pointee) || p.pointee == JSONByte.minus ? "not a JSON number" : "not a JSON value"
     throw Failure.invalid(Self.describe(token: token, what, atStart: byte == 1), byte: byte)
   }

@@ -219,7 +219,7 @@ public final class TableAnswerScanner {
       return s.failure ?? TableAnswerError(message: "the load stopped")
     case .invalid(let detail, let byte):
       return error("the answer is not valid JSON (\(detail), at byte \(byte))")
-    case .nonNumber(let token):
+    case .nonNumber(let token, _):
       return error("\(token) is not a JSON number; the answer is refused (JSON has no NaN or Infinity)")
     case .tooDeep(let byte):
       return error("the answer is nested deeper than \(JSONValue.maxDepth) levels at byte \(byte)")

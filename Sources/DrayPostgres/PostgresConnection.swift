@@ -139,6 +139,48 @@ public final class PostgresConnection {
     return PostgresResult(checked)
   }
 
+  /// Runs one statement and hands its rows over one at a time as the server sends them
+  /// (libpq's single-row mode, PostgreSQL docs §34.6 "Retrieving Query Results
+  /// Row-by-Row"), so memory stays bounded whatever the result's size. A row refused by
+  /// `row` (it throws) cancels the statement (`PQcancel`); the connection is ready for the
+  /// next statement when this returns.
+  ///
+  /// - Parameters:
+  ///   - columns: the result's column names, before its first row (also for no rows).
+  ///   - row: each row's values, in column order.
+  /// - Throws: `PostgresError` with the statement (rows before the failure were handed
+  ///   over), or what `columns` or `row` threw.
+  public func stream(_ sql: String, columns: ([String]) throws -> Void, row: ([PostgresValue]) throws -> Void) throws {
+    let handle = try open(sql)
+    guard PQsendQuery(handle, sql) == 1 else { throw failure(nil, sql) }
+    PQsetSingleRowMode(handle)
+    var named = false
+    var stop: (any Error)?
+    // Every result is read, even after a failure, until libpq has none left.
+    while let result = PQgetResult(handle) {
+      defer { PQclear(result) }
+      guard stop == nil else { continue }
+      let status = PQresultStatus(result)
+      guard status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY
+      else {
+        stop = failure(result, sql)
+        continue
+      }
+      do {
+        let part = PostgresResult(result)
+        if !named && status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY {
+          named = true
+          try columns(part.columns)
+        }
+        for values in part.rows { try row(values) }
+      } catch {
+        stop = error
+        _ = try? canceller().cancel()
+      }
+    }
+    if let stop { throw stop }
+  }
+
   /// Runs `body` in one transaction (`BEGIN` ... `COMMIT`); any error thrown rolls it back
   /// and is rethrown.
   ///

@@ -59,8 +59,9 @@ public struct PostgresResult: Sendable, Hashable {
   public var columns: [String]
   /// Each row's values, in column order.
   public var rows: [[PostgresValue]]
-  /// Rows the statement inserted, updated, deleted or copied (`PQcmdTuples`); 0 when it
-  /// does not say.
+  /// Rows the statement inserted, updated, deleted or merged (`PQcmdTuples` of an INSERT,
+  /// UPDATE, DELETE or MERGE command tag); 0 for any other statement, a SELECT's rows
+  /// returned included.
   public var affectedRows: Int
 
   init(_ result: OpaquePointer) {
@@ -79,6 +80,8 @@ public struct PostgresResult: Sendable, Hashable {
         }
       }
     }
-    affectedRows = Int(String(cString: PQcmdTuples(result))) ?? 0
+    let tag = String(cString: PQcmdStatus(result))
+    let writes = ["INSERT ", "UPDATE ", "DELETE ", "MERGE "].contains { tag.hasPrefix($0) }
+    affectedRows = writes ? Int(String(cString: PQcmdTuples(result))) ?? 0 : 0
   }
 }

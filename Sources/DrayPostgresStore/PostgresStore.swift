@@ -235,7 +235,8 @@ extension PostgresStore: TargetStore {
   }
 
   /// Runs the one statement in a `READ ONLY` transaction: a `query` step reads, so a write
-  /// to any table, dray's own included, is refused by the server (SQLSTATE 25006).
+  /// to any table, dray's own included, is refused by the server (SQLSTATE 25006). Rows are
+  /// handed over as they arrive, so memory stays bounded whatever the result's size.
   public func query(_ sql: String, columns: ([String]) throws -> Void, row: ([SQLValue]) throws -> Void) throws {
     let statements = PostgresSQLText.statements(sql)
     guard let first = statements.first, statements.count == 1 else {
@@ -243,12 +244,10 @@ extension PostgresStore: TargetStore {
       throw UserSQLError.notOneStatement(rest: statements.isEmpty ? nil : String(rest.prefix(200)))
     }
     if let control = PostgresSQLText.transactionControl(first) { throw control }
-    let result = try connection.transaction {
+    try connection.transaction {
       try connection.execute("SET TRANSACTION READ ONLY")
-      return try connection.execute(first)
+      try connection.stream(first, columns: columns) { try row($0.map(\.sqlValue)) }
     }
-    try columns(result.columns)
-    for values in result.rows { try row(values.map(\.sqlValue)) }
   }
 
   /// The kept cursor of an `incremental` step, from `_dray_http_cursors` (the columns of

@@ -50,7 +50,7 @@ public struct JSONRecordReader {
     return try withoutActuallyEscaping(each) { each in
       let state = JSONScanState(reader: self, each: each)
       do throws(JSONEvents.Failure) {
-        try JSONEvents.parse(input, into: state)
+        try JSONEvents.parseStrictly(input, into: state)
       } catch .empty(let bytes) {
         throw RecordError(BlankAnswer.describe(bytes: bytes) + "; an empty body is not a JSON document")
       } catch .truncated(_, let bytes) {
@@ -63,7 +63,7 @@ public struct JSONRecordReader {
         throw state.failure ?? RecordError("reading the answer stopped")
       } catch .invalid(var reason, let byte) {
         if reason.hasSuffix(".") { reason.removeLast() }
-        throw RecordError("the answer is not valid JSON (\(reason), near byte \(byte))")
+        throw RecordError("the answer is not valid JSON (\(reason), at byte \(byte))")
       } catch .outOfMemory {
         throw RecordError("out of memory starting the JSON parser")
       } catch .unreadable(let error) {

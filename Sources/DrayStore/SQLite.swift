@@ -321,8 +321,13 @@ public final class Database {
     }
   }
 
-  /// Rows changed by the most recent statement.
+  /// Rows inserted, updated or deleted by the most recent INSERT, UPDATE or DELETE (a
+  /// statement of another kind leaves it as it was: `sqlite3_changes`).
   public var changes: Int { Int(sqlite3_changes(handle)) }
+
+  /// Rows inserted, updated or deleted since the connection opened, by triggers too
+  /// (`sqlite3_total_changes64`): a statement that leaves it unchanged changed no row.
+  public var totalChanges: Int64 { sqlite3_total_changes64(handle) }
 
   /// Makes a running statement on this connection stop with an interrupt error. Safe to call
   /// from another thread.

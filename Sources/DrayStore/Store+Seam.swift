@@ -122,8 +122,10 @@ final class SQLiteTransaction: StoreTransaction {
     try store.refusingUserSQL {
       try database.refusingTransactionControl {
         try database.forEachStatement(sql) { (statement) throws(SQLiteError) in
+          let before = database.totalChanges
           while try statement.step() {}
-          statements.append((statement.sql, database.changes))
+          // `changes` keeps the last write's count through a SELECT or a CREATE after it.
+          statements.append((statement.sql, database.totalChanges == before ? 0 : database.changes))
         }
         try database.checkTriggers()
       }

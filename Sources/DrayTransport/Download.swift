@@ -66,7 +66,10 @@ public final class Download {
   public var partPath: String { path + ".part" }
   public var sidecarPath: String { path + ".part.json" }
   /// The sidecar of a finished answer.
-  public var finishedSidecarPath: String { path + ".json" }
+  public var finishedSidecarPath: String { Self.finishedSidecarPath(of: path) }
+
+  /// The sidecar of the finished answer at `path`.
+  static func finishedSidecarPath(of path: String) -> String { path + ".json" }
   public let style: ResumeStyle
   /// Resume from an existing part; false always starts from byte 0.
   public let resume: Bool
@@ -262,9 +265,12 @@ public final class Download {
   }
 
   /// Removes the finished answer and its sidecar, once it has been used.
-  public func removeFinished() {
+  public func removeFinished() { Self.removeFinished(at: path) }
+
+  /// Removes the finished answer at `path` (when it is still there) and its sidecar.
+  public static func removeFinished(at path: String) {
     unlink(path)
-    unlink(finishedSidecarPath)
+    unlink(finishedSidecarPath(of: path))
   }
 
   /// Removes the part and its sidecar.

@@ -212,5 +212,9 @@ import Testing
       try HTTPStreamLoadTests.rows(folder, #"SELECT count(*), max(id) FROM "_dray_http__stream__items""#) == [
         [.integer(100), .integer(100)]
       ])
+    // Page 1, committed, leaves no file behind: neither its answer nor its sidecar.
+    let downloads = folder.path + "/.dray/downloads/stream"
+    let left = (try? FileManager.default.contentsOfDirectory(atPath: downloads)) ?? []
+    #expect(!left.contains { $0.contains(".page-1") }, "\(left)")
   }
 }

@@ -527,7 +527,7 @@ import Testing
     #expect(report.steps[0].errorCode == "bad_answer")
     #expect(
       report.steps[0].errorMessage
-        == "the answer of \(server.url)catalog.xml: the answer is not valid JSON (lexical error: invalid char in json text, near byte 1); the server says it is application/xml; charset=utf-8: set format: xml"
+        == "the answer of \(server.url)catalog.xml: the answer is not valid JSON ('<?xml' is not a JSON value, at byte 1); the server says it is application/xml; charset=utf-8: set format: xml"
     )
     // Steps after a failure do not run; run the others alone.
     let away = try run(

@@ -55,6 +55,35 @@ import Testing
     }
   }
 
+  /// Each statement of an `sql` step reports the rows it inserted, updated or deleted, and
+  /// nothing else: a SELECT, a CREATE TABLE ... AS or a DROP after a write reports 0, not
+  /// the write's count again (SQLite's `sqlite3_changes` keeps the last write's) nor the rows
+  /// it returned (PostgreSQL's command tag `SELECT 3`).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func eachStatementReportsTheRowsItChanged(kind: TargetDatabase.Kind) throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let report = try runJob(
+      folder,
+      header("changes", target) + """
+        steps:
+          - id: writes
+            sql: |
+              CREATE TABLE t (a INTEGER);
+              INSERT INTO t VALUES (1), (2), (3);
+              SELECT a FROM t;
+              CREATE TABLE u AS SELECT a FROM t;
+              UPDATE t SET a = a + 1 WHERE a > 1;
+              DROP TABLE u;
+              DELETE FROM t WHERE a = 1;
+              INSERT INTO t SELECT a FROM t WHERE a > 100;
+        """
+    ).1
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    let writes = try #require(report.steps.first { $0.id == "writes" })
+    #expect(writes.statements.map(\.changes) == [0, 3, 0, 0, 2, 0, 1, 0], "\(writes.statements)")
+  }
+
   /// An `sql` step may not end the transaction its checkpoint commits in: the statement is
   /// refused before any of the step's statements ran.
   @Test(arguments: TargetDatabase.Kind.allCases)

@@ -26,6 +26,36 @@ import Testing
     #expect(result.rows == [[.integer(Int64.min), .real(0.1), .bool(true), .text(tricky), .null, .text("123456789012345678901234567890")]])
   }
 
+  /// A streamed statement hands its rows over as they come: those before a failure arrive
+  /// before its error, a result of no rows still names its columns, and a row refused by
+  /// the caller stops the statement with the connection ready for the next.
+  @Test func aStreamedResultArrivesRowByRow() throws {
+    let connection = try server.connect(database: database)
+    var names: [[String]] = []
+    var rows: [[PostgresValue]] = []
+    let error = #expect(throws: PostgresError.self) {
+      try connection.stream("SELECT g, 10 / (3 - g) AS q FROM generate_series(1, 5) g", columns: { names.append($0) }) { rows.append($0) }
+    }
+    #expect(error?.sqlState == "22012")
+    #expect(names == [["g", "q"]])
+    #expect(rows == [[.integer(1), .integer(5)], [.integer(2), .integer(10)]])
+
+    names = []
+    try connection.stream("SELECT 1 AS a WHERE false", columns: { names.append($0) }) { _ in Issue.record("no row expected") }
+    #expect(names == [["a"]])
+
+    struct Enough: Error {}
+    var seen = 0
+    #expect(throws: Enough.self) {
+      try connection.stream("SELECT g FROM generate_series(1, 100000000) g", columns: { _ in }) { _ in
+        seen += 1
+        if seen == 3 { throw Enough() }
+      }
+    }
+    #expect(seen == 3)
+    #expect(try connection.execute("SELECT 42 AS n").rows == [[.integer(42)]])
+  }
+
   @Test func aTransactionCommitsOrRollsBackWhole() throws {
     let connection = try server.connect(database: database)
     try connection.execute("CREATE TABLE t (n bigint)")

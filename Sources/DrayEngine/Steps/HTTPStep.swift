@@ -204,7 +204,8 @@ extension StepRunner {
       let found = try withPageContext(page: page, url: next.url, options: options, contentType: fetched.contentType) {
         try streamed?.get() ?? commit(file, status: fetched.status, growing: nil)
       }
-      if options.output == nil, let answer = fetched.file { try? FileManager.default.removeItem(atPath: answer) }
+      // The answer (unless placed at `output`) and its sidecar are no longer needed.
+      if let answer = fetched.file { Download.removeFinished(at: answer) }
       progress = committed
       if options.paginate != nil {
         console.info(
