@@ -18,16 +18,17 @@ protocol JSONLexerEvents {
   func endObject() -> Bool
 }
 
-/// dray's JSON reader for table answers: one JSON text (RFC 8259) fed in chunks of bytes
-/// as they arrive, checked against the grammar and handed over token by token, with no copy
-/// of a string that holds no escape.
+/// dray's JSON reader for table answers and the `http` step's records (the loader's hot
+/// path, where yajl's callbacks were the load's longest thread): one JSON text (RFC 8259)
+/// fed in chunks of bytes as they arrive, checked against the grammar and handed over token
+/// by token, with no copy of a string that holds no escape.
 ///
 /// What it checks (RFC 8259): the grammar of values, arrays and objects (§2-5); numbers
 /// (§6: no leading zero, no `+`, no `.5` or `1.`, no NaN or Infinity); strings (§7: no
 /// control character below U+0020 unescaped, only the escapes `\" \\ \/ \b \f \n \r \t
 /// \uXXXX`, a UTF-16 surrogate escape only as a pair) and their UTF-8 (§8.1, per RFC 3629:
 /// no overlong form, no encoded surrogate, nothing past U+10FFFF). Arrays and objects
-/// nested deeper than `JSONValue.maxDepth` (512) levels are refused.
+/// nested deeper than `maxDepth` levels are refused. Whitespace is RFC 8259's four bytes.
 ///
 /// A token cut by the end of a chunk is kept (its bytes so far) and read whole once the
 /// next chunk completes it, so chunks may end anywhere, in a string, an escape, a UTF-8
@@ -79,7 +80,7 @@ final class JSONLexer {
   /// Per open container, from the outermost: whether it is an array.
   private let containers: UnsafeMutablePointer<Bool>
   /// Bytes fed before the current chunk.
-  private(set) var offset = 0
+  private var offset = 0
   /// The bytes so far of a token cut by the end of a chunk, from its first byte.
   private var carry: [UInt8] = []
   private var spareCarry: [UInt8] = []

@@ -39,9 +39,15 @@ public final class PostgresServer: @unchecked Sendable {
   ///
   /// - Throws: `TestSupportError` with the server's log when it does not start.
   public init() throws {
-    let folder = FileManager.default.temporaryDirectory.path + "/dray-pg-\(UUID().uuidString.prefix(8))"
+    Self.orphansStopped.withLock { stopped in
+      guard !stopped else { return }
+      stopped = true
+      Self.stopOrphans()
+    }
+    let folder = FileManager.default.temporaryDirectory.path + "/\(Self.folderPrefix)\(UUID().uuidString.prefix(8))"
     self.folder = folder
     try FileManager.default.createDirectory(atPath: folder + "/socket", withIntermediateDirectories: true)
+    try "\(getpid())".write(toFile: folder + "/" + Self.ownerFile, atomically: true, encoding: .utf8)
     Self.cleanup.withLock { $0.append(folder) }
     if getuid() == 0 {
       try Self.shell(["chown", "-R", "postgres:postgres", folder])
@@ -193,6 +199,26 @@ public final class PostgresServer: @unchecked Sendable {
     }
     return Mutex([])
   }()
+
+  /// The start of a server folder's name, in the temporary folder.
+  private static let folderPrefix = "dray-pg-"
+  /// The file in a server's folder that holds the process id of the test process that
+  /// started it.
+  private static let ownerFile = "owner.pid"
+  private static let orphansStopped = Mutex(false)
+
+  /// Stops the servers, and deletes the folders, that test processes since gone left
+  /// behind: a test process killed from outside (kill -9) never ran its `atexit`.
+  private static func stopOrphans() {
+    let temporary = FileManager.default.temporaryDirectory.path
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix(folderPrefix) {
+      let folder = temporary + "/" + name
+      guard let text = try? String(contentsOfFile: folder + "/" + ownerFile, encoding: .utf8), let owner = Int32(text),
+        kill(owner, 0) != 0 && errno == ESRCH
+      else { continue }
+      stop(folder)
+    }
+  }
 
   private static func stop(_ folder: String) {
     if FileManager.default.fileExists(atPath: folder + "/data/postmaster.pid") {
