@@ -46,7 +46,8 @@ public final class HTTPClient {
     LibraryVersion(name: "libcurl", version: String(cString: dray_curl_version()))
   }
 
-  private let handle: UnsafeMutableRawPointer
+  /// Replaced when libcurl will not take the receive buffer's size on it (`performOnce`).
+  private var handle: UnsafeMutableRawPointer
   /// libcurl writes its detailed error message here (CURLOPT_ERRORBUFFER); owned by this
   /// object so that the pointer libcurl keeps stays valid.
   private let errorBuffer: UnsafeMutablePointer<CChar>
@@ -106,6 +107,15 @@ public final class HTTPClient {
   /// `Location` names when it is a redirect.
   private func performOnce(_ request: HTTPRequest, sink: any ResponseSink) throws -> (HTTPResponse, String?) {
     curl_easy_reset(handle)
+    // libcurl 7.88 refuses a new receive buffer size (CURLE_BAD_FUNCTION_ARGUMENT) while the
+    // buffer of a transfer that failed before connecting (a DNS failure) is still allocated,
+    // and a reset does not free it: a new handle has none. Its connections were not usable.
+    if dray_curl_setopt_long(handle, CURLOPT_BUFFERSIZE, HTTPClient.receiveBufferSize) != CURLE_OK {
+      guard let fresh = curl_easy_init() else { fatalError("libcurl could not create a handle (out of memory)") }
+      curl_easy_cleanup(handle)
+      handle = fresh
+      try check(dray_curl_setopt_long(handle, CURLOPT_BUFFERSIZE, HTTPClient.receiveBufferSize), CURLOPT_BUFFERSIZE, request)
+    }
     errorBuffer[0] = 0
     let state = TransferState(
       handle: handle, sink: sink, cancellation: cancellation, progress: progress, idle: request.timeouts.idle,
@@ -129,7 +139,6 @@ public final class HTTPClient {
     try set(CURLOPT_USERAGENT, "dray/\(DrayVersion.current)")
     try set(CURLOPT_FOLLOWLOCATION, 0)
     try set(CURLOPT_PROTOCOLS_STR, "http,https")
-    try set(CURLOPT_BUFFERSIZE, HTTPClient.receiveBufferSize)
     try set(CURLOPT_CONNECTTIMEOUT_MS, HTTPClient.milliseconds(request.timeouts.connect))
     try set(CURLOPT_TIMEOUT_MS, HTTPClient.milliseconds(request.timeouts.request))
     if !request.repeatable { try set(CURLOPT_FRESH_CONNECT, 1) }
@@ -288,8 +297,10 @@ public final class HTTPClient {
     case CURLE_ABORTED_BY_CALLBACK:
       if state.idleExpired { return .timeout(.idle, url: url, limit: request.timeouts.idle) }
       return .cancelled
-    case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
       return .dnsFailure(host: HTTPClient.hostName(request.url))
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return .proxyDNSFailure(detail: reason)
     case CURLE_COULDNT_CONNECT:
       if state.resendRefused {
         return .connectionReset(url: url, detail: "the reused connection closed without an answer")

@@ -46,6 +46,20 @@ import Testing
     #expect(client.bytesSent == 0)
   }
 
+  /// A client whose request failed to resolve its host serves the next request: libcurl
+  /// 7.88 refuses a new receive buffer size on a handle whose DNS failure left its buffer
+  /// allocated, which made every retry after a DNS blip fail as "libcurl refused option 98".
+  @Test func aDNSFailureDoesNotSpoilTheClientsNextRequest() throws {
+    let server = try RestServer(["--items", "3"])
+    let client = HTTPClient()
+    let failed = perform(HTTPRequest(url: "http://host.that-does-not-exist.invalid/items"), client: client)
+    #expect((failed.error as? TransportError)?.code == "dns_failure", "\(failed)")
+    for _ in 1...2 {
+      let next = perform(HTTPRequest(url: server.url + "items"), client: client)
+      #expect((try? next.get())?.status == 200, "\(next)")
+    }
+  }
+
   @Test func everyRequestSaysWhoItIsAndAsksForUncompressedBytes() throws {
     let net = try NetworkFixture()
     var attempts: [Attempt] = []
