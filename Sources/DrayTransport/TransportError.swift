@@ -32,6 +32,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
 
   /// The host name did not resolve.
   case dnsFailure(host: String)
+  /// The proxy's host name, from the environment (`http_proxy`, `https_proxy`,
+  /// `all_proxy`), did not resolve: libcurl's message, which names it.
+  case proxyDNSFailure(detail: String)
   /// Nothing listens at the address (`host:port`).
   case connectionRefused(host: String)
   /// The connection closed or was reset before an answer's head arrived.
@@ -77,7 +80,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// A stable identifier for reports and scripts. `gaveUp` keeps its last error's code.
   public var code: String {
     switch self {
-    case .dnsFailure: "dns_failure"
+    case .dnsFailure, .proxyDNSFailure: "dns_failure"
     case .connectionRefused: "connection_refused"
     case .connectionReset: "connection_reset"
     case .timeout(let kind, _, _): "timeout_\(kind.rawValue)"
@@ -122,6 +125,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     switch self {
     case .dnsFailure(let host):
       "cannot resolve host '\(host)' (DNS failure); check the host name in the manifest (platform.host or base_url) and the network"
+    case .proxyDNSFailure(let detail):
+      "cannot reach the proxy (\(detail)); check http_proxy, https_proxy and all_proxy in dray's environment, "
+        + "or list the host in no_proxy to reach it directly"
     case .connectionRefused(let host):
       "cannot connect to \(host): connection refused; check that the server is running and the port is right"
     case .connectionReset(let url, let detail):
@@ -169,7 +175,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// 502, 503, 504.
   public var isTransient: Bool {
     switch self {
-    case .dnsFailure, .connectionRefused, .connectionReset, .timeout, .truncated, .resumeMismatch, .resumeRestart, .other: true
+    case .dnsFailure, .proxyDNSFailure, .connectionRefused, .connectionReset, .timeout, .truncated, .resumeMismatch, .resumeRestart,
+      .other:
+      true
     case .httpStatus(let e): HTTPStatusError.transientStatuses.contains(e.status)
     default: false
     }

@@ -117,6 +117,32 @@ import Testing
     #expect(result.duration < 10)
   }
 
+  /// A host or a proxy that does not resolve fails as a DNS failure naming what did not
+  /// resolve, retried as the policy says: each retry is a real attempt (a DNS failure once
+  /// spoiled libcurl's handle for every retry after it: "libcurl refused option 98").
+  @Test func aHostOrProxyThatDoesNotResolveIsNamedAndRetried() throws {
+    let folder = TemporaryDirectory()
+    let path = try job(folder, host: "http://host.that-does-not-exist.invalid/")
+    let host = try Command.dray(["run", path], environment: DemoUser.environment)
+    #expect(host.status == 1)
+    #expect(host.stdout.contains("cannot resolve host 'host.that-does-not-exist.invalid' (DNS failure)"), "\(host.output)")
+    #expect(!host.output.contains("libcurl refused"), "\(host.output)")
+    let attempts = try Report(host.stdout).step("schemes")["attempts"] as? [[String: Any]]
+    #expect(attempts?.compactMap { $0["outcome"] as? String } == ["dns_failure", "dns_failure"], "\(host.stdout)")
+
+    let emulator = try Emulator()
+    let proxyFolder = TemporaryDirectory()
+    let proxied = try job(proxyFolder, host: emulator.url)
+    let proxy = try Command.dray(
+      ["run", proxied], environment: DemoUser.environment.merging(["http_proxy": "http://proxy.that-does-not-exist.invalid:3128"]) { $1 })
+    #expect(proxy.status == 1)
+    #expect(
+      proxy.stdout.contains(
+        "cannot reach the proxy (Could not resolve proxy: proxy.that-does-not-exist.invalid); check http_proxy, https_proxy and all_proxy"),
+      "\(proxy.output)")
+    #expect(!proxy.stdout.contains("cannot resolve host '127.0.0.1'"), "\(proxy.output)")
+  }
+
   @Test func anUnknownKeyExitsTwoWithItsPosition() throws {
     let folder = TemporaryDirectory()
     let path = try job(folder, host: "http://127.0.0.1:9/", extra: "reprot: { path: x }")

@@ -9,12 +9,13 @@ extension StepRunner {
   func runSchemes(_ options: SchemesStep, _ report: inout StepReport) throws {
     let client = try platformClient()
     var attempts: [Attempt] = []
+    // Also when the call fails: its attempts are the report's account of why.
+    defer { report.attempts = attempts }
     var schemes = try client.schemes(
       policy: step.retry,
       record: {
         attempts.append($0); logAttempt($0)
       })
-    report.attempts = attempts
     if let wanted = options.resources {
       let available = schemes.map(\.name)
       for name in wanted where !available.contains(name) {
@@ -24,7 +25,8 @@ extension StepRunner {
     }
     let store = try openStore()
     var tables: [String] = []
-    let finished = report
+    var finished = report
+    finished.attempts = attempts
     try context.databaseWrites.withLock { _ in
       try store.write { transaction in
         for scheme in schemes {
