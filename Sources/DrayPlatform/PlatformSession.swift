@@ -143,8 +143,9 @@ public final class PlatformSession: Sendable {
       method: .post, url: url("auth/jwt/obtain/"), headers: headers, body: .bytes(Array(body.utf8)),
       timeouts: settings.timeouts, tls: settings.tls, repeatable: true)
     let sink = MemorySink(limit: 1 << 20)
+    let response: HTTPResponse
     do {
-      _ = try runner.run(
+      response = try runner.run(
         call: "sign-in",
         { _ in
           let response = try client.perform(request, sink: sink)
@@ -162,8 +163,12 @@ public final class PlatformSession: Sendable {
     do {
       json = try JSONValue(parsing: sink.bytes)
     } catch {
+      // The parser's own message is left out: it quotes the text, which may hold a token.
       throw PlatformError.badAnswer(
-        url: HTTPClient.displayURL(request.url), detail: "the token answer is not valid JSON\(error.isTooDeep ? " (\(error.message))" : "")"
+        url: HTTPClient.displayURL(request.url),
+        detail: "the token answer is not valid JSON\(error.isTooDeep ? " (\(error.message))" : "") "
+          + "(HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none")); "
+          + "check platform.host: it must be the platform's address, not a web page or another service"
       )
     }
     guard let token = json["token"]?.stringValue, !token.isEmpty else {

@@ -79,6 +79,33 @@ import Testing
       report.steps[0].errorMessage?.contains("the token answer is not valid JSON (nested deeper than 512 levels at byte 530)") == true)
   }
 
+  /// A sign-in answered by something that is not the platform (a web page, another
+  /// service) says what came and where to look, never quoting the body.
+  @Test func aTokenAnswerThatIsNotJSONSaysWhatCame() throws {
+    let server = try RestServer()
+    try server.setRules("[" + (try Self.rule("/api/v1/auth/jwt/obtain/", "<html><body>Welcome token-like-text</body></html>")) + "]")
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: token
+      database: { path: data.sqlite }
+      retry: { count: 0 }
+      platform: { host: "\(server.url)", environment: E, project: P }
+      auth: { username: u, password: p-secret-1 }
+      steps:
+        - request: { resource: FRUITS }
+      """)
+    let manifest = try ManifestLoader(environment: [:]).load(path: path)
+    let report = Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+    let message = report.steps[0].errorMessage ?? ""
+    #expect(
+      message.contains(
+        "the token answer is not valid JSON (HTTP 200, Content-Type: text/plain); check platform.host: it must be the platform's address"),
+      "\(message)")
+    #expect(!message.contains("token-like-text"))
+  }
+
   /// SQLite compares names byte by byte (ASCII case aside): `é` (U+00E9) and `e` + U+0301
   /// are two columns, within a record and across pages, though Swift calls them equal.
   @Test func namesEqualOnlyUnderUnicodeEquivalenceAreTwoColumns() throws {
