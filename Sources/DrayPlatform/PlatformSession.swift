@@ -232,10 +232,7 @@ public enum PlatformError: ReportableError, Sendable {
       default: break
       }
     }
-    if error.serverDescription == nil {
-      let text = String(decoding: response.errorBody.prefix(300), as: UTF8.self)
-      error.bodyExcerpt = PrintableText.oneLine(text.trimmingCharacters(in: .whitespacesAndNewlines))
-    }
+    if error.serverDescription == nil { error.bodyExcerpt = HTTPStatusError.excerpt(of: response, limit: 300) }
     error.readRetryAfter(response.headers["Retry-After"])
     return error
   }

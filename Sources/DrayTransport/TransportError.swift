@@ -216,6 +216,48 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
     self.retryAfter = retryAfter
   }
 
+  /// The start of an error answer's body for a message (`bodyExcerpt`): one line without
+  /// control characters (`PrintableText.oneLine`), at most `limit` characters. An HTML page
+  /// (`Content-Type: text/html`, or a body that starts like one) is given as its text: no
+  /// tags, scripts, styles or comments, entities decoded, whitespace collapsed; its markup
+  /// would fill the message. Nil for an empty body.
+  public static func excerpt(of response: HTTPResponse, limit: Int) -> String? {
+    var text = String(decoding: response.errorBody, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    let contentType = response.headers["Content-Type"]?.lowercased() ?? ""
+    let start = text.prefix(15).lowercased()
+    if contentType.hasPrefix("text/html") || start.hasPrefix("<!doctype html") || start.hasPrefix("<html") {
+      text = "(an HTML page) " + htmlText(text)
+    }
+    text = PrintableText.oneLine(text)
+    if text.count > limit { text = String(text.prefix(limit)) + "…" }
+    return text.isEmpty ? nil : text
+  }
+
+  /// The text of an HTML page: what its tags enclose, without scripts, styles and comments,
+  /// the common entities decoded, runs of whitespace as one space.
+  static func htmlText(_ html: String) -> String {
+    var rest = Substring(html)
+    var out = ""
+    while let open = rest.firstIndex(of: "<") {
+      out += rest[..<open]
+      rest = rest[open...]
+      let lower = rest.prefix(8).lowercased()
+      let close = lower.hasPrefix("<!--") ? "-->" : lower.hasPrefix("<script") ? "</script>" : lower.hasPrefix("<style") ? "</style>" : ">"
+      guard let end = rest.range(of: close, options: .caseInsensitive) else { return collapse(out) }
+      rest = rest[end.upperBound...]
+      out += " "
+    }
+    out += rest
+    for (entity, character) in [("&lt;", "<"), ("&gt;", ">"), ("&quot;", "\""), ("&#39;", "'"), ("&nbsp;", " "), ("&amp;", "&")] {
+      out = out.replacingOccurrences(of: entity, with: character)
+    }
+    return collapse(out)
+  }
+
+  private static func collapse(_ text: String) -> String {
+    text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+  }
+
   /// Reads `header`, the answer's `Retry-After` field, into `retryAfter` and
   /// `retryAfterDigits` (`RetryRunner.retryAfterSeconds`); nil leaves both nil.
   public mutating func readRetryAfter(_ header: String?) {

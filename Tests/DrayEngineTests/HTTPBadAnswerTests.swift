@@ -79,6 +79,29 @@ import Testing
       report.steps[0].errorMessage?.contains("the token answer is not valid JSON (nested deeper than 512 levels at byte 530)") == true)
   }
 
+  /// An error answered with an HTML page (a proxy's or a load balancer's) is quoted as the
+  /// page's text: its markup, styles and scripts would fill the message.
+  @Test func anHTMLErrorPageIsQuotedAsItsText() throws {
+    let css = String(repeating: "body { font-family: sans-serif; margin: 0 auto; } ", count: 60)
+    let page = """
+      <!DOCTYPE html>
+      <html><head><title>502 Bad Gateway</title><style>\(css)</style>
+      <script>var tracking = "<b>not text</b>";</script></head>
+      <body><!-- upstream: 10.0.0.7 --><h1>Bad   Gateway</h1>
+      <p>The upstream server &amp; its proxy did not answer.</p></body></html>
+      """
+    let rule = String(
+      decoding: try JSONSerialization.data(withJSONObject: ["path": "/down", "status": 502, "body": page]), as: UTF8.self)
+    let server = try RestServer(["--rule", rule])
+    let report = try run("  - id: down\n    http: { base_url: '${API}', path: down }", server: server)
+    let message = report.steps[0].errorMessage ?? ""
+    #expect(
+      message.hasPrefix(
+        "HTTP 502 Bad Gateway from \(server.url)down: (an HTML page) 502 Bad Gateway Bad Gateway The upstream server & its proxy did not answer."
+      ), "\(message)")
+    #expect(!message.contains("font-family") && !message.contains("tracking") && !message.contains("upstream: 10"), "\(message)")
+  }
+
   /// A sign-in answered by something that is not the platform (a web page, another
   /// service) says what came and where to look, never quoting the body.
   @Test func aTokenAnswerThatIsNotJSONSaysWhatCame() throws {

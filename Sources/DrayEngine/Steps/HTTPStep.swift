@@ -481,9 +481,7 @@ extension StepRunner {
   /// A non-2xx answer as an error whose message ends with the answer's body.
   static func statusError(_ response: HTTPResponse, url: String) -> HTTPStatusError {
     // One line without control characters: the server's text must not pass for log lines.
-    var text = PrintableText.oneLine(String(decoding: response.errorBody, as: UTF8.self).trimmingCharacters(in: .whitespaces))
-    if text.count > 4000 { text = String(text.prefix(4000)) + "…" }
-    var error = HTTPStatusError(status: response.status, url: url, bodyExcerpt: text.isEmpty ? nil : text)
+    var error = HTTPStatusError(status: response.status, url: url, bodyExcerpt: HTTPStatusError.excerpt(of: response, limit: 4000))
     error.readRetryAfter(response.headers["Retry-After"])
     return error
   }
