@@ -10,7 +10,8 @@ internal import Foundation
 /// replaced by `.html`), whole or not at all, and prints its path. The page holds no secret:
 /// it is drawn from the JSON reports, whose free text each run masked before writing them
 /// (`RunReport.redacted(by:)`), and from the journal, which holds none. Exits 1 when the
-/// page cannot be written, 2 for a wrong command line or an invalid manifest.
+/// page cannot be written, 2 for a wrong command line (a `--run` the job has no run or
+/// report of included) or an invalid manifest.
 enum ReportCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, options: ["--run", "--runs", "-o"])
@@ -24,6 +25,19 @@ enum ReportCommand {
       return n
     }
     let page = HTMLReport.page(manifest, runID: args.values["--run"], runs: limit ?? HTMLReport.defaultRuns)
+    // A run the journal's recent runs do not hold and no report names is most likely a typo.
+    if let wanted = args.values["--run"], !page.history.contains(where: { $0.id == wanted }),
+      !FileManager.default.fileExists(atPath: Runner.reportPath(manifest, runID: wanted))
+    {
+      let newest = page.history.prefix(3).map(\.id)
+      DrayCommandLine.printError(
+        "dray: job \(manifest.job) has no run '\(PrintableText.excerpt(wanted))' among its last \(limit ?? HTMLReport.defaultRuns) runs, "
+          + "and no report of that name; "
+          + (newest.isEmpty
+            ? "it has no run yet" : "its newest: \(newest.joined(separator: ", ")); name one, or leave --run out for the newest")
+      )
+      return ExitCode.usage
+    }
     let runID = args.values["--run"] ?? page.history.first?.id
     guard let path = args.values["-o"] ?? runID.map({ htmlPath(manifest, runID: $0) }) else {
       DrayCommandLine.printError(

@@ -246,6 +246,12 @@ import Testing
     let damaged = try job.page(["--run", runID, "-o", job.folder.path + "/damaged.html"])
     #expect(damaged.html.contains("<p class=\"problem\">The report \(paths[1]) could not be read: it is not JSON: "))
     #expect(try ReportCheck.problems([damaged.path]) == "")
+    // A run id mistyped: neither a recent run nor a report.
+    let typo = try Command.dray(["report", job.manifest, "--run", runID + "0"])
+    #expect(typo.status == 2)
+    #expect(
+      typo.stderr.contains("has no run '\(runID)0' among its last 30 runs, and no report of that name; its newest: "), "\(typo.stderr)")
+    #expect(typo.stderr.contains(runID), "\(typo.stderr)")
   }
 
   @Test func theCommandLineIsChecked() throws {
@@ -255,6 +261,12 @@ import Testing
     #expect(
       none.stderr
         == "dray: job nightly has no run yet, so there is no report to put the page beside; run it first, or name the page with -o FILE.html\n"
+    )
+    let unknown = try Command.dray(["report", job.manifest, "--run", "20991231T000000.000Z-abcdef"])
+    #expect(unknown.status == 2)
+    #expect(
+      unknown.stderr
+        == "dray: job nightly has no run '20991231T000000.000Z-abcdef' among its last 30 runs, and no report of that name; it has no run yet\n"
     )
     let zero = try Command.dray(["report", job.manifest, "--runs", "0"])
     #expect(zero.status == 2)
