@@ -268,6 +268,8 @@ enum StepError: Error, CustomStringConvertible {
   case settingMissing(String)
   case resourceNotFound(resource: String, available: [String])
   case tableNotLoaded(resource: String, table: String, physical: String)
+  /// A `{{ table }}` naming a table the resource's stored scheme does not list.
+  case unknownTable(resource: String, table: String, tables: [String])
   case expectation(String)
   /// An `sql` step's statement that would begin, commit or roll back a transaction.
   case transactionControl(statement: String)
@@ -299,6 +301,7 @@ enum StepError: Error, CustomStringConvertible {
     case .ownTable: "dray_table"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
+    case .unknownTable: "unknown_table"
     case .expectation: "expectation_failed"
     }
   }
@@ -316,6 +319,10 @@ enum StepError: Error, CustomStringConvertible {
         + available.joined(separator: ", ")
     case .tableNotLoaded(let resource, let table, let physical):
       "{{ table \"\(resource)\" \"\(table)\" }}: table \(physical) does not exist; run the step that loads \(resource) first"
+    case .unknownTable(let resource, let table, let tables):
+      "{{ table \"\(resource)\" \"\(table)\" }}: \(resource)'s scheme has no table '\(PrintableText.excerpt(table))'"
+        + (EditDistance.closest(to: table, among: tables).map { "; did you mean '\($0)'? Its tables: " } ?? "; its tables: ")
+        + tables.joined(separator: ", ")
     case .expectation(let m): m
     case .ownTable("sqlite_schema", let statement, _):
       "'\(statement)' would let the schema table be edited directly, dray's own tables' definitions included; PRAGMA writable_schema is refused in sql and query steps"

@@ -84,6 +84,34 @@ import Testing
     #expect(writes.statements.map(\.changes) == [0, 3, 0, 0, 2, 0, 1, 0], "\(writes.statements)")
   }
 
+  /// A `{{ table }}` naming a table its resource's scheme does not list is a misspelt name
+  /// and says so with the tables there are (not "run the step that loads FRUITS first").
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aTableReferenceNamesWhatIsWrongWithIt(kind: TargetDatabase.Kind) throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    func failure(_ sql: String) throws -> String? {
+      let report = try runJob(
+        folder,
+        header("names", target) + """
+          steps:
+            - id: fruits
+              table_stream: { resource: FRUITS }
+            - id: use
+              sql: '\(sql)'
+          """
+      ).1
+      return report.steps.first { $0.id == "use" }?.errorMessage
+    }
+    #expect(
+      try failure(#"SELECT count(*) FROM {{ table "FRUITS" "output" }}"#)
+        == #"{{ table "FRUITS" "output" }}: FRUITS's scheme has no table 'output'; its tables: output_table"#)
+    #expect(
+      try failure(#"SELECT count(*) FROM {{ table "FRUITS" "output_tabel" }}"#)
+        == #"{{ table "FRUITS" "output_tabel" }}: FRUITS's scheme has no table 'output_tabel'; did you mean 'output_table'? Its tables: output_table"#
+    )
+  }
+
   /// An `sql` step may not end the transaction its checkpoint commits in: the statement is
   /// refused before any of the step's statements ran.
   @Test(arguments: TargetDatabase.Kind.allCases)

@@ -35,6 +35,10 @@ extension StepRunner {
     return try template.render { reference in
       let params = try reference.paramsJSON.map { try JSONValue(parsing: $0) } ?? .object([])
       guard let name = try store.tableReference(resource: reference.resource, table: reference.table, params: params) else {
+        // A table the resource's stored scheme does not list is a misspelt name, not a load to run first.
+        if let outputs = try store.scheme(for: reference.resource)?.outputs.map(\.name), !outputs.contains(reference.table) {
+          throw StepError.unknownTable(resource: reference.resource, table: reference.table, tables: outputs)
+        }
         let physical = store.naming.physicalName(resource: reference.resource, table: reference.table, params: params)
         throw StepError.tableNotLoaded(resource: reference.resource, table: reference.table, physical: physical)
       }
