@@ -1,6 +1,7 @@
 internal import DrayEngine
 internal import DrayManifest
 internal import DrayModel
+internal import DrayStore
 internal import Foundation
 internal import Glibc
 
@@ -74,7 +75,11 @@ public enum DrayCommandLine {
         print(usage)
         return ExitCode.success
       default:
-        throw UsageError("unknown command '\(command)'; commands: run, validate, plan, status, report, tables, query, schema, version")
+        let commands = ["run", "validate", "plan", "status", "report", "tables", "query", "schema", "version"]
+        throw UsageError(
+          "unknown command '\(PrintableText.excerpt(command))'"
+            + (EditDistance.closest(to: command, among: commands).map { "; did you mean '\($0)'? Commands: " } ?? "; commands: ")
+            + commands.joined(separator: ", "))
       }
     } catch let error as UsageError {
       printError("dray: \(error.message)\nRun 'dray help' for usage.")
@@ -137,9 +142,29 @@ struct Arguments {
         values[name] = value
       } else {
         let all = (known.union(options)).sorted()
-        throw UsageError("unknown option '\(name)'" + (all.isEmpty ? "" : "; options: \(all.joined(separator: ", "))"))
+        let closest = EditDistance.closest(to: name, among: all).map { "; did you mean '\($0)'?" } ?? ""
+        throw UsageError(
+          "unknown option '\(PrintableText.excerpt(name))'" + closest
+            + (all.isEmpty ? "" : (closest.isEmpty ? "; options: " : " Options: ") + all.joined(separator: ", ")))
       }
     }
+  }
+}
+
+extension Arguments {
+  /// `--fresh`, `--from STEP` and `--only STEP` of `run` and `plan`, the step checked among
+  /// `ids` (the job's top-level steps).
+  /// - Throws: `UsageError` naming a step that is not there, with the closest and the list.
+  func runFlags(steps ids: [String]) throws -> RunFlags {
+    for option in ["--from", "--only"] {
+      if let id = values[option], !ids.contains(id) {
+        throw UsageError(
+          "\(option) \(PrintableText.excerpt(id)): no such step"
+            + (EditDistance.closest(to: id, among: ids).map { "; did you mean '\($0)'? Steps: " } ?? "; steps: ")
+            + ids.joined(separator: ", "))
+      }
+    }
+    return RunFlags(fresh: flags.contains("--fresh"), from: values["--from"], only: values["--only"])
   }
 }
 

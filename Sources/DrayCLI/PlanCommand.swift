@@ -23,13 +23,7 @@ enum PlanCommand {
     for key in manifest.unresolvedSecrets {
       DrayCommandLine.printError("note: '\(key)' is not set here (its variable or file is missing); dray run will need it")
     }
-    let ids = manifest.steps.map(\.id)
-    for option in ["--from", "--only"] {
-      if let id = args.values[option], !ids.contains(id) {
-        throw UsageError("\(option) \(id): no such step; steps: \(ids.joined(separator: ", "))")
-      }
-    }
-    let options = RunFlags(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
+    let options = try args.runFlags(steps: manifest.steps.map(\.id))
     let resume: ResumePlan
     do {
       resume = try ResumePlan(manifest: manifest, options: options, journal: try existingJournal(manifest))

@@ -26,16 +26,10 @@ enum RunCommand {
       format = chosen
     }
     guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
-    let ids = manifest.steps.map(\.id)
-    for option in ["--from", "--only"] {
-      if let id = args.values[option], !ids.contains(id) {
-        throw UsageError("\(option) \(id): no such step; steps: \(ids.joined(separator: ", "))")
-      }
-    }
+    let options = try args.runFlags(steps: manifest.steps.map(\.id))
     let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
     let console = Console(level: level, format: format, redactor: SharedRedactor(manifest.redactor))
     installSignalHandlers()
-    let options = RunFlags(fresh: args.flags.contains("--fresh"), from: args.values["--from"], only: args.values["--only"])
     let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
     if report.exitCode != ExitCode.locked && (level > .quiet || report.exitCode != ExitCode.success) {

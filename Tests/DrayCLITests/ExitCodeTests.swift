@@ -175,5 +175,13 @@ import Testing
     let twice = try Command.dray(["plan", "job.yaml", "--only", "a", "--only=b"])
     #expect(twice.status == 2)
     #expect(twice.stderr == "dray: --only is given twice; give it once\nRun 'dray help' for usage.\n")
+    // A typo of a command or an option is answered with the closest one.
+    #expect(
+      try Command.dray(["rnu", "job.yaml"]).stderr.hasPrefix(
+        "dray: unknown command 'rnu'; did you mean 'run'? Commands: run, validate, plan, status, report, tables, query, schema, version\n"))
+    #expect(
+      try Command.dray(["run", "--fersh", "job.yaml"]).stderr.hasPrefix(
+        "dray: unknown option '--fersh'; did you mean '--fresh'? Options: --fresh, --from, --log-format, --only"))
+    #expect(try Command.dray(["frobnicate"]).stderr.hasPrefix("dray: unknown command 'frobnicate'; commands: run, validate"))
   }
 }

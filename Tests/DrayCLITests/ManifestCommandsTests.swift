@@ -221,6 +221,8 @@ import Testing
     let unknown = try Command.dray(["plan", "--from", "nowhere", path])
     #expect(unknown.status == 2)
     #expect(unknown.stderr.hasPrefix("dray: --from nowhere: no such step; steps: create, broken, after"))
+    let typo = try Command.dray(["plan", "--only", "aftre", path])
+    #expect(typo.stderr.hasPrefix("dray: --only aftre: no such step; did you mean 'after'? Steps: create, broken, after"))
   }
 
   @Test func planShowsEachMemberOfAResumedGroup() throws {
