@@ -267,7 +267,7 @@ import Testing
     } catch {
       #expect(
         error.diagnostics.map(\.description) == [
-          "job.yaml:4:42: error: 'steps.http-1.http.load' fills a table; add a 'database' block with a 'path'"
+          "job.yaml:4:42: error: 'steps.http-1.http.load' fills a table; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)"
         ])
     }
   }

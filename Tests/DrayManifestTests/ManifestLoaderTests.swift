@@ -123,7 +123,7 @@ import Testing
       found == [
         "job.yaml:3:1: error: unknown key 'platfrom' at the top level; did you mean 'platform'?",
         "job.yaml:5:5: error: unknown key 'tabel_stream' in step 1; did you mean 'table_stream'?",
-        "job.yaml:6:5: error: step 'sql-2' (sql) uses the database; add a 'database' block with a 'path'",
+        "job.yaml:6:5: error: step 'sql-2' (sql) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)",
         "job.yaml:7:21: error: 'steps.sql-2.retry.count' must be an integer, found a string ('ten')",
         "job.yaml:7:36: error: 'steps.sql-2.retry.interval' needs a unit: write '5s' for 5 seconds (units: ms, s, m, h)",
       ])
