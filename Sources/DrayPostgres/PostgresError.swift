@@ -85,6 +85,10 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
       return "\(at) has no free connection slot: \(message); run again later or raise max_connections"
     case "57P01", "57P02", "57P03", "08006", "08003", "08000", "08P01":
       return "\(at) closed the connection: \(message); run again to resume from the last commit"
+    case "42P01" where foldedName != nil:
+      // `relation "big__output_table" does not exist` for `BIG__output_table` written unquoted.
+      return
+        "\(at): \(message) (SQLSTATE 42P01); PostgreSQL folds a name written without quotes to lower case: write \"\(foldedName!)\" in double quotes"
     default:
       return "\(at): \(message)\(sqlState.map { " (SQLSTATE \($0))" } ?? "")"
     }
@@ -97,6 +101,18 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     if let hint { text += "\n  hint: \(hint)" }
     if let statement { text += "\n  statement: \(statement)" }
     return text
+  }
+
+  /// For `relation "x" does not exist`: the name as the statement wrote it, unquoted and
+  /// with capitals, when that is what PostgreSQL folded to `x`; nil otherwise.
+  var foldedName: String? {
+    guard let statement, let range = message.range(of: "relation \""),
+      let end = message[range.upperBound...].firstIndex(of: "\"")
+    else { return nil }
+    let folded = String(message[range.upperBound..<end])
+    // The statement's words, split where an identifier cannot go on.
+    let words = statement.split { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "$" || $0 == "\"") }
+    return words.first { $0.lowercased() == folded && $0 != folded && !$0.contains("\"") }.map(String.init)
   }
 
   /// `"loader"` from `password authentication failed for user "loader"`.

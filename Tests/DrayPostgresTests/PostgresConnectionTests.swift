@@ -90,6 +90,14 @@ import Testing
         PostgreSQL at \(url): relation "missing_table" does not exist (SQLSTATE 42P01)
           statement: SELECT * FROM missing_table WHERE a = $1
         """)
+    // A table dray made with capitals, named without quotes: PostgreSQL looked for its
+    // lower-case name.
+    try connection.execute(#"CREATE TABLE "FRUITS__output_table" (a bigint)"#)
+    let folded = #expect(throws: PostgresError.self) { try connection.execute("SELECT count(*) FROM FRUITS__output_table") }
+    #expect(
+      folded?.userMessage
+        == #"PostgreSQL at \#(url): relation "fruits__output_table" does not exist (SQLSTATE 42P01); PostgreSQL folds a name written without quotes to lower case: write "FRUITS__output_table" in double quotes"#
+    )
   }
 
   @Test func aBadPasswordIsOneLineWithWhatToDo() throws {
