@@ -73,7 +73,8 @@ extension ManifestValidator {
       ok = false
     }
     if let loadNode = f["load"], !hasTopLevelKey("database") {
-      reader.error(loadNode.location, "'\(f.path("load"))' fills a table; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)")
+      reader.error(
+        loadNode.location, "'\(f.path("load"))' fills a table; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)")
       ok = false
     }
     guard ok, let baseURL else { return nil }

@@ -846,7 +846,9 @@ struct ManifestValidator {
       }
     }
     if top["database"] == nil, let step = steps.first(where: usesDatabase) {
-      reader.error(step.location, "step '\(step.id)' (\(step.kindName)) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)")
+      reader.error(
+        step.location,
+        "step '\(step.id)' (\(step.kindName)) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)")
     }
   }
 
