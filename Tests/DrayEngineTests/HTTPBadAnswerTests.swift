@@ -56,10 +56,10 @@ import Testing
     #expect(try rows("SELECT length(a) FROM items") == [[.integer(1020)]])
   }
 
-  @Test func aDeeplyNestedTokenAnswerIsRefusedNotAStackOverflow() throws {
-    let deep = #"{"token":"abc","x":"# + String(repeating: "[", count: 20000) + String(repeating: "]", count: 20000) + "}"
+  /// A run of a platform job whose sign-in the server answers with `token` (HTTP 200).
+  func signIn(answeredWith token: String) throws -> RunReport {
     let server = try RestServer()
-    try server.setRules("[" + (try Self.rule("/api/v1/auth/jwt/obtain/", deep)) + "]")
+    try server.setRules("[" + (try Self.rule("/api/v1/auth/jwt/obtain/", token)) + "]")
     let path = try folder.write(
       "job.yaml",
       """
@@ -73,7 +73,12 @@ import Testing
         - request: { resource: FRUITS }
       """)
     let manifest = try ManifestLoader(environment: [:]).load(path: path)
-    let report = Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+    return Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+  }
+
+  @Test func aDeeplyNestedTokenAnswerIsRefusedNotAStackOverflow() throws {
+    let token = #"{"token":"abc","x":"# + String(repeating: "[", count: 20000) + String(repeating: "]", count: 20000) + "}"
+    let report = try signIn(answeredWith: token)
     #expect(report.exitCode == 1)
     #expect(
       report.steps[0].errorMessage?.contains("the token answer is not valid JSON (nested deeper than 512 levels at byte 530)") == true)
@@ -105,22 +110,8 @@ import Testing
   /// A sign-in answered by something that is not the platform (a web page, another
   /// service) says what came and where to look, never quoting the body.
   @Test func aTokenAnswerThatIsNotJSONSaysWhatCame() throws {
-    let server = try RestServer()
-    try server.setRules("[" + (try Self.rule("/api/v1/auth/jwt/obtain/", "<html><body>Welcome token-like-text</body></html>")) + "]")
-    let path = try folder.write(
-      "job.yaml",
-      """
-      version: 1
-      job: token
-      database: { path: data.sqlite }
-      retry: { count: 0 }
-      platform: { host: "\(server.url)", environment: E, project: P }
-      auth: { username: u, password: p-secret-1 }
-      steps:
-        - request: { resource: FRUITS }
-      """)
-    let manifest = try ManifestLoader(environment: [:]).load(path: path)
-    let report = Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+    let token = "<html><body>Welcome token-like-text</body></html>"
+    let report = try signIn(answeredWith: token)
     let message = report.steps[0].errorMessage ?? ""
     #expect(
       message.contains(
