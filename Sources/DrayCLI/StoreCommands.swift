@@ -353,9 +353,19 @@ enum QueryCommand {
 enum DatabaseFile {
   /// `data is a FIFO (named pipe), not an SQLite database file; name the job's database
   /// file`, when `path` (a symbolic link followed) is not a regular file; nil otherwise.
+  /// Also when the file holds something else than a database (SQLite's header,
+  /// https://sqlite.org/fileformat.html §1.3): a manifest given in place of its database
+  /// would otherwise answer `SELECT 1`, which reads no page. An empty file is an empty
+  /// database.
   static func problem(_ path: String) -> String? {
-    FileKind.refusal(at: path, followingLinks: true).map {
-      "\(path) is \($0), not an SQLite database file; name the job's database file (database.path in its manifest)"
-    }
+    let advice = "name the job's database file (database.path in its manifest)"
+    if let kind = FileKind.refusal(at: path, followingLinks: true) { return "\(path) is \(kind), not an SQLite database file; \(advice)" }
+    guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+    defer { try? handle.close() }
+    let head = (try? handle.read(upToCount: 16)) ?? Data()
+    guard !head.isEmpty, !head.elementsEqual("SQLite format 3\0".utf8) else { return nil }
+    let manifest = path.hasSuffix(".yaml") || path.hasSuffix(".yml")
+    return
+      "\(path) is not an SQLite database (it does not start with SQLite's header)\(manifest ? "; it looks like a manifest" : ""); \(advice)"
   }
 }

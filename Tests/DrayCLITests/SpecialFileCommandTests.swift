@@ -66,6 +66,24 @@ import Testing
     #expect(SpecialFile.type(path) == kind)
   }
 
+  /// A file that is not a database (a manifest given in its place) is refused before SQLite
+  /// opens it: `SELECT 1` reads no page and would answer as if it were one.
+  @Test func queryAndTablesSayAFileThatIsNotADatabaseIsNotOne() throws {
+    let folder = TemporaryDirectory()
+    let manifest = try folder.write("job.yaml", "version: 1\njob: j\ndatabase: { path: data.sqlite }\n")
+    let message =
+      "\(manifest) is not an SQLite database (it does not start with SQLite's header); it looks like a manifest; name the job's database file (database.path in its manifest)"
+    let query = try Command.dray(["query", manifest, "SELECT 1"])
+    #expect(query.status == 1)
+    #expect(query.stdout == "{\"status\":\"error\",\"error\":\"\(message)\"}\n", "\(query.output)")
+    let tables = try Command.dray(["tables", manifest])
+    #expect(tables.status == 1)
+    #expect(tables.stderr == "dray: \(message)\n")
+    // An empty file is an empty database.
+    let empty = try folder.write("empty.sqlite", "")
+    #expect(try Command.dray(["query", empty, "SELECT 1 AS one"]).stdout.contains(#"[{"one":1}]"#))
+  }
+
   @Test func aReportUnderARegularFileIsNamedAsNotWrittenAndTheRunExits1() throws {
     let folder = TemporaryDirectory()
     // Validation refuses a file where the reports' folder should be (UncreatablePathTests);
