@@ -225,6 +225,13 @@ final class JSONLexer {
     func afterValue() {
       expect = depth == 0 ? .done : containers[depth - 1] ? .nextItem : .nextMember
     }
+    // The `]` or `}` at `p` closes the innermost container.
+    func close(isArray: Bool) throws {
+      depth -= 1
+      guard isArray ? events.endArray() : events.endObject() else { throw Failure.stopped(byte: position(p)) }
+      afterValue()
+      p += 1
+    }
 
     while p < end {
       let c = p.pointee
@@ -233,19 +240,18 @@ final class JSONLexer {
         continue
       }
       switch expect {
-      case .nextItem:
+      case .nextItem, .nextMember:
+        let isArray = expect == .nextItem
         if c == JSONByte.comma {
-          expect = .value
+          expect = isArray ? .value : .key
           p += 1
           continue
         }
-        guard c == JSONByte.closeBracket else {
-          throw Failure.invalid("expected ',' or ']' after an item of a list, found \(Self.describe(p, end))", byte: position(p))
+        guard c == (isArray ? JSONByte.closeBracket : JSONByte.closeBrace) else {
+          let after = isArray ? "',' or ']' after an item of a list" : "',' or '}' after a member of an object"
+          throw Failure.invalid("expected \(after), found \(Self.describe(p, end))", byte: position(p))
         }
-        depth -= 1
-        guard events.endArray() else { throw Failure.stopped(byte: position(p)) }
-        afterValue()
-        p += 1
+        try close(isArray: isArray)
 
       case .value, .firstItem:
         switch c {
@@ -266,10 +272,7 @@ final class JSONLexer {
           expect = isArray ? .firstItem : .firstKey
           p += 1
         case JSONByte.closeBracket where expect == .firstItem:
-          depth -= 1
-          guard events.endArray() else { throw Failure.stopped(byte: position(p)) }
-          afterValue()
-          p += 1
+          try close(isArray: true)
         case JSONByte.closeBracket, JSONByte.closeBrace, JSONByte.comma, JSONByte.colon:
           throw Failure.invalid("expected a value, found \(Self.describe(p, end))", byte: position(p))
         default:
@@ -283,10 +286,7 @@ final class JSONLexer {
 
       case .firstKey, .key:
         if c == JSONByte.closeBrace && expect == .firstKey {
-          depth -= 1
-          guard events.endObject() else { throw Failure.stopped(byte: position(p)) }
-          afterValue()
-          p += 1
+          try close(isArray: false)
           continue
         }
         guard c == JSONByte.quote else {
@@ -305,20 +305,6 @@ final class JSONLexer {
           throw Failure.invalid("expected ':' after a key, found \(Self.describe(p, end))", byte: position(p))
         }
         expect = .value
-        p += 1
-
-      case .nextMember:
-        if c == JSONByte.comma {
-          expect = .key
-          p += 1
-          continue
-        }
-        guard c == JSONByte.closeBrace else {
-          throw Failure.invalid("expected ',' or '}' after a member of an object, found \(Self.describe(p, end))", byte: position(p))
-        }
-        depth -= 1
-        guard events.endObject() else { throw Failure.stopped(byte: position(p)) }
-        afterValue()
         p += 1
 
       case .done:
