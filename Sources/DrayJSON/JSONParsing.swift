@@ -40,8 +40,9 @@ extension JSONValue {
 }
 
 /// Builds a `JSONValue` from yajl's events: the open containers, innermost last. Each is a
-/// class, so that appending to it never copies what it holds so far.
-private final class JSONTreeBuilder: JSONEventHandler {
+/// class, so that appending to it never copies what it holds so far. (Internal, not
+/// private: the table answer scanner's differential tests read their reference with it.)
+final class JSONTreeBuilder: JSONEventHandler {
   final class Container {
     let isArray: Bool
     var items: [JSONValue] = []
