@@ -72,13 +72,8 @@ public enum RandomJSONText {
     let fault: Fault?
     var random: SeededRandom
     var out: [UInt8] = []
-    var strings = 0
-    var containers = 0
-    var commas = 0
-    var colons = 0
-    var numbers = 0
-    var literals = 0
-    var tokens = 0
+    /// The places of each kind written so far.
+    var seen = Places()
 
     init(layout: Layout, escaping: Escaping, fault: Fault?, random: SeededRandom) {
       self.layout = layout
@@ -87,7 +82,7 @@ public enum RandomJSONText {
       self.random = random
     }
 
-    /// Whitespace between tokens (and the `between` fault's text before token `tokens`).
+    /// Whitespace between tokens (and the `between` fault's text before token `seen.tokens`).
     mutating func gap(level: Int, line: Bool = false) {
       switch layout {
       case .compact: break
@@ -99,8 +94,8 @@ public enum RandomJSONText {
     }
 
     mutating func token(_ text: some Sequence<UInt8>) {
-      if case .between(let n, let comment) = fault, n == tokens { out += comment.utf8 }
-      tokens += 1
+      if case .between(let n, let comment) = fault, n == seen.tokens { out += comment.utf8 }
+      seen.tokens += 1
       out += text
     }
 
@@ -119,8 +114,8 @@ public enum RandomJSONText {
         container(open: "{", close: "}", count: pairs.count, level: level) { writer, index in
           writer.string(pairs[index].key)
           writer.gap(level: level + 1)
-          if !writer.faulted(at: writer.colons, \.missingColon) { writer.token(":".utf8) }
-          writer.colons += 1
+          if !writer.faulted(at: writer.seen.colons, \.missingColon) { writer.token(":".utf8) }
+          writer.seen.colons += 1
           if writer.layout == .pretty { writer.out.append(0x20) }
           writer.gap(level: level + 1)
           writer.write(pairs[index].value, level: level + 1)
@@ -129,14 +124,14 @@ public enum RandomJSONText {
     }
 
     mutating func container(open: String, close: String, count: Int, level: Int, item: (inout Writer, Int) -> Void) {
-      let n = containers
-      containers += 1
+      let n = seen.containers
+      seen.containers += 1
       token(open.utf8)
       for index in 0..<count {
         if index > 0 {
           gap(level: level + 1)
-          if !faulted(at: commas, \.missingComma) { token(",".utf8) }
-          commas += 1
+          if !faulted(at: seen.commas, \.missingComma) { token(",".utf8) }
+          seen.commas += 1
         }
         gap(level: level + 1, line: true)
         item(&self, index)
@@ -150,22 +145,22 @@ public enum RandomJSONText {
     func faulted(at n: Int, _ kind: (Fault) -> Int?) -> Bool { fault.flatMap(kind) == n }
 
     mutating func literal(_ text: String) {
-      if case .literal(let n, let replacement) = fault, n == literals { token(replacement.utf8) } else { token(text.utf8) }
-      literals += 1
+      if case .literal(let n, let replacement) = fault, n == seen.literals { token(replacement.utf8) } else { token(text.utf8) }
+      seen.literals += 1
     }
 
     mutating func number(_ text: String) {
-      if case .number(let n, let replacement) = fault, n == numbers { token(replacement.utf8) } else { token(text.utf8) }
-      numbers += 1
+      if case .number(let n, let replacement) = fault, n == seen.numbers { token(replacement.utf8) } else { token(text.utf8) }
+      seen.numbers += 1
     }
 
     mutating func string(_ text: String) {
       var literal: [UInt8] = [0x22]
       var injected: (at: Int, bytes: [UInt8])?
-      if case .inString(let n, let bytes) = fault, n == strings {
+      if case .inString(let n, let bytes) = fault, n == seen.strings {
         injected = (random.int(in: 0...text.unicodeScalars.count), bytes)
       }
-      strings += 1
+      seen.strings += 1
       for (index, scalar) in text.unicodeScalars.enumerated() {
         if let injected, injected.at == index { literal += injected.bytes }
         escape(scalar, into: &literal)
@@ -221,6 +216,7 @@ extension RandomJSONText {
     var literals = 0
     var tokens = 0
 
+    init() {}
     init(_ value: JSONValue) { add(value) }
 
     mutating func add(_ value: JSONValue) {
