@@ -154,7 +154,7 @@ public final class PostgresConnection {
     let handle = try open(sql)
     guard PQsendQuery(handle, sql) == 1 else { throw failure(nil, sql) }
     PQsetSingleRowMode(handle)
-    var named = false
+    var types: [Oid]?
     var stop: (any Error)?
     // Every result is read, even after a failure, until libpq has none left.
     while let result = PQgetResult(handle) {
@@ -166,13 +166,14 @@ public final class PostgresConnection {
         stop = failure(result, sql)
         continue
       }
+      guard status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY else { continue }
       do {
-        let part = PostgresResult(result)
-        if !named && status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY {
-          named = true
-          try columns(part.columns)
+        // The first result names the columns; every one holds at most a row.
+        if types == nil {
+          types = PostgresResult.types(of: result)
+          try columns(PostgresResult.columns(of: result))
         }
-        for values in part.rows { try row(values) }
+        for index in 0..<PQntuples(result) { try row(PostgresResult.values(of: result, row: index, types: types!)) }
       } catch {
         stop = error
         _ = try? canceller().cancel()

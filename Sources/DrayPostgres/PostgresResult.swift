@@ -65,23 +65,37 @@ public struct PostgresResult: Sendable, Hashable {
   public var affectedRows: Int
 
   init(_ result: OpaquePointer) {
-    let columnCount = PQnfields(result)
-    columns = (0..<columnCount).map { String(cString: PQfname(result, $0)) }
-    let types = (0..<columnCount).map { PQftype(result, $0) }
-    rows = (0..<PQntuples(result)).map { row in
-      (0..<columnCount).map { column in
-        if PQgetisnull(result, row, column) == 1 { return .null }
-        let text = String(cString: PQgetvalue(result, row, column))
-        switch types[Int(column)] {
-        case 20, 21, 23, 26: return Int64(text).map(PostgresValue.integer) ?? .text(text)
-        case 700, 701: return Double(text).map(PostgresValue.real) ?? .text(text)
-        case 16: return .bool(text == "t")
-        default: return .text(text)
-        }
-      }
-    }
+    columns = Self.columns(of: result)
+    let types = Self.types(of: result)
+    rows = (0..<PQntuples(result)).map { Self.values(of: result, row: $0, types: types) }
     let tag = String(cString: PQcmdStatus(result))
     let writes = ["INSERT ", "UPDATE ", "DELETE ", "MERGE "].contains { tag.hasPrefix($0) }
     affectedRows = writes ? Int(String(cString: PQcmdTuples(result))) ?? 0 : 0
+  }
+
+  /// The column names of `result`, in order.
+  static func columns(of result: OpaquePointer) -> [String] {
+    (0..<PQnfields(result)).map { String(cString: PQfname(result, $0)) }
+  }
+
+  /// The type OIDs of `result`'s columns, in order (`PQftype`).
+  static func types(of result: OpaquePointer) -> [Oid] {
+    (0..<PQnfields(result)).map { PQftype(result, $0) }
+  }
+
+  /// Row `row` of `result` as values, read by their columns' `types`: bigint, smallint,
+  /// integer and oid as integers, real and double precision as reals, boolean as a boolean,
+  /// the rest as text.
+  static func values(of result: OpaquePointer, row: Int32, types: [Oid]) -> [PostgresValue] {
+    (0..<Int32(types.count)).map { column in
+      if PQgetisnull(result, row, column) == 1 { return .null }
+      let text = String(cString: PQgetvalue(result, row, column))
+      switch types[Int(column)] {
+      case 20, 21, 23, 26: return Int64(text).map(PostgresValue.integer) ?? .text(text)
+      case 700, 701: return Double(text).map(PostgresValue.real) ?? .text(text)
+      case 16: return .bool(text == "t")
+      default: return .text(text)
+      }
+    }
   }
 }
