@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs the example job from nothing: installs missing packages, builds, starts the platform
+# Runs the example job from nothing: installs the missing packages it needs (not the
+# tests': scripts/install-deps.sh demo), builds, starts the platform
 # emulator on a free port, runs jobs/iso-reference.yaml, shows a few rows, stops the emulator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+scripts/install-deps.sh demo
 swift build --product dray
 dray=.build/debug/dray
 

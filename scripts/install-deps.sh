@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages dray builds and tests with, when any is missing.
+# Installs the Debian packages dray needs, when any is missing:
+#
+#   scripts/install-deps.sh         everything: building, the demo, every test and the
+#                                   deployment checks (make deps, make test, CI)
+#   scripts/install-deps.sh demo    only building dray and running the demo (make demo)
+#
 # Needs root (or password-less sudo) only when something must be installed.
 set -euo pipefail
 
-packages=(
+# Building dray (the C libraries it links, binutils for the release's strip and objcopy)
+# and running the demo (the emulator, its ISO code lists, the sqlite3 shell).
+build_and_demo=(
   libyaml-dev          # YAML parser (manifests)
   libsqlite3-dev       # SQLite (target database, journal)
   libcurl4-openssl-dev # HTTP
@@ -11,22 +18,36 @@ packages=(
   libssl-dev           # SHA-256 (table names, fingerprints)
   libxml2-dev          # XML answers of the http step
   libpq-dev            # libpq, PostgreSQL's client library (the PostgreSQL target)
-  postgresql           # PostgreSQL 15 server; tests start their own on a free loopback port
+  binutils             # make release: strip, objcopy (symbols kept apart); deploy tests: readelf
+  python3              # the platform emulator
   iso-codes            # the emulator's ISO code lists
   sqlite3              # the sqlite3 shell, used by benchmarks and the demo
+)
+
+# The tests and the deployment checks.
+tests=(
+  postgresql           # PostgreSQL 15 server; tests start their own on a free loopback port
   curl                 # used by tests and benchmarks
   openssl              # test certificates for the TLS tests
-  python3              # the platform emulator
   python3-jsonschema   # tests: reports against docs/report.schema.json (scripts/check-report.py)
   python3-prometheus-client # tests: Prometheus textfiles through the exposition-format parser
   bsdutils             # tests: `script`, to run dray on a pseudo-terminal
   python3-yaml         # deploy tests: reading the Kubernetes manifests
   python3-venv         # deploy tests: kubernetes-validate in a virtualenv under .build
   systemd              # deploy tests: systemd-analyze verify (no systemd running needed)
-  binutils             # deploy tests: readelf, the libraries the release binary names
+  gdb                  # deploy tests: the stripped release binary finds its .debug file
   util-linux           # deploy tests: unshare, setpriv, setsid
   chromium             # tests: HTML report pages opened in a real browser (scripts/check-page-in-browser.sh)
 )
+
+case "${1:-all}" in
+  all) packages=("${build_and_demo[@]}" "${tests[@]}") ;;
+  demo) packages=("${build_and_demo[@]}") ;;
+  *)
+    echo "usage: $0 [demo]  (no argument: everything the tests need too)" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
