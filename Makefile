@@ -18,7 +18,8 @@ test: deps
 test-deploy: deps
 	deploy/tests/run.sh
 
-## dist/dray-<version>-linux-<arch>.tar.gz and its .sha256 (scripts/release.sh).
+## dist/dray-<version>-linux-<arch>.tar.gz, its .sha256 and the stripped binary's .debug
+## symbols (scripts/release.sh).
 release: deps
 	scripts/release.sh
 

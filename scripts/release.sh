@@ -3,7 +3,12 @@
 #
 #   dist/dray-<version>-linux-<arch>.tar.gz          dray, README.md, schemas/*.schema.json
 #   dist/dray-<version>-linux-<arch>.tar.gz.sha256   for `sha256sum -c`
+#   dist/dray-<version>-linux-<arch>.debug           the binary's symbols and debug information
 #
+# The packed binary is stripped (strip --strip-all) and names its symbols' file in a
+# .gnu_debuglink section (objcopy --only-keep-debug, --add-gnu-debuglink: the file's name and
+# CRC), so that gdb, or a backtrace read later, finds them when the .debug file is put beside
+# the binary or under /usr/lib/debug (docs/deploy.md, "Debug symbols").
 # The binary is optimised and links the Swift runtime and Foundation statically
 # (--static-swift-stdlib), so it needs only Debian's C libraries (deploy/Containerfile lists
 # them). It is built in .build/static, as Benchmarks/manifest_load.py --static builds it.
@@ -30,6 +35,11 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$name/schemas" dist
 install -m 755 .build/static/release/dray "$stage/$name/dray"
+objcopy --only-keep-debug "$stage/$name/dray" "dist/$name.debug"
+chmod 644 "dist/$name.debug"
+strip --strip-all "$stage/$name/dray"
+# The link is made from dist/, so that it records the bare name of the .debug file.
+(cd dist && objcopy --add-gnu-debuglink="$name.debug" "$stage/$name/dray")
 install -m 644 README.md "$stage/$name/README.md"
 install -m 644 docs/*.schema.json "$stage/$name/schemas/"
 # Same bytes for the same tree: sorted names, no owners, the commit's time (or the newest

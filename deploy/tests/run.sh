@@ -3,8 +3,9 @@
 #
 #   1. scripts/release.sh builds and packs the release tarball, once;
 #   2. the tarball's checksum holds, and the packed binary, unpacked in a temporary folder,
-#      prints the commit, validates the example jobs and runs one against the emulator
-#      from another working folder;
+#      is stripped and finds its symbols in the .debug file beside the tarball (gdb), prints
+#      the commit, validates the example jobs and runs one against the emulator from
+#      another working folder;
 #   3. deploy/tests/containerfile.py: the Containerfile's runtime packages against `ldd`;
 #   4. deploy/tests/kubernetes.py: kubernetes-validate, and two pods contending for the lock,
 #      against a PostgreSQL 15 server of its own (deploy/tests/with-postgres.sh; a machine
@@ -32,6 +33,25 @@ packed=$(echo "$work"/dray-*/dray)
 for file in README.md schemas/manifest.schema.json schemas/report.schema.json; do
   [ -f "$(dirname "$packed")/$file" ] || { echo "release: $file is not in $tarball" >&2; exit 1; }
 done
+# Stripped, its symbols in the .debug file beside the tarball, which gdb finds by the name
+# and CRC the binary holds (.gnu_debuglink) once the file is put beside it.
+debug="${tarball%.tar.gz}.debug"
+[ -f "$debug" ] || { echo "release: $debug is missing" >&2; exit 1; }
+if readelf -S --wide "$packed" | grep -qE ' \.(symtab|debug_[a-z_]+) '; then
+  echo "release: the packed dray is not stripped (it has a .symtab or .debug_* section)" >&2
+  exit 1
+fi
+no_symbol=$(gdb -batch -nx -ex "info address main" "$packed" 2>&1 | tail -1)
+cp "$debug" "$(dirname "$packed")/"
+found=$(gdb -batch -nx -ex "info address main" "$packed" 2>&1 | tail -1)
+rm "$(dirname "$packed")/$(basename "$debug")"
+case "$no_symbol/$found" in
+  'No symbol "main"'*'/Symbol "main" is at '*) ;;
+  *)
+    echo "release: gdb should find main only with $(basename "$debug") beside the binary; it said '$no_symbol', then '$found'" >&2
+    exit 1
+    ;;
+esac
 "$packed" version | grep -qx "commit $commit" || {
   echo "release: dray version does not say commit $commit:" >&2
   "$packed" version >&2
@@ -48,7 +68,7 @@ start_server "platform emulator" emulator.py >/dev/null
   "$packed" run --quiet "$work/job/fruits-delta.yaml")
 stop_server
 trap 'rm -rf "$work"' EXIT
-echo "release: $tarball: checksum, version $("$packed" version | head -1), commit $commit; validate and a run from another folder"
+echo "release: $tarball: checksum, stripped with $(basename "$debug"), version $("$packed" version | head -1), commit $commit; validate and a run from another folder"
 step "packed binary"
 
 deploy/tests/containerfile.py "$packed"
