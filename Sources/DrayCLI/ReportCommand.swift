@@ -7,7 +7,10 @@ internal import Foundation
 /// the journal and the JSON reports without changing them (docs/report.md, "The HTML page").
 ///
 /// Writes the page to `-o FILE`, or beside the run's JSON report (its path with `.json`
-/// replaced by `.html`), whole or not at all, and prints its path. The page holds no secret:
+/// replaced by `.html`), whole or not at all, and prints its path. Never over a file dray
+/// keeps for the job (`KeptPaths.forReports`: the database, the manifest, the lock, the run
+/// journal), and only over a page dray wrote (`ReportFiles.writeFile`): a past report or a
+/// file of the user's is refused, not replaced. The page holds no secret:
 /// it is drawn from the JSON reports, whose free text each run masked before writing them
 /// (`RunReport.redacted(by:)`), and from the journal, which holds none. Exits 1 when the
 /// page cannot be written, 2 for a wrong command line (a `--run` the job has no run or
@@ -46,7 +49,8 @@ enum ReportCommand {
       return ExitCode.stepFailed
     }
     do {
-      try ReportFiles.writeFile(page.html(), to: path)
+      try ReportFiles.writeFile(
+        page.html(), to: path, keeping: KeptPaths.forReports(of: manifest), onlyOverAPage: true)
     } catch {
       DrayCommandLine.printError(
         "dray: the page was not written to \(ReportFiles.display(path)): \(error.reason); \(error.advice(args.values["-o"] == nil ? "report.path" : "-o")), then run again"

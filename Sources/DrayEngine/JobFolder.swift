@@ -85,7 +85,7 @@ struct JobFolder {
       }
     }
     let path = current + "/" + name
-    if let conflict = kept.conflict(path) { throw keptRefused(role, relative, "it \(conflict)") }
+    if let conflict = self.kept.conflictOnDisk(path) { throw keptRefused(role, relative, "it \(conflict)") }
     var info = stat()
     if lstat(path, &info) == 0 {
       if info.st_mode & S_IFMT == S_IFLNK {
@@ -141,20 +141,11 @@ struct JobFolder {
   static let keptRule = "a step may not write the files dray keeps for the job"
 
   /// What `relative` would overwrite among the kept files, checked without creating
-  /// anything: `is the job's database (database.path)`; nil when it is free. For a whole list
-  /// of names checked before the first is written.
+  /// anything (`KeptPaths.conflictOnDisk`): `is the job's database (database.path)`; nil when
+  /// it is free. For a whole list of names checked before the first is written.
   func keptConflict(_ relative: String) -> String? {
     guard let normalized = try? JobPath.normalize(relative), normalized != "." else { return nil }
-    let path = JobFolder.canonical(root + "/" + normalized, keepingName: true)
-    let kept = self.kept.onDisk()
-    if let conflict = kept.conflict(path) { return conflict }
-    // A folder on the way may be a kept folder, or lead into one through a link.
-    var folder = (path as NSString).deletingLastPathComponent
-    while folder.count > root.count {
-      if let conflict = kept.conflict(folder) { return conflict }
-      folder = (folder as NSString).deletingLastPathComponent
-    }
-    return nil
+    return kept.conflictOnDisk(root + "/" + normalized)
   }
 
   /// Moves a finished download into place at `destination` (a path from `output`): a rename
@@ -177,18 +168,18 @@ struct JobFolder {
     unlink(source)
   }
 
-  /// `path` with every symbolic link resolved as far as it exists; the missing rest is
-  /// appended as written. With `keepingName`, the last component is not resolved (a link
-  /// there is replaced by a write, never followed).
+  /// `path` (absolute) with every symbolic link resolved as far as it exists, as the kernel
+  /// reads it (`link/..` is the folder holding the link's target); the missing rest is
+  /// appended as written, `.` and `..` removed. With `keepingName`, the last component is not
+  /// resolved (a link there is replaced by a write, never followed).
   static func canonical(_ path: String, keepingName: Bool = false) -> String {
-    let lexical = JobPath.lexical(path)
-    var existing = lexical
+    var existing = path
     var rest: [String] = []
-    if keepingName, lexical != "/" {
-      rest.append((lexical as NSString).lastPathComponent)
-      existing = (lexical as NSString).deletingLastPathComponent
+    if keepingName, let name = path.split(separator: "/").last, name != ".", name != ".." {
+      rest.append(String(name))
+      existing = (path as NSString).deletingLastPathComponent
     }
-    while existing != "/" {
+    while existing != "/" && !existing.isEmpty {
       if let real = realPath(existing) { return JobPath.lexical(([real] + rest.reversed()).joined(separator: "/")) }
       rest.append((existing as NSString).lastPathComponent)
       existing = (existing as NSString).deletingLastPathComponent
@@ -327,4 +318,62 @@ extension KeptPaths {
         }
       })
   }
+
+  /// The one check of a path dray is about to create or replace by a rename (a step's
+  /// output, a report file, `dray report -o`) against the kept paths, as things are on disk
+  /// now; the end of a sentence starting with the path, as `conflict(_:)` gives it, or nil
+  /// when it meets none.
+  ///
+  /// `path` is absolute, read as the kernel reads it: folders on the way through symbolic
+  /// links, `..` after a link from the link's target (`JobFolder.canonical`); a link at
+  /// `path` itself is replaced, never followed. Beyond names, files are compared by identity
+  /// (device and inode): an existing file at `path` that is a kept file under another name
+  /// (a hard link; a name a case-insensitive file system does not tell apart) is one, and so
+  /// is a path inside a folder that is a kept folder under another name.
+  func conflictOnDisk(_ path: String) -> String? {
+    let placed = JobFolder.canonical(path, keepingName: true)
+    let kept = onDisk()
+    // The path, then each folder on the way (`db.sqlite/x` would be the database's place).
+    var current = placed
+    while true {
+      if let conflict = kept.conflict(current) { return conflict }
+      if current == "/" { break }
+      current = (current as NSString).deletingLastPathComponent
+    }
+    let identities = kept.entries.compactMap { entry in FileIdentity(entry.path, following: true).map { ($0, entry) } }
+    if let own = FileIdentity(placed, following: false), own.isRegularFile,
+      let (_, entry) = identities.first(where: { $0.1.kind == .file && $0.0 == own })
+    {
+      return "is \(entry.name), by another name (a hard link, or a name the file system does not tell apart)"
+    }
+    var folder = (placed as NSString).deletingLastPathComponent
+    while true {
+      if let own = FileIdentity(folder, following: true),
+        let (_, entry) = identities.first(where: { $0.1.kind == .folder && $0.0 == own })
+      {
+        return "is inside \(entry.name)"
+      }
+      if folder == "/" { break }
+      folder = (folder as NSString).deletingLastPathComponent
+    }
+    return nil
+  }
+}
+
+/// What a file is, whatever its name: its device and inode.
+private struct FileIdentity: Equatable {
+  let device: UInt64
+  let inode: UInt64
+  let isRegularFile: Bool
+
+  /// The file at `path`, through a symbolic link there when `following`; nil when nothing is there.
+  init?(_ path: String, following: Bool) {
+    var info = stat()
+    guard (following ? stat(path, &info) : lstat(path, &info)) == 0 else { return nil }
+    device = UInt64(info.st_dev)
+    inode = UInt64(info.st_ino)
+    isRegularFile = info.st_mode & S_IFMT == S_IFREG
+  }
+
+  static func == (a: FileIdentity, b: FileIdentity) -> Bool { a.device == b.device && a.inode == b.inode }
 }

@@ -64,6 +64,13 @@ public struct ReportPage: Sendable {
     self.historyProblem = historyProblem
   }
 
+  /// How every page starts, up to its title's text: how `dray report -o` knows a page dray
+  /// wrote, the only file it replaces (docs/report.md, "The HTML page").
+  public static let opening =
+    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+    + "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
+    + "<meta name=\"color-scheme\" content=\"light dark\"/>\n<title>dray: "
+
   /// The page: an HTML document that is also well-formed XML (every element closed, every
   /// attribute quoted), UTF-8.
   public func html() -> String {
@@ -72,11 +79,10 @@ public struct ReportPage: Sendable {
       if case .report(let json) = document { return RunView(json) }
       return nil
     }
-    let title = "dray: " + job + (runView.map { " run \($0.runID)" } ?? "")
-    page.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
-    page.raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n")
-    page.raw("<meta name=\"color-scheme\" content=\"light dark\"/>\n")
-    page.element("title", title)
+    let title = job + (runView.map { " run \($0.runID)" } ?? "")
+    page.raw(ReportPage.opening)
+    page.text(title)
+    page.raw("</title>")
     page.raw("\n<style>\n\(PageStyle.css)</style>\n</head>\n<body>\n")
     switch run {
     case nil:

@@ -1,6 +1,8 @@
 public import DrayModel
+internal import DrayReportPage
 internal import DrayStore
 internal import Foundation
+internal import Glibc
 
 /// The files a run's report is written to, and the writing.
 ///
@@ -52,7 +54,7 @@ public enum ReportFiles {
         text = PrometheusReport(report: report, previousSuccess: PrometheusReport.lastSuccess(inFile: path)).text
       }
       do {
-        try writeFile(text, to: path)
+        try writeFile(text, to: path, keeping: KeptPaths.forReports(of: manifest))
         console.info(format == .json ? "report: \(display(path))" : "report (\(format.rawValue)): \(display(path))")
       } catch {
         unwritten.append(path)
@@ -65,36 +67,82 @@ public enum ReportFiles {
   }
 
   /// Writes `text` to `path` as every report file is written: whole or not at all
-  /// (`AtomicFile`), never replacing a folder, device, FIFO or socket.
-  /// - Throws: `ReportFileError` with the reason.
-  public static func writeFile(_ text: String, to path: String) throws(ReportFileError) {
+  /// (`AtomicFile`), never replacing a folder, device, FIFO or socket, nor landing on a file
+  /// dray keeps for the job (`kept`, checked on disk: `KeptPaths.conflictOnDisk`).
+  ///
+  /// - Parameters:
+  ///   - path: absolute, or relative to the current directory.
+  ///   - onlyOverAPage: an existing file at `path` is replaced only when it is a page dray
+  ///     wrote: it starts with `ReportPage.opening` (`dray report`).
+  /// - Throws: `ReportFileError` with the reason; nothing is written.
+  public static func writeFile(
+    _ text: String, to path: String, keeping kept: KeptPaths, onlyOverAPage: Bool = false
+  ) throws(ReportFileError) {
+    let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    if let conflict = kept.conflictOnDisk(absolute) {
+      throw ReportFileError(reason: "it \(conflict)", kind: .kept)
+    }
+    if onlyOverAPage {
+      var info = stat()
+      if lstat(path, &info) == 0 {
+        if info.st_mode & S_IFMT == S_IFLNK {
+          throw ReportFileError(reason: "a symbolic link is there, and dray report replaces only its own pages", kind: .notPage)
+        }
+        if info.st_mode & S_IFMT == S_IFREG, !startsWith(path, ReportPage.opening) {
+          throw ReportFileError(
+            reason: "a file is there that is not a page dray wrote, and dray report replaces only its own pages", kind: .notPage)
+        }
+      }
+    }
     do {
       try AtomicFile.write(text, to: path)
     } catch {
       throw switch error {
-      case LocalFileError.refused(let message): ReportFileError(reason: message, refused: true)
-      case LocalFileError.io(_, let detail): ReportFileError(reason: detail, refused: false)
-      default: ReportFileError(reason: "\(error)", refused: nil)
+      case LocalFileError.refused(let message): ReportFileError(reason: message, kind: .notRegularFile)
+      case LocalFileError.io(_, let detail): ReportFileError(reason: detail, kind: .fileSystem)
+      default: ReportFileError(reason: "\(error)", kind: nil)
       }
     }
+  }
+
+  /// Whether the file at `path` starts with `opening`.
+  private static func startsWith(_ path: String, _ opening: String) -> Bool {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+    defer { try? handle.close() }
+    let expected = Array(opening.utf8)
+    let head = (try? handle.read(upToCount: expected.count)) ?? Data()
+    return head.elementsEqual(expected)
   }
 }
 
 /// A report file that could not be written.
 public struct ReportFileError: Error, CustomStringConvertible {
+  /// Why dray would not write it.
+  enum Kind {
+    /// Something other than a regular file is at the path.
+    case notRegularFile
+    /// The path is one of the files dray keeps for the job (`KeptPaths`).
+    case kept
+    /// A file there is not a page dray wrote (`writeFile(_:to:keeping:onlyOverAPage:)`).
+    case notPage
+    /// The file system refused.
+    case fileSystem
+  }
+
   /// What went wrong, with the system's reason (`strerror`: ENOTDIR, EISDIR, ENOSPC, …).
   public var reason: String
-  /// True when something other than a regular file is at the path; false for a file
-  /// system error; nil otherwise.
-  var refused: Bool?
+  /// Why; nil when otherwise.
+  var kind: Kind?
 
   public var description: String { reason }
 
   /// What to do, naming the setting `key` (`report.path`, or `-o`).
   public func advice(_ key: String) -> String {
-    switch refused {
-    case true: "move it aside, or name another file (\(key))"
-    case false: "name a file in a folder this user may write, with room on its disk (\(key))"
+    switch kind {
+    case .notRegularFile: "move it aside, or name another file (\(key))"
+    case .kept: "a report never overwrites the files dray keeps for the job; name another file (\(key))"
+    case .notPage: "name a new file, or move that one aside (\(key))"
+    case .fileSystem: "name a file in a folder this user may write, with room on its disk (\(key))"
     case nil: "check \(key)"
     }
   }

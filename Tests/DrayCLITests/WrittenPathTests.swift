@@ -1,0 +1,156 @@
+import DrayTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// Paths a user points dray at for it to write: `dray report -o`, and `report.path` with its
+/// formats, run as the built binary. None may land on a file dray keeps for the job (the
+/// database and its files, the manifest, the lock, the run journal), however it is named:
+/// `./x`, through `..`, through a symbolic link, by a hard link. `-o` replaces only a page
+/// dray wrote. (The step outputs' side of the rule: `PathSafetyTests`.)
+@Suite struct WrittenPathTests {
+  /// A job that needs no server: one `sql` step, every report format, run once.
+  struct Job {
+    let folder = TemporaryDirectory("dray-written")
+    var manifest: String { folder.path + "/job.yaml" }
+    /// The run's JSON report, relative to the job folder.
+    let report: String
+
+    init() throws {
+      try folder.write(
+        "job.yaml",
+        """
+        version: 1
+        job: nightly
+        database: { path: data/db.sqlite }
+        steps:
+          - id: cheap
+            sql: CREATE TABLE IF NOT EXISTS cheap(name TEXT);
+        report:
+          path: "reports/{job}-{run_id}.json"
+          formats: [json, junit, prometheus, html]
+
+        """)
+      let run = try Command.dray(["run", folder.path + "/job.yaml", "--quiet"])
+      #expect(run.status == 0, "\(run.output)")
+      let reports = try FileManager.default.contentsOfDirectory(atPath: folder.path + "/reports")
+      report = "reports/" + (try #require(reports.first { $0.hasSuffix(".json") }))
+    }
+
+    /// Every regular file under the folder with its bytes (links are not followed).
+    func files() -> [String: Data] {
+      var files: [String: Data] = [:]
+      let enumerator = FileManager.default.enumerator(atPath: folder.path)
+      while let name = enumerator?.nextObject() as? String {
+        let path = folder.path + "/" + name
+        guard let kind = try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType,
+          kind == .typeRegular
+        else { continue }
+        files[name] = FileManager.default.contents(atPath: path)
+      }
+      return files
+    }
+
+    /// `dray report -o target`, run in the job folder.
+    func page(_ target: String) throws -> Command.Result {
+      try Command.dray(["report", "job.yaml", "-o", target], directory: folder.path)
+    }
+
+    /// `dray report -o target` is refused, exit 1, with `reason`, and no file changes (reading
+    /// the database in WAL mode may add its `-wal` and `-shm` files).
+    func expectRefused(_ target: String, _ reason: String, _ advice: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+      let before = files()
+      let result = try page(target)
+      // As typed, or relative to the current folder (the job folder) when absolute.
+      let shown = target.hasPrefix(folder.path + "/") ? String(target.dropFirst(folder.path.count + 1)) : target
+      #expect(result.status == 1, "\(target): \(result.output)", sourceLocation: sourceLocation)
+      #expect(
+        result.stderr == "dray: the page was not written to \(shown): \(reason); \(advice), then run again\n",
+        sourceLocation: sourceLocation)
+      #expect(result.stdout == "", sourceLocation: sourceLocation)
+      let after = files()
+      for (name, bytes) in before { #expect(after[name] == bytes, "\(target) changed \(name)", sourceLocation: sourceLocation) }
+      let added = Set(after.keys).subtracting(before.keys).subtracting(["data/db.sqlite-wal", "data/db.sqlite-shm"])
+      #expect(added.isEmpty, "\(target) wrote \(added.sorted())", sourceLocation: sourceLocation)
+    }
+  }
+
+  static let keptAdvice = "a report never overwrites the files dray keeps for the job; name another file (-o)"
+  static let notPageAdvice = "name a new file, or move that one aside (-o)"
+  static let notPage = "a file is there that is not a page dray wrote, and dray report replaces only its own pages"
+
+  @Test func reportOutputNeverLandsOnTheJobsOwnFiles() throws {
+    let job = try Job()
+    for target in ["data/db.sqlite", "./data/db.sqlite", "data//db.sqlite", "data/../data/db.sqlite", job.folder.path + "/data/db.sqlite"] {
+      try job.expectRefused(target, "it is the job's database (database.path)", Self.keptAdvice)
+    }
+    try job.expectRefused("data/db.sqlite-wal", "it is a file of the job's database (database.path)", Self.keptAdvice)
+    try job.expectRefused("job.yaml", "it is the job's manifest", Self.keptAdvice)
+    try job.expectRefused(".dray/nightly.lock", "it is the job's lock file (state.path)", Self.keptAdvice)
+    // A folder that is a symbolic link, and `..` out of one: the kernel's reading of the path.
+    try FileManager.default.createSymbolicLink(atPath: job.folder.path + "/via", withDestinationPath: "data")
+    try job.expectRefused("via/db.sqlite", "it is the job's database (database.path)", Self.keptAdvice)
+    try FileManager.default.createDirectory(atPath: job.folder.path + "/data/sub", withIntermediateDirectories: true)
+    try FileManager.default.createSymbolicLink(atPath: job.folder.path + "/deep", withDestinationPath: "data/sub")
+    try job.expectRefused("deep/../db.sqlite", "it is the job's database (database.path)", Self.keptAdvice)
+    // Another name for the same file: a hard link.
+    #expect(link(job.folder.path + "/data/db.sqlite", job.folder.path + "/copy.sqlite") == 0)
+    try job.expectRefused(
+      "copy.sqlite",
+      "it is the job's database (database.path), by another name (a hard link, or a name the file system does not tell apart)",
+      Self.keptAdvice)
+  }
+
+  @Test func reportOutputReplacesOnlyAPageDrayWrote() throws {
+    let job = try Job()
+    // Past reports of every format, a file of the user's, a link to one: none is a page.
+    let junit = String(job.report.dropLast(5)) + ".junit.xml"
+    for target in [job.report, junit, "reports/nightly.prom", "./" + job.report] {
+      try job.expectRefused(target, Self.notPage, Self.notPageAdvice)
+    }
+    try job.folder.write("notes.html", "<p>mine</p>\n")
+    try job.expectRefused("notes.html", Self.notPage, Self.notPageAdvice)
+    try FileManager.default.createSymbolicLink(atPath: job.folder.path + "/page.html", withDestinationPath: "notes.html")
+    try job.expectRefused("page.html", "a symbolic link is there, and dray report replaces only its own pages", Self.notPageAdvice)
+
+    // A new file, then the same file again: the page dray wrote is replaced.
+    for _ in 0..<2 {
+      let written = try job.page("out/page.html")
+      #expect(written.status == 0, "\(written.output)")
+      #expect(written.stdout == "out/page.html\n")
+      #expect(try job.folder.read("out/page.html").hasPrefix("<!DOCTYPE html>\n"))
+    }
+    // The run's own page beside its report (report.formats: [html]) is dray's too.
+    let html = String(job.report.dropLast(5)) + ".html"
+    let again = try job.page(html)
+    #expect(again.status == 0, "\(again.output)")
+    // Names differ by case on a file system that tells them apart: a new file.
+    let database = job.files()["data/db.sqlite"]
+    let upper = try job.page("data/DB.sqlite")
+    #expect(upper.status == 0, "\(upper.output)")
+    #expect(job.files()["data/db.sqlite"] == database)
+  }
+
+  @Test func reportOutputNeverReplacesTheRunJournalOfAJobWithoutADatabase() throws {
+    let folder = TemporaryDirectory("dray-written")
+    let emulator = try Emulator()
+    try folder.write(
+      "job.yaml",
+      JobText.header(job: "plain", emulator: emulator) + """
+        steps:
+          - id: fruits
+            table: { resource: FRUITS, output: out/fruits.json }
+
+        """)
+    let run = try Command.dray(["run", "job.yaml", "--quiet"], directory: folder.path)
+    #expect(run.status == 0, "\(run.output)")
+    let journal = FileManager.default.contents(atPath: folder.path + "/.dray/plain.journal.sqlite")
+    let result = try Command.dray(["report", "job.yaml", "-o", ".dray/plain.journal.sqlite"], directory: folder.path)
+    #expect(result.status == 1)
+    #expect(
+      result.stderr
+        == "dray: the page was not written to .dray/plain.journal.sqlite: it is the job's run journal (state.path); \(Self.keptAdvice), then run again\n"
+    )
+    #expect(FileManager.default.contents(atPath: folder.path + "/.dray/plain.journal.sqlite") == journal)
+  }
+}
