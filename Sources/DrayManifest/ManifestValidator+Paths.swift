@@ -66,10 +66,11 @@ extension ManifestValidator {
     guard let text = jobFolderPath(node, path, folder: action == .get || action == nil) else { return nil }
     switch action {
     case .get:
-      if let remote, remote.hasSuffix("/") {
+      if let remote, FilesStep.folder(remote) != nil {
         noteOutput(node, path, shown: text, path: text, isFolder: true)
       } else if text.hasSuffix("/") {
-        let name = remote.map { JobPath.lexical($0).split(separator: "/").last.map(String.init) ?? $0 } ?? ""
+        // A file path: its last part is the file's name.
+        let name = remote.map { $0.split(separator: "/").last.map(String.init) ?? $0 } ?? ""
         noteOutput(node, path, shown: text + name, path: text + name)
       } else {
         noteOutput(node, path, shown: text, path: text)

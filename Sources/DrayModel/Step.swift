@@ -177,6 +177,30 @@ public struct FilesStep: Sendable, Hashable {
     self.local = local
     self.missingOK = missingOK
   }
+
+  /// The server folder `path` names, or nil when it names a file: a path that ends in `/`,
+  /// or whose last part is `.` or `..`, names a folder (`docs/`, `docs/.`, `.`,
+  /// `docs/archive/..`). The folder is given with `.` and inner `..` removed, `.` for the
+  /// connection's root (`JobPath.lexical`); a leading `..` stays, for the server to judge.
+  ///
+  /// ```swift
+  /// FilesStep.folder("docs/.")      // "docs"
+  /// FilesStep.folder("docs/a/..")   // "docs"
+  /// FilesStep.folder("docs/a.txt")  // nil
+  /// ```
+  public static func folder(_ path: String) -> String? {
+    let last = path.split(separator: "/").last
+    guard path.hasSuffix("/") || last == nil || last == "." || last == ".." else { return nil }
+    return JobPath.lexical(path)
+  }
+
+  /// The file `path` names on the server, within `folder` (a `put` of the local file
+  /// `name` into a folder path: `docs/.` and `docs/` give `docs/name`, `.` gives `name`);
+  /// `path` itself when it names a file.
+  public static func file(_ path: String, named name: String) -> String {
+    guard let folder = folder(path) else { return path }
+    return folder == "." ? name : folder + "/" + name
+  }
 }
 
 public struct SQLStep: Sendable, Hashable {

@@ -175,4 +175,50 @@ import Testing
     #expect(lenient.exitCode == 0)
     #expect(lenient.steps[0].notes == ["nfs4:nope.txt was already absent (HTTP 404); missing_ok: true"])
   }
+
+  /// A server path ending in `.` or `..` names a folder, as one ending in `/` does: a `get`
+  /// fetches the files it lists into `local` (never one file named after `local`), and a
+  /// `put` sends the local file into it under its own name.
+  @Test func aServerPathEndingInDotOrDotDotNamesAFolder() throws {
+    let readme = try bytes(seed + "/nfs4/docs/readme.txt")
+    for path in ["docs/.", "docs/archive/..", "docs//", "docs/./"] {
+      let emulator = try Emulator()
+      let folder = TemporaryDirectory()
+      let (_, report) = try runJob(
+        folder,
+        JobText.header(job: "dots", emulator: emulator) + """
+          steps:
+            - id: docs
+              files: { connection: nfs4, action: get, path: "\(path)", local: in/ }
+          """)
+      #expect(report.exitCode == 0, "\(path): \(report.steps.compactMap(\.errorMessage))")
+      #expect(try bytes(folder.path + "/in/readme.txt") == readme, "\(path)")
+      #expect(report.steps[0].outputs == ["in/readme.txt"], "\(path)")
+      #expect(
+        report.steps[0].notes == ["fetched 1 file from nfs4:\(path); 1 folder not fetched (a folder download is not recursive)"],
+        "\(path)")
+    }
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory()
+    try folder.write("up.txt", "up\n")
+    let (_, report) = try runJob(
+      folder,
+      JobText.header(job: "root", emulator: emulator) + """
+        steps:
+          - id: root
+            files: { connection: nfs4, action: get, path: ., local: in/ }
+          - id: put-into-docs
+            files: { connection: nfs4, action: put, path: docs/., local: up.txt }
+          - id: put-into-root
+            files: { connection: nfs4, action: put, path: docs/.., local: up.txt }
+        """)
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(report.steps[0].outputs == ["in/file.txt", "in/notes.txt"])
+    #expect(try bytes(folder.path + "/in/file.txt") == bytes(seed + "/nfs4/file.txt"))
+    #expect(report.steps[1].notes == ["uploaded 3 bytes to nfs4:docs/up.txt"])
+    #expect(report.steps[2].notes == ["uploaded 3 bytes to nfs4:up.txt"])
+    let root = try emulator.filesRoot()
+    #expect(try bytes(root + "/nfs4/docs/up.txt") == Array("up\n".utf8))
+    #expect(try bytes(root + "/nfs4/up.txt") == Array("up\n".utf8))
+  }
 }

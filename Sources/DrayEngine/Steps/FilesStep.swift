@@ -12,11 +12,11 @@ extension StepRunner {
   ///   given, and summed up in the report's notes.
   /// - `meta`: the file's stat dump, written to `local` when given.
   /// - `get`: downloads `path` to `local`, resumable like every download. A `local` ending in
-  ///   `/` is a folder that receives the file under its own name. A `path` ending in `/` is a
-  ///   folder on the server: every file its listing names is downloaded into the folder
+  ///   `/` is a folder that receives the file under its own name. A `path` ending in `/`, `.`
+  ///   or `..` is a folder on the server (`FilesStep.folder`): every file its listing names is downloaded into the folder
   ///   `local` (not recursively); each listed name must be one plain path component.
-  /// - `put`: streams `local` from disk to `path` (a `path` ending in `/` gets the local
-  ///   file's name).
+  /// - `put`: streams `local` from disk to `path` (a folder path, ending in `/`, `.` or `..`,
+  ///   gets the local file's name: `FilesStep.file`).
   /// - `delete`: deletes `path`; a missing file fails the step unless `missing_ok: true`.
   ///
   /// Local paths stay inside the job folder (`JobFolder`); they are checked before the
@@ -50,8 +50,8 @@ extension StepRunner {
       }
     case .get:
       guard let local = options.local else { throw StepError.settingMissing("files get needs 'local'") }
-      if options.path.hasSuffix("/") {
-        try getFolder(options, local: local, folder: folder, files: files, &report)
+      if let directory = FilesStep.folder(options.path) {
+        try getFolder(options, directory: directory, local: local, folder: folder, files: files, &report)
       } else {
         let target = local.hasSuffix("/") ? local + (options.path as NSString).lastPathComponent : local
         let destination = try folder.output(target, role: "local")
@@ -61,7 +61,7 @@ extension StepRunner {
     case .put:
       guard let local = options.local else { throw StepError.settingMissing("files put needs 'local'") }
       let source = try folder.input(local, role: "local")
-      let remote = options.path.hasSuffix("/") ? options.path + (local as NSString).lastPathComponent : options.path
+      let remote = FilesStep.file(options.path, named: (local as NSString).lastPathComponent)
       try client.putFile(connection: options.connection, path: remote, localFile: source, policy: step.retry, record: files.record)
       report.bytes = JobFolder.fileSize(source)
       report.wireBytes = report.bytes
@@ -90,11 +90,12 @@ extension StepRunner {
     try folder.place(download.path, at: destination)
   }
 
-  /// Downloads every file a server folder lists into the local folder `local`, after
-  /// checking every listed name and every destination.
-  private func getFolder(_ options: FilesStep, local: String, folder: JobFolder, files: FileCalls, _ report: inout StepReport) throws {
-    let directory = String(options.path.dropLast())
-    let listing = try files.list(directory.isEmpty ? "." : directory)
+  /// Downloads every file the server folder `directory` (`FilesStep.folder`) lists into the
+  /// local folder `local`, after checking every listed name and every destination.
+  private func getFolder(
+    _ options: FilesStep, directory: String, local: String, folder: JobFolder, files: FileCalls, _ report: inout StepReport
+  ) throws {
+    let listing = try files.list(directory)
     let place = "\(options.connection):\(options.path)"
     let listed = (listing["files"]?.arrayValue ?? []).map { $0.stringValue ?? $0.json }
     // A name listed twice is one remote file: fetched once (names compared as bytes).
@@ -118,7 +119,7 @@ extension StepRunner {
     }
     let targets = try names.map { name in (name, base + name, try folder.output(base + name, role: "local")) }
     for (name, target, destination) in targets {
-      let remote = directory.isEmpty || directory == "." ? name : directory + "/" + name
+      let remote = FilesStep.file(directory + "/", named: name)
       try get(
         remote, to: destination, download: downloadPath("\(SHA256.hex(name).prefix(8)).answer"), folder: folder, files: files, &report)
       report.outputs.append(try folder.check(target, role: "local"))
