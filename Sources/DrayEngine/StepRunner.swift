@@ -222,7 +222,7 @@ struct StepRunner {
     ]).json
     return CheckpointRecord(
       job: manifest.job, stepID: step.id, runID: context.runID, lineage: context.lineage,
-      fingerprint: step.fingerprint(in: manifest), status: status, attempts: report.attempts.count,
+      fingerprint: step.fingerprint(in: manifest), status: status, attempts: report.ownAttempts.attempts,
       rows: report.totalRows, bytes: report.bytes, outputs: outputs, finishedAt: RunReport.rfc3339(Date()))
   }
 

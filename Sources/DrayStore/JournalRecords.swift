@@ -92,6 +92,8 @@ public struct CheckpointRecord: Sendable, Equatable {
   public var lineage: String
   public var fingerprint: String
   public var status: Status
+  /// Attempts of the step's own calls (`StepReport.ownAttempts`): not the sign-in or a
+  /// scheme fetch made on their way, which the run's report lists apart.
   public var attempts: Int
   public var rows: Int
   public var bytes: Int64
