@@ -23,6 +23,7 @@ enum PageStyle {
     table.steps th[scope=row], td.status, table.steps td:nth-child(2) { white-space: nowrap; }
     table.attempts { width: auto; } table.attempts td:not(:last-child) { white-space: nowrap; }
     td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+    td.tables, td.rows { overflow-wrap: break-word; white-space: normal; }
     tr.member > th { padding-left: 1.6em; font-weight: normal; }
     tr.detail > td { background: var(--panel); }
     table.attempts { margin: .3em 0; }

@@ -113,6 +113,13 @@ struct HTMLWriter {
   /// Markup written as is: only literals of the renderer, never data.
   mutating func raw(_ markup: String) { text += markup }
 
+  /// A physical table name, escaped, with a line break allowed after each `__` (`<wbr/>`),
+  /// where `TableNaming` joins its parts (`FRUITS__output_table__b655ebc6`): a narrow
+  /// column wraps it there, never letter by letter.
+  mutating func tableName(_ name: String) {
+    text += name.components(separatedBy: "__").map { HTMLText.escape($0) }.joined(separator: "__<wbr/>")
+  }
+
   /// Escaped text.
   mutating func text(_ value: String, keepingNewlines: Bool = false) {
     text += HTMLText.escape(value, keepingNewlines: keepingNewlines)

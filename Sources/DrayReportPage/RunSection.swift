@@ -57,11 +57,12 @@ struct RunSection {
     page.element("td", step.status, class: "status \(StatusClass.of(step.status))")
     page.element("td", Figures.seconds(step.duration), class: "number")
     page.element("td", String(step.attempts.count), class: "number")
-    page.raw("<td class=\"number\">")
+    page.raw("<td class=\"number rows\">")
     if step.rows.isEmpty { page.text("–") }
     for (index, pair) in step.rows.enumerated() {
       if index > 0 { page.raw("<br/>") }
-      page.text("\(pair.key): \(Figures.count(pair.value))")
+      page.tableName(pair.key)
+      page.text(": \(Figures.count(pair.value))")
     }
     page.raw("</td>")
     // Compressed answers: the bytes decoded, and below them what crossed the network.
@@ -72,7 +73,12 @@ struct RunSection {
       page.text("\(Figures.count(step.wireBytes)) on the wire")
     }
     page.raw("</td>")
-    page.element("td", step.tables.joined(separator: ", "))
+    page.raw("<td class=\"tables\">")
+    for (index, table) in step.tables.enumerated() {
+      if index > 0 { page.text(", ") }
+      page.tableName(table)
+    }
+    page.raw("</td>")
     page.element("td", step.httpStatuses.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
     page.raw("</tr>\n")
     let details = detailLines(step)

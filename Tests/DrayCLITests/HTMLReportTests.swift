@@ -65,6 +65,11 @@ import Testing
       .replacing("'", with: "&#39;")
   }
 
+  /// A table name as the page writes it: escaped, wrapped where its parts meet (`__<wbr/>`).
+  static func wrapped(_ table: String) -> String {
+    table.components(separatedBy: "__").map(escaped).joined(separator: "__<wbr/>")
+  }
+
   /// `1,234`.
   static func count(_ n: Int) -> String {
     let digits = String(n)
@@ -86,14 +91,14 @@ import Testing
       #expect(page.contains("<th scope=\"row\">\(id)</th><td>\(escaped(step["kind"] as? String ?? ""))</td><td class=\"status "), "\(id)")
       #expect(page.contains(">\(status)</td>"), "\(id) \(status)")
       for (table, rows) in step["rows"] as? [String: Int] ?? [:] {
-        #expect(page.contains("\(escaped(table)): \(count(rows))"), "\(id) rows of \(table)")
+        #expect(page.contains("\(wrapped(table)): \(count(rows))"), "\(id) rows of \(table)")
       }
       // Bytes on the wire show under the bytes when answers came compressed.
       let bytes = step["bytes"] as? Int ?? -1
       let wire = step["wire_bytes"] as? Int ?? bytes
       let onTheWire = wire == bytes ? "" : "<br/>\(count(wire)) on the wire"
       #expect(page.contains("<td class=\"number\">\(count(bytes))\(onTheWire)</td>"), "\(id) bytes")
-      for table in step["tables"] as? [String] ?? [] { #expect(page.contains(escaped(table)), "\(id) table \(table)") }
+      for table in step["tables"] as? [String] ?? [] { #expect(page.contains(wrapped(table)), "\(id) table \(table)") }
       for (code, n) in step["http_statuses"] as? [String: Int] ?? [:] { #expect(page.contains("\(code): \(n)"), "\(id) HTTP \(code)") }
       if let error = step["error"] as? [String: String] {
         #expect(page.contains(escaped(error["message"] ?? "?")), "\(id) error")

@@ -78,6 +78,30 @@ import Testing
     #expect(html.components(separatedBy: "on the wire").count == 2)
   }
 
+  /// Physical table names (in the tables and the rows columns) wrap after each `__`, never
+  /// letter by letter: a `<wbr/>` there, and the column keeps its longest part whole
+  /// (`overflow-wrap: break-word`, not `anywhere`).
+  @Test func tableNamesWrapWhereTheirPartsMeet() throws {
+    let report = JSONValue.object([
+      ("format_version", .integer(1)), ("job", .string("j")), ("run_id", .string("r1")), ("status", .string("succeeded")),
+      (
+        "steps",
+        .array([
+          .object([
+            ("id", .string("load")), ("kind", .string("table_stream")), ("status", .string("succeeded")),
+            ("tables", .array([.string("FRUITS__output_table__b655ebc6"), .string("A<B__x")])),
+            ("rows", .object([("FRUITS__output_table__b655ebc6", .integer(1249))])),
+          ])
+        ])
+      ),
+    ])
+    let html = ReportPage(job: "j", run: .report(report), history: []).html()
+    #expect(try Self.problems(html) == "")
+    #expect(html.contains(#"<td class="tables">FRUITS__<wbr/>output_table__<wbr/>b655ebc6, A&lt;B__<wbr/>x</td>"#))
+    #expect(html.contains(#"<td class="number rows">FRUITS__<wbr/>output_table__<wbr/>b655ebc6: 1,249</td>"#))
+    #expect(html.contains("td.tables, td.rows { overflow-wrap: break-word; white-space: normal; }"))
+  }
+
   @Test func aReportThatCannotBeReadIsNamedNotFatal() throws {
     let unreadable = ReportPage(
       job: "j", run: .unreadable(path: "/r/j-1.json", reason: "no such file"),
