@@ -153,4 +153,75 @@ import Testing
     )
     #expect(FileManager.default.contents(atPath: folder.path + "/.dray/plain.journal.sqlite") == journal)
   }
+
+  /// Every other writer a manifest points: a step's `output` (`query`, `table`, `request`) and
+  /// `local` (`files get`), and `report.path`. A folder that is a symbolic link into the
+  /// database's folder, or a hard link to the database, is refused when the run writes, the
+  /// step failing with `path_refused` (the report: named on standard error, exit 1); a name
+  /// that differs by case is another file on this file system.
+  @Test func stepOutputsAndReportsNeverLandOnTheJobsFilesByAnotherName() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory("dray-written")
+    let header = JobText.header(job: "nightly", emulator: emulator, database: "data/db.sqlite")
+    try folder.write("job.yaml", header + "steps:\n  - id: fruits\n    table_stream: { resource: FRUITS }\n")
+    let first = try Command.dray(["run", "job.yaml", "--quiet"], directory: folder.path)
+    #expect(first.status == 0, "\(first.output)")
+    try FileManager.default.createSymbolicLink(atPath: folder.path + "/via", withDestinationPath: "data")
+    #expect(link(folder.path + "/data/db.sqlite", folder.path + "/copy.sqlite") == 0)
+    // The runs write their journal into the database: what must hold is that it stays one,
+    // with the table loaded first.
+    func intact() throws -> Bool {
+      try Command.dray(["tables", "data/db.sqlite"], directory: folder.path).stdout == "FRUITS__output_table\n"
+    }
+    let steps: [(kind: String, step: (String) -> String)] = [
+      ("query", { "query: { sql: SELECT 1 AS n, output: \"\($0)\" }" }),
+      ("table", { "table: { resource: FRUITS, output: \"\($0)\" }" }),
+      ("request", { "request: { resource: FRUITS, output: \"\($0)\" }" }),
+      ("files", { "files: { connection: nfs4, action: get, path: file.txt, local: \"\($0)\" }" }),
+    ]
+    for (kind, step) in steps {
+      for (target, what) in [
+        ("via/db.sqlite", "it is the job's database (database.path)"),
+        (
+          "copy.sqlite",
+          "it is the job's database (database.path), by another name (a hard link, or a name the file system does not tell apart)"
+        ),
+      ] {
+        try folder.write("step.yaml", header + "steps:\n  - id: write\n    \(step(target))\n")
+        let run = try Command.dray(["run", "step.yaml", "--quiet"], directory: folder.path)
+        #expect(run.status == 1, "\(kind) \(target): \(run.output)")
+        let key = kind == "files" ? "local" : "output"
+        #expect(
+          run.stderr.contains(
+            "refused \(key) '\(target)': \(what); a step may not write the files dray keeps for the job"),
+          "\(kind) \(target): \(run.stderr)")
+        #expect(try intact(), "\(kind) \(target)")
+      }
+    }
+    // Another name by case: another file here (ext4 tells them apart).
+    try folder.write("case.yaml", header + "steps:\n  - id: write\n    query: { sql: SELECT 1 AS n, output: data/DB.sqlite }\n")
+    let upper = try Command.dray(["run", "case.yaml", "--quiet"], directory: folder.path)
+    #expect(upper.status == 0, "\(upper.output)")
+    #expect(try intact())
+
+    // The run's JSON report through the link: the database; through a hard link: the same.
+    for (target, what) in [
+      ("via/db.sqlite", "it is the job's database (database.path)"),
+      (
+        "copy.sqlite",
+        "it is the job's database (database.path), by another name (a hard link, or a name the file system does not tell apart)"
+      ),
+    ] {
+      try folder.write(
+        "report.yaml",
+        header + "steps:\n  - id: note\n    sql: SELECT 1;\nreport: { path: \"\(target)\", formats: [json, junit, prometheus] }\n")
+      let run = try Command.dray(["run", "report.yaml", "--quiet"], directory: folder.path)
+      #expect(run.status == 1, "report \(target): \(run.output)")
+      #expect(
+        run.stderr.contains(
+          "the json report was not written to \(target): \(what); a report never overwrites the files dray keeps for the job; name another file (report.path), then run again"
+        ), "\(run.stderr)")
+      #expect(try intact(), "report \(target)")
+    }
+  }
 }
