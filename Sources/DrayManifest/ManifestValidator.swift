@@ -687,7 +687,8 @@ struct ManifestValidator {
     let local = f["local"].flatMap { filesLocalPath($0, f.path("local"), action: action, remote: remote) }
     let missingOK = reader.bool(f, "missing_ok") ?? f.defaultValue("missing_ok")
     guard let connection, let action else { return nil }
-    if remote == nil && action != .list {
+    // An empty or mistyped path is reported where it is written, once.
+    if f["path"] == nil && action != .list {
       reader.error(node.location, "missing required key 'path' in \(path) (the file on the server for '\(action.rawValue)')")
       return nil
     }
@@ -695,6 +696,7 @@ struct ManifestValidator {
       reader.error(node.location, "missing required key 'local' in \(path) (the local file for '\(action.rawValue)')")
       return nil
     }
+    guard remote != nil || f["path"] == nil else { return nil }
     return .files(FilesStep(connection: connection, action: action, path: remote ?? ".", local: local, missingOK: missingOK))
   }
 
