@@ -171,17 +171,26 @@ extension Arguments {
 /// Loads a manifest or prints its diagnostics.
 enum ManifestInput {
   /// - Returns: the manifest, or nil after printing every problem to standard error.
-  /// - Parameter secretsMayBeMissing: whether credentials may be unresolved
-  ///   (`ManifestLoader.secretsMayBeMissing`), for commands that never sign in.
-  static func load(_ path: String, secretsMayBeMissing: Bool = false) -> Manifest? {
+  /// - Parameters:
+  ///   - secretsMayBeMissing: whether credentials may be unresolved
+  ///     (`ManifestLoader.secretsMayBeMissing`), for commands that never sign in.
+  ///   - recordsOnly: read only where the job keeps its records (`ManifestLoader.recordsOnly`),
+  ///     for commands that read the journal and the reports; a problem there is said to be
+  ///     in what the command needs.
+  static func load(_ path: String, secretsMayBeMissing: Bool = false, recordsOnly: Bool = false) -> Manifest? {
     var loader = ManifestLoader()
     loader.secretsMayBeMissing = secretsMayBeMissing
+    loader.recordsOnly = recordsOnly
     do {
       return try loader.load(path: path)
     } catch {
       DrayCommandLine.printError(error.description)
       let count = error.diagnostics.count
-      DrayCommandLine.printError("\(path): \(count) error\(count == 1 ? "" : "s"); nothing was run")
+      let errors = "\(count) error\(count == 1 ? "" : "s")"
+      DrayCommandLine.printError(
+        recordsOnly
+          ? "\(path): \(errors) in what this command reads to find the job's journal and reports (version, job, database, state, download, report); nothing was read"
+          : "\(path): \(errors); nothing was run")
       return nil
     }
   }

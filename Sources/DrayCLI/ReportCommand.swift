@@ -21,8 +21,11 @@ enum ReportCommand {
     guard args.positional.count == 1 else {
       throw UsageError("report takes one manifest: dray report JOB.yaml [--run RUN_ID] [--runs N] [-o FILE.html]")
     }
-    // The page reads the journal and reports only: the job's secrets need not be set.
-    guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true) else { return ExitCode.usage }
+    // The page reads the journal and reports only: the job's secrets, and any variable outside
+    // the blocks that say where they are, need not be set.
+    guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true, recordsOnly: true) else {
+      return ExitCode.usage
+    }
     let limit = try args.values["--runs"].map { text in
       guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
       return n

@@ -1,5 +1,6 @@
 internal import DrayEngine
 internal import DrayJSON
+internal import DrayManifest
 internal import DrayModel
 internal import DrayPostgres
 internal import DrayPostgresStore
@@ -15,8 +16,12 @@ enum StatusCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, options: ["--runs"])
     guard args.positional.count == 1 else { throw UsageError("status takes one manifest: dray status JOB.yaml") }
-    // Status reads the journal only: the job's secrets need not be set.
-    guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true) else { return ExitCode.usage }
+    // Status reads the journal only: the job's secrets, and any variable outside the blocks
+    // that say where it is, need not be set.
+    guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true, recordsOnly: true) else {
+      return ExitCode.usage
+    }
+    let steps = definedSteps(args.positional[0])
     let limit = try args.values["--runs"].map { text in
       guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
       return n
@@ -31,7 +36,7 @@ enum StatusCommand {
         // job's run lock, in a session the server knows.
         let holder = try journal.lockHolder(job: manifest.job)
         print(
-          try text(manifest, journal: journal, limit: limit ?? 10) { run in
+          try text(manifest, steps: steps, journal: journal, limit: limit ?? 10) { run in
             holder.map { "process \(run.processID); its runner's session: \($0)" }
               ?? "process \(run.processID); no session holds the job's run lock, so its runner is gone; the next run marks it abandoned"
           })
@@ -53,19 +58,39 @@ enum StatusCommand {
       return ExitCode.stepFailed
     }
     print(
-      try text(manifest, journal: journal, limit: limit ?? 10) { run in
+      try text(manifest, steps: steps, journal: journal, limit: limit ?? 10) { run in
         kill(pid_t(run.processID), 0) == 0 || errno == EPERM
           ? "process \(run.processID)" : "process \(run.processID) is gone; the next run marks it abandoned"
       })
     return ExitCode.success
   }
 
+  /// The whole manifest at `path`, to compare each checkpoint with its step's definition;
+  /// nil, after a note on standard error naming the first problem, when it does not load
+  /// here (a variable a step needs is not set).
+  static func definedSteps(_ path: String) -> Manifest? {
+    var loader = ManifestLoader()
+    loader.secretsMayBeMissing = true
+    do {
+      return try loader.load(path: path)
+    } catch {
+      let first = error.diagnostics.first.map { "\($0.location): \($0.message)" }
+      DrayCommandLine.printError(
+        "note: the steps were not read here (\(first ?? "\(error)")); checkpoints are listed as the journal holds them, not compared with the steps' definitions"
+      )
+      return nil
+    }
+  }
+
   /// The status report of `manifest`'s job from `journal`.
-  /// - Parameter running: what is known of a `running` run's runner: its process on this
-  ///   machine (a journal on this machine's disk), or the session holding the job's run lock
-  ///   (a shared database's journal).
+  /// - Parameters:
+  ///   - steps: the whole manifest, whose steps' checkpoints are listed in order and compared
+  ///     with their definitions; nil lists the journal's checkpoints as they are.
+  ///   - running: what is known of a `running` run's runner: its process on this machine (a
+  ///     journal on this machine's disk), or the session holding the job's run lock (a shared
+  ///     database's journal).
   static func text(
-    _ manifest: Manifest, journal: any RunJournal, limit: Int, running: (RunRecord) -> String
+    _ manifest: Manifest, steps whole: Manifest?, journal: any RunJournal, limit: Int, running: (RunRecord) -> String
   ) throws -> String {
     let runs = try journal.runs(job: manifest.job, limit: limit)
     var lines = ["job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(journal.location))"]
@@ -85,12 +110,14 @@ enum StatusCommand {
     }
     let checkpoints = try journal.checkpoints(job: manifest.job)
     lines.append("checkpoints:")
-    for step in manifest.allSteps {
+    let listed: [(id: String, fingerprint: String?)] =
+      whole.map { whole in whole.allSteps.map { ($0.id, $0.fingerprint(in: whole)) } } ?? checkpoints.map { ($0.stepID, nil) }
+    for step in listed {
       guard let c = checkpoints.first(where: { $0.stepID == step.id }) else {
         lines.append("  \(step.id): none")
         continue
       }
-      let changed = c.fingerprint == step.fingerprint(in: manifest) ? "" : " (definition changed since)"
+      let changed = step.fingerprint.map { c.fingerprint == $0 ? "" : " (definition changed since)" } ?? ""
       lines.append(
         "  \(step.id): \(c.status.rawValue) in run \(c.runID) at \(c.finishedAt)"
           + (c.attempts > 1 ? ", \(c.attempts) attempts" : "")

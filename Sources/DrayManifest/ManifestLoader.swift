@@ -11,6 +11,12 @@ public struct ManifestLoader {
   /// error but listed in `Manifest.unresolvedSecrets`: `dray plan` and `dray status` need
   /// no secret. `dray run` keeps the default, false.
   public var secretsMayBeMissing = false
+  /// When true, only the blocks that say where the job keeps its records are read:
+  /// `version`, `job`, `database`, `state`, `download` and `report`. The rest (`platform`,
+  /// `auth`, `secrets`' own checks, `steps`, ...) is neither resolved nor validated, so a
+  /// `${VAR}` there need not be set; the manifest returned has no platform, auth or steps.
+  /// For `dray status` and `dray report`, which read the journal and the reports only.
+  public var recordsOnly = false
 
   /// - Parameter environment: variables for `${NAME}`; the process environment by default.
   public init(environment: [String: String]) {
@@ -58,6 +64,7 @@ public struct ManifestLoader {
     var validator = ManifestValidator(
       path: path, directory: directory, environment: environment, root: root, source: text)
     validator.reader.secretsMayBeMissing = secretsMayBeMissing
+    validator.recordsOnly = recordsOnly
     if var manifest = validator.validate(), validator.reader.diagnostics.isEmpty {
       manifest.unresolvedSecrets = validator.reader.unresolvedSecrets
       return manifest

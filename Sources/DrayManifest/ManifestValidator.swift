@@ -26,6 +26,9 @@ struct ManifestValidator {
   private var hasBrokenLoader = false
   /// The files steps write, for `checkKeptPaths`.
   var stepOutputs: [StepOutput] = []
+  /// Read only the blocks that say where the job keeps its records
+  /// (`ManifestLoader.recordsOnly`).
+  var recordsOnly = false
 
   init(path: String, directory: String, environment: [String: String], root: YAMLNode, source: String = "") {
     self.path = path
@@ -69,6 +72,7 @@ struct ManifestValidator {
     guard let top = reader.fields(root, "", keys: ManifestSchema.top, extensionPrefix: Self.extensionPrefix) else { return nil }
     let version = top.required("version", &reader).flatMap { readVersion($0) }
     let job = top.required("job", &reader).flatMap { readJobName($0) }
+    if recordsOnly { return readRecordKeeping(top, version: version, job: job) }
     let description = reader.string(top, "description")
     let platform = top["platform"].flatMap { readPlatform($0) }
     let auth = top["auth"].flatMap { readAuth($0) }
@@ -99,6 +103,20 @@ struct ManifestValidator {
     Self.markSecretHeaders(&manifest)
     guard version != nil, job != nil else { return nil }
     return manifest
+  }
+
+  /// The blocks that say where the job keeps its records, alone: `database`, `state`,
+  /// `download` and `report` (with `version` and `job`, read by the caller). The rest is
+  /// neither resolved nor checked; the manifest has no platform, auth or steps.
+  private mutating func readRecordKeeping(_ top: Fields, version: Int?, job: String?) -> Manifest? {
+    let database = top["database"].flatMap { readDatabase($0) }
+    let download = top["download"].flatMap { readDownload($0) } ?? DownloadSettings()
+    let state = top["state"].flatMap { readState($0) } ?? StateSettings()
+    let report = top["report"].flatMap { readReport($0) } ?? ReportSettings()
+    guard let version, let job, top["database"] == nil || database != nil else { return nil }
+    return Manifest(
+      path: path, directory: directory, version: version, job: job, description: nil, platform: nil, auth: nil, database: database,
+      download: download, retry: .default, state: state, report: report, steps: [], redactor: reader.redactor)
   }
 
   /// Marks every header field whose value holds one of the manifest's secrets
