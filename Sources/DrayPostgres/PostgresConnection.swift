@@ -338,8 +338,8 @@ public final class PostgresConnection {
   /// the socket turns writable: the kernel's send buffer grows while a stopped server
   /// takes nothing, so a writable socket is no sign that the server reads.
   ///
-  /// - Throws: `PostgresError` with a `timeout` after `idle` without progress (the
-  ///   connection is then closed), `57014` after an interruption, or a broken connection.
+  /// - Throws: `PostgresError` with a `timeout` when `idle` passes (the connection is then
+  ///   closed), `57014` after an interruption, or a broken connection.
   func flushOutput(_ sql: String?) throws(PostgresError) {
     let handle = try open(sql)
     let idle = timeouts.idle

@@ -3,8 +3,8 @@ import DrayModel
 import Testing
 
 /// `database:` takes an SQLite `path` or a PostgreSQL `url` (with `password`, `schema` and
-/// `timeouts`);
-/// the URL is checked at validation with its position, and its password is a secret.
+/// `timeouts`); the URL is checked at validation with its position, and its password is a
+/// secret.
 @Suite struct DatabaseTargetTests {
   func load(_ database: String) throws(ManifestError) -> Manifest {
     try ManifestLoader(environment: ["PGPW": "from-env-pw"]).load(
