@@ -235,12 +235,11 @@ public struct DatabaseTimeouts: Sendable, Hashable {
   public var connect: Duration
   /// Longest time the server may take no byte of what dray sends (a statement, a `COPY`'s
   /// rows), and, for the run journal and the run lock, longest time for an answer; also
-  /// the server's `idle_in_transaction_session_timeout` and the span of TCP keepalives.
-  /// Default 60 s.
+  /// the span of TCP keepalives. Default 60 s.
   public var idle: Duration
   /// Longest time one statement may run (the server's `statement_timeout`: a step's SQL, a
   /// `COPY`, a delta); dray gives up on a server that has not answered `idle` after it.
-  /// Default 1 h.
+  /// Also the server's `idle_in_transaction_session_timeout`. Default 1 h.
   public var statement: Duration
 
   public init(connect: Duration = .seconds(10), idle: Duration = .seconds(60), statement: Duration = .seconds(3600)) {

@@ -52,7 +52,10 @@ public final class PostgresConnection {
 
   /// Connects and sets the session up for dray (`client_encoding` UTF8; the server's
   /// notices and warnings are dropped, never printed; `statement_timeout` and
-  /// `idle_in_transaction_session_timeout` from `timeouts`).
+  /// `idle_in_transaction_session_timeout` are `timeouts.statement`: a transaction left idle
+  /// longer than a statement may run belongs to a runner that stopped, and the server ends
+  /// its session, releasing its locks; not `idle`, since a load may read its answer file
+  /// between two statements for longer).
   ///
   /// The password is the first of: `password`, the URL's password, then libpq's own sources
   /// (`PGPASSWORD`, the file named by `PGPASSFILE` or `passfile`, `~/.pgpass`; §34.15 "The
@@ -114,8 +117,8 @@ public final class PostgresConnection {
     handle = connection
     guard PQsetnonblocking(connection, 1) == 0 else { throw failure(nil, nil) }
     try execute(
-      "SELECT set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $2, false)",
-      [.text(String(Self.milliseconds(timeouts.statement))), .text(String(Self.milliseconds(timeouts.idle)))])
+      "SELECT set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $1, false)",
+      [.text(String(Self.milliseconds(timeouts.statement)))])
   }
 
   /// `duration` in whole milliseconds, rounded up (the unit of `statement_timeout`).
@@ -259,7 +262,9 @@ public final class PostgresConnection {
         for index in 0..<PQntuples(result) { try row(PostgresResult.values(of: result, row: index, types: types!)) }
       } catch {
         stop = error
-        sendCancelRequest()
+        // At once, before the rest is read: a request still on its way could cancel the
+        // next statement.
+        _ = try? canceller().cancel()
       }
     }
     if let stop { throw stop }

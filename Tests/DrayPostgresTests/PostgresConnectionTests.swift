@@ -215,13 +215,13 @@ import Testing
     try PostgresConnection(url: server.url(database: database), timeouts: timeouts, answers: answers)
   }
 
-  /// The session's settings come from `database.timeouts`: `statement_timeout` and
-  /// `idle_in_transaction_session_timeout`, in milliseconds.
+  /// The session's settings come from `database.timeouts.statement`: `statement_timeout`
+  /// and `idle_in_transaction_session_timeout`, in milliseconds.
   @Test func theSessionTakesItsServerSideLimitsFromTheTimeouts() throws {
-    let connection = try connect(DatabaseTimeouts(idle: .milliseconds(1500), statement: .seconds(7200)))
+    let connection = try connect(DatabaseTimeouts(idle: .seconds(5), statement: .milliseconds(7_200_500)))
     #expect(
       try connection.textRows("SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')")
-        == [["2h", "1500ms"]])
+        == [["7200500ms", "7200500ms"]])
   }
 
   /// A healthy server ends a statement at `statement` itself (SQLSTATE 57014, "statement
