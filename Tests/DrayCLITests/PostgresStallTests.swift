@@ -158,6 +158,11 @@ import Testing
           #/the run journal at postgresql://dray:\*\*\*@127.0.0.1:\d+/\w+ could not record the end of this run: PostgreSQL at .* gave no answer for 1(\.\d+)?s \(database.timeouts.idle 1s\): /#
         ), "\(run.errors)")
     }
+    // The run lock went with the run's journal session, unless that session's process is
+    // the stopped one: the server releases it once the process runs again.
+    let holders = try PostgresServer.advisoryLockHolders(in: database, through: admin)
+    #expect(holders == (stalled == .journal ? [pid] : []))
+
     stopped.resume()
     #expect(Self.waitForNoDraySession(database, admin: admin))
     #expect(try PostgresServer.advisoryLockHolders(in: database, through: admin).isEmpty)
@@ -210,6 +215,7 @@ import Testing
     #expect(took < 6, "took \(took)s")
     #expect(run.errors.contains("interrupted by SIGTERM"), "\(run.errors)")
     #expect(PostgresFaultTests.strayLines(run).isEmpty, "\(run.errors)")
+    #expect(try PostgresServer.advisoryLockHolders(in: database, through: admin).isEmpty)
 
     stopped.resume()
     #expect(Self.waitForNoDraySession(database, admin: admin))
