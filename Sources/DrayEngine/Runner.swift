@@ -52,7 +52,7 @@ public final class Runner {
   /// `journalPath`.
   /// - Throws: `JournalError`; `PostgresError`.
   func openJournal() throws -> sending any RunJournal {
-    if let target = manifest.database?.postgres { return try PostgresJournal(target: target) }
+    if let target = manifest.database?.postgres { return try PostgresJournal(target: target, cancellation: cancellation) }
     return try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
   }
 
@@ -113,7 +113,9 @@ public final class Runner {
     do {
       if let target = manifest.database?.postgres {
         // Until the server answers: then the journal opens on a server that is up.
-        try connections.run { _ in try PostgresConnection(url: target.url, password: target.password).close() }
+        try connections.run { _ in
+          try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts).close()
+        }
       }
       journal = try openJournal()
     } catch let error as PostgresError {

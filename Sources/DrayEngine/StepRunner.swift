@@ -238,6 +238,7 @@ struct StepRunner {
     case let e as TransportError: e.code
     case let e as PlatformError: e.code
     case is PostgresRunLockError: "lock_lost"
+    case let e as PostgresError where e.timeout != nil: "database_timeout"
     case is LoadError, is StagedValueError: "load_error"
     case is SQLiteError: "sqlite_error"
     case is StoreError: "store_error"

@@ -152,6 +152,20 @@ public enum ManifestSchema {
       "password", .string(nonEmpty: false),
       "PostgreSQL password; masked in every output. Else the URL's, PGPASSWORD, PGPASSFILE or ~/.pgpass."),
     Key("schema", .string(nonEmpty: true), default: .string(PostgresTarget.defaultSchema), "PostgreSQL schema of the job's tables."),
+    Key("timeouts", .mapping(databaseTimeouts), "PostgreSQL time limits: every wait on the server is bounded."),
+  ]
+
+  /// `connect` is libpq's `connect_timeout`, which counts less than 2 s as 2 s.
+  public static let databaseTimeouts: [Key] = [
+    Key(
+      "connect", .duration(minimum: .seconds(2)), default: duration(DatabaseTimeouts().connect),
+      "Longest time to connect (libpq's connect_timeout; rounded up to whole seconds)."),
+    Key(
+      "idle", .duration(minimum: .seconds(1)), default: duration(DatabaseTimeouts().idle),
+      "Longest time the server may take nothing dray sends (a COPY's rows), or answer nothing to the run journal and lock."),
+    Key(
+      "statement", .duration(minimum: .seconds(1)), default: duration(DatabaseTimeouts().statement),
+      "Longest time one statement may run (statement_timeout): a step's SQL, a COPY; dray gives up 'idle' after it."),
   ]
 
   public static let download: [Key] = [

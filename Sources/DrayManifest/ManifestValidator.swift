@@ -386,7 +386,7 @@ struct ManifestValidator {
     guard let f = reader.fields(node, "database", keys: ManifestSchema.database) else { return nil }
     switch (f["path"], f["url"]) {
     case (let pathNode?, nil):
-      for key in ["password", "schema"] {
+      for key in ["password", "schema", "timeouts"] {
         if let extra = f[key] {
           reader.error(extra.location, "'database.\(key)' goes with 'url' (PostgreSQL); an SQLite database (database.path) has none")
         }
@@ -438,8 +438,19 @@ struct ManifestValidator {
         schema = nil
       }
     }
-    guard let url, let schema else { return nil }
-    return PostgresTarget(url: url, password: password, schema: schema)
+    let timeouts = f["timeouts"].map { readDatabaseTimeouts($0) } ?? DatabaseTimeouts()
+    guard let url, let schema, let timeouts else { return nil }
+    return PostgresTarget(url: url, password: password, schema: schema, timeouts: timeouts)
+  }
+
+  /// `database.timeouts`.
+  private mutating func readDatabaseTimeouts(_ node: YAMLNode) -> DatabaseTimeouts? {
+    guard let f = reader.fields(node, "database.timeouts", keys: ManifestSchema.databaseTimeouts) else { return nil }
+    var t = DatabaseTimeouts()
+    if let d = reader.duration(f, "connect") { t.connect = d }
+    if let d = reader.duration(f, "idle") { t.idle = d }
+    if let d = reader.duration(f, "statement") { t.statement = d }
+    return t
   }
 
   private mutating func readDownload(_ node: YAMLNode) -> DownloadSettings? {

@@ -209,13 +209,43 @@ public struct PostgresTarget: Sendable, Hashable {
   /// The schema of the job's tables and of dray's own; `public` by default.
   public var schema: String
 
+  /// `database.timeouts`: how long dray waits on the server.
+  public var timeouts: DatabaseTimeouts
+
   /// The schema when `database.schema` is not given.
   public static let defaultSchema = "public"
 
-  public init(url: PostgresURL, password: String? = nil, schema: String = PostgresTarget.defaultSchema) {
+  public init(
+    url: PostgresURL, password: String? = nil, schema: String = PostgresTarget.defaultSchema,
+    timeouts: DatabaseTimeouts = DatabaseTimeouts()
+  ) {
     self.url = url
     self.password = password
     self.schema = schema
+    self.timeouts = timeouts
+  }
+}
+
+/// Time limits of every wait on a PostgreSQL server (`database.timeouts`, docs/postgres.md,
+/// "Time limits"), the database's counterpart of the network's `Timeouts`: every wait is
+/// bounded, so a stalled server fails the run instead of holding it.
+public struct DatabaseTimeouts: Sendable, Hashable {
+  /// Longest time to connect (libpq's `connect_timeout`, in whole seconds, at least 2).
+  /// Default 10 s.
+  public var connect: Duration
+  /// Longest time the server may take no byte of what dray sends (a statement, a `COPY`'s
+  /// rows), and, for the run journal and the run lock, longest time for an answer; also
+  /// the span of TCP keepalives. Default 60 s.
+  public var idle: Duration
+  /// Longest time one statement may run (the server's `statement_timeout`: a step's SQL, a
+  /// `COPY`, a delta); dray gives up on a server that has not answered `idle` after it.
+  /// Also the server's `idle_in_transaction_session_timeout`. Default 1 h.
+  public var statement: Duration
+
+  public init(connect: Duration = .seconds(10), idle: Duration = .seconds(60), statement: Duration = .seconds(3600)) {
+    self.connect = connect
+    self.idle = idle
+    self.statement = statement
   }
 }
 

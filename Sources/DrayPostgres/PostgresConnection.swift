@@ -24,30 +24,73 @@ public final class PostgresConnection {
   private var handle: OpaquePointer?
   /// The URL connected to (its password, if any, stays in memory only here).
   public let url: PostgresURL
-  /// Cancels statements once a run is interrupted (`cancelStatements(when:)`); nil until asked.
-  private var watch: CancellationWatch?
+  /// How long each wait on the server may last (`database.timeouts`).
+  public let timeouts: DatabaseTimeouts
+  /// Which limit bounds the wait for an answer.
+  private let answers: AnswerLimit
+  /// Why dray closed the connection when a wait on the server had to end (`giveUp`): every
+  /// later use throws it again, so that the stall, not a closed connection, is what callers
+  /// see (a closed connection would look transient and be retried).
+  private var givenUp: PostgresError?
+  /// How a run's interruption ends this connection's waits (`cancelStatements(when:)`,
+  /// `finishStatements(when:)`); nil until asked.
+  private var interruption: (cancellation: Cancellation, cancelAtOnce: Bool)?
+
+  /// Which limit bounds the wait for a statement's answer (docs/postgres.md, "Time limits").
+  public enum AnswerLimit: Sendable {
+    /// `statement` (the server's own `statement_timeout`), then `idle` more for a server
+    /// that did not end it: the job's data work, whose statements may run long.
+    case statement
+    /// `idle`: dray's own bookkeeping (the run journal, the run lock), whose statements are
+    /// short.
+    case idle
+  }
+
+  /// How long a wait goes on once the run is interrupted (SIGINT, SIGTERM): 2 s, then dray
+  /// cancels and closes the connection.
+  public static let interruptGrace = Duration.seconds(2)
 
   /// Connects and sets the session up for dray (`client_encoding` UTF8; the server's
-  /// notices and warnings are dropped, never printed).
+  /// notices and warnings are dropped, never printed; `statement_timeout` and
+  /// `idle_in_transaction_session_timeout` are `timeouts.statement`: a transaction left idle
+  /// longer than a statement may run belongs to a runner that stopped, and the server ends
+  /// its session, releasing its locks; not `idle`, since a load may read its answer file
+  /// between two statements for longer).
   ///
   /// The password is the first of: `password`, the URL's password, then libpq's own sources
   /// (`PGPASSWORD`, the file named by `PGPASSFILE` or `passfile`, `~/.pgpass`; §34.15 "The
-  /// Password File"). The attempt gives up after `connect_timeout` of the URL, else
-  /// `connectTimeout` seconds (libpq's `connect_timeout`, §34.1.2).
+  /// Password File"). The connection parameters of `timeouts` (§34.1.2) apply where the URL
+  /// sets none of its own: `connect_timeout` (whole seconds, rounded up), TCP keepalives
+  /// (`keepalives_idle` half of `idle`, then `keepalives_count` 3 probes
+  /// `keepalives_interval` a sixth of `idle` apart, so a silent peer is given up after about
+  /// `idle`). No `tcp_user_timeout`: the kernel would end a connection to a stopped server
+  /// as lost (transient, so retried behind that server's locks) before dray's own limit
+  /// names the stall. The connection is non-blocking
+  /// (`PQsetnonblocking`, §34.10): every wait polls its socket, bounded by `timeouts`.
   ///
   /// - Parameters:
   ///   - url: where to connect.
   ///   - password: the manifest's `database.password`, or nil.
-  ///   - connectTimeout: seconds, at least 2 (libpq's minimum); used when the URL sets none.
+  ///   - timeouts: the limits of every wait on the server.
+  ///   - answers: which limit bounds the wait for an answer.
   /// - Throws: `PostgresError`; `userMessage` says what to do for a bad password (28P01), a
   ///   missing database (3D000), an unknown role (28000), an unreachable server (08001).
-  public init(url: PostgresURL, password: String? = nil, connectTimeout: Int = 10) throws(PostgresError) {
+  public init(
+    url: PostgresURL, password: String? = nil, timeouts: DatabaseTimeouts = DatabaseTimeouts(),
+    answers: AnswerLimit = .statement
+  ) throws(PostgresError) {
     self.url = url
+    self.timeouts = timeouts
+    self.answers = answers
     var pairs = url.keywordValues.filter { $0.keyword != "password" || password == nil }
     if let password { pairs.append(("password", password)) }
-    if !pairs.contains(where: { $0.keyword == "connect_timeout" }) {
-      pairs.append(("connect_timeout", String(max(2, connectTimeout))))
-    }
+    let idle = Int(timeouts.idle.seconds.rounded(.up))
+    let defaults = [
+      ("connect_timeout", String(max(2, Int(timeouts.connect.seconds.rounded(.up))))), ("keepalives", "1"),
+      ("keepalives_idle", String(max(1, (idle + 1) / 2))), ("keepalives_interval", String(max(1, (idle + 5) / 6))),
+      ("keepalives_count", "3"),
+    ]
+    for (keyword, value) in defaults where !pairs.contains(where: { $0.keyword == keyword }) { pairs.append((keyword, value)) }
     pairs.append(("client_encoding", "UTF8"))
     pairs.append(("fallback_application_name", "dray"))
     let keywords = pairs.map { strdup($0.keyword) }
@@ -72,7 +115,14 @@ public final class PostgresConnection {
     // secrets: they are dropped. Errors still arrive as results.
     PQsetNoticeProcessor(connection, { _, _ in }, nil)
     handle = connection
+    guard PQsetnonblocking(connection, 1) == 0 else { throw failure(nil, nil) }
+    try execute(
+      "SELECT set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $1, false)",
+      [.text(String(Self.milliseconds(timeouts.statement)))])
   }
+
+  /// `duration` in whole milliseconds, rounded up (the unit of `statement_timeout`).
+  private static func milliseconds(_ duration: Duration) -> Int { Int((duration.seconds * 1000).rounded(.up)) }
 
   deinit { close() }
 
@@ -86,8 +136,6 @@ public final class PostgresConnection {
   /// Closes the connection (`PQfinish`); an open transaction is rolled back by the server.
   /// Closing twice does nothing.
   public func close() {
-    watch?.stop()
-    watch = nil
     if let handle { PQfinish(handle) }
     handle = nil
   }
@@ -96,15 +144,20 @@ public final class PostgresConnection {
   /// handler interrupts a statement: a long statement of a step's SQL, or a `COPY`, then
   /// fails with `57014` at once instead of running to its end after SIGINT or SIGTERM.
   ///
-  /// A `Cancellation` is set from a signal handler, which can do nothing but an atomic store,
-  /// so a thread watches it (every 20 ms) and, once it is set, sends a cancel request
-  /// (`PQcancel`) every 100 ms until the connection closes: a statement started after the
-  /// first request is cancelled too.
-  ///
-  /// - Throws: `PostgresError` when the connection is closed.
-  public func cancelStatements(when cancellation: Cancellation) throws(PostgresError) {
-    watch?.stop()
-    watch = CancellationWatch(cancellation: cancellation, canceller: try canceller())
+  /// A `Cancellation` is set from a signal handler, which can do nothing but an atomic
+  /// store; every wait on the server looks at it at least every 100 ms and, once it is set,
+  /// sends a cancel request (`PQcancel`, on a thread of its own) and waits at most
+  /// `interruptGrace` more; a server that has not answered by then is given up: the
+  /// connection closes (the server rolls its transaction back) and the wait throws `57014`.
+  public func cancelStatements(when cancellation: Cancellation) {
+    interruption = (cancellation, true)
+  }
+
+  /// Lets what this connection runs finish once `cancellation` is set, within
+  /// `interruptGrace` a wait (the run journal records the run's end after SIGTERM); a server
+  /// that has not answered by then is given up as by `cancelStatements(when:)`.
+  public func finishStatements(when cancellation: Cancellation) {
+    interruption = (cancellation, false)
   }
 
   /// The server process serving this connection (`PQbackendPID`), as `pg_stat_activity.pid`
@@ -127,16 +180,47 @@ public final class PostgresConnection {
   /// - Throws: `PostgresError` with the statement.
   @discardableResult
   public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
+    let checked = try run(sql, parameters)
+    defer { PQclear(checked) }
+    return PostgresResult(checked)
+  }
+
+  /// Sends `sql` (`PQsendQueryParams`) and waits for its result as `PQexec` would (the
+  /// last one, or the first error), bounded by `timeouts`.
+  private func run(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> OpaquePointer {
     let handle = try open(sql)
+    let started = ContinuousClock.now
     let texts = parameters.map { $0.parameterText.map { strdup($0) } ?? nil }
     defer { texts.forEach { free($0) } }
     let types = parameters.map(\.parameterType)
-    let result = texts.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
-      PQexecParams(handle, sql, Int32(parameters.count), types, values.baseAddress, nil, nil, 0)
+    let sent = texts.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
+      PQsendQueryParams(handle, sql, Int32(parameters.count), types, values.baseAddress, nil, nil, 0)
     }
-    let checked = try check(result, sql)
-    defer { PQclear(checked) }
-    return PostgresResult(checked)
+    guard sent == 1 else { throw failure(nil, sql) }
+    try flushOutput(sql)
+    var kept: OpaquePointer?
+    var failed: OpaquePointer?
+    do {
+      while let result = try nextResult(sql, since: started) {
+        let status = PQresultStatus(result)
+        if status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE || status == PGRES_NONFATAL_ERROR {
+          if failed == nil { failed = result } else { PQclear(result) }
+        } else {
+          if let kept { PQclear(kept) }
+          kept = result
+        }
+        // COPY takes over the connection: its data follows (`PostgresCopyWriter`).
+        if status == PGRES_COPY_IN || status == PGRES_COPY_OUT { break }
+      }
+    } catch {
+      [kept, failed].compactMap { $0 }.forEach { PQclear($0) }
+      throw error
+    }
+    if let failed {
+      if let kept { PQclear(kept) }
+      return try check(failed, sql)
+    }
+    return try check(kept, sql)
   }
 
   /// Runs one statement and hands its rows over one at a time as the server sends them
@@ -152,12 +236,14 @@ public final class PostgresConnection {
   ///   over), or what `columns` or `row` threw.
   public func stream(_ sql: String, columns: ([String]) throws -> Void, row: ([PostgresValue]) throws -> Void) throws {
     let handle = try open(sql)
+    let started = ContinuousClock.now
     guard PQsendQuery(handle, sql) == 1 else { throw failure(nil, sql) }
     PQsetSingleRowMode(handle)
+    try flushOutput(sql)
     var types: [Oid]?
     var stop: (any Error)?
     // Every result is read, even after a failure, until libpq has none left.
-    while let result = PQgetResult(handle) {
+    while let result = try nextResult(sql, since: started) {
       defer { PQclear(result) }
       guard stop == nil else { continue }
       let status = PQresultStatus(result)
@@ -176,6 +262,8 @@ public final class PostgresConnection {
         for index in 0..<PQntuples(result) { try row(PostgresResult.values(of: result, row: index, types: types!)) }
       } catch {
         stop = error
+        // At once, before the rest is read: a request still on its way could cancel the
+        // next statement.
         _ = try? canceller().cancel()
       }
     }
@@ -216,8 +304,7 @@ public final class PostgresConnection {
   ///   default).
   /// - Throws: `PostgresError` when the server refuses the statement.
   public func copyIn(_ sql: String) throws(PostgresError) -> PostgresCopyWriter {
-    let handle = try open(sql)
-    let result = try check(PQexec(handle, sql), sql)
+    let result = try run(sql)
     let status = PQresultStatus(result)
     PQclear(result)
     guard status == PGRES_COPY_IN else {
@@ -237,10 +324,134 @@ public final class PostgresConnection {
     return PostgresCanceller(cancel)
   }
 
+  // MARK: Waits on the server
+
+  /// One wait on the server: until when, and which limit that is.
+  private struct Wait {
+    var deadline: ContinuousClock.Instant
+    /// What passing `deadline` means, for the error.
+    var timeout: (ContinuousClock.Instant) -> PostgresTimeout
+    /// True once the wait saw the run interrupted (its deadline is then at most
+    /// `interruptGrace` away).
+    var interrupted = false
+  }
+
+  /// Sends what libpq holds for the server (`PQflush`): a statement, or one chunk of a
+  /// `COPY`'s rows (64 KiB), within `timeouts.idle` (§34.10 "Asynchronous Command
+  /// Processing": while the socket is not writable, input is read too, so that a server
+  /// waiting to send is not deadlocked against us). The limit is per call, not renewed when
+  /// the socket turns writable: the kernel's send buffer grows while a stopped server
+  /// takes nothing, so a writable socket is no sign that the server reads.
+  ///
+  /// - Throws: `PostgresError` with a `timeout` when `idle` passes (the connection is then
+  ///   closed), `57014` after an interruption, or a broken connection.
+  func flushOutput(_ sql: String?) throws(PostgresError) {
+    let handle = try open(sql)
+    let idle = timeouts.idle
+    let pid = backendPID
+    var wait = Wait(deadline: .now + idle, timeout: { _ in .sending(idle: idle, backendPID: pid) })
+    while true {
+      switch PQflush(handle) {
+      case 0: return
+      case 1:
+        let ready = try poll(Int16(POLLOUT | POLLIN), &wait, sql)
+        if ready & Int16(POLLIN) != 0 && PQconsumeInput(handle) != 1 { throw failure(nil, sql) }
+      default: throw failure(nil, sql)
+      }
+    }
+  }
+
+  /// The next result of the statement sent at `started` (`PQgetResult`), or nil when it has
+  /// none left, waiting while the server is busy: at most `timeouts.statement` (the
+  /// server's own `statement_timeout`, which a working server ends the statement at) and
+  /// `timeouts.idle` more from `started`, or `timeouts.idle` for `AnswerLimit.idle`.
+  ///
+  /// - Throws: `PostgresError` with a `timeout` when the limit passes (the connection is then
+  ///   closed), `57014` after an interruption, or a broken connection.
+  func nextResult(_ sql: String?, since started: ContinuousClock.Instant) throws(PostgresError) -> OpaquePointer? {
+    let handle = try open(sql)
+    let (idle, statement, pid) = (timeouts.idle, timeouts.statement, backendPID)
+    var wait =
+      switch answers {
+      case .statement:
+        Wait(
+          deadline: started + statement + idle,
+          timeout: {
+            .answer(
+              limits: "database.timeouts.statement \(statement.formatted), then database.timeouts.idle \(idle.formatted)",
+              after: $0 - started, backendPID: pid)
+          })
+      case .idle:
+        Wait(
+          deadline: started + idle,
+          timeout: { .answer(limits: "database.timeouts.idle \(idle.formatted)", after: $0 - started, backendPID: pid) })
+      }
+    while PQisBusy(handle) == 1 {
+      _ = try poll(Int16(POLLIN), &wait, sql)
+      guard PQconsumeInput(handle) == 1 else { throw failure(nil, sql) }
+    }
+    return PQgetResult(handle)
+  }
+
+  /// Waits until the socket is ready for `events` and answers the events that came
+  /// (`poll`), looking at the run's interruption at least every 100 ms.
+  ///
+  /// - Throws: `PostgresError` when `wait`'s deadline passes: dray then sends a cancel
+  ///   request and closes the connection (the server rolls back what it ran).
+  private func poll(_ events: Int16, _ wait: inout Wait, _ sql: String?) throws(PostgresError) -> Int16 {
+    let socket = PQsocket(try open(sql))
+    guard socket >= 0 else { throw failure(nil, sql) }
+    while true {
+      if let interruption, interruption.cancellation.isCancelled, !wait.interrupted {
+        wait.interrupted = true
+        wait.deadline = min(wait.deadline, .now + Self.interruptGrace)
+        if interruption.cancelAtOnce { sendCancelRequest() }
+      }
+      // The socket is looked at once more when the deadline has passed: what arrived in
+      // time (the server's own `statement_timeout` error) is still read.
+      let now = ContinuousClock.now
+      var descriptor = pollfd(fd: socket, events: events, revents: 0)
+      let slice = max(0, min(100, Self.milliseconds(wait.deadline - now)))
+      let ready = Glibc.poll(&descriptor, 1, Int32(slice))
+      if ready > 0 { return descriptor.revents }
+      if ready < 0 && errno != EINTR { throw failure(nil, sql) }
+      guard now < wait.deadline else { throw giveUp(wait, at: now, sql) }
+    }
+  }
+
+  /// Ends a wait whose deadline passed: a cancel request, then the connection closed, so
+  /// nothing the server still runs for dray can commit; the error says which limit passed.
+  private func giveUp(_ wait: Wait, at now: ContinuousClock.Instant, _ sql: String?) -> PostgresError {
+    sendCancelRequest()
+    close()
+    var error: PostgresError
+    if wait.interrupted {
+      error = PostgresError(
+        sqlState: "57014",
+        message:
+          "the run was interrupted and the server did not end the statement within \(Self.interruptGrace.formatted); dray closed the connection",
+        statement: sql, url: url.redacted)
+    } else {
+      error = PostgresError(sqlState: nil, message: "no answer", statement: sql, url: url.redacted)
+      error.timeout = wait.timeout(now)
+    }
+    givenUp = error
+    return error
+  }
+
+  /// Asks the server to cancel what this connection runs, on a thread of its own: `PQcancel`
+  /// connects to the server and waits for its answer, which a stalled server never sends.
+  func sendCancelRequest() {
+    guard let canceller = try? canceller() else { return }
+    Thread.detachNewThread { canceller.cancel() }
+  }
+
   // MARK: The checked path
 
-  /// The open handle, or `08003` (connection does not exist).
+  /// The open handle, or `08003` (connection does not exist), or why dray gave the
+  /// connection up.
   func open(_ sql: String?) throws(PostgresError) -> OpaquePointer {
+    if let givenUp { throw givenUp }
     guard let handle else {
       throw PostgresError(sqlState: "08003", message: "the connection is closed", statement: sql, url: url.redacted)
     }
@@ -271,9 +482,15 @@ public final class PostgresConnection {
       field("M") ?? PostgresError.oneLine(handle.map { String(cString: PQerrorMessage($0)) } ?? "the connection is closed")
     var detail = field("D")
     if let context = field("W") { detail = detail.map { "\($0); \(context)" } ?? context }
-    return PostgresError(
+    var error = PostgresError(
       sqlState: field("C") ?? (lost ? "08006" : nil), message: message.isEmpty ? "no answer from the server" : message,
       detail: detail, hint: field("H"), statement: sql, url: url.redacted)
+    // The server's own `statement_timeout` (SQLSTATE 57014, "canceling statement due to
+    // statement timeout"; a cancel request says "due to user request").
+    if error.sqlState == "57014" && message.contains("statement timeout") {
+      error.timeout = .statement(limit: timeouts.statement)
+    }
+    return error
   }
 }
 
@@ -299,25 +516,4 @@ public final class PostgresCanceller: @unchecked Sendable {
     let sent = PQcancel(handle, &buffer, Int32(buffer.count))
     return sent == 1 ? nil : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
-}
-
-/// The thread behind `PostgresConnection.cancelStatements(when:)`.
-private final class CancellationWatch: Sendable {
-  private let stopped = Atomic<Bool>(false)
-
-  init(cancellation: Cancellation, canceller: PostgresCanceller) {
-    Thread.detachNewThread { [self] in
-      while !stopped.load(ordering: .relaxed) {
-        if cancellation.isCancelled {
-          canceller.cancel()
-          usleep(100_000)
-        } else {
-          usleep(20_000)
-        }
-      }
-    }
-  }
-
-  /// Ends the thread within one interval.
-  func stop() { stopped.store(true, ordering: .relaxed) }
 }

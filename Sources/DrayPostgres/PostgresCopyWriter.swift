@@ -35,6 +35,8 @@ public final class PostgresCopyWriter {
 
   private let connection: PostgresConnection
   private let statement: String
+  /// When the COPY was sent: its answer's limit counts from here.
+  private let started = ContinuousClock.now
   private let staging: UnsafeMutablePointer<Staging>
   private var done = false
   /// Rows ended so far.
@@ -196,15 +198,31 @@ public final class PostgresCopyWriter {
   private func flush() throws(PostgresError) {
     let s = staging.pointee
     guard s.count > 0 else { return }
-    let handle = try connection.open(statement)
-    let sent = UnsafeRawPointer(s.base).withMemoryRebound(to: CChar.self, capacity: s.count) {
-      PQputCopyData(handle, $0, Int32(s.count))
-    }
-    guard sent == 1 else {
+    do throws(PostgresError) {
+      try send { handle in
+        UnsafeRawPointer(s.base).withMemoryRebound(to: CChar.self, capacity: s.count) {
+          PQputCopyData(handle, $0, Int32(s.count))
+        }
+      }
+    } catch {
       done = true
-      throw connection.failure(nil, statement)
+      throw error
     }
     staging.pointee.count = 0
+  }
+
+  /// Queues a message with `put` (`PQputCopyData`, `PQputCopyEnd`: 1 queued, 0 no room yet,
+  /// -1 failed) and sends it (`PostgresConnection.flushOutput`), so that libpq holds at most
+  /// one chunk and a server that takes nothing is given up after `database.timeouts.idle`.
+  private func send(_ put: (OpaquePointer) -> Int32) throws(PostgresError) {
+    let handle = try connection.open(statement)
+    var queued = put(handle)
+    if queued == 0 {
+      try connection.flushOutput(statement)
+      queued = put(handle)
+    }
+    guard queued == 1 else { throw connection.failure(nil, statement) }
+    try connection.flushOutput(statement)
   }
 
   /// Sends the last rows and ends the COPY; the server then checks and stores them.
@@ -217,9 +235,8 @@ public final class PostgresCopyWriter {
     precondition(!staging.pointee.inRow, "finish() in the middle of a row")
     try flush()
     done = true
-    let handle = try connection.open(statement)
-    guard PQputCopyEnd(handle, nil) == 1 else { throw connection.failure(nil, statement) }
-    return try drain(handle)
+    try send { PQputCopyEnd($0, nil) }
+    return try drain()
   }
 
   /// Abandons the COPY: the server discards every row and the COPY fails with `message`.
@@ -227,15 +244,16 @@ public final class PostgresCopyWriter {
   public func cancel(_ message: String) {
     guard !done else { return }
     done = true
-    guard let handle = try? connection.open(statement) else { return }
-    if PQputCopyEnd(handle, message) == 1 { _ = try? drain(handle) }
+    guard (try? send { PQputCopyEnd($0, message) }) != nil else { return }
+    _ = try? drain()
   }
 
   /// Reads the COPY's results up to the end; the count of the successful one.
-  private func drain(_ handle: OpaquePointer) throws(PostgresError) -> Int {
+  private func drain() throws(PostgresError) -> Int {
+    let handle = try connection.open(statement)
     var failure: PostgresError?
     var count = 0
-    while let result = PQgetResult(handle) {
+    while let result = try connection.nextResult(statement, since: started) {
       if PQresultStatus(result) == PGRES_COMMAND_OK {
         count = Int(String(cString: PQcmdTuples(result))) ?? 0
       } else if failure == nil {

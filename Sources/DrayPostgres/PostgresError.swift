@@ -22,6 +22,8 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
   public var statement: String?
   /// `PostgresURL.redacted` of the connection: the password never appears.
   public var url: String
+  /// The time limit of `database.timeouts` that ended the statement, when one did.
+  public var timeout: PostgresTimeout?
 
   public init(
     sqlState: String?, message: String, detail: String? = nil, hint: String? = nil, statement: String? = nil,
@@ -62,6 +64,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
   /// ```
   public var userMessage: String {
     let at = "PostgreSQL at \(url)"
+    if let timeout { return timeout.message(at: at) }
     switch sqlState {
     case "28P01" where message.contains("no password supplied"):
       return "\(at) asks for a password and none was given: set database.password (or PGPASSWORD, PGPASSFILE, ~/.pgpass)"
@@ -160,5 +163,38 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
   static func oneLine(_ text: String) -> String {
     text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
       .filter { !$0.isEmpty }.joined(separator: " ")
+  }
+}
+
+/// How a time limit of `database.timeouts` ended a statement (docs/postgres.md, "Time
+/// limits"). None is transient: a statement run again would wait behind the stalled
+/// session's locks, so the step fails and the next run resumes from the last commit.
+public enum PostgresTimeout: Sendable, Equatable {
+  /// The server took none of what dray sent (a statement, a `COPY`'s rows) for `idle`:
+  /// its process `backendPID` stopped reading. dray cancelled the statement and closed the
+  /// connection.
+  case sending(idle: Duration, backendPID: Int32)
+  /// The server sent no answer within `after`, the `limits` named (`database.timeouts.statement
+  /// 1h, then database.timeouts.idle 1m`). dray cancelled the statement and closed the
+  /// connection.
+  case answer(limits: String, after: Duration, backendPID: Int32)
+  /// The server ended the statement itself after `limit`, its `statement_timeout`
+  /// (SQLSTATE 57014).
+  case statement(limit: Duration)
+
+  /// What happened at `at` (`PostgreSQL at <url>`) and what to do.
+  func message(at: String) -> String {
+    let closed =
+      "dray cancelled the statement and closed the connection, so nothing of it is kept; check that process on the server (pg_stat_activity: stopped, blocked, out of disk?), then run again to resume from the last commit"
+    switch self {
+    case .sending(let idle, let pid):
+      return
+        "\(at) took nothing dray sent for \(idle.formatted) (database.timeouts.idle): its server process \(pid) stalled; \(closed)"
+    case .answer(let limits, let after, let pid):
+      return "\(at) gave no answer for \(after.formatted) (\(limits)): its server process \(pid) stalled; \(closed)"
+    case .statement(let limit):
+      return
+        "\(at) ended the statement after \(limit.formatted) (database.timeouts.statement, its statement_timeout); nothing of it is kept: raise database.timeouts.statement if the statement is meant to run longer"
+    }
   }
 }

@@ -121,7 +121,9 @@ public struct PostgresRunLock: Sendable, Hashable {
       let held = try connection.execute("SELECT \(PostgresRunLock.heldByThisSession)", [.integer(key)]).rows.first?.first?.bool
       return held == true ? nil : .lost(job: job, cause: "this run's session no longer holds it")
     } catch {
-      return .lost(job: job, cause: "its session with PostgreSQL ended")
+      // A session that stopped answering was closed by dray: the server releases the lock
+      // once that session's process runs again.
+      return .lost(job: job, cause: "its session with PostgreSQL \(error.timeout == nil ? "ended" : "stopped answering")")
     }
   }
 

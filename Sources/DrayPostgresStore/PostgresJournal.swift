@@ -31,13 +31,30 @@ public final class PostgresJournal {
       PRIMARY KEY(job, step_id))
     """
 
+  /// Ends the connection's waits soon after the run is interrupted; nil for a journal
+  /// opened to read only.
+  private let cancellation: Cancellation?
+
   /// Connects to `target` and creates the journal's tables when missing.
+  ///
+  /// Its statements are short, so the wait for each answer is bounded by
+  /// `database.timeouts.idle` (`PostgresConnection.AnswerLimit.idle`); once `cancellation` is
+  /// set each wait lasts at most `PostgresConnection.interruptGrace` more, so that the run's
+  /// end is still recorded.
   /// - Throws: `PostgresError`.
-  public init(target: PostgresTarget) throws {
-    connection = try PostgresConnection(url: target.url, password: target.password)
+  public init(target: PostgresTarget, cancellation: Cancellation) throws {
     schema = target.schema
     self.target = target
+    self.cancellation = cancellation
+    connection = try PostgresJournal.connect(target, cancellation: cancellation)
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
+  }
+
+  /// The journal's own connection to `target`.
+  private static func connect(_ target: PostgresTarget, cancellation: Cancellation) throws(PostgresError) -> PostgresConnection {
+    let connection = try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts, answers: .idle)
+    connection.finishStatements(when: cancellation)
+    return connection
   }
 
   /// Connects again when the connection no longer answers (the server restarted, the
@@ -50,9 +67,9 @@ public final class PostgresJournal {
   ///   lock now, `PostgresRunLockError.fenced` when another runner held it in between (its
   ///   generation moved by more than this retake): this run must stop.
   public func reconnectIfLost() throws {
-    guard let target, (try? connection.execute("SELECT 1")) == nil else { return }
+    guard let target, let cancellation, (try? connection.execute("SELECT 1")) == nil else { return }
     connection.close()
-    connection = try PostgresConnection(url: target.url, password: target.password)
+    connection = try PostgresJournal.connect(target, cancellation: cancellation)
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresJournal.tables)
     // The old lock stays `runLock` until the new one is known to follow it directly, so
     // that a commit after a failed retake is fenced.
@@ -86,6 +103,7 @@ public final class PostgresJournal {
     self.connection = connection
     self.schema = schema
     target = nil
+    cancellation = nil
   }
 
   private func own(_ name: String) -> String { PostgresIdentifier.quoted(schema) + "." + name }

@@ -34,7 +34,7 @@ public final class PostgresStore {
   /// - Throws: `PostgresError` (its `userMessage` says what to do: a wrong password, a
   ///   missing database or schema, no permission on the schema, an unreachable server).
   public init(target: PostgresTarget, fence: PostgresRunLock? = nil) throws {
-    connection = try PostgresConnection(url: target.url, password: target.password)
+    connection = try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts)
     schema = target.schema
     self.fence = fence
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping) {
@@ -54,7 +54,7 @@ public final class PostgresStore {
 
   /// A read-only session on `target`, its `search_path` set to the schema.
   static func connectReadOnly(_ target: PostgresTarget) throws -> PostgresConnection {
-    let connection = try PostgresConnection(url: target.url, password: target.password)
+    let connection = try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts)
     try connection.execute("SET client_min_messages TO warning")
     try connection.execute("SET default_transaction_read_only TO on")
     try connection.execute("SELECT set_config('search_path', $1, false)", [.text(PostgresIdentifier.quoted(target.schema))])
@@ -192,7 +192,7 @@ extension PostgresStore: TargetStore {
 
   /// Cancels the running statement (a step's SQL, a `COPY`) once `cancellation` is set
   /// (`PostgresConnection.cancelStatements(when:)`); a load also checks it between rows.
-  public func stopWhen(_ cancellation: Cancellation) { try? connection.cancelStatements(when: cancellation) }
+  public func stopWhen(_ cancellation: Cancellation) { connection.cancelStatements(when: cancellation) }
 
   /// The content version every output table of a cached resource records, when they all
   /// record the same one, have the scheme's columns and are intact

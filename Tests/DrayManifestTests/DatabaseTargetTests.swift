@@ -2,8 +2,9 @@ import DrayManifest
 import DrayModel
 import Testing
 
-/// `database:` takes an SQLite `path` or a PostgreSQL `url` (with `password` and `schema`);
-/// the URL is checked at validation with its position, and its password is a secret.
+/// `database:` takes an SQLite `path` or a PostgreSQL `url` (with `password`, `schema` and
+/// `timeouts`); the URL is checked at validation with its position, and its password is a
+/// secret.
 @Suite struct DatabaseTargetTests {
   func load(_ database: String) throws(ManifestError) -> Manifest {
     try ManifestLoader(environment: ["PGPW": "from-env-pw"]).load(
@@ -34,6 +35,17 @@ import Testing
     #expect(
       m.database?.postgres
         == PostgresTarget(url: try PostgresURL("postgresql://loader@db/warehouse"), password: "from-env-pw", schema: "staging"))
+  }
+
+  /// `database.timeouts` (docs/postgres.md, "Time limits"): each key read, the others at
+  /// their documented defaults.
+  @Test func timeoutsAreReadAndDefaultToTheDocumentedLimits() throws {
+    let defaults = try #require(try load("  url: postgresql://db/w").database?.postgres)
+    #expect(defaults.timeouts == DatabaseTimeouts(connect: .seconds(10), idle: .seconds(60), statement: .seconds(3600)))
+    let set = try #require(try load("  url: postgresql://db/w\n  timeouts: { idle: 1500ms, statement: 4h }").database?.postgres)
+    #expect(set.timeouts == DatabaseTimeouts(connect: .seconds(10), idle: .milliseconds(1500), statement: .seconds(4 * 3600)))
+    let connect = try #require(try load("  url: postgresql://db/w\n  timeouts: { connect: 2.5s }").database?.postgres)
+    #expect(connect.timeouts.connect == .milliseconds(2500))
   }
 
   @Test func bothPasswordsAreSecrets() throws {
@@ -71,6 +83,19 @@ import Testing
       "  url: postgresql://db/w\n  schema: \(String(repeating: "s", count: 64))",
       "'database.schema' has 64 bytes; PostgreSQL names have at most 63"
     ),
+    (
+      "  path: x.sqlite\n  timeouts: { idle: 5s }",
+      "'database.timeouts' goes with 'url' (PostgreSQL); an SQLite database (database.path) has none"
+    ),
+    (
+      "  url: postgresql://db/w\n  timeouts: { idle: 500ms }",
+      "'database.timeouts.idle' is too short: 500ms; it must be between 1s and 720h"
+    ),
+    (
+      "  url: postgresql://db/w\n  timeouts: { connect: 1s }",
+      "'database.timeouts.connect' is too short: 1s; it must be between 2s and 720h"
+    ),
+    ("  url: postgresql://db/w\n  timeouts: { idel: 5s }", "unknown key 'idel' in database.timeouts; did you mean 'idle'?"),
   ])
   func badDatabaseBlocksAreRefused(block: String, message: String) {
     #expect(errors(block) == [message])

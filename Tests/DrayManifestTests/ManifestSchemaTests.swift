@@ -168,7 +168,8 @@ import Testing
     // auth.password and auth.password_file exclude each other; the file is the one used.
     // database.path and database.url too: the PostgreSQL keys are read in DatabaseTargetTests.
     let declared = Set(ManifestSchema.keyReference.map(\.path)).subtracting([
-      "auth.password", "database.url", "database.password", "database.schema",
+      "auth.password", "database.url", "database.password", "database.schema", "database.timeouts",
+      "database.timeouts.connect", "database.timeouts.idle", "database.timeouts.statement",
     ])
     #expect(declared.subtracting(used).sorted() == [])
     #expect(used.subtracting(declared).sorted() == [])

@@ -207,4 +207,94 @@ import Testing
     #expect(error?.isTransient == true)
     #expect(error?.sqlState == "57P01" || error?.sqlState == "08006")
   }
+
+  // MARK: Time limits (docs/postgres.md, "Time limits")
+
+  /// A connection to `database` with `timeouts`, its answers bounded by `answers`.
+  func connect(_ timeouts: DatabaseTimeouts, answers: PostgresConnection.AnswerLimit = .statement) throws -> PostgresConnection {
+    try PostgresConnection(url: server.url(database: database), timeouts: timeouts, answers: answers)
+  }
+
+  /// The session's settings come from `database.timeouts.statement`: `statement_timeout`
+  /// and `idle_in_transaction_session_timeout`, in milliseconds.
+  @Test func theSessionTakesItsServerSideLimitsFromTheTimeouts() throws {
+    let connection = try connect(DatabaseTimeouts(idle: .seconds(5), statement: .milliseconds(7_200_500)))
+    #expect(
+      try connection.textRows("SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')")
+        == [["7200500ms", "7200500ms"]])
+  }
+
+  /// A healthy server ends a statement at `statement` itself (SQLSTATE 57014, "statement
+  /// timeout"): the error says which limit and how to raise it, is not transient, and the
+  /// connection stays usable.
+  @Test func theServerEndsAStatementAtTheStatementLimit() throws {
+    let connection = try connect(DatabaseTimeouts(idle: .seconds(30), statement: .seconds(1)))
+    let error = try #require(#expect(throws: PostgresError.self) { try connection.execute("SELECT pg_sleep(30)") })
+    #expect(error.timeout == .statement(limit: .seconds(1)))
+    #expect(error.isTransient == false)
+    #expect(
+      error.userMessage
+        == "PostgreSQL at postgresql://dray:***@127.0.0.1:\(server.port)/\(database) ended the statement after 1s (database.timeouts.statement, its statement_timeout); nothing of it is kept: raise database.timeouts.statement if the statement is meant to run longer"
+    )
+    #expect(try connection.execute("SELECT 1").rows == [[.integer(1)]])
+  }
+
+  /// With `AnswerLimit.idle` (the run journal, the run lock), a statement waiting on a
+  /// lock another session holds is given up after `idle`: a cancel request, the connection
+  /// closed, the error naming the limit and the server process, and every later use of the
+  /// connection throwing that same error rather than a closed connection's (which would be
+  /// retried).
+  @Test func anAnswerNotGivenWithinTheLimitClosesTheConnection() throws {
+    let holder = try server.connect(database: database)
+    try holder.execute("BEGIN")
+    try holder.execute("SELECT pg_advisory_xact_lock(42)")
+    let connection = try connect(DatabaseTimeouts(idle: .seconds(1)), answers: .idle)
+    let pid = connection.backendPID
+    let error = try #require(#expect(throws: PostgresError.self) { try connection.execute("SELECT pg_advisory_xact_lock(42)") })
+    guard case .answer(let limits, let after, let backend) = error.timeout else {
+      Issue.record("\(error)")
+      return
+    }
+    #expect(limits == "database.timeouts.idle 1s")
+    #expect(after >= .seconds(1))
+    #expect(backend == pid)
+    #expect(error.isTransient == false)
+    #expect(error.statement == "SELECT pg_advisory_xact_lock(42)")
+    #expect(connection.isOpen == false)
+    #expect(#expect(throws: PostgresError.self) { try connection.execute("SELECT 1") } == error)
+    try holder.execute("ROLLBACK")
+  }
+
+  /// Once the run is interrupted, a statement the server does not end within
+  /// `interruptGrace` of the cancel request is given up: the connection closes (57014).
+  /// Here the statement waits for a lock, and the cancel request does end it.
+  @Test func anInterruptionCancelsTheStatementAtOnce() throws {
+    let holder = try server.connect(database: database)
+    try holder.execute("BEGIN")
+    try holder.execute("SELECT pg_advisory_xact_lock(43)")
+    let connection = try connect(DatabaseTimeouts(idle: .seconds(600), statement: .seconds(600)))
+    let cancellation = Cancellation()
+    connection.cancelStatements(when: cancellation)
+    cancellation.cancel(signal: SIGTERM)
+    let error = try #require(#expect(throws: PostgresError.self) { try connection.execute("SELECT pg_advisory_xact_lock(43)") })
+    #expect(error.sqlState == "57014")
+    #expect(error.timeout == nil)
+    try holder.execute("ROLLBACK")
+  }
+
+  /// The journal's rule: once the run is interrupted a statement may still finish (the
+  /// run's end is recorded), within `interruptGrace`; one that does not is cancelled and
+  /// its connection closed.
+  @Test func afterAnInterruptionTheJournalsStatementsFinishWithinTheGrace() throws {
+    let connection = try connect(DatabaseTimeouts(idle: .seconds(600)), answers: .idle)
+    let cancellation = Cancellation()
+    connection.finishStatements(when: cancellation)
+    cancellation.cancel(signal: SIGTERM)
+    #expect(try connection.execute("SELECT pg_sleep(0.2)").rows.count == 1)
+    let error = try #require(#expect(throws: PostgresError.self) { try connection.execute("SELECT pg_sleep(30)") })
+    #expect(error.sqlState == "57014")
+    #expect(
+      error.message == "the run was interrupted and the server did not end the statement within 2s; dray closed the connection")
+    #expect(connection.isOpen == false)
+  }
 }
