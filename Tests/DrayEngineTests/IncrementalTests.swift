@@ -278,6 +278,52 @@ import Testing
     #expect(try target.columnNames("orders") == ["id", "customer"])
   }
 
+  /// Stripe's lists page by the last record's id under the parameter an incremental pull
+  /// sends its kept id in: each page's value replaces the first page's (never both, which
+  /// a server reading the first one answered with page 1 again: `pagination_loop` on every
+  /// run), and the second run starts after the kept cursor.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aPageCursorReplacesTheIncrementalParameterOfTheSameName(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "7"])
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      \(target.manifestBlock)retry: { count: 0 }
+      steps:
+        - id: orders
+          http:
+            base_url: '\(server.url)'
+            path: stripe/orders
+            query: { limit: 3 }
+            load: { table: orders, records: /data, write: merge, primary_key: [id] }
+            paginate: { cursor: { param: starting_after, from_last_record: /id }, more: /has_more }
+            incremental: { cursor: /id, param: starting_after, initial: 0 }
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    func run() -> RunReport {
+      Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    }
+    let first = run()
+    #expect(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    #expect(
+      try server.requests().map(\.path) == [
+        "/stripe/orders?limit=3&starting_after=0", "/stripe/orders?limit=3&starting_after=3", "/stripe/orders?limit=3&starting_after=6",
+      ])
+    #expect(try target.rows("SELECT id FROM orders ORDER BY id") == (1...7).map { [String($0)] })
+    #expect(try keptCursor(target) == "7")
+
+    try server.reset()
+    try server.changeOrders(#"{"insert": 2}"#)
+    let second = run()
+    #expect(second.status == .succeeded, "\(second.steps.first?.errorMessage ?? "")")
+    #expect(try server.requests().map(\.path) == ["/stripe/orders?limit=3&starting_after=7"])
+    #expect(try target.rows("SELECT id FROM orders ORDER BY id") == (1...9).map { [String($0)] })
+    #expect(try keptCursor(target) == "9")
+  }
+
   /// On PostgreSQL a staged value its column cannot hold is refused by table, record and
   /// column (SQLite keeps it as the answer gave it, docs/store.md), and nothing is written.
   @Test func aValueItsPostgreSQLColumnCannotHoldIsRefused() throws {

@@ -339,10 +339,18 @@ extension StepRunner {
     return pageURL(options, since: since, [])
   }
 
-  /// The step's URL with the incremental cursor (when sent) and `extra`.
+  /// The step's URL with the incremental cursor (when sent) and `extra`, the pagination's
+  /// parameters of the page.
+  ///
+  /// One parameter is sent once, by the most specific key that sets it (docs/http.md,
+  /// "Which key sets a query parameter"): a pagination parameter over `incremental.param`
+  /// over `query`. So a Stripe-style pull whose page cursor and incremental cursor are both
+  /// `starting_after` sends the kept value on its first page and each page's cursor in its
+  /// place after it (`?starting_after=40`, never `?starting_after=0&starting_after=40`).
   private func pageURL(_ options: HTTPStep, since: String?, _ extra: [QueryItem]) -> String {
+    let paged = Set(extra.map(\.name))
     let cursor = zip(options.incremental.map { [$0.param] } ?? [], since.map { [$0] } ?? []).map { QueryItem($0, $1) }
-    return options.url(adding: cursor + extra)
+    return options.url(adding: cursor.filter { !paged.contains($0.name) } + extra)
   }
 
   /// One page's answer: its file (nil for a status treated as empty), the empty status,
