@@ -395,10 +395,11 @@ extension ManifestValidator {
           : "'\(f.path("extra"))' reads JSON records; it needs format: json")
       columnsOK = false
     }
+    let allowEmpty = reader.bool(f, "allow_empty") ?? f.defaultValue("allow_empty")
     guard let table, let records, columnsOK else { return nil }
     return HTTPStep.Load(
       table: table, records: records, columns: columns, expect: expect, write: write, primaryKey: primaryKey, deleted: deleted,
-      extra: extra)
+      extra: extra, allowEmpty: allowEmpty)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {
