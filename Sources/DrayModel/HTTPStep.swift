@@ -56,8 +56,9 @@ public struct HTTPStep: Sendable, Hashable {
     /// What a field that declared `columns` do not name does.
     public var extra: ExtraFields
     /// Whether an answer without records is valid where it would empty a table holding rows
-    /// (`replace`, or any mode after `--fresh`); otherwise such a load fails and keeps the
-    /// table (docs/http.md, "No records never empties a table unasked").
+    /// (`replace` of a full answer, or an incremental step's `--fresh` start); otherwise such
+    /// a load fails and keeps the table (docs/http.md, "No records never empties a table
+    /// unasked").
     public var allowEmpty: Bool
 
     public init(

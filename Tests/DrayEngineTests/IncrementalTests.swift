@@ -324,6 +324,29 @@ import Testing
     #expect(try keptCursor(target) == "9")
   }
 
+  /// An incremental pull from the kept cursor that finds nothing changed answers no records,
+  /// its normal answer, and is not refused; a `--fresh` start that finds none over a table
+  /// holding rows would empty it, and is refused as a replace load is (`empty_answer`).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func nothingChangedIsAnAnswerButAnEmptyFreshStartIsRefused(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "4"])
+    #expect(try run(server, target, load: Self.mergeLoad, incremental: Self.cursor).status == .succeeded)
+    let quiet = try run(server, target, load: Self.mergeLoad, incremental: Self.cursor)
+    #expect(quiet.status == .succeeded, "\(quiet.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    try server.setRules(#"[{"path": "/orders", "status": 200, "body": "{\"data\": [], \"links\": {\"next\": null}}"}]"#)
+    try server.reset()
+    let fresh = try run(server, target, load: Self.mergeLoad, incremental: Self.cursor, fresh: true)
+    #expect(fresh.steps.first?.errorCode == "empty_answer")
+    let url = server.url + (try server.requests().first?.path.dropFirst() ?? "")
+    #expect(
+      fresh.steps.first?.errorMessage
+        == "table orders holds 4 rows, and the answer of \(url) held no records: a load after --fresh would leave the table empty, so nothing was loaded and the table keeps its rows; if no records is a valid answer of this API, set load.allow_empty: true"
+    )
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+  }
+
   /// On PostgreSQL a staged value its column cannot hold is refused by table, record and
   /// column (SQLite keeps it as the answer gave it, docs/store.md), and nothing is written.
   @Test func aValueItsPostgreSQLColumnCannotHoldIsRefused() throws {

@@ -282,8 +282,8 @@ extension StepRunner {
         do {
           return try target.write { transaction in
             try refuseEmptying(
-              load, records: progress.rows, fresh: cursors?.entry.fresh ?? false, url: firstURL, status: emptyStatus,
-              pages: progress.pages, in: transaction)
+              load, records: progress.rows, cursors: cursors, url: firstURL, status: emptyStatus, pages: progress.pages,
+              in: transaction)
             let staged = try RecordTable(database: store.database, name: staging)
             let published = try publish(load, staged: staged, fresh: cursors?.entry.fresh ?? false, in: transaction)
             if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
@@ -323,8 +323,8 @@ extension StepRunner {
         do {
           return try store.write { transaction in
             try refuseEmptying(
-              load, records: progress.rows, fresh: cursors?.entry.fresh ?? false, url: firstURL, status: emptyStatus,
-              pages: progress.pages, in: transaction)
+              load, records: progress.rows, cursors: cursors, url: firstURL, status: emptyStatus, pages: progress.pages,
+              in: transaction)
             let staged = try RecordTable(database: store.database, name: staging)
             let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
             if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
@@ -369,18 +369,22 @@ extension StepRunner {
 
   /// Refuses a load without records that would empty `load.table` while it holds rows
   /// (docs/http.md, "No records never empties a table unasked"), unless `load.allow_empty`.
-  /// Only a load that replaces the table's rows can empty it: `replace`, or any mode after
-  /// `--fresh`; `append` and `merge` add and delete nothing for no records.
+  /// Only a load that replaces the table's rows with a full answer can empty it: `replace`,
+  /// or an incremental step's fresh start (`--fresh`) in any mode. `append` and `merge` add
+  /// and delete nothing for no records, and an incremental pull from a kept cursor that finds
+  /// nothing changed gives no records as its normal answer.
   /// - Parameters:
   ///   - records: the records of every page the load staged.
+  ///   - cursors: the incremental step's cursor, nil for a step that is not incremental.
   ///   - status: the status that made the first page empty (204, or one `on_status` names
   ///     `empty`), for the message.
   /// - Throws: `HTTPStepError.emptyAnswer`.
   private func refuseEmptying(
-    _ load: HTTPStep.Load, records: Int, fresh: Bool, url: String, status: Int?, pages: Int, in transaction: any StoreTransaction
+    _ load: HTTPStep.Load, records: Int, cursors: IncrementalRun?, url: String, status: Int?, pages: Int,
+    in transaction: any StoreTransaction
   ) throws {
-    guard records == 0, load.write == .replace || fresh, !load.allowEmpty, try !transaction.columns(ofTable: load.table).isEmpty
-    else { return }
+    let replaces = cursors.map(\.entry.fresh) ?? (load.write == .replace)
+    guard records == 0, replaces, !load.allowEmpty, try !transaction.columns(ofTable: load.table).isEmpty else { return }
     let rows = try transaction.rowCount(ofTable: load.table)
     guard rows > 0 else { return }
     let why =
