@@ -145,4 +145,32 @@ import Testing
         == "paginate.cursor.from_last_record '/idd' is missing in record 2, the last of the page; it must be a string or a number; did you mean '/id'?"
     )
   }
+
+  /// XML element paths follow the same rule: the records path, and a pagination path.
+  @Test func aMisspeltXMLPathNamesTheNearSpelling() throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let server = try RestServer(["--items", "9"])
+    let records = try run(target, server, "path: catalog.xml, format: xml, load: { table: items, records: /catalog/itme }")
+    #expect(records.steps[0].errorCode == "bad_answer")
+    #expect(
+      records.steps[0].errorMessage
+        == "the answer of \(server.url)catalog.xml: the records path '/catalog/itme' matches no element of the answer; did you mean '/catalog/item'?"
+    )
+    try server.reset()
+    let next = try run(
+      target, server,
+      "path: catalog.xml, query: { per_page: 3 }, format: xml, load: { table: items, records: /catalog/item }, paginate: { next: /catalog/nxt }"
+    )
+    #expect(
+      next.steps[0].errorMessage
+        == "page 1 (\(try firstURL(server))): paginate.next '/catalog/nxt' matches nothing in the answer; did you mean '/catalog/next'? A misspelt selector would end the pull early, so nothing was published"
+    )
+    // A last page, without <next>, still ends the pull.
+    let whole = try run(
+      target, server,
+      "path: catalog.xml, query: { per_page: 5 }, format: xml, load: { table: items, records: /catalog/item }, paginate: { next: /catalog/next }"
+    )
+    #expect(whole.exitCode == 0, "\(whole.steps.compactMap(\.errorMessage))")
+    #expect(whole.steps[0].notes.contains("2 pages"))
+  }
 }
