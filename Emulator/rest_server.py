@@ -37,7 +37,7 @@ id). The live orders also page by the last id seen, as Stripe's lists do:
 
     GET /stripe/orders?starting_after=ID&limit=M    {"data": [...], "has_more": true|false}
 
-and through a GraphQL-style POST whose cursor travels in the JSON body:
+(a starting_after sent twice counts by its first value), and through a GraphQL-style POST whose cursor travels in the JSON body:
 
     POST /graphql  {"query": "...", "variables": {"first": M, "after": CURSOR | null}}
         {"data": {"orders": {"nodes": [...], "pageInfo": {"hasNextPage": true|false, "endCursor": "..." | null}}}}
@@ -499,7 +499,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def route_stripe_orders(self, query):
         limit = max(1, self.ints(query, "limit", 10))
-        after = self.ints(query, "starting_after", 0)
+        # A repeated parameter counts by its first value, as Go's url.Values.Get reads one:
+        # a client that sends starting_after twice gets the page of the first.
+        first = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("starting_after", ["0"])[0]
+        after = self.ints({"starting_after": first}, "starting_after", 0)
         with self.state.lock:
             live = [dict(o) for _, o in sorted(self.state.orders.items()) if not o.get("deleted") and o["id"] > after]
         return self.send(200, {"data": live[:limit], "has_more": len(live) > limit})

@@ -257,8 +257,10 @@ enum StepError: Error, CustomStringConvertible {
   case groupFailed(members: [String])
   /// A signal stopped a `parallel` group before all its members ran.
   case interrupted
-  /// A resource's answer is not a table answer (`AnswerReadError`); it was discarded.
-  case unreadableAnswer(resource: String, reason: String)
+  /// A resource's answer is not what the step reads (`expected`: a table answer, a JSON
+  /// document; `JSONAnswerRule`); it was discarded. `sentAs` is what the server said it is
+  /// when its Content-Type does not say JSON (`AnswerHead.unexpectedKind`).
+  case unreadableAnswer(resource: String, expected: String, reason: String, sentAs: String?)
   /// A `table` step's answer does not fit a one-table file (`csv`, `ndjson`): the scheme or
   /// the answer holds another table, or a row another number of values than the scheme's
   /// columns.
@@ -311,8 +313,9 @@ enum StepError: Error, CustomStringConvertible {
     switch self {
     case .groupFailed(let members): "steps failed in the group: \(members.joined(separator: ", "))"
     case .interrupted: "interrupted"
-    case .unreadableAnswer(let resource, let reason):
-      "the answer of \(resource) is not a table answer: \(reason); the answer was discarded, so the next run downloads it again"
+    case .unreadableAnswer(let resource, let expected, let reason, let sentAs):
+      "the answer of \(resource) is not \(expected): \(reason)\(sentAs.map { " (the server sent it as \($0))" } ?? ""); "
+        + "the answer was discarded, so the next run downloads it again"
     case .notOneTable(let m), .notOneStatement(let m), .settingMissing(let m): m
     case .resourceNotFound(let resource, let available):
       "resource '\(resource)' is not in the server's schema for this user"

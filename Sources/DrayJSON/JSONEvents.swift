@@ -114,6 +114,27 @@ public enum JSONEvents {
     return true
   }
 
+  /// Why the file at `path` is not one JSON document, read strictly by dray's lexer (RFC
+  /// 8259 and RFC 3629: `NaN`, an HTML page or a blank body is none), in the words the
+  /// table answer scanner uses for the same bytes (`JSONLexer.Failure.answerProblem`); nil
+  /// when it is one. The `request` step's check of an answer that should be JSON (docs/steps.md,
+  /// "An answer that should be JSON").
+  public static func documentProblem(path: String) -> String? {
+    let unreadable = "cannot read the downloaded answer at \(path)"
+    guard let input = try? FileChunks(path: path, growing: nil, chunkSize: chunkSize) else { return unreadable }
+    let lexer = JSONLexer()
+    let events = HandlerEvents(handler: IgnoringHandler())
+    do {
+      while let chunk = try input.next() { try lexer.feed(chunk, events) }
+      try lexer.finish(events)
+      return nil
+    } catch let failure as JSONLexer.Failure {
+      return failure.answerProblem
+    } catch {
+      return unreadable
+    }
+  }
+
   /// Whether `bytes` hold a whole JSON document, as `endsWhole(path:)`.
   public static func endsWhole(_ bytes: [UInt8]) -> Bool {
     do throws(Failure) {
@@ -222,4 +243,20 @@ private final class IgnoringHandler: JSONEventHandler {
   func start(isArray: Bool) -> Bool { true }
   func key(_ key: String) -> Bool { true }
   func end() -> Bool { true }
+}
+
+extension JSONLexer.Failure {
+  /// What this failure says of an answer that should be a JSON document, in the words of
+  /// every reader of one (`TableAnswerScanner`, `JSONEvents.documentProblem`): one rule for
+  /// the `table` and `request` steps (docs/steps.md, "An answer that should be JSON").
+  var answerProblem: String {
+    switch self {
+    case .stopped: "reading the answer stopped"
+    case .invalid(let detail, let byte): "the answer is not valid JSON (\(detail), at byte \(byte))"
+    case .nonNumber(let token, _): "\(token) is not a JSON number; the answer is refused (JSON has no NaN or Infinity)"
+    case .tooDeep(let byte): "the answer is nested deeper than \(JSONValue.maxDepth) levels at byte \(byte)"
+    case .truncated(let bytes): "the answer ends before its JSON is complete (\(bytes) bytes); the download was cut short"
+    case .empty(let bytes): BlankAnswer.describe(bytes: bytes)
+    }
+  }
 }

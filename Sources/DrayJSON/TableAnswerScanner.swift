@@ -217,14 +217,8 @@ public final class TableAnswerScanner {
     switch failure {
     case .stopped:
       return s.failure ?? TableAnswerError(message: "the load stopped")
-    case .invalid(let detail, let byte):
-      return error("the answer is not valid JSON (\(detail), at byte \(byte))")
-    case .nonNumber(let token, _):
-      return error("\(token) is not a JSON number; the answer is refused (JSON has no NaN or Infinity)")
-    case .tooDeep(let byte):
-      return error("the answer is nested deeper than \(JSONValue.maxDepth) levels at byte \(byte)")
-    case .truncated(let bytes):
-      return error("the answer ends before its JSON is complete (\(bytes) bytes); the download was cut short")
+    case .invalid, .nonNumber, .tooDeep, .truncated:
+      return error(failure.answerProblem)
     case .empty(let bytes):
       return TableAnswerError(message: BlankAnswer.describe(bytes: bytes) + "; expected a JSON list of tables")
     }

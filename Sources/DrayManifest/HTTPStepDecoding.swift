@@ -67,6 +67,26 @@ extension ManifestValidator {
         break
       }
     }
+    if let incremental, let paginate, let node = f["paginate"] {
+      // A parameter the pagination sets on every page, the first included, replaces the
+      // incremental cursor there (docs/http.md, "Which key sets a query parameter"), so the
+      // cursor would never be sent. (`cursor.param` sets it from the second page on: the
+      // first page sends the cursor, as Stripe-style pulls need.)
+      let everyPage: (key: String, name: String)? =
+        switch paginate {
+        case .page(let param, _): ("page.param", param)
+        case .offset(_, let limitParam, _, _): ("offset.limit_param", limitParam)
+        default: nil
+        }
+      if let everyPage, everyPage.name == incremental.param {
+        let kind = headerPair(node, named: everyPage.key.prefix { $0 != "." }.lowercased())
+        reader.error(
+          kind?.value.location ?? node.location,
+          "'\(f.path("paginate")).\(everyPage.key)' is '\(everyPage.name)', the parameter 'incremental.param' sends the cursor in; "
+            + "the pagination sets it on every page, so the cursor would never be sent: give one of them another name")
+        ok = false
+      }
+    }
     let jsonBody = if case .json? = body { true } else { false }
     if case .bodyCursor? = paginate, !jsonBody, let node = f["paginate"] {
       reader.error(node.location, "'\(f.path("paginate")).cursor.body' sends the cursor inside the JSON body; add 'body: { json: ... }'")
@@ -375,10 +395,11 @@ extension ManifestValidator {
           : "'\(f.path("extra"))' reads JSON records; it needs format: json")
       columnsOK = false
     }
+    let allowEmpty = reader.bool(f, "allow_empty") ?? f.defaultValue("allow_empty")
     guard let table, let records, columnsOK else { return nil }
     return HTTPStep.Load(
       table: table, records: records, columns: columns, expect: expect, write: write, primaryKey: primaryKey, deleted: deleted,
-      extra: extra)
+      extra: extra, allowEmpty: allowEmpty)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {

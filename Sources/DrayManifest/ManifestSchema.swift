@@ -397,6 +397,9 @@ public enum ManifestSchema {
     Key(
       "extra", .choice(HTTPStep.ExtraFields.allCases.map(\.rawValue)), default: .string(HTTPStep.ExtraFields.ignore.rawValue),
       "With columns: a field they do not name is not loaded (ignore), or refuses its record (refuse; JSON)."),
+    Key(
+      "allow_empty", .boolean, default: .bool(false),
+      "true: an answer without records may empty a table that holds rows; otherwise such a load fails and keeps the table."),
   ]
 
   public static let httpIncremental: [Key] = [

@@ -55,10 +55,15 @@ public struct HTTPStep: Sendable, Hashable {
     public var deleted: JSONPointer?
     /// What a field that declared `columns` do not name does.
     public var extra: ExtraFields
+    /// Whether an answer without records is valid where it would empty a table holding rows
+    /// (`replace` of a full answer, or an incremental step's `--fresh` start); otherwise such
+    /// a load fails and keeps the table (docs/http.md, "No records never empties a table
+    /// unasked").
+    public var allowEmpty: Bool
 
     public init(
       table: String, records: RecordSelector, columns: [Column]? = nil, expect: [Expectation] = [], write: WriteMode = .replace,
-      primaryKey: [String] = [], deleted: JSONPointer? = nil, extra: ExtraFields = .ignore
+      primaryKey: [String] = [], deleted: JSONPointer? = nil, extra: ExtraFields = .ignore, allowEmpty: Bool = false
     ) {
       self.table = table
       self.records = records
@@ -68,6 +73,7 @@ public struct HTTPStep: Sendable, Hashable {
       self.primaryKey = primaryKey
       self.deleted = deleted
       self.extra = extra
+      self.allowEmpty = allowEmpty
     }
   }
 

@@ -88,6 +88,37 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
     return current
   }
 
+  /// The pointer of `tokens`, each escaped as RFC 6901 §3 says (`~` as `~0`, `/` as `~1`).
+  public init(tokens: [String]) {
+    self.tokens = tokens
+    description = tokens.map { "/" + $0.replacing("~", with: "~0").replacing("/", with: "~1") }.joined()
+  }
+
+  /// The pointer to the value that holds this one; nil for the whole document.
+  public var parent: JSONPointer? { tokens.isEmpty ? nil : JSONPointer(tokens: Array(tokens.dropLast())) }
+
+  /// "Did you mean": this pointer with its last token replaced by the one of `members` (the
+  /// names the object at `parent` holds) that is a small edit away (`EditDistance.closest`);
+  /// nil when the object holds the member itself, or none near it. A selector that matches
+  /// nothing where such a name is near is taken as misspelt (docs/http.md, "A misspelt
+  /// selector"); a true last page, whose object lacks the member and any near name, is not.
+  ///
+  /// ```swift
+  /// try JSONPointer(parsing: "/links/nxt").nearSpelling(among: ["next", "prev"])  // /links/next
+  /// try JSONPointer(parsing: "/links/next").nearSpelling(among: ["prev"])         // nil
+  /// ```
+  public func nearSpelling(among members: [String]) -> JSONPointer? {
+    guard let last = tokens.last, !members.contains(last), let near = EditDistance.closest(to: last, among: members) else { return nil }
+    return JSONPointer(tokens: tokens.dropLast() + [near])
+  }
+
+  /// `nearSpelling(among:)` with the members of the object at `parent` inside `value`; nil
+  /// when `parent` selects no object there.
+  public func nearSpelling(in value: JSONValue) -> JSONPointer? {
+    guard case .object(let pairs)? = parent?.resolve(in: value) else { return nil }
+    return nearSpelling(among: pairs.map(\.key))
+  }
+
   public static func == (a: JSONPointer, b: JSONPointer) -> Bool { a.tokens == b.tokens }
   public func hash(into hasher: inout Hasher) { hasher.combine(tokens) }
 }

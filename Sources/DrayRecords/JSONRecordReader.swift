@@ -71,16 +71,54 @@ public struct JSONRecordReader {
         throw error
       }
       if let records, !state.foundRecords {
-        throw RecordError("the records selector '\(records)' matches nothing in the answer")
+        let near = records.nearSpelling(among: state.members[records] ?? []).map { "; did you mean '\($0)'?" } ?? ""
+        throw RecordError("the records selector '\(records)' matches nothing in the answer\(near)")
       }
+      for probe in probes where state.summary.values[.json(probe)] == nil {
+        state.summary.nearSpellings[.json(probe)] = probe.nearSpelling(among: state.members[probe] ?? []).map(\.description)
+      }
+      try state.sightings.check(columns ?? [], records: state.summary.records)
+      state.summary.unmatchedColumns = state.sightings.unmatched(columns ?? [], records: state.summary.records)
       return state.summary
     }
   }
 
+  /// Which declared columns' `from` pointers matched a record of an answer, and the near
+  /// spelling of one that did not (docs/http.md, "A misspelt selector").
+  struct FromSightings {
+    /// The indexes of the columns whose `from` selected a value (null included).
+    var matched: Set<Int> = []
+    /// For a column whose `from` selected nothing in a record, the near spelling a record
+    /// held (`JSONPointer.nearSpelling(in:)`).
+    var near: [Int: JSONPointer] = [:]
+
+    /// - Throws: `RecordError` for a `from` that matched none of `records` records (at
+    ///   least one) while one of them held a near spelling: taken as misspelt.
+    func check(_ columns: [HTTPStep.Column], records: Int) throws {
+      guard records > 0 else { return }
+      for (i, column) in columns.enumerated() where !matched.contains(i) {
+        guard case .json(let pointer)? = column.from, let near = near[i] else { continue }
+        throw RecordError(
+          "load.columns.\(column.name).from '\(pointer)' matches nothing in the page's \(records) record\(records == 1 ? "" : "s"); "
+            + "did you mean '\(near)'? A misspelt selector would load the column as NULL; nothing of this page was loaded")
+      }
+    }
+
+    /// The columns with a `from` that matched none of `records` records (at least one).
+    func unmatched(_ columns: [HTTPStep.Column], records: Int) -> [HTTPStep.Column] {
+      guard records > 0 else { return [] }
+      return columns.enumerated().filter { i, column in
+        if case .json? = column.from { !matched.contains(i) } else { false }
+      }.map(\.element)
+    }
+  }
+
   /// A captured record as columns.
-  /// - Parameter number: the record's number in the answer, from 1, for messages.
+  /// - Parameters:
+  ///   - number: the record's number in the answer, from 1, for messages.
+  ///   - sightings: what the declared columns' `from` pointers matched, updated.
   /// - Throws: `RecordError` when the record's keys would be one column (`RecordNames`).
-  func record(_ value: JSONValue, number: Int) throws -> Record {
+  func record(_ value: JSONValue, number: Int, sightings: inout FromSightings) throws -> Record {
     if let columns {
       if refusingExtra, case .object(let pairs) = value {
         // A member is named by a column's name, or by the first token of its `from`.
@@ -93,10 +131,15 @@ public struct JSONRecordReader {
               + "nothing of this page was loaded. Declare a column for it, or set load.extra: ignore")
         }
       }
-      return columns.map { column in
+      return columns.enumerated().map { i, column in
         let found: JSONValue?
         if case .json(let pointer)? = column.from {
           found = pointer.resolve(in: value)
+          if found != nil {
+            sightings.matched.insert(i)
+          } else if !sightings.matched.contains(i), sightings.near[i] == nil {
+            sightings.near[i] = pointer.nearSpelling(in: value)
+          }
         } else if case .object(let pairs) = value {
           found = pairs.first { IdentifierKey.sameBytes($0.key, column.name) }?.value
         } else {
@@ -141,6 +184,14 @@ private final class JSONScanState: JSONEventHandler {
   var foundRecords = false
   var summary = AnswerSummary()
   var failure: (any Error)?
+  /// What the declared columns' `from` pointers matched.
+  var sightings = JSONRecordReader.FromSightings()
+  /// The member names of the object each probe (and the records selector) looks in, for
+  /// "did you mean" when it finds nothing; at most `memberLimit` each.
+  var members: [JSONPointer: [String]] = [:]
+  static let memberLimit = 1000
+  /// The probes and the records selector, for `members`.
+  let watched: [JSONPointer]
   /// Where a container opened past `JSONValue.maxDepth` ("record 3 is"), which stopped the
   /// parse: deeper values could not be held, written or freed without overflowing the stack.
   var tooDeep: String?
@@ -148,10 +199,14 @@ private final class JSONScanState: JSONEventHandler {
   init(reader: JSONRecordReader, each: @escaping (Record) throws -> Void) {
     self.reader = reader
     self.each = each
+    watched = (reader.probes + (reader.records.map { [$0] } ?? [])).filter { !$0.tokens.isEmpty }
   }
 
   /// Whether the value about to start is at `tokens`.
-  func isAt(_ tokens: [String]) -> Bool {
+  func isAt(_ tokens: [String]) -> Bool { isAt(tokens[...], frames[...]) }
+
+  /// Whether `frames` lead to `tokens`.
+  func isAt(_ tokens: ArraySlice<String>, _ frames: ArraySlice<Frame>) -> Bool {
     guard tokens.count == frames.count else { return false }
     for (frame, token) in zip(frames, tokens) {
       if frame.isArray {
@@ -218,6 +273,10 @@ private final class JSONScanState: JSONEventHandler {
 
   func key(_ key: String) -> Bool {
     frames[frames.count - 1].key = key
+    // A member of the object a watched pointer looks in (the object is the innermost frame).
+    for pointer in watched where pointer.tokens.count == frames.count && isAt(pointer.tokens.dropLast(), frames.dropLast()) {
+      if members[pointer, default: []].count < JSONScanState.memberLimit { members[pointer, default: []].append(key) }
+    }
     if !builders.isEmpty { builders[builders.count - 1].key = key }
     return true
   }
@@ -256,7 +315,7 @@ private final class JSONScanState: JSONEventHandler {
   private func emit(_ value: JSONValue) -> Bool {
     summary.records += 1
     do {
-      try each(reader.record(value, number: summary.records))
+      try each(reader.record(value, number: summary.records, sightings: &sightings))
       return true
     } catch {
       return fail(error)

@@ -201,6 +201,12 @@ public struct AnswerSummary: Sendable {
   public var records = 0
   /// The value each probe selector found.
   public var values: [RecordSelector: AnswerValue] = [:]
+  /// For a probe that found nothing: its near spelling, the member a small edit away that
+  /// the object it looks in holds (`JSONPointer.nearSpelling(among:)`; JSON answers).
+  public var nearSpellings: [RecordSelector: String] = [:]
+  /// The declared columns whose `from` matched no record of the answer, with no near
+  /// spelling in them (a misspelt one fails the read); empty when it held no record.
+  public var unmatchedColumns: [HTTPStep.Column] = []
   public init() {}
 }
 

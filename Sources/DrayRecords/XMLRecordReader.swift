@@ -60,6 +60,11 @@ public struct XMLRecordReader {
     var summary = AnswerSummary()
     /// (qualified name, local name) of the open elements, the root first.
     var stack: [(String, String)] = []
+    /// The local names of the elements met where each watched path's last step would be
+    /// (children of what its other steps select), at most `memberLimit` each, for "did you
+    /// mean" when it selects nothing (docs/http.md, "A misspelt selector").
+    var met: [XMLPath: [String]] = [:]
+    let watched = ((records.map { [$0] } ?? []) + probes).filter { $0.steps.count > 1 && $0.attribute == nil }
     var sawRoot = false
     var status = xmlTextReaderRead(handle.reader)
     while status == 1 {
@@ -71,6 +76,12 @@ public struct XMLRecordReader {
         let local = XMLReaderHandle.string(xmlTextReaderConstLocalName(handle.reader))
         let empty = xmlTextReaderIsEmptyElement(handle.reader) == 1
         stack.append((qualified, local))
+        for path in watched
+        where met[path, default: []].count < XMLRecordReader.memberLimit
+          && XMLRecordReader.matches(path.anchor, path.steps.dropLast(), stack.dropLast())
+        {
+          met[path, default: []].append(local)
+        }
         if !sawRoot {
           sawRoot = true
           if let records, records.anchor == .root, !XMLPath.matches(records.steps[0], qualified: qualified, local: local) {
@@ -98,7 +109,26 @@ public struct XMLRecordReader {
       throw RecordError(BlankAnswer.describe(bytes: blank) + "; an empty body is not an XML document")
     }
     if status < 0 { throw handle.failure(file: file) }
+    if let records, summary.records == 0, let near = XMLRecordReader.nearSpelling(records, among: met[records] ?? []) {
+      throw RecordError("the records path '\(records)' matches no element of the answer; did you mean '\(near)'?")
+    }
+    for probe in probes where summary.values[.xml(probe)] == nil {
+      summary.nearSpellings[.xml(probe)] = XMLRecordReader.nearSpelling(probe, among: met[probe] ?? [])
+    }
     return summary
+  }
+
+  /// The most names of elements kept for one path's "did you mean".
+  static let memberLimit = 1000
+
+  /// "Did you mean": `path` (of elements, no attribute) with its last step replaced by the
+  /// one of `names` (local names of elements met where that step would be) a small edit
+  /// away (`EditDistance.closest`); nil when `names` holds the step itself, or none near it.
+  static func nearSpelling(_ path: XMLPath, among names: [String]) -> String? {
+    guard let last = path.steps.last, path.attribute == nil else { return nil }
+    let local = String(last.split(separator: ":").last ?? "")
+    guard !names.contains(local), let near = EditDistance.closest(to: local, among: names) else { return nil }
+    return String(path.description.dropLast(local.count)) + near
   }
 
   /// libxml2's options for answers: no network, CDATA as text, errors collected rather
@@ -130,13 +160,18 @@ public struct XMLRecordReader {
 
   /// Whether the element at the top of `stack` is one `path` selects.
   static func matches(_ path: XMLPath, _ stack: [(String, String)]) -> Bool {
-    switch path.anchor {
+    matches(path.anchor, path.steps[...], stack[...])
+  }
+
+  /// Whether the element at the top of `stack` is one `steps` select from `anchor`.
+  static func matches(_ anchor: XMLPath.Anchor, _ steps: ArraySlice<String>, _ stack: ArraySlice<(String, String)>) -> Bool {
+    switch anchor {
     case .root:
-      guard stack.count == path.steps.count else { return false }
+      guard stack.count == steps.count else { return false }
     case .anywhere, .relative:
-      guard stack.count >= path.steps.count else { return false }
+      guard stack.count >= steps.count else { return false }
     }
-    for (step, element) in zip(path.steps, stack.suffix(path.steps.count)) {
+    for (step, element) in zip(steps, stack.suffix(steps.count)) {
       if !XMLPath.matches(step, qualified: element.0, local: element.1) { return false }
     }
     return true

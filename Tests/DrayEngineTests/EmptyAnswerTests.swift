@@ -154,14 +154,17 @@ import Testing
     }
   }
 
-  /// `204 No Content` says there is nothing: an empty page, as `on_status: empty` makes one;
-  /// `expect` is what keeps such an answer from emptying a table that must not be empty.
-  @Test(arguments: TargetDatabase.Kind.allCases)
-  func a204IsAnEmptyPageAndExpectKeepsTheTable(kind: TargetDatabase.Kind) throws {
-    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", #"[{"id": 1}, {"id": 2}]"#)])
+  /// An answer with no records, as a server says it has none (`204 No Content`, `[]`,
+  /// `{"data": []}` under a records pointer, an XML list without items, a status
+  /// `on_status` names empty), once let a `replace` load empty a table holding last
+  /// night's rows, exit 0. It fails the step (`empty_answer`) and keeps the table, unless
+  /// `load.allow_empty: true` says that no records is a valid answer; on both targets.
+  @Test(arguments: Self.emptyAnswers, TargetDatabase.Kind.allCases)
+  func anEmptyAnswerDoesNotEmptyYesterdaysTable(_ answer: EmptyAnswer, on kind: TargetDatabase.Kind) throws {
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", answer.full)])
     let folder = TemporaryDirectory()
     let target = try TargetDatabase(kind, folder: folder.path)
-    func run(_ expect: String) throws -> RunReport {
+    func run(_ allowEmpty: String = "") throws -> RunReport {
       try runJob(
         folder,
         """
@@ -170,23 +173,111 @@ import Testing
         \(target.manifestBlock)retry: { count: 0 }
         steps:
           - id: things
-            http: { base_url: '${API}', path: things, load: { table: things, columns: { id: INTEGER }\(expect) } }
+            http: { base_url: '${API}', path: things, format: \(answer.format), on_status: { 404: empty }, load: { table: things, records: \(answer.records)\(allowEmpty) } }
         """, environment: ["API": server.url]
       ).1
     }
-    #expect(try run("").exitCode == 0)
-    let noContent = String(
-      decoding: try JSONSerialization.data(withJSONObject: ["path": "/things", "status": 204, "body": ""]), as: UTF8.self)
-    try server.setRules("[\(noContent)]")
-    let guarded = try run(", expect: { rows: { min: 1 } }")
+    let first = try run()
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    #expect(try target.rows("SELECT count(*) FROM things") == [["2"]])
+    try server.setRules("[\(answer.rule)]")
+    let refused = try run()
+    #expect(refused.exitCode == 1)
+    #expect(refused.steps[0].errorCode == "empty_answer")
     #expect(
-      guarded.steps[0].errorMessage
-        == "table things: expectation failed: rows = 0, expected at least 1; nothing was published: the load was rolled back and the table keeps its previous rows"
+      refused.steps[0].errorMessage
+        == "table things holds 2 rows, and the answer of \(server.url)things held no records\(answer.why.map { " (\($0))" } ?? ""): a replace load would leave the table empty, so nothing was loaded and the table keeps its rows; if no records is a valid answer of this API, set load.allow_empty: true"
     )
     #expect(try target.rows("SELECT count(*) FROM things") == [["2"]])
-    let report = try run("")
-    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    let allowed = try run(", allow_empty: true")
+    #expect(allowed.exitCode == 0, "\(allowed.steps.compactMap(\.errorMessage))")
     #expect(try target.rows("SELECT count(*) FROM things") == [["0"]])
+    // An empty table stays empty without a word: nothing is lost.
+    #expect(try run().exitCode == 0)
+  }
+
+  /// An answer without records, and what it once held.
+  struct EmptyAnswer: Sendable, CustomStringConvertible {
+    var format = "json"
+    var records = "/data"
+    var full = #"{"data": [{"id": 1}, {"id": 2}]}"#
+    /// The server's rule that answers with no records.
+    var rule: String
+    /// How the error message says it, when it is a status.
+    var why: String?
+    var description: String { rule }
+  }
+
+  static let emptyAnswers: [EmptyAnswer] = [
+    EmptyAnswer(rule: #"{"path": "/things", "status": 204, "body": ""}"#, why: "HTTP 204 No Content"),
+    EmptyAnswer(rule: #"{"path": "/things", "status": 404, "body": "gone"}"#, why: "HTTP 404, which on_status names empty"),
+    EmptyAnswer(rule: #"{"path": "/things", "status": 200, "body": "{\"data\": []}"}"#, why: nil),
+    EmptyAnswer(
+      records: #""""#, full: #"[{"id": 1}, {"id": 2}]"#, rule: #"{"path": "/things", "status": 200, "body": "[]"}"#, why: nil),
+    EmptyAnswer(
+      format: "xml", records: "//item", full: #"<list><item id="1"/><item id="2"/></list>"#,
+      rule: #"{"path": "/things", "status": 200, "body": "<list/>"}"#, why: nil),
+  ]
+
+  /// A `204 No Content` on a later page once ended a 9-record pull after page 1, exit 0.
+  /// Where the page before promised it (a next link, a cursor, `more: true`), a 204 cannot
+  /// say whether pages follow it: the step fails and keeps the table. Where the pagination
+  /// guessed the page (`page`, `offset`), a 204 is the empty page that ends the pull.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func a204OnAPromisedPageFailsAndOnAGuessedPageEndsThePull(kind: TargetDatabase.Kind) throws {
+    let server = try RestServer(["--items", "9"])
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    func run(_ paginate: String) throws -> RunReport {
+      try runJob(
+        folder,
+        """
+        version: 1
+        job: pages
+        \(target.manifestBlock)retry: { count: 0 }
+        steps:
+          - id: items
+            http: { base_url: '${API}', path: items, query: { per_page: 3 }, paginate: \(paginate), load: { table: items, records: /data } }
+        """, environment: ["API": server.url]
+      ).1
+    }
+    #expect(try run("{ next: /links/next }").exitCode == 0)
+    #expect(try target.rows("SELECT count(*) FROM items") == [["9"]])
+    try server.setRules(#"[{"path": "/items", "query": {"page": "2"}, "status": 204, "body": ""}]"#)
+    let cut = try run("{ next: /links/next }")
+    #expect(cut.exitCode == 1)
+    #expect(cut.steps[0].errorCode == "bad_answer")
+    #expect(
+      cut.steps[0].errorMessage
+        == "page 2 (\(server.url)items?page=2&per_page=3): HTTP 204 No Content, though page 1 linked to this page (paginate.next); a 204 cannot say whether more pages follow, so nothing was published and the next run asks for this page again"
+    )
+    #expect(try target.rows("SELECT count(*) FROM items") == [["9"]])
+    let guessed = try run("{ page: { param: page } }")
+    #expect(guessed.exitCode == 0, "\(guessed.steps.compactMap(\.errorMessage))")
+    #expect(try target.rows("SELECT count(*) FROM items") == [["3"]])
+    #expect(guessed.steps[0].notes.contains("2 pages"))
+  }
+
+  /// `append` and `merge` add no row for an answer without records and delete none: the
+  /// table keeps its rows, and the step succeeds.
+  @Test(arguments: ["write: append", "write: merge, primary_key: [id]"], TargetDatabase.Kind.allCases)
+  func appendAndMergeKeepTheTableForAnEmptyAnswer(_ write: String, on kind: TargetDatabase.Kind) throws {
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", #"[{"id": 1}, {"id": 2}]"#)])
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let job = """
+      version: 1
+      job: nothing
+      \(target.manifestBlock)retry: { count: 0 }
+      steps:
+        - id: things
+          http: { base_url: '${API}', path: things, load: { table: things, \(write) } }
+      """
+    #expect(try runJob(folder, job, environment: ["API": server.url]).1.exitCode == 0)
+    try server.setRules(#"[{"path": "/things", "status": 204, "body": ""}]"#)
+    let report = try runJob(folder, job, environment: ["API": server.url]).1
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try target.rows("SELECT id FROM things ORDER BY id") == [["1"], ["2"]])
   }
 
   // MARK: A list of no tables

@@ -278,6 +278,75 @@ import Testing
     #expect(try target.columnNames("orders") == ["id", "customer"])
   }
 
+  /// Stripe's lists page by the last record's id under the parameter an incremental pull
+  /// sends its kept id in: each page's value replaces the first page's (never both, which
+  /// a server reading the first one answered with page 1 again: `pagination_loop` on every
+  /// run), and the second run starts after the kept cursor.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aPageCursorReplacesTheIncrementalParameterOfTheSameName(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "7"])
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      \(target.manifestBlock)retry: { count: 0 }
+      steps:
+        - id: orders
+          http:
+            base_url: '\(server.url)'
+            path: stripe/orders
+            query: { limit: 3 }
+            load: { table: orders, records: /data, write: merge, primary_key: [id] }
+            paginate: { cursor: { param: starting_after, from_last_record: /id }, more: /has_more }
+            incremental: { cursor: /id, param: starting_after, initial: 0 }
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    func run() -> RunReport {
+      Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    }
+    let first = run()
+    #expect(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    #expect(
+      try server.requests().map(\.path) == [
+        "/stripe/orders?limit=3&starting_after=0", "/stripe/orders?limit=3&starting_after=3", "/stripe/orders?limit=3&starting_after=6",
+      ])
+    #expect(try target.rows("SELECT id FROM orders ORDER BY id") == (1...7).map { [String($0)] })
+    #expect(try keptCursor(target) == "7")
+
+    try server.reset()
+    try server.changeOrders(#"{"insert": 2}"#)
+    let second = run()
+    #expect(second.status == .succeeded, "\(second.steps.first?.errorMessage ?? "")")
+    #expect(try server.requests().map(\.path) == ["/stripe/orders?limit=3&starting_after=7"])
+    #expect(try target.rows("SELECT id FROM orders ORDER BY id") == (1...9).map { [String($0)] })
+    #expect(try keptCursor(target) == "9")
+  }
+
+  /// An incremental pull from the kept cursor that finds nothing changed answers no records,
+  /// its normal answer, and is not refused; a `--fresh` start that finds none over a table
+  /// holding rows would empty it, and is refused as a replace load is (`empty_answer`).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func nothingChangedIsAnAnswerButAnEmptyFreshStartIsRefused(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "4"])
+    #expect(try run(server, target, load: Self.mergeLoad, incremental: Self.cursor).status == .succeeded)
+    let quiet = try run(server, target, load: Self.mergeLoad, incremental: Self.cursor)
+    #expect(quiet.status == .succeeded, "\(quiet.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    try server.setRules(#"[{"path": "/orders", "status": 200, "body": "{\"data\": [], \"links\": {\"next\": null}}"}]"#)
+    try server.reset()
+    let fresh = try run(server, target, load: Self.mergeLoad, incremental: Self.cursor, fresh: true)
+    #expect(fresh.steps.first?.errorCode == "empty_answer")
+    let url = server.url + (try server.requests().first?.path.dropFirst() ?? "")
+    #expect(
+      fresh.steps.first?.errorMessage
+        == "table orders holds 4 rows, and the answer of \(url) held no records: a load after --fresh would leave the table empty, so nothing was loaded and the table keeps its rows; if no records is a valid answer of this API, set load.allow_empty: true"
+    )
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+  }
+
   /// On PostgreSQL a staged value its column cannot hold is refused by table, record and
   /// column (SQLite keeps it as the answer gave it, docs/store.md), and nothing is written.
   @Test func aValueItsPostgreSQLColumnCannotHoldIsRefused() throws {

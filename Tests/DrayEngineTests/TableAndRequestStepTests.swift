@@ -108,4 +108,60 @@ let fruitsAnswer =
     #expect(report.steps[2].bytes == 66)
     #expect(report.steps[2].outputs.isEmpty)
   }
+
+  // MARK: An answer that should be JSON
+
+  /// The `table` and `request` steps, each saving FRUITS' answer to `out/answer.json`.
+  static let savingSteps = [
+    "table: { resource: FRUITS, output: out/answer.json }", "request: { resource: FRUITS, output: out/answer.json }",
+  ]
+
+  /// `request` once saved an HTML error page, or `NaN`, as its answer and succeeded
+  /// without a word, where `table` refused the same answer naming its Content-Type. One
+  /// rule for both: the body decides (one JSON document, RFC 8259, read strictly), the
+  /// Content-Type is named when it says otherwise, and a refused answer is not saved.
+  @Test(arguments: savingSteps)
+  func anAnswerThatIsNotJSONFailsBothStepsNamingItsContentType(_ step: String) throws {
+    let answers: [(fault: String, reason: String, sentAs: String?)] = [
+      (
+        #"{"path": "/api/v1/rpc/FRUITS/", "content_type": "text/html", "body": "<html><body>502 Bad Gateway</body></html>"}"#,
+        "the answer is not valid JSON ('<html><body>502' is not a JSON value, at byte 1)", "Content-Type: text/html, Content-Encoding: gzip"
+      ),
+      (
+        #"{"path": "/api/v1/rpc/FRUITS/", "body": "NaN"}"#, "NaN is not a JSON number; the answer is refused (JSON has no NaN or Infinity)",
+        nil
+      ),
+    ]
+    for answer in answers {
+      let emulator = try Emulator(["--fault", answer.fault])
+      let folder = TemporaryDirectory()
+      let (_, report) = try runJob(
+        folder, JobText.header(job: "answers", emulator: emulator) + "steps:\n  - id: fruits\n    " + step + "\n")
+      #expect(report.exitCode == 1)
+      #expect(report.steps[0].errorCode == "answer_unreadable")
+      let what = step.hasPrefix("table") ? "a table answer" : "a JSON document"
+      #expect(
+        report.steps[0].errorMessage
+          == "the answer of FRUITS is not \(what): \(answer.reason)\(answer.sentAs.map { " (the server sent it as \($0))" } ?? ""); the answer was discarded, so the next run downloads it again"
+      )
+      #expect(!FileManager.default.fileExists(atPath: folder.path + "/out/answer.json"))
+    }
+  }
+
+  /// A JSON answer under another Content-Type is read as JSON by both steps, and the step's
+  /// note names what the server called it.
+  @Test(arguments: savingSteps)
+  func aJSONAnswerUnderAnotherContentTypeIsSavedWithANote(_ step: String) throws {
+    let emulator = try Emulator([
+      "--fault",
+      #"{"path": "/api/v1/rpc/FRUITS/", "content_type": "text/plain", "body": "\#(fruitsAnswer.replacing("\"", with: "\\\""))"}"#,
+    ])
+    let folder = TemporaryDirectory()
+    let (_, report) = try runJob(folder, JobText.header(job: "answers", emulator: emulator) + "steps:\n  - id: fruits\n    " + step + "\n")
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+    #expect(try text(folder.path + "/out/answer.json") == fruitsAnswer)
+    #expect(
+      report.steps[0].notes.contains(
+        "the server sent the answer as Content-Type: text/plain, Content-Encoding: gzip; its body is a JSON document and was read as one"))
+  }
 }

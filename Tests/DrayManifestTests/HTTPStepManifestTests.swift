@@ -254,6 +254,26 @@ import Testing
       ])
   }
 
+  /// A pagination parameter set on every page, the first included, and named like
+  /// `incremental.param` would never send the cursor; `cursor.param` sets it from the second
+  /// page on, in the cursor's place (Stripe's `starting_after`), and is valid.
+  @Test func aPaginationParameterOnEveryPageMayNotBeTheIncrementalOne() throws {
+    let cursor = "incremental: { cursor: /id, param: after, initial: 0 }"
+    let found = errors(
+      """
+        - http: { base_url: http://h/, load: { table: t }, paginate: { page: { param: after } }, \(cursor) }
+        - http: { base_url: http://h/, load: { table: t }, paginate: { offset: { limit_param: after } }, \(cursor) }
+      """)
+    #expect(
+      found == [
+        "job.yaml:5:72: error: 'steps.http-1.http.paginate.page.param' is 'after', the parameter 'incremental.param' sends the cursor in; the pagination sets it on every page, so the cursor would never be sent: give one of them another name",
+        "job.yaml:6:74: error: 'steps.http-2.http.paginate.offset.limit_param' is 'after', the parameter 'incremental.param' sends the cursor in; the pagination sets it on every page, so the cursor would never be sent: give one of them another name",
+      ])
+    let stripe = try load(
+      "  - http: { base_url: http://h/, load: { table: t }, paginate: { cursor: { param: after, from_last_record: /id } }, \(cursor) }\n")
+    #expect(http(stripe)?.incremental?.param == "after")
+  }
+
   @Test func loadingNeedsADatabase() {
     let text = """
       version: 1

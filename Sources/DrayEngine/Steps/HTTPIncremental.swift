@@ -74,6 +74,10 @@ struct RecordChecks {
   /// The highest cursor among the records checked.
   private(set) var highest: IncrementalCursor.Value?
   private var number = 0
+  /// Whether `load.deleted` selected a value in a record checked, and the near spelling a
+  /// record held where it selected none (`finish`).
+  private var deletedMatched = false
+  private var deletedNear: JSONPointer?
 
   /// The staging column that holds 1 for a record the API marks deleted.
   static let deletedColumn = "_dray_deleted"
@@ -105,9 +109,12 @@ struct RecordChecks {
     if let cursors {
       let pointer = cursors.options.cursor
       guard let found = cursors.value(in: record), found != .null else {
+        let fix =
+          cursors.value(in: record) == nil
+          ? RecordChecks.nearSpelling(pointer, in: record).map { "Did you mean '\($0)'?" } : nil
         throw RecordError(
           "record \(number) has no value at the cursor '\(pointer)' (incremental.cursor), so dray cannot tell how far it has read; "
-            + "nothing of this page was loaded. Point incremental.cursor at a field every record holds, such as /updated_at")
+            + "nothing of this page was loaded. \(fix ?? "Point incremental.cursor at a field every record holds, such as /updated_at")")
       }
       guard let value = IncrementalCursor.Value(json: found), value.compare(cursors.sent) != nil else {
         let kind = IncrementalCursor.Value(json: found)?.kind ?? "neither a string nor a number"
@@ -120,7 +127,13 @@ struct RecordChecks {
     }
     guard let deleted = load.deleted else { return record }
     let mark: Int64
-    switch RecordChecks.resolve(deleted, in: record) {
+    let found = RecordChecks.resolve(deleted, in: record)
+    if found != nil {
+      deletedMatched = true
+    } else if deletedNear == nil {
+      deletedNear = RecordChecks.nearSpelling(deleted, in: record)
+    }
+    switch found {
     case nil, .null?, .bool(false)?, .integer(0)?: mark = 0
     case .bool(true)?, .integer(1)?: mark = 1
     case let other?:
@@ -128,6 +141,29 @@ struct RecordChecks {
         "record \(number) has \(other.json) at '\(deleted)' (load.deleted), which is not a boolean; nothing of this page was loaded")
     }
     return record + [(RecordChecks.deletedColumn, .integer(mark))]
+  }
+
+  /// Checks what the page's records said together, once all are checked: a `load.deleted`
+  /// that selected nothing in any of them while one held a near spelling is taken as
+  /// misspelt (docs/http.md, "A misspelt selector"), since read as absent it would load every
+  /// deleted record as a live row. A page without deletes, whose records lack the member and
+  /// any near name, passes.
+  /// - Throws: `RecordError` naming the near spelling.
+  func finish() throws {
+    guard let deleted = load.deleted, !deletedMatched, let near = deletedNear else { return }
+    throw RecordError(
+      "load.deleted '\(deleted)' matches nothing in the page's \(number) record\(number == 1 ? "" : "s"); did you mean '\(near)'? "
+        + "A misspelt selector would load deleted records as rows; nothing of this page was loaded")
+  }
+
+  /// "Did you mean" for `pointer` that selects nothing in `record`
+  /// (`JSONPointer.nearSpelling(among:)`): among the record's fields for a one-token
+  /// pointer, else among the members of the object its parent selects.
+  static func nearSpelling(_ pointer: JSONPointer, in record: Record) -> JSONPointer? {
+    guard let parent = pointer.parent else { return nil }
+    if parent.tokens.isEmpty { return pointer.nearSpelling(among: record.map(\.name)) }
+    guard case .object(let pairs)? = resolve(parent, in: record) else { return nil }
+    return pointer.nearSpelling(among: pairs.map(\.key))
   }
 
   /// What `pointer` selects in a record as loaded: its first token names a column, the
@@ -144,11 +180,8 @@ struct RecordChecks {
       }
     let rest = Array(pointer.tokens.dropFirst())
     guard !rest.isEmpty else { return column }
-    guard case .string(let text) = column, let nested = try? JSONValue(parsing: text),
-      let inner = try? JSONPointer(
-        parsing: "/" + rest.map { $0.replacing("~", with: "~0").replacing("/", with: "~1") }.joined(separator: "/"))
-    else { return nil }
-    return inner.resolve(in: nested)
+    guard case .string(let text) = column, let nested = try? JSONValue(parsing: text) else { return nil }
+    return JSONPointer(tokens: rest).resolve(in: nested)
   }
 }
 

@@ -100,6 +100,15 @@ extension StepRunner {
 
     var stoppedEarly = false
     var fetchedURLs: Set<String> = []
+    /// The status that made this run's first page empty (a 204, or one `on_status` names
+    /// `empty`), for the message of a load without records.
+    var emptyStatus: Int?
+    /// The declared columns whose `from` matched no record of this run's pages (nil before a
+    /// page with records), for a note: a misspelt one would have failed its page
+    /// (docs/http.md, "A misspelt selector"). Not told after a resume, whose earlier pages
+    /// this run did not read.
+    var unmatchedColumns: [HTTPStep.Column]?
+    let resumed = progress.pages > 0
     while let next = progress.next {
       if let maxPages = options.maxPages, progress.pages >= maxPages {
         stoppedEarly = true
@@ -124,6 +133,8 @@ extension StepRunner {
       /// The progress once this page commits: its bytes and records, and the next page.
       let current = progress
       var committed = progress
+      /// `unmatchedColumns` once this page commits.
+      var pageUnmatched: [HTTPStep.Column]?
       func advance(_ records: Int, _ next: PageLedger.Next?) -> PageLedger.Progress {
         committed = current
         committed.pages = page
@@ -132,12 +143,19 @@ extension StepRunner {
         committed.next = next
         return committed
       }
+      /// Narrows the columns no record of this run matched to those this page's records did
+      /// not match either (a page without records says nothing).
+      func sight(_ summary: AnswerSummary) {
+        guard summary.records > 0 else { return }
+        let names = Set(summary.unmatchedColumns.map(\.name))
+        pageUnmatched = unmatchedColumns.map { $0.filter { names.contains($0.name) } } ?? summary.unmatchedColumns
+      }
       /// Reads the page's answer at `file` (as it arrives, with `growing`) and commits it
       /// with the ledger's new entry.
       func commit(_ file: String?, status: Int?, growing: GrowingFile?) throws -> Int {
         try commitPage(
           options, file: file, growing: growing, status: status, headers: { answer.withLock { $0!.headers } }, current: next,
-          ledger: ledger, staging: staging, store: store, cursors: cursors, advance: advance)
+          ledger: ledger, staging: staging, store: store, cursors: cursors, sighted: sight, advance: advance)
       }
       // A page whose records are read in one pass loads while it downloads (docs/network.md,
       // "Loading while downloading"), except in a parallel group (whose loads, one at a time,
@@ -191,6 +209,14 @@ extension StepRunner {
         unchanged = true
         break
       }
+      if fetched.status == 204, page > 1, let promise = StepRunner.promise(options, page: page - 1) {
+        throw HTTPStepError.badAnswer(
+          page: page, url: next.url,
+          message:
+            "HTTP 204 No Content, though \(promise); a 204 cannot say whether more pages follow, so nothing was published and the next run asks for this page again"
+        )
+      }
+      if page == 1 { emptyStatus = fetched.status }
       lastHeaders = fetched.headers
 
       // Save the answer first: a kill before the page's commit fetches it again and
@@ -207,6 +233,7 @@ extension StepRunner {
       // The answer (unless placed at `output`) and its sidecar are no longer needed.
       if let answer = fetched.file { Download.removeFinished(at: answer) }
       progress = committed
+      if let pageUnmatched { unmatchedColumns = pageUnmatched }
       if options.paginate != nil {
         console.info(
           "page \(page): \(HumanUnits.counted(found, "record"))\(fetched.status.map { " (HTTP \($0): empty)" } ?? "")", step: step.id)
@@ -239,6 +266,12 @@ extension StepRunner {
         .filter { FileManager.default.fileExists(atPath: folder.root + "/" + $0) }
     }
     if options.paginate != nil { report.notes.append("\(progress.pages) page\(progress.pages == 1 ? "" : "s")") }
+    for column in resumed ? [] : unmatchedColumns ?? [] {
+      let note =
+        "load.columns.\(column.name).from '\(column.from!)' matched no record of the \(progress.rows) loaded; the column holds only NULL"
+      console.warn(note, step: step.id)
+      report.notes.append(note)
+    }
     if stoppedEarly {
       report.notes.append("stopped after paginate.max_pages (\(options.maxPages!)) pages; the server offers more")
     }
@@ -248,6 +281,9 @@ extension StepRunner {
       let published = try context.databaseWrites.withLock { _ in
         do {
           return try target.write { transaction in
+            try refuseEmptying(
+              load, records: progress.rows, cursors: cursors, url: firstURL, status: emptyStatus, pages: progress.pages,
+              in: transaction)
             let staged = try RecordTable(database: store.database, name: staging)
             let published = try publish(load, staged: staged, fresh: cursors?.entry.fresh ?? false, in: transaction)
             if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
@@ -260,8 +296,9 @@ extension StepRunner {
             try transaction.record(checkpoint(done, status: .succeeded))
             return published
           }
-        } catch let failed as StepError {
-          // Pages that failed `expect` are never published: the next run fetches them again.
+        } catch let failed where failed is StepError || failed is HTTPStepError {
+          // Pages that failed `expect`, or hold no records for a table that must keep its
+          // rows, are never published: the next run fetches them again.
           try store.database.transaction {
             try RecordTable(database: store.database, name: staging).drop()
             try ledger?.clear()
@@ -285,6 +322,9 @@ extension StepRunner {
       let (rows, created) = try context.databaseWrites.withLock { _ in
         do {
           return try store.write { transaction in
+            try refuseEmptying(
+              load, records: progress.rows, cursors: cursors, url: firstURL, status: emptyStatus, pages: progress.pages,
+              in: transaction)
             let staged = try RecordTable(database: store.database, name: staging)
             let created = try staged.exists || RecordTable(database: store.database, name: load.table).exists
             if !created { done.notes.append(StepRunner.noTableNote(load.table)) }
@@ -306,8 +346,9 @@ extension StepRunner {
             try transaction.record(checkpoint(done, status: .succeeded))
             return (rows, created)
           }
-        } catch let failed as StepError {
-          // Pages that failed `expect` are never published: the next run fetches them again.
+        } catch let failed where failed is StepError || failed is HTTPStepError {
+          // Pages that failed `expect`, or hold no records for a table that must keep its
+          // rows, are never published: the next run fetches them again.
           try store.database.transaction {
             try RecordTable(database: store.database, name: staging).drop()
             try ledger?.clear()
@@ -326,6 +367,52 @@ extension StepRunner {
     }
   }
 
+  /// Refuses a load without records that would empty `load.table` while it holds rows
+  /// (docs/http.md, "No records never empties a table unasked"), unless `load.allow_empty`.
+  /// Only a load that replaces the table's rows with a full answer can empty it: `replace`,
+  /// or an incremental step's fresh start (`--fresh`) in any mode. `append` and `merge` add
+  /// and delete nothing for no records, and an incremental pull from a kept cursor that finds
+  /// nothing changed gives no records as its normal answer.
+  /// - Parameters:
+  ///   - records: the records of every page the load staged.
+  ///   - cursors: the incremental step's cursor, nil for a step that is not incremental.
+  ///   - status: the status that made the first page empty (204, or one `on_status` names
+  ///     `empty`), for the message.
+  /// - Throws: `HTTPStepError.emptyAnswer`.
+  private func refuseEmptying(
+    _ load: HTTPStep.Load, records: Int, cursors: IncrementalRun?, url: String, status: Int?, pages: Int,
+    in transaction: any StoreTransaction
+  ) throws {
+    let replaces = cursors.map(\.entry.fresh) ?? (load.write == .replace)
+    guard records == 0, replaces, !load.allowEmpty, try !transaction.columns(ofTable: load.table).isEmpty else { return }
+    let rows = try transaction.rowCount(ofTable: load.table)
+    guard rows > 0 else { return }
+    let why =
+      switch status {
+      case 204?: " (HTTP 204 No Content)"
+      case let status?: " (HTTP \(status), which on_status names empty)"
+      case nil: pages > 1 ? " (\(pages) pages)" : ""
+      }
+    throw HTTPStepError.emptyAnswer(
+      "table \(load.table) holds \(HumanUnits.counted(rows, "row")), and the answer of \(url) held no records\(why): "
+        + "\(load.write == .replace ? "a replace load" : "a load after --fresh") would leave the table empty, so nothing was loaded "
+        + "and the table keeps its rows; if no records is a valid answer of this API, set load.allow_empty: true")
+  }
+
+  /// What made page `page` promise the page after it, for a `204 No Content` that
+  /// contradicts it (docs/http.md, "A 204 on a later page"); nil where the pagination only
+  /// guessed that the next page exists (`page`, `offset`, `cursor.from_last_record`, without
+  /// `more`), where an empty page ends the pull.
+  static func promise(_ options: HTTPStep, page: Int) -> String? {
+    if options.more != nil { return "page \(page) said more pages follow (paginate.more)" }
+    return switch options.paginate {
+    case .next?: "page \(page) linked to this page (paginate.next)"
+    case .linkHeader?: "page \(page) linked to this page (paginate.link_header)"
+    case .cursor?, .bodyCursor?: "page \(page) gave the cursor of this page (paginate.cursor.from)"
+    case .offset?, .page?, .lastRecord?, nil: nil
+    }
+  }
+
   static func noTableNote(_ table: String) -> String {
     "no records; table \(table) was not created (declare load.columns to create it empty)"
   }
@@ -339,10 +426,18 @@ extension StepRunner {
     return pageURL(options, since: since, [])
   }
 
-  /// The step's URL with the incremental cursor (when sent) and `extra`.
+  /// The step's URL with the incremental cursor (when sent) and `extra`, the pagination's
+  /// parameters of the page.
+  ///
+  /// One parameter is sent once, by the most specific key that sets it (docs/http.md,
+  /// "Which key sets a query parameter"): a pagination parameter over `incremental.param`
+  /// over `query`. So a Stripe-style pull whose page cursor and incremental cursor are both
+  /// `starting_after` sends the kept value on its first page and each page's cursor in its
+  /// place after it (`?starting_after=40`, never `?starting_after=0&starting_after=40`).
   private func pageURL(_ options: HTTPStep, since: String?, _ extra: [QueryItem]) -> String {
+    let paged = Set(extra.map(\.name))
     let cursor = zip(options.incremental.map { [$0.param] } ?? [], since.map { [$0] } ?? []).map { QueryItem($0, $1) }
-    return options.url(adding: cursor + extra)
+    return options.url(adding: cursor.filter { !paged.contains($0.name) } + extra)
   }
 
   /// One page's answer: its file (nil for a status treated as empty), the empty status,
@@ -505,6 +600,8 @@ extension StepRunner {
   /// into the staging table (with `load`), in one transaction. `advance` receives the records
   /// read and the next page's request, and returns the progress to record.
   /// - Parameters:
+  ///   - sighted: receives the summary of a page whose records were loaded (before its
+  ///     commit), for the columns no record matched (`AnswerSummary.unmatchedColumns`).
   ///   - growing: the page's part as its download writes it, read as it arrives (with
   ///     `load`, when `pageReader(options).readsInOnePass`); the transaction commits only
   ///     after the download finished and was verified (`GrowingFile`).
@@ -514,7 +611,7 @@ extension StepRunner {
   /// - Throws: `RecordError`, `GrowingFile.Stop`, SQLite's and the pagination's errors.
   private func commitPage(
     _ options: HTTPStep, file: String?, growing: GrowingFile?, status: Int?, headers: () -> HTTPHeaders, current: PageLedger.Next,
-    ledger: PageLedger?, staging: String, store: Store?, cursors: IncrementalRun?,
+    ledger: PageLedger?, staging: String, store: Store?, cursors: IncrementalRun?, sighted: (AnswerSummary) -> Void,
     advance: (Int, PageLedger.Next?) -> PageLedger.Progress
   ) throws -> Int {
     let reader = pageReader(options)
@@ -531,6 +628,8 @@ extension StepRunner {
               lastRecord = $0
               try table.insert(try checks.check($0))
             })
+          try checks.finish()
+          sighted(summary)
           if let cursors, let transaction { try cursors.stage(checks.highest, in: transaction) }
         } else if !reader.probes.isEmpty {
           summary = try reader.read(file: file) { _ in }
@@ -599,9 +698,10 @@ extension StepRunner {
       case .integer(let number)?: cursor = String(number)
       case .number(let number)?: cursor = number
       case let other:
+        let near = other == nil ? RecordChecks.nearSpelling(field, in: lastRecord).map { "; did you mean '\($0)'?" } ?? "" : ""
         throw HTTPStepError.badPagination(
           "paginate.cursor.from_last_record '\(field)' is \(other.map { $0.json } ?? "missing") in record \(summary.records), "
-            + "the last of the page; it must be a string or a number")
+            + "the last of the page; it must be a string or a number\(near)")
       }
       if cursor == current.cursor {
         throw HTTPStepError.paginationLoop("the last record gave cursor '\(PrintableText.oneLine(cursor))' again")
@@ -626,7 +726,10 @@ extension StepRunner {
   /// - Throws: `HTTPStepError.badPagination` for a value that is not a boolean.
   private func morePages(_ summary: AnswerSummary, _ selector: RecordSelector) throws -> Bool {
     switch summary.values[selector] ?? .absent {
-    case .absent, .null: return false
+    case .absent:
+      try refuseMisspelt(selector, key: "paginate.more", in: summary)
+      return false
+    case .null: return false
     case .scalar("true"), .text("true"): return true
     case .scalar("false"), .text("false"): return false
     case .scalar(let json):
@@ -656,9 +759,15 @@ extension StepRunner {
   }
 
   /// The text a pagination selector found; nil when absent, null or empty.
+  /// - Throws: `RecordError` for a selector that is absent where a near spelling is not
+  ///   (`refuseMisspelt`), or a value a next link cannot be; `HTTPStepError.badPagination`
+  ///   for a list or an object.
   private func value(_ summary: AnswerSummary, _ selector: RecordSelector, as role: PageValue) throws -> String? {
     switch summary.values[selector] ?? .absent {
-    case .absent, .null: return nil
+    case .absent:
+      try refuseMisspelt(selector, key: role.key, in: summary)
+      return nil
+    case .null: return nil
     case .text(let text): return text.isEmpty ? nil : text
     case .scalar(let json):
       switch role {
@@ -673,6 +782,19 @@ extension StepRunner {
     case .structure(let kind):
       throw HTTPStepError.badPagination("\(role.key) '\(selector)' is \(kind) in the answer; point it at the value itself")
     }
+  }
+
+  /// Refuses a pagination selector that matched nothing where the object it looks in holds
+  /// a member a small edit away (docs/http.md, "A misspelt selector"): read as absent, it
+  /// would end the pull after this page, and an incremental step would keep a cursor past
+  /// records it never fetched. A true last page (the member null, or absent with no near
+  /// name) passes.
+  /// - Throws: `RecordError` naming the near spelling.
+  private func refuseMisspelt(_ selector: RecordSelector, key: String, in summary: AnswerSummary) throws {
+    guard let near = summary.nearSpellings[selector] else { return }
+    throw RecordError(
+      "\(key) '\(selector)' matches nothing in the answer; did you mean '\(near)'? "
+        + "A misspelt selector would end the pull early, so nothing was published")
   }
 
   /// `link` resolved against the current page's URL (RFC 3986 §5), on the step's origin.
@@ -732,12 +854,15 @@ enum HTTPStepError: Error, CustomStringConvertible {
   case badPagination(String)
   /// The server sent the same page again.
   case paginationLoop(String)
+  /// A load without records that would empty a table holding rows (`load.allow_empty`).
+  case emptyAnswer(String)
 
   var code: String {
     switch self {
     case .badAnswer: "bad_answer"
     case .badPagination: "bad_pagination"
     case .paginationLoop: "pagination_loop"
+    case .emptyAnswer: "empty_answer"
     }
   }
 
@@ -745,7 +870,7 @@ enum HTTPStepError: Error, CustomStringConvertible {
     switch self {
     case .badAnswer(let page?, let url, let message): "page \(page) (\(url)): \(message)"
     case .badAnswer(nil, let url, let message): "the answer of \(url): \(message)"
-    case .badPagination(let message): message
+    case .badPagination(let message), .emptyAnswer(let message): message
     case .paginationLoop(let message): "\(message); stopping so as not to fetch pages forever"
     }
   }

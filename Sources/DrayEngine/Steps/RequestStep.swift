@@ -1,3 +1,4 @@
+internal import DrayJSON
 internal import DrayModel
 internal import DrayPlatform
 internal import DrayTransport
@@ -6,7 +7,8 @@ internal import Foundation
 extension StepRunner {
   /// `request`: the uniform request (platform-api.md §4): posts the parameters to
   /// `rpc/<resource>/` and saves the answer as is to `output`, or only counts its bytes
-  /// when there is no `output`. With `transaction` (the default) one `X-Transaction-ID` is
+  /// when there is no `output`; an answer that is not one JSON document is refused and not
+  /// saved (`JSONAnswerRule`). With `transaction` (the default) one `X-Transaction-ID` is
   /// kept across every retry, so a resource that changes data runs once.
   func runRequest(_ options: RequestStep, _ report: inout StepReport) throws {
     let folder = try jobFolder()
@@ -25,6 +27,11 @@ extension StepRunner {
         attempts.append($0); logAttempt($0)
       })
     report.count(download)
+    if let problem = JSONEvents.documentProblem(path: download.path) {
+      download.removeFinished()
+      throw JSONAnswerRule.refusal(resource: options.resource, expected: "a JSON document", reason: problem, sentAs: head.unexpectedKind)
+    }
+    if let note = JSONAnswerRule.note(sentAs: head.unexpectedKind) { report.notes.append(note) }
     if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
     report.notes += download.notes
     if let transactionID { report.notes.append("transaction \(transactionID)") }

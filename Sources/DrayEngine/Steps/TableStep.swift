@@ -86,7 +86,7 @@ extension StepRunner {
       return rows
     }
     func unreadable(_ error: AnswerReadError) -> StepError {
-      .unreadableAnswer(resource: options.resource, reason: "\(error)" + (kind.map { " (the server sent it as \($0))" } ?? ""))
+      JSONAnswerRule.refusal(resource: options.resource, expected: "a table answer", reason: error.message, sentAs: kind)
     }
 
     let rows: [String: Int]
@@ -108,6 +108,7 @@ extension StepRunner {
         throw unreadable(again)
       }
     }
+    if let note = JSONAnswerRule.note(sentAs: kind) { report.notes.append(note) }
     report.rows = rows
     report.outputs = [try folder.check(options.output, role: "output")]
     try recordCheckpoint(report, status: .succeeded)
