@@ -24,6 +24,9 @@ struct ManifestValidator {
   /// A `table_stream` step that did not read: templates may name what it would load, so
   /// "no step loads" is not said (it would only repeat that step's own error).
   private var hasBrokenLoader = false
+  /// Every step whose kind is known, read or not, in file order: what `checkRequirements`
+  /// needs, so that a step with a problem of its own still says which blocks it needs.
+  private var stepKinds: [(id: String, kind: StepKind.Name, location: SourceLocation)] = []
   /// The files steps write, for `checkKeptPaths`.
   var stepOutputs: [StepOutput] = []
 
@@ -87,7 +90,7 @@ struct ManifestValidator {
       path: path, directory: directory, version: version ?? Manifest.supportedVersion, job: job ?? "", description: description,
       platform: platform, auth: auth, database: database, download: download, retry: retry,
       state: state, report: report, steps: steps, redactor: reader.redactor)
-    checkRequirements(manifest, top: top)
+    checkRequirements(top: top)
     checkTemplates(manifest)
     checkKeptPaths(manifest, top: top)
     manifest.redactor = reader.redactor
@@ -418,10 +421,24 @@ struct ManifestValidator {
       if let name = schema, name.utf8.count > 63 {
         reader.error(node.location, "'database.schema' has \(name.utf8.count) bytes; PostgreSQL names have at most 63")
         schema = nil
+      } else if let name = schema, Self.isSystemSchema(name) {
+        reader.error(
+          node.location,
+          "'database.schema': \(name) is a PostgreSQL system schema (information_schema, and every name starting with pg_); give the job's tables a schema of their own, such as public or staging"
+        )
+        schema = nil
       }
     }
     guard let url, let schema else { return nil }
     return PostgresTarget(url: url, password: password, schema: schema)
+  }
+
+  /// PostgreSQL's own schemas: `information_schema` and every name starting with `pg_`
+  /// (`pg_catalog`, `pg_toast`, `pg_temp`, `pg_temp_3`, ...), a prefix PostgreSQL reserves
+  /// ("unacceptable schema name": CREATE SCHEMA refuses it). Compared as written: dray
+  /// quotes the schema, so `PG_DATA` is a user's schema.
+  static func isSystemSchema(_ name: String) -> Bool {
+    name == "information_schema" || name.hasPrefix("pg_")
   }
 
   private mutating func readDownload(_ node: YAMLNode) -> DownloadSettings? {
@@ -513,8 +530,16 @@ struct ManifestValidator {
     }
     var steps: [Step] = []
     for (index, item) in items.enumerated() {
+      // A step either decodes or is a diagnostic: one that did neither would vanish from
+      // validate, plan, run and the report alike.
+      let found = reader.diagnostics.count
       if let step = readStep(item, position: index + 1, retry: retry, timeouts: timeouts, group: group) {
         steps.append(step)
+      } else if reader.diagnostics.count == found {
+        reader.error(
+          item.location,
+          "\(stepLabel(id: nil, position: index + 1, group: group)) could not be read, yet no problem in it was named; this is a bug in dray: please report it with this step"
+        )
       }
     }
     return steps
@@ -601,17 +626,19 @@ struct ManifestValidator {
         "a parallel group cannot hold another parallel group; list its steps in the group '\(group!)' instead")
       return nil
     }
-    guard idIsValid else { return nil }
     // A member of a group without an id is named after the group, so that it cannot clash
-    // with a top-level step's default id: `all-sales.table_stream-2`.
+    // with a top-level step's default id: `all-sales.table_stream-2`. A step whose id is
+    // wrong is still read under its default id (one pass names its other problems too),
+    // and then dropped.
     let id = explicitID ?? (group.map { "\($0)." } ?? "") + "\(kindKey)-\(position)"
     let idLocation = f["id"]?.location ?? node.location
-    if let first = stepIDs[id] {
+    if idIsValid, let first = stepIDs[id] {
       let owner = first.isDefault ? " (the default id of the step there)" : ""
       reader.error(idLocation, "duplicate step id '\(id)'; it is already used at line \(first.location.line)\(owner)")
-    } else {
+    } else if idIsValid {
       stepIDs[id] = (idLocation, explicitID == nil)
     }
+    stepKinds.append((id, kindName, node.location))
     let description = f["description"].flatMap { reader.string($0, "steps.\(id).description") }
     let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry, jobWide: false) } ?? retry
     let stepTimeouts = f["timeouts"].flatMap { readTimeouts($0, "steps.\(id).timeouts", base: timeouts) } ?? timeouts
@@ -633,13 +660,19 @@ struct ManifestValidator {
       return nil
     }
     noteSQL(kind, id: id, node: kindNode)
+    guard idIsValid else { return nil }
     return Step(id: id, kind: kind, retry: stepRetry, timeouts: stepTimeouts, location: node.location, description: description)
   }
 
   private mutating func readSchemes(_ node: YAMLNode, _ path: String) -> StepKind? {
     if let s = node.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null { return .schemes(SchemesStep()) }
     guard let f = reader.fields(node, path, keys: ManifestSchema.schemes) else { return nil }
-    let resources = f["resources"].flatMap { reader.stringList($0, f.path("resources")) }
+    var resources: [String]?
+    if let node = f["resources"] {
+      resources = reader.nameList(
+        node, f.path("resources"), whenEmpty: "list the resources whose tables to create, or drop 'resources' for every readable resource")
+      if resources == nil { return nil }
+    }
     return .schemes(SchemesStep(resources: resources))
   }
 
@@ -823,32 +856,34 @@ struct ManifestValidator {
 
   /// Steps that talk to the platform need `platform` and `auth`; steps on tables need
   /// `database`. Each missing block is reported once, at the first step that needs it.
-  private mutating func checkRequirements(_ manifest: Manifest, top: Fields) {
-    let steps = manifest.allSteps
-    let callsPlatform: (Step) -> Bool = {
-      switch $0.kind {
+  /// Every step counts, read or not (`stepKinds`): a step's own problem does not hide a
+  /// missing block.
+  private mutating func checkRequirements(top: Fields) {
+    let callsPlatform: (StepKind.Name) -> Bool = {
+      switch $0 {
       case .schemes, .tableStream, .table, .request, .files: true
       case .sql, .query, .http, .parallel: false
       }
     }
-    let usesDatabase: (Step) -> Bool = {
-      switch $0.kind {
+    let usesDatabase: (StepKind.Name) -> Bool = {
+      switch $0 {
       case .schemes, .tableStream, .sql, .query: true
       case .table, .request, .files, .http, .parallel: false
       }
     }
-    if let step = steps.first(where: callsPlatform) {
+    if let step = stepKinds.first(where: { callsPlatform($0.kind) }) {
       let missing = ["platform", "auth"].filter { top[$0] == nil }
       if !missing.isEmpty {
         let blocks =
           missing.count == 2 ? "the 'platform' and 'auth' blocks" : missing[0] == "auth" ? "an 'auth' block" : "a 'platform' block"
-        reader.error(step.location, "step '\(step.id)' (\(step.kindName)) calls the platform; add \(blocks)")
+        reader.error(step.location, "step '\(step.id)' (\(step.kind.rawValue)) calls the platform; add \(blocks)")
       }
     }
-    if top["database"] == nil, let step = steps.first(where: usesDatabase) {
+    if top["database"] == nil, let step = stepKinds.first(where: { usesDatabase($0.kind) }) {
       reader.error(
         step.location,
-        "step '\(step.id)' (\(step.kindName)) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)")
+        "step '\(step.id)' (\(step.kind.rawValue)) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)"
+      )
     }
   }
 

@@ -1,0 +1,40 @@
+import DrayManifest
+import DrayTestSupport
+import Testing
+
+/// Validation names every problem of a manifest in one pass (issue 25): no problem waits
+/// for another to be fixed, whatever phase finds it (the YAML reader's checks, a step's
+/// own keys, the checks across the job).
+@Suite struct OnePassValidationTests {
+  @Test func independentProblemsInEveryPhaseAreReportedTogether() {
+    let text = """
+      version: 1
+      job: j
+      job: k
+      steps:
+        - id: "bad id"
+          sql: "SELECT * FROM {{ tabel }}"
+        - table_stream: { resource: A, delta: maybe }
+        - http:
+            base_url: "http://h/"
+            format: xml
+            load: { table: t, records: //item }
+            paginate: { max_pages: 0, cursor: { param: after } }
+            incremental: { cursor: /updated, param: since, initial: 0, lag: soon }
+      """
+    #expect(
+      ManifestText.errors(text) == [
+        "job.yaml:3:1: error: duplicate key 'job'; it is already set at line 2",
+        "job.yaml:5:5: error: step 'sql-1' (sql) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)",
+        "job.yaml:5:9: error: step id may hold letters, digits, '-', '_' and '.' only, found 'bad id'",
+        "job.yaml:6:25: error: step 'sql-1': unknown template '{{ tabel }}'; the one function is: {{ table \"RESOURCE\" \"TABLE\" }}",
+        "job.yaml:7:5: error: step 'table_stream-2' (table_stream) calls the platform; add the 'platform' and 'auth' blocks",
+        "job.yaml:7:41: error: 'steps.table_stream-2.table_stream.delta' must be true or false, found a string ('maybe')",
+        "job.yaml:11:13: error: 'steps.http-3.http.load' fills a table; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)",
+        "job.yaml:12:30: error: 'steps.http-3.http.paginate.max_pages' must be between 1 and 2147483647, found 0",
+        "job.yaml:12:41: error: 'steps.http-3.http.paginate.cursor' needs one of: from, from_last_record",
+        "job.yaml:13:20: error: 'steps.http-3.http.incremental' reads a JSON Pointer in each record; it needs format: json",
+        "job.yaml:13:71: error: 'steps.http-3.http.incremental.lag' is not a duration: 'soon'; write a number and a unit: 500ms, 30s, 5m, 1h",
+      ])
+  }
+}
