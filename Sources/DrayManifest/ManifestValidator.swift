@@ -1,5 +1,6 @@
 internal import DrayJSON
 internal import DrayModel
+internal import Foundation
 
 /// Turns a manifest's node tree into a `Manifest`, recording every problem on the way.
 ///
@@ -190,7 +191,7 @@ struct ManifestValidator {
   }
 
   private mutating func readJobName(_ node: YAMLNode) -> String? {
-    guard let name = reader.nonEmptyString(node, "job") else { return nil }
+    guard let name = reader.nonEmptyString(node, "job").map(Self.normalizedName) else { return nil }
     guard Self.isIdentifier(name) else {
       reader.error(node.location, "'job' may hold letters, digits, '-', '_' and '.' only (it names files), found '\(name)'")
       return nil
@@ -198,11 +199,25 @@ struct ManifestValidator {
     return name
   }
 
+  /// Whether `s` may name a job or a step: letters of any script (Unicode's Alphabetic
+  /// property, with their combining marks), the digits 0 to 9, `-`, `_` and `.`; not
+  /// starting with `.`; at most 128 bytes of UTF-8, so that a file named after it (the
+  /// lock, the journal, reports, a step's downloads) stays under the 255 bytes a file name
+  /// may have. Such a name needs no escaping in a path, and is quoted or escaped like any
+  /// text in SQL, XML, HTML and Prometheus labels. Read in NFC (`normalizedName`).
   static func isIdentifier(_ s: String) -> Bool {
-    !s.isEmpty && s.count <= 128 && !s.hasPrefix(".")
+    !s.isEmpty && s.utf8.count <= 128 && !s.hasPrefix(".")
       && s.unicodeScalars.allSatisfy {
-        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0))
+        $0.properties.isAlphabetic || $0.properties.generalCategory == .nonspacingMark
+          || $0.properties.generalCategory == .spacingMark || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)
       }
+  }
+
+  /// `name` in Unicode's composed form (NFC), as every name is kept: `é` typed as `e` and a
+  /// combining accent is the same step, in the journal and in every file, as `é` typed as one
+  /// character.
+  static func normalizedName(_ name: String) -> String {
+    name.precomposedStringWithCanonicalMapping
   }
 
   private mutating func readPlatform(_ node: YAMLNode) -> PlatformSettings? {
@@ -564,7 +579,7 @@ struct ManifestValidator {
     var explicitID: String?
     var idIsValid = true
     if let idNode = pairs.first(where: { $0.key.scalar?.text == "id" })?.value {
-      if let value = reader.nonEmptyString(idNode, "id") {
+      if let value = reader.nonEmptyString(idNode, "id").map(Self.normalizedName) {
         if Self.isIdentifier(value) {
           explicitID = value
         } else {

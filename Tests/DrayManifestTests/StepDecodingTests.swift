@@ -158,6 +158,37 @@ import Testing
         ])
   }
 
+  /// Step ids and the job's name take letters of any script, kept composed (NFC): an
+  /// accent typed as a combining character names the same step.
+  @Test func namesTakeLettersOfAnyScriptInComposedForm() throws {
+    let manifest = try ManifestText.load(
+      #"""
+      version: 1
+      job: "za\u0308hlung"
+      database: { path: db.sqlite }
+      steps:
+        - id: 受注
+          sql: SELECT 1
+        - id: "e\u0301tat"
+          sql: SELECT 2
+      """#)
+    #expect(manifest.job.unicodeScalars.map(\.value) == [0x7A, 0xE4, 0x68, 0x6C, 0x75, 0x6E, 0x67])
+    #expect(manifest.steps.map(\.id) == ["受注", "\u{E9}tat"])
+    #expect(manifest.steps[1].id.unicodeScalars.count == 4)
+    #expect(
+      errors(
+        #"""
+          - { id: état, sql: SELECT 1 }
+          - { id: "e\u0301tat", sql: SELECT 2 }
+          - { id: "🙂", sql: SELECT 3 }
+          - { id: \#(String(repeating: "ä", count: 65)), sql: SELECT 4 }
+        """#) == [
+          "job.yaml:6:11: error: duplicate step id 'état'; it is already used at line 5",
+          "job.yaml:7:11: error: step id may hold letters, digits, '-', '_' and '.' only, found '🙂'",
+          "job.yaml:8:11: error: step id may hold letters, digits, '-', '_' and '.' only, found '\(String(repeating: "ä", count: 65))'",
+        ])
+  }
+
   /// The other engineer's case of issue 25: a cursor pagination sending the incremental
   /// parameter replaces the first page's value, so it is accepted.
   @Test func aCursorMaySendTheIncrementalParameter() throws {
