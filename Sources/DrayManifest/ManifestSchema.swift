@@ -146,7 +146,9 @@ public enum ManifestSchema {
   ]
 
   public static let database: [Key] = [
-    Key("path", .string(nonEmpty: true), "SQLite file, relative to the job folder; created when missing. Give this or 'url'."),
+    Key(
+      "path", .string(nonEmpty: true),
+      "SQLite file, relative to the job folder; created when missing, with its folder (the run says so). Give this or 'url'."),
     Key("url", .string(nonEmpty: true), "PostgreSQL database: postgresql://user@host:port/dbname?sslmode=...; a password in it is masked."),
     Key(
       "password", .string(nonEmpty: false),
