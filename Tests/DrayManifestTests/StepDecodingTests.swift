@@ -203,4 +203,101 @@ import Testing
         """)
     #expect(manifest.steps.count == 1)
   }
+
+  /// Every key a step kind declares (`ManifestSchema`), nested mappings included, set in
+  /// turn to odd values (empty lists and mappings, empty text, null, a number, a word,
+  /// lists): the job either loads with all its steps, at the top level and in a group, or
+  /// fails with diagnostics that name the problem, never with the fallback that a step
+  /// could not be read for no reason given.
+  @Test(arguments: StepKind.Name.allCases.filter { $0 != .sql })
+  func everyKeyGivenAnOddValueLoadsTheWholeJobOrSaysWhy(kind: StepKind.Name) throws {
+    let head = """
+      version: 1
+      job: j
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: u, password: password-1234 }
+      database: { path: db.sqlite }
+      steps:
+
+      """
+    let odd: [JSONValue] = [
+      .array([]), .object([]), .string(""), .null, .integer(0), .string("x"), .array([.string("x")]), .array([.array([])]),
+      .object([("x", .array([]))]),
+    ]
+    let declared = try #require(ManifestSchema.stepKinds[kind.rawValue])
+    guard case .mapping(let keys, _) = Self.mapping(declared.value) else { throw ManifestTestError("\(kind) is no mapping") }
+    var tried = 0
+    for path in Self.keyPaths(keys) {
+      for value in odd {
+        let body = Self.setting(path, to: value, in: Self.base(kind))
+        for inGroup in kind == .parallel ? [false] : [false, true] {
+          let step = "{ \"\(kind.rawValue)\": \(body.json) }"
+          let steps =
+            inGroup
+            ? "  - sql: SELECT 1\n  - parallel: { steps: [\(step), { sql: SELECT 2 }] }\n  - sql: SELECT 3\n"
+            : "  - sql: SELECT 1\n  - \(step)\n  - sql: SELECT 3\n"
+          tried += 1
+          do {
+            let manifest = try ManifestText.load(head + steps)
+            #expect(manifest.steps.count == 3, "\(steps)")
+            if inGroup { #expect(manifest.steps[1].kind.parallel?.steps.count == 2, "\(steps)") }
+          } catch {
+            #expect(!error.diagnostics.isEmpty, "\(steps)")
+            #expect(!error.diagnostics.contains { $0.message.contains("no problem in it was named") }, "\(steps)")
+          }
+        }
+      }
+    }
+    #expect(tried > 0)
+  }
+
+  /// The mapping inside an optional value (`schemes:` or `{ ... }`).
+  static func mapping(_ value: ManifestSchema.Value) -> ManifestSchema.Value {
+    if case .optional(let inner) = value { return mapping(inner) }
+    return value
+  }
+
+  /// The dotted paths of `keys`, with those of the mappings they hold.
+  static func keyPaths(_ keys: [ManifestSchema.Key], prefix: [String] = []) -> [[String]] {
+    keys.flatMap { key -> [[String]] in
+      let path = prefix + [key.name]
+      if case .mapping(let inner, _) = mapping(key.value) { return [path] + keyPaths(inner, prefix: path) }
+      return [path]
+    }
+  }
+
+  /// `object` with `path` set to `value`, creating the mappings on the way.
+  static func setting(_ path: [String], to value: JSONValue, in object: JSONValue) -> JSONValue {
+    guard let key = path.first else { return value }
+    var pairs: [(key: String, value: JSONValue)] = []
+    if case .object(let existing) = object { pairs = existing }
+    let inner = pairs.first { $0.key == key }?.value ?? .object([])
+    pairs.removeAll { $0.key == key }
+    pairs.append((key, setting(Array(path.dropFirst()), to: value, in: inner)))
+    return .object(pairs)
+  }
+
+  /// A valid body of each step kind, using most of its keys.
+  static func base(_ kind: StepKind.Name) -> JSONValue {
+    let text: String =
+      switch kind {
+      case .schemes: #"{"resources":["A"]}"#
+      case .tableStream: #"{"resource":"A","params":{"k":"v"},"expect":{"rows":{"min":1}}}"#
+      case .table: #"{"resource":"A","output":"out/a.json"}"#
+      case .request: #"{"resource":"A","output":"out/a.json"}"#
+      case .files: #"{"connection":"c","action":"get","path":"p","local":"l"}"#
+      case .sql: #""SELECT 1""#
+      case .query: #"{"sql":"SELECT 1 AS n","output":"out/q.json","expect":{"n":{"min":1}}}"#
+      case .http:
+        #"{"base_url":"http://h/","query":{"a":"b"},"headers":{"X":"y"},"auth":{"bearer":"tok-123456789"},"load":{"table":"t","write":"merge","primary_key":["id"],"columns":{"id":"INTEGER"}},"paginate":{"cursor":{"from":"/next"},"max_pages":2},"incremental":{"cursor":"/u","param":"since","initial":0},"on_status":{"404":"empty"}}"#
+      case .parallel: #"{"steps":[{"sql":"SELECT 1"}]}"#
+      }
+    return (try? JSONValue(parsing: text)) ?? .null
+  }
+}
+
+/// A test's own precondition that does not hold.
+struct ManifestTestError: Error, CustomStringConvertible {
+  let description: String
+  init(_ description: String) { self.description = description }
 }
