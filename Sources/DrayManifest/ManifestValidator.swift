@@ -734,15 +734,18 @@ struct ManifestValidator {
     let remote = reader.string(f, "path")
     let local = f["local"].flatMap { filesLocalPath($0, f.path("local"), action: action, remote: remote) }
     let missingOK = reader.bool(f, "missing_ok") ?? f.defaultValue("missing_ok")
-    guard let connection, let action else { return nil }
-    if remote == nil && action != .list {
+    guard let action else { return nil }
+    // What the action needs is checked even when the connection is wrong: one pass.
+    var ok = connection != nil && (f["path"] == nil || remote != nil) && (f["local"] == nil || local != nil)
+    if f["path"] == nil && action != .list {
       reader.error(node.location, "missing required key 'path' in \(path) (the file on the server for '\(action.rawValue)')")
-      return nil
+      ok = false
     }
-    if local == nil && f["local"] == nil && (action == .get || action == .put) {
+    if f["local"] == nil && (action == .get || action == .put) {
       reader.error(node.location, "missing required key 'local' in \(path) (the local file for '\(action.rawValue)')")
-      return nil
+      ok = false
     }
+    guard ok, let connection else { return nil }
     return .files(FilesStep(connection: connection, action: action, path: remote ?? ".", local: local, missingOK: missingOK))
   }
 

@@ -37,4 +37,22 @@ import Testing
         "job.yaml:13:71: error: 'steps.http-3.http.incremental.lag' is not a duration: 'soon'; write a number and a unit: 500ms, 30s, 5m, 1h",
       ])
   }
+
+  /// A `files` step without its connection still says what its action needs.
+  @Test func aFilesStepNamesEveryMissingKey() {
+    let text = """
+      version: 1
+      job: j
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: u, password: password-1234 }
+      steps:
+        - files: { action: get }
+      """
+    #expect(
+      ManifestText.errors(text) == [
+        "job.yaml:6:12: error: missing required key 'connection' in steps.files-1.files",
+        "job.yaml:6:12: error: missing required key 'path' in steps.files-1.files (the file on the server for 'get')",
+        "job.yaml:6:12: error: missing required key 'local' in steps.files-1.files (the local file for 'get')",
+      ])
+  }
 }
