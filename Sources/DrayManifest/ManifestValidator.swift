@@ -670,12 +670,11 @@ struct ManifestValidator {
     case .http: kind = readHTTP(kindNode, kindPath)
     case .parallel: kind = readParallel(kindNode, kindPath, retry: stepRetry, timeouts: stepTimeouts)
     }
-    guard let kind else {
+    if let kind { noteSQL(kind, id: id, node: kindNode) }
+    guard let kind, idIsValid else {
       if kindName == .tableStream { hasBrokenLoader = true }
       return nil
     }
-    noteSQL(kind, id: id, node: kindNode)
-    guard idIsValid else { return nil }
     return Step(id: id, kind: kind, retry: stepRetry, timeouts: stepTimeouts, location: node.location, description: description)
   }
 

@@ -55,4 +55,24 @@ import Testing
         "job.yaml:6:12: error: missing required key 'local' in steps.files-1.files (the local file for 'get')",
       ])
   }
+
+  /// A loading step with a wrong id is still the step that loads its resource: a template
+  /// naming that resource gets no error of its own.
+  @Test func aWrongIdDoesNotMakeTemplatesOfItsResourceWrong() {
+    let text = """
+      version: 1
+      job: j
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: u, password: password-1234 }
+      database: { path: db.sqlite }
+      steps:
+        - id: load fruits
+          table_stream: { resource: FRUITS }
+        - sql: DELETE FROM {{ table "FRUITS" "output_table" }}
+      """
+    #expect(
+      ManifestText.errors(text) == [
+        "job.yaml:7:9: error: step id may hold letters, digits, '-', '_' and '.' only, found 'load fruits'"
+      ])
+  }
 }
