@@ -56,7 +56,8 @@ extension ManifestValidator {
         ok = false
       }
     }
-    if let paginate, load == nil, let node = f["paginate"] {
+    // Only when `load` is absent: a `load` with a problem of its own has said so.
+    if let paginate, f["load"] == nil, let node = f["paginate"] {
       switch paginate {
       case .offset:
         reader.error(node.location, "offset pagination counts the records of each page; add 'load' with 'records' to '\(path)'")
@@ -68,7 +69,13 @@ extension ManifestValidator {
         break
       }
     }
-    let jsonBody = if case .json? = body { true } else { false }
+    // A body with a problem of its own has said so.
+    let jsonBody =
+      switch body {
+      case .json?: true
+      case .form?: false
+      case nil: f["body"] != nil
+      }
     if case .bodyCursor? = paginate, !jsonBody, let node = f["paginate"] {
       reader.error(node.location, "'\(f.path("paginate")).cursor.body' sends the cursor inside the JSON body; add 'body: { json: ... }'")
       ok = false

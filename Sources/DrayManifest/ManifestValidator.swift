@@ -949,7 +949,7 @@ struct ManifestValidator {
             // Not quoted: such parameters run to many kilobytes.
             reader.error(
               at,
-              "step '\(stepID)': the parameters of {{ table \"\(reference.resource)\" \"\(reference.table)\" }} are not valid JSON (\(error.message)); "
+              "step '\(stepID)': the parameters of \(reference.written(parameters: false)) are not valid JSON (\(error.message)); "
                 + "write them as a JSON object in single quotes, such as '{\"region\":\"EU\"}'")
             continue
           } catch {
@@ -958,7 +958,7 @@ struct ManifestValidator {
           guard let parsed, case .object = parsed else {
             reader.error(
               at,
-              "step '\(stepID)': the parameters '\(text)' of {{ table \"\(reference.resource)\" \"\(reference.table)\" }} are not a JSON object; "
+              "step '\(stepID)': the parameters '\(text)' of \(reference.written(parameters: false)) are not a JSON object; "
                 + "write them as JSON in single quotes, such as '{\"region\":\"EU\"}'")
             continue
           }
@@ -966,8 +966,7 @@ struct ManifestValidator {
         }
         let canonical = params.canonicalJSON
         if hasBrokenLoader || loaded.contains(where: { $0.resource == reference.resource && $0.params == canonical }) { continue }
-        let shown = "{{ table \"\(reference.resource)\" \"\(reference.table)\"\(reference.paramsJSON.map { " '\($0)'" } ?? "") }}"
-        var message = "step '\(stepID)': \(shown) names "
+        var message = "step '\(stepID)': \(reference.written()) names "
         if let httpStep = httpTables[reference.resource], !resources.contains(reference.resource) {
           message +=
             "the table of http step '\(httpStep)', which is not a platform resource: write its name as it is, \"\(reference.resource.replacing("\"", with: "\"\""))\""

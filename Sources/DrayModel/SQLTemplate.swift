@@ -18,6 +18,15 @@ public struct SQLTemplate: Sendable, Hashable {
     public var paramsJSON: String?
     /// Offset of `{{` in the SQL text, in Unicode scalars.
     public var offset: Int
+
+    /// The reference as a template writes it, each argument's quote doubled inside it:
+    /// `{{ table "SAY ""HI""" "output_table" '{"region":"EU"}' }}`; without the parameters
+    /// when `parameters` is false.
+    public func written(parameters: Bool = true) -> String {
+      func quoted(_ text: String, _ quote: String) -> String { quote + text.replacing(quote, with: quote + quote) + quote }
+      let json = parameters ? paramsJSON.map { " " + quoted($0, "'") } ?? "" : ""
+      return "{{ table \(quoted(resource, "\"")) \(quoted(table, "\""))\(json) }}"
+    }
   }
 
   public enum Part: Sendable, Hashable {

@@ -29,6 +29,21 @@ import Testing
     #expect(error?.message == "unterminated string in template")
   }
 
+  /// Validation's messages write a reference as the template does, quotes doubled.
+  @Test func messagesWriteAReferenceAsTheTemplateDoes() {
+    let text = #"""
+      version: 1
+      job: j
+      database: { path: db.sqlite }
+      steps:
+        - sql: 'SELECT * FROM {{ table "SAY ""HI""" "it''s" }}'
+      """#
+    #expect(
+      ManifestText.errors(text) == [
+        #"job.yaml:5:25: error: step 'sql-1': {{ table "SAY ""HI""" "it's" }} names a resource that no table_stream step loads; add a table_stream step for SAY "HI" before this step, or, for a table another job loads, write the physical name that `dray tables DATABASE` prints"#
+      ])
+  }
+
   @Test(arguments: TargetDatabase.Kind.allCases)
   func aDoubledQuoteInATemplateArgumentIsOneQuote(kind: TargetDatabase.Kind) throws {
     let folder = TemporaryDirectory()

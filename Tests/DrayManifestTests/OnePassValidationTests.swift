@@ -75,4 +75,26 @@ import Testing
         "job.yaml:7:9: error: step id may hold letters, digits, '-', '_' and '.' only, found 'load fruits'"
       ])
   }
+
+  /// A `load` or a `body` with a problem of its own is not also reported missing by the
+  /// pagination that needs it.
+  @Test func aLoadOrBodyWithAProblemOfItsOwnIsNotAlsoMissing() {
+    let text = """
+      version: 1
+      job: j
+      database: { path: db.sqlite }
+      steps:
+        - http: { base_url: "http://h/", load: { table: t, write: merge, primary_key: [id, id] }, paginate: { offset: } }
+        - http:
+            base_url: "http://h/"
+            body: { json: { q: 1 }, form: { a: b } }
+            load: { table: u }
+            paginate: { cursor: { from: /next, body: /after } }
+      """
+    #expect(
+      ManifestText.errors(text) == [
+        "job.yaml:5:86: error: 'steps.http-1.http.load.primary_key' names 'id' twice; list each once",
+        "job.yaml:8:37: error: 'steps.http-2.http.body' takes 'json' or 'form', not both",
+      ])
+  }
 }
