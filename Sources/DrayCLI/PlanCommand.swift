@@ -236,7 +236,10 @@ struct JobPlan {
     }
     // A user name is no secret (masked with the rest when `secrets` lists it).
     if let auth = manifest.auth { rows.append(("auth", "user \(auth.username), password \(Redactor.mask)")) }
-    if let database = manifest.database?.path { rows.append(("database", manifest.resolve(database))) }
+    if let database = manifest.database?.path.map(manifest.resolve) {
+      let missing = Folders.firstMissing(holding: database).map { " (the folder \($0) does not exist: a run creates it)" }
+      rows.append(("database", database + (missing ?? "")))
+    }
     rows.append(
       ("downloads", manifest.resolve(manifest.download.path) + (manifest.download.resume ? ", resumed when broken" : ", not resumed")))
     rows.append(("journal", Runner.journalLocation(for: manifest)))

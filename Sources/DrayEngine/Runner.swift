@@ -110,6 +110,9 @@ public final class Runner {
       manifest: manifest, policy: manifest.retry, cancellation: cancellation, budget: retryBudget,
       record: { [console] in console.info(Runner.describe($0)) })
     let journal: any RunJournal
+    // Opening the journal creates an SQLite database's missing folders: said, as a path
+    // misspelt in the manifest would otherwise leave a new folder unnoticed.
+    let missingFolder = manifest.database?.path.flatMap { Folders.firstMissing(holding: manifest.resolve($0)) }
     do {
       if let target = manifest.database?.postgres {
         // Until the server answers: then the journal opens on a server that is up.
@@ -159,6 +162,9 @@ public final class Runner {
     if options.fresh { DownloadFolder(manifest).removeOwnFiles() }
 
     console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
+    if let missingFolder, let path = manifest.database?.path {
+      console.info("database: created the folder \(missingFolder), which did not exist (database.path: \(path))")
+    }
     let session = manifest.platform.flatMap { written in
       var platform = written
       // A relative CA file is relative to the job folder, like every path of a manifest.

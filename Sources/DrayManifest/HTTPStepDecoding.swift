@@ -36,6 +36,7 @@ extension ManifestValidator {
       ok = false
     }
 
+    if !checkParameters(f, paginate: paginate, incremental: incremental) { ok = false }
     if auth != nil, let pair = headerPair(f["headers"], named: "authorization") {
       reader.error(
         pair.key.location,
@@ -55,7 +56,8 @@ extension ManifestValidator {
         ok = false
       }
     }
-    if let paginate, load == nil, let node = f["paginate"] {
+    // Only when `load` is absent: a `load` with a problem of its own has said so.
+    if let paginate, f["load"] == nil, let node = f["paginate"] {
       switch paginate {
       case .offset:
         reader.error(node.location, "offset pagination counts the records of each page; add 'load' with 'records' to '\(path)'")
@@ -67,27 +69,13 @@ extension ManifestValidator {
         break
       }
     }
-    if let incremental, let paginate, let node = f["paginate"] {
-      // A parameter the pagination sets on every page, the first included, replaces the
-      // incremental cursor there (docs/http.md, "Which key sets a query parameter"), so the
-      // cursor would never be sent. (`cursor.param` sets it from the second page on: the
-      // first page sends the cursor, as Stripe-style pulls need.)
-      let everyPage: (key: String, name: String)? =
-        switch paginate {
-        case .page(let param, _): ("page.param", param)
-        case .offset(_, let limitParam, _, _): ("offset.limit_param", limitParam)
-        default: nil
-        }
-      if let everyPage, everyPage.name == incremental.param {
-        let kind = headerPair(node, named: everyPage.key.prefix { $0 != "." }.lowercased())
-        reader.error(
-          kind?.value.location ?? node.location,
-          "'\(f.path("paginate")).\(everyPage.key)' is '\(everyPage.name)', the parameter 'incremental.param' sends the cursor in; "
-            + "the pagination sets it on every page, so the cursor would never be sent: give one of them another name")
-        ok = false
+    // A body with a problem of its own has said so.
+    let jsonBody =
+      switch body {
+      case .json?: true
+      case .form?: false
+      case nil: f["body"] != nil
       }
-    }
-    let jsonBody = if case .json? = body { true } else { false }
     if case .bodyCursor? = paginate, !jsonBody, let node = f["paginate"] {
       reader.error(node.location, "'\(f.path("paginate")).cursor.body' sends the cursor inside the JSON body; add 'body: { json: ... }'")
       ok = false
@@ -105,11 +93,72 @@ extension ManifestValidator {
         incremental: incremental, more: more))
   }
 
+  /// Refuses a query parameter that two parts of an `http` step both send, so that each
+  /// request would carry it twice: `incremental.param`, and the parameters of `offset` and
+  /// `page` pagination, against each other and against `query`. (A cursor pagination's
+  /// `param` may be `incremental.param`: the next page's cursor replaces the first page's
+  /// value.)
+  /// - Returns: false after a diagnostic for each clash.
+  private mutating func checkParameters(
+    _ f: Fields, paginate: HTTPStep.Pagination?, incremental: HTTPStep.Incremental?
+  ) -> Bool {
+    func child(_ node: YAMLNode?, _ key: String) -> YAMLNode? {
+      guard let node, case .mapping(let pairs) = node.content else { return nil }
+      return pairs.first { $0.key.scalar?.text == key }?.value
+    }
+    // Each parameter dray sets: its name, the key that names it (its default when not
+    // given, placed at the block), and where the step's query should give its value instead.
+    var sent: [(name: String, key: String, node: YAMLNode?, instead: String)] = []
+    if let incremental {
+      let node = child(f["incremental"], "param")
+      sent.append((incremental.param, f.path("incremental.param"), node, "'\(f.path("incremental.initial"))' gives the first value"))
+    }
+    let pages = f["paginate"]
+    switch paginate {
+    case .offset(let param, let limitParam, _, _)?:
+      let block = child(pages, "offset")
+      let instead = "'start' and 'limit' of '\(f.path("paginate.offset"))' give its values"
+      sent.append((param, f.path("paginate.offset.param"), child(block, "param") ?? block ?? pages, instead))
+      sent.append((limitParam, f.path("paginate.offset.limit_param"), child(block, "limit_param") ?? block ?? pages, instead))
+    case .page(let param, _)?:
+      let block = child(pages, "page")
+      sent.append(
+        (
+          param, f.path("paginate.page.param"), child(block, "param") ?? block ?? pages,
+          "'\(f.path("paginate.page.start"))' gives the first page"
+        ))
+    case .next?, .linkHeader?, .cursor?, .lastRecord?, .bodyCursor?, nil:
+      break
+    }
+    var ok = true
+    for (i, later) in sent.enumerated() {
+      guard let earlier = sent[..<i].first(where: { $0.name == later.name }), let node = later.node else { continue }
+      reader.error(
+        node.location,
+        "'\(later.key)' is '\(later.name)', the parameter '\(earlier.key)' sends; each request would carry it twice: give each its own parameter"
+      )
+      ok = false
+    }
+    if case .mapping(let pairs) = f["query"]?.content {
+      for pair in pairs {
+        let name = pair.key.scalar?.text ?? ""
+        guard let owner = sent.first(where: { $0.name == name }) else { continue }
+        reader.error(
+          pair.key.location,
+          "'\(f.path("query")).\(name)' is the parameter '\(owner.key)' sends; each request would carry it twice: remove it from '\(f.path("query"))' (\(owner.instead))"
+        )
+        ok = false
+      }
+    }
+    return ok
+  }
+
   private mutating func readIncremental(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> HTTPStep.Incremental? {
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpIncremental) else { return nil }
+    var ok = true
     if format != .json {
       reader.error(node.location, "'\(path)' reads a JSON Pointer in each record; it needs format: json")
-      return nil
+      ok = false
     }
     let cursor = f.required("cursor", &reader).flatMap { readPointer($0, f.path("cursor")) }
     let param = reader.string(f, "param")
@@ -124,13 +173,14 @@ extension ManifestValidator {
       }
     }
     let lag = reader.duration(f, "lag")
-    if f["lag"] != nil && lag == nil { return nil }
-    if let lagNode = f["lag"], let initial, IncrementalCursor.Value(json: initial)?.isInstant != true {
+    if f["lag"] != nil && lag == nil {
+      ok = false
+    } else if let lagNode = f["lag"], let initial, IncrementalCursor.Value(json: initial)?.isInstant != true {
       reader.error(
         lagNode.location, "'\(f.path("lag"))' moves back an RFC 3339 instant; 'initial' is not one, such as 2024-01-01T00:00:00Z")
-      return nil
+      ok = false
     }
-    guard let cursor, let param, let initial else { return nil }
+    guard ok, let cursor, let param, let initial else { return nil }
     return HTTPStep.Incremental(cursor: cursor, param: param, initial: initial, lag: lag)
   }
 
@@ -235,6 +285,11 @@ extension ManifestValidator {
       let secret = QueryItem(name, "").isSecret
       let values: [YAMLNode]
       if case .sequence(let list) = pair.value.content { values = list } else { values = [pair.value] }
+      if values.isEmpty {
+        reader.error(
+          pair.value.location, "'\(path).\(name)' is an empty list, which sends nothing; give a value (\"\" for an empty one) or remove it")
+        ok = false
+      }
       for value in values {
         guard value.scalar != nil else {
           reader.error(value.location, "'\(path).\(name)' must be a value or a list of values, found \(value.kindDescription)")
@@ -353,8 +408,13 @@ extension ManifestValidator {
     let write = chosen ?? f.defaultValue("write")
     var primaryKey: [String] = []
     if let keyNode = f["primary_key"] {
-      primaryKey = reader.stringList(keyNode, f.path("primary_key")) ?? []
-      if primaryKey.isEmpty { columnsOK = false }
+      if let names = reader.nameList(
+        keyNode, f.path("primary_key"), whenEmpty: "list the record fields that identify a row, such as primary_key: [id]")
+      {
+        primaryKey = names
+      } else {
+        columnsOK = false
+      }
       if write != .merge {
         reader.error(keyNode.location, "'\(f.path("primary_key"))' is for write: merge; this load writes with \(write.rawValue)")
         columnsOK = false
@@ -467,15 +527,24 @@ extension ManifestValidator {
     _ node: YAMLNode, _ path: String, format: AnswerFormat, maxPages: inout Int?, more: inout RecordSelector?
   ) -> HTTPStep.Pagination? {
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpPaginate) else { return nil }
+    // Each part is read whatever the others hold: one pass names every problem.
     maxPages = reader.integer(f, "max_pages")
-    if f["max_pages"] != nil && maxPages == nil { return nil }
+    var ok = f["max_pages"] == nil || maxPages != nil
     if let moreNode = f["more"] {
       more = readSelector(moreNode, f.path("more"), format: format, relative: false, attribute: true)
-      if more == nil { return nil }
+      if more == nil { ok = false }
     }
     guard
       let kind = exactlyOne(HTTPStep.Pagination.Kind.self, in: f, path: path, explaining: "takes one way to find the next page;")
     else { return nil }
+    let pagination = readPaginationKind(kind, f, format: format)
+    return ok ? pagination : nil
+  }
+
+  /// The one way to find the next page that `f`, an `http` step's `paginate`, holds.
+  private mutating func readPaginationKind(_ kind: HTTPStep.Pagination.Kind, _ f: Fields, format: AnswerFormat)
+    -> HTTPStep.Pagination?
+  {
     let value = f[kind.rawValue]!
     switch kind {
     case .next:
@@ -504,7 +573,17 @@ extension ManifestValidator {
       guard let c = reader.fields(value, f.path("cursor"), keys: ManifestSchema.httpCursor) else { return nil }
       let param = reader.string(c, "param")
       if c["param"] != nil && param == nil { return nil }
-      if let lastNode = c["from_last_record"] {
+      guard
+        let source = exactlyOne(
+          ManifestSchema.CursorSource.self, in: c, path: c.path, explaining: "takes one place to read the next cursor;")
+      else { return nil }
+      if source == .lastRecord, let lastNode = c["from_last_record"] {
+        if let bodyNode = c["body"] {
+          reader.error(
+            bodyNode.location,
+            "'\(c.path("body"))' sends a cursor read with 'from'; 'from_last_record' sends its cursor as a parameter: drop one")
+          return nil
+        }
         guard format == .json else {
           reader.error(lastNode.location, "'\(c.path("from_last_record"))' is a JSON Pointer into a record; it needs format: json")
           return nil

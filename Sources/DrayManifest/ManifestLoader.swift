@@ -52,10 +52,12 @@ public struct ManifestLoader {
   /// Validates manifest `text` as if read from `path`, with relative paths under `directory`.
   /// - Throws: `ManifestError` listing every problem found.
   public func load(text: String, path: String, directory: String) throws(ManifestError) -> Manifest {
-    let root = try YAMLParser(file: path).parse(text)
+    // The YAML reader's problems (a duplicate key, a refused tag) do not stop validation:
+    // one pass names every problem.
+    let (root, problems) = try YAMLParser(file: path).parseKeepingProblems(text)
     guard let root else {
       throw ManifestError(
-        diagnostics: [
+        diagnostics: problems + [
           Diagnostic(
             SourceLocation(file: path, line: 1, column: 1), "the manifest is empty; it needs at least 'version', 'job' and 'steps'")
         ],
@@ -65,6 +67,7 @@ public struct ManifestLoader {
       path: path, directory: directory, environment: environment, root: root, source: text)
     validator.reader.secretsMayBeMissing = secretsMayBeMissing
     validator.recordsOnly = recordsOnly
+    validator.reader.diagnostics = problems + validator.reader.diagnostics
     if var manifest = validator.validate(), validator.reader.diagnostics.isEmpty {
       manifest.unresolvedSecrets = validator.reader.unresolvedSecrets
       return manifest

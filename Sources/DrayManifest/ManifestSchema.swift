@@ -146,7 +146,9 @@ public enum ManifestSchema {
   ]
 
   public static let database: [Key] = [
-    Key("path", .string(nonEmpty: true), "SQLite file, relative to the job folder; created when missing. Give this or 'url'."),
+    Key(
+      "path", .string(nonEmpty: true),
+      "SQLite file, relative to the job folder; created when missing, with its folder (the run says so). Give this or 'url'."),
     Key("url", .string(nonEmpty: true), "PostgreSQL database: postgresql://user@host:port/dbname?sslmode=...; a password in it is masked."),
     Key(
       "password", .string(nonEmpty: false),
@@ -374,6 +376,13 @@ public enum ManifestSchema {
     }
   }
 
+  /// Where an `http` step's `paginate.cursor` reads the next cursor, by its keys; a cursor
+  /// gives exactly one.
+  enum CursorSource: String, CaseIterable {
+    case from
+    case lastRecord = "from_last_record"
+  }
+
   public static let httpBasic: [Key] = [
     Key("username", .string(nonEmpty: true), required: true, "User name; shown as it is unless 'secrets' lists it."),
     Key("password", .string(nonEmpty: false), "Password; give this or 'password_file'."),
@@ -422,7 +431,7 @@ public enum ManifestSchema {
       case .offset: Key(kind.rawValue, .optional(.mapping(httpOffset)), "Offset and limit parameters; a short page is the last.")
       case .cursor:
         Key(
-          kind.rawValue, .mapping(httpCursor, rules: [.exactlyOne(["from", "from_last_record"])]),
+          kind.rawValue, .mapping(httpCursor, rules: [.exactlyOne(CursorSource.allCases.map(\.rawValue))]),
           "A cursor from the answer, or from its last record, sent back as a parameter.")
       case .page: Key(kind.rawValue, .optional(.mapping(httpPage)), "Page numbers sent as a parameter; an empty page is the last.")
       }

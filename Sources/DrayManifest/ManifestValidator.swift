@@ -1,5 +1,6 @@
 internal import DrayJSON
 internal import DrayModel
+internal import Foundation
 
 /// Turns a manifest's node tree into a `Manifest`, recording every problem on the way.
 ///
@@ -24,6 +25,9 @@ struct ManifestValidator {
   /// A `table_stream` step that did not read: templates may name what it would load, so
   /// "no step loads" is not said (it would only repeat that step's own error).
   private var hasBrokenLoader = false
+  /// Every step whose kind is known, read or not, in file order: what `checkRequirements`
+  /// needs, so that a step with a problem of its own still says which blocks it needs.
+  private var stepKinds: [(id: String, kind: StepKind.Name, location: SourceLocation)] = []
   /// The files steps write, for `checkKeptPaths`.
   var stepOutputs: [StepOutput] = []
   /// Read only the blocks that say where the job keeps its records
@@ -91,7 +95,7 @@ struct ManifestValidator {
       path: path, directory: directory, version: version ?? Manifest.supportedVersion, job: job ?? "", description: description,
       platform: platform, auth: auth, database: database, download: download, retry: retry,
       state: state, report: report, steps: steps, redactor: reader.redactor)
-    checkRequirements(manifest, top: top)
+    checkRequirements(top: top)
     checkTemplates(manifest)
     checkKeptPaths(manifest, top: top)
     manifest.redactor = reader.redactor
@@ -205,7 +209,7 @@ struct ManifestValidator {
   }
 
   private mutating func readJobName(_ node: YAMLNode) -> String? {
-    guard let name = reader.nonEmptyString(node, "job") else { return nil }
+    guard let name = reader.nonEmptyString(node, "job").map(Self.normalizedName) else { return nil }
     guard Self.isIdentifier(name) else {
       reader.error(node.location, "'job' may hold letters, digits, '-', '_' and '.' only (it names files), found '\(name)'")
       return nil
@@ -213,11 +217,25 @@ struct ManifestValidator {
     return name
   }
 
+  /// Whether `s` may name a job or a step: letters of any script (Unicode's Alphabetic
+  /// property, with their combining marks), the digits 0 to 9, `-`, `_` and `.`; not
+  /// starting with `.`; at most 128 bytes of UTF-8, so that a file named after it (the
+  /// lock, the journal, reports, a step's downloads) stays under the 255 bytes a file name
+  /// may have. Such a name needs no escaping in a path, and is quoted or escaped like any
+  /// text in SQL, XML, HTML and Prometheus labels. Read in NFC (`normalizedName`).
   static func isIdentifier(_ s: String) -> Bool {
-    !s.isEmpty && s.count <= 128 && !s.hasPrefix(".")
+    !s.isEmpty && s.utf8.count <= 128 && !s.hasPrefix(".")
       && s.unicodeScalars.allSatisfy {
-        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0))
+        $0.properties.isAlphabetic || $0.properties.generalCategory == .nonspacingMark
+          || $0.properties.generalCategory == .spacingMark || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)
       }
+  }
+
+  /// `name` in Unicode's composed form (NFC), as every name is kept: `é` typed as `e` and a
+  /// combining accent is the same step, in the journal and in every file, as `é` typed as one
+  /// character.
+  static func normalizedName(_ name: String) -> String {
+    name.precomposedStringWithCanonicalMapping
   }
 
   private mutating func readPlatform(_ node: YAMLNode) -> PlatformSettings? {
@@ -436,6 +454,12 @@ struct ManifestValidator {
       if let name = schema, name.utf8.count > 63 {
         reader.error(node.location, "'database.schema' has \(name.utf8.count) bytes; PostgreSQL names have at most 63")
         schema = nil
+      } else if let name = schema, Self.isSystemSchema(name) {
+        reader.error(
+          node.location,
+          "'database.schema': \(name) is a PostgreSQL system schema (information_schema, and every name starting with pg_); give the job's tables a schema of their own, such as public or staging"
+        )
+        schema = nil
       }
     }
     let timeouts = f["timeouts"].map { readDatabaseTimeouts($0) } ?? DatabaseTimeouts()
@@ -451,6 +475,14 @@ struct ManifestValidator {
     if let d = reader.duration(f, "idle") { t.idle = d }
     if let d = reader.duration(f, "statement") { t.statement = d }
     return t
+  }
+
+  /// PostgreSQL's own schemas: `information_schema` and every name starting with `pg_`
+  /// (`pg_catalog`, `pg_toast`, `pg_temp`, `pg_temp_3`, ...), a prefix PostgreSQL reserves
+  /// ("unacceptable schema name": CREATE SCHEMA refuses it). Compared as written: dray
+  /// quotes the schema, so `PG_DATA` is a user's schema.
+  static func isSystemSchema(_ name: String) -> Bool {
+    name == "information_schema" || name.hasPrefix("pg_")
   }
 
   private mutating func readDownload(_ node: YAMLNode) -> DownloadSettings? {
@@ -542,8 +574,16 @@ struct ManifestValidator {
     }
     var steps: [Step] = []
     for (index, item) in items.enumerated() {
+      // A step either decodes or is a diagnostic: one that did neither would vanish from
+      // validate, plan, run and the report alike.
+      let found = reader.diagnostics.count
       if let step = readStep(item, position: index + 1, retry: retry, timeouts: timeouts, group: group) {
         steps.append(step)
+      } else if reader.diagnostics.count == found {
+        reader.error(
+          item.location,
+          "\(stepLabel(id: nil, position: index + 1, group: group)) could not be read, yet no problem in it was named; this is a bug in dray: please report it with this step"
+        )
       }
     }
     return steps
@@ -568,7 +608,7 @@ struct ManifestValidator {
     var explicitID: String?
     var idIsValid = true
     if let idNode = pairs.first(where: { $0.key.scalar?.text == "id" })?.value {
-      if let value = reader.nonEmptyString(idNode, "id") {
+      if let value = reader.nonEmptyString(idNode, "id").map(Self.normalizedName) {
         if Self.isIdentifier(value) {
           explicitID = value
         } else {
@@ -630,17 +670,19 @@ struct ManifestValidator {
         "a parallel group cannot hold another parallel group; list its steps in the group '\(group!)' instead")
       return nil
     }
-    guard idIsValid else { return nil }
     // A member of a group without an id is named after the group, so that it cannot clash
-    // with a top-level step's default id: `all-sales.table_stream-2`.
+    // with a top-level step's default id: `all-sales.table_stream-2`. A step whose id is
+    // wrong is still read under its default id (one pass names its other problems too),
+    // and then dropped.
     let id = explicitID ?? (group.map { "\($0)." } ?? "") + "\(kindKey)-\(position)"
     let idLocation = f["id"]?.location ?? node.location
-    if let first = stepIDs[id] {
+    if idIsValid, let first = stepIDs[id] {
       let owner = first.isDefault ? " (the default id of the step there)" : ""
       reader.error(idLocation, "duplicate step id '\(id)'; it is already used at line \(first.location.line)\(owner)")
-    } else {
+    } else if idIsValid {
       stepIDs[id] = (idLocation, explicitID == nil)
     }
+    stepKinds.append((id, kindName, node.location))
     let description = f["description"].flatMap { reader.string($0, "steps.\(id).description") }
     let stepRetry = f["retry"].map { readRetry($0, "steps.\(id).retry", base: retry, jobWide: false) } ?? retry
     let stepTimeouts = f["timeouts"].flatMap { readTimeouts($0, "steps.\(id).timeouts", base: timeouts) } ?? timeouts
@@ -657,18 +699,23 @@ struct ManifestValidator {
     case .http: kind = readHTTP(kindNode, kindPath)
     case .parallel: kind = readParallel(kindNode, kindPath, retry: stepRetry, timeouts: stepTimeouts)
     }
-    guard let kind else {
+    if let kind { noteSQL(kind, id: id, node: kindNode) }
+    guard let kind, idIsValid else {
       if kindName == .tableStream { hasBrokenLoader = true }
       return nil
     }
-    noteSQL(kind, id: id, node: kindNode)
     return Step(id: id, kind: kind, retry: stepRetry, timeouts: stepTimeouts, location: node.location, description: description)
   }
 
   private mutating func readSchemes(_ node: YAMLNode, _ path: String) -> StepKind? {
     if let s = node.scalar, s.style == .plain, CoreSchema.resolve(s.text) == .null { return .schemes(SchemesStep()) }
     guard let f = reader.fields(node, path, keys: ManifestSchema.schemes) else { return nil }
-    let resources = f["resources"].flatMap { reader.stringList($0, f.path("resources")) }
+    var resources: [String]?
+    if let node = f["resources"] {
+      resources = reader.nameList(
+        node, f.path("resources"), whenEmpty: "list the resources whose tables to create, or drop 'resources' for every readable resource")
+      if resources == nil { return nil }
+    }
     return .schemes(SchemesStep(resources: resources))
   }
 
@@ -715,17 +762,18 @@ struct ManifestValidator {
     let remote = reader.string(f, "path")
     let local = f["local"].flatMap { filesLocalPath($0, f.path("local"), action: action, remote: remote) }
     let missingOK = reader.bool(f, "missing_ok") ?? f.defaultValue("missing_ok")
-    guard let connection, let action else { return nil }
-    // An empty or mistyped path is reported where it is written, once.
+    guard let action else { return nil }
+    // What the action needs is checked even when the connection is wrong: one pass.
+    var ok = connection != nil && (f["path"] == nil || remote != nil) && (f["local"] == nil || local != nil)
     if f["path"] == nil && action != .list {
       reader.error(node.location, "missing required key 'path' in \(path) (the file on the server for '\(action.rawValue)')")
-      return nil
+      ok = false
     }
-    if local == nil && f["local"] == nil && (action == .get || action == .put) {
+    if f["local"] == nil && (action == .get || action == .put) {
       reader.error(node.location, "missing required key 'local' in \(path) (the local file for '\(action.rawValue)')")
-      return nil
+      ok = false
     }
-    guard remote != nil || f["path"] == nil else { return nil }
+    guard ok, let connection else { return nil }
     return .files(FilesStep(connection: connection, action: action, path: remote ?? ".", local: local, missingOK: missingOK))
   }
 
@@ -854,32 +902,34 @@ struct ManifestValidator {
 
   /// Steps that talk to the platform need `platform` and `auth`; steps on tables need
   /// `database`. Each missing block is reported once, at the first step that needs it.
-  private mutating func checkRequirements(_ manifest: Manifest, top: Fields) {
-    let steps = manifest.allSteps
-    let callsPlatform: (Step) -> Bool = {
-      switch $0.kind {
+  /// Every step counts, read or not (`stepKinds`): a step's own problem does not hide a
+  /// missing block.
+  private mutating func checkRequirements(top: Fields) {
+    let callsPlatform: (StepKind.Name) -> Bool = {
+      switch $0 {
       case .schemes, .tableStream, .table, .request, .files: true
       case .sql, .query, .http, .parallel: false
       }
     }
-    let usesDatabase: (Step) -> Bool = {
-      switch $0.kind {
+    let usesDatabase: (StepKind.Name) -> Bool = {
+      switch $0 {
       case .schemes, .tableStream, .sql, .query: true
       case .table, .request, .files, .http, .parallel: false
       }
     }
-    if let step = steps.first(where: callsPlatform) {
+    if let step = stepKinds.first(where: { callsPlatform($0.kind) }) {
       let missing = ["platform", "auth"].filter { top[$0] == nil }
       if !missing.isEmpty {
         let blocks =
           missing.count == 2 ? "the 'platform' and 'auth' blocks" : missing[0] == "auth" ? "an 'auth' block" : "a 'platform' block"
-        reader.error(step.location, "step '\(step.id)' (\(step.kindName)) calls the platform; add \(blocks)")
+        reader.error(step.location, "step '\(step.id)' (\(step.kind.rawValue)) calls the platform; add \(blocks)")
       }
     }
-    if top["database"] == nil, let step = steps.first(where: usesDatabase) {
+    if top["database"] == nil, let step = stepKinds.first(where: { usesDatabase($0.kind) }) {
       reader.error(
         step.location,
-        "step '\(step.id)' (\(step.kindName)) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)")
+        "step '\(step.id)' (\(step.kind.rawValue)) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)"
+      )
     }
   }
 
@@ -928,7 +978,7 @@ struct ManifestValidator {
             // Not quoted: such parameters run to many kilobytes.
             reader.error(
               at,
-              "step '\(stepID)': the parameters of {{ table \"\(reference.resource)\" \"\(reference.table)\" }} are not valid JSON (\(error.message)); "
+              "step '\(stepID)': the parameters of \(reference.written(parameters: false)) are not valid JSON (\(error.message)); "
                 + "write them as a JSON object in single quotes, such as '{\"region\":\"EU\"}'")
             continue
           } catch {
@@ -937,7 +987,7 @@ struct ManifestValidator {
           guard let parsed, case .object = parsed else {
             reader.error(
               at,
-              "step '\(stepID)': the parameters '\(text)' of {{ table \"\(reference.resource)\" \"\(reference.table)\" }} are not a JSON object; "
+              "step '\(stepID)': the parameters '\(text)' of \(reference.written(parameters: false)) are not a JSON object; "
                 + "write them as JSON in single quotes, such as '{\"region\":\"EU\"}'")
             continue
           }
@@ -945,8 +995,7 @@ struct ManifestValidator {
         }
         let canonical = params.canonicalJSON
         if hasBrokenLoader || loaded.contains(where: { $0.resource == reference.resource && $0.params == canonical }) { continue }
-        let shown = "{{ table \"\(reference.resource)\" \"\(reference.table)\"\(reference.paramsJSON.map { " '\($0)'" } ?? "") }}"
-        var message = "step '\(stepID)': \(shown) names "
+        var message = "step '\(stepID)': \(reference.written()) names "
         if let httpStep = httpTables[reference.resource], !resources.contains(reference.resource) {
           message +=
             "the table of http step '\(httpStep)', which is not a platform resource: write its name as it is, \"\(reference.resource.replacing("\"", with: "\"\""))\""

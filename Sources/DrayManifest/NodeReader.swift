@@ -247,16 +247,34 @@ struct NodeReader {
     return nil
   }
 
-  mutating func stringList(_ node: YAMLNode, _ path: String) -> [String]? {
+  /// A list of non-empty strings, each named once: the lists of names whose emptiness
+  /// means nothing (`primary_key`, `schemes.resources`); nil, with a diagnostic, when any
+  /// entry is wrong, one is repeated or the list is empty.
+  /// - Parameter whenEmpty: what to write instead of an empty list, for its message.
+  mutating func nameList(_ node: YAMLNode, _ path: String, whenEmpty: String) -> [String]? {
     guard case .sequence(let items) = node.content else {
       error(node.location, "\(Self.label(path)) must be a list, found \(node.kindDescription)")
       return nil
     }
-    var out: [String] = []
-    for (i, item) in items.enumerated() {
-      if let s = nonEmptyString(item, "\(path)[\(i)]") { out.append(s) }
+    guard !items.isEmpty else {
+      error(node.location, "\(Self.label(path)) is empty; \(whenEmpty)")
+      return nil
     }
-    return out
+    var out: [String] = []
+    var ok = true
+    for (i, item) in items.enumerated() {
+      guard let s = nonEmptyString(item, "\(path)[\(i)]") else {
+        ok = false
+        continue
+      }
+      if out.contains(s) {
+        error(item.location, "\(Self.label(path)) names '\(s)' twice; list each once")
+        ok = false
+        continue
+      }
+      out.append(s)
+    }
+    return ok ? out : nil
   }
 
   /// Any node as JSON: mappings become objects, lists arrays, plain scalars their core-schema
@@ -283,6 +301,13 @@ struct NodeReader {
       return .array(out)
     case .scalar:
       guard let (value, text) = resolved(node, path, secret: secret) else { return nil }
+      if let written = Self.leadingZerosDropped(value, text) {
+        error(
+          node.location,
+          "\(Self.label(path)): \(text) is a number with leading zeros, which would be sent as the number \(written); quote it to send the text \"\(text)\", or write \(written)"
+        )
+        return nil
+      }
       switch value {
       case .null: return .null
       case .bool(let b): return .bool(b)
@@ -306,6 +331,24 @@ struct NodeReader {
       return nil
     }
     return json(node, path)
+  }
+
+  /// The JSON number a plain scalar with leading zeros becomes (`02142` → 2142, `0008` → 8,
+  /// `01.50` → 1.5), when the core schema reads it as a number: the text is likely meant as
+  /// it stands (a postal code, an id), and JSON has no number that keeps the zeros. Nil for
+  /// any other scalar (`42`, `0`, `-1.5`, `0.25`, `+7`, `1e3`; `0x1F` and `0o17`, another
+  /// base on purpose).
+  static func leadingZerosDropped(_ value: CoreSchema.Resolved, _ text: String) -> String? {
+    let digits = text.drop { $0 == "-" || $0 == "+" }
+    guard digits.count > 1, digits.hasPrefix("0"), digits.dropFirst().first?.isNumber == true else { return nil }
+    switch value {
+    case .integer(let i):
+      return i.map(String.init) ?? (text.hasPrefix("-") ? "-" : "") + digits.drop { $0 == "0" }
+    case .float(let d):
+      return "\(d)"
+    case .null, .bool, .string:
+      return nil
+    }
   }
 
   private static func isJSONNumber(_ text: String) -> Bool {

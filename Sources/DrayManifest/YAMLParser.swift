@@ -44,6 +44,18 @@ public struct YAMLParser {
   /// - Returns: the root, or nil for an empty document.
   /// - Throws: `ManifestError` with every problem found (syntax errors stop the parse).
   public func parse(_ source: String) throws(ManifestError) -> YAMLNode? {
+    let (root, problems) = try parseKeepingProblems(source)
+    if !problems.isEmpty { throw ManifestError(diagnostics: problems, source: source) }
+    return root
+  }
+
+  /// Parses `source` into its single document's root node, with the problems found in a
+  /// document that parsed (a duplicate key, a refused tag or merge key: each dropped from
+  /// the tree), so that validation can read the rest in the same pass.
+  /// - Returns: the root, or nil for an empty document, and those problems.
+  /// - Throws: `ManifestError` when the document does not parse (a syntax error, an alias
+  ///   bomb, too deep a nesting), with every problem found before.
+  func parseKeepingProblems(_ source: String) throws(ManifestError) -> (root: YAMLNode?, problems: [Diagnostic]) {
     var text = source
     if text.hasPrefix("\u{FEFF}") { text.removeFirst() }
     var builder = Builder(file: file)
@@ -70,10 +82,7 @@ public struct YAMLParser {
     if let failure {
       throw ManifestError(diagnostics: builder.diagnostics + [failure], source: text)
     }
-    if !builder.diagnostics.isEmpty {
-      throw ManifestError(diagnostics: builder.diagnostics, source: text)
-    }
-    return builder.root
+    return (builder.root, builder.diagnostics)
   }
 
   /// - Parameter lastScalar: where the last non-empty scalar before the error started

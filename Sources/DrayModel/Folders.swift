@@ -19,6 +19,17 @@ public struct FolderError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 public enum Folders {
+  /// The first folder on the way to `path` that does not exist (what `create(holding:)`
+  /// would make first), or nil when the folder holding `path` exists.
+  public static func firstMissing(holding path: String) -> String? {
+    var folder = path.hasPrefix("/") ? "" : "."
+    for component in (path as NSString).deletingLastPathComponent.split(separator: "/") {
+      folder += "/" + component
+      if !FileManager.default.fileExists(atPath: folder) { return folder }
+    }
+    return nil
+  }
+
   /// `mkdir -p` of the folder holding `path` (mode 0755, less the umask), one component at a
   /// time, so that a failure names the folder it met and the system's reason.
   /// - Throws: `FolderError`.

@@ -6,7 +6,9 @@
 ///     SELECT * FROM {{ table "SALES" "output_table" '{"region":"EU"}' }}
 ///
 /// The optional third argument is the parameters object as JSON, in single quotes; without
-/// it the default (empty) parameters are meant.
+/// it the default (empty) parameters are meant. Inside an argument, its quote doubled stands
+/// for one, as in SQL: `{{ table "SAY ""HI""" "output_table" }}` names the resource
+/// `SAY "HI"`, and `'{"note":"it''s"}'` the parameters `{"note":"it's"}`.
 public struct SQLTemplate: Sendable, Hashable {
   /// A reference to one physical table.
   public struct TableReference: Sendable, Hashable {
@@ -16,6 +18,15 @@ public struct SQLTemplate: Sendable, Hashable {
     public var paramsJSON: String?
     /// Offset of `{{` in the SQL text, in Unicode scalars.
     public var offset: Int
+
+    /// The reference as a template writes it, each argument's quote doubled inside it:
+    /// `{{ table "SAY ""HI""" "output_table" '{"region":"EU"}' }}`; without the parameters
+    /// when `parameters` is false.
+    public func written(parameters: Bool = true) -> String {
+      func quoted(_ text: String, _ quote: String) -> String { quote + text.replacing(quote, with: quote + quote) + quote }
+      let json = parameters ? paramsJSON.map { " " + quoted($0, "'") } ?? "" : ""
+      return "{{ table \(quoted(resource, "\"")) \(quoted(table, "\""))\(json) }}"
+    }
   }
 
   public enum Part: Sendable, Hashable {
@@ -107,11 +118,19 @@ public struct SQLTemplate: Sendable, Hashable {
         throw SyntaxError(offset: offset, message: "template arguments are quoted strings: {{ table \"RESOURCE\" \"TABLE\" }}")
       }
       rest = rest.dropFirst()
-      guard let close = rest.firstIndex(of: quote) else {
-        throw SyntaxError(offset: offset, message: "unterminated string in template")
+      // A quote doubled inside an argument is one quote, as SQL writes it: "say ""hi""".
+      var argument = ""
+      while true {
+        guard let close = rest.firstIndex(of: quote) else {
+          throw SyntaxError(offset: offset, message: "unterminated string in template")
+        }
+        argument += rest[..<close]
+        rest = rest[rest.index(after: close)...]
+        guard rest.first == quote else { break }
+        argument.append(quote)
+        rest = rest.dropFirst()
       }
-      arguments.append((String(rest[..<close]), quote))
-      rest = rest[rest.index(after: close)...]
+      arguments.append((argument, quote))
       skipSpaces()
     }
     guard arguments.count == 2 || arguments.count == 3 else {

@@ -50,6 +50,7 @@ import Testing
     #expect(
       messages == [
         "run RUN of job console",
+        "database: created the folder JOB/data, which did not exist (database.path: data/db.sqlite)",
         "step schemes: schemes FRUITS, COUNTRIES",
         "step schemes: ok in N.NNs",
         "step countries: table_stream COUNTRIES",
@@ -196,7 +197,7 @@ import Testing
       #expect(Self.controlCharacters(result.stdout) == [], "\(result.stdout.debugDescription)")
       #expect(Self.controlCharacters(result.stderr) == [], "\(result.stderr.debugDescription)")
       // Every line of standard error is one of dray's, stamped with the time of writing.
-      let stamp = try Regex(#"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z (run |step |error: |report: )"#)
+      let stamp = try Regex(#"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z (run |database: |step |error: |report: )"#)
       #expect(result.stderr.split(separator: "\n").allSatisfy { $0.prefixMatch(of: stamp) != nil }, "\(result.stderr)")
       #expect(!result.output.split(separator: "\n").contains { $0.hasPrefix("job fj") || $0.hasPrefix("2026-11-30T12:00:00.000Z") })
     }

@@ -118,7 +118,7 @@ import Testing
           tls        verify certificates
           headers    Authorization: ***, X-Trace: on
           auth       user plan-user, password ***
-          database   \(dir)/data/db.sqlite
+          database   \(dir)/data/db.sqlite (the folder \(dir)/data does not exist: a run creates it)
           downloads  \(dir)/.dray/downloads, resumed when broken
           journal    \(dir)/data/db.sqlite
           report     \(dir)/.dray/reports/plan-test-{run_id}.json (json)

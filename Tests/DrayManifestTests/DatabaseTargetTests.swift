@@ -100,4 +100,18 @@ import Testing
   func badDatabaseBlocksAreRefused(block: String, message: String) {
     #expect(errors(block) == [message])
   }
+
+  /// PostgreSQL's own schemas are no place for a job's tables (issue 25); the schema is
+  /// quoted, so a name in other letter case is a user's.
+  @Test func aSystemSchemaIsRefused() throws {
+    for schema in ["pg_catalog", "information_schema", "pg_toast", "pg_temp", "pg_temp_3", "pg_anything"] {
+      #expect(
+        errors("  url: postgresql://db/w\n  schema: \(schema)") == [
+          "'database.schema': \(schema) is a PostgreSQL system schema (information_schema, and every name starting with pg_); give the job's tables a schema of their own, such as public or staging"
+        ])
+    }
+    for schema in ["PG_CATALOG", "Information_Schema", "staging", "pgx"] {
+      #expect(try load("  url: postgresql://db/w\n  schema: \(schema)").database?.postgres?.schema == schema)
+    }
+  }
 }

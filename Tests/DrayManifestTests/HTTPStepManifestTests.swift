@@ -266,8 +266,8 @@ import Testing
       """)
     #expect(
       found == [
-        "job.yaml:5:72: error: 'steps.http-1.http.paginate.page.param' is 'after', the parameter 'incremental.param' sends the cursor in; the pagination sets it on every page, so the cursor would never be sent: give one of them another name",
-        "job.yaml:6:74: error: 'steps.http-2.http.paginate.offset.limit_param' is 'after', the parameter 'incremental.param' sends the cursor in; the pagination sets it on every page, so the cursor would never be sent: give one of them another name",
+        "job.yaml:5:81: error: 'steps.http-1.http.paginate.page.param' is 'after', the parameter 'steps.http-1.http.incremental.param' sends; each request would carry it twice: give each its own parameter",
+        "job.yaml:6:89: error: 'steps.http-2.http.paginate.offset.limit_param' is 'after', the parameter 'steps.http-2.http.incremental.param' sends; each request would carry it twice: give each its own parameter",
       ])
     let stripe = try load(
       "  - http: { base_url: http://h/, load: { table: t }, paginate: { cursor: { param: after, from_last_record: /id } }, \(cursor) }\n")
