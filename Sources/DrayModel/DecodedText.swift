@@ -19,8 +19,8 @@ internal import Glibc
 ///   closed by `;`.
 ///
 /// Every `+` reads as a space, in the text and in the patterns alike (`canonical(_:)`): a
-/// form body writes a space as `+` (HTML 5 §4.10.21.8, Python's `quote_plus`), and a
-/// secret's `+` written as is must still match.
+/// form body writes a space as `+` (the URL Standard, §5, "application/x-www-form-urlencoded";
+/// Python's `quote_plus`), and a secret's `+` written as is must still match.
 struct DecodedText {
   /// The text's UTF-8 bytes, escapes undone, `+` read as a space.
   private(set) var bytes: [UInt8]
