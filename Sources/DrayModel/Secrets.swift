@@ -19,11 +19,11 @@ public struct Redactor: Sendable {
   /// A secret with fewer characters than this is short: it is masked only where it stands
   /// as a whole word (the characters just before and after it, once escapes are undone, are
   /// no letter, digit or `_`). Masking it inside words would hide ordinary words in every
-  /// line (the sample password `test123` of the platform's example apps is safe to mask
-  /// anywhere, but a listed user name `test` would turn `contest` into `con***`) and tell a
-  /// reader what it is; a secret where it is the secret stands alone: `password=test123&`,
+  /// line (a listed user name `test` would turn `contest` into `con***`) and tell a reader
+  /// what it is; where it is the secret, it stands alone: `password=test123&`,
   /// `"password": "abc"`, `you sent abc`. 8 is the least length NIST SP 800-63B (§5.1.1.1)
-  /// allows for a memorized secret a user chooses; shorter ones are a platform's samples.
+  /// allows for a memorized secret a user chooses; shorter ones are a platform's samples
+  /// (the example apps' `test123`).
   public static let shortLength = 8
 
   /// How many layers of escaping `redact(_:)` undoes: a server may escape a secret once
