@@ -276,6 +276,25 @@ ENCODINGS = {
     "html_hex_upper": lambda s: _html(s, lambda c: "&#x%X;" % ord(c)),
     "base64": lambda s: base64.b64encode(s.encode()).decode(),
     "base64_url": lambda s: base64.urlsafe_b64encode(s.encode()).decode(),
+    # Every character as a reference, ASCII letters too: decimal, decimal with leading zeros,
+    # hexadecimal in lower case with leading zeros, hexadecimal in capitals after `&#X`.
+    "html_all_decimal": lambda s: "".join("&#%d;" % ord(c) for c in s),
+    "html_all_decimal_zeros": lambda s: "".join("&#%07d;" % ord(c) for c in s),
+    "html_all_hex": lambda s: "".join("&#x%04x;" % ord(c) for c in s),
+    "html_all_hex_upper": lambda s: "".join("&#X%X;" % ord(c) for c in s),
+    # JavaScript's encodeURI: reserved characters and `#` kept, the rest percent-encoded.
+    "encode_uri": lambda s: urllib.parse.quote(s, safe=";,/?:@&=+$-_.!~*'()#"),
+    # Applied twice, as a server quoting an echo it escaped already does.
+    "json_twice": lambda s: json.dumps(json.dumps(s)),
+    "json_utf8_twice": lambda s: json.dumps(json.dumps(s, ensure_ascii=False), ensure_ascii=False),
+    "quote_twice": lambda s: urllib.parse.quote(urllib.parse.quote(s, safe=""), safe=""),
+    "encode_uri_twice": lambda s: urllib.parse.quote(urllib.parse.quote(s, safe=";,/?:@&=+$-_.!~*'()#"), safe=";,/?:@&=+$-_.!~*'()#"),
+    "html_twice": lambda s: html.escape(html.escape(s)),
+    "html_all_hex_twice": lambda s: html.escape("".join("&#x%x;" % ord(c) for c in s)),
+    # One encoding inside another: a JSON echo percent-encoded into a URL, a form value in JSON.
+    "quote_of_json": lambda s: urllib.parse.quote(json.dumps(s), safe=""),
+    "json_of_quote_plus": lambda s: json.dumps(urllib.parse.quote_plus(s, safe="")),
+    "html_of_json": lambda s: html.escape(json.dumps(s)),
 }
 
 

@@ -89,7 +89,8 @@ public enum ManifestSchema {
     Key("description", .string(nonEmpty: false), "What the job is for, for people."),
     Key(
       "secrets", .list(.string(nonEmpty: true)),
-      "Environment variables (NAME or ${NAME}) and ${...} values to mask in every output; each value has at least 8 characters."),
+      "Environment variables (NAME or ${NAME}) and ${...} values to mask in every output; under 8 characters, as whole words."
+    ),
     Key("platform", .mapping(platform), "The platform server to sign in to (the SDK's initWithCredentials)."),
     Key("auth", .mapping(auth, rules: [.exactlyOne(["password", "password_file"])]), "Credentials (the SDK's auth)."),
     Key(

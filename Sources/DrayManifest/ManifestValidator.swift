@@ -62,7 +62,7 @@ struct ManifestValidator {
     for item in secretItems {
       if let name = item.name {
         if let value = reader.interpolator.environment[name] {
-          reader.addSecret(value, "secrets", at: item.node.location, subject: "'secrets': \(name)")
+          reader.redactor.add(value)
         } else if !reader.secretsMayBeMissing {
           // A misspelt name would otherwise mask nothing, silently.
           reader.error(
@@ -369,7 +369,7 @@ struct ManifestValidator {
           node.location, "'\(path)': file '\(file)' is empty; write the secret in it (an empty password is written password: \"\")")
         return nil
       }
-      reader.addSecret(value, path, at: node.location)
+      reader.redactor.add(value)
       return value
     } catch .nulInFile {
       reader.error(node.location, "'\(path)': file '\(file)' holds a NUL character (U+0000), which would cut the secret short; remove it")
@@ -424,8 +424,7 @@ struct ManifestValidator {
   }
 
   /// `database.url`, checked with `PostgresURL`, with `password` and `schema`; the URL's
-  /// password and `database.password` are secrets, each at least `Redactor.minimumLength`
-  /// characters. Every problem is reported.
+  /// password and `database.password` are secrets. Every problem is reported.
   private mutating func readPostgres(_ f: Fields, _ urlNode: YAMLNode) -> PostgresTarget? {
     var url: PostgresURL?
     if let text = reader.nonEmptyString(urlNode, "database.url") {
@@ -433,14 +432,11 @@ struct ManifestValidator {
         url = try PostgresURL(text)
       } catch {
         // The source line is shown with the error: mask what looks like a password first.
-        if let password = PostgresURL.passwordText(in: text) { reader.redactor.add(password) }
+        for password in PostgresURL.passwordTexts(in: text) { reader.redactor.add(password) }
         reader.error(urlNode.location, "'database.url': \(error.message)")
       }
     }
-    if let password = url?.password {
-      // The same minimum as every secret: masking a short password would hide ordinary words.
-      reader.addSecret(password, "database.url", at: urlNode.location, subject: "'database.url' (its password)")
-    }
+    if let password = url?.password { reader.redactor.add(password) }
     var password: String?
     if let node = f["password"] {
       password = reader.string(node, "database.password", secret: true)

@@ -14,8 +14,6 @@ struct NodeReader {
   /// `unresolved` and its key is added to `unresolvedSecrets`.
   var secretsMayBeMissing = false
   var unresolvedSecrets: [String] = []
-  /// Secrets refused as too short (`addSecret`), so that each is refused once.
-  private var shortSecrets: Set<String> = []
   /// What an unresolved credential reads as.
   static let unresolved = "(not set)"
 
@@ -25,25 +23,6 @@ struct NodeReader {
 
   mutating func error(_ location: SourceLocation, _ message: String) {
     diagnostics.append(Diagnostic(location, message))
-  }
-
-  /// Registers `value`, a secret read at `path`, for masking; a value shorter than
-  /// `Redactor.minimumLength` is refused there (its length said, never its text), since
-  /// masking it would hide ordinary words. An empty value has nothing to mask or show.
-  /// - Parameter subject: how the message names the value; `'path'` by default.
-  mutating func addSecret(_ value: String, _ path: String, at location: SourceLocation, subject: String? = nil) {
-    guard !value.isEmpty else { return }
-    guard value.count >= Redactor.minimumLength else {
-      // Said once, where the value is first read (the `secrets` entry before its uses).
-      guard !shortSecrets.contains(value) else { return }
-      shortSecrets.insert(value)
-      error(
-        location,
-        "\(subject ?? Self.label(path)) holds a secret of \(value.count) character\(value.count == 1 ? "" : "s"); a secret needs at least \(Redactor.minimumLength), or masking it would hide ordinary words in every output (a password 'test' would turn 'contest' into 'con***'); use a longer one"
-      )
-      return
-    }
-    redactor.add(value)
   }
 
   // MARK: Mappings
@@ -86,7 +65,7 @@ struct NodeReader {
 
   /// The node's text after interpolation, or nil (with a diagnostic) when it is not a scalar.
   /// - Parameters:
-  ///   - secret: the value is a secret, masked in every output (`addSecret`).
+  ///   - secret: the value is a secret, masked in every output (`Redactor`).
   ///   - credential: the value is part of a credential that may stay unresolved
   ///     (`secretsMayBeMissing`) although it is no secret itself, as a user name.
   mutating func text(_ node: YAMLNode, _ path: String, secret: Bool = false, credential: Bool = false) -> (
@@ -98,8 +77,8 @@ struct NodeReader {
     }
     do {
       let result = try interpolator.resolve(scalar.text)
-      for part in result.secretParts { addSecret(part, path, at: node.location) }
-      if secret { addSecret(result.value, path, at: node.location) }
+      for part in result.secretParts { redactor.add(part) }
+      if secret { redactor.add(result.value) }
       // C libraries (SQLite, libcurl, the file system) read U+0000 as the end of the text:
       // `DELETE FROM t\0 WHERE ...` would run as `DELETE FROM t`. The value is never quoted.
       guard !Interpolator.holdsNUL(result.value) else {

@@ -299,6 +299,18 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     return password.isEmpty ? nil : String(password)
   }
 
+  /// Every password written in `text`, a URL that may not parse: the user part's
+  /// (`passwordText(in:)`) and the value of each `password=` query parameter, as written.
+  /// What to register for masking before the line holding a malformed URL is quoted.
+  public static func passwordTexts(in text: String) -> [String] {
+    var found = passwordText(in: text).map { [$0] } ?? []
+    guard let query = text.firstIndex(of: "?") else { return found }
+    for pair in text[text.index(after: query)...].split(separator: "&") where pair.hasPrefix("password=") {
+      found.append(String(pair.dropFirst("password=".count)))
+    }
+    return found
+  }
+
   /// `text`, a URL that may not parse, as it may be shown: its user-part password and the
   /// value of a `password=` parameter masked as `***`.
   public static func masked(_ text: String) -> String {

@@ -16,16 +16,33 @@ public struct Redactor: Sendable {
   /// What a secret is replaced with.
   public static let mask = "***"
 
-  /// The fewest characters a secret of the manifest may have (validation refuses shorter
-  /// ones, naming the key). Masking a shorter value would hide ordinary words in every line
-  /// (a password `test` turns `contest` into `con***`) while telling a reader what it is; 8
-  /// is the least length NIST SP 800-63B (§5.1.1.1) allows for a memorized secret.
-  public static let minimumLength = 8
+  /// A secret with fewer characters than this is short: it is masked only where it stands
+  /// as a whole word (the characters just before and after it, once escapes are undone, are
+  /// no letter, digit or `_`). Masking it inside words would hide ordinary words in every
+  /// line (a listed user name `test` would turn `contest` into `con***`) and tell a reader
+  /// what it is; where it is the secret, it stands alone: `password=test123&`,
+  /// `"password": "abc"`, `you sent abc`. 8 is the least length NIST SP 800-63B (§5.1.1.1)
+  /// allows for a memorized secret a user chooses; shorter ones are a platform's samples
+  /// (the example apps' `test123`).
+  public static let shortLength = 8
 
-  /// Secret values and their wire forms (see `add(_:)`), longest first.
+  /// How many layers of escaping `redact(_:)` undoes: a server may escape a secret once
+  /// (JSON, percent-encoding, HTML) and again when it quotes that text (a JSON body holding a
+  /// JSON-escaped echo, a percent-encoded URL inside a query); one more is margin.
+  static let decodingDepth = 3
+
+  /// One form of a secret, as `redact(_:)` looks for it.
+  struct Pattern: Sendable {
+    /// The form's UTF-8 bytes, canonical as `DecodedText` makes text (`+` read as a space).
+    var bytes: [UInt8]
+    /// Matched only as a whole word (the secret is short, `shortLength`).
+    var wholeWord: Bool
+  }
+
+  /// The forms of the secrets (see `add(_:)`), longest first.
   public private(set) var secrets: [String] = []
-  /// `secrets` as UTF-8 bytes, in the same order: `redact(_:)` searches bytes.
-  private var patterns: [[UInt8]] = []
+  /// `secrets` as `redact(_:)` looks for them, in the same order.
+  private var patterns: [Pattern] = []
   /// Names never altered (see `keep(_:)`), as UTF-8 bytes.
   private var kept: [[UInt8]] = []
 
@@ -33,54 +50,69 @@ public struct Redactor: Sendable {
     for s in secrets { add(s) }
   }
 
-  /// Registers `secret` and the forms it takes on the wire and in servers' echoes of it.
+  /// Registers `secret` and the forms escaping cannot reach.
   ///
-  /// Values shorter than 3 characters are not registered: masking every `a` in every log
-  /// line would destroy the logs without protecting anything (the manifest's secrets have
-  /// `minimumLength` at least; only a server's token could be that short). The forms, for
-  /// `Päss/wörd 1`:
+  /// `redact(_:)` undoes escapes before it compares (`DecodedText`), so one form stands for
+  /// every way of escaping it: JSON (`\"`, `\u00e4`, `\u00E4`, a surrogate pair, `\/`),
+  /// percent-encoding (any set of characters kept, as a form body, Python's `quote`,
+  /// JavaScript's `encodeURI` or an `http` step's `path` leave them; escapes in either case;
+  /// a space as `+`), HTML and XML references (named, decimal, hexadecimal, either case,
+  /// leading zeros), dray's own `\u{9F}`, and any of them applied up to `decodingDepth`
+  /// times or mixed. The forms registered are those no escape produces, for `Päss/wörd 1`:
   ///
-  /// - JSON-escaped: as dray writes it (`"` and `\` escaped, non-ASCII kept), as Python's
-  ///   `json.dumps` writes it (non-ASCII as UTF-16 `\u00e4`, a character beyond U+FFFF as its
-  ///   surrogate pair, or `\u00E4` as other encoders do), and each of those with `/` escaped
-  ///   as `\/` (PHP's `json_encode`);
-  /// - percent-encoded: RFC 3986's unreserved characters kept (a form body, a URL), or `/`
-  ///   kept too (Python's `quote`), or `!'()*` kept too (JavaScript's
-  ///   `encodeURIComponent`); a space as `%20` or `+` (`quote_plus`, HTML forms); escapes in
-  ///   upper or lower case; and as an `http` step's `path` holds it (`HTTPStep.encodePath`:
-  ///   every printable ASCII character but `"<>\^`{|}` kept, RFC 3986 §3.3), escapes in
-  ///   upper or lower case;
-  /// - HTML and XML character references (`htmlForms(of:)`): `&"'<>` as named (`&amp;`),
-  ///   decimal (`&#38;`) or hexadecimal (`&#x26;`, `&#X26;` digits either case) references,
-  ///   non-ASCII kept, or written with HTML 4's Latin-1 names (`&auml;`, PHP's
-  ///   `htmlentities`), decimal or hexadecimal references (`&#228;`, Python's
-  ///   `xmlcharrefreplace`);
-  /// - base64 of its UTF-8 bytes (RFC 4648 §4, and the URL-safe alphabet of §5), whole with
-  ///   its padding, and the characters that encode only its bytes at each of the three
-  ///   alignments it can have inside a longer text (`base64Forms(of:)`): a password inside
-  ///   `Authorization: Basic base64(user:password)` (RFC 7617) is one such;
+  /// - the value itself;
   /// - its UTF-8 bytes read as Latin-1 (`PÃ¤ss/wÃ¶rd 1`: a server that decodes a header that
-  ///   way and echoes it), in each of the forms above;
-  /// - each form holding a control character as `PrintableText.oneLine` shows it (`\u{9F}`),
-  ///   since server text is made printable where an error is built.
+  ///   way and echoes it), and that reading's bytes read so again (UTF-8 encoded twice;
+  ///   not in base64);
+  /// - each of those as it reads with its own escape-like text undone (`decodings(of:)`);
+  /// - each of those with a control character as `PrintableText.oneLine` shows it (a line
+  ///   break as ` ⏎ `, a tab as a space), since server text is made one printable line
+  ///   where an error is built;
+  /// - base64 of the UTF-8 bytes of the value and of its first Latin-1 reading (RFC 4648 §4,
+  ///   and the URL-safe alphabet of §5), whole with its padding, and, unless the secret is
+  ///   short, the characters that encode only its bytes at each of the three alignments it
+  ///   can have inside a longer text (`base64Forms(of:)`): a password inside
+  ///   `Authorization: Basic base64(user:password)` (RFC 7617) is one such.
   ///
-  /// Only forms that differ from the value are kept, so an ASCII secret without special
-  /// characters is 5 patterns, and `Säcret/1 wörd+1` 47; `redact(_:)` looks for each with
-  /// `memchr(3)`: a 64 KiB error body of JSON text costs about 3 ms against 8 such secrets
-  /// (376 patterns) in a debug build, the worst case (a body of `S...` lines, every `S` a
-  /// candidate) about 50 ms.
+  /// A secret shorter than `shortLength` characters is matched as a whole word only. An
+  /// empty one is not registered.
   public mutating func add(_ secret: String) {
-    guard secret.count >= 3 else { return }
-    var forms = Redactor.forms(of: secret)
-    if secret.unicodeScalars.contains(where: { !$0.isASCII }) {
-      forms += Redactor.forms(of: String(String.UnicodeScalarView(secret.utf8.map { Unicode.Scalar($0) })))
+    guard !secret.isEmpty else { return }
+    let short = secret.count < Redactor.shortLength
+    var readings = [secret]
+    if secret.unicodeScalars.contains(where: { !$0.isASCII }) { readings.append(Redactor.latin1Reading(secret)) }
+    // base64 of the value and of its Latin-1 reading; the second reading (UTF-8 encoded
+    // twice: `Ã\u{83}Â¤` for `ä`) only as text.
+    let encoded = readings.flatMap { Redactor.base64Forms(of: Array($0.utf8), whole: short) }
+    if readings.count > 1 { readings.append(Redactor.latin1Reading(readings[1])) }
+    readings += readings.flatMap(Redactor.decodings)
+    readings += readings.map(PrintableText.oneLine)
+    insert(readings + encoded, wholeWord: short)
+  }
+
+  /// `text` with its escapes undone once, twice, ... (`DecodedText`), as long as it holds
+  /// some: a secret that itself holds what reads as an escape (`\/`, `%41`, `&amp;`) reads
+  /// so once `redact(_:)` undoes the escapes of a server's text around it (an HTML escaper
+  /// leaves `\/` as it is; the scan's first layer reads it as `/`).
+  static func decodings(of text: String) -> [String] {
+    var out: [String] = []
+    var layer = DecodedText(Array(text.utf8))
+    while out.count < decodingDepth, let next = layer.decodedOnce() {
+      let decoded = String(decoding: next.bytes, as: UTF8.self)
+      if Array(decoded.utf8) == next.bytes { out.append(decoded) }
+      layer = next
     }
-    insert(forms)
+    return out
+  }
+
+  /// `text`'s UTF-8 bytes read as Latin-1 (ISO 8859-1), each byte the character of its value.
+  static func latin1Reading(_ text: String) -> String {
+    String(String.UnicodeScalarView(text.utf8.map { Unicode.Scalar($0) }))
   }
 
   /// Registers every secret of `other`, with the forms it registered, and the names it keeps.
   public mutating func add(contentsOf other: Redactor) {
-    insert(other.secrets)
+    for (form, pattern) in zip(other.secrets, other.patterns) { insert([form], wholeWord: pattern.wholeWord) }
     for name in other.kept where !kept.contains(name) { kept.append(name) }
   }
 
@@ -91,126 +123,33 @@ public struct Redactor: Sendable {
     for name in names where !name.isEmpty && !kept.contains(Array(name.utf8)) { kept.append(Array(name.utf8)) }
   }
 
-  private mutating func insert(_ forms: [String]) {
+  /// Adds `forms`; a form already registered as a whole word and now anywhere is matched
+  /// anywhere.
+  private mutating func insert(_ forms: [String], wholeWord: Bool) {
     var added = false
-    // Server text is made one printable line where an error is built (`PrintableText`), so a
-    // form holding a control character (a C1 control in a Latin-1 reading) is looked for as
-    // that line shows it too.
-    for form in forms + forms.map(PrintableText.oneLine) where form.utf8.count >= 3 && !secrets.contains(form) {
+    for form in forms where !form.isEmpty {
+      if let index = secrets.firstIndex(of: form) {
+        if !wholeWord { patterns[index].wholeWord = false }
+        continue
+      }
       secrets.append(form)
+      patterns.append(Pattern(bytes: DecodedText.canonical(Array(form.utf8)), wholeWord: wholeWord))
       added = true
     }
     guard added else { return }
-    secrets.sort { $0.utf8.count > $1.utf8.count }
-    patterns = secrets.map { Array($0.utf8) }
-  }
-
-  /// The value, its JSON, percent-encoded, HTML and base64 forms (see `add(_:)`).
-  static func forms(of secret: String) -> [String] {
-    var forms = [secret] + jsonForms(of: secret)
-    let space = UInt8(ascii: " ")
-    for kept in ["", "/", "!'()*"] {
-      let keep = Set(kept.utf8)
-      for plus in [false, true] where !plus || secret.utf8.contains(space) {
-        let upper = percentEncoded(secret, keeping: keep, spaceAsPlus: plus)
-        forms += [upper, lowerCasingEscapes(upper)]
-      }
-    }
-    // As an `http` step's `path` writes it: RFC 3986 §3.3 pchar and `/` kept, with the
-    // same encoder, so the form matches what the URL holds byte for byte.
-    let path = HTTPStep.encodePath(secret)
-    forms += [path, lowerCasingEscapes(path)]
-    return forms + htmlForms(of: secret) + base64Forms(of: Array(secret.utf8))
-  }
-
-  /// `text` JSON-escaped as dray writes it, with non-ASCII as `\uXXXX` (lower- and
-  /// upper-case hex, UTF-16 units), and each of those with `/` as `\/`.
-  static func jsonForms(of text: String) -> [String] {
-    let plain = String(JSONValue.quoted(text).dropFirst().dropLast())
-    var lower = ""
-    var upper = ""
-    for unit in plain.utf16 {
-      if unit < 0x80 {
-        let c = String(Unicode.Scalar(UInt8(unit)))
-        lower += c
-        upper += c
-      } else {
-        let hex = String(unit, radix: 16)
-        let padded = String(repeating: "0", count: 4 - hex.count) + hex
-        lower += "\\u" + padded
-        upper += "\\u" + padded.uppercased()
-      }
-    }
-    let forms = [plain, lower, upper]
-    return forms + forms.map { $0.replacing("/", with: "\\/") }
-  }
-
-  /// HTML 4's names for U+00A0 through U+00FF (HTML 4.01 §24.2, "Character entity
-  /// references for ISO 8859-1 characters"), in code point order.
-  static let latin1EntityNames = [
-    "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf", "laquo", "not", "shy", "reg", "macr",
-    "deg", "plusmn", "sup2", "sup3", "acute", "micro", "para", "middot", "cedil", "sup1", "ordm", "raquo", "frac14", "frac12",
-    "frac34", "iquest", "Agrave", "Aacute", "Acirc", "Atilde", "Auml", "Aring", "AElig", "Ccedil", "Egrave", "Eacute", "Ecirc",
-    "Euml", "Igrave", "Iacute", "Icirc", "Iuml", "ETH", "Ntilde", "Ograve", "Oacute", "Ocirc", "Otilde", "Ouml", "times", "Oslash",
-    "Ugrave", "Uacute", "Ucirc", "Uuml", "Yacute", "THORN", "szlig", "agrave", "aacute", "acirc", "atilde", "auml", "aring", "aelig",
-    "ccedil", "egrave", "eacute", "ecirc", "euml", "igrave", "iacute", "icirc", "iuml", "eth", "ntilde", "ograve", "oacute", "ocirc",
-    "otilde", "ouml", "divide", "oslash", "ugrave", "uacute", "ucirc", "uuml", "yacute", "thorn", "yuml",
-  ]
-
-  /// `text` as HTML and XML escapers write it: the markup characters `&"'<>` as named,
-  /// decimal or hexadecimal references (`'` named `&#39;`, `&#x27;` or `&apos;`), each
-  /// with non-ASCII characters kept, named (Latin-1; others kept, as PHP's `htmlentities`
-  /// does), decimal or hexadecimal
-  /// (code points, not UTF-16 units); hexadecimal digits in either case.
-  static func htmlForms(of text: String) -> [String] {
-    enum Style: CaseIterable { case kept, named, decimal, hex, upperHex }
-    let markupNames: [Unicode.Scalar: String] = ["&": "amp", "<": "lt", ">": "gt", "\"": "quot"]
-    let apostrophes = text.contains("'") ? ["&#39;", "&#x27;", "&apos;"] : ["&#39;"]
-    func reference(_ c: Unicode.Scalar, _ style: Style) -> String {
-      switch style {
-      case .kept: String(c)
-      case .named:
-        if let name = markupNames[c] {
-          "&\(name);"
-        } else if (0xA0...0xFF).contains(c.value) {
-          "&\(latin1EntityNames[Int(c.value) - 0xA0]);"
-        } else {
-          String(c)
-        }
-      case .decimal: "&#\(c.value);"
-      case .hex: "&#x\(String(c.value, radix: 16));"
-      case .upperHex: "&#x\(String(c.value, radix: 16, uppercase: true));"
-      }
-    }
-    var forms: [String] = []
-    for markup in Style.allCases where markup != .kept {
-      for apostrophe in apostrophes where markup == .named || apostrophe == apostrophes[0] {
-        for other in Style.allCases {
-          var out = ""
-          for c in text.unicodeScalars {
-            if "&<>\"'".unicodeScalars.contains(c) {
-              out += c == "'" && markup == .named ? apostrophe : reference(c, markup)
-            } else if !c.isASCII {
-              out += reference(c, other)
-            } else {
-              out.unicodeScalars.append(c)
-            }
-          }
-          forms.append(out)
-        }
-      }
-    }
-    return forms
+    let order = secrets.indices.sorted { secrets[$0].utf8.count > secrets[$1].utf8.count }
+    secrets = order.map { secrets[$0] }
+    patterns = order.map { patterns[$0] }
   }
 
   /// `bytes` in base64 (RFC 4648 §4) and its URL-safe alphabet (§5): whole, with padding,
-  /// and, for each of the 3 byte offsets modulo 3 it can have inside longer data, the
-  /// characters that encode only its own bits (the first and last characters of its run
-  /// also carry bits of its neighbours, so they are left out).
-  static func base64Forms(of bytes: [UInt8]) -> [String] {
+  /// and unless `whole` alone, for each of the 3 byte offsets modulo 3 it can have inside
+  /// longer data, the characters that encode only its own bits (the first and last
+  /// characters of its run also carry bits of its neighbours, so they are left out).
+  static func base64Forms(of bytes: [UInt8], whole: Bool = false) -> [String] {
     guard !bytes.isEmpty else { return [] }
     var standard = [base64(bytes)]
-    for offset in 0..<3 {
+    for offset in 0..<3 where !whole {
       let encoded = Array(base64([UInt8](repeating: 0, count: offset) + bytes).utf8)
       // Character i holds bits 6i..<6i+6; the secret's bits are 8·offset..<8·(offset+count).
       let first = (8 * offset + 5) / 6
@@ -241,36 +180,44 @@ public struct Redactor: Sendable {
   /// that carries one (`https://user:password@host/`, RFC 3986 §3.2.1) masked too, whether
   /// or not it was registered.
   ///
-  /// Secrets are matched byte for byte in the UTF-8 text; every byte any form of any secret
-  /// covers is masked (overlapping secrets are masked together), each run of masked bytes
-  /// becoming one `***`. A match that lies inside a name registered with `keep(_:)` is left.
+  /// The text is searched as it is and with its escapes undone once, twice and three times
+  /// (`DecodedText`, `decodingDepth`); a match covers the bytes of the text it was decoded
+  /// from. Every byte any form of any secret covers is masked (overlapping secrets are
+  /// masked together), each run of masked bytes becoming one `***`. A match that lies
+  /// inside a name registered with `keep(_:)` is left, and so is a short secret's match
+  /// inside a word (`shortLength`).
+  ///
+  /// Cost: one pass per layer that holds an escape, and one `memchr(3)` scan per form and
+  /// layer; docs/report.md ("Secrets") gives figures.
   public func redact(_ text: String) -> String {
     guard !patterns.isEmpty else { return Redactor.maskingURLPasswords(text) }
     let bytes = Array(text.utf8)
+    var keptRanges: [Range<Int>] = []
+    for name in kept {
+      var start = 0
+      while let hit = Redactor.find(name, in: bytes, from: start) {
+        keptRanges.append(hit..<hit + name.count)
+        start = hit + 1
+      }
+    }
     var covered: [Bool]? = nil
-    bytes.withUnsafeBytes { haystack in
-      var keptRanges: [Range<Int>] = []
-      for name in kept {
-        name.withUnsafeBytes { needle in
-          var start = 0
-          while let hit = Redactor.find(needle, in: haystack, from: start) {
-            keptRanges.append(hit..<hit + needle.count)
-            start = hit + 1
-          }
-        }
-      }
+    // layers[0] is the text (`+` read as a space), each next one the one before decoded once.
+    var layers = [DecodedText(bytes)]
+    while let layer = layers.last {
       for pattern in patterns {
-        pattern.withUnsafeBytes { needle in
-          var start = 0
-          while let hit = Redactor.find(needle, in: haystack, from: start) {
-            let range = hit..<hit + needle.count
-            start = hit + 1
-            if keptRanges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { continue }
-            if covered == nil { covered = [Bool](repeating: false, count: bytes.count) }
-            for index in range { covered![index] = true }
-          }
+        var start = 0
+        while let hit = Redactor.find(pattern.bytes, in: layer.bytes, from: start) {
+          start = hit + 1
+          let end = hit + pattern.bytes.count
+          if pattern.wholeWord && (layer.isWordCharacter(endingAt: hit) || layer.isWordCharacter(startingAt: end)) { continue }
+          let range = layers.reversed().reduce(hit..<end) { $1.source($0) }
+          if keptRanges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { continue }
+          if covered == nil { covered = [Bool](repeating: false, count: bytes.count) }
+          for index in range { covered![index] = true }
         }
       }
+      guard layers.count <= Redactor.decodingDepth, let next = layer.decodedOnce() else { break }
+      layers.append(next)
     }
     guard let covered else { return Redactor.maskingURLPasswords(text) }
     var out: [UInt8] = []
@@ -284,6 +231,7 @@ public struct Redactor: Sendable {
     }
     return Redactor.maskingURLPasswords(String(decoding: out, as: UTF8.self))
   }
+
   /// `value` with every string in it masked (`redact(_:)`), before it is encoded: the
   /// secrets are found as the text holds them, never in JSON's escaping of it. Keys are
   /// names and are kept.
@@ -299,16 +247,21 @@ public struct Redactor: Sendable {
   /// The offset of the first `needle` in `haystack` at or after `start`: `memchr(3)` finds
   /// each candidate first byte, `memcmp(3)` checks the rest (glibc's `memmem` is not in
   /// Swift's Glibc module).
-  private static func find(_ needle: UnsafeRawBufferPointer, in haystack: UnsafeRawBufferPointer, from start: Int) -> Int? {
-    guard let base = haystack.baseAddress, let first = needle.first, needle.count > 0 else { return nil }
-    var offset = start
-    while haystack.count - offset >= needle.count {
-      guard let found = memchr(base + offset, Int32(first), haystack.count - offset - needle.count + 1) else { return nil }
-      let at = base.distance(to: UnsafeRawPointer(found))
-      if memcmp(base + at, needle.baseAddress!, needle.count) == 0 { return at }
-      offset = at + 1
+  private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+    guard !needle.isEmpty, haystack.count - start >= needle.count else { return nil }
+    return haystack.withUnsafeBytes { hay in
+      needle.withUnsafeBytes { pin in
+        let base = hay.baseAddress!
+        var offset = start
+        while hay.count - offset >= pin.count {
+          guard let found = memchr(base + offset, Int32(pin[0]), hay.count - offset - pin.count + 1) else { return nil }
+          let at = base.distance(to: UnsafeRawPointer(found))
+          if memcmp(base + at, pin.baseAddress!, pin.count) == 0 { return at }
+          offset = at + 1
+        }
+        return nil
+      }
     }
-    return nil
   }
 
   /// `text` with the password part of each URL's user information replaced by `***`:
@@ -334,14 +287,8 @@ public struct Redactor: Sendable {
   }
 
   /// Percent-encoding as `application/x-www-form-urlencoded` writes it (RFC 3986 unreserved
-  /// characters kept, everything else `%XX`).
+  /// characters kept, everything else `%XX`, escapes in capitals).
   public static func percentEncoded(_ s: String) -> String {
-    percentEncoded(s, keeping: [], spaceAsPlus: false)
-  }
-
-  /// Percent-encoding with RFC 3986's unreserved characters and the ASCII characters of
-  /// `keep` kept, a space as `+` when `spaceAsPlus`, and escapes in capitals.
-  static func percentEncoded(_ s: String, keeping keep: Set<UInt8>, spaceAsPlus: Bool) -> String {
     var out = ""
     for byte in s.utf8 {
       switch byte {
@@ -349,31 +296,9 @@ public struct Redactor: Sendable {
         UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
         UInt8(ascii: "_"), UInt8(ascii: "~"):
         out.unicodeScalars.append(Unicode.Scalar(byte))
-      case UInt8(ascii: " ") where spaceAsPlus:
-        out += "+"
-      case _ where keep.contains(byte):
-        out.unicodeScalars.append(Unicode.Scalar(byte))
       default:
         let hex = String(byte, radix: 16, uppercase: true)
         out += "%" + (hex.count == 1 ? "0" + hex : hex)
-      }
-    }
-    return out
-  }
-
-  /// `%2F` as `%2f`: the escapes of `text` in lower case, the rest as it is.
-  static func lowerCasingEscapes(_ text: String) -> String {
-    var out = ""
-    var pending = 0
-    for c in text.unicodeScalars {
-      if c == "%" {
-        pending = 2
-        out.unicodeScalars.append(c)
-      } else if pending > 0 {
-        pending -= 1
-        out += String(c).lowercased()
-      } else {
-        out.unicodeScalars.append(c)
       }
     }
     return out

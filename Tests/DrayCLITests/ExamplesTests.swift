@@ -32,10 +32,11 @@ import Testing
     }
   }
 
-  /// Runs `examples/NAME.yaml` from `copy` against `emulator`.
-  func run(_ name: String, _ copy: Copy, _ emulator: Emulator) throws -> Command.Result {
-    var environment = DemoUser.environment
-    environment["FMP_HOST"] = emulator.url
+  /// Runs `examples/NAME.yaml` from `copy` against `emulator`, signing in as `user`.
+  func run(
+    _ name: String, _ copy: Copy, _ emulator: Emulator, user: (name: String, password: String) = (DemoUser.name, DemoUser.password)
+  ) throws -> Command.Result {
+    let environment = ["FMP_HOST": emulator.url, "FMP_USER": user.name, "FMP_PASSWORD": user.password]
     let result = try Command.dray(["run", copy.path + "/\(name).yaml"], environment: environment)
     #expect(result.status == 0, "\(result.output)")
     #expect(result.stdout.hasPrefix("job \(name): succeeded in "), "\(result.stdout)")
@@ -63,6 +64,18 @@ import Testing
     let rpc = try emulator.requests().filter { $0["path"] as? String == "/api/v1/rpc/FRUITS/" }
     #expect(rpc.count == 1)
     #expect((rpc.first?["headers"] as? [String: String])?["X-Transaction-ID"] == nil)
+  }
+
+  /// The vendor's apps sign in as `test` / `test123` and `Leonid` / `123123`: the emulator
+  /// knows those users, and the examples run with them, short passwords and all.
+  @Test func theExamplesRunAsTheVendorsOwnUsers() throws {
+    let emulator = try Emulator()
+    let copy = try Copy()
+    for (user, example) in [(("test", "test123"), "HHFWTableStreamRetry"), (("Leonid", "123123"), "HHFWRequestRetry")] {
+      let result = try run(example, copy, emulator, user: user)
+      #expect(!result.output.contains(user.1), "\(result.output)")
+    }
+    #expect(try copy.text("HHFWTableStreamRetry/select.json") == ExamplesTests.fruitsRecords)
   }
 
   @Test func tableStreamRetryAsyncLoadsBothResourcesInAParallelGroup() throws {

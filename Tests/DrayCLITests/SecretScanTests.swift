@@ -44,7 +44,9 @@ import Testing
     let rest = try RestServer()
     let encodings = [
       "json", "json_upper", "json_php", "json_utf8", "quote", "quote_lower", "quote_plus", "html", "html_named", "html_hex",
-      "html_hex_upper", "base64", "base64_url",
+      "html_hex_upper", "base64", "base64_url", "html_all_decimal", "html_all_decimal_zeros", "html_all_hex", "html_all_hex_upper",
+      "encode_uri", "json_twice", "json_utf8_twice", "quote_twice", "encode_uri_twice", "html_twice", "html_all_hex_twice",
+      "quote_of_json", "json_of_quote_plus", "html_of_json",
     ]
     let echo = (encodings.map { "\"each_\($0)\"" } + [#""basic""#, #""authorization""#]).joined(separator: ", ")
     try rest.setRules(#"[{"path": "/login", "status": 422, "body": "refused", "echo": [\#(echo)]}]"#)
@@ -144,6 +146,108 @@ import Testing
       #expect((report["steps"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["test-schemes", "latest-fruits", "attest"])
     }
     #expect(try ReportCheck.problems(reports) == "")
+  }
+
+  /// The platform's example apps sign in as `test` / `test123`, a password dray once refused
+  /// as too short. An example-style job signing in as that user runs end to end against the
+  /// emulator's own users, with a sign-in and a table call whose errors echo what they were
+  /// sent; the password is masked where it is the secret (the sign-in form echoed back, in
+  /// JSON, percent-encoded, as HTML references, twice), and names holding the user name
+  /// (`contest`, `test-schemes`, `latest-fruits`) stay whole in the logs, the reports and the
+  /// state. A password as short as `abc` is masked in the sign-in field and in a server's
+  /// echo of the sign-in body too.
+  @Test func theExampleAppsShortPasswordSignsInAndIsMaskedWhereItIsTheSecret() throws {
+    let folder = TemporaryDirectory("dray-short-secrets")
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: contest
+      platform: { host: "${FMP_HOST}", environment: DocumentationExampleEnv, project: DocumentationExampleProj }
+      auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
+      database: { path: out/database.sqlite }
+      retry: { count: 3, interval: 10ms, backoff: fixed }
+      report: { path: "reports/{job}-{run_id}.json", formats: [json, junit] }
+      steps:
+        - id: test-schemes
+          schemes: { resources: [FRUITS] }
+        - id: latest-fruits
+          table_stream: { resource: FRUITS }
+        - id: perform-select
+          query:
+            sql: SELECT * FROM {{ table "FRUITS" "output_table" }} ORDER BY id
+            output: out/select.json
+
+      """)
+    let forms = #"["json", "quote", "html_all_decimal", "html_all_hex", "json_twice", "quote_twice", "encode_uri"]"#
+    let echoing =
+      #"[{"path": "/api/v1/auth/", "times": 1, "status": 503, "echo_body": true, "echo_forms": \#(forms)}, "#
+      + #"{"path": "/api/v1/rpc/FRUITS/", "times": 1, "status": 500, "echo_authorization": true}]"#
+    let emulator = try Emulator()
+    var outputs: [(String, Command.Result)] = []
+    for (name, options) in [("a verbose run", ["--verbose"]), ("a verbose run logging JSON", ["--verbose", "--log-format", "json"])] {
+      try emulator.admin("POST", "faults", json: echoing)
+      let result = try Command.dray(
+        ["run", manifest, "--fresh"] + options, environment: ["FMP_HOST": emulator.url, "FMP_USER": "test", "FMP_PASSWORD": "test123"])
+      #expect(result.status == 0, "\(name): \(result.output)")
+      #expect(result.stdout.hasPrefix("job contest: succeeded in "), "\(result.stdout)")
+      outputs.append((name, result))
+    }
+    let text = outputs[0].1
+    #expect(
+      text.stderr.contains(
+        #"&username=test&password=***&device_id=dray-cli; you sent "***"; you sent ***; you sent ***; you sent ***; you sent "\"***\""; you sent ***; you sent ***"#
+      ), "\(text.stderr)")
+    for id in ["test-schemes", "latest-fruits", "perform-select"] { #expect(text.stdout.contains("  \(id) ")) }
+    #expect(outputs[1].1.stderr.contains(#""step":"latest-fruits""#))
+    let status = try Command.dray(["status", manifest], environment: ["FMP_HOST": emulator.url])
+    #expect(status.status == 0, "\(status.output)")
+    #expect(status.stdout.contains("latest-fruits"), "\(status.stdout)")
+    outputs.append(("dray status", status))
+
+    // A password as short as `abc`, refused at sign-in by a server that echoes the form.
+    let strict = try Emulator(["--user", "test:abc"])
+    try strict.admin(
+      "POST", "faults", json: #"[{"path": "/api/v1/auth/", "status": 401, "echo_body": true, "echo_forms": ["json", "html_all_hex"]}]"#)
+    let refused = try Command.dray(
+      ["run", manifest, "--fresh"], environment: ["FMP_HOST": strict.url, "FMP_USER": "test", "FMP_PASSWORD": "abc"])
+    #expect(refused.status == 1, "\(refused.output)")
+    #expect(refused.stdout.contains("sign-in failed: HTTP 401 Unauthorized"), "\(refused.output)")
+    #expect(refused.stdout.contains(#"&username=test&password=***&device_id=dray-cli; you sent "***"; you sent ***"#), "\(refused.output)")
+    outputs.append(("a run whose sign-in is refused", refused))
+
+    // No form of either password anywhere; every name whole.
+    var scan = SecretScan()
+    for form in SecretForms.every("test123") { scan.sentinels.append(("the password test123", form)) }
+    for form in ["password=abc", #""abc""#, "&#x0061;&#x0062;&#x0063;", " abc;"] { scan.sentinels.append(("the password abc", form)) }
+    for (name, result) in outputs {
+      scan.look(in: Data(result.stdout.utf8), "the standard output of \(name)")
+      scan.look(in: Data(result.stderr.utf8), "the standard error of \(name)")
+      for garbled in ["con***", "la***", "***-schemes", "***-fruits"] {
+        #expect(!result.output.contains(garbled), "\(name): \(result.output)")
+      }
+    }
+    var files: [String] = []
+    let walker = FileManager.default.enumerator(atPath: folder.path)
+    while let relative = walker?.nextObject() as? String {
+      let path = folder.path + "/" + relative
+      var isDirectory: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+      let data = try Data(contentsOf: URL(fileURLWithPath: path))
+      scan.look(in: data, relative)
+      if !relative.hasPrefix("reports/") { #expect(data.range(of: Data("***".utf8)) == nil, "\(relative)") }
+      files.append(relative)
+    }
+    #expect(scan.hits == [])
+    #expect(files.contains("out/database.sqlite") && files.contains("out/select.json"), "\(files)")
+    let reports = files.filter { $0.hasPrefix("reports/") && $0.hasSuffix(".json") }
+    #expect(reports.count == 3)
+    for report in reports {
+      let decoded = try ReportCheck.json(folder.path + "/" + report)
+      #expect(decoded["job"] as? String == "contest")
+      #expect(
+        (decoded["steps"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["test-schemes", "latest-fruits", "perform-select"])
+    }
   }
 
   @Test func secretsEchoedInOtherWireFormsAreMasked() throws {

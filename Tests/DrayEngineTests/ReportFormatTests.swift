@@ -1,4 +1,5 @@
 import DrayModel
+import DrayTestSupport
 import DrayTransport
 import Foundation
 import Testing
@@ -79,6 +80,71 @@ import Testing
       #expect(masked.contains("***"), "\(prefix)")
       #expect(masked.count <= "Basic ".count + encoded.count - 20, "\(prefix): \(masked)")
     }
+  }
+
+  /// A secret under `Redactor.shortLength` characters (the platform's sample passwords
+  /// `test123`, `123123`, or a user name listed under `secrets:`) is masked where it stands as
+  /// a whole word, once escapes are undone, and left inside words.
+  @Test func aShortSecretIsMaskedWhereItStandsAloneAndNowhereInsideAWord() {
+    let redactor = Redactor(["test123", "abc"])
+    let signIn = "environment=DocumentationExampleEnv&project=DocumentationExampleProj&username=test&password=test123&device_id=dray-cli"
+    #expect(
+      redactor.redact("HTTP 401: you sent: " + signIn)
+        == "HTTP 401: you sent: environment=DocumentationExampleEnv&project=DocumentationExampleProj&username=test&password=***&device_id=dray-cli"
+    )
+    let masked = [
+      #"{"username": "test", "password": "abc"}"#: #"{"username": "test", "password": "***"}"#,
+      "password=abc": "password=***", "you sent abc; retry": "you sent ***; retry", "password: abc": "password: ***",
+      // Escaped, the word is the decoded one: `%20` and `&#32;` are spaces, `\u0061` an `a`.
+      "you%20sent%20abc": "you%20sent%20***", "x=%61%62%63&y=1": "x=***&y=1", #"[\"abc\"]"#: #"[\"***\"]"#,
+      "&#97;&#98;&#99;": "***", #"p=\u0061bc"#: "p=***", "said &#x74;est123.": "said ***.",
+      "dGVzdDEyMw==": "***",
+    ]
+    for (text, expected) in masked { #expect(redactor.redact(text) == expected, "\(text)") }
+    // Inside a word, or with a letter, digit or `_` beside it once decoded: kept.
+    for text in ["contest latest-fruits attest test1234 xtest123 test123_x abcdef xabc abc_1 2abc", "%41abc", "ab&#99;d"] {
+      #expect(redactor.redact(text) == text)
+    }
+    // A secret of 8 characters or more is masked inside words too.
+    #expect(Redactor(["demo-password"]).redact("xdemo-passwordy") == "x***y")
+  }
+
+  /// A short value listed under `secrets:` (the user `test`) follows the same rule: masked
+  /// where it is a word of its own, names holding it kept; one of a single character too.
+  @Test func aShortListedValueIsMaskedAsAWholeWord() {
+    var redactor = Redactor(["test", "test123", "7"])
+    redactor.keep(["contest", "test-schemes", "latest-fruits"])
+    #expect(
+      redactor.redact("job contest: step test-schemes, latest-fruits; user test; username=test&password=test123; attest")
+        == "job contest: step test-schemes, latest-fruits; user ***; username=***&password=***; attest")
+    #expect(redactor.redact("attempt 7 of 10, 17 rows, HTTP 407") == "attempt *** of 10, 17 rows, HTTP 407")
+    #expect(Redactor([""]).secrets == [])
+  }
+
+  /// Encodings a server may apply once or twice, mixed, with non-ASCII characters: every
+  /// form `SecretForms.every` lists (HTML references for every character, JSON escaped
+  /// twice, `encodeURI`, percent-encoded twice, ...) is masked whole, but base64 inside
+  /// longer base64, whose outer characters also carry other bits.
+  @Test func aSecretIsMaskedInEveryEncodingAppliedOnceOrTwice() {
+    let secret = "Pä\"ss\\w/ö<r>d'🔑 &+x"
+    let redactor = Redactor([secret])
+    let examples = [
+      "&#80;&#228;&#34;&#115;&#115;&#92;&#119;&#47;&#246;&#60;&#114;&#62;&#100;&#39;&#128273;&#32;&#38;&#43;&#120;",
+      "&#x50;&#xe4;&#x0022;&#X73;&#x73;&#x5C;&#x77;&#x2f;&#x00F6;&#x3c;&#x72;&#x3e;&#x64;&#x27;&#x1F511;&#x20;&#x26;&#x2b;&#x78;",
+      #"P\\u00e4\\\"ss\\\\w/\\u00f6<r>d'\\ud83d\\udd11 &+x"#,
+      "P%C3%A4%22ss%5Cw/%C3%B6%3Cr%3Ed'%F0%9F%94%91%20&+x",
+      "P%25C3%25A4%2522ss%255Cw%252F%25C3%25B6%253Cr%253Ed%2527%25F0%259F%2594%2591%2520%2526%252Bx",
+      "Pä&amp;quot;ss\\w/ö&amp;lt;r&amp;gt;d&amp;#x27;🔑 &amp;amp;+x",
+    ]
+    for text in examples { #expect(redactor.redact("said: " + text + ".") == "said: ***.", "\(text)") }
+    // A JSON string percent-encoded: its quotes are no part of the secret.
+    #expect(
+      redactor.redact("said: %22P%5Cu00e4%5C%22ss%5C%5Cw%2F%5Cu00f6%3Cr%3Ed%27%5Cud83d%5Cudd11%20%26%2Bx%22.") == "said: %22***%22.")
+    // Base64 cut out of longer base64 is masked where it stands in that text (tested above).
+    let base64 = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_")
+    let forms = SecretForms.every(secret).filter { !(($0.removingPercentEncoding ?? $0).allSatisfy(base64.contains)) }
+    #expect(forms.count > 100)
+    for form in forms { #expect(redactor.redact("said: " + form + ".") == "said: ***.", "\(form)") }
   }
 
   @Test func namesDrayWritesAreKeptAndOverlappingSecretsAreMaskedTogether() {

@@ -103,6 +103,40 @@ import Testing
     }
   }
 
+  /// Short passwords are accepted (the platform's example apps sign in as `test` /
+  /// `test123`); written into the manifest, they are masked in the quoted line as whole
+  /// words, and the user name and the words around them stay.
+  @Test func aShortPasswordWrittenIntoTheManifestIsNotQuotedBack() throws {
+    for password in ["test123", "abc"] {
+      let text = """
+        version: 1
+        job: contest
+        platform: { host: "http://h/", environment: e, project: p }
+        auth: { username: test, password: \(password), pasword: x }
+        steps:
+          - request: { resource: R }
+        """
+      do {
+        _ = try ManifestLoader(environment: [:]).load(text: text, path: "job.yaml", directory: "/jobs")
+        Issue.record("expected an error")
+      } catch {
+        // The caret stands under `pasword` in the line as shown.
+        #expect(
+          error.description == """
+            job.yaml:4:\(37 + password.count): error: unknown key 'pasword' in auth; did you mean 'password'?
+            auth: { username: test, password: ***, pasword: x }
+                                                   ^
+            """)
+      }
+    }
+    do {
+      _ = try ManifestLoader(environment: Self.environment).load(path: Self.folder + "/152-database-url-short-password-bad-parameter.yaml")
+      Issue.record("expected an error")
+    } catch {
+      #expect(error.description.contains(#"url: "postgresql://loader@db.internal/warehouse?sslmode=maybe&password=***""#), "\(error)")
+    }
+  }
+
   @Test func aSecretWrittenIntoTheManifestIsNotQuotedBack() throws {
     let text = """
       version: 1

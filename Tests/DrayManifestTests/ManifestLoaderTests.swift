@@ -73,6 +73,26 @@ import Testing
       ])
   }
 
+  /// A short value listed under `secrets:` (the example apps' user `test`) and a short
+  /// password are accepted, and masked where they stand as whole words: the job and step
+  /// names holding the user name stay whole.
+  @Test func aShortListedValueIsAcceptedAndMaskedAsAWholeWord() throws {
+    let text = """
+      version: 1
+      job: contest
+      secrets: [FMP_USER]
+      platform: { host: "http://h/", environment: e, project: p }
+      auth: { username: "${FMP_USER}", password: "${FMP_PASSWORD}" }
+      steps:
+        - id: latest-fruits
+          request: { resource: R }
+      """
+    let manifest = try load(text, environment: ["FMP_USER": "test", "FMP_PASSWORD": "test123"])
+    #expect(
+      manifest.redactor.redact("job contest step latest-fruits: user test; username=test&password=test123; attest test1234")
+        == "job contest step latest-fruits: user ***; username=***&password=***; attest test1234")
+  }
+
   @Test func yamlCoreSchemaKeepsTextWhereAStringIsExpected() throws {
     let manifest = try load(
       """

@@ -16,11 +16,6 @@ public enum SecretForms {
     let plus = (value.replacing(" ", with: "_SPACE_").addingPercentEncoding(withAllowedCharacters: allowed) ?? value)
       .replacing("_SPACE_", with: "+")
     let json = value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
-    func asciiJSON(_ text: String) -> String {
-      text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").utf16.map { unit in
-        unit < 0x80 ? String(UnicodeScalar(UInt8(unit))) : String(format: "\\u%04x", unit)
-      }.joined()
-    }
     let latin1 = String(value.utf8.map { Character(UnicodeScalar($0)) })
     let xml = value.replacing("&", with: "&amp;").replacing("\"", with: "&quot;")
     return Array(
@@ -30,10 +25,21 @@ public enum SecretForms {
       ]))
   }
 
+  /// `text` as a JSON string's contents with non-ASCII escaped (UTF-16 `\u00e4`), as
+  /// Python's `json.dumps` writes it.
+  static func asciiJSON(_ text: String) -> String {
+    text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").utf16.map { unit in
+      unit < 0x80 ? String(UnicodeScalar(UInt8(unit))) : String(format: "\\u%04x", unit)
+    }.joined()
+  }
+
   /// Every form of `wire(_:)` and more: HTML and XML character references (named, decimal,
-  /// hexadecimal), base64 (standard and URL-safe, alone and at each alignment inside
-  /// longer base64), and each form as a JSON string or XML text would escape it again (a
-  /// mask applied after encoding would miss those).
+  /// hexadecimal; every character, ASCII letters too, as decimal or hexadecimal references
+  /// with and without leading zeros, hex digits in either case), JavaScript's `encodeURI`,
+  /// base64 (standard and URL-safe, alone and at each alignment inside longer base64), and
+  /// each form escaped again as a JSON string, XML text, percent-encoding (all but RFC 3986's
+  /// unreserved characters, or as `encodeURI`) would (a server quoting an echo it escaped
+  /// already, or a mask applied after encoding).
   public static func every(_ value: String) -> [String] {
     let latin1 = String(value.utf8.map { Character(UnicodeScalar($0)) })
     let forms = encodings(value) + (latin1 == value ? [] : encodings(latin1))
@@ -63,6 +69,13 @@ public enum SecretForms {
       references(upperHex, upperHex),
     ]
     html += html.map { $0.replacing("&#39;", with: "&apos;") }
+    func allReferences(_ reference: (Unicode.Scalar) -> String) -> String { value.unicodeScalars.map(reference).joined() }
+    func padded(_ digits: String, _ width: Int) -> String { String(repeating: "0", count: max(0, width - digits.count)) + digits }
+    html += [
+      allReferences(decimal), allReferences(hex), allReferences(upperHex), allReferences { "&#\(padded(String($0.value), 7));" },
+      allReferences { "&#x\(padded(String($0.value, radix: 16), 4));" },
+      allReferences { "&#X\(String($0.value, radix: 16, uppercase: true));" },
+    ]
     var base64: [String] = []
     for filler in ["", "a", "ab"] {
       // Past the first 4 characters and before the last 4, every character encodes the
@@ -71,11 +84,18 @@ public enum SecretForms {
       base64 += [encoded, String(encoded.dropFirst(4).dropLast(4))]
     }
     base64 += base64.map { $0.replacing("+", with: "-").replacing("/", with: "_") }
-    let once = wire(value) + html + base64
+    var unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    unreserved.insert(charactersIn: "-._~")
+    // JavaScript's encodeURI keeps the reserved characters and `#` too.
+    var uriKept = unreserved
+    uriKept.insert(charactersIn: ";,/?:@&=+$!*'()#")
+    func encodeURI(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: uriKept) ?? text }
+    let once = wire(value) + html + base64 + [encodeURI(value)]
     let again = once.flatMap { form in
       [
-        form.replacing("\\", with: "\\\\").replacing("\"", with: "\\\""),
+        form.replacing("\\", with: "\\\\").replacing("\"", with: "\\\""), asciiJSON(form),
         form.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing("\"", with: "&quot;"),
+        form.addingPercentEncoding(withAllowedCharacters: unreserved) ?? form, encodeURI(form),
       ]
     }
     return (once + again).filter { $0.utf8.count >= 6 }
