@@ -319,9 +319,13 @@ import Testing
     #expect(
       result.errorText
         == "the connection to \(HTTPClient.hostAndPort(net.emulator.url)) closed before an answer to \(net.emulator.url)api/v1/rpc/BIG/ "
-        + "(Empty reply from server); check the server's log and any proxy or load balancer in between; not retried: a POST may change "
-        + "data on the server, part of it was sent, and it carries no X-Transaction-ID")
-    #expect((result.error as? TransportError)?.code == "connection_reset")
+        + "(Empty reply from server); check the server's log and any proxy or load balancer in between; not sent again: the call may "
+        + "change data on the server and carries no X-Transaction-ID for the server to recognise a repeat by, and it reached the server "
+        + "and no whole answer came back, so whether the server applied it is unknown")
+    let failure = try #require(result.error as? WriteFailure)
+    #expect(failure.outcome == .unknown)
+    #expect(failure.code == "outcome_unknown")
+    #expect((failure.error as? TransportError)?.code == "connection_reset")
     #expect(attempts.map(\.outcome.code) == ["connection_reset"])
     #expect(try net.requests().count == 1)
   }
