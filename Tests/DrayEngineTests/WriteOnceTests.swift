@@ -87,7 +87,38 @@ import Testing
     let resent = try Self.run(path, RunFlags(resend: "add-fig"))
     #expect(resent.exitCode == ExitCode.success, "\(resent.steps.compactMap(\.errorMessage))")
     #expect(resent.steps[0].checkpointAfter?.status == "succeeded")
-    #expect(try requests(emulator, Self.write).count == 2)
+    let sent = try requests(emulator, Self.write).map { $0["headers"] as? [String: String] ?? [:] }
+    #expect(sent.count == 2)
+    // Sent again whole: a resume (X-Range) would have sent it again too.
+    #expect(sent.allSatisfy { $0["X-Range"] == nil && $0["X-Transaction-ID"] == nil })
+    #expect(try Self.figs(emulator) == 2)
+  }
+
+  /// A member of a `parallel` group is held like any step, and `--resend` names the member.
+  @Test func aMemberOfAGroupIsHeldToo() throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/FRUITS_WRITE/", "times": 1, "close_after": 20}"#])
+    let folder = TemporaryDirectory()
+    let (manifest, first) = try runJob(
+      folder,
+      JobText.header(job: "group", emulator: emulator, database: "data/db.sqlite", retry: "{ count: 2, interval: 10ms, backoff: fixed }")
+        + """
+        steps:
+          - id: both
+            parallel:
+              steps:
+                - id: add-fig
+                  request: { resource: FRUITS_WRITE, params: { insert: [[30, fig, 1.1, 1]] }, transaction: false }
+                - id: fruits
+                  table: { resource: FRUITS, output: out/fruits.json }
+        """)
+    #expect(first.steps[0].members.first { $0.id == "add-fig" }?.errorCode == "outcome_unknown")
+    let second = try Self.run(manifest.path)
+    let held = try #require(second.steps[0].members.first { $0.id == "add-fig" })
+    #expect(held.errorCode == "outcome_unknown")
+    #expect(held.errorMessage?.hasPrefix("not run: its call was sent in run \(first.runID) ") == true, "\(held.errorMessage ?? "")")
+    #expect(try requests(emulator, Self.write).count == 1)
+    let resent = try Self.run(manifest.path, RunFlags(resend: "add-fig"))
+    #expect(resent.exitCode == ExitCode.success, "\(resent.steps.compactMap(\.errorMessage))")
     #expect(try Self.figs(emulator) == 2)
   }
 
