@@ -286,6 +286,8 @@ class Handler(BaseHTTPRequestHandler):
         source = body if isinstance(body, Body) else BytesBody(body)
         length = source.length - offset
         fault = self.fault or {}
+        if fault.get("delay_answer"):
+            time.sleep(float(fault["delay_answer"]))
         # gzip on a 200 or 206 answer when the request asks for it (or the rule `gzip_unasked`
         # sends it anyway); a 206 compresses the tail from `offset`, which counts the bytes
         # before compression (X-Range, platform-api.md §3). The ETag stays the uncompressed

@@ -74,3 +74,37 @@ import Testing
     #expect(try requests(emulator, Self.write).isEmpty)
   }
 }
+
+extension WriteOnceCommandTests {
+  /// With a transaction id (the default) the server recognises a repeat: a run killed after
+  /// the server applied the write and before its answer's head came leaves the id on disk,
+  /// and the next run sends the same id, so the row is inserted once.
+  @Test func aRunKilledBeforeTheAnswerOfATransactionCameSendsTheSameIDAgain() throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/FRUITS_WRITE/", "times": 1, "delay_answer": 60}"#])
+    let folder = TemporaryDirectory("dray-write")
+    let manifest = folder.path + "/write.yaml"
+    try folder.write(
+      "write.yaml",
+      JobText.header(job: "write", emulator: emulator) + """
+        steps:
+          - id: add-fig
+            request: { resource: FRUITS_WRITE, params: { insert: [[30, fig, 1.1, 1]] } }
+
+        """)
+    func figs() throws -> Int {
+      let data = try emulator.admin("GET", "versions/FRUITS")
+      return String(decoding: data, as: UTF8.self).components(separatedBy: #", 30, "fig""#).count - 1
+    }
+    let killed = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/killed")
+    #expect(killed.waitUntil { (try? figs()) == 1 }, "\(killed.errors)")
+    killed.send(SIGKILL)
+    #expect(killed.wait() == .signaled(SIGKILL))
+
+    let next = try Command.dray(["run", manifest])
+    #expect(next.status == 0, "\(next.output)")
+    let ids = try requests(emulator, Self.write).map { ($0["headers"] as? [String: String])?["X-Transaction-ID"] }
+    #expect(ids.count == 2)
+    #expect(ids[0] != nil && ids[0] == ids[1])
+    #expect(try figs() == 1)
+  }
+}
