@@ -234,6 +234,9 @@ public final class Download {
       }
       return response
     default:
+      // The server answered the call: an id written before it, with no part to resume, is
+      // not kept for the next run, which asks anew.
+      if Download.fileSize(partPath) == nil { unlink(sidecarPath) }
       return response
     }
   }
