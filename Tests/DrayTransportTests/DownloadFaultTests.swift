@@ -312,6 +312,23 @@ import Testing
     try expectServerBytes(net, requests, transactionID: "t-reset")
   }
 
+  /// The transaction id is on disk while the request is out (a run killed then sends it
+  /// again); a status answer drops it with no part to resume, so the next run asks anew.
+  @Test func theTransactionIDIsKeptWhileTheRequestIsOutAndDroppedWhenTheServerAnswers() throws {
+    let net = try NetworkFixture()
+    try net.faults(#"[{"path": "/api/v1/rpc/BIG/", "times": 1, "status": 400}]"#)
+    let download = Download(path: net.answerPath, style: .platform, resume: true)
+    let (result, _, _) = net.fetch(transactionID: "t-kept")
+    #expect((result.error as? TransportError)?.code == "http_400")
+    #expect(download.existingSidecar(for: net.emulator.url + "api/v1/rpc/BIG/") == nil)
+    #expect(!FileManager.default.fileExists(atPath: download.sidecarPath))
+
+    try net.faults(#"[{"path": "/api/v1/rpc/BIG/", "times": 1, "hang": true}]"#)
+    let (stalled, _, _) = net.fetch(transactionID: "t-kept", policy: NetworkFixture.policy(0), timeouts: Timeouts(idle: .seconds(1)))
+    #expect((stalled.error as? TransportError)?.code == "timeout_idle")
+    #expect(download.existingSidecar(for: net.emulator.url + "api/v1/rpc/BIG/")?.transactionID == "t-kept")
+  }
+
   @Test func aPOSTWithoutATransactionIDIsNotRetriedOnceSent() throws {
     let net = try NetworkFixture()
     try net.faults(#"[{"path": "/api/v1/rpc/BIG/", "times": 1, "reset": true}]"#)
