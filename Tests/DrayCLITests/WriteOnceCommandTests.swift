@@ -48,6 +48,11 @@ import Testing
     #expect(plain.output.contains("add-fig: request failed after "), "\(plain.output)")
     #expect(plain.output.contains(": not run: its call was sent in run "), "\(plain.output)")
     #expect(try sent().count == 1)
+    // Its report, with the checkpoint `sent`, is one docs/report.schema.json allows.
+    let reports = folder.path + "/.dray/reports"
+    let written = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".json") }
+    #expect(written.count == 1)
+    #expect(try ReportCheck.problems(written.map { reports + "/" + $0 }) == "")
 
     let resent = try Command.dray(["run", manifest, "--resend", "add-fig"])
     #expect(resent.status == 0, "\(resent.output)")
