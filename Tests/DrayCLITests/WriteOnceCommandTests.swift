@@ -43,6 +43,10 @@ import Testing
           + "then run dray run \(manifest) --resend add-fig to send it again"), "\(plan.stdout)")
     #expect(try Command.dray(["plan", manifest, "--resend", "add-fig"]).stdout.contains("1. add-fig (request): run"))
 
+    let status = try Command.dray(["status", manifest])
+    #expect(status.stdout.contains("its call's outcome is unknown: not sent again until dray run --resend add-fig"), "\(status.stdout)")
+    #expect(status.stdout.contains("  add-fig: sent in run "), "\(status.stdout)")
+
     let plain = try Command.dray(["run", manifest])
     #expect(plain.status == 1, "\(plain.output)")
     #expect(plain.output.contains("add-fig: request failed after "), "\(plain.output)")
