@@ -10,7 +10,7 @@
 /// | a whole answer `408`, `429` or `503`: the server says it did not act on it (RFC 9110 §15.5.9, RFC 6585 §4, RFC 9110 §15.6.4) | `refused` | yes, as retries allow |
 /// | another whole error answer from the platform, a data source's failure among them (platform-api.md §6) | `failed` | a `5xx` as retries allow; any other status never |
 /// | a whole `502` or `504`: a gateway answered, and the server behind it may have acted | `unknown` | no |
-/// | the request (or part of it) was sent and no whole answer came: cut, reset, timed out, or a whole `2xx` the step could not use | `unknown` | no |
+/// | the request (or part of it) was sent and no whole answer came (cut, reset, timed out, cancelled), or a `2xx` whose body could not be kept | `unknown` | no |
 public enum WriteOutcome: Sendable, Equatable, CustomStringConvertible {
   case notSent
   case refused(status: Int)
