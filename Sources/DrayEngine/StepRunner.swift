@@ -60,7 +60,7 @@ struct StepRunner {
       report.errorMessage =
         context.cancellation.isCancelled
         ? "interrupted by \(Runner.signalName(context.cancellation))" : lost.map { "\($0); the step's own error: \(error)" } ?? "\(error)"
-      if report.status == .failed && sentCall(failedWith: error) {
+      if sentCall(failedWith: error) {
         // Its `sent` checkpoint stays, so that no run sends it again unless asked.
         report.errorMessage! +=
           "; the next run will not send it again: check on the server whether it was applied, then run "

@@ -116,4 +116,35 @@ extension WriteOnceCommandTests {
     #expect(ids[0] != nil && ids[0] == ids[1])
     #expect(try figs() == 1)
   }
+
+  /// Interrupted (SIGINT) while the write's answer is arriving: the run says the write is not
+  /// sent again unless asked, and the next plain run holds it.
+  @Test func aRunInterruptedWhileItsWriteIsOutSaysItIsNotSentAgain() throws {
+    let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/FRUITS_WRITE/", "times": 1, "stall_after": 5, "stall_for": 60}"#])
+    let folder = TemporaryDirectory("dray-write")
+    let manifest = folder.path + "/write.yaml"
+    try folder.write(
+      "write.yaml",
+      JobText.header(job: "write", emulator: emulator, database: "data/db.sqlite") + """
+        steps:
+          - id: add-fig
+            table: { resource: FRUITS_WRITE, params: { insert: [[30, fig, 1.1, 1]] }, output: out/fig.json, transaction: false }
+
+        """)
+    let interrupted = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/interrupted")
+    #expect(
+      interrupted.waitUntil { ((try? requests(emulator, Self.write))?.first?["response_bytes"] as? Int ?? 0) >= 5 }, "\(interrupted.errors)"
+    )
+    interrupted.send(SIGINT)
+    #expect(interrupted.wait() == .exited(130))
+    #expect(
+      interrupted.output.contains(
+        "interrupted by SIGINT; the next run will not send it again: check on the server whether it was applied, then run "
+          + "dray run \(manifest) --resend add-fig to send it again"), "\(interrupted.output)")
+
+    let plain = try Command.dray(["run", manifest])
+    #expect(plain.status == 1, "\(plain.output)")
+    #expect(plain.output.contains(": not run: its call was sent in run "), "\(plain.output)")
+    #expect(try requests(emulator, Self.write).count == 1)
+  }
 }
