@@ -11,6 +11,11 @@ refreshed table, as a platform resource backed by a write procedure does:
 inserting an id that exists answers 400 and changes nothing. The change happens once per
 `X-Transaction-ID`: a repeated call with the same id gets the stored answer (emulator.py).
 A later table_stream of FRUITS sees the changed rows.
+
+`FRUITS_WRITE` only appends: `{"insert": [[30, "fig", 1.1, 1]]}` adds the rows as they are,
+an id that exists included, as a write into a table without a key does, and answers the
+refreshed table. Each call that runs changes FRUITS, so a call sent twice without an
+`X-Transaction-ID` shows as a row held twice (tests of writes that must happen once).
 """
 
 
@@ -18,27 +23,29 @@ class BadParameters(ValueError):
     pass
 
 
-EDITS = {"FRUITS_EDIT": "FRUITS"}
+# Resource name -> (the resource whose rows it changes, whether it only appends).
+EDITS = {"FRUITS_EDIT": ("FRUITS", False), "FRUITS_WRITE": ("FRUITS", True)}
 
 
 def install(platform):
     """Adds the editing resources whose target exists."""
-    for name, target_name in EDITS.items():
+    for name, (target_name, appends) in EDITS.items():
         target = platform.resources.get(target_name)
         if target is None:
             continue
         table = target["outputs"][0]
         columns = table["columns"]
+        inputs = [{"id": 1, "name": "insert", "columns": columns}]
+        if not appends:
+            inputs.append({"id": 2, "name": "delete", "columns": [columns[0]]})
         platform.resources[name] = {
             "name": name,
             "lifetime": None,
-            "input": {"scalar": [], "tabular": [
-                {"id": 1, "name": "insert", "columns": columns},
-                {"id": 2, "name": "delete", "columns": [columns[0]]},
-            ]},
+            "input": {"scalar": [], "tabular": inputs},
             # The same table object: the answer is the target's refreshed rows.
             "outputs": [table],
             "changes": target_name,
+            "appends": appends,
         }
 
 
@@ -46,9 +53,10 @@ def apply(platform, resource, params):
     """Applies `params` to the target's rows under the platform's lock."""
     table = resource["outputs"][0]
     width = len(table["columns"])
-    unknown = set(params) - {"insert", "delete"}
+    accepted = {"insert"} if resource["appends"] else {"insert", "delete"}
+    unknown = set(params) - accepted
     if unknown:
-        raise BadParameters(f"unknown parameters: {', '.join(sorted(unknown))}; {resource['name']} takes insert and delete")
+        raise BadParameters(f"unknown parameters: {', '.join(sorted(unknown))}; {resource['name']} takes {' and '.join(sorted(accepted))}")
     inserts = params.get("insert", [])
     deletes = params.get("delete", [])
     if not isinstance(inserts, list) or not all(isinstance(r, list) and len(r) == width for r in inserts):
@@ -57,6 +65,9 @@ def apply(platform, resource, params):
         raise BadParameters("delete must be a list of ids")
     ids = [d[0] if isinstance(d, list) and len(d) == 1 else d for d in deletes]
     with platform.lock:
+        if resource["appends"]:
+            table["rows"].extend(list(r) for r in inserts)
+            return
         kept = [r for r in table["rows"] if r[0] not in ids]
         present = {r[0] for r in kept}
         for row in inserts:

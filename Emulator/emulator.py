@@ -12,7 +12,8 @@ table data and uniform requests (POST /api/v1/rpc/<resource>/) with ETag, Conten
 Cache-Hash-Value, X-Transaction-ID replay and X-Range resume, and error bodies in the
 platform's shape. Resources come from resources.json: FRUITS and test_resource as in the
 platform's examples, and the ISO code lists Debian's iso-codes package ships as JSON.
-FRUITS_EDIT inserts and deletes FRUITS rows and answers the refreshed table (changes.py).
+FRUITS_EDIT inserts and deletes FRUITS rows and answers the refreshed table; FRUITS_WRITE appends
+rows, an id held already included (changes.py).
 File connections `nfs4` and `local_storage` are served from a folder (files.py).
 
 Test helpers under /admin/ (no token):
@@ -285,6 +286,8 @@ class Handler(BaseHTTPRequestHandler):
         source = body if isinstance(body, Body) else BytesBody(body)
         length = source.length - offset
         fault = self.fault or {}
+        if fault.get("delay_answer"):
+            time.sleep(float(fault["delay_answer"]))
         # gzip on a 200 or 206 answer when the request asks for it (or the rule `gzip_unasked`
         # sends it anyway); a 206 compresses the tail from `offset`, which counts the bytes
         # before compression (X-Range, platform-api.md §3). The ETag stays the uncompressed

@@ -26,6 +26,8 @@ next `times` of them (every one when absent); the first rule that applies is use
                   a PNG, UTF-16)
 
   in the answer (table data; any answer for the body keys)
+    delay_answer  run the call (a write is applied, a transaction's answer kept), then wait
+                  this many seconds before sending the answer's head
     close_after   send only this many body bytes, then close the connection
     trickle       send the body at this many bytes per second
     stall_after   after this many body bytes, send nothing for `stall_for` seconds
@@ -78,7 +80,7 @@ KNOWN = {"path", "times", "status", "retry_after", "delay", "close_after", "tric
          "ignore_range", "change_etag", "answer_416", "description", "reset", "echo_authorization",
          "echo_headers", "echo_body", "redirect", "redirect_status", "stall_after", "stall_for", "chunked",
          "weak_etag", "garble", "body", "body_base64", "echo_forms", "hang", "close_delimited", "gzip_unasked", "content_type",
-         "overstate_length"}
+         "overstate_length", "delay_answer"}
 
 
 class Faults:

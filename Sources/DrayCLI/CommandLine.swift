@@ -11,9 +11,9 @@ public enum DrayCommandLine {
     dray: a declarative job runner for mobile platform data
 
     Usage:
-      dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--quiet | --verbose] [--log-format text|json]
+      dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--quiet | --verbose] [--log-format text|json]
       dray validate JOB.yaml... [--no-credentials]
-      dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]
+      dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--json]
       dray status JOB.yaml [--runs N]
       dray report JOB.yaml [--run RUN_ID] [--runs N] [-o FILE.html]
       dray tables DATABASE [--schema NAME] [--resource NAME [--params JSON] [--table TABLE]] [--json]
@@ -25,6 +25,8 @@ public enum DrayCommandLine {
       --fresh           ignore checkpoints: every step runs again
       --from STEP       run STEP and every step after it
       --only STEP       run STEP alone
+      --resend STEP     send STEP's call again although an earlier run sent it without a transaction id
+                        and whether the server applied it is unknown (dray never does so unasked)
       --quiet           a good run prints nothing; warnings, errors and a failed run's summary still show
       --verbose         also every attempt of every call, checkpoints and SQL statements
       --log-format F    text (the default) or json (one object per line)
@@ -156,7 +158,7 @@ extension Arguments {
   /// `ids` (the job's top-level steps).
   /// - Throws: `UsageError` naming a step that is not there, with the closest and the list.
   func runFlags(steps ids: [String]) throws -> RunFlags {
-    for option in ["--from", "--only"] {
+    for option in ["--from", "--only", "--resend"] {
       if let id = values[option], !ids.contains(id) {
         throw UsageError(
           "\(option) \(PrintableText.excerpt(id)): no such step"
@@ -164,7 +166,7 @@ extension Arguments {
             + ids.joined(separator: ", "))
       }
     }
-    return RunFlags(fresh: flags.contains("--fresh"), from: values["--from"], only: values["--only"])
+    return RunFlags(fresh: flags.contains("--fresh"), from: values["--from"], only: values["--only"], resend: values["--resend"])
   }
 }
 

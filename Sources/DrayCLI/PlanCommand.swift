@@ -6,7 +6,7 @@ internal import DrayPostgresStore
 internal import DrayStore
 internal import Foundation
 
-/// `dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--json]`: the resolved job and
+/// `dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--json]`: the resolved job and
 /// what a run with the same options would do, without running anything.
 ///
 /// Reads the manifest, the files it names through `${file:...}`, and the run journal when
@@ -15,7 +15,7 @@ internal import Foundation
 /// encoded).
 enum PlanCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
-    let args = try Arguments(arguments, flags: ["--fresh", "--json"], options: ["--from", "--only"])
+    let args = try Arguments(arguments, flags: ["--fresh", "--json"], options: ["--from", "--only", "--resend"])
     guard args.positional.count == 1 else { throw UsageError("plan takes one manifest: dray plan JOB.yaml") }
     if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
     // A plan signs in nowhere: it can be read where the job's secrets are not set.
@@ -275,7 +275,11 @@ struct JobPlan {
 
   private func stepLines(_ step: Step, number: String, group: Step?) -> [String] {
     let indent = String(repeating: " ", count: 2 + (group == nil ? 0 : 4))
-    let action = skipReason(step, group: group).map { "skip, \($0)" } ?? (resume.runReasons[step.id].map { "run, \($0)" } ?? "run")
+    let action =
+      skipReason(step, group: group).map { "skip, \($0)" } ?? resume.unresolvedWrites[step.id].map {
+        "fail without calling the server: \($0)"
+      }
+      ?? (resume.runReasons[step.id].map { "run, \($0)" } ?? "run")
     var lines = ["", "\(indent)\(number). \(step.id) (\(step.kindName)): \(action)"]
     if let description = step.description { lines.append("\(indent)   \(description)") }
     var rows: [(String, String)] = []
@@ -450,8 +454,9 @@ struct JobPlan {
       ("kind", .string(step.kindName)),
       ("description", step.description.map { .string($0) } ?? .null),
       ("line", .integer(Int64(step.location.line))),
-      ("action", .string(reason == nil ? "run" : "skip")),
+      ("action", .string(reason != nil ? "skip" : resume.unresolvedWrites[step.id] != nil ? "fail" : "run")),
       ("skip_reason", reason.map { .string($0) } ?? .null),
+      ("fail_reason", resume.unresolvedWrites[step.id].map { .string($0) } ?? .null),
       ("run_reason", resume.runReasons[step.id].map { .string($0) } ?? .null),
       ("options", options),
       ("tables", .array(tables(step).map { .string($0) })),

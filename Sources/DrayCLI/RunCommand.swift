@@ -11,7 +11,7 @@ private let runCancellation = Cancellation()
 enum RunCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(
-      arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v"], options: ["--from", "--only", "--log-format"])
+      arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v"], options: ["--from", "--only", "--resend", "--log-format"])
     guard args.positional.count == 1 else { throw UsageError("run takes one manifest: dray run JOB.yaml") }
     if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
     let quiet = args.flags.contains("--quiet") || args.flags.contains("-q")

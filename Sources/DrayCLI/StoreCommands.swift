@@ -122,6 +122,7 @@ enum StatusCommand {
         "  \(step.id): \(c.status.rawValue) in run \(c.runID) at \(c.finishedAt)"
           + (c.attempts > 1 ? ", \(c.attempts) attempts" : "")
           + ", \(HumanUnits.counted(Int(c.rows), "row")), \(HumanUnits.counted(Int(c.bytes), "byte"))\(changed)"
+          + (c.status == .sent ? "; its call's outcome is unknown: not sent again until dray run --resend \(step.id)" : "")
       )
     }
     return lines.joined(separator: "\n")

@@ -16,6 +16,11 @@ public import DrayStore
 /// - `--from STEP` runs STEP and every later one; `--only STEP` runs STEP alone. Both add
 ///   their checkpoints to the chain of the job's last run, so a later plain run that
 ///   continues it skips what they finished.
+/// - A step whose checkpoint is `sent` (a call that may change data, sent without a
+///   transaction id, that the server may have applied) is not sent again by a run that would
+///   run it in that checkpoint's chain (continuing it, joining it with `--from` or `--only`,
+///   or leaving it unfinished with `--fresh`) unless `--resend` names it: the run fails it
+///   instead, before it calls the server (`unresolvedWrites`).
 public struct ResumePlan: Sendable {
   /// The run continued, when the last run did not succeed (and not `--fresh`).
   public var resumes: RunRecord?
@@ -28,6 +33,10 @@ public struct ResumePlan: Sendable {
   /// The chain the run's checkpoints join: the lineage of the run it continues or, with
   /// `--from` and `--only`, of the job's last run; nil when the run starts a chain.
   public var lineage: String?
+  /// Why each step that would run is not sent, by step id (members of groups included): its
+  /// call was sent by an earlier run of the chain, and whether the server applied it is
+  /// unknown. A step `--resend` names is never here.
+  public var unresolvedWrites: [String: String] = [:]
 
   /// Decides the plan for `manifest` under `options` from `journal` (nil: no journal yet).
   /// - Throws: `JournalError`, or an SQLite error reading the journal.
@@ -35,6 +44,23 @@ public struct ResumePlan: Sendable {
     skipReasons = [:]
     resumes = nil
     lineage = nil
+    try decide(manifest, options, journal)
+    // The chains whose unresolved writes hold: the one the run joins, and the unfinished one
+    // the job last ran (which `--fresh` leaves).
+    let last = try journal?.lastWholeRun(job: manifest.job)
+    let chains = Set([lineage, last.flatMap { $0.status == .succeeded ? nil : $0.lineage }].compactMap { $0 })
+    for checkpoint in try journal?.checkpoints(job: manifest.job) ?? []
+    where checkpoint.status == .sent && chains.contains(checkpoint.lineage) && checkpoint.stepID != options.resend
+      && skipReasons[checkpoint.stepID] == nil && manifest.allSteps.contains(where: { $0.id == checkpoint.stepID })
+    {
+      unresolvedWrites[checkpoint.stepID] =
+        "its call was sent in run \(checkpoint.runID) (\(checkpoint.finishedAt)) without a transaction id, and whether the server "
+        + "applied it is unknown, so it was not sent again; check on the server, then run dray run \(manifest.path) "
+        + "--resend \(checkpoint.stepID) to send it again"
+    }
+  }
+
+  private mutating func decide(_ manifest: Manifest, _ options: RunFlags, _ journal: (any RunJournal)?) throws {
     guard !options.fresh else {
       ResumePlan.select(manifest, options, into: &skipReasons)
       return

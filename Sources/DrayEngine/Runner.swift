@@ -175,8 +175,9 @@ public final class Runner {
       }
     }
     let shared = RunContext(
-      manifest: manifest, runID: runID, lineage: lineage, fresh: options.fresh, skipReasons: plan.skipReasons, console: console,
-      cancellation: cancellation, session: session, journal: journal, retryBudget: retryBudget)
+      manifest: manifest, runID: runID, lineage: lineage, fresh: options.fresh, skipReasons: plan.skipReasons,
+      unresolvedWrites: plan.unresolvedWrites, console: console, cancellation: cancellation, session: session, journal: journal,
+      retryBudget: retryBudget)
 
     var stopped: RunStatus?
     for (index, step) in manifest.steps.enumerated() {
@@ -330,6 +331,9 @@ final class RunContext: Sendable {
   /// The plan's skip reasons by step id, members of a resumed group included
   /// (`ResumePlan.skipReasons`).
   let skipReasons: [String: String]
+  /// Why each step that must not send its call is failed instead, by step id
+  /// (`ResumePlan.unresolvedWrites`).
+  let unresolvedWrites: [String: String]
   let console: Console
   let cancellation: Cancellation
   let session: PlatformSession?
@@ -347,8 +351,9 @@ final class RunContext: Sendable {
   let retryBudget: RetryBudget
 
   init(
-    manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String], console: Console,
-    cancellation: Cancellation, session: PlatformSession?, journal: sending any RunJournal, retryBudget: RetryBudget
+    manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String],
+    unresolvedWrites: [String: String], console: Console, cancellation: Cancellation, session: PlatformSession?,
+    journal: sending any RunJournal, retryBudget: RetryBudget
   ) {
     self.retryBudget = retryBudget
     self.manifest = manifest
@@ -356,6 +361,7 @@ final class RunContext: Sendable {
     self.lineage = lineage
     self.fresh = fresh
     self.skipReasons = skipReasons
+    self.unresolvedWrites = unresolvedWrites
     self.console = console
     self.cancellation = cancellation
     self.session = session

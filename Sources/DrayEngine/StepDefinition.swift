@@ -39,18 +39,18 @@ extension StepKind {
     case .tableStream(let t):
       return opt([
         ("resource", .string(t.resource)), ("params", t.params), ("delta", .bool(t.delta)), ("transaction", .bool(t.transaction)),
-        // Only when set, so that the fingerprints of steps without it stay.
-        ("expect", t.expect.isEmpty ? nil : Expectation.definition(t.expect)),
+        // Only when set, so that the fingerprints of steps without them stay.
+        ("writes", t.writes.map { .bool($0) }), ("expect", t.expect.isEmpty ? nil : Expectation.definition(t.expect)),
       ])
     case .table(let t):
       return opt([
         ("resource", .string(t.resource)), ("params", t.params), ("output", .string(t.output)), ("format", .string(t.format.rawValue)),
-        ("transaction", .bool(t.transaction)),
+        ("transaction", .bool(t.transaction)), ("writes", t.writes.map { .bool($0) }),
       ])
     case .request(let r):
       return opt([
         ("resource", .string(r.resource)), ("params", r.params), ("output", r.output.map { .string($0) }),
-        ("transaction", .bool(r.transaction)),
+        ("transaction", .bool(r.transaction)), ("writes", r.writes.map { .bool($0) }),
       ])
     case .files(let f):
       return opt([

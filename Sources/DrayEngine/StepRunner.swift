@@ -36,7 +36,15 @@ struct StepRunner {
       })
     do {
       try connections.run(reconnect: context.reconnectJournal) { number in
-        if number > 1 { report = initial }
+        if number > 1 {
+          report = initial
+          // Run again from its last commit, the step must not send a call it sent already.
+          if sentCall(failedWith: nil) {
+            throw StepError.Unresolved(
+              reason: "the connection to the database was lost after its call was sent without a transaction id, "
+                + "and whether the server applied it is unknown, so it was not sent again")
+          }
+        }
         try execute(&report)
       }
       report.attempts += reconnects.withLock { $0 }
@@ -52,7 +60,12 @@ struct StepRunner {
       report.errorMessage =
         context.cancellation.isCancelled
         ? "interrupted by \(Runner.signalName(context.cancellation))" : lost.map { "\($0); the step's own error: \(error)" } ?? "\(error)"
-      if report.status == .failed {
+      if sentCall(failedWith: error) {
+        // Its `sent` checkpoint stays, so that no run sends it again unless asked.
+        report.errorMessage! +=
+          "; the next run will not send it again: check on the server whether it was applied, then run "
+          + "dray run \(manifest.path) --resend \(step.id) to send it again"
+      } else if report.status == .failed && !(error is StepError.Unresolved) {
         try? recordCheckpoint(report, status: .failed)
       }
     }
@@ -103,6 +116,15 @@ struct StepRunner {
     return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
   }
 
+  /// Whether this run sent the step's call, which may change data and carries no transaction
+  /// id (its checkpoint is `sent` in this run), and `error` (if any) leaves it possibly
+  /// applied: every error but a `WriteFailure` whose last attempt changed nothing there.
+  private func sentCall(failedWith error: (any Error)?) -> Bool {
+    let found = context.journal.withLock { try? $0.checkpoint(job: manifest.job, stepID: step.id) }
+    guard let found, found.status == .sent, found.runID == context.runID else { return false }
+    return (error as? WriteFailure)?.outcome.mayBeApplied != false
+  }
+
   /// The step's checkpoint in the journal now, or nil.
   private func currentCheckpoint() -> CheckpointState? {
     let found = context.journal.withLock { try? $0.checkpoint(job: manifest.job, stepID: step.id) }
@@ -150,6 +172,7 @@ struct StepRunner {
   }
 
   private func execute(_ report: inout StepReport) throws {
+    if let reason = context.unresolvedWrites[step.id] { throw StepError.Unresolved(reason: "not run: " + reason) }
     switch step.kind {
     case .schemes(let s): try runSchemes(s, &report)
     case .tableStream(let t): try runTableStream(t, &report)
@@ -226,6 +249,20 @@ struct StepRunner {
       rows: report.totalRows, bytes: report.bytes, outputs: outputs, finishedAt: RunReport.rfc3339(Date()))
   }
 
+  /// Whether the step's call of `resource` may change data on the server (docs/steps.md,
+  /// "Reads and writes"): what the manifest says (`writes`), else false only for a cached
+  /// resource (its scheme has `lifetime`), whose answers the platform serves from its cache
+  /// by version (platform-api.md §2, §3). What dray cannot tell (no scheme: the resource
+  /// is not in the user's schema) is a write.
+  func mayChangeData(writes: Bool?, scheme: ResourceScheme?) -> Bool {
+    writes ?? (scheme?.lifetime == nil)
+  }
+
+  /// The scheme of `resource` from the server, or nil when the user's schema does not list it.
+  func fetchScheme(_ client: PlatformClient, _ resource: String, record: @escaping (Attempt) -> Void) throws -> ResourceScheme? {
+    try client.schemes(policy: step.retry, record: recording("schema", record)).first { $0.name == resource }
+  }
+
   /// Records the step's checkpoint through the journal's own connection (for steps that do
   /// not write the target database).
   func recordCheckpoint(_ report: StepReport, status: CheckpointRecord.Status) throws {
@@ -237,6 +274,8 @@ struct StepRunner {
     switch error {
     case let e as TransportError: e.code
     case let e as PlatformError: e.code
+    case let e as WriteFailure: e.code
+    case is StepError.Unresolved: "outcome_unknown"
     case is PostgresRunLockError: "lock_lost"
     case let e as PostgresError where e.timeout != nil: "database_timeout"
     case is LoadError, is StagedValueError: "load_error"
@@ -253,6 +292,13 @@ struct StepRunner {
 
 /// Step failures that are not transport, platform or store errors.
 enum StepError: Error, CustomStringConvertible {
+  /// A step not run because an earlier run sent its call, which may change data, and whether
+  /// the server applied it is unknown (`ResumePlan.unresolvedWrites`).
+  struct Unresolved: Error, CustomStringConvertible {
+    var reason: String
+    var description: String { reason }
+  }
+
   /// Members of a `parallel` group failed (their own errors are in their reports).
   case groupFailed(members: [String])
   /// A signal stopped a `parallel` group before all its members ran.

@@ -274,12 +274,18 @@ public enum ManifestSchema {
   static let transactionKey = Key(
     "transaction", .boolean, default: .bool(true), "Send an X-Transaction-ID kept across retries, so a retry never runs twice.")
 
+  static let writesKey = Key(
+    "writes", .boolean,
+    "Whether calling the resource may change data on the server; unset, a cached resource (its scheme has 'lifetime') is a read and any other a write. A write without a transaction id is sent at most once (docs/steps.md, \"Reads and writes\")."
+  )
+
   static let outputFormat = Value.choice(OutputFormat.allCases.map(\.rawValue))
 
   public static let tableStream: [Key] =
     resourceKeys + [
       Key("delta", .boolean, default: .bool(false), "Ask only for the changes since the stored version (X-Delta)."),
       transactionKey,
+      writesKey,
       loadExpect,
     ]
 
@@ -288,12 +294,14 @@ public enum ManifestSchema {
       Key("output", .string(nonEmpty: true), required: true, "File to write, relative to the job folder."),
       Key("format", outputFormat, default: .string(OutputFormat.json.rawValue), "Format of the file."),
       transactionKey,
+      writesKey,
     ]
 
   public static let request: [Key] =
     resourceKeys + [
       Key("output", .string(nonEmpty: true), "File to save the answer to; only its size is kept when not set."),
       transactionKey,
+      writesKey,
     ]
 
   public static let files: [Key] = [

@@ -727,9 +727,11 @@ struct ManifestValidator {
     let rp = resourceAndParams(f)
     let delta = reader.bool(f, "delta") ?? f.defaultValue("delta")
     let transaction = reader.bool(f, "transaction") ?? f.defaultValue("transaction")
+    let writes = reader.bool(f, "writes")
     let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }", load: true)
     guard let (resource, params) = rp else { return nil }
-    return .tableStream(TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction, expect: expect))
+    return .tableStream(
+      TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction, writes: writes, expect: expect))
   }
 
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {
@@ -738,8 +740,9 @@ struct ManifestValidator {
     let output = f.required("output", &reader).flatMap { outputPath($0, f.path("output")) }
     let format = reader.choice(f, "format", as: OutputFormat.self) ?? f.defaultValue("format")
     let transaction = reader.bool(f, "transaction") ?? f.defaultValue("transaction")
+    let writes = reader.bool(f, "writes")
     guard let (resource, params) = rp, let output else { return nil }
-    return .table(TableStep(resource: resource, params: params, output: output, format: format, transaction: transaction))
+    return .table(TableStep(resource: resource, params: params, output: output, format: format, transaction: transaction, writes: writes))
   }
 
   private mutating func readRequest(_ node: YAMLNode, _ path: String) -> StepKind? {
@@ -747,8 +750,9 @@ struct ManifestValidator {
     let rp = resourceAndParams(f)
     let output = f["output"].flatMap { outputPath($0, f.path("output")) }
     let transaction = reader.bool(f, "transaction") ?? f.defaultValue("transaction")
+    let writes = reader.bool(f, "writes")
     guard let (resource, params) = rp else { return nil }
-    return .request(RequestStep(resource: resource, params: params, output: output, transaction: transaction))
+    return .request(RequestStep(resource: resource, params: params, output: output, transaction: transaction, writes: writes))
   }
 
   private mutating func readFiles(_ node: YAMLNode, _ path: String) -> StepKind? {

@@ -107,16 +107,21 @@ public struct TableStreamStep: Sendable, Hashable {
   public var delta: Bool
   /// Send an `X-Transaction-ID`, kept across retries of the call.
   public var transaction: Bool
+  /// Whether calling the resource may change data on the server (`writes`); nil lets dray
+  /// decide from the resource's scheme (docs/steps.md, "Reads and writes").
+  public var writes: Bool?
   /// Conditions each loaded table must meet before it replaces the old one (`rows`, or a
   /// column's values); see `Expectation`.
   public var expect: [Expectation]
   public init(
-    resource: String, params: JSONValue = .object([]), delta: Bool = false, transaction: Bool = true, expect: [Expectation] = []
+    resource: String, params: JSONValue = .object([]), delta: Bool = false, transaction: Bool = true, writes: Bool? = nil,
+    expect: [Expectation] = []
   ) {
     self.resource = resource
     self.params = params
     self.delta = delta
     self.transaction = transaction
+    self.writes = writes
     self.expect = expect
   }
 }
@@ -133,12 +138,18 @@ public struct TableStep: Sendable, Hashable {
   public var output: String
   public var format: OutputFormat
   public var transaction: Bool
-  public init(resource: String, params: JSONValue = .object([]), output: String, format: OutputFormat = .json, transaction: Bool = true) {
+  /// As `TableStreamStep.writes`.
+  public var writes: Bool?
+  public init(
+    resource: String, params: JSONValue = .object([]), output: String, format: OutputFormat = .json, transaction: Bool = true,
+    writes: Bool? = nil
+  ) {
     self.resource = resource
     self.params = params
     self.output = output
     self.format = format
     self.transaction = transaction
+    self.writes = writes
   }
 }
 
@@ -148,11 +159,14 @@ public struct RequestStep: Sendable, Hashable {
   /// File to save the answer to, relative to the job folder; nil to keep only its size.
   public var output: String?
   public var transaction: Bool
-  public init(resource: String, params: JSONValue = .object([]), output: String? = nil, transaction: Bool = true) {
+  /// As `TableStreamStep.writes`.
+  public var writes: Bool?
+  public init(resource: String, params: JSONValue = .object([]), output: String? = nil, transaction: Bool = true, writes: Bool? = nil) {
     self.resource = resource
     self.params = params
     self.output = output
     self.transaction = transaction
+    self.writes = writes
   }
 }
 

@@ -7,9 +7,10 @@ internal import Foundation
 ///
 /// Every call carries the session's token (signing in first when needed), retries under the
 /// step's policy, and meets a 401 with one new token and one repeat (`PlatformSession`). A
-/// call that may change data (POST) is retried only when it carries an `X-Transaction-ID`,
-/// kept the same on every attempt, when it reads a resource's data (`table_stream`,
-/// `table`: a read, whatever its method), or when no byte of it reached the server.
+/// call that may change data (a POST the step does not know to be a read) is retried freely
+/// only when it carries an `X-Transaction-ID`, kept the same on every attempt; without one,
+/// only while its attempts changed nothing on the server (`WriteOutcome`), and its failure
+/// says what the last one did there (`WriteFailure`).
 public final class PlatformClient {
   public let session: PlatformSession
   public let http: HTTPClient
@@ -31,12 +32,17 @@ public final class PlatformClient {
 
   /// Sends a request built for the platform and returns the 2xx answer's head.
   /// - Parameters:
+  ///   - reads: the caller knows the call only reads, whatever its method.
+  ///   - beforeSending: called once, before the first attempt's request goes out (after the
+  ///     sign-in it needs): a write without a transaction id is recorded there first, so that
+  ///     a crash while it is out leaves it known as sent.
   ///   - perform: sends one attempt (to a sink or a download) and returns the answer's head.
   /// - Throws: `TransportError` (the last attempt's, or `.gaveUp` saying why retrying
-  ///   stopped), `PlatformError`.
+  ///   stopped), `PlatformError`; for a call that may change data without a transaction id,
+  ///   any of them in a `WriteFailure` saying what its last attempt did on the server.
   func send(
     _ request: HTTPRequest, policy: RetryPolicy, transactionID: String?, reads: Bool = false, record: (Attempt) -> Void,
-    perform: (HTTPRequest) throws -> HTTPResponse
+    beforeSending: () throws -> Void = {}, perform: (HTTPRequest) throws -> HTTPResponse
   ) throws -> HTTPResponse {
     var runner = RetryRunner(policy: policy, cancellation: cancellation, budget: retryBudget)
     runner.sleeper = sleeper
@@ -46,51 +52,66 @@ public final class PlatformClient {
     var request = request
     request.repeatable = request.method.isIdempotent || transactionID != nil || reads
     if let transactionID { request.headers.set("X-Transaction-ID", transactionID) }
-    return try withoutActuallyEscaping(record) { recordAttempt in
-      // Each attempt (the sign-in's too) is recorded as soon as its request ended, with the
-      // status the server sent even when the transfer broke after it.
-      let http = http
-      let record: (Attempt) -> Void = { attempt in
-        var attempt = attempt
-        if attempt.status == nil { attempt.status = http.lastStatus }
-        recordAttempt(attempt)
-      }
-      return try runner.run(
-        { _ in
-          // A sign-in that fails sends nothing of this call: its attempts are the sign-in's.
-          let token: String
-          do {
-            if let stale = refused {
-              refused = nil
-              _ = try session.renew(stale: stale, because: "the token was refused (401)", client: http, runner: runner, record: record)
+    // What the last attempt of the call did on the server, for a write without an id.
+    var outcome = WriteOutcome.notSent
+    var announced = false
+    do {
+      return try withoutActuallyEscaping(record) { recordAttempt in
+        // Each attempt (the sign-in's too) is recorded as soon as its request ended, with the
+        // status the server sent even when the transfer broke after it.
+        let http = http
+        let record: (Attempt) -> Void = { attempt in
+          var attempt = attempt
+          if attempt.status == nil { attempt.status = http.lastStatus }
+          recordAttempt(attempt)
+        }
+        return try runner.run(
+          { _ in
+            // A sign-in that fails sends nothing of this call: its attempts are the sign-in's.
+            let token: String
+            do {
+              if let stale = refused {
+                refused = nil
+                _ = try session.renew(stale: stale, because: "the token was refused (401)", client: http, runner: runner, record: record)
+              }
+              token = try session.token(client: http, runner: runner, record: record)
+            } catch {
+              throw UnsentAttempt(error)
             }
-            token = try session.token(client: http, runner: runner, record: record)
-          } catch {
-            throw UnsentAttempt(error)
-          }
-          var sent = request
-          sent.headers.set("Authorization", "Bearer \(token)")
-          let response = try perform(sent)
-          if (200..<300).contains(response.status) { return response }
-          let error = PlatformError.statusError(response, url: response.url.isEmpty ? request.url : response.url)
-            .redacted(by: Redactor([token]))
-          if response.status == 401 {
-            guard !reauthenticated else { throw PlatformError.unauthorized(error) }
-            reauthenticated = true
-            refused = token
-            throw PlatformError.reauthenticated(error)
-          }
-          throw TransportError.httpStatus(error)
-        },
-        classify: { [http] error in
-          if case .reauthenticated? = error as? PlatformError { return .repeatNow }
-          guard (error as? TransportError)?.isTransient == true else { return .fail(reason: nil) }
-          if request.repeatable || http.bytesSent == 0 { return .retry }
-          return .fail(
-            reason: "not retried: a \(request.method.rawValue) may change data on the server, part of it was sent, "
-              + "and it carries no X-Transaction-ID")
-        },
-        record: record)
+            var sent = request
+            sent.headers.set("Authorization", "Bearer \(token)")
+            if !announced {
+              do { try beforeSending() } catch { throw UnsentAttempt(error) }
+              announced = true
+            }
+            do {
+              let response = try perform(sent)
+              if (200..<300).contains(response.status) { return response }
+              let error = PlatformError.statusError(response, url: response.url.isEmpty ? request.url : response.url)
+                .redacted(by: Redactor([token]))
+              if response.status == 401 {
+                guard !reauthenticated else { throw PlatformError.unauthorized(error) }
+                reauthenticated = true
+                refused = token
+                throw PlatformError.reauthenticated(error)
+              }
+              throw TransportError.httpStatus(error)
+            } catch {
+              outcome = WriteOutcome(error: error, bytesSent: http.bytesSent)
+              throw error
+            }
+          },
+          classify: { error in
+            if case .reauthenticated? = error as? PlatformError { return .repeatNow }
+            guard (error as? TransportError)?.isTransient == true, request.repeatable || !outcome.mayBeApplied else {
+              return .fail(reason: nil)
+            }
+            return .retry
+          },
+          record: record)
+      }
+    } catch  where !request.repeatable {
+      throw WriteFailure(error, outcome: outcome)
     }
   }
 
@@ -257,15 +278,16 @@ public final class PlatformClient {
   /// Posts `params` to `rpc/<resource>/` and streams the answer into `download`.
   /// - Parameters:
   ///   - delta: the version held (`v6`) to ask for a delta from, or nil for full data.
-  ///   - reads: the call reads a resource's data (`table_stream`, `table`), so it is retried
-  ///     with or without a transaction id, as the platform's own apps do and as the next run
-  ///     would; a uniform request (`request`) without one is retried only when none of it
-  ///     was sent.
+  ///   - reads: the step knows the resource only reads (`StepRunner.mayChangeData`), so the
+  ///     call is retried with or without a transaction id; otherwise a call without one is
+  ///     retried only while its attempts changed nothing on the server (`WriteOutcome`).
+  ///   - beforeSending: called once, before the first request goes out (`send`).
   /// - Throws: `TransportError`, `PlatformError` (`blankAnswer` for an empty body, whose
-  ///   download is removed).
+  ///   download is removed); `WriteFailure` around a failed call that may change data and
+  ///   carries no transaction id.
   public func rpc(
     resource: String, params: JSONValue, delta: String?, transactionID: String?, reads: Bool, download: Download,
-    policy: RetryPolicy, record: (Attempt) -> Void
+    policy: RetryPolicy, record: (Attempt) -> Void, beforeSending: () throws -> Void = {}
   ) throws -> AnswerHead {
     download.endsWhole = { JSONEvents.endsWhole(path: $0) }
     var request = request(
@@ -273,7 +295,7 @@ public final class PlatformClient {
     if let delta { request.headers.set("X-Delta", "\(delta)-last") }
     request.acceptEncoding = compressedAnswers
     let response = try recordingDownload(download, record) { record in
-      try send(request, policy: policy, transactionID: transactionID, reads: reads, record: record) {
+      try send(request, policy: policy, transactionID: transactionID, reads: reads, record: record, beforeSending: beforeSending) {
         try download.attempt($0, client: http, transactionID: transactionID)
       }
     }

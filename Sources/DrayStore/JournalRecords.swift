@@ -49,11 +49,15 @@ public struct RunFlags: Sendable, Equatable {
   public var from: String?
   /// Run only this step.
   public var only: String?
+  /// Send this step's call again although the server may have applied it once already
+  /// (its checkpoint is `sent`). Not kept in the journal: it concerns this run alone.
+  public var resend: String?
 
-  public init(fresh: Bool = false, from: String? = nil, only: String? = nil) {
+  public init(fresh: Bool = false, from: String? = nil, only: String? = nil, resend: String? = nil) {
     self.fresh = fresh
     self.from = from
     self.only = only
+    self.resend = resend
   }
 
   /// The flags as the operator writes them, `--fresh --from STEP`; empty for a plain run.
@@ -84,6 +88,11 @@ public struct CheckpointRecord: Sendable, Equatable {
   /// `JournalError.badRecord`.
   public enum Status: String, Sendable, Equatable, CaseIterable {
     case succeeded, failed
+    /// The step's call may change data on the server and carries no transaction id: recorded
+    /// before its request goes out, and kept while the server may have applied it (its
+    /// answer broke off, the run was killed, the step failed after the answer). No run sends
+    /// the step again unless `--resend` names it (`ResumePlan.unresolvedWrites`).
+    case sent
   }
 
   public var job: String

@@ -6,7 +6,8 @@ internal import Glibc
 /// A resumable download of one answer into a `.part` file.
 ///
 /// The body streams to `<path>.part`; a sidecar `<path>.part.json` keeps the URL, the strong
-/// ETag of the answer and the transaction id. The offset to resume from is the part's size
+/// ETag of the answer and the transaction id, the id written before the first request goes
+/// out (a run killed before the answer came sends it again: platform-api.md §3). The offset to resume from is the part's size
 /// on disk, which is what survived a kill. A later attempt (in this run, or in a new run
 /// after a kill) asks only for the rest:
 ///
@@ -107,10 +108,10 @@ public final class Download {
     self.resume = resume
   }
 
-  /// The sidecar left by an earlier attempt for the same URL (of a part, or of a finished
-  /// answer not yet used), or nil.
+  /// The sidecar left by an earlier attempt for the same URL (of a part, of a request whose
+  /// answer has not come yet, or of a finished answer not yet used), or nil.
   public func existingSidecar(for url: String) -> Sidecar? {
-    let path = FileManager.default.fileExists(atPath: partPath) ? sidecarPath : finishedSidecarPath
+    let path = FileManager.default.fileExists(atPath: sidecarPath) ? sidecarPath : finishedSidecarPath
     guard resume, let data = FileManager.default.contents(atPath: path),
       let json = try? JSONValue(parsing: Array(data)), json["url"]?.stringValue == Redactor.maskingURLPasswords(url)
     else { return nil }
@@ -160,6 +161,11 @@ public final class Download {
       }
     } else {
       offset = 0
+    }
+    // The transaction id is on disk before the request goes out: a run killed before the
+    // answer's head came sends the same id again, and the server recognises the repeat.
+    if let transactionID, resume, sidecar == nil {
+      try writeSidecar(Sidecar(url: request.url, etag: nil, transactionID: transactionID))
     }
     let sink = PartFileSink(
       download: self, url: request.url, transactionID: transactionID, requestedOffset: offset, etag: etag, style: style)
@@ -228,6 +234,9 @@ public final class Download {
       }
       return response
     default:
+      // The server answered the call: an id written before it, with no part to resume, is
+      // not kept for the next run, which asks anew.
+      if Download.fileSize(partPath) == nil { unlink(sidecarPath) }
       return response
     }
   }

@@ -458,9 +458,10 @@ import Testing
     let downloads = folder.path + "/.dray/downloads/secret-scan"
     let dray = try BackgroundDray(
       ["run", manifest, "--fresh", "--verbose"], environment: environment, logPrefix: outside.path + "/interrupted")
+    // The part, not its sidecar: the sidecar holds the transaction id before the request goes out.
     try dray.wait(for: "a partial download of LANGUAGES") {
       (try? FileManager.default.contentsOfDirectory(atPath: downloads))?.contains {
-        $0.hasPrefix("languages-") && $0.hasSuffix(".part.json")
+        $0.hasPrefix("languages-") && $0.hasSuffix(".part")
       }
         == true
     }

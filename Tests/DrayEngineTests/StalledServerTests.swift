@@ -270,8 +270,9 @@ import Testing
     #expect(try server.requests().count == 1)
   }
 
-  /// Reading a resource's data is a read: without a transaction id too, a broken answer is
-  /// retried within the run (as the next run would ask again), until the retry count is spent.
+  /// A resource the manifest says only reads (`writes: false`): without a transaction id too,
+  /// a broken answer is retried within the run (as the next run would ask again), until the
+  /// retry count is spent.
   @Test func aDataReadWithoutATransactionIDIsRetriedInTheRun() throws {
     let emulator = try Emulator(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "times": 2, "reset": true}"#])
     let folder = TemporaryDirectory()
@@ -280,7 +281,7 @@ import Testing
       StalledServerTests.header(emulator, job: "read") + """
         steps:
           - id: countries
-            table_stream: { resource: COUNTRIES, transaction: false }
+            table_stream: { resource: COUNTRIES, transaction: false, writes: false }
         """)
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
     #expect(report.steps[0].attempts.filter { $0.call == nil }.map(\.outcome.code) == ["connection_reset", "connection_reset", "ok"])

@@ -64,7 +64,7 @@ let fruitsAnswer =
     #expect(report.exitCode == 1)
     #expect(
       report.steps[0].errorMessage
-        == "resource 'FRUIT' is not in the server's schema for this user; did you mean 'FRUITS'? It offers: COUNTRIES, CURRENCIES, FRUITS, FRUITS_EDIT, LANGUAGES, SUBDIVISIONS, test_resource"
+        == "resource 'FRUIT' is not in the server's schema for this user; did you mean 'FRUITS'? It offers: COUNTRIES, CURRENCIES, FRUITS, FRUITS_EDIT, FRUITS_WRITE, LANGUAGES, SUBDIVISIONS, test_resource"
     )
     #expect(!FileManager.default.fileExists(atPath: folder.path + "/out/f.csv"))
   }

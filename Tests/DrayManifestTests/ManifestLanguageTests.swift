@@ -75,7 +75,7 @@ import Testing
     #expect(
       t
         == TableStreamStep(
-          resource: "FRUITS", delta: true, transaction: false,
+          resource: "FRUITS", delta: true, transaction: false, writes: false,
           expect: [
             Expectation(column: "rows", min: .integer(1), max: .integer(100000)), Expectation(column: "price", min: .integer(0)),
             Expectation(column: "in_season", equals: .integer(1)),
@@ -84,9 +84,11 @@ import Testing
       table
         == TableStep(
           resource: "FRUITS", params: .object([("season", .string("summer"))]), output: "out/fruits.ndjson", format: .ndjson,
-          transaction: false))
+          transaction: false, writes: false))
     #expect(
-      r == RequestStep(resource: "STATUS", params: .object([("verbose", .bool(true))]), output: "out/status.json", transaction: false))
+      r
+        == RequestStep(
+          resource: "STATUS", params: .object([("verbose", .bool(true))]), output: "out/status.json", transaction: false, writes: true))
     #expect(f == FilesStep(connection: "local_storage", action: .put, path: "reports/fruits.csv", local: "out/fruits.csv", missingOK: true))
     #expect(group.max == 2)
     #expect(group.steps.map(\.id) == ["sales-eu", "sales-us"])

@@ -312,6 +312,23 @@ import Testing
     try expectServerBytes(net, requests, transactionID: "t-reset")
   }
 
+  /// The transaction id is on disk while the request is out (a run killed then sends it
+  /// again); a status answer drops it with no part to resume, so the next run asks anew.
+  @Test func theTransactionIDIsKeptWhileTheRequestIsOutAndDroppedWhenTheServerAnswers() throws {
+    let net = try NetworkFixture()
+    try net.faults(#"[{"path": "/api/v1/rpc/BIG/", "times": 1, "status": 400}]"#)
+    let download = Download(path: net.answerPath, style: .platform, resume: true)
+    let (result, _, _) = net.fetch(transactionID: "t-kept")
+    #expect((result.error as? TransportError)?.code == "http_400")
+    #expect(download.existingSidecar(for: net.emulator.url + "api/v1/rpc/BIG/") == nil)
+    #expect(!FileManager.default.fileExists(atPath: download.sidecarPath))
+
+    try net.faults(#"[{"path": "/api/v1/rpc/BIG/", "times": 1, "hang": true}]"#)
+    let (stalled, _, _) = net.fetch(transactionID: "t-kept", policy: NetworkFixture.policy(0), timeouts: Timeouts(idle: .seconds(1)))
+    #expect((stalled.error as? TransportError)?.code == "timeout_idle")
+    #expect(download.existingSidecar(for: net.emulator.url + "api/v1/rpc/BIG/")?.transactionID == "t-kept")
+  }
+
   @Test func aPOSTWithoutATransactionIDIsNotRetriedOnceSent() throws {
     let net = try NetworkFixture()
     try net.faults(#"[{"path": "/api/v1/rpc/BIG/", "times": 1, "reset": true}]"#)
@@ -319,9 +336,13 @@ import Testing
     #expect(
       result.errorText
         == "the connection to \(HTTPClient.hostAndPort(net.emulator.url)) closed before an answer to \(net.emulator.url)api/v1/rpc/BIG/ "
-        + "(Empty reply from server); check the server's log and any proxy or load balancer in between; not retried: a POST may change "
-        + "data on the server, part of it was sent, and it carries no X-Transaction-ID")
-    #expect((result.error as? TransportError)?.code == "connection_reset")
+        + "(Empty reply from server); check the server's log and any proxy or load balancer in between; not sent again: the call may "
+        + "change data on the server and carries no X-Transaction-ID for the server to recognise a repeat by, and it reached the server "
+        + "and no whole answer came back, so whether the server applied it is unknown")
+    let failure = try #require(result.error as? WriteFailure)
+    #expect(failure.outcome == .unknown)
+    #expect(failure.code == "outcome_unknown")
+    #expect((failure.error as? TransportError)?.code == "connection_reset")
     #expect(attempts.map(\.outcome.code) == ["connection_reset"])
     #expect(try net.requests().count == 1)
   }

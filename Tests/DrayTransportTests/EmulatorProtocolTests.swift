@@ -16,7 +16,10 @@ import Testing
     let emulator = try Emulator()
     let client = PlatformClient(session: session(emulator), cancellation: Cancellation())
     let schemes = try client.schemes(policy: RetryPolicy(count: 0), record: { _ in })
-    #expect(schemes.map(\.name) == ["COUNTRIES", "CURRENCIES", "FRUITS", "FRUITS_EDIT", "LANGUAGES", "SUBDIVISIONS", "test_resource"])
+    #expect(
+      schemes.map(\.name) == [
+        "COUNTRIES", "CURRENCIES", "FRUITS", "FRUITS_EDIT", "FRUITS_WRITE", "LANGUAGES", "SUBDIVISIONS", "test_resource",
+      ])
     let fruits = try #require(schemes.first { $0.name == "FRUITS" })
     #expect(fruits.lifetime == 3600)
     #expect(fruits.outputs.map(\.name) == ["output_table"])

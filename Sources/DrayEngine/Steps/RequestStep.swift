@@ -9,23 +9,28 @@ extension StepRunner {
   /// `rpc/<resource>/` and saves the answer as is to `output`, or only counts its bytes
   /// when there is no `output`; an answer that is not one JSON document is refused and not
   /// saved (`JSONAnswerRule`). With `transaction` (the default) one `X-Transaction-ID` is
-  /// kept across every retry, so a resource that changes data runs once.
+  /// kept across every retry, so a resource that changes data runs once; without it, a
+  /// resource that may change data (`mayChangeData`) is sent at most once (`sent`
+  /// checkpoint), and its answer is never resumed (a resume would send it again).
   func runRequest(_ options: RequestStep, _ report: inout StepReport) throws {
     let folder = try jobFolder()
     let destination = try options.output.map { try folder.output($0, role: "output") }
     let client = try platformClient()
     var attempts: [Attempt] = []
     defer { report.attempts = attempts }
+    let record: (Attempt) -> Void = {
+      attempts.append($0); logAttempt($0)
+    }
 
-    let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    let scheme = options.transaction || options.writes != nil ? nil : try fetchScheme(client, options.resource, record: record)
+    let writesOnce = !options.transaction && mayChangeData(writes: options.writes, scheme: scheme)
+    let download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume && !writesOnce)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
     let head = try client.rpc(
-      resource: options.resource, params: options.params, delta: nil, transactionID: transactionID, reads: false,
-      download: download, policy: step.retry,
-      record: {
-        attempts.append($0); logAttempt($0)
-      })
+      resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
+      reads: !mayChangeData(writes: options.writes, scheme: scheme), download: download, policy: step.retry, record: record,
+      beforeSending: { if writesOnce { try recordCheckpoint(report, status: .sent) } })
     report.count(download)
     if let problem = JSONEvents.documentProblem(path: download.path) {
       download.removeFinished()

@@ -23,9 +23,14 @@ extension StepRunner {
     }
 
     var columns: [String] = []
+    // A call without a transaction id needs to know whether it writes (`mayChangeData`).
+    var schemes: [ResourceScheme] = []
+    if options.format != .json || !options.transaction && options.writes == nil {
+      schemes = try client.schemes(policy: step.retry, record: recording("schema", record))
+    }
+    let scheme = schemes.first { $0.name == options.resource }
     if options.format != .json {
-      let schemes = try client.schemes(policy: step.retry, record: recording("schema", record))
-      guard let scheme = schemes.first(where: { $0.name == options.resource }) else {
+      guard let scheme else {
         throw StepError.resourceNotFound(resource: options.resource, available: schemes.map(\.name))
       }
       guard scheme.outputs.count == 1, let table = scheme.outputs.first else {
@@ -36,14 +41,18 @@ extension StepRunner {
       columns = (scheme.lifetime == nil ? [] : ["hhive_id"]) + table.columns.map(\.name)
     }
 
-    var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    // A write without a transaction id is sent at most once, and never resumed: a resume
+    // would send it again.
+    let writesOnce = !options.transaction && mayChangeData(writes: options.writes, scheme: scheme)
+    var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume && !writesOnce)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
     var kind: String?
     func fetch() throws {
       kind = try client.rpc(
-        resource: options.resource, params: options.params, delta: nil, transactionID: transactionID, reads: true,
-        download: download, policy: step.retry, record: record
+        resource: options.resource, params: options.params, delta: nil, transactionID: transactionID,
+        reads: !mayChangeData(writes: options.writes, scheme: scheme), download: download, policy: step.retry, record: record,
+        beforeSending: { if writesOnce { try recordCheckpoint(report, status: .sent) } }
       ).unexpectedKind
       report.count(download)
       if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }

@@ -29,18 +29,22 @@ extension StepRunner {
     }
     guard let scheme else { return }
 
+    // A write without a transaction id is sent at most once: never resumed (a resume would
+    // send it again), nor asked again as full data after a delta.
+    let reads = !mayChangeData(writes: options.writes, scheme: scheme)
+    let writesOnce = !options.transaction && !reads
     // A delta starts from the version the tables hold; without one (first load, a table
     // recreated, versions that disagree) the server is asked for full data.
-    var deltaFrom = options.delta ? try store.deltaBase(scheme: scheme, params: options.params) : nil
-    var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
+    var deltaFrom = options.delta && !writesOnce ? try store.deltaBase(scheme: scheme, params: options.params) : nil
+    var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume && !writesOnce)
     let url = client.session.url("rpc/\(options.resource)/")
     let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
     /// Asks again for full data, as a new transaction.
     func fullData(_ download: Download) throws -> PlatformClient.AnswerHead {
       try client.rpc(
         resource: options.resource, params: options.params, delta: nil,
-        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, reads: true, download: download, policy: step.retry,
-        record: record)
+        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, reads: reads, download: download,
+        policy: step.retry, record: record)
     }
     /// Fetches the answer into `download`: a delta from `deltaFrom` when there is one, else
     /// full data. A delta the server refuses (400), or one that does not start at `deltaFrom`
@@ -50,8 +54,9 @@ extension StepRunner {
       var head: PlatformClient.AnswerHead
       do {
         head = try client.rpc(
-          resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID, reads: true,
-          download: download, policy: step.retry, record: record)
+          resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID, reads: reads,
+          download: download, policy: step.retry, record: record,
+          beforeSending: { if writesOnce { try recordCheckpoint(report, status: .sent) } })
       } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
         // The server does not know the version held (its history was reset, or the database
         // came from another server).
