@@ -19,7 +19,9 @@ struct ManifestValidator {
   /// The manifest's text, to place `{{ table }}` problems on their line; may be empty.
   let source: String
   var reader: NodeReader
-  private var stepIDs: [String: (location: SourceLocation, isDefault: Bool)] = [:]
+  /// Keyed as SQLite compares names (`IdentifierKey`): dray names staging tables and files
+  /// after step ids, so `Items` and `items` would share them.
+  private var stepIDs: [IdentifierKey: (id: String, location: SourceLocation, isDefault: Bool)] = [:]
   /// The SQL of `sql` and `query` steps, with its node, for the template checks.
   private var sqlSources: [(stepID: String, sql: String, node: YAMLNode)] = []
   /// A `table_stream` step that did not read: templates may name what it would load, so
@@ -672,11 +674,18 @@ struct ManifestValidator {
     // and then dropped.
     let id = explicitID ?? (group.map { "\($0)." } ?? "") + "\(kindKey)-\(position)"
     let idLocation = f["id"]?.location ?? node.location
-    if idIsValid, let first = stepIDs[id] {
+    if idIsValid, let first = stepIDs[IdentifierKey(id)] {
       let owner = first.isDefault ? " (the default id of the step there)" : ""
-      reader.error(idLocation, "duplicate step id '\(id)'; it is already used at line \(first.location.line)\(owner)")
+      if IdentifierKey.sameBytes(first.id, id) {
+        reader.error(idLocation, "duplicate step id '\(id)'; it is already used at line \(first.location.line)\(owner)")
+      } else {
+        reader.error(
+          idLocation,
+          "step id '\(id)' differs from '\(first.id)' at line \(first.location.line)\(owner) only in letter case; "
+            + "dray names tables and files after step ids, where case does not count: choose another id")
+      }
     } else if idIsValid {
-      stepIDs[id] = (idLocation, explicitID == nil)
+      stepIDs[IdentifierKey(id)] = (id, idLocation, explicitID == nil)
     }
     stepKinds.append((id, kindName, node.location))
     let description = f["description"].flatMap { reader.string($0, "steps.\(id).description") }

@@ -10,12 +10,7 @@ import Testing
 /// written; another base (`0x1F`) is a number on purpose.
 @Suite struct NumberTextTests {
   static let head = """
-    version: 1
-    job: j
-    platform: { host: "http://h/", environment: e, project: p }
-    auth: { username: u, password: password-1234 }
-    database: { path: db.sqlite }
-    steps:
+    \(ManifestText.platformJob)
 
     """
 

@@ -60,12 +60,7 @@ import Testing
   /// naming that resource gets no error of its own.
   @Test func aWrongIdDoesNotMakeTemplatesOfItsResourceWrong() {
     let text = """
-      version: 1
-      job: j
-      platform: { host: "http://h/", environment: e, project: p }
-      auth: { username: u, password: password-1234 }
-      database: { path: db.sqlite }
-      steps:
+      \(ManifestText.platformJob)
         - id: load fruits
           table_stream: { resource: FRUITS }
         - sql: DELETE FROM {{ table "FRUITS" "output_table" }}

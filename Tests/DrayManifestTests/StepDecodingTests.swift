@@ -59,12 +59,7 @@ import Testing
 
   @Test func emptyOrRepeatedSchemesResourcesAreRefused() {
     let head = """
-      version: 1
-      job: j
-      platform: { host: "http://h/", environment: e, project: p }
-      auth: { username: u, password: password-1234 }
-      database: { path: db.sqlite }
-      steps:
+      \(ManifestText.platformJob)
 
       """
     #expect(
@@ -189,6 +184,25 @@ import Testing
         ])
   }
 
+  /// Step ids that differ only in ASCII letter case would share the staging tables and
+  /// files dray names after them (a parallel group of `Items` and `items` mixed their rows):
+  /// refused, at top level and inside a group; other scripts' cases are distinct names.
+  @Test func stepIdsThatDifferOnlyInLetterCaseAreRefused() {
+    #expect(
+      errors(
+        """
+          - { id: Items, sql: SELECT 1 }
+          - id: group
+            parallel:
+              steps:
+                - { id: ITEMS, sql: SELECT 2 }
+                - { id: Ítems, sql: SELECT 3 }
+                - { id: ítems, sql: SELECT 4 }
+        """) == [
+          "job.yaml:9:17: error: step id 'ITEMS' differs from 'Items' at line 5 only in letter case; dray names tables and files after step ids, where case does not count: choose another id"
+        ])
+  }
+
   /// The other engineer's case of issue 25: a cursor pagination sending the incremental
   /// parameter replaces the first page's value, so it is accepted.
   @Test func aCursorMaySendTheIncrementalParameter() throws {
@@ -212,12 +226,7 @@ import Testing
   @Test(arguments: StepKind.Name.allCases.filter { $0 != .sql })
   func everyKeyGivenAnOddValueLoadsTheWholeJobOrSaysWhy(kind: StepKind.Name) throws {
     let head = """
-      version: 1
-      job: j
-      platform: { host: "http://h/", environment: e, project: p }
-      auth: { username: u, password: password-1234 }
-      database: { path: db.sqlite }
-      steps:
+      \(ManifestText.platformJob)
 
       """
     let odd: [JSONValue] = [
