@@ -26,6 +26,10 @@ enum ReportCommand {
     guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true, recordsOnly: true) else {
       return ExitCode.usage
     }
+    if let output = args.values["-o"], output.isEmpty || output.hasSuffix("/") {
+      throw UsageError(
+        "-o takes the page's file, such as -o reports/page.html; '\(output)' \(output.isEmpty ? "is empty" : "names a folder")")
+    }
     let limit = try args.values["--runs"].map { text in
       guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
       return n
@@ -53,7 +57,7 @@ enum ReportCommand {
     }
     do {
       try ReportFiles.writeFile(
-        page.html(), to: path, keeping: KeptPaths.forReports(of: manifest), onlyOverAPage: true)
+        page.html(), to: path, keeping: KeptPaths.forReports(of: manifest), onlyOverAPageOf: (manifest.job, page.runID))
     } catch {
       DrayCommandLine.printError(
         "dray: the page was not written to \(ReportFiles.display(path)): \(error.reason); \(error.advice(args.values["-o"] == nil ? "report.path" : "-o")), then run again"

@@ -94,9 +94,11 @@ struct JobFolder {
         }
       } else if let kind = FileKind.refusal(at: path) {
         // A rename over it would replace a device or a FIFO, and fails on a folder.
-        throw LocalFileError.refused(
-          "\(role) '\(relative)': it is \(kind), not a regular file; dray writes a step's output only as a new file or over a regular file: remove it or name another file"
-        )
+        let advice =
+          role == "local" && info.st_mode & S_IFMT == S_IFDIR
+          ? "to put the file inside the folder, end the path with a slash: local: \(relative)/"
+          : "dray writes a step's output only as a new file or over a regular file: remove it or name another file"
+        throw LocalFileError.refused("\(role) '\(relative)': it is \(kind), not a regular file; \(advice)")
       }
     }
     return path
@@ -310,6 +312,8 @@ extension KeptPaths {
         switch entry.kind {
         case .folder:
           return [Entry(path: JobFolder.canonical(entry.path), kind: .folder, name: entry.name)]
+        case .pattern:
+          return [Entry(path: JobFolder.canonical(entry.path, keepingName: true), kind: .pattern, name: entry.name)]
         case .file:
           let placed = JobFolder.canonical(entry.path, keepingName: true)
           let target = JobFolder.canonical(entry.path)
@@ -339,6 +343,12 @@ extension KeptPaths {
       if let conflict = kept.conflict(current) { return conflict }
       if current == "/" { break }
       current = (current as NSString).deletingLastPathComponent
+    }
+    // A past run's report: an existing file of a kept pattern.
+    if FileIdentity(placed, following: false) != nil,
+      let entry = kept.entries.first(where: { $0.kind == .pattern && KeptPaths.matches(placed, pattern: $0.path) })
+    {
+      return "is \(entry.name)"
     }
     let identities = kept.entries.compactMap { entry in FileIdentity(entry.path, following: true).map { ($0, entry) } }
     if let own = FileIdentity(placed, following: false), own.isRegularFile,

@@ -196,10 +196,12 @@ extension ManifestValidator {
     }
     for output in stepOutputs where !output.isFolder && !output.path.hasSuffix("/") {
       guard let kind = FileKind.refusal(at: JobPath.lexical(manifest.directory + "/" + output.path)) else { continue }
-      reader.error(
-        output.node.location,
-        "'\(output.key)': '\(output.shown)' is \(kind), not a regular file; a step writes its output only as a new file or over a regular file: remove it or name another file"
-      )
+      // `files get` puts the file inside a folder named with a trailing `/`.
+      let advice =
+        output.key.hasSuffix(".files.local") && kind == "a folder"
+        ? "to put the file inside the folder, end the path with a slash: local: \(output.shown)/"
+        : "a step writes its output only as a new file or over a regular file: remove it or name another file"
+      reader.error(output.node.location, "'\(output.key)': '\(output.shown)' is \(kind), not a regular file; \(advice)")
     }
   }
 

@@ -4,7 +4,8 @@
 /// A step's output that landed on one of them would destroy the job's own state while the run
 /// reported success: the database (and its `-wal`, `-shm` and `-journal` files), the manifest,
 /// the lock and journal in the state folder, the answers in the download folder, the run's
-/// report files. The rule is checked twice: on the text of the manifest when it is validated
+/// report files, and a past run's report files (an existing file of `report.path`'s pattern
+/// when it holds `{run_id}`: `Entry.Kind.pattern`). The rule is checked twice: on the text of the manifest when it is validated
 /// (`ManifestValidator`), and on the real paths on disk before a step writes, where symbolic
 /// links and names a server supplies are known (`JobFolder`).
 ///
@@ -17,7 +18,13 @@ public struct KeptPaths: Sendable {
   /// One kept file, or a folder kept with everything inside it.
   public struct Entry: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
+      /// A file, or a folder with everything inside it.
       case file, folder
+      /// Every existing file whose path the entry's path matches, `{job}` and `{run_id}`
+      /// standing for any text without a `/` (a past run's report; `KeptPaths.matches`).
+      /// Only a check on disk sees it (`KeptPaths.conflictOnDisk`): a path of the pattern
+      /// that does not exist yet is free.
+      case pattern
     }
     /// Absolute, without `.` or `..`.
     public var path: String
@@ -42,7 +49,9 @@ public struct KeptPaths: Sendable {
   public static let exampleRunID = "00000000T000000.000Z-000000"
 
   /// What no step output may be: the manifest, the database files, the run's report files,
-  /// and anything inside the state folder or the download folder.
+  /// a past run's report files (existing files of a report path holding `{run_id}`, with
+  /// `{job}` and `{run_id}` filled with any text), and anything inside the state folder or
+  /// the download folder.
   ///
   /// - Parameter runID: the run whose report files are kept; nil (at validation) keeps only
   ///   the report files whose path does not hold `{run_id}`, the ones a step could name.
@@ -50,6 +59,12 @@ public struct KeptPaths: Sendable {
     var entries = common(manifest)
     for (format, path) in manifest.reportFiles(runID: runID ?? "{run_id}") where !path.contains("{run_id}") {
       entries.append(Entry(path: JobPath.lexical(path), kind: .file, name: reportName(format)))
+    }
+    // Past runs' reports: the files of a path holding `{run_id}`, whatever run and job fill it.
+    var anyJob = manifest
+    anyJob.job = "{job}"
+    for (format, path) in anyJob.reportFiles(runID: "{run_id}") where path.contains("{run_id}") {
+      entries.append(Entry(path: JobPath.lexical(path), kind: .pattern, name: pastReportName(format)))
     }
     entries.append(
       Entry(
@@ -108,6 +123,33 @@ public struct KeptPaths: Sendable {
     }
   }
 
+  private static func pastReportName(_ format: ReportSettings.Format) -> String {
+    switch format {
+    case .json: "a past run's report (report.path)"
+    case .junit: "a past run's JUnit report (report.formats)"
+    case .prometheus: "a past run's Prometheus textfile (report.formats)"
+    case .html: "a past run's HTML page (report.formats)"
+    }
+  }
+
+  /// Whether `path` is one of the paths `pattern` names, `{job}` and `{run_id}` each standing
+  /// for any non-empty text without a `/`.
+  public static func matches(_ path: String, pattern: String) -> Bool {
+    guard
+      let hole = [pattern.range(of: "{job}"), pattern.range(of: "{run_id}")].compactMap({ $0 }).min(by: { $0.lowerBound < $1.lowerBound })
+    else { return path == pattern }
+    let head = pattern[..<hole.lowerBound]
+    let rest = String(pattern[hole.upperBound...])
+    guard path.hasPrefix(head) else { return false }
+    let tail = path.dropFirst(head.count)
+    var end = tail.startIndex
+    while end < tail.endIndex, tail[end] != "/" {
+      end = tail.index(after: end)
+      if matches(String(tail[end...]), pattern: rest) { return true }
+    }
+    return false
+  }
+
   /// The entries but the one at `path` (a folder already refused for another reason, so
   /// that its problem is said once).
   public func dropping(_ path: String) -> KeptPaths {
@@ -124,7 +166,7 @@ public struct KeptPaths: Sendable {
   /// the path: `is the job's database (database.path)`, `is inside the download folder
   /// '.dray/downloads' (download.path)`; nil when it meets none.
   public func conflict(_ path: String) -> String? {
-    if let entry = entries.first(where: { $0.path == path }) { return "is \(entry.name)" }
+    if let entry = entries.first(where: { $0.kind != .pattern && $0.path == path }) { return "is \(entry.name)" }
     // The innermost folder: the download folder inside the state folder names the download folder.
     let folders = entries.filter { $0.kind == .folder && JobPath.isInside(path, $0.path) }
     return folders.max { $0.path.count < $1.path.count }.map { "is inside \($0.name)" }

@@ -71,18 +71,46 @@ public struct ReportPage: Sendable {
     + "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
     + "<meta name=\"color-scheme\" content=\"light dark\"/>\n<title>dray: "
 
+  /// The run drawn in full: nil without a run, or when its report is not one dray can read.
+  private var runView: RunView? {
+    run.flatMap { document -> RunView? in
+      if case .report(let json) = document { return RunView(json) }
+      return nil
+    }
+  }
+
+  /// The id of the run the page shows; nil for the job's history alone.
+  public var runID: String? { runView?.runID }
+
+  /// What the page dray wrote whose text starts with `head` shows, when a page of `job`'s
+  /// run `run` (nil: the job's history alone) may not replace it: `the page of run R of job
+  /// J`; nil when it may. A page is replaced only by a page of the same job and run, or is
+  /// the history page of the same job; its `dray-job` and `dray-run` meta tags (after the
+  /// title) say what it shows. A page without them (written before dray wrote them) may be
+  /// replaced (docs/report.md, "The HTML page").
+  /// - Parameter head: the page's text up to `</head>` at least.
+  public static func otherRun(inPage head: String, job: String, run: String?) -> String? {
+    func meta(_ name: String) -> String? {
+      let start = "<meta name=\"\(name)\" content=\""
+      guard let open = head.range(of: start), let close = head[open.upperBound...].firstIndex(of: "\"") else { return nil }
+      return String(head[open.upperBound..<close])
+    }
+    guard let shownJob = meta("dray-job") else { return nil }
+    let shownRun = meta("dray-run")
+    if shownJob == HTMLText.escape(job), shownRun == nil || shownRun == run.map({ HTMLText.escape($0) }) { return nil }
+    return "the page of " + (shownRun.map { "run \($0) of " } ?? "") + "job \(shownJob)"
+  }
+
   /// The page: an HTML document that is also well-formed XML (every element closed, every
   /// attribute quoted), UTF-8.
   public func html() -> String {
     var page = HTMLWriter()
-    let runView = run.flatMap { document -> RunView? in
-      if case .report(let json) = document { return RunView(json) }
-      return nil
-    }
     let title = job + (runView.map { " run \($0.runID)" } ?? "")
     page.raw(ReportPage.opening)
     page.text(title)
     page.raw("</title>")
+    page.raw("\n<meta name=\"dray-job\" content=\"\(HTMLText.escape(job))\"/>")
+    if let runView { page.raw("\n<meta name=\"dray-run\" content=\"\(HTMLText.escape(runView.runID))\"/>") }
     page.raw("\n<style>\n\(PageStyle.css)</style>\n</head>\n<body>\n")
     switch run {
     case nil:

@@ -224,4 +224,103 @@ import Testing
       #expect(try intact(), "report \(target)")
     }
   }
+
+  /// A past run's report is the job's too: a path of `report.path`'s pattern (`{job}` and
+  /// `{run_id}` filled with any value) that exists, or of its JUnit and HTML siblings, is
+  /// refused to a step's `output` and `local` (the step fails, `path_refused`); a path of the pattern that
+  /// does not exist yet is free.
+  @Test func stepOutputsNeverLandOnAPastReport() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory("dray-written")
+    let header =
+      JobText.header(job: "nightly", emulator: emulator, database: "data/db.sqlite")
+      + "report: { path: \"reports/{job}-{run_id}.json\", formats: [json, junit, prometheus, html] }\n"
+    try folder.write("job.yaml", header + "steps:\n  - id: note\n    sql: SELECT 1;\n")
+    let first = try Command.dray(["run", "job.yaml", "--quiet"], directory: folder.path)
+    #expect(first.status == 0, "\(first.output)")
+    let reports = try FileManager.default.contentsOfDirectory(atPath: folder.path + "/reports")
+    let json = "reports/" + (try #require(reports.first { $0.hasSuffix(".json") }))
+    let stem = String(json.dropLast(5))
+    let past: [(path: String, what: String)] = [
+      (json, "a past run's report (report.path)"),
+      (stem + ".junit.xml", "a past run's JUnit report (report.formats)"),
+      (stem + ".html", "a past run's HTML page (report.formats)"),
+    ]
+    let steps: [(key: String, step: (String) -> String)] = [
+      ("output", { "query: { sql: SELECT 1 AS n, output: \"\($0)\" }" }),
+      ("local", { "files: { connection: nfs4, action: get, path: file.txt, local: \"\($0)\" }" }),
+    ]
+    for (key, step) in steps {
+      for (target, what) in past {
+        let before = FileManager.default.contents(atPath: folder.path + "/" + target)
+        try folder.write("step.yaml", header + "steps:\n  - id: write\n    \(step(target))\n")
+        let run = try Command.dray(["run", "step.yaml", "--quiet"], directory: folder.path)
+        #expect(run.status == 1, "\(key) \(target): \(run.output)")
+        #expect(
+          run.stderr.contains("refused \(key) '\(target)': it is \(what); a step may not write the files dray keeps for the job"),
+          "\(key) \(target): \(run.stderr)")
+        #expect(FileManager.default.contents(atPath: folder.path + "/" + target) == before, "\(key) \(target)")
+      }
+    }
+    // A name of the pattern that is no report yet is the user's to write.
+    try folder.write("free.yaml", header + "steps:\n  - id: write\n    query: { sql: SELECT 1 AS n, output: reports/nightly-mine.json }\n")
+    let free = try Command.dray(["run", "free.yaml", "--quiet"], directory: folder.path)
+    #expect(free.status == 0, "\(free.output)")
+  }
+
+  /// A page dray wrote of one run is never replaced by a page of another run (nor of another
+  /// job); a page of the same run is.
+  @Test func reportOutputNeverReplacesThePageOfAnotherRun() throws {
+    let job = try Job()
+    let html = String(job.report.dropLast(5)) + ".html"
+    let firstRun = String(html.dropFirst("reports/nightly-".count).dropLast(5))
+    let second = try Command.dray(["run", "job.yaml", "--quiet"], directory: job.folder.path)
+    #expect(second.status == 0, "\(second.output)")
+    // The newest run's page over the first run's page: refused.
+    try job.expectRefused(
+      html,
+      "the page of run \(firstRun) of job nightly is there, and dray report replaces a page only with a page of the same job and run",
+      Self.notPageAdvice)
+    // The first run's page again: replaced.
+    let same = try Command.dray(["report", "job.yaml", "--run", firstRun, "-o", html], directory: job.folder.path)
+    #expect(same.status == 0, "\(same.output)")
+    #expect(same.stdout == html + "\n")
+  }
+
+  /// `-o` takes the page's file: an empty path or a folder is a usage error (exit 2); a
+  /// missing folder on the way is created, as for `report.path`.
+  @Test func reportOutputNamesAFile() throws {
+    let job = try Job()
+    for target in ["", "out/newdir/"] {
+      let result = try job.page(target)
+      #expect(result.status == 2, "\(target): \(result.output)")
+      #expect(
+        result.stderr
+          == "dray: -o takes the page's file, such as -o reports/page.html; '\(target)' \(target.isEmpty ? "is empty" : "names a folder")\nRun 'dray help' for usage.\n"
+      )
+      #expect(!FileManager.default.fileExists(atPath: job.folder.path + "/out"))
+    }
+    let created = try job.page("out/newdir/page.html")
+    #expect(created.status == 0, "\(created.output)")
+    #expect(try job.folder.read("out/newdir/page.html").hasPrefix("<!DOCTYPE html>\n"))
+  }
+
+  /// `files get` into a `local` that is an existing folder: the manifest's error names the
+  /// way to put the file inside it, `local: in/` (the run's own check says the same:
+  /// `JobFolder.output`).
+  @Test func filesGetIntoAFolderSuggestsTheSlash() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory("dray-written")
+    try FileManager.default.createDirectory(atPath: folder.path + "/in", withIntermediateDirectories: true)
+    try folder.write(
+      "job.yaml",
+      JobText.header(job: "nightly", emulator: emulator)
+        + "steps:\n  - id: get\n    files: { connection: nfs4, action: get, path: file.txt, local: in }\n")
+    let run = try Command.dray(["run", "job.yaml", "--quiet"], directory: folder.path)
+    #expect(run.status == 2, "\(run.output)")
+    #expect(
+      run.stderr.hasPrefix(
+        "job.yaml:8:68: error: 'steps.get.files.local': 'in' is a folder, not a regular file; to put the file inside the folder, end the path with a slash: local: in/\n"
+      ), "\(run.stderr)")
+  }
 }

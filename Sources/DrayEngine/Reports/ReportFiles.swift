@@ -72,25 +72,34 @@ public enum ReportFiles {
   ///
   /// - Parameters:
   ///   - path: absolute, or relative to the current directory.
-  ///   - onlyOverAPage: an existing file at `path` is replaced only when it is a page dray
-  ///     wrote: it starts with `ReportPage.opening` (`dray report`).
+  ///   - page: the job and run (nil: the history alone) of the page `text` is, for `dray
+  ///     report`: an existing file at `path` is then replaced only when it is a page dray
+  ///     wrote (it starts with `ReportPage.opening`) of the same job and run, or the job's
+  ///     history page (`ReportPage.otherRun(inPage:job:run:)`).
   /// - Throws: `ReportFileError` with the reason; nothing is written.
   public static func writeFile(
-    _ text: String, to path: String, keeping kept: KeptPaths, onlyOverAPage: Bool = false
+    _ text: String, to path: String, keeping kept: KeptPaths, onlyOverAPageOf page: (job: String, run: String?)? = nil
   ) throws(ReportFileError) {
     let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     if let conflict = kept.conflictOnDisk(absolute) {
       throw ReportFileError(reason: "it \(conflict)", kind: .kept)
     }
-    if onlyOverAPage {
+    if let page {
       var info = stat()
       if lstat(path, &info) == 0 {
         if info.st_mode & S_IFMT == S_IFLNK {
           throw ReportFileError(reason: "a symbolic link is there, and dray report replaces only its own pages", kind: .notPage)
         }
-        if info.st_mode & S_IFMT == S_IFREG, !startsWith(path, ReportPage.opening) {
-          throw ReportFileError(
-            reason: "a file is there that is not a page dray wrote, and dray report replaces only its own pages", kind: .notPage)
+        if info.st_mode & S_IFMT == S_IFREG {
+          let head = self.head(path, count: 1 << 16)
+          guard head.hasPrefix(ReportPage.opening) else {
+            throw ReportFileError(
+              reason: "a file is there that is not a page dray wrote, and dray report replaces only its own pages", kind: .notPage)
+          }
+          if let shown = ReportPage.otherRun(inPage: head, job: page.job, run: page.run) {
+            throw ReportFileError(
+              reason: "\(shown) is there, and dray report replaces a page only with a page of the same job and run", kind: .notPage)
+          }
         }
       }
     }
@@ -105,13 +114,12 @@ public enum ReportFiles {
     }
   }
 
-  /// Whether the file at `path` starts with `opening`.
-  private static func startsWith(_ path: String, _ opening: String) -> Bool {
-    guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+  /// The first `count` bytes of the file at `path`, as UTF-8 (invalid bytes replaced); empty
+  /// when it cannot be read.
+  private static func head(_ path: String, count: Int) -> String {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
     defer { try? handle.close() }
-    let expected = Array(opening.utf8)
-    let head = (try? handle.read(upToCount: expected.count)) ?? Data()
-    return head.elementsEqual(expected)
+    return String(decoding: (try? handle.read(upToCount: count)) ?? Data(), as: UTF8.self)
   }
 }
 
