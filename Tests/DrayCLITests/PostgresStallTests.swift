@@ -333,6 +333,36 @@ import Testing
     #expect(report.contains(#""status":"interrupted""#), "\(report)")
   }
 
+  /// A server that accepts TCP and never speaks fails each connection attempt when
+  /// `database.timeouts.connect` passes (dray's own deadline, as libpq's `connect_timeout`
+  /// would), retried under the job's policy: exit 1, the message naming the limit.
+  @Test(.timeLimit(.minutes(5)))
+  func aServerThatNeverSpeaksFailsWhenTheConnectLimitPasses() throws {
+    let folder = TemporaryDirectory("dray-pg-silent")
+    let listener = try SilentListener(logPrefix: folder.path + "/listener")
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: silent
+      retry: { count: 1, interval: 100ms, backoff: fixed }
+      database:
+        url: postgresql://dray:secret@127.0.0.1:\(listener.port)/w
+        timeouts: { connect: 2s }
+      steps:
+        - id: sleepy
+          sql: SELECT 1;
+
+      """)
+    let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
+    #expect(run.wait(timeout: 60) == .exited(1), "\(run.errors)")
+    #expect(
+      run.errors.contains(
+        "cannot reach PostgreSQL at postgresql://dray:***@127.0.0.1:\(listener.port)/w: no connection within 2s (connect_timeout, database.timeouts.connect); check the host and port"
+      ), "\(run.errors)")
+    #expect(run.errors.contains("database attempt 1 failed after 2."), "\(run.errors)")
+  }
+
   /// A port nothing listens on (connection refused) still fails the run at once, with the
   /// retries of the job's policy: exit 1, the message naming the server.
   @Test(.timeLimit(.minutes(5)))
