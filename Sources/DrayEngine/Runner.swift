@@ -117,7 +117,8 @@ public final class Runner {
       if let target = manifest.database?.postgres {
         // Until the server answers: then the journal opens on a server that is up.
         try connections.run { _ in
-          try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts).close()
+          try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts, cancellation: cancellation)
+            .close()
         }
       }
       journal = try openJournal()
@@ -252,13 +253,17 @@ public final class Runner {
     DownloadFolder(manifest).removeOwnFiles()
   }
 
+  /// Ends a run that did not start: `message` says why; a run interrupted meanwhile (a
+  /// signal ended its connection attempt) is `interrupted` (exit 130), not failed.
   private func fail(_ report: inout RunReport, _ message: String) -> RunReport {
+    let interrupted = cancellation.isCancelled
+    let message = interrupted ? "interrupted by \(Runner.signalName(cancellation)) before the run started: \(message)" : message
     report.errorMessage = message
     for index in report.steps.indices where report.steps[index].status == .notRun {
-      report.steps[index].skipReason = "the run did not start"
+      report.steps[index].skipReason = interrupted ? "the run was interrupted" : "the run did not start"
     }
-    report.exitCode = ExitCode.stepFailed
-    report.status = .failed
+    report.exitCode = interrupted ? ExitCode.interrupted : ExitCode.stepFailed
+    report.status = interrupted ? .interrupted : .failed
     report.endedAt = Date()
     console.error(message)
     write(&report)

@@ -213,9 +213,7 @@ struct StepRunner {
   func openStore() throws -> any TargetStore {
     if let target = manifest.database?.postgres {
       let fence = context.journal.withLock { ($0 as? PostgresJournal)?.runLock }
-      let store = try PostgresStore(target: target, fence: fence)
-      store.stopWhen(context.cancellation)
-      return store
+      return try PostgresStore(target: target, fence: fence, cancellation: context.cancellation)
     }
     return try openStagingStore()
   }

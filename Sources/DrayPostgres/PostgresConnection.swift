@@ -68,16 +68,26 @@ public final class PostgresConnection {
   /// names the stall. The connection is non-blocking
   /// (`PQsetnonblocking`, §34.10): every wait polls its socket, bounded by `timeouts`.
   ///
+  /// Connecting is non-blocking too (`PQconnectStartParams`, `PQconnectPoll`, §34.1): the
+  /// socket is polled at least every 100 ms, so the attempt ends within `connect_timeout`
+  /// (the URL's, else `timeouts.connect`; whole seconds, at least 2, 0 for no limit, as
+  /// libpq reads it, but over the whole attempt, not per address) and at once when
+  /// `cancellation` is set.
+  ///
   /// - Parameters:
   ///   - url: where to connect.
   ///   - password: the manifest's `database.password`, or nil.
   ///   - timeouts: the limits of every wait on the server.
   ///   - answers: which limit bounds the wait for an answer.
+  ///   - cancellation: the run's interruption: it ends the connection attempt at once, and
+  ///     later waits as `cancelStatements(when:)` does (until `finishStatements(when:)`
+  ///     says otherwise); nil for none.
   /// - Throws: `PostgresError`; `userMessage` says what to do for a bad password (28P01), a
-  ///   missing database (3D000), an unknown role (28000), an unreachable server (08001).
+  ///   missing database (3D000), an unknown role (28000), an unreachable server or
+  ///   `connect_timeout` passed (08001); `57014` when `cancellation` ended the attempt.
   public init(
     url: PostgresURL, password: String? = nil, timeouts: DatabaseTimeouts = DatabaseTimeouts(),
-    answers: AnswerLimit = .statement
+    answers: AnswerLimit = .statement, cancellation: Cancellation? = nil
   ) throws(PostgresError) {
     self.url = url
     self.timeouts = timeouts
@@ -96,19 +106,18 @@ public final class PostgresConnection {
     let keywords = pairs.map { strdup($0.keyword) }
     let values = pairs.map { strdup($0.value) }
     defer { (keywords + values).forEach { free($0) } }
-    let connection = (keywords + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { k in
+    let started = (keywords + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { k in
       (values + [nil]).map { UnsafePointer($0) }.withUnsafeBufferPointer { v in
-        PQconnectdbParams(k.baseAddress, v.baseAddress, 0)
+        PQconnectStartParams(k.baseAddress, v.baseAddress, 0)
       }
     }
-    guard let connection else {
+    guard let started else {
       throw PostgresError(sqlState: "08001", message: "out of memory", url: url.redacted)
     }
-    guard PQstatus(connection) == CONNECTION_OK else {
-      let message = String(cString: PQerrorMessage(connection))
-      PQfinish(connection)
-      throw PostgresError.connectionFailure(message, url: url)
-    }
+    let seconds = pairs.last { $0.keyword == "connect_timeout" }.flatMap { Int($0.value) } ?? 0
+    let connection = try Self.finishConnecting(
+      started, limit: seconds > 0 ? .seconds(max(2, seconds)) : nil, cancellation: cancellation, url: url)
+    interruption = cancellation.map { ($0, true) }
     // libpq prints the server's notices and warnings ("relation ... already exists,
     // skipping", "terminating connection due to immediate shutdown command") on standard
     // error by default (§34.13 "Notice Processing"), past dray's console and its masking of
@@ -119,6 +128,51 @@ public final class PostgresConnection {
     try execute(
       "SELECT set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $1, false)",
       [.text(String(Self.milliseconds(timeouts.statement)))])
+  }
+
+  /// Drives the connection attempt `connection` (`PQconnectPoll`) to its end, polling its
+  /// socket at least every 100 ms, and returns it connected; else finishes it (`PQfinish`)
+  /// and throws.
+  ///
+  /// - Parameters:
+  ///   - limit: how long the whole attempt may take (`connect_timeout`); nil for no limit.
+  ///   - cancellation: ends the attempt at once when set.
+  /// - Throws: `PostgresError`: libpq's failure (`connectionFailure`), `08001` when `limit`
+  ///   passed, `57014` when `cancellation` was set.
+  private static func finishConnecting(
+    _ connection: OpaquePointer, limit: Duration?, cancellation: Cancellation?, url: PostgresURL
+  ) throws(PostgresError) -> OpaquePointer {
+    func fail(_ error: PostgresError) -> PostgresError {
+      PQfinish(connection)
+      return error
+    }
+    let deadline = limit.map { ContinuousClock.now + $0 }
+    // Until the first poll, as if `PQconnectPoll` had answered "writing" (§34.1).
+    var state = PQstatus(connection) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING
+    while state != PGRES_POLLING_OK {
+      guard state != PGRES_POLLING_FAILED else {
+        throw fail(PostgresError.connectionFailure(String(cString: PQerrorMessage(connection)), url: url))
+      }
+      if cancellation?.isCancelled == true {
+        throw fail(PostgresError(sqlState: "57014", message: "the run was interrupted while connecting", url: url.redacted))
+      }
+      let now = ContinuousClock.now
+      if let deadline, let limit, now >= deadline {
+        throw fail(
+          PostgresError(
+            sqlState: "08001", message: "no connection within \(limit.formatted) (connect_timeout, database.timeouts.connect)",
+            url: url.redacted))
+      }
+      var descriptor = pollfd(
+        fd: PQsocket(connection), events: Int16(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), revents: 0)
+      let slice = deadline.map { max(0, min(100, milliseconds($0 - now))) } ?? 100
+      let ready = Glibc.poll(&descriptor, 1, Int32(slice))
+      if ready < 0 && errno != EINTR {
+        throw fail(PostgresError(sqlState: "08001", message: String(cString: strerror(errno)), url: url.redacted))
+      }
+      if ready > 0 { state = PQconnectPoll(connection) }
+    }
+    return connection
   }
 
   /// `duration` in whole milliseconds, rounded up (the unit of `statement_timeout`).

@@ -52,7 +52,8 @@ public final class PostgresJournal {
 
   /// The journal's own connection to `target`.
   private static func connect(_ target: PostgresTarget, cancellation: Cancellation) throws(PostgresError) -> PostgresConnection {
-    let connection = try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts, answers: .idle)
+    let connection = try PostgresConnection(
+      url: target.url, password: target.password, timeouts: target.timeouts, answers: .idle, cancellation: cancellation)
     connection.finishStatements(when: cancellation)
     return connection
   }

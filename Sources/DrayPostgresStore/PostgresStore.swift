@@ -30,11 +30,15 @@ public final class PostgresStore {
 
   /// Connects to `target`, points `search_path` at its schema (so that a step's SQL names
   /// tables without the schema) and creates the bookkeeping tables when missing.
-  /// - Parameter fence: the run lock whose generation every `write` checks before COMMIT.
+  /// - Parameters:
+  ///   - fence: the run lock whose generation every `write` checks before COMMIT.
+  ///   - cancellation: the run's interruption: it ends the connection attempt at once and
+  ///     cancels the running statement (`stopWhen(_:)`); nil for none.
   /// - Throws: `PostgresError` (its `userMessage` says what to do: a wrong password, a
   ///   missing database or schema, no permission on the schema, an unreachable server).
-  public init(target: PostgresTarget, fence: PostgresRunLock? = nil) throws {
-    connection = try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts)
+  public init(target: PostgresTarget, fence: PostgresRunLock? = nil, cancellation: Cancellation? = nil) throws {
+    connection = try PostgresConnection(
+      url: target.url, password: target.password, timeouts: target.timeouts, cancellation: cancellation)
     schema = target.schema
     self.fence = fence
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping) {

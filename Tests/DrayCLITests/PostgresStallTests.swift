@@ -224,4 +224,171 @@ import Testing
     #expect(try rows("SELECT count(*) FROM _dray_checkpoints WHERE step_id = 'big'") == [["0"]])
     #expect(try rows("SELECT status FROM _dray_runs") == [["interrupted"]], "\(run.errors)")
   }
+
+  /// A TCP listener on a free port of 127.0.0.1 that forwards its first `forwarding`
+  /// connections to `server` and accepts every later one without ever answering (a server
+  /// that hangs at connect); it prints `held` for each connection it holds.
+  struct SilentListener {
+    let process: ChildProcess
+    let port: Int
+
+    static let script = """
+      import socket, sys, threading
+      forwarding, target = int(sys.argv[1]), int(sys.argv[2])
+      s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+      print(s.getsockname()[1], flush=True)
+      def pipe(a, b):
+          try:
+              while True:
+                  data = a.recv(65536)
+                  if not data: break
+                  b.sendall(data)
+          except OSError: pass
+          for end in (a, b):
+              try: end.shutdown(socket.SHUT_RDWR)
+              except OSError: pass
+      held = []
+      while True:
+          c, _ = s.accept()
+          if forwarding > 0:
+              forwarding -= 1
+              u = socket.create_connection(("127.0.0.1", target))
+              threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+              threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+          else:
+              held.append(c)
+              print("held", flush=True)
+      """
+
+    init(forwarding: Int = 0, to server: PostgresServer? = nil, logPrefix: String) throws {
+      process = try ChildProcess(
+        "/usr/bin/python3", ["-c", Self.script, String(forwarding), String(server?.port ?? 0)], logPrefix: logPrefix)
+      let process = process
+      guard process.waitUntil(timeout: 30, { process.output.contains("\n") }),
+        let port = Int(process.output.split(separator: "\n")[0])
+      else { throw TestSupportError("the listener did not start: \(process.errors)") }
+      self.port = port
+    }
+
+    /// True once the listener holds a connection without answering it.
+    func holds() -> Bool { process.waitUntil(timeout: 30) { process.output.contains("held") } }
+  }
+
+  /// Which connection of a run hangs at connect.
+  enum Connecting: String, CaseIterable, CustomStringConvertible {
+    /// The run's first connection (it checks that the server answers), with
+    /// `timeouts.connect` set.
+    case first
+    /// The same with the default connect limit.
+    case firstByDefault
+    /// The run journal's, after the first connection was served.
+    case journal
+    /// The step's, after the first connection and the journal's were served.
+    case step
+    var description: String { rawValue }
+    /// How many connections the listener forwards to the server before it hangs.
+    var forwarding: Int {
+      switch self {
+      case .first, .firstByDefault: 0
+      case .journal: 1
+      case .step: 2
+      }
+    }
+  }
+
+  /// One SIGTERM ends a run whose connection attempt hangs (a server that accepts TCP and
+  /// never speaks) within a few seconds, far before `database.timeouts.connect`: exit 130,
+  /// the report's status `interrupted`.
+  @Test(.timeLimit(.minutes(5)), arguments: Connecting.allCases)
+  func oneSignalEndsARunWhileItConnects(connecting: Connecting) throws {
+    let server = try PostgresServer.shared()
+    let database = try server.createDatabase("stallconnect")
+    let folder = TemporaryDirectory("dray-pg-stall-connect")
+    let listener = try SilentListener(forwarding: connecting.forwarding, to: server, logPrefix: folder.path + "/listener")
+    let timeouts = connecting == .firstByDefault ? "" : "\n  timeouts: { connect: 20s }"
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: stallconnect
+      database:
+        url: postgresql://\(PostgresServer.user):\(PostgresServer.password)@127.0.0.1:\(listener.port)/\(database)\(timeouts)
+      steps:
+        - id: sleepy
+          sql: SELECT 1;
+
+      """)
+
+    let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
+    #expect(listener.holds(), "\(run.errors)")
+    let start = Date()
+    run.send(SIGTERM)
+    #expect(run.wait(timeout: 60) == .exited(130), "\(run.errors)")
+    let took = Date().timeIntervalSince(start)
+    #expect(took < 6, "took \(took)s")
+    #expect(run.errors.contains("interrupted by SIGTERM"), "\(run.errors)")
+    let reports = try FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/reports")
+    #expect(reports.count == 1)
+    let report = try folder.read(".dray/reports/\(reports.first ?? "")")
+    #expect(report.contains(#""status":"interrupted""#), "\(report)")
+  }
+
+  /// A server that accepts TCP and never speaks fails each connection attempt when
+  /// `database.timeouts.connect` passes (dray's own deadline, as libpq's `connect_timeout`
+  /// would), retried under the job's policy: exit 1, the message naming the limit.
+  @Test(.timeLimit(.minutes(5)))
+  func aServerThatNeverSpeaksFailsWhenTheConnectLimitPasses() throws {
+    let folder = TemporaryDirectory("dray-pg-silent")
+    let listener = try SilentListener(logPrefix: folder.path + "/listener")
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: silent
+      retry: { count: 1, interval: 100ms, backoff: fixed }
+      database:
+        url: postgresql://dray:secret@127.0.0.1:\(listener.port)/w
+        timeouts: { connect: 2s }
+      steps:
+        - id: sleepy
+          sql: SELECT 1;
+
+      """)
+    let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
+    #expect(run.wait(timeout: 60) == .exited(1), "\(run.errors)")
+    #expect(
+      run.errors.contains(
+        "cannot reach PostgreSQL at postgresql://dray:***@127.0.0.1:\(listener.port)/w: no connection within 2s (connect_timeout, database.timeouts.connect); check the host and port"
+      ), "\(run.errors)")
+    #expect(run.errors.contains("database attempt 1 failed after 2."), "\(run.errors)")
+  }
+
+  /// A port nothing listens on (connection refused) still fails the run at once, with the
+  /// retries of the job's policy: exit 1, the message naming the server.
+  @Test(.timeLimit(.minutes(5)))
+  func aRefusedConnectionFailsAtOnce() throws {
+    let folder = TemporaryDirectory("dray-pg-refused")
+    let port = try PostgresServer.freePort()
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: refused
+      retry: { count: 1, interval: 100ms, backoff: fixed }
+      database:
+        url: postgresql://dray:secret@127.0.0.1:\(port)/w
+        timeouts: { connect: 20s }
+      steps:
+        - id: sleepy
+          sql: SELECT 1;
+
+      """)
+    let start = Date()
+    let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
+    #expect(run.wait(timeout: 60) == .exited(1), "\(run.errors)")
+    let took = Date().timeIntervalSince(start)
+    #expect(took < 6, "took \(took)s")
+    #expect(run.errors.contains("cannot reach PostgreSQL at postgresql://dray:***@127.0.0.1:\(port)/w"), "\(run.errors)")
+    #expect(run.errors.contains("Connection refused"), "\(run.errors)")
+  }
 }
