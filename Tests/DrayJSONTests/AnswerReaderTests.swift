@@ -60,7 +60,7 @@ import Testing
     #expect(
       failure("[{\"name\": \"a\", \"data\": [[1]")
         == "table 'a', row 2: the answer ends before its JSON is complete (27 bytes); the download was cut short")
-    #expect(failure("[x]") == "the answer is not valid JSON ('x' is not a JSON value, at byte 2)")
+    #expect(failure("[x]") == "the answer is not valid JSON ('x' is not a JSON value, at byte 1)")
     #expect(failure(#"{"name": "a"}"#) == "the answer must be a JSON list of tables, found an object")
     #expect(failure("3") == "the answer must be a JSON list of tables, found a number")
     #expect(failure(#"[{"name": "a"}, {"data": [[1]]}]"#) == "an element of the answer has no 'name'")
