@@ -654,7 +654,7 @@ import Testing
     #expect(bad.steps.first?.errorCode == "bad_pagination")
     #expect(
       bad.steps.first?.errorMessage
-        == "page 1 (\(server.url)orders): paginate.more '/has_more' is 1 in the answer; it must be true or false")
+        == "page 1 (\(server.url)orders?page=1): paginate.more '/has_more' is 1 in the answer; it must be true or false")
   }
 
   /// A cursor from the page's last record (Stripe's `starting_after`), with `more`.

@@ -55,6 +55,16 @@ import Testing
     #expect(error?.message == "table 'b': delete_ids holds row ids (integers), found a list")
   }
 
+  /// "at byte N" counts from 0 (docs/steps.md, "An answer that should be JSON"): the `<` of
+  /// `{"x": 1} <html>` is byte 9, that of `<html>` byte 0.
+  @Test func bytesInMessagesCountFromZero() throws {
+    let folder = TemporaryDirectory()
+    let trailing = JSONEvents.documentProblem(path: try folder.write("trailing.json", #"{"x": 1} <html>"#))
+    #expect(trailing?.hasSuffix(", at byte 9)") == true, "\(trailing ?? "")")
+    let page = JSONEvents.documentProblem(path: try folder.write("page.json", "<html>"))
+    #expect(page == "the answer is not valid JSON ('<html>' is not a JSON value, at byte 0)")
+  }
+
   @Test func whatIsNotATableAnswerIsNamed() {
     #expect(failure("") == "the answer is empty; expected a JSON list of tables")
     #expect(
