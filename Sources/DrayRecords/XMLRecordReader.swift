@@ -81,7 +81,7 @@ public struct XMLRecordReader {
           // The first step of `//a/b` is at any depth: every element is where it would be.
           for depth in path.steps.indices
           where (depth > 0 || path.anchor == .root) && (met[path]?[depth]?.count ?? 0) < XMLRecordReader.memberLimit
-            && XMLRecordReader.matches(path.anchor, path.steps.prefix(depth), stack.dropLast())
+            && XMLRecordReader.matches(path.anchor, path.steps.prefix(depth), stack.dropLast(), near: true)
           {
             met[path, default: [:]][depth, default: []].append(local)
           }
@@ -125,22 +125,23 @@ public struct XMLRecordReader {
   /// The most names of elements kept for one path's "did you mean".
   static let memberLimit = 1000
 
-  /// "Did you mean": walks the steps of `path` from the first, and at the first one whose
+  /// "Did you mean": walks the steps of `path` from the first, and replaces each one whose
   /// local name is not among the elements met where it would be (`met`, by the step's
-  /// index) while one a small edit away is (`EditDistance.closest`, a different letter case
-  /// included), gives `path` with that step replaced by it; nil when there is no such step.
+  /// index) by one a small edit away that is (`EditDistance.closest`, a different letter
+  /// case included); gives the corrected path, or nil when no step needed one. The walk
+  /// stops at a step with no near name.
   static func nearSpelling(_ path: XMLPath, met: [Int: [String]]) -> String? {
+    var steps = path.steps
     for (depth, step) in path.steps.enumerated() {
       let names = met[depth] ?? []
       let local = String(step.split(separator: ":").last ?? "")
       if step == "*" || names.isEmpty || names.contains(local) { continue }
-      guard let near = EditDistance.closest(to: local, among: names) else { return nil }
-      var steps = path.steps
+      guard let near = EditDistance.closest(to: local, among: names) else { break }
       steps[depth] = step.dropLast(local.count) + near
-      let anchor = path.anchor == .root ? "/" : path.anchor == .anywhere ? "//" : ""
-      return anchor + steps.joined(separator: "/") + (path.attribute.map { "/@" + $0 } ?? "")
     }
-    return nil
+    guard steps != path.steps else { return nil }
+    let anchor = path.anchor == .root ? "/" : path.anchor == .anywhere ? "//" : ""
+    return anchor + steps.joined(separator: "/") + (path.attribute.map { "/@" + $0 } ?? "")
   }
 
   /// libxml2's options for answers: no network, CDATA as text, errors collected rather
@@ -175,8 +176,12 @@ public struct XMLRecordReader {
     matches(path.anchor, path.steps[...], stack[...])
   }
 
-  /// Whether the element at the top of `stack` is one `steps` select from `anchor`.
-  static func matches(_ anchor: XMLPath.Anchor, _ steps: ArraySlice<String>, _ stack: ArraySlice<(String, String)>) -> Bool {
+  /// Whether the element at the top of `stack` is one `steps` select from `anchor`; with
+  /// `near`, or would be were some steps spelt as a name a small edit away
+  /// (`EditDistance.closest`), for "did you mean".
+  static func matches(
+    _ anchor: XMLPath.Anchor, _ steps: ArraySlice<String>, _ stack: ArraySlice<(String, String)>, near: Bool = false
+  ) -> Bool {
     switch anchor {
     case .root:
       guard stack.count == steps.count else { return false }
@@ -184,7 +189,8 @@ public struct XMLRecordReader {
       guard stack.count >= steps.count else { return false }
     }
     for (step, element) in zip(steps, stack.suffix(steps.count)) {
-      if !XMLPath.matches(step, qualified: element.0, local: element.1) { return false }
+      if XMLPath.matches(step, qualified: element.0, local: element.1) { continue }
+      if !near || EditDistance.closest(to: String(step.split(separator: ":").last ?? ""), among: [element.1]) == nil { return false }
     }
     return true
   }

@@ -255,7 +255,7 @@ import Testing
     let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", page)])
     for (next, near) in [
       ("/catalog/link/next", "/catalog/links/next"), ("/Catalog/links/next", "/catalog/links/next"),
-      ("/catalog/Links/next", "/catalog/links/next"), ("//links/nxt", "//links/next"),
+      ("/catalog/Links/next", "/catalog/links/next"), ("//links/nxt", "//links/next"), ("/Catalog/Links/Next", "/catalog/links/next"),
     ] {
       let report = try run(
         target, server, "path: things, format: xml, load: { table: things, records: /catalog/item }, paginate: { next: '\(next)' }")
