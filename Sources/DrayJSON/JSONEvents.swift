@@ -78,7 +78,7 @@ public enum JSONEvents {
   /// surrogate escape as `?`, and takes a vertical tab for whitespace). Nesting is not
   /// bounded here beyond one level past `JSONValue.maxDepth`: the handler bounds it (and
   /// says where), or the parse is refused as too deep.
-  /// - Throws: `Failure`; `.invalid` carries what was wrong and the byte it is at (from 1).
+  /// - Throws: `Failure`; `.invalid` carries what was wrong and the byte it is at (from 0).
   public static func parseStrictly(_ input: FileChunks, into handler: any JSONEventHandler) throws(Failure) {
     let lexer = JSONLexer(maxDepth: JSONValue.maxDepth + 1)
     let events = HandlerEvents(handler: handler)
@@ -87,7 +87,7 @@ public enum JSONEvents {
       try lexer.finish(events)
     } catch let failure as JSONLexer.Failure {
       switch failure {
-      case .stopped(let byte): throw .stopped(byte: byte - 1)
+      case .stopped(let byte): throw .stopped(byte: byte)
       case .invalid(let detail, let byte): throw .invalid(reason: detail, byte: byte)
       case .nonNumber(let token, let byte):
         throw .invalid(reason: "\(token) is not a JSON number (JSON has no NaN or Infinity)", byte: byte)

@@ -37,13 +37,13 @@ protocol JSONLexerEvents {
 final class JSONLexer {
   /// Why the lexer stopped.
   enum Failure: Error {
-    /// The events returned false at the token starting at byte `byte` (counted from 1).
+    /// The events returned false at the token starting at byte `byte` (counted from 0).
     case stopped(byte: Int)
-    /// Not JSON: what was wrong, at byte `byte` (counted from 1 in the whole text).
+    /// Not JSON: what was wrong, at byte `byte` (counted from 0 in the whole text).
     case invalid(String, byte: Int)
     /// One of the tokens servers write for a number JSON does not have (`NaN`, `Infinity`).
     case nonNumber(String, byte: Int)
-    /// Arrays and objects nested deeper than `maxDepth`, at byte `byte` (from 1).
+    /// Arrays and objects nested deeper than `maxDepth`, at byte `byte` (from 0).
     case tooDeep(byte: Int)
     /// The text ended, after `bytes` bytes, before its JSON value was complete.
     case truncated(bytes: Int)
@@ -221,7 +221,7 @@ final class JSONLexer {
       self.depth = depth
     }
     var p = base
-    func position(_ q: UnsafePointer<UInt8>) -> Int { origin + (q - base) + 1 }
+    func position(_ q: UnsafePointer<UInt8>) -> Int { origin + (q - base) }
     func afterValue() {
       expect = depth == 0 ? .done : containers[depth - 1] ? .nextItem : .nextMember
     }
@@ -324,20 +324,20 @@ final class JSONLexer {
     if p.pointee == JSONByte.minus || JSONByte.isDigit(p.pointee) {
       let length = Self.numberLength(p, end)
       if length >= 0 && (p + length == end ? final : JSONByte.isDelimiter(p[length])) {
-        guard events.number(UnsafeBufferPointer(start: p, count: length)) else { throw Failure.stopped(byte: origin + (p - base) + 1) }
+        guard events.number(UnsafeBufferPointer(start: p, count: length)) else { throw Failure.stopped(byte: origin + (p - base)) }
         return p + length
       }
     }
     if Self.isLiteral("null", p, end, final) {
-      guard events.null() else { throw Failure.stopped(byte: origin + (p - base) + 1) }
+      guard events.null() else { throw Failure.stopped(byte: origin + (p - base)) }
       return p + 4
     }
     if Self.isLiteral("true", p, end, final) {
-      guard events.bool(true) else { throw Failure.stopped(byte: origin + (p - base) + 1) }
+      guard events.bool(true) else { throw Failure.stopped(byte: origin + (p - base)) }
       return p + 4
     }
     if Self.isLiteral("false", p, end, final) {
-      guard events.bool(false) else { throw Failure.stopped(byte: origin + (p - base) + 1) }
+      guard events.bool(false) else { throw Failure.stopped(byte: origin + (p - base)) }
       return p + 5
     }
     // Wrong, or cut: read to its end, for the message.
@@ -345,11 +345,11 @@ final class JSONLexer {
     while q < end && !JSONByte.isDelimiter(q.pointee) { q += 1 }
     if q == end && !final { return nil }
     let token = UnsafeBufferPointer(start: p, count: q - p)
-    let byte = origin + (p - base) + 1
+    let byte = origin + (p - base)
     let head = String(decoding: token.prefix(16), as: UTF8.self)
     if let name = Self.nonNumbers.first(where: { head.hasPrefix($0) }) { throw Failure.nonNumber(name, byte: byte) }
     let what = JSONByte.isDigit(p.pointee) || p.pointee == JSONByte.minus ? "not a JSON number" : "not a JSON value"
-    throw Failure.invalid(Self.describe(token: token, what, atStart: byte == 1), byte: byte)
+    throw Failure.invalid(Self.describe(token: token, what, atStart: byte == 0), byte: byte)
   }
 
   /// A wrong token for a message: `'tru' is not a JSON value`, its first 24 characters
@@ -459,7 +459,7 @@ final class JSONLexer {
       let c = q.pointee
       if c == JSONByte.quote { return (UnsafeBufferPointer(start: first, count: q - first), q + 1) }
       if c == JSONByte.backslash { return try unescaped(p, from: q, end, origin: origin, base: base, final: final) }
-      if c < JSONByte.space { throw Self.controlCharacter(c, byte: origin + (q - base) + 1) }
+      if c < JSONByte.space { throw Self.controlCharacter(c, byte: origin + (q - base)) }
       if c < 0x80 {
         q += 1
         continue
@@ -470,7 +470,7 @@ final class JSONLexer {
       } else if length == 0 && !final {
         return nil
       } else {
-        throw Self.notUTF8(byte: origin + (q - base) + 1)
+        throw Self.notUTF8(byte: origin + (q - base))
       }
     }
     if final { throw Failure.truncated(bytes: origin + (end - base)) }
@@ -488,7 +488,7 @@ final class JSONLexer {
     out.update(from: first, count: start - first)
     out += start - first
     var q = start
-    func byte(_ at: UnsafePointer<UInt8>) -> Int { origin + (at - base) + 1 }
+    func byte(_ at: UnsafePointer<UInt8>) -> Int { origin + (at - base) }
     while q < end {
       // One step writes at most 12 bytes (a plain run of 7, then a 4-byte character).
       if out - scratch + 16 > scratchCapacity {

@@ -94,29 +94,39 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
     description = tokens.map { "/" + $0.replacing("~", with: "~0").replacing("/", with: "~1") }.joined()
   }
 
-  /// The pointer to the value that holds this one; nil for the whole document.
-  public var parent: JSONPointer? { tokens.isEmpty ? nil : JSONPointer(tokens: Array(tokens.dropLast())) }
-
-  /// "Did you mean": this pointer with its last token replaced by the one of `members` (the
-  /// names the object at `parent` holds) that is a small edit away (`EditDistance.closest`);
-  /// nil when the object holds the member itself, or none near it. A selector that matches
-  /// nothing where such a name is near is taken as misspelt (docs/http.md, "A misspelt
-  /// selector"); a true last page, whose object lacks the member and any near name, is not.
+  /// "Did you mean": walks the tokens from the first, and replaces each one the object it
+  /// looks in lacks by the member a small edit away that it holds (`EditDistance.closest`, a
+  /// different letter case included), going on inside that member; gives the corrected
+  /// pointer, or nil when no token needed one. The walk stops at a token with no near
+  /// member, or where there is no object to look in. A selector that matches nothing where
+  /// such a name is near is taken as misspelt (docs/http.md, "A misspelt selector"); a true
+  /// last page, whose object lacks the member and any near name, or lacks the object
+  /// itself, is not.
+  /// - Parameter members: the member names of the object the given tokens (corrected so
+  ///   far) select; empty when they select a list, or nothing.
   ///
   /// ```swift
-  /// try JSONPointer(parsing: "/links/nxt").nearSpelling(among: ["next", "prev"])  // /links/next
-  /// try JSONPointer(parsing: "/links/next").nearSpelling(among: ["prev"])         // nil
+  /// // {"links": {"next": "/p2"}}
+  /// try JSONPointer(parsing: "/Link/Next").nearSpelling { $0.isEmpty ? ["links"] : ["next"] }  // /links/next
+  /// try JSONPointer(parsing: "/links/next").nearSpelling { $0.isEmpty ? ["links"] : ["prev"] }  // nil
   /// ```
-  public func nearSpelling(among members: [String]) -> JSONPointer? {
-    guard let last = tokens.last, !members.contains(last), let near = EditDistance.closest(to: last, among: members) else { return nil }
-    return JSONPointer(tokens: tokens.dropLast() + [near])
+  public func nearSpelling(members: ([String]) -> [String]) -> JSONPointer? {
+    var corrected = tokens
+    for (k, token) in tokens.enumerated() {
+      let names = members(Array(corrected.prefix(k)))
+      if names.isEmpty || names.contains(token) { continue }
+      guard let near = EditDistance.closest(to: token, among: names) else { break }
+      corrected[k] = near
+    }
+    return corrected == tokens ? nil : JSONPointer(tokens: corrected)
   }
 
-  /// `nearSpelling(among:)` with the members of the object at `parent` inside `value`; nil
-  /// when `parent` selects no object there.
+  /// `nearSpelling(members:)` with the members of the objects inside `value`.
   public func nearSpelling(in value: JSONValue) -> JSONPointer? {
-    guard case .object(let pairs)? = parent?.resolve(in: value) else { return nil }
-    return nearSpelling(among: pairs.map(\.key))
+    nearSpelling { prefix in
+      guard case .object(let pairs)? = JSONPointer(tokens: prefix).resolve(in: value) else { return [] }
+      return pairs.map(\.key)
+    }
   }
 
   public static func == (a: JSONPointer, b: JSONPointer) -> Bool { a.tokens == b.tokens }

@@ -71,11 +71,11 @@ public struct JSONRecordReader {
         throw error
       }
       if let records, !state.foundRecords {
-        let near = records.nearSpelling(among: state.members[records] ?? []).map { "; did you mean '\($0)'?" } ?? ""
+        let near = records.nearSpelling { state.members[records]?[$0.count] ?? [] }.map { "; did you mean '\($0)'?" } ?? ""
         throw RecordError("the records selector '\(records)' matches nothing in the answer\(near)")
       }
       for probe in probes where state.summary.values[.json(probe)] == nil {
-        state.summary.nearSpellings[.json(probe)] = probe.nearSpelling(among: state.members[probe] ?? []).map(\.description)
+        state.summary.nearSpellings[.json(probe)] = probe.nearSpelling { state.members[probe]?[$0.count] ?? [] }.map(\.description)
       }
       try state.sightings.check(columns ?? [], records: state.summary.records)
       state.summary.unmatchedColumns = state.sightings.unmatched(columns ?? [], records: state.summary.records)
@@ -89,7 +89,7 @@ public struct JSONRecordReader {
     /// The indexes of the columns whose `from` selected a value (null included).
     var matched: Set<Int> = []
     /// For a column whose `from` selected nothing in a record, the near spelling a record
-    /// held (`JSONPointer.nearSpelling(in:)`).
+    /// held at any depth (`JSONPointer.nearSpelling(in:)`).
     var near: [Int: JSONPointer] = [:]
 
     /// - Throws: `RecordError` for a `from` that matched none of `records` records (at
@@ -186,9 +186,11 @@ private final class JSONScanState: JSONEventHandler {
   var failure: (any Error)?
   /// What the declared columns' `from` pointers matched.
   var sightings = JSONRecordReader.FromSightings()
-  /// The member names of the object each probe (and the records selector) looks in, for
-  /// "did you mean" when it finds nothing; at most `memberLimit` each.
-  var members: [JSONPointer: [String]] = [:]
+  /// The member names of the objects each probe (and the records selector) looks in, by
+  /// how many of its tokens select the object (each token, or a member a small edit away),
+  /// for "did you mean" when it finds nothing (`JSONPointer.nearSpelling(members:)`); at
+  /// most `memberLimit` each, and its own token.
+  var members: [JSONPointer: [Int: [String]]] = [:]
   static let memberLimit = 1000
   /// The probes and the records selector, for `members`.
   let watched: [JSONPointer]
@@ -216,6 +218,17 @@ private final class JSONScanState: JSONEventHandler {
       }
     }
     return true
+  }
+
+  /// Whether `frames` lead to `tokens`, or to where a near spelling of them would
+  /// (`EditDistance.closest`), for `members`.
+  func isNear(_ tokens: ArraySlice<String>, _ frames: ArraySlice<Frame>) -> Bool {
+    guard tokens.count == frames.count else { return false }
+    return zip(frames, tokens).allSatisfy { frame, token in
+      frame.isArray
+        ? JSONPointer.index(token) == frame.index
+        : IdentifierKey.sameBytes(frame.key, token) || EditDistance.closest(to: token, among: [frame.key]) != nil
+    }
   }
 
   /// Called before every value; false stops the parse.
@@ -273,9 +286,13 @@ private final class JSONScanState: JSONEventHandler {
 
   func key(_ key: String) -> Bool {
     frames[frames.count - 1].key = key
-    // A member of the object a watched pointer looks in (the object is the innermost frame).
-    for pointer in watched where pointer.tokens.count == frames.count && isAt(pointer.tokens.dropLast(), frames.dropLast()) {
-      if members[pointer, default: []].count < JSONScanState.memberLimit { members[pointer, default: []].append(key) }
+    // A member of an object a watched pointer looks in (the object is the innermost frame).
+    let depth = frames.count - 1
+    for pointer in watched where depth < pointer.tokens.count && isNear(pointer.tokens.prefix(depth), frames.dropLast()) {
+      let names = members[pointer]?[depth] ?? []
+      if names.count < JSONScanState.memberLimit || key == pointer.tokens[depth] {
+        members[pointer, default: [:]][depth, default: []].append(key)
+      }
     }
     if !builders.isEmpty { builders[builders.count - 1].key = key }
     return true

@@ -202,7 +202,7 @@ public struct AnswerSummary: Sendable {
   /// The value each probe selector found.
   public var values: [RecordSelector: AnswerValue] = [:]
   /// For a probe that found nothing: its near spelling, the member a small edit away that
-  /// the object it looks in holds (`JSONPointer.nearSpelling(among:)`; JSON answers).
+  /// the object it looks in holds (`JSONPointer.nearSpelling(members:)`; JSON answers).
   public var nearSpellings: [RecordSelector: String] = [:]
   /// The declared columns whose `from` matched no record of the answer, with no near
   /// spelling in them (a misspelt one fails the read); empty when it held no record.

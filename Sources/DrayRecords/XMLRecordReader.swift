@@ -60,11 +60,12 @@ public struct XMLRecordReader {
     var summary = AnswerSummary()
     /// (qualified name, local name) of the open elements, the root first.
     var stack: [(String, String)] = []
-    /// The local names of the elements met where each watched path's last step would be
-    /// (children of what its other steps select), at most `memberLimit` each, for "did you
-    /// mean" when it selects nothing (docs/http.md, "A misspelt selector").
-    var met: [XMLPath: [String]] = [:]
-    let watched = ((records.map { [$0] } ?? []) + probes).filter { $0.steps.count > 1 && $0.attribute == nil }
+    /// The local names of the elements met where each step of each watched path would be
+    /// (children of what the steps before it select), by the step's index, at most
+    /// `memberLimit` each, for "did you mean" when it selects nothing (docs/http.md, "A
+    /// misspelt selector").
+    var met: [XMLPath: [Int: [String]]] = [:]
+    let watched = ((records.map { [$0] } ?? []) + probes).filter { !$0.steps.isEmpty }
     var sawRoot = false
     var status = xmlTextReaderRead(handle.reader)
     while status == 1 {
@@ -76,11 +77,14 @@ public struct XMLRecordReader {
         let local = XMLReaderHandle.string(xmlTextReaderConstLocalName(handle.reader))
         let empty = xmlTextReaderIsEmptyElement(handle.reader) == 1
         stack.append((qualified, local))
-        for path in watched
-        where met[path, default: []].count < XMLRecordReader.memberLimit
-          && XMLRecordReader.matches(path.anchor, path.steps.dropLast(), stack.dropLast())
-        {
-          met[path, default: []].append(local)
+        for path in watched {
+          // The first step of `//a/b` is at any depth: every element is where it would be.
+          for depth in path.steps.indices
+          where (depth > 0 || path.anchor == .root) && (met[path]?[depth]?.count ?? 0) < XMLRecordReader.memberLimit
+            && XMLRecordReader.matches(path.anchor, path.steps.prefix(depth), stack.dropLast(), near: true)
+          {
+            met[path, default: [:]][depth, default: []].append(local)
+          }
         }
         if !sawRoot {
           sawRoot = true
@@ -109,11 +113,11 @@ public struct XMLRecordReader {
       throw RecordError(BlankAnswer.describe(bytes: blank) + "; an empty body is not an XML document")
     }
     if status < 0 { throw handle.failure(file: file) }
-    if let records, summary.records == 0, let near = XMLRecordReader.nearSpelling(records, among: met[records] ?? []) {
+    if let records, summary.records == 0, let near = XMLRecordReader.nearSpelling(records, met: met[records] ?? [:]) {
       throw RecordError("the records path '\(records)' matches no element of the answer; did you mean '\(near)'?")
     }
     for probe in probes where summary.values[.xml(probe)] == nil {
-      summary.nearSpellings[.xml(probe)] = XMLRecordReader.nearSpelling(probe, among: met[probe] ?? [])
+      summary.nearSpellings[.xml(probe)] = XMLRecordReader.nearSpelling(probe, met: met[probe] ?? [:])
     }
     return summary
   }
@@ -121,14 +125,23 @@ public struct XMLRecordReader {
   /// The most names of elements kept for one path's "did you mean".
   static let memberLimit = 1000
 
-  /// "Did you mean": `path` (of elements, no attribute) with its last step replaced by the
-  /// one of `names` (local names of elements met where that step would be) a small edit
-  /// away (`EditDistance.closest`); nil when `names` holds the step itself, or none near it.
-  static func nearSpelling(_ path: XMLPath, among names: [String]) -> String? {
-    guard let last = path.steps.last, path.attribute == nil else { return nil }
-    let local = String(last.split(separator: ":").last ?? "")
-    guard !names.contains(local), let near = EditDistance.closest(to: local, among: names) else { return nil }
-    return String(path.description.dropLast(local.count)) + near
+  /// "Did you mean": walks the steps of `path` from the first, and replaces each one whose
+  /// local name is not among the elements met where it would be (`met`, by the step's
+  /// index) by one a small edit away that is (`EditDistance.closest`, a different letter
+  /// case included); gives the corrected path, or nil when no step needed one. The walk
+  /// stops at a step with no near name.
+  static func nearSpelling(_ path: XMLPath, met: [Int: [String]]) -> String? {
+    var steps = path.steps
+    for (depth, step) in path.steps.enumerated() {
+      let names = met[depth] ?? []
+      let local = String(step.split(separator: ":").last ?? "")
+      if step == "*" || names.isEmpty || names.contains(local) { continue }
+      guard let near = EditDistance.closest(to: local, among: names) else { break }
+      steps[depth] = step.dropLast(local.count) + near
+    }
+    guard steps != path.steps else { return nil }
+    let anchor = path.anchor == .root ? "/" : path.anchor == .anywhere ? "//" : ""
+    return anchor + steps.joined(separator: "/") + (path.attribute.map { "/@" + $0 } ?? "")
   }
 
   /// libxml2's options for answers: no network, CDATA as text, errors collected rather
@@ -163,8 +176,12 @@ public struct XMLRecordReader {
     matches(path.anchor, path.steps[...], stack[...])
   }
 
-  /// Whether the element at the top of `stack` is one `steps` select from `anchor`.
-  static func matches(_ anchor: XMLPath.Anchor, _ steps: ArraySlice<String>, _ stack: ArraySlice<(String, String)>) -> Bool {
+  /// Whether the element at the top of `stack` is one `steps` select from `anchor`; with
+  /// `near`, or would be were some steps spelt as a name a small edit away
+  /// (`EditDistance.closest`), for "did you mean".
+  static func matches(
+    _ anchor: XMLPath.Anchor, _ steps: ArraySlice<String>, _ stack: ArraySlice<(String, String)>, near: Bool = false
+  ) -> Bool {
     switch anchor {
     case .root:
       guard stack.count == steps.count else { return false }
@@ -172,7 +189,8 @@ public struct XMLRecordReader {
       guard stack.count >= steps.count else { return false }
     }
     for (step, element) in zip(steps, stack.suffix(steps.count)) {
-      if !XMLPath.matches(step, qualified: element.0, local: element.1) { return false }
+      if XMLPath.matches(step, qualified: element.0, local: element.1) { continue }
+      if !near || EditDistance.closest(to: String(step.split(separator: ":").last ?? ""), among: [element.1]) == nil { return false }
     }
     return true
   }

@@ -38,7 +38,7 @@ import Testing
     let notes = try Report(rerun.stdout).step("countries")["notes"] as? [String]
     #expect(
       notes == [
-        "the answer an earlier run downloaded (17067 bytes) could not be loaded (resource COUNTRIES: the answer is not valid JSON ('X' is not a JSON value, at byte 1)); it was discarded and downloaded again"
+        "the answer an earlier run downloaded (17067 bytes) could not be loaded (resource COUNTRIES: the answer is not valid JSON ('X' is not a JSON value, at byte 0)); it was discarded and downloaded again"
       ])
     #expect(try xRanges(job) == [nil, "bytes=17067-", nil])
     #expect(try job.rows("SELECT count(*) FROM COUNTRIES__output_table") == [["249"]])
@@ -53,7 +53,7 @@ import Testing
     let countries = try Report(broken.stdout).step("countries")
     #expect(
       (countries["error"] as? [String: String])?["message"]
-        == "resource COUNTRIES: the answer is not valid JSON ('X' is not a JSON value, at byte 1); the answer was discarded, so the next run downloads it again"
+        == "resource COUNTRIES: the answer is not valid JSON ('X' is not a JSON value, at byte 0); the answer was discarded, so the next run downloads it again"
     )
     #expect(try FileManager.default.contentsOfDirectory(atPath: job.folder.path + "/.dray/downloads/resume").isEmpty)
     let rerun = try job.run()
@@ -74,7 +74,7 @@ import Testing
     #expect(broken.status == 1)
     #expect(
       broken.stdout.contains(
-        "the answer of FRUITS is not a table answer: the answer is not valid JSON ('X' is not a JSON value, at byte 1); the answer was discarded, so the next run downloads it again"
+        "the answer of FRUITS is not a table answer: the answer is not valid JSON ('X' is not a JSON value, at byte 0); the answer was discarded, so the next run downloads it again"
       ), "\(broken.output)")
     #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/downloads/export").isEmpty)
     #expect(!FileManager.default.fileExists(atPath: folder.path + "/out/fruits.json"))

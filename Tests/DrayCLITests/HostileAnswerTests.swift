@@ -87,7 +87,7 @@ import Testing
     for (name, body, detail) in Self.notJSONText {
       let (result, step) = try job.run(answering: body)
       #expect(result.status == 1, "\(name)")
-      #expect(Job.message(step) == "resource FRUITS: the answer is not valid JSON (\(detail), at byte 1)\(Self.refusedThen)", "\(name)")
+      #expect(Job.message(step) == "resource FRUITS: the answer is not valid JSON (\(detail), at byte 0)\(Self.refusedThen)", "\(name)")
       #expect(!result.stdout.contains("\u{FFFD}") && !result.stderr.contains("\u{FFFD}"), "\(name): \(result.output)")
       #expect(try job.names() == Self.previousNames, "\(name)")
     }

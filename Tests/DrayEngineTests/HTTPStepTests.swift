@@ -527,7 +527,7 @@ import Testing
     #expect(report.steps[0].errorCode == "bad_answer")
     #expect(
       report.steps[0].errorMessage
-        == "the answer of \(server.url)catalog.xml: the answer is not valid JSON ('<?xml' is not a JSON value, at byte 1); the server says it is application/xml; charset=utf-8: set format: xml"
+        == "the answer of \(server.url)catalog.xml: the answer is not valid JSON ('<?xml' is not a JSON value, at byte 0); the server says it is application/xml; charset=utf-8: set format: xml"
     )
     // Steps after a failure do not run; run the others alone.
     let away = try run(
@@ -536,7 +536,7 @@ import Testing
     #expect(away.steps[0].errorCode == "bad_pagination")
     #expect(
       away.steps[0].errorMessage
-        == "the next page's link http://elsewhere.example/x leaves http://127.0.0.1:\(URL(string: server.url)!.port!); dray follows links on the base_url's origin only, so the step's credentials never go elsewhere"
+        == "page 1 (\(server.url)away): the next page's link http://elsewhere.example/x leaves http://127.0.0.1:\(URL(string: server.url)!.port!); dray follows links on the base_url's origin only, so the step's credentials never go elsewhere"
     )
     let loop = try run(
       "  - id: loop\n    http: { base_url: \"${API}\", path: loop, load: { table: l, records: /data }, paginate: { next: /next } }",
@@ -652,7 +652,9 @@ import Testing
       "  - { id: orders, http: { base_url: '${API}', path: orders, \(load), paginate: { page: {}, more: /has_more } } }", server: server,
       target: target)
     #expect(bad.steps.first?.errorCode == "bad_pagination")
-    #expect(bad.steps.first?.errorMessage == "paginate.more '/has_more' is 1 in the answer; it must be true or false")
+    #expect(
+      bad.steps.first?.errorMessage
+        == "page 1 (\(server.url)orders?page=1): paginate.more '/has_more' is 1 in the answer; it must be true or false")
   }
 
   /// A cursor from the page's last record (Stripe's `starting_after`), with `more`.
@@ -675,7 +677,8 @@ import Testing
     #expect(missing.steps.first?.errorCode == "bad_pagination")
     #expect(
       missing.steps.first?.errorMessage
-        == "paginate.cursor.from_last_record '/key' is missing in record 3, the last of the page; it must be a string or a number")
+        == "page 1 (\(server.url)stripe/orders?limit=3): paginate.cursor.from_last_record '/key' is missing in record 3, the last of the page; it must be a string or a number"
+    )
   }
 
   /// A cursor sent inside a JSON body, GraphQL-style: `pageInfo { hasNextPage endCursor }`

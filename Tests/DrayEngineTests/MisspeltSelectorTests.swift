@@ -142,8 +142,145 @@ import Testing
     )
     #expect(
       last.steps[0].errorMessage
-        == "paginate.cursor.from_last_record '/idd' is missing in record 2, the last of the page; it must be a string or a number; did you mean '/id'?"
+        == "page 1 (\(server.url)stripe/orders?limit=3): paginate.cursor.from_last_record '/idd' is missing in record 2, the last of the page; it must be a string or a number; did you mean '/id'?"
     )
+  }
+
+  /// A misspelling is found at any depth of a pointer, not only in its last token: at the
+  /// first token the object it looks in lacks while holding a member a small edit away (a
+  /// different letter case included), and the whole corrected pointer is suggested.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aMisspeltPaginationTokenAtAnyDepthFails(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let object = #"{"data": [{"id": 1}, {"id": 2}], "links": {"next": "/things?page=2"}, "meta": {"has_more": true}}"#
+    let list = #"{"data": [{"id": 1}, {"id": 2}], "links": [{"next": "/things?page=2"}]}"#
+    for (body, paginate, message) in [
+      (object, "{ next: /link/next }", "paginate.next '/link/next' matches nothing in the answer; did you mean '/links/next'?"),
+      (object, "{ next: /Links/Next }", "paginate.next '/Links/Next' matches nothing in the answer; did you mean '/links/next'?"),
+      (list, "{ next: /link/0/next }", "paginate.next '/link/0/next' matches nothing in the answer; did you mean '/links/0/next'?"),
+      (list, "{ next: /links/0/nxt }", "paginate.next '/links/0/nxt' matches nothing in the answer; did you mean '/links/0/next'?"),
+      (
+        object, "{ cursor: { from: /link/next } }",
+        "paginate.cursor.from '/link/next' matches nothing in the answer; did you mean '/links/next'?"
+      ),
+      (
+        object, "{ cursor: { param: after, from_last_record: /id }, more: /Meta/has_more }",
+        "paginate.more '/Meta/has_more' matches nothing in the answer; did you mean '/meta/has_more'?"
+      ),
+    ] {
+      let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", body)])
+      let report = try run(target, server, "path: things, load: { table: things, records: /data }, paginate: \(paginate)")
+      #expect(report.exitCode == 1)
+      #expect(
+        report.steps[0].errorMessage
+          == "page 1 (\(server.url)things): \(message) A misspelt selector would end the pull early, so nothing was published")
+      #expect(try target.columnNames("things") == [])
+    }
+  }
+
+  /// A last page still ends the pull when a pointer's parent is absent with no near name,
+  /// or its next is null.
+  @Test func aTrueLastPageEndsThePullAtAnyDepth() throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    for (body, next) in [
+      (#"{"data": [{"id": 1}], "meta": {"count": 1}}"#, "/links/next"),
+      (#"{"data": [{"id": 1}], "links": null}"#, "/links/next"),
+      (#"{"data": [{"id": 1}], "links": {"next": null}}"#, "/links/next"),
+      (#"{"data": [{"id": 1}], "links": []}"#, "/links/0/next"),
+      (#"{"data": [{"id": 1}], "paging": {"cursors": {}}}"#, "/paging/cursors/next"),
+    ] {
+      let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", body)])
+      let report = try run(target, server, "path: things, load: { table: things, records: /data }, paginate: { next: \(next) }")
+      #expect(report.exitCode == 0, "\(body): \(report.steps.compactMap(\.errorMessage))")
+      #expect(report.steps[0].notes.contains("1 page"))
+    }
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aColumnsFromMisspeltAtAnyDepthFails(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let body = #"{"data": [{"id": 1, "customer": {"name": "a"}}, {"id": 2}]}"#
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", body)])
+    for (from, near) in [("/custmer/name", "/customer/name"), ("/Customer/name", "/customer/name"), ("/customer/Name", "/customer/name")] {
+      let report = try run(
+        target, server, "path: things, load: { table: things, records: /data, columns: { id: INTEGER, who: { from: \(from) } } }")
+      #expect(report.steps[0].errorCode == "bad_answer")
+      #expect(
+        report.steps[0].errorMessage
+          == "the answer of \(server.url)things: load.columns.who.from '\(from)' matches nothing in the page's 2 records; did you mean '\(near)'? A misspelt selector would load the column as NULL; nothing of this page was loaded"
+      )
+      #expect(try target.columnNames("things") == [])
+    }
+    // Record 2 lacks the customer and any near name: the column loads, NULL there.
+    let right = try run(
+      target, server, "path: things, load: { table: things, records: /data, columns: { id: INTEGER, who: { from: /customer/name } } }")
+    #expect(right.exitCode == 0, "\(right.steps.compactMap(\.errorMessage))")
+    #expect(try target.rows("SELECT id, who FROM things ORDER BY id") == [["1", "a"], ["2", nil]])
+  }
+
+  /// `load.deleted`, `incremental.cursor` and `paginate.cursor.from_last_record` read records
+  /// as loaded, by the same walk.
+  @Test func aRecordPointerMisspeltAtAnyDepthNamesTheNearSpelling() throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let body = #"{"data": [{"id": 1, "meta": {"gone": false, "at": "2024-02-01T00:00:00Z", "key": "k1"}}]}"#
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", body)])
+    let deleted = try run(
+      target, server, "path: things, load: { table: things, records: /data, write: merge, primary_key: [id], deleted: /mta/gone }")
+    #expect(
+      deleted.steps[0].errorMessage
+        == "the answer of \(server.url)things: load.deleted '/mta/gone' matches nothing in the page's 1 record; did you mean '/meta/gone'? A misspelt selector would load deleted records as rows; nothing of this page was loaded"
+    )
+    let cursor = try run(
+      target, server,
+      "path: things, load: { table: things, records: /data }, incremental: { cursor: /Meta/at, param: since, initial: '2024-01-01T00:00:00Z' }"
+    )
+    #expect(
+      cursor.steps[0].errorMessage?.hasSuffix(
+        "record 1 has no value at the cursor '/Meta/at' (incremental.cursor), so dray cannot tell how far it has read; nothing of this page was loaded. Did you mean '/meta/at'?"
+      ) == true, "\(cursor.steps.compactMap(\.errorMessage))")
+    let fromLast = try run(
+      target, server,
+      "path: things, load: { table: things, records: /data }, paginate: { cursor: { param: after, from_last_record: /meat/key } }"
+    )
+    #expect(
+      fromLast.steps[0].errorMessage
+        == "page 1 (\(server.url)things): paginate.cursor.from_last_record '/meat/key' is missing in record 1, the last of the page; it must be a string or a number; did you mean '/meta/key'?"
+    )
+  }
+
+  /// An XML path is walked step by step by the same rule.
+  @Test func aMisspeltXMLStepAtAnyDepthNamesTheNearSpelling() throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let page = "<catalog><item><id>1</id></item><links><next>/things?page=2</next></links></catalog>"
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", page)])
+    for (next, near) in [
+      ("/catalog/link/next", "/catalog/links/next"), ("/Catalog/links/next", "/catalog/links/next"),
+      ("/catalog/Links/next", "/catalog/links/next"), ("//links/nxt", "//links/next"), ("/Catalog/Links/Next", "/catalog/links/next"),
+    ] {
+      let report = try run(
+        target, server, "path: things, format: xml, load: { table: things, records: /catalog/item }, paginate: { next: '\(next)' }")
+      #expect(
+        report.steps[0].errorMessage
+          == "page 1 (\(server.url)things): paginate.next '\(next)' matches nothing in the answer; did you mean '\(near)'? A misspelt selector would end the pull early, so nothing was published"
+      )
+    }
+    let last = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", "<catalog><item><id>1</id></item><meta/></catalog>")])
+    let report = try run(
+      target, last, "path: things, format: xml, load: { table: things, records: /catalog/item }, paginate: { next: /catalog/links/next }")
+    #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
+  }
+
+  /// A pagination value that is a list or an object names the page, as the other errors of
+  /// a page do.
+  @Test func aNextLinkThatIsAnObjectNamesThePage() throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let body = #"{"data": [{"id": 1}], "links": {"next": {"href": "/things?page=2"}}}"#
+    let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/things", body)])
+    let report = try run(target, server, "path: things, load: { table: things, records: /data }, paginate: { next: /links/next }")
+    #expect(report.steps[0].errorCode == "bad_pagination")
+    #expect(
+      report.steps[0].errorMessage
+        == "page 1 (\(server.url)things): paginate.next '/links/next' is an object in the answer; point it at the value itself")
   }
 
   /// XML element paths follow the same rule: the records path, and a pagination path.

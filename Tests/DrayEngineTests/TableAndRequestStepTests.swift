@@ -125,7 +125,7 @@ let fruitsAnswer =
     let answers: [(fault: String, reason: String, sentAs: String?)] = [
       (
         #"{"path": "/api/v1/rpc/FRUITS/", "content_type": "text/html", "body": "<html><body>502 Bad Gateway</body></html>"}"#,
-        "the answer is not valid JSON ('<html><body>502' is not a JSON value, at byte 1)", "Content-Type: text/html, Content-Encoding: gzip"
+        "the answer is not valid JSON ('<html><body>502' is not a JSON value, at byte 0)", "Content-Type: text/html, Content-Encoding: gzip"
       ),
       (
         #"{"path": "/api/v1/rpc/FRUITS/", "body": "NaN"}"#, "NaN is not a JSON number; the answer is refused (JSON has no NaN or Infinity)",

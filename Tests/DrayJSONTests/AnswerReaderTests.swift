@@ -55,12 +55,22 @@ import Testing
     #expect(error?.message == "table 'b': delete_ids holds row ids (integers), found a list")
   }
 
+  /// "at byte N" counts from 0 (docs/steps.md, "An answer that should be JSON"): the `<` of
+  /// `{"x": 1} <html>` is byte 9, that of `<html>` byte 0.
+  @Test func bytesInMessagesCountFromZero() throws {
+    let folder = TemporaryDirectory()
+    let trailing = JSONEvents.documentProblem(path: try folder.write("trailing.json", #"{"x": 1} <html>"#))
+    #expect(trailing?.hasSuffix(", at byte 9)") == true, "\(trailing ?? "")")
+    let page = JSONEvents.documentProblem(path: try folder.write("page.json", "<html>"))
+    #expect(page == "the answer is not valid JSON ('<html>' is not a JSON value, at byte 0)")
+  }
+
   @Test func whatIsNotATableAnswerIsNamed() {
     #expect(failure("") == "the answer is empty; expected a JSON list of tables")
     #expect(
       failure("[{\"name\": \"a\", \"data\": [[1]")
         == "table 'a', row 2: the answer ends before its JSON is complete (27 bytes); the download was cut short")
-    #expect(failure("[x]") == "the answer is not valid JSON ('x' is not a JSON value, at byte 2)")
+    #expect(failure("[x]") == "the answer is not valid JSON ('x' is not a JSON value, at byte 1)")
     #expect(failure(#"{"name": "a"}"#) == "the answer must be a JSON list of tables, found an object")
     #expect(failure("3") == "the answer must be a JSON list of tables, found a number")
     #expect(failure(#"[{"name": "a"}, {"data": [[1]]}]"#) == "an element of the answer has no 'name'")

@@ -49,7 +49,8 @@ import Testing
     value(Array(text.utf8), sourceLocation: sourceLocation)
   }
 
-  /// The error for a row of one `value`, whose JSON starts at byte 23 of the answer.
+  /// The error for a row of one `value`, whose JSON starts at byte 22 of the answer (bytes
+  /// counted from 0); `byte` is counted in the value.
   func refusal(_ detail: String, at byte: Int) -> String {
     "error: table 't', row 1, column 1: the answer is not valid JSON (\(detail), at byte \(22 + byte))"
   }
@@ -61,18 +62,18 @@ import Testing
   }
 
   @Test func whatIsNotANumberIsRefusedAndNamed() {
-    #expect(value("01") == refusal("'01' is not a JSON number", at: 1))
-    #expect(value("1.") == refusal("'1.' is not a JSON number", at: 1))
-    #expect(value("-") == refusal("'-' is not a JSON number", at: 1))
-    #expect(value("1e") == refusal("'1e' is not a JSON number", at: 1))
-    #expect(value("1e+") == refusal("'1e+' is not a JSON number", at: 1))
-    #expect(value("1.5.3") == refusal("'1.5.3' is not a JSON number", at: 1))
-    #expect(value("12x") == refusal("'12x' is not a JSON number", at: 1))
-    #expect(value(".5") == refusal("'.5' is not a JSON value", at: 1))
-    #expect(value("+1") == refusal("'+1' is not a JSON value", at: 1))
-    #expect(value("tru") == refusal("'tru' is not a JSON value", at: 1))
-    #expect(value("nulls") == refusal("'nulls' is not a JSON value", at: 1))
-    #expect(value("True") == refusal("'True' is not a JSON value", at: 1))
+    #expect(value("01") == refusal("'01' is not a JSON number", at: 0))
+    #expect(value("1.") == refusal("'1.' is not a JSON number", at: 0))
+    #expect(value("-") == refusal("'-' is not a JSON number", at: 0))
+    #expect(value("1e") == refusal("'1e' is not a JSON number", at: 0))
+    #expect(value("1e+") == refusal("'1e+' is not a JSON number", at: 0))
+    #expect(value("1.5.3") == refusal("'1.5.3' is not a JSON number", at: 0))
+    #expect(value("12x") == refusal("'12x' is not a JSON number", at: 0))
+    #expect(value(".5") == refusal("'.5' is not a JSON value", at: 0))
+    #expect(value("+1") == refusal("'+1' is not a JSON value", at: 0))
+    #expect(value("tru") == refusal("'tru' is not a JSON value", at: 0))
+    #expect(value("nulls") == refusal("'nulls' is not a JSON value", at: 0))
+    #expect(value("True") == refusal("'True' is not a JSON value", at: 0))
     let nonNumber = "error: table 't', row 1, column 1: %@ is not a JSON number; the answer is refused (JSON has no NaN or Infinity)"
     for (token, name) in [("NaN", "NaN"), ("-Infinity", "-Infinity"), ("Infinity", "Infinity"), ("-NaN", "-NaN"), ("inf", "inf")] {
       #expect(value(token) == nonNumber.replacingOccurrences(of: "%@", with: name))
@@ -98,19 +99,19 @@ import Testing
   }
 
   @Test func whatIsNotAnEscapeIsRefused() {
-    #expect(value(#""a\x""#) == refusal(#"'\x' is not a JSON escape (JSON has \" \\ \/ \b \f \n \r \t \uXXXX)"#, at: 3))
-    #expect(value(#""\u12G4""#) == refusal(#"'\u12G' is not a JSON escape (\u takes four hexadecimal digits)"#, at: 2))
-    #expect(value(#""\u12""#) == refusal(#"'\u12"' is not a JSON escape (\u takes four hexadecimal digits)"#, at: 2))
+    #expect(value(#""a\x""#) == refusal(#"'\x' is not a JSON escape (JSON has \" \\ \/ \b \f \n \r \t \uXXXX)"#, at: 2))
+    #expect(value(#""\u12G4""#) == refusal(#"'\u12G' is not a JSON escape (\u takes four hexadecimal digits)"#, at: 1))
+    #expect(value(#""\u12""#) == refusal(#"'\u12"' is not a JSON escape (\u takes four hexadecimal digits)"#, at: 1))
   }
 
   @Test func aLoneSurrogateEscapeIsRefusedNotReplaced() {
     let lone = "half of a UTF-16 surrogate pair without its other half (not a character)"
-    #expect(value(#""\ud800""#) == refusal(#"a string holds \uD800, "# + lone, at: 2))
-    #expect(value(#""x\udc00""#) == refusal(#"a string holds \uDC00, "# + lone, at: 3))
-    #expect(value(#""\ud800x""#) == refusal(#"a string holds \uD800, "# + lone, at: 2))
-    #expect(value(#""\ud800\n""#) == refusal(#"a string holds \uD800, "# + lone, at: 2))
-    #expect(value(#""\ud800\u0041""#) == refusal(#"a string holds \uD800, "# + lone, at: 2))
-    #expect(value(#""\ud800\ud800""#) == refusal(#"a string holds \uD800, "# + lone, at: 2))
+    #expect(value(#""\ud800""#) == refusal(#"a string holds \uD800, "# + lone, at: 1))
+    #expect(value(#""x\udc00""#) == refusal(#"a string holds \uDC00, "# + lone, at: 2))
+    #expect(value(#""\ud800x""#) == refusal(#"a string holds \uD800, "# + lone, at: 1))
+    #expect(value(#""\ud800\n""#) == refusal(#"a string holds \uD800, "# + lone, at: 1))
+    #expect(value(#""\ud800\u0041""#) == refusal(#"a string holds \uD800, "# + lone, at: 1))
+    #expect(value(#""\ud800\ud800""#) == refusal(#"a string holds \uD800, "# + lone, at: 1))
   }
 
   @Test func utf8IsCheckedByRFC3629() {
@@ -124,22 +125,22 @@ import Testing
       [0xF0, 0x80, 0x80, 0x80], [0xF0, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xFF], [0x80],
       [0xBF], [0xC3], [0xE2, 0x82], [0xF0, 0x9F, 0x98], [0xC3, 0x41], [0xE2, 0x28, 0xA1],
     ] {
-      #expect(value([0x22, 0x61] + bytes + [0x22]) == refusal(notUTF8, at: 3), "\(bytes)")
+      #expect(value([0x22, 0x61] + bytes + [0x22]) == refusal(notUTF8, at: 2), "\(bytes)")
       // The same after an escape, where the string is unescaped as it is read.
-      #expect(value([0x22, 0x5C, 0x6E] + bytes + [0x22]) == refusal(notUTF8, at: 4), "\(bytes)")
+      #expect(value([0x22, 0x5C, 0x6E] + bytes + [0x22]) == refusal(notUTF8, at: 3), "\(bytes)")
     }
   }
 
   @Test func aControlCharacterMustBeEscaped() {
     #expect(
       value([0x22, 0x61, 0x0A, 0x22])
-        == refusal(#"a string holds the control character 0x0A unescaped (JSON needs it escaped, as \u000A)"#, at: 3))
+        == refusal(#"a string holds the control character 0x0A unescaped (JSON needs it escaped, as \u000A)"#, at: 2))
     #expect(
       value([0x22, 0x00, 0x22])
-        == refusal(#"a string holds the control character 0x00 unescaped (JSON needs it escaped, as \u0000)"#, at: 2))
+        == refusal(#"a string holds the control character 0x00 unescaped (JSON needs it escaped, as \u0000)"#, at: 1))
     #expect(
       value([0x22, 0x5C, 0x74, 0x1F, 0x22])
-        == refusal(#"a string holds the control character 0x1F unescaped (JSON needs it escaped, as \u001F)"#, at: 4))
+        == refusal(#"a string holds the control character 0x1F unescaped (JSON needs it escaped, as \u001F)"#, at: 3))
     #expect(value([0x22, 0x7F, 0x22]) == "s:\u{7F}")
   }
 
@@ -151,24 +152,24 @@ import Testing
       if let column { place += ", column \(column)" }
       return "error: \(place): the answer is not valid JSON (\(detail), at byte \(byte))"
     }
-    #expect(checked(Array((prefix + "1,]]}]").utf8)) == error("expected a value, found ']'", at: 25, column: 2))
-    #expect(checked(Array((prefix + "1 2]]}]").utf8)) == error("expected ',' or ']' after an item of a list, found '2'", at: 25, column: 2))
+    #expect(checked(Array((prefix + "1,]]}]").utf8)) == error("expected a value, found ']'", at: 24, column: 2))
+    #expect(checked(Array((prefix + "1 2]]}]").utf8)) == error("expected ',' or ']' after an item of a list, found '2'", at: 24, column: 2))
     #expect(
       checked(Array((prefix + "1]]}]]").utf8))
-        == "error: the answer is not valid JSON (more text after the end of the JSON value: ']', at byte 28)")
+        == "error: the answer is not valid JSON (more text after the end of the JSON value: ']', at byte 27)")
     #expect(
       checked(Array((prefix + "1]]}] x").utf8))
-        == "error: the answer is not valid JSON (more text after the end of the JSON value: 'x', at byte 29)")
-    #expect(checked(Array((prefix + #"{"a" 1}]]}]"#).utf8)) == error("expected ':' after a key, found '1'", at: 28, column: 1))
-    #expect(checked(Array((prefix + #"{a: 1}]]}]"#).utf8)) == error("expected a key (a string) in an object, found 'a'", at: 24, column: 1))
+        == "error: the answer is not valid JSON (more text after the end of the JSON value: 'x', at byte 28)")
+    #expect(checked(Array((prefix + #"{"a" 1}]]}]"#).utf8)) == error("expected ':' after a key, found '1'", at: 27, column: 1))
+    #expect(checked(Array((prefix + #"{a: 1}]]}]"#).utf8)) == error("expected a key (a string) in an object, found 'a'", at: 23, column: 1))
     #expect(
-      checked(Array((prefix + #"{"a": 1,}]]}]"#).utf8)) == error("expected a key (a string) in an object, found '}'", at: 31, column: 1))
+      checked(Array((prefix + #"{"a": 1,}]]}]"#).utf8)) == error("expected a key (a string) in an object, found '}'", at: 30, column: 1))
     #expect(
       checked(Array((prefix + #"{"a": 1 "b": 2}]]}]"#).utf8))
-        == error("expected ',' or '}' after a member of an object, found '\"'", at: 31, column: 1))
+        == error("expected ',' or '}' after a member of an object, found '\"'", at: 30, column: 1))
     #expect(
       checked(Array(#"[{"name":"t",,"data":[]}]"#.utf8))
-        == "error: table 't': the answer is not valid JSON (expected a key (a string) in an object, found ',', at byte 14)")
+        == "error: table 't': the answer is not valid JSON (expected a key (a string) in an object, found ',', at byte 13)")
     #expect(
       checked(Array((prefix + "1]]}").utf8)) == "error: the answer ends before its JSON is complete (26 bytes); the download was cut short")
     #expect(
@@ -177,7 +178,7 @@ import Testing
     #expect(
       checked(Array((prefix + "12").utf8))
         == "error: table 't', row 1, column 2: the answer ends before its JSON is complete (24 bytes); the download was cut short")
-    #expect(checked(Array("// note\n[]".utf8)) == "error: the answer is not valid JSON ('//' is not a JSON value, at byte 1)")
+    #expect(checked(Array("// note\n[]".utf8)) == "error: the answer is not valid JSON ('//' is not a JSON value, at byte 0)")
   }
 
   @Test func nestedValuesKeepTheirTextCompact() {
@@ -192,7 +193,7 @@ import Testing
     let deep = String(repeating: "[", count: 509) + String(repeating: "]", count: 509)
     #expect(
       outcome(Array(#"[{"name":"t","data":[["#.utf8) + Array(deep.utf8) + Array("]]}]".utf8))
-        == "error: table 't', row 1, column 1: the answer is nested deeper than 512 levels at byte 531")
+        == "error: table 't', row 1, column 1: the answer is nested deeper than 512 levels at byte 530")
   }
 
   /// A wrong token that is not printable text is shown by its bytes, never as replacement
@@ -200,7 +201,7 @@ import Testing
   /// as a known kind of file does (RFC 8259 §8.1 for the byte order marks).
   @Test func whatIsNotTextIsShownByItsBytes() {
     let answer = Array("[]".utf8)
-    func start(_ detail: String) -> String { "error: the answer is not valid JSON (\(detail), at byte 1)" }
+    func start(_ detail: String) -> String { "error: the answer is not valid JSON (\(detail), at byte 0)" }
     #expect(
       checked([0xEF, 0xBB, 0xBF] + answer)
         == start("the bytes EF BB BF are not a JSON value: a UTF-8 byte order mark, which JSON text does not start with (RFC 8259 §8.1)"))
@@ -215,17 +216,17 @@ import Testing
     // UTF-16 text: NUL bytes between its ASCII characters.
     #expect(
       checked([0x5B, 0, 0x5D, 0])
-        == "error: the answer is not valid JSON (the byte 00 is not a JSON value: a NUL byte; text with NUL bytes between its characters is UTF-16 or UTF-32, and JSON between systems is UTF-8 (RFC 8259 §8.1), at byte 2)"
+        == "error: the answer is not valid JSON (the byte 00 is not a JSON value: a NUL byte; text with NUL bytes between its characters is UTF-16 or UTF-32, and JSON between systems is UTF-8 (RFC 8259 §8.1), at byte 1)"
     )
     // The signatures of a file only count at its start.
-    #expect(value([0xEF, 0xBB, 0xBF]) == refusal("the bytes EF BB BF are not a JSON value", at: 1))
-    #expect(value(Array("\u{200B}1".utf8)) == refusal("the bytes E2 80 8B 31 are not a JSON value", at: 1))
-    #expect(value([0x31, 0xC3]) == refusal("the bytes 31 C3 are not a JSON number", at: 1))
-    #expect(value([0x74, 0x72, 0x1B, 0x5B, 0x32, 0x4A]) == refusal("the bytes 74 72 1B are not a JSON value", at: 1))
-    #expect(value("café") == refusal("'café' is not a JSON value", at: 1))
+    #expect(value([0xEF, 0xBB, 0xBF]) == refusal("the bytes EF BB BF are not a JSON value", at: 0))
+    #expect(value(Array("\u{200B}1".utf8)) == refusal("the bytes E2 80 8B 31 are not a JSON value", at: 0))
+    #expect(value([0x31, 0xC3]) == refusal("the bytes 31 C3 are not a JSON number", at: 0))
+    #expect(value([0x74, 0x72, 0x1B, 0x5B, 0x32, 0x4A]) == refusal("the bytes 74 72 1B are not a JSON value", at: 0))
+    #expect(value("café") == refusal("'café' is not a JSON value", at: 0))
     // A structural error quotes printable ASCII only.
     #expect(
       checked(Array("[] x\u{1}\u{1B}[2J".utf8))
-        == "error: the answer is not valid JSON (more text after the end of the JSON value: 'x', at byte 4)")
+        == "error: the answer is not valid JSON (more text after the end of the JSON value: 'x', at byte 3)")
   }
 }

@@ -76,18 +76,18 @@ import Testing
     #expect(throws: RecordError("the answer ends before its JSON is complete (12 bytes)")) {
       try read(#"{"data": [1,"#, records: "/data")
     }
-    #expect(throws: RecordError("the answer is not valid JSON ('<html>' is not a JSON value, at byte 1)")) {
+    #expect(throws: RecordError("the answer is not valid JSON ('<html>' is not a JSON value, at byte 0)")) {
       try read("<html>", records: "")
     }
     // Stricter than yajl: a lone UTF-16 surrogate escape is no character, and overlong UTF-8
     // is no UTF-8 (RFC 8259 §7 and §8.1, RFC 3629); neither is stored as something else.
     let lone = "a string holds \\uD83D, half of a UTF-16 surrogate pair without its other half (not a character)"
-    #expect(throws: RecordError("the answer is not valid JSON (\(lone), at byte 18)")) {
+    #expect(throws: RecordError("the answer is not valid JSON (\(lone), at byte 17)")) {
       try read(#"{"data": [{"a": "\ud83d"}]}"#, records: "/data")
     }
     let overlong = try folder.write("overlong", "")
     try Data(#"{"data": [{"a": ""#.utf8 + [0xC0, 0x80] + #""}]}"#.utf8).write(to: URL(fileURLWithPath: overlong))
-    #expect(throws: RecordError("the answer is not valid JSON (a string holds bytes that are not UTF-8, at byte 18)")) {
+    #expect(throws: RecordError("the answer is not valid JSON (a string holds bytes that are not UTF-8, at byte 17)")) {
       try RecordReader(format: .json, records: .json(try JSONPointer(parsing: "/data")), columns: nil, probes: []).read(file: overlong) {
         _ in
       }

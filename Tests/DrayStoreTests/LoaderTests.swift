@@ -145,11 +145,11 @@ import Testing
       // After a table object ends, no table is being read: none is named.
       (
         #"[{"name":"t","data":[[1,"a"]]}] x"#,
-        "resource R: the answer is not valid JSON (more text after the end of the JSON value: 'x', at byte 33)"
+        "resource R: the answer is not valid JSON (more text after the end of the JSON value: 'x', at byte 32)"
       ),
       (
         #"[{"name":"t","data":[[1,"a"]]}][{"name":"t","data":[[1,"a"]]}]"#,
-        "resource R: the answer is not valid JSON (more text after the end of the JSON value: '[', at byte 32)"
+        "resource R: the answer is not valid JSON (more text after the end of the JSON value: '[', at byte 31)"
       ),
       (#"[{"name":"t","data":[]},5]"#, "resource R: each element of the answer must be an object with 'name' and 'data', found a number"),
     ]

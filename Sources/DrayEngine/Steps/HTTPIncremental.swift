@@ -157,13 +157,14 @@ struct RecordChecks {
   }
 
   /// "Did you mean" for `pointer` that selects nothing in `record`
-  /// (`JSONPointer.nearSpelling(among:)`): among the record's fields for a one-token
-  /// pointer, else among the members of the object its parent selects.
+  /// (`JSONPointer.nearSpelling(members:)`): its first token among the record's fields, the
+  /// others among the members of the objects they look in.
   static func nearSpelling(_ pointer: JSONPointer, in record: Record) -> JSONPointer? {
-    guard let parent = pointer.parent else { return nil }
-    if parent.tokens.isEmpty { return pointer.nearSpelling(among: record.map(\.name)) }
-    guard case .object(let pairs)? = resolve(parent, in: record) else { return nil }
-    return pointer.nearSpelling(among: pairs.map(\.key))
+    pointer.nearSpelling { prefix in
+      if prefix.isEmpty { return record.map(\.name) }
+      guard case .object(let pairs)? = resolve(JSONPointer(tokens: prefix), in: record) else { return [] }
+      return pairs.map(\.key)
+    }
   }
 
   /// What `pointer` selects in a record as loaded: its first token names a column, the

@@ -822,7 +822,8 @@ extension StepRunner {
     return "\(scheme)://\(host):\(parsed.port ?? (scheme == "https" ? 443 : 80))"
   }
 
-  /// Runs `body`, naming the page in any error reading its answer.
+  /// Runs `body`, naming the page (`page 2 (URL): `) in any error reading its answer or
+  /// following its next link or cursor.
   private func withPageContext<T>(page: Int, url: String, options: HTTPStep, contentType: String?, _ body: () throws -> T) throws -> T {
     do {
       return try body()
@@ -835,6 +836,8 @@ extension StepRunner {
         message += "; the server says it is \(contentType!): set format: json"
       }
       throw HTTPStepError.badAnswer(page: options.paginate == nil ? nil : page, url: url, message: message)
+    } catch HTTPStepError.badPagination(let message) {
+      throw HTTPStepError.badPagination("page \(page) (\(url)): \(message)")
     }
   }
 }
@@ -850,7 +853,8 @@ enum HTTPStepError: Error, CustomStringConvertible {
   /// An answer that cannot be read as the step says (not JSON, a records selector that
   /// selects nothing, ...).
   case badAnswer(page: Int?, url: String, message: String)
-  /// A next link or cursor that cannot be followed.
+  /// A next link or cursor that cannot be followed; once out of the page's reading, its
+  /// message starts `page 2 (URL): ` (`withPageContext`).
   case badPagination(String)
   /// The server sent the same page again.
   case paginationLoop(String)
