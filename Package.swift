@@ -51,16 +51,23 @@ let package = Package(
 
     // MARK: Storage, transport, platform client
 
-    /// The store seam (target database and run journal, as the engine sees them) and SQLite
-    /// behind it: connection, physical table names, streaming table loads, the run journal.
-    .target(name: "DrayStore", dependencies: ["DrayModel", "DrayJSON", "CSQLite"]),
+    /// The target seam: what the engine asks of a job's database (`JobDatabase`, `TargetStore`,
+    /// `StoreTransaction`, `RunJournal`) and its vocabulary (values, load results, cursors,
+    /// journal records, store errors, the naming rule, the bookkeeping tables).
+    .target(name: "DrayTarget", dependencies: ["DrayModel", "DrayJSON"]),
+    /// SQLite behind the seam: connection, streaming table loads, the run journal.
+    .target(name: "DraySQLite", dependencies: ["DrayModel", "DrayJSON", "DrayTarget", "CSQLite"]),
     /// PostgreSQL over libpq: connections, COPY, the value and identifier rules, the run lock.
     .target(name: "DrayPostgres", dependencies: ["DrayModel", "DrayJSON", "CLibPQ"]),
     /// PostgreSQL behind the store seam: `PostgresStore` (schemes, COPY loads, SQL) and
     /// `PostgresJournal` (runs, checkpoints, the run lock and its fencing generation).
-    .target(name: "DrayPostgresStore", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayPostgres"]),
+    .target(name: "DrayPostgresStore", dependencies: ["DrayModel", "DrayJSON", "DrayTarget", "DrayPostgres"]),
+    /// The one place that opens a database: picks the store behind the seam from a manifest or
+    /// a command line's DATABASE argument.
+    .target(
+      name: "DrayDatabases", dependencies: ["DrayModel", "DrayTarget", "DraySQLite", "DrayPostgres", "DrayPostgresStore"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
-    .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "CXML2"]),
+    .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayTarget", "DraySQLite", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
     .target(name: "DrayTransport", dependencies: ["DrayModel", "DrayJSON", "CCurl"]),
     /// The mobile platform's API (platform-api.md): token, schemes, rpc, files.
@@ -78,7 +85,7 @@ let package = Package(
     .target(
       name: "DrayEngine",
       dependencies: [
-        "DrayModel", "DrayJSON", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayRecords", "DrayTransport", "DrayPlatform",
+        "DrayModel", "DrayJSON", "DrayTarget", "DraySQLite", "DrayRecords", "DrayTransport", "DrayPlatform",
         "DrayReportPage",
       ]
     ),
@@ -89,8 +96,7 @@ let package = Package(
     .target(
       name: "DrayCLI",
       dependencies: [
-        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayRecords",
-        "DrayTransport", "DrayEngine",
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayTarget", "DrayDatabases", "DrayRecords", "DrayTransport", "DrayEngine",
       ]
     ),
     /// The thin executable.
@@ -108,25 +114,27 @@ let package = Package(
     /// runners, manifests and jobs run from text, report and database checks, a clock moved by
     /// hand, temporary folders.
     .target(
-      name: "DrayTestSupport", dependencies: ["DrayModel", "DrayManifest", "DrayStore", "DrayPostgres", "DrayEngine"],
+      name: "DrayTestSupport",
+      dependencies: ["DrayModel", "DrayManifest", "DrayTarget", "DrayDatabases", "DraySQLite", "DrayPostgres", "DrayEngine"],
       path: "Tests/DrayTestSupport"),
     .testTarget(name: "DrayJSONTests", dependencies: ["DrayModel", "DrayJSON", "DrayTestSupport"]),
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
-    .testTarget(name: "DrayStoreTests", dependencies: ["DrayModel", "DrayJSON", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DraySQLiteTests", dependencies: ["DrayModel", "DrayJSON", "DrayTarget", "DraySQLite", "DrayTestSupport"]),
     .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayJSON", "DrayPostgres", "DrayTestSupport"]),
-    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayStore", "DrayTestSupport"]),
+    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayTarget", "DraySQLite", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(
       name: "DrayReportPageTests", dependencies: ["DrayModel", "DrayJSON", "DrayReportPage", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(
       name: "DrayEngineTests",
       dependencies: [
-        "DrayModel", "DrayJSON", "DrayManifest", "DrayStore", "DrayPostgres", "DrayPostgresStore", "DrayTransport", "DrayEngine",
+        "DrayModel", "DrayJSON", "DrayManifest", "DrayTarget", "DraySQLite", "DrayPostgres", "DrayPostgresStore", "DrayTransport",
+        "DrayEngine",
         "DrayTestSupport",
       ]
     ),
     /// Runs the built `dray` binary (hence the dependency on the executable).
-    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayStore", "DrayPostgres", "DrayTestSupport"]),
+    .testTarget(name: "DrayCLITests", dependencies: ["dray", "DrayModel", "DrayTarget", "DraySQLite", "DrayPostgres", "DrayTestSupport"]),
   ]
 )
 

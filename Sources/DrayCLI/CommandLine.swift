@@ -1,7 +1,7 @@
 internal import DrayEngine
 internal import DrayManifest
 internal import DrayModel
-internal import DrayStore
+internal import DrayTarget
 internal import Foundation
 internal import Glibc
 

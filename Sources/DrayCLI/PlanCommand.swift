@@ -1,9 +1,8 @@
+internal import DrayDatabases
 internal import DrayEngine
 internal import DrayJSON
 internal import DrayModel
-internal import DrayPostgres
-internal import DrayPostgresStore
-internal import DrayStore
+internal import DrayTarget
 internal import Foundation
 
 /// `dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--json]`: the resolved job and
@@ -24,38 +23,31 @@ enum PlanCommand {
       DrayCommandLine.printError("note: '\(key)' is not set here (its variable or file is missing); dray run will need it")
     }
     let options = try args.runFlags(steps: manifest.steps.map(\.id))
+    let database = Databases.open(manifest)
     let resume: ResumePlan
+    let reader: (any DatabaseReader)?
     do {
-      resume = try ResumePlan(manifest: manifest, options: options, journal: try existingJournal(manifest))
-    } catch let error as PostgresError {
-      DrayCommandLine.printError(manifest.redactor.redact("dray: cannot read the run journal: \(error.userMessage)"))
-      return ExitCode.stepFailed
+      reader = try database.openReadOnly()
+      resume = try ResumePlan(manifest: manifest, options: options, journal: try reader?.journal())
     } catch {
-      DrayCommandLine.printError(
-        manifest.redactor.redact("dray: cannot read the run journal at \(Runner.journalPath(for: manifest)): \(error)"))
+      let message =
+        database.failure(error).map { "cannot read the run journal: \($0.message)" }
+        ?? "cannot read the run journal at \(database.journalLocation): \(error)"
+      DrayCommandLine.printError(manifest.redactor.redact("dray: \(message)"))
       return ExitCode.stepFailed
     }
     let plan = JobPlan(
-      manifest: manifest, resume: resume, schemes: recordedSchemes(manifest), cursors: keptCursors(manifest), fresh: options.fresh)
+      manifest: manifest, database: database, resume: resume, schemes: recordedSchemes(manifest, in: reader),
+      cursors: keptCursors(manifest, in: reader), fresh: options.fresh)
     print(args.flags.contains("--json") ? manifest.redactor.redact(plan.json).indentedJSON : manifest.redactor.redact(plan.text))
     return ExitCode.success
   }
 
   /// The schemes the job's database holds from earlier runs, by resource; empty when it has
   /// none (nothing is created). They give the exact names of every output table.
-  static func recordedSchemes(_ manifest: Manifest) -> [String: ResourceScheme] {
-    let scheme: (String) -> ResourceScheme?
-    if let target = manifest.database?.postgres {
-      guard let store = try? PostgresStore(reading: target) else { return [:] }
-      scheme = { try? store.scheme(for: $0) }
-    } else {
-      guard let database = manifest.database?.path.map({ manifest.resolve($0) }), FileManager.default.fileExists(atPath: database),
-        DatabaseFile.problem(database) == nil, let probe = try? Database(path: database, create: false, readOnly: true),
-        (try? probe.tableExists("_dray_resources")) == true, (try? probe.tableExists("_dray_tables")) == true,
-        let store = try? Store(path: database)
-      else { return [:] }
-      scheme = { try? store.scheme(for: $0) }
-    }
+  static func recordedSchemes(_ manifest: Manifest, in reader: (any DatabaseReader)?) -> [String: ResourceScheme] {
+    guard let reader, manifest.database != nil else { return [:] }
+    let scheme = { (resource: String) in try? reader.scheme(for: resource) }
     var schemes: [String: ResourceScheme] = [:]
     for step in manifest.allSteps {
       var resources: [String] = []
@@ -73,34 +65,22 @@ enum PlanCommand {
 
   /// The cursors the job's database keeps for its incremental steps, by step id; empty when
   /// it keeps none (nothing is created).
-  static func keptCursors(_ manifest: Manifest) -> [String: JSONValue] {
-    guard let database = manifest.database?.path.map({ manifest.resolve($0) }), FileManager.default.fileExists(atPath: database),
-      DatabaseFile.problem(database) == nil, let probe = try? Database(path: database, create: false, readOnly: true)
-    else { return [:] }
+  static func keptCursors(_ manifest: Manifest, in reader: (any DatabaseReader)?) -> [String: JSONValue] {
+    guard let reader, manifest.database != nil else { return [:] }
     var kept: [String: JSONValue] = [:]
     for step in manifest.allSteps {
       guard case .http(let h) = step.kind, h.incremental != nil else { continue }
-      if let value = (try? Store.cursor(in: probe, job: manifest.job, stepID: step.id))?.value { kept[step.id] = value }
+      if let value = (try? reader.cursor(job: manifest.job, stepID: step.id))?.value { kept[step.id] = value }
     }
     return kept
-  }
-
-  /// The job's journal when its file (or PostgreSQL schema) and tables exist; nil otherwise
-  /// (nothing is created).
-  static func existingJournal(_ manifest: Manifest) throws -> (any RunJournal)? {
-    if let target = manifest.database?.postgres { return try PostgresJournal.existing(target: target) }
-    let path = Runner.journalPath(for: manifest)
-    guard FileManager.default.fileExists(atPath: path) else { return nil }
-    if let kind = FileKind.refusal(at: path, followingLinks: true) { throw JournalError.notAFile(path: path, kind: kind) }
-    let probe = try Database(path: path, create: false, readOnly: true)
-    guard try probe.tableExists("_dray_runs"), try probe.tableExists("_dray_checkpoints") else { return nil }
-    return try Journal(path: path)
   }
 }
 
 /// The resolved job as `dray plan` shows it.
 struct JobPlan {
   let manifest: Manifest
+  /// The job's database: its naming rule and where its journal is.
+  let database: any JobDatabase
   let resume: ResumePlan
   /// Physical table names known from `{{ table }}` references, by resource and canonical
   /// parameters JSON, in the order first referenced.
@@ -113,10 +93,11 @@ struct JobPlan {
   let fresh: Bool
 
   init(
-    manifest: Manifest, resume: ResumePlan, schemes: [String: ResourceScheme] = [:], cursors: [String: JSONValue] = [:],
-    fresh: Bool = false
+    manifest: Manifest, database: any JobDatabase, resume: ResumePlan, schemes: [String: ResourceScheme] = [:],
+    cursors: [String: JSONValue] = [:], fresh: Bool = false
   ) {
     self.manifest = manifest
+    self.database = database
     self.resume = resume
     self.schemes = schemes
     self.cursors = cursors
@@ -125,7 +106,7 @@ struct JobPlan {
     for step in manifest.allSteps {
       for reference in Self.references(step) {
         let key = reference.resource + "\u{0}" + reference.params.canonicalJSON
-        let name = Store.tableName(resource: reference.resource, table: reference.table, params: reference.params)
+        let name = database.naming.physicalName(resource: reference.resource, table: reference.table, params: reference.params)
         if !(known[key]?.contains(name) ?? false) { known[key, default: []].append(name) }
       }
     }
@@ -151,11 +132,11 @@ struct JobPlan {
   }
 
   /// The SQL with physical table names in place of templates.
-  static func renderedSQL(_ sql: String) -> String {
+  func renderedSQL(_ sql: String) -> String {
     guard let template = try? SQLTemplate(parsing: sql) else { return sql }
     return template.render { reference in
       let params = reference.paramsJSON.flatMap { try? JSONValue(parsing: $0) } ?? .object([])
-      return Store.tableName(resource: reference.resource, table: reference.table, params: params)
+      return database.naming.physicalName(resource: reference.resource, table: reference.table, params: params)
     }
   }
 
@@ -165,10 +146,10 @@ struct JobPlan {
   func tables(_ step: Step) -> [String] {
     func forResource(_ resource: String, _ params: JSONValue) -> [String] {
       if let scheme = schemes[resource], !scheme.outputs.isEmpty {
-        return scheme.outputs.map { Store.tableName(resource: resource, table: $0.name, params: params) }
+        return scheme.outputs.map { database.naming.physicalName(resource: resource, table: $0.name, params: params) }
       }
       return knownTables[resource + "\u{0}" + params.canonicalJSON]
-        ?? [Store.tableName(resource: resource, table: "<table>", params: params)]
+        ?? [database.naming.physicalName(resource: resource, table: "<table>", params: params)]
     }
     switch step.kind {
     case .schemes(let s):
@@ -179,7 +160,7 @@ struct JobPlan {
     case .sql, .query:
       var out: [String] = []
       for r in Self.references(step) {
-        let name = Store.tableName(resource: r.resource, table: r.table, params: r.params)
+        let name = database.naming.physicalName(resource: r.resource, table: r.table, params: r.params)
         if !out.contains(name) { out.append(name) }
       }
       return out
@@ -242,7 +223,7 @@ struct JobPlan {
     }
     rows.append(
       ("downloads", manifest.resolve(manifest.download.path) + (manifest.download.resume ? ", resumed when broken" : ", not resumed")))
-    rows.append(("journal", Runner.journalLocation(for: manifest)))
+    rows.append(("journal", database.journalLocation))
     rows.append(("report", reportPath + " (\(manifest.report.formats.map(\.rawValue).joined(separator: ", ")))"))
     rows.append(("resume", resumeSummary))
     lines += Self.aligned(rows, indent: "  ")
@@ -285,9 +266,9 @@ struct JobPlan {
     var rows: [(String, String)] = []
     switch step.kind {
     case .sql(let s):
-      rows.append(("sql", Self.renderedSQL(s.sql)))
+      rows.append(("sql", renderedSQL(s.sql)))
     case .query(let q):
-      rows.append(("sql", Self.renderedSQL(q.sql)))
+      rows.append(("sql", renderedSQL(q.sql)))
       if let output = q.output { rows.append(("output", manifest.resolve(output) + " (\(q.format.rawValue))")) }
       for e in q.expect {
         var conditions: [String] = []
@@ -425,7 +406,7 @@ struct JobPlan {
     pairs += [
       ("database", manifest.database?.path.map { .string(manifest.resolve($0)) } ?? .null),
       ("download", .object([("path", .string(manifest.resolve(manifest.download.path))), ("resume", .bool(manifest.download.resume))])),
-      ("journal", .string(Runner.journalLocation(for: manifest))),
+      ("journal", .string(database.journalLocation)),
       (
         "report",
         .object([
@@ -444,7 +425,7 @@ struct JobPlan {
     if case .object(var pairs) = options {
       pairs.removeAll { $0.key == "steps" }
       if let index = pairs.firstIndex(where: { $0.key == "sql" }), case .string(let sql) = pairs[index].value {
-        pairs[index].value = .string(Self.renderedSQL(sql))
+        pairs[index].value = .string(renderedSQL(sql))
       }
       options = .object(pairs)
     }

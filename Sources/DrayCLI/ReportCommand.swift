@@ -1,3 +1,4 @@
+internal import DrayDatabases
 internal import DrayEngine
 internal import DrayModel
 internal import Foundation
@@ -34,7 +35,8 @@ enum ReportCommand {
       guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
       return n
     }
-    let page = HTMLReport.page(manifest, runID: args.values["--run"], runs: limit ?? HTMLReport.defaultRuns)
+    let page = HTMLReport.page(
+      manifest, database: Databases.open(manifest), runID: args.values["--run"], runs: limit ?? HTMLReport.defaultRuns)
     // A run the journal's recent runs do not hold and no report names is most likely a typo.
     if let wanted = args.values["--run"], !page.history.contains(where: { $0.id == wanted }),
       !FileManager.default.fileExists(atPath: Runner.reportPath(manifest, runID: wanted))

@@ -1,6 +1,7 @@
+internal import DrayDatabases
 internal import DrayEngine
 internal import DrayModel
-internal import DrayStore
+internal import DrayTarget
 internal import Foundation
 internal import Glibc
 
@@ -30,7 +31,9 @@ enum RunCommand {
     let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
     let console = Console(level: level, format: format, redactor: SharedRedactor(manifest.redactor))
     installSignalHandlers()
-    let report = Runner(manifest: manifest, options: options, console: console, cancellation: runCancellation).run()
+    let report = Runner(
+      manifest: manifest, database: Databases.open(manifest), options: options, console: console, cancellation: runCancellation
+    ).run()
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
     if report.exitCode != ExitCode.locked && (level > .quiet || report.exitCode != ExitCode.success) {
       // Masked before the summary escapes what servers said (`PrintableText`), so that the

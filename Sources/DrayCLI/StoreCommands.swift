@@ -1,12 +1,10 @@
+internal import DrayDatabases
 internal import DrayEngine
 internal import DrayJSON
 internal import DrayManifest
 internal import DrayModel
-internal import DrayPostgres
-internal import DrayPostgresStore
-internal import DrayStore
+internal import DrayTarget
 internal import Foundation
-internal import Glibc
 
 /// `dray status JOB.yaml [--runs N]`: recent runs and each step's checkpoint, read without
 /// writing anything: from the SQLite journal, or for `database.url` from the journal in the
@@ -26,42 +24,17 @@ enum StatusCommand {
       guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
       return n
     }
-    if let target = manifest.database?.postgres {
-      do {
-        guard let journal = try PostgresJournal.existing(target: target) else {
-          print("job \(manifest.job): no runs yet (no journal in schema \(target.schema) of \(target.url.redacted))")
-          return ExitCode.success
-        }
-        // The runs' processes ran on whichever machines ran them: a live runner holds the
-        // job's run lock, in a session the server knows.
-        let holder = try journal.lockHolder(job: manifest.job)
-        print(
-          try text(manifest, steps: steps, journal: journal, limit: limit ?? 10) { run in
-            holder.map { "process \(run.processID); its runner's session: \($0)" }
-              ?? "process \(run.processID); no session holds the job's run lock, so its runner is gone; the next run marks it abandoned"
-          })
-      } catch let error as PostgresError {
-        DrayCommandLine.printError("dray: \(error.userMessage)")
-        return ExitCode.stepFailed
-      }
-      return ExitCode.success
-    }
-    let path = Runner.journalPath(for: manifest)
-    let journal: Journal
+    let database = Databases.open(manifest)
     do {
-      journal = try Journal(readingAt: path)
-    } catch .missing {
-      print("job \(manifest.job): no runs yet (no journal at \(path))")
-      return ExitCode.success
+      guard let reader = try database.openReadOnly(), let journal = try reader.journal() else {
+        print("job \(manifest.job): no runs yet (no journal \(database.journalPlace))")
+        return ExitCode.success
+      }
+      print(try text(manifest, steps: steps, journal: journal, limit: limit ?? 10, running: reader.runner))
     } catch {
-      DrayCommandLine.printError("dray: \(error)")
+      DrayCommandLine.printError("dray: \(database.failure(error)?.message ?? "\(error)")")
       return ExitCode.stepFailed
     }
-    print(
-      try text(manifest, steps: steps, journal: journal, limit: limit ?? 10) { run in
-        kill(pid_t(run.processID), 0) == 0 || errno == EPERM
-          ? "process \(run.processID)" : "process \(run.processID) is gone; the next run marks it abandoned"
-      })
     return ExitCode.success
   }
 
@@ -90,7 +63,7 @@ enum StatusCommand {
   ///     journal on this machine's disk), or the session holding the job's run lock (a shared
   ///     database's journal).
   static func text(
-    _ manifest: Manifest, steps whole: Manifest?, journal: any RunJournal, limit: Int, running: (RunRecord) -> String
+    _ manifest: Manifest, steps whole: Manifest?, journal: any RunJournal, limit: Int, running: (RunRecord) throws -> String
   ) throws -> String {
     let runs = try journal.runs(job: manifest.job, limit: limit)
     var lines = ["job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(journal.location))"]
@@ -102,7 +75,7 @@ enum StatusCommand {
       if run.lineage != run.id { notes.append("continues \(run.lineage)") }
       switch run.status {
       case .abandoned: notes.append("process \(run.processID) ended without recording an end")
-      case .running: notes.append(running(run))
+      case .running: notes.append(try running(run))
       default: break
       }
       if !notes.isEmpty { line += "; " + notes.joined(separator: "; ") }
@@ -146,7 +119,7 @@ enum TablesCommand {
       throw UsageError(
         "tables takes one database: dray tables DATABASE [--schema NAME] [--resource NAME [--params JSON] [--table NAME]] [--json]")
     }
-    let database = try DatabaseArgument(args.positional[0], schema: args.values["--schema"])
+    let database = try DatabaseArgument.open(args.positional[0], schema: args.values["--schema"])
     let resource = args.values["--resource"]
     if resource == nil && (args.values["--params"] != nil || args.values["--table"] != nil) {
       throw UsageError("--params and --table choose among the tables of one resource; add --resource NAME")
@@ -164,38 +137,19 @@ enum TablesCommand {
       }
       guard case .object = params else { throw UsageError("--params must be a JSON object, such as '{\"region\":\"EU\"}'") }
     }
-    let location: String
-    let quote: (String) -> String
-    let naming: TableNaming
-    var records: [Store.TableRecord]
-    switch database {
-    case .sqlite(let path):
-      guard FileManager.default.fileExists(atPath: path) else {
-        DrayCommandLine.printError("dray: no database at \(path); check the path (a run of the job creates it)")
+    let location = database.location
+    let reader: any DatabaseReader
+    var records: [Bookkeeping.TableRecord]
+    do {
+      guard let opened = try database.openReadOnly() else {
+        DrayCommandLine.printError("dray: \(database.absence)")
         return ExitCode.stepFailed
       }
-      if let problem = DatabaseFile.problem(path) {
-        DrayCommandLine.printError("dray: \(problem)")
-        return ExitCode.stepFailed
-      }
-      records = try Store.records(in: Database(path: path, create: false, readOnly: true), resource: resource)
-      (location, quote, naming) = (path, Database.quote, Store.naming)
-    case .postgres(let target):
-      location = "schema \(target.schema) of \(target.url.redacted)"
-      do {
-        let store = try PostgresStore(reading: target)
-        guard try store.schemaExists() else {
-          DrayCommandLine.printError(
-            "dray: PostgreSQL at \(target.url.redacted) has no schema \(target.schema); name the job's schema with --schema (database.schema in its manifest)"
-          )
-          return ExitCode.stepFailed
-        }
-        records = try store.records(resource: resource)
-      } catch let error as PostgresError {
-        DrayCommandLine.printError("dray: \(error.userMessage)")
-        return ExitCode.stepFailed
-      }
-      (quote, naming) = (PostgresIdentifier.quoted, PostgresStore.naming)
+      reader = opened
+      records = try reader.tables(resource: resource)
+    } catch {
+      DrayCommandLine.printError("dray: \(database.failure(error)?.message ?? "\(error)")")
+      return ExitCode.stepFailed
     }
     if let resource {
       records = records.filter { $0.params == params.canonicalJSON }
@@ -210,9 +164,9 @@ enum TablesCommand {
       }
       if records.isEmpty {
         let table = args.values["--table"] ?? "output_table"
-        let name = naming.physicalName(resource: resource, table: table, params: params)
+        let name = database.naming.physicalName(resource: resource, table: table, params: params)
         DrayCommandLine.printError(
-          "dray: \(location) holds no table of resource '\(resource)'\(args.values["--table"].map { ", output table '\($0)'" } ?? "") for params \(params.canonicalJSON); a schemes or table_stream step would create \(quote(name))"
+          "dray: \(location) holds no table of resource '\(resource)'\(args.values["--table"].map { ", output table '\($0)'" } ?? "") for params \(params.canonicalJSON); a schemes or table_stream step would create \(reader.quoted(name))"
         )
         return ExitCode.stepFailed
       }
@@ -225,7 +179,7 @@ enum TablesCommand {
     return ExitCode.success
   }
 
-  static func json(_ record: Store.TableRecord) -> JSONValue {
+  static func json(_ record: Bookkeeping.TableRecord) -> JSONValue {
     func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
     return .object([
       ("name", .string(record.name)), ("resource", .string(record.resource)), ("table", .string(record.sourceTable)),
@@ -260,7 +214,7 @@ enum QueryCommand {
     guard args.positional.count == 2 else {
       throw UsageError("query takes a database and SQL: dray query DATABASE 'SELECT ...' [--schema NAME]")
     }
-    let database = try DatabaseArgument(args.positional[0], schema: args.values["--schema"])
+    let database = try DatabaseArgument.open(args.positional[0], schema: args.values["--schema"])
     let sql = args.positional[1]
     let output = Output()
     var names: [[UInt8]] = []
@@ -285,29 +239,13 @@ enum QueryCommand {
       output.flushIfFull()
     }
     do {
-      switch database {
-      case .sqlite(let path):
-        guard FileManager.default.fileExists(atPath: path) else { throw QueryError("no database at \(path)") }
-        if let problem = DatabaseFile.problem(path) { throw QueryError(problem) }
-        let database = try Database(path: path, create: false, readOnly: true)
-        let statement = try database.prepareOne(sql)
-        // Refused before it runs: a read-only connection still lets `VACUUM INTO` write a
-        // new file and `PRAGMA journal_mode=...` try to change the database.
-        guard statement.isReadOnly else {
-          throw QueryError(
-            "dray query only reads, and this statement would change a database or write a file (SQLite's sqlite3_stmt_readonly); use SELECT, WITH or a read-only PRAGMA, and change data with an sql step in a job"
-          )
-        }
-        begin((0..<statement.columnCount).map { statement.columnName($0) })
-        while try statement.step() { record((0..<names.count).map { statement.value($0) }) }
-      case .postgres(let target):
-        try PostgresStore(reading: target).query(sql, columns: begin, row: record)
-      }
+      guard let reader = try database.openReadOnly() else { throw QueryError("no database at \(database.location)") }
+      try reader.query(sql, columns: begin, row: record)
       output.append("]}}}\n")
       output.flush()
       return ExitCode.success
     } catch {
-      let message = QueryCommand.message(error)
+      let message = QueryCommand.message(error, in: database)
       if output.flushed {
         output.flush()
         DrayCommandLine.printError("\ndray: the query failed after its first records were printed: \(message)")
@@ -319,20 +257,14 @@ enum QueryCommand {
   }
 
   /// The error shape's message for what stopped a query.
-  static func message(_ error: any Error) -> String {
+  static func message(_ error: any Error, in database: any JobDatabase) -> String {
     switch error {
-    case let sqlite as SQLiteError:
-      // SQLITE_READONLY
-      sqlite.code & 0xff == 8 ? "dray query only reads; change data with an sql step in a job (\(sqlite.message))" : sqlite.message
-    case let postgres as PostgresError:
-      // read_only_sql_transaction
-      postgres.sqlState == "25006"
-        ? "dray query only reads; change data with an sql step in a job (\(postgres.userMessage))" : postgres.userMessage
+    case let refusal as ReadOnlyQueryError: refusal.description
     case UserSQLError.notOneStatement(let rest?): "dray query runs one statement; found another after the first: \(rest)"
     case UserSQLError.notOneStatement(nil): "the query holds no SQL statement"
     case UserSQLError.transactionControl(let statement):
       "dray query only reads, in a transaction of its own; '\(statement)' would begin or end one: remove it"
-    default: "\(error)"
+    default: database.failure(error)?.message ?? "\(error)"
     }
   }
 
@@ -376,24 +308,14 @@ enum QueryCommand {
   }
 }
 
-/// A database path named on the command line, looked at before SQLite opens it: SQLite hangs
-/// on a FIFO and answers "disk I/O error" for a folder.
-enum DatabaseFile {
-  /// `data is a FIFO (named pipe), not an SQLite database file; name the job's database
-  /// file`, when `path` (a symbolic link followed) is not a regular file; nil otherwise.
-  /// Also when the file holds something else than a database (SQLite's header,
-  /// https://sqlite.org/fileformat.html §1.3): a manifest given in place of its database
-  /// would otherwise answer `SELECT 1`, which reads no page. An empty file is an empty
-  /// database.
-  static func problem(_ path: String) -> String? {
-    let advice = "name the job's database file (database.path in its manifest)"
-    if let kind = FileKind.refusal(at: path, followingLinks: true) { return "\(path) is \(kind), not an SQLite database file; \(advice)" }
-    guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-    defer { try? handle.close() }
-    let head = (try? handle.read(upToCount: 16)) ?? Data()
-    guard !head.isEmpty, !head.elementsEqual("SQLite format 3\0".utf8) else { return nil }
-    let manifest = path.hasSuffix(".yaml") || path.hasSuffix(".yml")
-    return
-      "\(path) is not an SQLite database (it does not start with SQLite's header)\(manifest ? "; it looks like a manifest" : ""); \(advice)"
+/// The DATABASE argument of `dray tables` and `dray query` (`Databases.open(argument:schema:)`).
+enum DatabaseArgument {
+  /// - Throws: `UsageError` for an argument that names no database.
+  static func open(_ text: String, schema: String?) throws(UsageError) -> any JobDatabase {
+    do {
+      return try Databases.open(argument: text, schema: schema)
+    } catch {
+      throw UsageError(error.description)
+    }
   }
 }

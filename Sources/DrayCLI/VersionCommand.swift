@@ -1,10 +1,9 @@
+internal import DrayDatabases
 internal import DrayEngine
 internal import DrayJSON
 internal import DrayManifest
 internal import DrayModel
-internal import DrayPostgres
 internal import DrayRecords
-internal import DrayStore
 internal import DrayTransport
 
 /// `dray version`: dray's version, the commit it was built from, and the C libraries it runs on.
@@ -24,8 +23,8 @@ enum VersionCommand {
   /// The C libraries, in the order of `Package.swift`'s system-library targets.
   static var libraries: [LibraryVersion] {
     [
-      YAMLParser.libraryVersion, Database.libraryVersion, HTTPClient.libraryVersion, JSONEvents.libraryVersion,
-      SHA256.libraryVersion, XMLRecordReader.libraryVersion, PostgresConnection.libraryVersion,
+      YAMLParser.libraryVersion, Databases.sqliteLibrary, HTTPClient.libraryVersion, JSONEvents.libraryVersion,
+      SHA256.libraryVersion, XMLRecordReader.libraryVersion, Databases.postgresLibrary,
     ]
   }
 

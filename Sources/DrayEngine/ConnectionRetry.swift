@@ -1,21 +1,21 @@
 internal import DrayModel
-internal import DrayPostgres
-internal import DrayStore
+internal import DrayTarget
 internal import DrayTransport
 
-/// Retries work on a PostgreSQL target (`database.url`) after a connection failure, under a
-/// retry policy, as HTTP failures are retried.
+/// Retries work on a database that reconnects (`DatabaseCapabilities.reconnects`: a
+/// PostgreSQL target) after a connection failure, under a retry policy, as HTTP failures are
+/// retried.
 ///
-/// A failure is retried when it is a `PostgresError` whose `isTransient` holds: SQLSTATE
-/// class `08` (refused, unreachable, reset, lost), `57P01`-`57P03` (the server shutting
-/// down, crashing, starting up), and the others that table lists. Before each retry the
-/// run journal connects again if its connection was lost
-/// (`PostgresJournal.reconnectIfLost`, which takes the run lock again), then the work runs
+/// A failure is retried when the database calls it transient (`DatabaseFailure.isTransient`;
+/// PostgreSQL: SQLSTATE class `08` (refused, unreachable, reset, lost), `57P01`-`57P03` (the
+/// server shutting down, crashing, starting up), and the others `PostgresError.isTransient`
+/// lists). Before each retry the run journal connects again if its connection was lost
+/// (`RunJournal.reconnectIfLost`, which takes the run lock again), then the work runs
 /// again from the start: a step's rows commit with its checkpoint in one transaction, so
 /// running it again resumes from the last commit and never doubles a row. A run on SQLite
 /// runs the work once.
 struct ConnectionRetry {
-  let manifest: Manifest
+  let database: any JobDatabase
   let policy: RetryPolicy
   let cancellation: Cancellation
   let budget: RetryBudget
@@ -29,11 +29,11 @@ struct ConnectionRetry {
   ///
   /// - Parameters:
   ///   - reconnect: runs before each retry: connects the run journal again if its connection
-  ///     was lost (`PostgresJournal.reconnectIfLost`).
+  ///     was lost (`RunJournal.reconnectIfLost`).
   ///   - body: the work; it receives the attempt number (1-based).
   /// - Throws: the last attempt's error.
   func run<T>(reconnect: () throws -> Void = {}, _ body: (Int) throws -> T) throws -> T {
-    guard manifest.database?.postgres != nil else { return try body(1) }
+    guard database.capabilities.reconnects else { return try body(1) }
     let runner = RetryRunner(policy: policy, cancellation: cancellation, budget: budget)
     return try runner.run(
       call: ConnectionRetry.call,
@@ -41,7 +41,7 @@ struct ConnectionRetry {
         if number > 1 { try reconnect() }
         return try body(number)
       },
-      classify: { ($0 as? PostgresError)?.isTransient == true ? .retry : .fail(reason: nil) },
+      classify: { database.failure($0)?.isTransient == true ? .retry : .fail(reason: nil) },
       record: { attempt in
         // The successful first attempt is the ordinary case: not worth a record.
         guard attempt.number > 1 || attempt.outcome != .ok else { return }

@@ -1,5 +1,6 @@
 public import DrayModel
-public import DrayStore
+public import DraySQLite
+public import DrayTarget
 
 /// Which steps a run will skip and why, decided from the journal before the first step.
 ///

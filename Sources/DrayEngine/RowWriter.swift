@@ -1,5 +1,6 @@
 internal import DrayModel
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import Foundation
 
 /// Writes rows with named columns to an `OutputFile` in one of the step output formats.

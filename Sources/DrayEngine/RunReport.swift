@@ -1,5 +1,6 @@
 public import DrayModel
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 public import DrayTransport
 public import Foundation
 

@@ -1,8 +1,6 @@
 public import DrayModel
 internal import DrayPlatform
-internal import DrayPostgres
-internal import DrayPostgresStore
-public import DrayStore
+public import DrayTarget
 internal import DrayTransport
 internal import Foundation
 internal import Synchronization
@@ -26,34 +24,18 @@ public final class Runner {
   public let options: RunFlags
   public let console: Console
   public let cancellation: Cancellation
+  /// The job's database (target store and run journal), chosen once by DrayDatabases.
+  public let database: any JobDatabase
 
-  public init(manifest: Manifest, options: RunFlags = RunFlags(), console: Console, cancellation: Cancellation) {
+  /// - Parameter database: the job's database, as `Databases.open(manifest)` chose it.
+  public init(
+    manifest: Manifest, database: any JobDatabase, options: RunFlags = RunFlags(), console: Console, cancellation: Cancellation
+  ) {
     self.manifest = manifest
+    self.database = database
     self.options = options
     self.console = console
     self.cancellation = cancellation
-  }
-
-  /// The journal's path: the job's database, or `<state.path>/<job>.journal.sqlite`.
-  public static func journalPath(for manifest: Manifest) -> String {
-    if let database = manifest.database?.path { return manifest.resolve(database) }
-    return manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
-  }
-
-  /// Where the journal is, as messages and `dray plan` name it: `journalPath`, or for
-  /// `database.url` "schema S of URL" with the URL's password masked.
-  public static func journalLocation(for manifest: Manifest) -> String {
-    if let target = manifest.database?.postgres { return "schema \(target.schema) of \(target.url.redacted)" }
-    return journalPath(for: manifest)
-  }
-
-  /// The job's run journal, opened for this run: `PostgresJournal` in the schema of a
-  /// PostgreSQL target (`database.url`); else SQLite's `Journal`, in the job's database or at
-  /// `journalPath`.
-  /// - Throws: `JournalError`; `PostgresError`.
-  func openJournal() throws -> sending any RunJournal {
-    if let target = manifest.database?.postgres { return try PostgresJournal(target: target, cancellation: cancellation) }
-    return try Journal(path: Runner.journalPath(for: manifest), startingFresh: options.fresh)
   }
 
   static func lockPath(for manifest: Manifest) -> String {
@@ -107,26 +89,19 @@ public final class Runner {
     // the job's retry policy (ConnectionRetry), at the start, in each step and at the end.
     let retryBudget = RetryBudget()
     let connections = ConnectionRetry(
-      manifest: manifest, policy: manifest.retry, cancellation: cancellation, budget: retryBudget,
+      database: database, policy: manifest.retry, cancellation: cancellation, budget: retryBudget,
       record: { [console] in console.info(Runner.describe($0)) })
     let journal: any RunJournal
     // Opening the journal creates an SQLite database's missing folders: said, as a path
     // misspelt in the manifest would otherwise leave a new folder unnoticed.
     let missingFolder = manifest.database?.path.flatMap { Folders.firstMissing(holding: manifest.resolve($0)) }
     do {
-      if let target = manifest.database?.postgres {
-        // Until the server answers: then the journal opens on a server that is up.
-        try connections.run { _ in
-          try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts, cancellation: cancellation)
-            .close()
-        }
-      }
-      journal = try openJournal()
-    } catch let error as PostgresError {
-      // One line: what failed, at which (redacted) URL, and what to do.
-      return fail(&report, error.userMessage)
+      // Until the database answers: then the journal opens on a database that is up.
+      try connections.run { _ in try database.connect(cancellation: cancellation) }
+      journal = try database.openJournal(fresh: options.fresh, cancellation: cancellation)
     } catch {
-      return fail(&report, "\(error)")
+      // One line: what failed, where (the URL's password masked), and what to do.
+      return fail(&report, database.failure(error)?.message ?? "\(error)")
     }
 
     let plan: ResumePlan
@@ -177,8 +152,8 @@ public final class Runner {
     }
     let shared = RunContext(
       manifest: manifest, runID: runID, lineage: lineage, fresh: options.fresh, skipReasons: plan.skipReasons,
-      unresolvedWrites: plan.unresolvedWrites, console: console, cancellation: cancellation, session: session, journal: journal,
-      retryBudget: retryBudget)
+      unresolvedWrites: plan.unresolvedWrites, console: console, cancellation: cancellation, session: session, database: database,
+      journal: journal, retryBudget: retryBudget)
 
     var stopped: RunStatus?
     for (index, step) in manifest.steps.enumerated() {
@@ -274,7 +249,7 @@ public final class Runner {
   /// that could not be written leaves the run's record incomplete: a run that succeeded
   /// exits 1 (`ExitCode.stepFailed`), and the report notes the files not written.
   private func write(_ report: inout RunReport) {
-    report.unwrittenReports = ReportFiles.write(report, manifest: manifest, console: console)
+    report.unwrittenReports = ReportFiles.write(report, manifest: manifest, database: database, console: console)
     guard !report.unwrittenReports.isEmpty else { return }
     if report.exitCode == ExitCode.success { report.exitCode = ExitCode.stepFailed }
     let names = report.unwrittenReports.map(ReportFiles.display).joined(separator: ", ")
@@ -342,6 +317,8 @@ final class RunContext: Sendable {
   let console: Console
   let cancellation: Cancellation
   let session: PlatformSession?
+  /// The job's database, which each step thread opens its store from.
+  let database: any JobDatabase
   /// The journal's own connection, shared by parallel members: one of them at a time.
   let journal: Mutex<any RunJournal>
   /// Where the journal is, for messages.
@@ -358,8 +335,9 @@ final class RunContext: Sendable {
   init(
     manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String],
     unresolvedWrites: [String: String], console: Console, cancellation: Cancellation, session: PlatformSession?,
-    journal: sending any RunJournal, retryBudget: RetryBudget
+    database: any JobDatabase, journal: sending any RunJournal, retryBudget: RetryBudget
   ) {
+    self.database = database
     self.retryBudget = retryBudget
     self.manifest = manifest
     self.runID = runID
@@ -377,11 +355,11 @@ final class RunContext: Sendable {
 }
 
 extension RunContext {
-  /// Connects the run journal again when its connection to a PostgreSQL server was lost
-  /// (`PostgresJournal.reconnectIfLost`); does nothing on SQLite.
-  /// - Throws: `PostgresError`; `RunInProgress` when another runner took the job's lock.
+  /// Connects the run journal again when its connection to a server was lost
+  /// (`RunJournal.reconnectIfLost`); does nothing on a file.
+  /// - Throws: the database's errors; `RunInProgress` when another runner took the job's lock.
   func reconnectJournal() throws {
-    try journal.withLock { try ($0 as? PostgresJournal)?.reconnectIfLost() }
+    try journal.withLock { try $0.reconnectIfLost() }
   }
 }
 

@@ -1,8 +1,7 @@
 internal import DrayModel
 internal import DrayPlatform
-internal import DrayPostgres
-internal import DrayPostgresStore
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import DrayTransport
 internal import Foundation
 internal import Synchronization
@@ -29,7 +28,7 @@ struct StepRunner {
     let initial = report
     let reconnects = Mutex<[Attempt]>([])
     let connections = ConnectionRetry(
-      manifest: manifest, policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget,
+      database: context.database, policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget,
       record: { [self] attempt in
         logAttempt(attempt)
         reconnects.withLock { $0.append(attempt) }
@@ -54,9 +53,11 @@ struct StepRunner {
       report.attempts += reconnects.withLock { $0 }
       // A step that failed because the run lost its lock says so first: another runner may
       // be running the job now.
-      let lost = context.cancellation.isCancelled || error is PostgresRunLockError ? nil : context.journal.withLock { $0.lostLock() }
+      let lost =
+        context.cancellation.isCancelled || context.database.failure(error)?.isLockLost == true
+        ? nil : context.journal.withLock { $0.lostLock() }
       report.status = context.cancellation.isCancelled ? .interrupted : .failed
-      report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: lost ?? error)
+      report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: lost ?? error, in: context.database)
       report.errorMessage =
         context.cancellation.isCancelled
         ? "interrupted by \(Runner.signalName(context.cancellation))" : lost.map { "\($0); the step's own error: \(error)" } ?? "\(error)"
@@ -207,15 +208,13 @@ struct StepRunner {
     try JobFolder(manifest.directory, keeping: context.kept)
   }
 
-  /// The target database, opened for this step's thread: `PostgresStore` for `database.url`,
-  /// its commits fenced by the run lock the journal took; else SQLite's `Store` at
-  /// `database.path` (which is also where an `http` step stages, `openStagingStore`).
+  /// The target database, opened for this step's thread (`JobDatabase.openStore`), its
+  /// commits fenced by the run lock the journal took when the lock lives in the database.
+  /// - Throws: `StepError.settingMissing` for a job without a database; the database's errors.
   func openStore() throws -> any TargetStore {
-    if let target = manifest.database?.postgres {
-      let fence = context.journal.withLock { ($0 as? PostgresJournal)?.runLock }
-      return try PostgresStore(target: target, fence: fence, cancellation: context.cancellation)
-    }
-    return try openStagingStore()
+    guard manifest.database != nil else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
+    let fence = context.journal.withLock { $0.fence }
+    return try context.database.openStore(fence: fence, cancellation: context.cancellation)
   }
 
   /// The SQLite database an `http` step stages its records and page ledger in
@@ -228,6 +227,12 @@ struct StepRunner {
     let store = try Store(path: path)
     store.stopWhen(context.cancellation)
     return store
+  }
+
+  /// The SQLite file of the run journal, or beside a PostgreSQL target the one of the job's
+  /// state folder, where an `http` step that does not load keeps its page ledger.
+  var localJournalPath: String {
+    manifest.database?.path.map { manifest.resolve($0) } ?? manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
   }
 
   /// The answer file of a download step: `<download.path>/<job>/<step>-<fingerprint>.answer`,
@@ -268,16 +273,16 @@ struct StepRunner {
     try context.journal.withLock { try $0.record(checkpoint) }
   }
 
-  static func code(of error: any Error) -> String {
-    switch error {
+  /// The step report's `error_code` of `error`: the database's own code when `database`
+  /// names one (`DatabaseFailure.code`), else the class of the error.
+  static func code(of error: any Error, in database: any JobDatabase) -> String {
+    if let code = database.failure(error)?.code { return code }
+    return switch error {
     case let e as TransportError: e.code
     case let e as PlatformError: e.code
     case let e as WriteFailure: e.code
     case is StepError.Unresolved: "outcome_unknown"
-    case is PostgresRunLockError: "lock_lost"
-    case let e as PostgresError where e.timeout != nil: "database_timeout"
-    case is LoadError, is StagedValueError: "load_error"
-    case is SQLiteError: "sqlite_error"
+    case is LoadError: "load_error"
     case is StoreError: "store_error"
     case let e as StepError: e.code
     case let e as LocalFileError: e.code

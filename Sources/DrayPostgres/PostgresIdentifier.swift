@@ -18,29 +18,9 @@ public enum PostgresIdentifier {
     "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
   }
 
-  /// The name dray gives PostgreSQL for `name`: `name` itself when it has at most 63 bytes
-  /// of UTF-8; otherwise its longest prefix, cut between characters, that leaves room for
-  /// `__` and the first 8 hex digits of the SHA-256 of the whole name (63 bytes at most in
-  /// all). The same rule as `TableNaming` in DrayStore applies to physical table names.
-  ///
-  /// ```
-  /// fitted(String(repeating: "a", count: 70))   // 53 × "a" + "__" + 8 hex digits
-  /// ```
-  ///
-  /// Two different long names share a fitted name only when their SHA-256 digests share
-  /// their first 32 bits (about one chance in 4 billion for a pair). A name of 63 bytes or
-  /// fewer is kept as it is, so it meets a fitted name only by being spelled exactly like
-  /// one, hash digits included.
-  public static func fitted(_ name: String) -> String {
-    guard name.utf8.count > maxBytes else { return name }
-    let suffix = "__" + SHA256.hex(name).prefix(8)
-    var prefix = ""
-    for character in name {
-      guard prefix.utf8.count + character.utf8.count + suffix.utf8.count <= maxBytes else { break }
-      prefix.append(character)
-    }
-    return prefix + suffix
-  }
+  /// The name dray gives PostgreSQL for `name`: `IdentifierLimit.fitted` to 63 bytes, the
+  /// rule `TableNaming` applies to physical table names.
+  public static func fitted(_ name: String) -> String { IdentifierLimit.fitted(name, maxBytes: maxBytes) }
 
   /// `quoted(fitted(name))`: how SQL names a table or column dray creates.
   public static func sql(_ name: String) -> String { quoted(fitted(name)) }

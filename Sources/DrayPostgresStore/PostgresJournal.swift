@@ -1,6 +1,6 @@
 public import DrayModel
 public import DrayPostgres
-public import DrayStore
+public import DrayTarget
 
 /// The run journal in a PostgreSQL schema, beside the job's tables: `_dray_runs` and
 /// `_dray_checkpoints` (the columns of SQLite's journal, docs/resume.md), and the run lock.
@@ -18,6 +18,7 @@ public final class PostgresJournal {
   private let target: PostgresTarget?
   /// The lock taken by `begin`; nil before.
   public private(set) var runLock: PostgresRunLock?
+  public var fence: (any RunFence)? { runLock }
 
   static let tables = """
     CREATE TABLE IF NOT EXISTS _dray_runs(

@@ -1,4 +1,4 @@
-internal import DrayStore
+public import DrayTarget
 
 /// The statements of a step's SQL for PostgreSQL, split before any runs, so that SQL dray
 /// does not run is refused before it changed anything (`UserSQLError`).

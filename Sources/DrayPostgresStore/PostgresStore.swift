@@ -1,6 +1,6 @@
 public import DrayModel
 public import DrayPostgres
-public import DrayStore
+public import DrayTarget
 internal import Foundation
 
 /// PostgreSQL as a `TargetStore`: a job's tables and dray's bookkeeping in one schema of one
@@ -27,6 +27,14 @@ public final class PostgresStore {
 
   /// PostgreSQL keeps 63 bytes of an identifier (`PostgresIdentifier.maxBytes`).
   public static let naming = TableNaming(maxIdentifierBytes: PostgresIdentifier.maxBytes)
+  /// What a PostgreSQL table can hold, for `SchemeLimits.check`: at most 1600 columns
+  /// (PostgreSQL 15 documentation, Appendix K "PostgreSQL Limits"); names that differ only
+  /// in letter case are refused as on SQLite, so a job loads the same tables everywhere.
+  public static let schemeLimits = SchemeLimits(
+    name: "PostgreSQL", maxColumns: 1600, reservedPrefix: nil,
+    caseReason:
+      "which differ only in letter case; dray refuses such names on every database, so that a job loads the same tables wherever it runs",
+    emptyTableReason: "dray creates no table without columns, on any database")
 
   /// Connects to `target`, points `search_path` at its schema (so that a step's SQL names
   /// tables without the schema) and creates the bookkeeping tables when missing.
@@ -83,7 +91,7 @@ public final class PostgresStore {
   /// Every recorded physical table, optionally of one resource, by name (as
   /// `Store.records(in:resource:)`); empty when the schema holds no bookkeeping yet.
   /// - Throws: `PostgresError`.
-  public func records(resource: String? = nil) throws -> [Store.TableRecord] {
+  public func records(resource: String? = nil) throws -> [Bookkeeping.TableRecord] {
     guard try PostgresStore.hasOwnTables(["_dray_tables"], schema: schema, on: connection) else { return [] }
     var sql = """
       SELECT name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at
@@ -96,7 +104,7 @@ public final class PostgresStore {
     }
     sql += " ORDER BY name COLLATE \"C\""
     return try connection.execute(sql, values).rows.map { row in
-      Store.TableRecord(
+      Bookkeeping.TableRecord(
         name: row[0].text ?? "", resource: row[1].text ?? "", params: row[2].text ?? "{}", sourceTable: row[3].text ?? "",
         contentVersion: row[4].text, etag: row[5].text, cacheHash: row[6].text, rowCount: Int(row[7].integer ?? 0),
         loadedAt: row[8].text)
@@ -181,7 +189,7 @@ public final class PostgresStore {
   public func scheme(for resource: String) throws -> ResourceScheme? {
     let rows = try connection.execute("SELECT scheme FROM \(own("_dray_resources")) WHERE resource = $1", [.text(resource)]).rows
     guard let json = rows.first?.first?.text else { return nil }
-    return try Store.decodeScheme(json)
+    return try Bookkeeping.decodeScheme(json)
   }
 }
 

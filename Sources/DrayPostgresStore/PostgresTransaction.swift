@@ -1,7 +1,7 @@
 internal import DrayJSON
 internal import DrayModel
 internal import DrayPostgres
-internal import DrayStore
+public import DrayTarget
 internal import Foundation
 
 /// An open transaction of a `PostgresStore` (`PostgresStore.write`).
@@ -14,7 +14,7 @@ final class PostgresTransaction: StoreTransaction {
   // MARK: Schemes and tables
 
   func createTables(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
-    try Store.check(scheme, for: .postgres)
+    try SchemeLimits.check(scheme, for: PostgresStore.schemeLimits)
     try saveScheme(scheme)
     var names: [String: String] = [:]
     for table in scheme.outputs {
@@ -34,7 +34,7 @@ final class PostgresTransaction: StoreTransaction {
       """
       INSERT INTO \(store.own("_dray_resources"))(resource, scheme, fetched_at) VALUES ($1, $2, $3)
       ON CONFLICT (resource) DO UPDATE SET scheme = excluded.scheme, fetched_at = excluded.fetched_at
-      """, [.text(scheme.name), .text(Store.encodeScheme(scheme)), .text(PostgresTransaction.timestamp())])
+      """, [.text(scheme.name), .text(Bookkeeping.encodeScheme(scheme)), .text(PostgresTransaction.timestamp())])
   }
 
   /// Refuses a physical name another resource, table or parameter set already holds (two
@@ -55,7 +55,7 @@ final class PostgresTransaction: StoreTransaction {
   /// resource, then the scheme's, each typed by `PostgresColumnType`.
   static func columnDefinitions(_ table: ResourceScheme.Table, cached: Bool) -> [(name: String, type: PostgresColumnType)] {
     var columns: [(name: String, type: PostgresColumnType)] = []
-    if cached { columns.append((Store.rowIDColumn, .bigint)) }
+    if cached { columns.append((Bookkeeping.rowIDColumn, .bigint)) }
     for column in table.columns { columns.append((column.name, PostgresColumnType(schemeType: column.type))) }
     return columns
   }
@@ -146,7 +146,7 @@ final class PostgresTransaction: StoreTransaction {
       result.inserted[table.name] = result.inserted[table.name] ?? 0
       result.deleted[table.name] = result.deleted[table.name] ?? 0
       guard delta || refilled else { continue }
-      let hash = info.cacheHash.flatMap { Store.cacheHash(for: table.name, in: $0) }
+      let hash = info.cacheHash.flatMap { AnswerInfo.cacheHash(for: table.name, in: $0) }
       try connection.execute(
         """
         UPDATE \(store.own("_dray_tables")) SET content_version = $2, etag = $3, cache_hash = $4, row_count = $5, loaded_at = $6
@@ -255,7 +255,7 @@ private final class PostgresLoad: NamedListSink {
     self.names = names
     self.delta = delta
     staged = PostgresDelta(store: transaction.store)
-    // `Store.check` refused two output tables of one name; never trap on one anyway.
+    // `SchemeLimits.check` refused two output tables of one name; never trap on one anyway.
     tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
   }
 
@@ -266,7 +266,7 @@ private final class PostgresLoad: NamedListSink {
     }
     named.insert(source)
     var columns = table.columns.map { (name: $0.name, type: $0.type) }
-    if scheme.isCached { columns.insert((Store.rowIDColumn, "BIGINT"), at: 0) }
+    if scheme.isCached { columns.insert((Bookkeeping.rowIDColumn, "BIGINT"), at: 0) }
     let qualified = transaction.store.qualified(name)
     let destination: String
     switch (key, delta) {

@@ -1,5 +1,6 @@
 public import DrayModel
-public import DrayStore
+public import DraySQLite
+public import DrayTarget
 
 /// A table that records are loaded into, and the columns it holds.
 ///

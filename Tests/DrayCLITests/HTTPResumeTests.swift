@@ -1,4 +1,5 @@
-import DrayStore
+import DraySQLite
+import DrayTarget
 import DrayTestSupport
 import Foundation
 import Testing

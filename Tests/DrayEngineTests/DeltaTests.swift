@@ -2,7 +2,8 @@ import DrayEngine
 import DrayJSON
 import DrayManifest
 import DrayModel
-import DrayStore
+import DraySQLite
+import DrayTarget
 import DrayTestSupport
 import Foundation
 import Testing

@@ -1,7 +1,8 @@
 import DrayManifest
 import DrayModel
 import DrayPostgres
-import DrayStore
+import DraySQLite
+import DrayTarget
 import DrayTestSupport
 import Foundation
 import Synchronization

@@ -2,7 +2,8 @@ import DrayEngine
 import DrayManifest
 import DrayModel
 import DrayPostgres
-import DrayStore
+import DraySQLite
+import DrayTarget
 import DrayTestSupport
 import Foundation
 import Testing

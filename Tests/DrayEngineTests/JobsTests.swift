@@ -1,7 +1,8 @@
 import DrayEngine
 import DrayManifest
 import DrayModel
-import DrayStore
+import DraySQLite
+import DrayTarget
 import DrayTestSupport
 import Foundation
 import Testing

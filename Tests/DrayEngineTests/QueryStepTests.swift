@@ -1,6 +1,7 @@
 import DrayEngine
 import DrayModel
-import DrayStore
+import DraySQLite
+import DrayTarget
 import DrayTestSupport
 import Foundation
 import Testing

@@ -2,7 +2,8 @@ import DrayEngine
 import DrayModel
 import DrayPostgres
 import DrayPostgresStore
-import DrayStore
+import DraySQLite
+import DrayTarget
 import DrayTestSupport
 import Foundation
 import Testing

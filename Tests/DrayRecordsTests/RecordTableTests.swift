@@ -1,6 +1,7 @@
 import DrayModel
 import DrayRecords
-import DrayStore
+import DraySQLite
+import DrayTarget
 import DrayTestSupport
 import Testing
 

@@ -1,6 +1,8 @@
+internal import DrayDatabases
 public import DrayEngine
 internal import DrayManifest
 public import DrayModel
+public import DrayTarget
 internal import Foundation
 
 /// Writes `text` as `folder/file`, loads it and runs it quietly.
@@ -17,6 +19,14 @@ public func runJob(at path: String, _ text: String, environment: [String: String
   let manifest = try ManifestLoader(environment: environment).load(path: path)
   let report = Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
   return (manifest, report)
+}
+
+extension Runner {
+  /// A runner of `manifest` on the database its manifest names (`Databases.open`), as
+  /// `dray run` opens it.
+  public convenience init(manifest: Manifest, options: RunFlags = RunFlags(), console: Console, cancellation: Cancellation) {
+    self.init(manifest: manifest, database: Databases.open(manifest), options: options, console: console, cancellation: cancellation)
+  }
 }
 
 /// A path with every symbolic link resolved (the job folder as steps name it).

@@ -1,6 +1,7 @@
 internal import DrayModel
 public import DrayPostgres
-internal import DrayStore
+internal import DraySQLite
+public import DrayTarget
 
 /// A job's target database for a test that runs on both: an SQLite file in the job folder,
 /// or a fresh database on the shared `PostgresServer` (one suite, two databases).

@@ -1,9 +1,7 @@
 internal import DrayJSON
 public import DrayModel
-internal import DrayPostgres
-internal import DrayPostgresStore
 public import DrayReportPage
-internal import DrayStore
+public import DrayTarget
 internal import Foundation
 
 /// The inputs of a job's HTML page (`ReportPage`) read from what dray keeps: the run journal
@@ -19,12 +17,12 @@ public enum HTMLReport {
   /// drawn from the JSON reports (their free text masked when they were written) and the
   /// journal (which holds no secret).
   /// - Parameters:
-  ///   - manifest: the job; its journal (`Runner.journalPath(for:)`) and `report.path` say
-  ///     where the runs and their reports are.
+  ///   - manifest: the job; its `report.path` says where the runs' reports are.
+  ///   - database: the job's database, whose journal lists the runs.
   ///   - runID: the run drawn in full; its report is read even when the journal does not list it.
   ///   - limit: the number of runs in the history, 1 or more.
-  public static func page(_ manifest: Manifest, runID: String?, runs limit: Int) -> ReportPage {
-    let (runs, problem) = journalRuns(manifest, limit: limit)
+  public static func page(_ manifest: Manifest, database: any JobDatabase, runID: String?, runs limit: Int) -> ReportPage {
+    let (runs, problem) = journalRuns(manifest.job, in: database, limit: limit)
     let history = runs.map { run in
       ReportPage.Run(
         id: run.id, status: run.status.rawValue, startedAt: run.startedAt, endedAt: run.endedAt, options: run.flags.text,
@@ -36,27 +34,14 @@ public enum HTMLReport {
   }
 
   /// The job's last `limit` runs, newest first, or why the journal could not be read.
-  private static func journalRuns(_ manifest: Manifest, limit: Int) -> ([RunRecord], String?) {
-    if let target = manifest.database?.postgres {
-      do {
-        guard let journal = try PostgresJournal.existing(target: target) else {
-          return ([], "No runs yet: there is no run journal in schema \(target.schema) of \(target.url.redacted).")
-        }
-        return (try journal.runs(job: manifest.job, limit: limit), nil)
-      } catch let error as PostgresError {
-        return ([], "The run journal could not be read: \(error.userMessage)")
-      } catch {
-        return ([], "The run journal could not be read: \(error)")
-      }
-    }
-    let path = Runner.journalPath(for: manifest)
+  private static func journalRuns(_ job: String, in database: any JobDatabase, limit: Int) -> ([RunRecord], String?) {
     do {
-      let journal = try Journal(readingAt: path)
-      return (try journal.runs(job: manifest.job, limit: limit), nil)
-    } catch JournalError.missing {
-      return ([], "No runs yet: there is no run journal at \(path).")
+      guard let journal = try database.openReadOnly()?.journal() else {
+        return ([], "No runs yet: there is no run journal \(database.journalPlace).")
+      }
+      return (try journal.runs(job: job, limit: limit), nil)
     } catch {
-      return ([], "The run journal could not be read: \(error)")
+      return ([], "The run journal could not be read: \(database.failure(error)?.message ?? "\(error)")")
     }
   }
 

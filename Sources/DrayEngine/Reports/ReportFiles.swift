@@ -1,6 +1,7 @@
 public import DrayModel
 internal import DrayReportPage
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import Foundation
 internal import Glibc
 
@@ -41,7 +42,7 @@ public enum ReportFiles {
   /// folder, device, FIFO or socket at a path is never replaced.
   /// - Returns: the absolute paths not written; empty when every file was.
   @discardableResult
-  static func write(_ report: RunReport, manifest: Manifest, console: Console) -> [String] {
+  static func write(_ report: RunReport, manifest: Manifest, database: any JobDatabase, console: Console) -> [String] {
     var unwritten: [String] = []
     let report = report.redacted(by: console.redactor.current)
     for (format, path) in paths(manifest, runID: report.runID) {
@@ -49,7 +50,7 @@ public enum ReportFiles {
       switch format {
       case .json: text = report.json() + "\n"
       case .junit: text = JUnitReport(report: report).xml
-      case .html: text = HTMLReport.page(manifest, runID: report.runID, runs: HTMLReport.defaultRuns).html()
+      case .html: text = HTMLReport.page(manifest, database: database, runID: report.runID, runs: HTMLReport.defaultRuns).html()
       case .prometheus:
         text = PrometheusReport(report: report, previousSuccess: PrometheusReport.lastSuccess(inFile: path)).text
       }

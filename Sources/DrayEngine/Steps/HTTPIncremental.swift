@@ -1,7 +1,8 @@
 internal import DrayJSON
 internal import DrayModel
 internal import DrayRecords
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import Foundation
 
 /// The cursor of one run of an `incremental` step (docs/http.md, "Incremental loads").

@@ -1,6 +1,7 @@
 internal import DrayJSON
 internal import DrayModel
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import Foundation
 
 /// Where a paginated `http` step stands: pages committed, and the request of the next page.

@@ -1,7 +1,8 @@
 internal import DrayJSON
 internal import DrayModel
 internal import DrayRecords
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import DrayTransport
 internal import Foundation
 internal import Synchronization
@@ -43,7 +44,7 @@ extension StepRunner {
       // The manifest's secrets and those learnt since (tokens): no stored link holds one.
       var secrets = manifest.redactor
       secrets.add(contentsOf: console.redactor.current)
-      let database = try store?.database ?? Database(path: Runner.journalPath(for: manifest))
+      let database = try store?.database ?? Database(path: localJournalPath)
       let ledger = PageLedger(
         database: database, job: manifest.job, stepID: step.id, lineage: context.lineage, fingerprint: step.fingerprint(in: manifest),
         redactor: secrets, query: options.query)

@@ -1,5 +1,6 @@
 internal import DrayModel
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import Foundation
 
 extension StepRunner {

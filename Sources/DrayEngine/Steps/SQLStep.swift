@@ -1,6 +1,7 @@
 internal import DrayJSON
 internal import DrayModel
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import Foundation
 
 extension StepRunner {

@@ -1,6 +1,7 @@
 internal import DrayModel
 internal import DrayPlatform
-internal import DrayStore
+internal import DraySQLite
+internal import DrayTarget
 internal import DrayTransport
 internal import Foundation
 internal import Synchronization

@@ -1,0 +1,103 @@
+public import DrayModel
+internal import DrayPostgres
+public import DrayTarget
+
+/// A job's PostgreSQL database behind the target seam: the target store and the run journal
+/// both live in the schema of `target` (docs/postgres.md).
+public struct PostgresDatabase: JobDatabase {
+  public let target: PostgresTarget
+
+  public init(target: PostgresTarget) { self.target = target }
+
+  public var location: String { "schema \(target.schema) of \(target.url.redacted)" }
+  public var journalLocation: String { location }
+  public var journalPlace: String { "in \(location)" }
+  public var absence: String {
+    "PostgreSQL at \(target.url.redacted) has no schema \(target.schema); name the job's schema with --schema (database.schema in its manifest)"
+  }
+  public var naming: TableNaming { PostgresStore.naming }
+  /// A load reads the answer after its download (`PostgresTransaction.load`); a lost
+  /// connection is made again (`PostgresJournal.reconnectIfLost`).
+  public var capabilities: DatabaseCapabilities { DatabaseCapabilities(loadsWhileDownloading: false, reconnects: true) }
+
+  /// Connects and closes, so that the journal opens on a server that is up.
+  public func connect(cancellation: Cancellation) throws {
+    try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts, cancellation: cancellation).close()
+  }
+
+  /// `PostgresJournal`: a server's journal is never replaced, `fresh` or not.
+  public func openJournal(fresh: Bool, cancellation: Cancellation) throws -> sending any RunJournal {
+    try PostgresJournal(target: target, cancellation: cancellation)
+  }
+
+  /// `PostgresStore`, its commits fenced by `fence` (the `PostgresRunLock` the journal took).
+  public func openStore(fence: (any RunFence)?, cancellation: Cancellation) throws -> any TargetStore {
+    try PostgresStore(target: target, fence: fence as? PostgresRunLock, cancellation: cancellation)
+  }
+
+  /// A read-only session (`PostgresStore(reading:)`); nil when the schema does not exist.
+  public func openReadOnly() throws -> (any DatabaseReader)? {
+    let store = try PostgresStore(reading: target)
+    return try store.schemaExists() ? PostgresReader(store: store, target: target) : nil
+  }
+
+  public func failure(_ error: any Error) -> DatabaseFailure? {
+    switch error {
+    case let error as StagedValueError:
+      DatabaseFailure(code: "load_error", message: error.description)
+    case let error as PostgresRunLockError:
+      DatabaseFailure(code: "lock_lost", isLockLost: true, message: error.description)
+    case let error as PostgresError:
+      DatabaseFailure(
+        code: error.timeout != nil ? "database_timeout" : nil, isTransient: error.isTransient, message: error.userMessage)
+    default: nil
+    }
+  }
+}
+
+extension PostgresRunLock: RunFence {}
+
+/// A schema read on a read-only session (`JobDatabase.openReadOnly`).
+final class PostgresReader: DatabaseReader {
+  let store: PostgresStore
+  let target: PostgresTarget
+  private var opened: PostgresJournal??
+
+  init(store: PostgresStore, target: PostgresTarget) {
+    self.store = store
+    self.target = target
+  }
+
+  func journal() throws -> (any RunJournal)? { try existingJournal() }
+
+  private func existingJournal() throws -> PostgresJournal? {
+    if let opened { return opened }
+    let journal = try PostgresJournal.existing(target: target)
+    opened = .some(journal)
+    return journal
+  }
+
+  /// The runs' processes ran on whichever machines ran them: a live runner holds the job's
+  /// run lock, in a session the server knows.
+  func runner(of run: RunRecord) throws -> String {
+    let holder = try existingJournal()?.lockHolder(job: run.job)
+    return holder.map { "process \(run.processID); its runner's session: \($0)" }
+      ?? "process \(run.processID); no session holds the job's run lock, so its runner is gone; the next run marks it abandoned"
+  }
+
+  func tables(resource: String?) throws -> [Bookkeeping.TableRecord] { try store.records(resource: resource) }
+  func scheme(for resource: String) throws -> ResourceScheme? { try store.scheme(for: resource) }
+  func cursor(job: String, stepID: String) throws -> CursorEntry { try store.cursor(job: job, stepID: stepID) }
+
+  /// In a `READ ONLY` transaction of a read-only session: the server refuses any write
+  /// (SQLSTATE 25006, read_only_sql_transaction).
+  func query(_ sql: String, columns: ([String]) throws -> Void, row: ([SQLValue]) throws -> Void) throws {
+    do {
+      try store.query(sql, columns: columns, row: row)
+    } catch let error as PostgresError where error.sqlState == "25006" {
+      throw ReadOnlyQueryError("dray query only reads; change data with an sql step in a job (\(error.userMessage))")
+    }
+  }
+
+  func quoted(_ name: String) -> String { PostgresIdentifier.quoted(name) }
+}

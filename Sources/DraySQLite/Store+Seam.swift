@@ -1,0 +1,186 @@
+public import DrayModel
+public import DrayTarget
+internal import Foundation
+
+/// SQLite as a `TargetStore`: one database file, the journal's tables beside the data.
+extension Store: TargetStore {
+  public var location: String { database.path }
+
+  public var naming: TableNaming { Store.naming }
+
+  public func stopWhen(_ cancellation: Cancellation) { database.stopWhen(cancellation) }
+
+  public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {
+    let name = naming.physicalName(resource: resource, table: table, params: params)
+    return try database.tableExists(name) ? Database.quote(name) : nil
+  }
+
+  /// Runs under `Database.protectingOwnTables`; what follows the first statement is never
+  /// prepared (`Database.prepareFirst`).
+  public func query(_ sql: String, columns: ([String]) throws -> Void, row: ([SQLValue]) throws -> Void) throws {
+    try refusingUserSQL {
+      try database.protectingOwnTables {
+        let (first, rest) = try database.prepareFirst(sql)
+        guard let statement = first, rest == nil else { throw UserSQLError.notOneStatement(rest: rest) }
+        let count = statement.columnCount
+        try columns((0..<count).map { statement.columnName($0) })
+        while try statement.step() {
+          try row((0..<count).map { statement.value($0) })
+        }
+        try database.checkTriggers()
+      }
+    }
+  }
+
+  public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? {
+    database.observeInsertedRows(every: interval, body)
+  }
+
+  /// A `BEGIN IMMEDIATE` transaction (`Database.transaction`). SQLite's run lock is the
+  /// job's lock file and the journal's check in `RunJournal.begin`, on this one machine, so
+  /// the commit has no fence to check.
+  public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    try database.transaction { try body(SQLiteTransaction(store: self)) }
+  }
+
+  public func cursor(job: String, stepID: String) throws -> CursorEntry {
+    try Store.cursor(in: database, job: job, stepID: stepID)
+  }
+
+  public func validators(job: String, stepID: String) throws -> KeptValidators? {
+    try ValidatorLedger(database: database).read(job: job, stepID: stepID)
+  }
+
+  public func isIntact(table name: String) throws -> Bool { try TableGuard.isIntact(name, in: database) }
+
+  /// What `database` keeps for an `incremental` step, read without creating anything (for
+  /// `dray plan`, on a read-only connection).
+  public static func cursor(in database: Database, job: String, stepID: String) throws -> CursorEntry {
+    try CursorLedger(database: database, job: job, stepID: stepID).read()
+  }
+
+  /// Rows in the physical table `name`.
+  func rowCount(ofTable name: String) throws -> Int {
+    let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
+    return if case .integer(let n)? = count { Int(n) } else { 0 }
+  }
+
+  /// Runs `body`, turning SQLite's refusals of a step's SQL (`Database.refusingTransactionControl`,
+  /// `Database.protectingOwnTables`) into `UserSQLError`.
+  func refusingUserSQL<T>(_ body: () throws -> T) throws -> T {
+    do {
+      return try body()
+    } catch let error as SQLiteError where error.isRefusedTransactionControl {
+      throw UserSQLError.transactionControl(statement: Store.statementText(error))
+    } catch let error as SQLiteError where error.refusedOwnTable != nil {
+      throw UserSQLError.ownTable(error.refusedOwnTable!, statement: Store.statementText(error), trigger: error.refusedInTrigger)
+    }
+  }
+
+  private static func statementText(_ error: SQLiteError) -> String {
+    (error.sql ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "; \n\t"))
+  }
+}
+
+/// An open `BEGIN IMMEDIATE` transaction of a `Store`.
+final class SQLiteTransaction: StoreTransaction {
+  let store: Store
+
+  init(store: Store) { self.store = store }
+
+  func createTables(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
+    try store.createTablesInTransaction(for: scheme, params: params)
+  }
+
+  func load(
+    file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
+    info: () -> AnswerInfo
+  ) throws -> LoadResult {
+    try store.loadInTransaction(
+      file: file, growing: growing, scheme: scheme, params: params, delta: delta, cancellation: cancellation, info: info)
+  }
+
+  func rowCount(ofTable name: String) throws -> Int { try store.rowCount(ofTable: name) }
+
+  func columns(ofTable name: String) throws -> [String] {
+    try store.database.rows("SELECT name FROM pragma_table_info(?)", [.text(name)]).compactMap {
+      if case .text(let name) = $0[0].1 { name } else { nil }
+    }
+  }
+
+  func aggregates(ofTable name: String, _ aggregates: [TableAggregate]) throws -> [SQLValue] {
+    let list = aggregates.map { "\($0.function.rawValue)(\($0.column.map(Database.quote) ?? "*"))" }
+    let row = try store.database.rows("SELECT \(list.joined(separator: ", ")) FROM \(Database.quote(name))").first ?? []
+    return row.map(\.1)
+  }
+
+  /// A COMMIT among the statements would commit the first ones without the checkpoint, and
+  /// a rerun would repeat them; writes to dray's own tables (the journal among them) are
+  /// refused too, and so is a trigger whose body would write them when a load fires it.
+  func execute(userSQL sql: String) throws -> [(sql: String, changes: Int)] {
+    let database = store.database
+    var statements: [(sql: String, changes: Int)] = []
+    try store.refusingUserSQL {
+      try database.refusingTransactionControl {
+        try database.forEachStatement(sql) { (statement) throws(SQLiteError) in
+          let before = database.totalChanges
+          while try statement.step() {}
+          // `changes` keeps the last write's count through a SELECT or a CREATE after it.
+          statements.append((statement.sql, database.totalChanges == before ? 0 : database.changes))
+        }
+        try database.checkTriggers()
+      }
+    }
+    return statements
+  }
+
+  func record(_ checkpoint: CheckpointRecord) throws {
+    try Journal.record(checkpoint, in: store.database)
+  }
+
+  func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String] {
+    try TableWrites.addMissingColumns(columns, to: name, in: store.database)
+  }
+
+  func stage(
+    _ name: String, columns: [(name: String, type: ColumnType?)], for target: String,
+    rows: ((_ add: ([SQLValue]) throws -> Void) throws -> Void)
+  ) throws {
+    try TableWrites.stage(name, columns: columns, rows: rows, in: store.database)
+  }
+
+  func deleteRows(ofTable name: String) throws -> Int {
+    try store.database.execute("DELETE FROM \(Database.quote(name))")
+  }
+
+  func append(from staging: String, into target: String, columns: [String]) throws -> Int {
+    try TableWrites.append(from: staging, into: target, columns: columns, in: store.database)
+  }
+
+  func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
+    -> (written: Int, deleted: Int)
+  {
+    try TableWrites.merge(from: staging, into: target, columns: columns, key: key, deletedColumn: deletedColumn, in: store.database)
+  }
+
+  func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws {
+    let ledger = CursorLedger(database: store.database, job: job, stepID: stepID)
+    try ledger.createTable()
+    try ledger.save(entry, at: Bookkeeping.timestamp())
+  }
+
+  func saveValidators(_ validators: KeptValidators?, job: String, stepID: String) throws {
+    try ValidatorLedger(database: store.database).save(validators, job: job, stepID: stepID)
+  }
+
+  func armGuard(ofTable name: String) throws { try TableGuard.arm(name, in: store.database) }
+}
+
+@available(*, unavailable)
+extension SQLiteTransaction: Sendable {}
+
+extension Journal: RunJournal {
+  public var location: String { path }
+}
+
+extension InsertedRowsObserver: InsertedRowsObservation {}

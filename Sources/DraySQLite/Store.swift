@@ -1,0 +1,180 @@
+internal import DrayJSON
+public import DrayModel
+public import DrayTarget
+internal import Foundation
+
+/// The target database of a job: physical tables per resource, parameters and output
+/// table, and the bookkeeping that records what each holds (platform-api.md §7).
+///
+/// Bookkeeping tables, created on open:
+/// - `_dray_resources(resource, scheme, fetched_at)`: each resource's scheme as last fetched;
+/// - `_dray_tables(name, resource, params, source_table, content_version, etag, cache_hash,
+///   row_count, loaded_at)`: one row per physical table.
+public final class Store {
+  public let database: Database
+
+  /// Most columns SQLite allows in a table by default (SQLITE_MAX_COLUMN,
+  /// https://sqlite.org/limits.html); Debian's library keeps the default.
+  public static let maxColumns = 2000
+  /// What an SQLite table can hold, for `SchemeLimits.check`.
+  public static let schemeLimits = SchemeLimits(
+    name: "SQLite", maxColumns: maxColumns, reservedPrefix: "sqlite_",
+    caseReason: "which SQLite cannot tell apart (names differ only in letter case)",
+    emptyTableReason: "SQLite cannot create a table without columns")
+
+  /// Opens or creates the database at `path`, creating its folder.
+  /// - Throws: `SQLiteError`, or `StoreError.cannotCreateFolder`.
+  public init(path: String) throws {
+    do {
+      try Folders.create(holding: path)
+    } catch {
+      throw StoreError.cannotCreateFolder(error)
+    }
+    database = try Database(path: path)
+    try database.execute(
+      """
+      CREATE TABLE IF NOT EXISTS _dray_resources(
+        resource TEXT PRIMARY KEY, scheme TEXT NOT NULL, fetched_at TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS _dray_tables(
+        name TEXT PRIMARY KEY, resource TEXT NOT NULL, params TEXT NOT NULL,
+        source_table TEXT NOT NULL, content_version TEXT, etag TEXT, cache_hash TEXT,
+        row_count INTEGER NOT NULL DEFAULT 0, loaded_at TEXT);
+      """)
+  }
+
+  // MARK: Names
+
+  /// SQLite keeps identifiers of any length (https://sqlite.org/limits.html).
+  public static let naming = TableNaming(maxIdentifierBytes: nil)
+
+  /// The physical table name for a resource's output table and parameters on SQLite
+  /// (`TableNaming.physicalName`).
+  public static func tableName(resource: String, table: String, params: JSONValue) -> String {
+    naming.physicalName(resource: resource, table: table, params: params)
+  }
+
+  // MARK: Schemes and tables
+
+  /// Records `scheme` and creates the tables of its outputs for `params` (the SDK's
+  /// `resources`) in a transaction of its own (`StoreTransaction.createTables`).
+  /// - Returns: the physical table names, by output table name.
+  /// - Throws: `StoreError` for names SQLite cannot hold; `SQLiteError`.
+  @discardableResult
+  public func createTables(for scheme: ResourceScheme, params: JSONValue = .object([])) throws -> [String: String] {
+    try write { try $0.createTables(for: scheme, params: params) }
+  }
+
+  /// `StoreTransaction.createTables` on SQLite, inside the caller's open transaction.
+  func createTablesInTransaction(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
+    try SchemeLimits.check(scheme, for: Store.schemeLimits)
+    try saveScheme(scheme)
+    var names: [String: String] = [:]
+    for table in scheme.outputs {
+      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
+      try claim(name, resource: scheme.name, table: table.name, params: params)
+      try database.execute(Store.createTableSQL(name: name, table: table, cached: scheme.isCached))
+      let record = try database.cached(
+        "INSERT INTO _dray_tables(name, resource, params, source_table) VALUES (?,?,?,?) ON CONFLICT(name) DO NOTHING")
+      try record.bind([.text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name)])
+      _ = try record.step()
+      names[table.name] = name
+    }
+    return names
+  }
+
+  /// Refuses a physical name that another resource, table or parameter set already holds:
+  /// `A__b` + `c` and `A` + `b__c` give the same name, and SQLite compares table names
+  /// without regard to ASCII case, so `FRUITS` and `fruits` would share a table.
+  func claim(_ name: String, resource: String, table: String, params: JSONValue) throws {
+    let rows = try database.rows(
+      "SELECT name, resource, source_table, params FROM _dray_tables WHERE name = ? COLLATE NOCASE", [.text(name)])
+    for row in rows {
+      let values = row.map(\.1)
+      if values == [.text(name), .text(resource), .text(table), .text(params.canonicalJSON)] { continue }
+      let other = values.map(\.description)
+      throw StoreError.nameClash(
+        name: name, resource: resource, table: table, otherResource: other[1], otherTable: other[2], otherParams: other[3])
+    }
+  }
+
+  /// The scheme last recorded for `resource`, or nil.
+  public func scheme(for resource: String) throws -> ResourceScheme? {
+    let rows = try database.rows("SELECT scheme FROM _dray_resources WHERE resource = ?", [.text(resource)])
+    guard case .text(let json)? = rows.first?.first?.1 else { return nil }
+    return try Bookkeeping.decodeScheme(json)
+  }
+
+  func saveScheme(_ scheme: ResourceScheme) throws {
+    let statement = try database.cached(
+      "INSERT INTO _dray_resources(resource, scheme, fetched_at) VALUES (?,?,?) ON CONFLICT(resource) DO UPDATE SET scheme = excluded.scheme, fetched_at = excluded.fetched_at"
+    )
+    try statement.bind([.text(scheme.name), .text(Bookkeeping.encodeScheme(scheme)), .text(Bookkeeping.timestamp())])
+    _ = try statement.step()
+  }
+
+  /// `CREATE TABLE IF NOT EXISTS` for one output table: the row id column `hhive_id INTEGER
+  /// PRIMARY KEY` first for a cached resource, then the scheme's columns in order, quoted
+  /// and declared without a type.
+  ///
+  /// No declared type means no column affinity (https://sqlite.org/datatype3.html §3.1,
+  /// "BLOB" affinity), so SQLite stores every bound value as it is bound and never turns
+  /// text into a number or a big integer into a rounded REAL. The loader applies the
+  /// scheme's types itself (docs/store.md, "Values"); the scheme, with its types, stays in
+  /// `_dray_resources`.
+  static func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
+    var columns: [String] = []
+    if cached { columns.append("\(Database.quote(Bookkeeping.rowIDColumn)) INTEGER PRIMARY KEY") }
+    for column in table.columns { columns.append(Database.quote(column.name)) }
+    return "CREATE TABLE IF NOT EXISTS \(Database.quote(name)) (\(columns.joined(separator: ", ")))"
+  }
+
+  /// True when the physical table exists with exactly the columns `createTableSQL` gives it.
+  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+    let rows = try database.rows("SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", [.text(name)])
+    var expected: [[SQLValue]] = []
+    if cached { expected.append([.text(Bookkeeping.rowIDColumn), .text("INTEGER"), .integer(1)]) }
+    for column in table.columns { expected.append([.text(column.name), .text(""), .integer(0)]) }
+    return rows.map { $0.map(\.1) } == expected
+  }
+
+  // MARK: Bookkeeping
+
+  /// The physical name recorded for a resource's output table and parameters, or nil when
+  /// no such table was created (the SDK's `getTablesName`).
+  public func recordedTable(resource: String, table: String, params: JSONValue) throws -> String? {
+    let name = naming.physicalName(resource: resource, table: table, params: params)
+    let rows = try database.rows("SELECT name FROM _dray_tables WHERE name = ?", [.text(name)])
+    return rows.isEmpty ? nil : name
+  }
+
+  /// Every recorded physical table, optionally of one resource, by name.
+  public func records(resource: String? = nil) throws -> [Bookkeeping.TableRecord] {
+    try Store.records(in: database, resource: resource)
+  }
+
+  /// Every physical table recorded in `database`, optionally of one resource, by name;
+  /// empty when dray never loaded anything there. Reads only, so it works on a connection
+  /// opened read-only.
+  public static func records(in database: Database, resource: String? = nil) throws -> [Bookkeeping.TableRecord] {
+    guard try database.tableExists("_dray_tables") else { return [] }
+    var sql = "SELECT name, resource, params, source_table, content_version, etag, cache_hash, row_count, loaded_at FROM _dray_tables"
+    var values: [SQLValue] = []
+    if let resource {
+      sql += " WHERE resource = ?"
+      values.append(.text(resource))
+    }
+    sql += " ORDER BY name"
+    return try database.rows(sql, values).map { row in
+      func text(_ i: Int) -> String? { if case .text(let s) = row[i].1 { s } else { nil } }
+      func int(_ i: Int) -> Int { if case .integer(let n) = row[i].1 { Int(n) } else { 0 } }
+      return Bookkeeping.TableRecord(
+        name: text(0) ?? "", resource: text(1) ?? "", params: text(2) ?? "{}", sourceTable: text(3) ?? "",
+        contentVersion: text(4), etag: text(5), cacheHash: text(6), rowCount: int(7), loadedAt: text(8))
+    }
+  }
+
+}
+
+// Its connection has one owner at a time; each step thread opens its own store.
+@available(*, unavailable)
+extension Store: Sendable {}

@@ -1,0 +1,184 @@
+public import DrayModel
+public import DrayTarget
+
+/// SQLite's SQL of `http` loads that write into an existing table (`load.write: append` and
+/// `merge`), behind `StoreTransaction`. Every function works inside the caller's
+/// transaction; identifiers are quoted, values bound. docs/http.md, "Write modes".
+enum TableWrites {
+  /// Adds each of `columns` that `table` lacks (`ALTER TABLE ... ADD COLUMN`; names matched
+  /// as SQLite matches them, `IdentifierKey`), or creates `table` with `columns` when it
+  /// does not exist. A column without a type is added without one.
+  /// - Returns: the names added to an existing table, in order.
+  /// - Throws: `SQLiteError`.
+  static func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], to table: String, in database: Database)
+    throws -> [String]
+  {
+    let existing = Set(try columnNames(of: table, in: database).map(IdentifierKey.init))
+    guard !existing.isEmpty else {
+      _ = try database.execute("CREATE TABLE \(Database.quote(table)) (\(columns.map(definition).joined(separator: ", ")))")
+      return []
+    }
+    var added: [String] = []
+    for column in columns where !existing.contains(IdentifierKey(column.name)) {
+      _ = try database.execute("ALTER TABLE \(Database.quote(table)) ADD COLUMN \(definition(column))")
+      added.append(column.name)
+    }
+    return added
+  }
+
+  /// `"name" TYPE`, or `"name"` for a column without a type.
+  private static func definition(_ column: (name: String, type: ColumnType?)) -> String {
+    Database.quote(column.name) + (column.type.map { " " + $0.rawValue } ?? "")
+  }
+
+  /// Creates the temporary table `name` with `columns` and inserts the rows `rows` gives
+  /// (`StoreTransaction.stage`).
+  /// - Throws: `SQLiteError`.
+  static func stage(
+    _ name: String, columns: [(name: String, type: ColumnType?)], rows: ((([SQLValue]) throws -> Void) throws -> Void),
+    in database: Database
+  ) throws {
+    _ = try database.execute(
+      "DROP TABLE IF EXISTS temp.\(Database.quote(name)); CREATE TEMP TABLE \(Database.quote(name)) (\(columns.map(definition).joined(separator: ", ")))"
+    )
+    let insert = try database.prepare(
+      "INSERT INTO temp.\(Database.quote(name)) VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))")
+    try rows { values in
+      insert.reset()
+      try insert.bind(values)
+      _ = try insert.step()
+    }
+  }
+
+  /// The columns of `table`, in order; empty when it does not exist.
+  static func columnNames(of table: String, in database: Database) throws -> [String] {
+    try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap {
+      if case .text(let name) = $0[0].1 { name } else { nil }
+    }
+  }
+
+  /// Adds every row of `staging` to `target`, in the order they were staged.
+  /// - Parameter columns: the columns copied (they exist in both tables).
+  /// - Returns: the rows added.
+  static func append(from staging: String, into target: String, columns: [String], in database: Database) throws -> Int {
+    let names = columns.map(Database.quote).joined(separator: ", ")
+    return try database.execute(
+      "INSERT INTO \(Database.quote(target)) (\(names)) SELECT \(names) FROM \(Database.quote(staging)) ORDER BY rowid")
+  }
+
+  /// Merges `staging` into `target` by `key`: for each key, the last staged version of the
+  /// record inserts a row or updates the row with that key
+  /// (`INSERT ... ON CONFLICT(key) DO UPDATE`, https://sqlite.org/lang_upsert.html); when
+  /// `deletedColumn` is given and that version holds 1 there, the row with that key is
+  /// deleted instead.
+  ///
+  /// `target` gets a unique index on `key` (`_dray_key__<table>`) when it has none, which
+  /// the upsert needs.
+  /// - Returns: rows written (inserted or updated) and rows deleted.
+  /// - Throws: `MergeError.duplicateKeys` when `target` already holds two rows with one
+  ///   key; `SQLiteError`.
+  static func merge(
+    from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?, in database: Database
+  ) throws -> (written: Int, deleted: Int) {
+    let keyList = key.map(Database.quote).joined(separator: ", ")
+    let duplicates = try database.rows(
+      "SELECT \(keyList) FROM \(Database.quote(target)) GROUP BY \(keyList) HAVING count(*) > 1 LIMIT 1")
+    if let row = duplicates.first {
+      throw MergeError.duplicateKeys(
+        table: target, key: key,
+        values: row.map { pair in
+          switch pair.1 {
+          case .text(let s): s
+          case .integer(let i): String(i)
+          case .real(let d): String(d)
+          case .null: "null"
+          case .blob: "a blob"
+          }
+        })
+    }
+    _ = try database.execute(
+      "CREATE UNIQUE INDEX IF NOT EXISTS \(Database.quote("_dray_key__" + target)) ON \(Database.quote(target)) (\(keyList))")
+    let names = columns.map(Database.quote).joined(separator: ", ")
+    let last = "rowid IN (SELECT max(rowid) FROM \(Database.quote(staging)) GROUP BY \(keyList))"
+    let keys = Set(key.map(IdentifierKey.init))
+    let updates = columns.filter { !keys.contains(IdentifierKey($0)) }.map { "\(Database.quote($0)) = excluded.\(Database.quote($0))" }
+    let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + updates.joined(separator: ", ")
+    let live = deletedColumn.map { "AND \(Database.quote($0)) IS NOT 1" } ?? ""
+    // `WHERE` before `ON CONFLICT` keeps SQLite from reading ON as a join's (lang_upsert.html §2.2).
+    let written = try database.execute(
+      """
+      INSERT INTO \(Database.quote(target)) (\(names))
+      SELECT \(names) FROM \(Database.quote(staging)) WHERE \(last) \(live) ORDER BY rowid
+      ON CONFLICT(\(keyList)) \(conflict)
+      """)
+    guard let deletedColumn else { return (written, 0) }
+    let deleted = try database.execute(
+      """
+      DELETE FROM \(Database.quote(target)) WHERE (\(keyList)) IN
+        (SELECT \(keyList) FROM \(Database.quote(staging)) WHERE \(last) AND \(Database.quote(deletedColumn)) IS 1)
+      """)
+    return (written, deleted)
+  }
+
+}
+
+/// The kept cursor of each `incremental` step, in the table `_dray_http_cursors` of the
+/// job's database:
+///
+///     _dray_http_cursors(job, step_id, value, staged, fresh, updated_at)
+///
+/// `value` is the cursor the next run sends: the highest cursor among the records published
+/// (JSON text, as the API gave it). `staged` is the highest among the records of the pages
+/// staged so far, written in the transaction of each page; the transaction that publishes
+/// the pages moves it to `value`. `fresh` is 1 while the staged pages started again from
+/// `initial` (`--fresh`), so that they replace the table when published.
+struct CursorLedger {
+  public let database: Database
+  public let job: String
+  public let stepID: String
+
+  public init(database: Database, job: String, stepID: String) {
+    self.database = database
+    self.job = job
+    self.stepID = stepID
+  }
+
+  public func createTable() throws {
+    _ = try database.execute(
+      """
+      CREATE TABLE IF NOT EXISTS _dray_http_cursors(
+        job TEXT NOT NULL, step_id TEXT NOT NULL, value TEXT, staged TEXT, fresh INTEGER NOT NULL,
+        updated_at TEXT NOT NULL, PRIMARY KEY(job, step_id))
+      """)
+  }
+
+  /// The step's entry; an empty one when none is kept (or the table does not exist).
+  /// - Throws: `SQLiteError`; `CursorLedgerError` for a value that is not JSON.
+  public func read() throws -> CursorEntry {
+    let exists = try database.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_dray_http_cursors'")
+    guard !exists.isEmpty else { return CursorEntry() }
+    let rows = try database.rows(
+      "SELECT value, staged, fresh FROM _dray_http_cursors WHERE job = ? AND step_id = ?", [.text(job), .text(stepID)])
+    guard let row = rows.first else { return CursorEntry() }
+    func text(_ value: SQLValue) -> String? {
+      guard case .text(let text) = value else { return nil }
+      return text
+    }
+    return try CursorEntry(storedValue: text(row[0].1), staged: text(row[1].1), fresh: row[2].1 == .integer(1), stepID: stepID)
+  }
+
+  /// Records `entry`, inside the caller's transaction when there is one.
+  public func save(_ entry: CursorEntry, at time: String) throws {
+    let statement = try database.cached(
+      """
+      INSERT INTO _dray_http_cursors(job, step_id, value, staged, fresh, updated_at) VALUES (?,?,?,?,?,?)
+      ON CONFLICT(job, step_id) DO UPDATE SET value = excluded.value, staged = excluded.staged, fresh = excluded.fresh,
+        updated_at = excluded.updated_at
+      """)
+    try statement.bind([
+      .text(job), .text(stepID), entry.value.map { .text($0.json) } ?? .null, entry.staged.map { .text($0.json) } ?? .null,
+      .integer(entry.fresh ? 1 : 0), .text(time),
+    ])
+    _ = try statement.step()
+  }
+}
