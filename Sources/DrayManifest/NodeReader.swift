@@ -69,7 +69,7 @@ struct NodeReader {
   ///   - credential: the value is part of a credential that may stay unresolved
   ///     (`secretsMayBeMissing`) although it is no secret itself, as a user name.
   mutating func text(_ node: YAMLNode, _ path: String, secret: Bool = false, credential: Bool = false) -> (
-    String, YAMLNode.ScalarStyle
+    text: String, style: YAMLNode.ScalarStyle
   )? {
     guard let scalar = node.scalar else {
       error(node.location, "\(Self.label(path)) must be a string, found \(node.kindDescription)")
@@ -119,7 +119,7 @@ struct NodeReader {
       error(node.location, "\(Self.label(path)) must be a string, found null")
       return nil
     }
-    return text(node, path, secret: secret, credential: credential)?.0
+    return text(node, path, secret: secret, credential: credential)?.text
   }
 
   /// A non-empty string.

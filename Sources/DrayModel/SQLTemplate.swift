@@ -104,7 +104,7 @@ public struct SQLTemplate: Sendable, Hashable {
   }
 
   private static func parseReference(_ inner: String, offset: Int) throws(SyntaxError) -> TableReference {
-    var arguments: [(String, Character)] = []
+    var arguments: [String] = []
     var rest = Substring(inner)
     func skipSpaces() { rest = rest.drop { $0 == " " || $0 == "\t" || $0 == "\n" } }
     skipSpaces()
@@ -130,7 +130,7 @@ public struct SQLTemplate: Sendable, Hashable {
         argument.append(quote)
         rest = rest.dropFirst()
       }
-      arguments.append((argument, quote))
+      arguments.append(argument)
       skipSpaces()
     }
     guard arguments.count == 2 || arguments.count == 3 else {
@@ -138,11 +138,11 @@ public struct SQLTemplate: Sendable, Hashable {
         offset: offset,
         message: "{{ table }} takes a resource and a table name, and optionally parameters as JSON: {{ table \"RESOURCE\" \"TABLE\" }}")
     }
-    guard !arguments[0].0.isEmpty, !arguments[1].0.isEmpty else {
+    guard !arguments[0].isEmpty, !arguments[1].isEmpty else {
       throw SyntaxError(offset: offset, message: "{{ table }} needs a non-empty resource and table name")
     }
     return TableReference(
-      resource: arguments[0].0, table: arguments[1].0,
-      paramsJSON: arguments.count == 3 ? arguments[2].0 : nil, offset: offset)
+      resource: arguments[0], table: arguments[1],
+      paramsJSON: arguments.count == 3 ? arguments[2] : nil, offset: offset)
   }
 }

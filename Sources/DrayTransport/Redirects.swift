@@ -10,7 +10,7 @@ internal import Foundation
 /// - `301`, `302` and `303` turn a `POST` into a `GET` without a body (`303` turns every
 ///   method but `HEAD` into `GET`), as browsers and libcurl do; `307` and `308` repeat the
 ///   method and the body;
-/// - header fields that carry a secret go only to the origin (scheme, host, port) of the
+/// - header fields that carry a secret go only to the origin (`Origin`) of the
 ///   first request; they are held back from any other origin and sent again if a later
 ///   redirect comes back. A field carries a secret when its name is one of
 ///   `HTTPHeader.secretNames` (`Authorization`, `Proxy-Authorization`, `Cookie`,
@@ -31,7 +31,7 @@ public struct RedirectState: Sendable, Equatable {
   public let limit: Int
   /// `METHOD url` of every request sent so far, the first included.
   public private(set) var visited: [String]
-  private let origin: String
+  private let origin: Origin?
   private var credentials: [HTTPHeader] = []
 
   /// - Parameters:
@@ -40,7 +40,7 @@ public struct RedirectState: Sendable, Equatable {
   public init(url: String, method: HTTPMethod = .get, limit: Int = RedirectState.defaultLimit) {
     self.limit = limit
     self.visited = ["\(method.rawValue) \(url)"]
-    self.origin = RedirectState.origin(url) ?? url
+    self.origin = Origin(url)
   }
 
   /// Whether `status` asks to repeat the request elsewhere (RFC 9110 §15.4).
@@ -85,19 +85,9 @@ public struct RedirectState: Sendable, Equatable {
     let held = next.headers.fields.filter(\.isSecret)
     if !held.isEmpty { credentials = held }
     next.headers.removeAll(where: \.isSecret)
-    if RedirectState.origin(target) == origin {
+    if let origin, Origin(target) == origin {
       for field in credentials { next.headers.add(field) }
     }
     return next
-  }
-
-  /// `scheme://host:port` in lower case, with the scheme's default port filled in
-  /// (RFC 6454 §4), or nil when `url` has no host.
-  public static func origin(_ url: String) -> String? {
-    guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-      let host = components.host?.lowercased(), !host.isEmpty
-    else { return nil }
-    let port = components.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
-    return "\(scheme)://\(host):\(port)"
   }
 }

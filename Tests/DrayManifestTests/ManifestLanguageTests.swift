@@ -305,7 +305,7 @@ import Testing
   }
 
   @Test func templatesInsideAParallelGroupAndWithParametersResolve() throws {
-    _ = try load(
+    let manifest = try load(
       """
       version: 1
       job: j
@@ -319,5 +319,16 @@ import Testing
         - sql: |
             SELECT * FROM {{ table "SALES" "output_table" '{"region": "EU", "year": 2024}' }}
       """)
+    #expect(manifest.allSteps.map(\.id) == ["parallel-1", "parallel-1.table_stream-1", "sql-2"])
+    let group = try #require(manifest.steps.first?.kind.parallel)
+    let stream = try #require(group.steps.first?.kind.tableStream)
+    #expect(stream.resource == "SALES")
+    #expect(stream.params.canonicalJSON == #"{"region":"EU","year":2024}"#)
+    // The template names the same parameters in another order: the load it reads is that one.
+    let sql = try #require(manifest.steps.last?.kind.sql?.sql)
+    let reference = try #require(SQLTemplate(parsing: sql).references.first)
+    #expect(reference.resource == "SALES")
+    #expect(reference.table == "output_table")
+    #expect(reference.paramsJSON == #"{"region": "EU", "year": 2024}"#)
   }
 }

@@ -173,8 +173,6 @@ import Testing
     ) {
       try ftp.follow(HTTPRequest(url: "http://a.test/"), status: 302, location: "ftp://a.test/f")
     }
-    #expect(RedirectState.origin("HTTP://A.test/x") == "http://a.test:80")
-    #expect(RedirectState.origin("https://a.test:443/") == RedirectState.origin("https://a.test/"))
   }
 
   @Test func aRedirectToAnotherOriginDropsEverySecretHeader() throws {

@@ -152,9 +152,11 @@ import Testing
     var all: [Duration] { list.withLock { $0 } }
   }
 
-  func busy(retryAfter: Double?) -> TransportError {
-    .httpStatus(HTTPStatusError(status: 503, url: "http://127.0.0.1:9/x", retryAfter: retryAfter))
+  func busyStatus(retryAfter: Double?) -> HTTPStatusError {
+    HTTPStatusError(status: 503, url: "http://127.0.0.1:9/x", retryAfter: retryAfter)
   }
+
+  func busy(retryAfter: Double?) -> TransportError { .httpStatus(busyStatus(retryAfter: retryAfter)) }
 
   @Test func aRetryAfterLongerThanMaxIntervalIsHonoured() throws {
     let (runner, waits) = recordingRunner(RetryPolicy(count: 1, interval: .seconds(1), maxInterval: .seconds(30)))
@@ -171,8 +173,8 @@ import Testing
 
   @Test func aRetryAfterPastMaxRetryAfterFailsNamingIt() {
     let (runner, waits) = recordingRunner(RetryPolicy(count: 3, maxRetryAfter: .seconds(600)))
-    let error = busy(retryAfter: 601)
-    guard case .httpStatus(let status) = error else { return }
+    let status = busyStatus(retryAfter: 601)
+    let error = TransportError.httpStatus(status)
     #expect(throws: TransportError.retryAfterTooLong(status, seconds: 601, limit: .seconds(600))) {
       try runner.run({ _ in throw error }, record: { _ in })
     }

@@ -817,10 +817,7 @@ extension StepRunner {
 
   /// `scheme://host:port` of a URL, lower-cased, with the scheme's default port.
   static func origin(_ url: String) -> String? {
-    guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host?.lowercased() else {
-      return nil
-    }
-    return "\(scheme)://\(host):\(parsed.port ?? (scheme == "https" ? 443 : 80))"
+    Origin(url)?.description
   }
 
   /// Runs `body`, naming the page (`page 2 (URL): `) in any error reading its answer or
