@@ -8,8 +8,8 @@ import Foundation
 import Testing
 
 /// The `http` step against the REST test server (`Emulator/rest_server.py`) on loopback;
-/// the pagination kinds, and loads in a parallel group, on both targets (one suite, two
-/// databases).
+/// every case that writes to a target on both (one suite, two databases), but for the one
+/// of a name only PostgreSQL shortens.
 @Suite struct HTTPStepTests {
   let folder = TemporaryDirectory()
 
