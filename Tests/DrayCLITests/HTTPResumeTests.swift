@@ -4,19 +4,22 @@ import DrayTestSupport
 import Foundation
 import Testing
 
-/// A paginated `http` load killed with SIGKILL between pages, then run again.
+/// A paginated `http` load killed with SIGKILL between pages, then run again, on both
+/// targets (the pages stage in the SQLite target, or in the local file beside a PostgreSQL
+/// one).
 @Suite struct HTTPResumeTests {
-  @Test func aKillBetweenPagesResumesWithoutFetchingAnyCommittedPageAgain() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aKillBetweenPagesResumesWithoutFetchingAnyCommittedPageAgain(kind: TargetDatabase.Kind) throws {
     // 50 items, 10 a page: 5 pages. The server holds its answer to page 3 for 30 s, once.
     let server = try RestServer(["--items", "50", "--rule", #"{"path": "/items", "query": {"page": "3"}, "delay": 30, "times": 1}"#])
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     let job = try folder.write(
       "rest.yaml",
       """
       version: 1
       job: rest-resume
-      database: { path: data/rest.sqlite }
-      steps:
+      \(target.manifestBlock)steps:
         - id: items
           http:
             base_url: ${API}
@@ -32,12 +35,12 @@ import Testing
     first.send(SIGKILL)
     #expect(first.wait() == .signaled(SIGKILL))
 
-    let database = try Database(path: folder.path + "/data/rest.sqlite")
+    let staging = try Database(path: target.stagingPath(job: "rest-resume"))
     #expect(
-      try database.rows("SELECT pages, rows FROM _dray_http_pages WHERE job = 'rest-resume' AND step_id = 'items'").map { $0.map(\.1) }
+      try staging.rows("SELECT pages, rows FROM _dray_http_pages WHERE job = 'rest-resume' AND step_id = 'items'").map { $0.map(\.1) }
         == [[.integer(2), .integer(20)]])
-    #expect(try database.rows("SELECT count(*) FROM \"_dray_http__rest-resume__items\"").first?.first?.1 == .integer(20))
-    #expect(try !database.tableExists("items"), "readers never see a half-loaded table")
+    #expect(try staging.rows("SELECT count(*) FROM \"_dray_http__rest-resume__items\"").first?.first?.1 == .integer(20))
+    #expect(try target.columnNames("items") == [], "readers never see a half-loaded table")
 
     let second = try Command.dray(["run", job], environment: ["API": server.url])
     #expect(second.status == 0, "\(second.output)")
@@ -50,8 +53,7 @@ import Testing
         "/items?per_page=10", "/items?page=2&per_page=10", "/items?page=3&per_page=10",  // the killed run
         "/items?page=3&per_page=10", "/items?page=4&per_page=10", "/items?page=5&per_page=10",  // the resumed run
       ])
-    let rows = try database.rows("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items").map { $0.map(\.1) }
-    #expect(rows == [[.integer(50), .integer(50), .integer(1), .integer(50)]])
-    #expect(try database.rows("SELECT count(*) FROM _dray_http_pages").first?.first?.1 == .integer(0))
+    #expect(try target.rows("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items") == [["50", "50", "1", "50"]])
+    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").first?.first?.1 == .integer(0))
   }
 }

@@ -7,7 +7,10 @@ import Testing
 /// formats, run as the built binary. None may land on a file dray keeps for the job (the
 /// database and its files, the manifest, the lock, the run journal), however it is named:
 /// `./x`, through `..`, through a symbolic link, by a hard link. `-o` replaces only a page
-/// dray wrote. (The step outputs' side of the rule: `PathSafetyTests`.)
+/// dray wrote. (The step outputs' side of the rule: `PathSafetyTests`.) The rules that name
+/// no database file run on both targets (the journal that `dray report` reads is in the
+/// target); those of the database's own files, and of the journal file of a job without a
+/// database, are SQLite's: a PostgreSQL target has no file in the job folder.
 @Suite struct WrittenPathTests {
   /// A job that needs no server: one `sql` step, every report format, run once.
   struct Job {
@@ -16,14 +19,14 @@ import Testing
     /// The run's JSON report, relative to the job folder.
     let report: String
 
-    init() throws {
+    init(_ kind: TargetDatabase.Kind = .sqlite) throws {
+      let target = try TargetDatabase(kind, folder: folder.path)
       try folder.write(
         "job.yaml",
         """
         version: 1
         job: nightly
-        database: { path: data/db.sqlite }
-        steps:
+        \(target.manifestBlock)steps:
           - id: cheap
             sql: CREATE TABLE IF NOT EXISTS cheap(name TEXT);
         report:
@@ -70,7 +73,8 @@ import Testing
       #expect(result.stdout == "", sourceLocation: sourceLocation)
       let after = files()
       for (name, bytes) in before { #expect(after[name] == bytes, "\(target) changed \(name)", sourceLocation: sourceLocation) }
-      let added = Set(after.keys).subtracting(before.keys).subtracting(["data/db.sqlite-wal", "data/db.sqlite-shm"])
+      let database = TargetDatabase.sqlitePath
+      let added = Set(after.keys).subtracting(before.keys).subtracting([database + "-wal", database + "-shm"])
       #expect(added.isEmpty, "\(target) wrote \(added.sorted())", sourceLocation: sourceLocation)
     }
   }
@@ -101,8 +105,9 @@ import Testing
       Self.keptAdvice)
   }
 
-  @Test func reportOutputReplacesOnlyAPageDrayWrote() throws {
-    let job = try Job()
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func reportOutputReplacesOnlyAPageDrayWrote(kind: TargetDatabase.Kind) throws {
+    let job = try Job(kind)
     // Past reports of every format, a file of the user's, a link to one: none is a page.
     let junit = String(job.report.dropLast(5)) + ".junit.xml"
     for target in [job.report, junit, "reports/nightly.prom", "./" + job.report] {
@@ -124,6 +129,7 @@ import Testing
     let html = String(job.report.dropLast(5)) + ".html"
     let again = try job.page(html)
     #expect(again.status == 0, "\(again.output)")
+    guard kind == .sqlite else { return }
     // Names differ by case on a file system that tells them apart: a new file.
     let database = job.files()["data/db.sqlite"]
     let upper = try job.page("data/DB.sqlite")
@@ -229,11 +235,13 @@ import Testing
   /// `{run_id}` filled with any value) that exists, or of its JUnit and HTML siblings, is
   /// refused to a step's `output` and `local` (the step fails, `path_refused`); a path of the pattern that
   /// does not exist yet is free.
-  @Test func stepOutputsNeverLandOnAPastReport() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func stepOutputsNeverLandOnAPastReport(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory("dray-written")
+    let target = try TargetDatabase(kind, folder: folder.path)
     let header =
-      JobText.header(job: "nightly", emulator: emulator, database: "data/db.sqlite")
+      JobText.header(job: "nightly", emulator: emulator) + target.manifestBlock
       + "report: { path: \"reports/{job}-{run_id}.json\", formats: [json, junit, prometheus, html] }\n"
     try folder.write("job.yaml", header + "steps:\n  - id: note\n    sql: SELECT 1;\n")
     let first = try Command.dray(["run", "job.yaml", "--quiet"], directory: folder.path)
@@ -270,8 +278,9 @@ import Testing
 
   /// A page dray wrote of one run is never replaced by a page of another run (nor of another
   /// job); a page of the same run is.
-  @Test func reportOutputNeverReplacesThePageOfAnotherRun() throws {
-    let job = try Job()
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func reportOutputNeverReplacesThePageOfAnotherRun(kind: TargetDatabase.Kind) throws {
+    let job = try Job(kind)
     let html = String(job.report.dropLast(5)) + ".html"
     let firstRun = String(html.dropFirst("reports/nightly-".count).dropLast(5))
     let second = try Command.dray(["run", "job.yaml", "--quiet"], directory: job.folder.path)
@@ -289,8 +298,9 @@ import Testing
 
   /// `-o` takes the page's file: an empty path or a folder is a usage error (exit 2); a
   /// missing folder on the way is created, as for `report.path`.
-  @Test func reportOutputNamesAFile() throws {
-    let job = try Job()
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func reportOutputNamesAFile(kind: TargetDatabase.Kind) throws {
+    let job = try Job(kind)
     for target in ["", "out/newdir/"] {
       let result = try job.page(target)
       #expect(result.status == 2, "\(target): \(result.output)")

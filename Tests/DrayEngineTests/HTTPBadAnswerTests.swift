@@ -9,18 +9,18 @@ import Testing
 
 /// Answers from a server that once crashed the `http` step or failed it with a raw SQLite
 /// error: each now fails with a message naming the page or answer, the record and the fix,
-/// or loads as SQLite would see it.
+/// or loads as SQLite would see it; the loads on both targets (the records stage in SQLite
+/// on either, docs/http.md "On PostgreSQL").
 @Suite struct HTTPBadAnswerTests {
   let folder = TemporaryDirectory()
 
-  func run(_ steps: String, server: RestServer) throws -> RunReport {
+  func run(_ steps: String, server: RestServer, target: TargetDatabase) throws -> RunReport {
     let path = try folder.write(
       "job.yaml",
       """
       version: 1
       job: rest
-      database: { path: data.sqlite }
-      retry: { count: 0 }
+      \(target.manifestBlock)retry: { count: 0 }
       steps:
       \(steps)
       """)
@@ -28,23 +28,21 @@ import Testing
     return Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
   }
 
-  func rows(_ sql: String) throws -> [[SQLValue]] {
-    try Database(path: folder.path + "/data.sqlite").rows(sql).map { $0.map(\.1) }
-  }
-
   /// A rule of the REST server answering `body` with 200 at `path`.
   static func rule(_ path: String, _ body: String) throws -> String {
     String(decoding: try JSONSerialization.data(withJSONObject: ["path": path, "status": 200, "body": body]), as: UTF8.self)
   }
 
-  @Test func deeplyNestedAnswersAreRefusedNotAStackOverflow() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func deeplyNestedAnswersAreRefusedNotAStackOverflow(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let deep = "[{\"a\": " + String(repeating: "[", count: 10000) + String(repeating: "]", count: 10000) + "}]"
     let server = try RestServer(["--rule", try Self.rule("/deep", deep)])
     // The 513th container opens at byte 7 + 510: two levels are `[{`, then 510 `[` before it.
     let message =
       "the answer of \(server.url)deep: record 1 is nested deeper than 512 levels at byte 517; dray reads at most 512 levels of arrays and objects"
     for load in [#"{ table: items, records: "" }"#, #"{ table: items, records: "", columns: { d: { type: TEXT, from: /d } } }"#] {
-      let report = try run("  - id: deep\n    http: { base_url: '${API}', path: deep, load: \(load) }", server: server)
+      let report = try run("  - id: deep\n    http: { base_url: '${API}', path: deep, load: \(load) }", server: server, target: target)
       #expect(report.exitCode == 1)
       #expect(report.steps[0].errorCode == "bad_answer")
       #expect(report.steps[0].errorMessage == message)
@@ -52,9 +50,10 @@ import Testing
     // 512 levels load, as the JSON text of the nested value.
     let fits = "[{\"a\": " + String(repeating: "[", count: 510) + String(repeating: "]", count: 510) + "}]"
     try server.setRules("[" + (try Self.rule("/fits", fits)) + "]")
-    let report = try run("  - id: fits\n    http: { base_url: '${API}', path: fits, load: { table: items } }", server: server)
+    let report = try run(
+      "  - id: fits\n    http: { base_url: '${API}', path: fits, load: { table: items } }", server: server, target: target)
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
-    #expect(try rows("SELECT length(a) FROM items") == [[.integer(1020)]])
+    #expect(try target.rows("SELECT length(a) FROM items") == [["1020"]])
   }
 
   /// A run of a platform job whose sign-in the server answers with `token` (HTTP 200).
@@ -87,7 +86,9 @@ import Testing
 
   /// An error answered with an HTML page (a proxy's or a load balancer's) is quoted as the
   /// page's text: its markup, styles and scripts would fill the message.
-  @Test func anHTMLErrorPageIsQuotedAsItsText() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anHTMLErrorPageIsQuotedAsItsText(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let css = String(repeating: "body { font-family: sans-serif; margin: 0 auto; } ", count: 60)
     let page = """
       <!DOCTYPE html>
@@ -99,7 +100,7 @@ import Testing
     let rule = String(
       decoding: try JSONSerialization.data(withJSONObject: ["path": "/down", "status": 502, "body": page]), as: UTF8.self)
     let server = try RestServer(["--rule", rule])
-    let report = try run("  - id: down\n    http: { base_url: '${API}', path: down }", server: server)
+    let report = try run("  - id: down\n    http: { base_url: '${API}', path: down }", server: server, target: target)
     let message = report.steps[0].errorMessage ?? ""
     #expect(
       message.hasPrefix(
@@ -123,7 +124,9 @@ import Testing
 
   /// SQLite compares names byte by byte (ASCII case aside): `é` (U+00E9) and `e` + U+0301
   /// are two columns, within a record and across pages, though Swift calls them equal.
-  @Test func namesEqualOnlyUnderUnicodeEquivalenceAreTwoColumns() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func namesEqualOnlyUnderUnicodeEquivalenceAreTwoColumns(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer([
       "--rule", try Self.rule("/one", "[{\"\u{e9}\": 1, \"e\u{301}\": 2}]"),
       "--rule", try Self.rule("/p1", "{\"data\": [{\"\u{e9}\": 1}], \"next\": \"/p2\"}"),
@@ -135,18 +138,19 @@ import Testing
           http: { base_url: '${API}', path: one, load: { table: one } }
         - id: pages
           http: { base_url: '${API}', path: p1, load: { table: pages, records: /data }, paginate: { next: /next } }
-      """, server: server)
+      """, server: server, target: target)
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
-    let shape = [[SQLValue.text("\u{e9}"), .text("INTEGER")], [.text("e\u{301}"), .text("INTEGER")]]
-    let columns = try rows("SELECT name, type FROM pragma_table_info('one')")
-    #expect(columns.map { $0.map { Array($0.description.utf8) } } == shape.map { $0.map { Array($0.description.utf8) } })
-    #expect(try rows("SELECT * FROM one") == [[.integer(1), .integer(2)]])
-    let paged = try rows("SELECT name FROM pragma_table_info('pages')")
-    #expect(paged.count == 2)
-    #expect(try rows("SELECT * FROM pages") == [[.integer(1), .null], [.null, .integer(2)]])
+    let shape = HTTPStepTests.shape([("\u{e9}", "INTEGER"), ("e\u{301}", "INTEGER")], on: kind)
+    let columns = try target.columnTypes("one")
+    #expect(columns.map { $0.map { Array(($0 ?? "").utf8) } } == shape.map { $0.map { Array(($0 ?? "").utf8) } })
+    #expect(try target.rows("SELECT * FROM one") == [["1", "2"]])
+    #expect(try target.columnNames("pages").count == 2)
+    #expect(try target.rows("SELECT * FROM pages") == [["1", nil], [nil, "2"]])
   }
 
-  @Test func recordsWithoutValuesSayToDeclareColumns() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func recordsWithoutValuesSayToDeclareColumns(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer([
       "--rule", try Self.rule("/empty", "[{}]"),
       "--rule", try Self.rule("/empty.xml", "<r><i/></r>"),
@@ -155,7 +159,7 @@ import Testing
     let rest =
       "the records have no values (such as {} or an empty element), so there is no column to load them into; declare 'columns' under 'load' to load such records as rows of NULLs"
     for (path, options) in [("empty", "load: { table: t }"), ("empty.xml", "format: xml, load: { table: t, records: /r/i }")] {
-      let report = try run("  - id: e\n    http: { base_url: '${API}', path: \(path), \(options) }", server: server)
+      let report = try run("  - id: e\n    http: { base_url: '${API}', path: \(path), \(options) }", server: server, target: target)
       #expect(report.steps[0].errorCode == "bad_answer")
       #expect(report.steps[0].errorMessage == "the answer of \(server.url)\(path): " + rest)
     }
@@ -166,15 +170,17 @@ import Testing
           http: { base_url: '${API}', path: later, load: { table: later } }
         - id: declared
           http: { base_url: '${API}', path: empty, load: { table: declared, columns: { a: INTEGER } } }
-      """, server: server)
+      """, server: server, target: target)
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
-    #expect(try rows("SELECT a FROM later") == [[.integer(1)], [.null]])
-    #expect(try rows("SELECT a FROM declared") == [[.null]])
+    #expect(try target.rows("SELECT a FROM later ORDER BY a NULLS LAST") == [["1"], [nil]])
+    #expect(try target.rows("SELECT a FROM declared") == [[nil]])
   }
 
-  @Test func aNULInAKeyIsRefusedByRecordAndKey() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aNULInAKeyIsRefusedByRecordAndKey(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer(["--rule", try Self.rule("/nul", #"[{"a": 1}, {"x\u0000y": 2}]"#)])
-    let report = try run("  - id: nul\n    http: { base_url: '${API}', path: nul, load: { table: t } }", server: server)
+    let report = try run("  - id: nul\n    http: { base_url: '${API}', path: nul, load: { table: t } }", server: server, target: target)
     #expect(report.steps[0].errorCode == "bad_answer")
     #expect(
       report.steps[0].errorMessage
@@ -182,7 +188,9 @@ import Testing
     )
   }
 
-  @Test func aNextLinkThatIsNotAStringFailsNamingThePage() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aNextLinkThatIsNotAStringFailsNamingThePage(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer([
       "--rule", try Self.rule("/number", #"{"data": [{"a": 1}], "next": 42}"#),
       "--rule", try Self.rule("/bool", #"{"data": [], "next": true}"#),
@@ -190,7 +198,7 @@ import Testing
     for (path, found) in [("number", "a number (42)"), ("bool", "a boolean (true)")] {
       let report = try run(
         "  - id: p\n    http: { base_url: '${API}', path: \(path), load: { table: t, records: /data }, paginate: { next: /next } }",
-        server: server)
+        server: server, target: target)
       #expect(report.steps[0].errorCode == "bad_answer")
       #expect(
         report.steps[0].errorMessage

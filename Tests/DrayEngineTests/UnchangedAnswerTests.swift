@@ -19,19 +19,19 @@ import Testing
     try Database(path: folder.path + "/data.sqlite").rows(sql).map { $0.map(\.1) }
   }
 
-  @Test func theSameAnswerAgainRewritesNoRowAndATableChangedSinceIsLoadedAgain() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func theSameAnswerAgainRewritesNoRowAndATableChangedSinceIsLoadedAgain(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    let job = JobText.header(job: "same", emulator: emulator, database: "data.sqlite") + Self.steps
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let job = JobText.header(job: "same", emulator: emulator) + target.manifestBlock + Self.steps
     let (_, first) = try runJob(folder, job)
     #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
     #expect(!first.steps[0].unchanged)
     let table = "FRUITS__output_table"
-    let database = try Database(path: folder.path + "/data.sqlite")
-    _ = try database.execute("CREATE TABLE audit(event TEXT)")
-    for event in ["INSERT", "UPDATE", "DELETE"] {
-      _ = try database.execute("CREATE TRIGGER audit_\(event) AFTER \(event) ON \(table) BEGIN INSERT INTO audit VALUES ('\(event)'); END")
-    }
+    // Quoted on PostgreSQL, which folds an unquoted name to lower case.
+    let named = kind == .sqlite ? table : "\"\(table)\""
+    try target.auditWrites(on: named)
 
     let (_, second) = try runJob(folder, job)
     #expect(second.exitCode == 0, "\(second.steps.compactMap(\.errorMessage))")
@@ -45,40 +45,44 @@ import Testing
       step.notes.contains {
         $0.hasPrefix("unchanged: every table already holds this answer (ETag \"") && $0.hasSuffix("; no row rewritten")
       })
-    #expect(try rows(folder, "SELECT count(*) FROM audit") == [[.integer(0)]])
-    #expect(try rows(folder, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'audit%'") == [[.integer(3)]])
+    let audited = try target.auditedWrites(on: named)
+    #expect(audited.events == [])
+    #expect(audited.watching)
 
     // A row deleted behind dray's back: the table guard saw it, so the same answer is
     // loaded again and the table is whole.
-    _ = try database.execute("DROP TRIGGER audit_DELETE")
-    _ = try database.execute("DELETE FROM \(table) WHERE id = 2")
+    try target.execute("DELETE FROM \(named) WHERE id = 2")
     let (_, third) = try runJob(folder, job)
     #expect(third.exitCode == 0)
     #expect(!third.steps[0].unchanged)
-    #expect(try rows(folder, "SELECT count(*) FROM \(table)") == [[.integer(5)]])
+    #expect(try target.rows("SELECT count(*) FROM \(named)") == [["5"]])
   }
 
-  @Test func aTableTheJobsSQLChangesInPlaceIsLoadedAgainEachRun() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aTableTheJobsSQLChangesInPlaceIsLoadedAgainEachRun(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
     let job =
-      JobText.header(job: "raise", emulator: emulator, database: "data.sqlite") + Self.steps
+      JobText.header(job: "raise", emulator: emulator) + target.manifestBlock + Self.steps
       + "\n  - id: raise\n    sql: UPDATE {{ table \"FRUITS\" \"output_table\" }} SET price = price * 2, name = name || '!'\n"
-    var tables: [[[SQLValue]]] = []
+    var tables: [[[String?]]] = []
     for _ in 1...3 {
       let (_, report) = try runJob(folder, job)
       #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
       #expect(!report.steps[0].unchanged)
-      tables.append(try rows(folder, "SELECT * FROM FRUITS__output_table ORDER BY id"))
+      tables.append(try target.rows(#"SELECT * FROM "FRUITS__output_table" ORDER BY id"#))
     }
     #expect(tables[0].count == 5)
     #expect(tables[1] == tables[0] && tables[2] == tables[0])
   }
 
-  @Test func anSQLStepMayDropAGuardedTableButNotClearItsMark() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anSQLStepMayDropAGuardedTableButNotClearItsMark(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
-    let header = JobText.header(job: "drop", emulator: emulator, database: "data.sqlite") + Self.steps
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let header = JobText.header(job: "drop", emulator: emulator) + target.manifestBlock + Self.steps
     let table = #"{{ table "FRUITS" "output_table" }}"#
     let drop = header + "\n  - id: drop\n    sql: 'DROP TABLE \(table)'\n"
     for _ in 1...2 {
@@ -86,7 +90,9 @@ import Testing
       #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
       #expect(!report.steps[0].unchanged)
     }
-    let clear = header + "\n  - id: clear\n    sql: 'UPDATE \(table) SET price = 0; UPDATE _dray_table_guard SET changed = 0'\n"
+    let clear =
+      header
+      + "\n  - id: clear\n    sql: 'UPDATE \(table) SET price = 0; UPDATE _dray_table_guard SET changed = \(kind == .sqlite ? "0" : "false")'\n"
     let (_, refused) = try runJob(folder, clear)
     #expect(refused.steps.last?.errorCode == "dray_table")
     // The refused step rolled back whole: the table is the answer's, and still kept (the
@@ -94,9 +100,11 @@ import Testing
     _ = try runJob(folder, header)
     let (_, kept) = try runJob(folder, header)
     #expect(kept.steps[0].unchanged)
-    #expect(try rows(folder, "SELECT count(*) FROM FRUITS__output_table WHERE price = 0") == [[.integer(0)]])
+    #expect(try target.rows(#"SELECT count(*) FROM "FRUITS__output_table" WHERE price = 0"#) == [["0"]])
   }
 
+  /// The changes are SQLite's own (its trigger names, its `CREATE TABLE` definitions): the
+  /// same on PostgreSQL, in its terms, is `aPostgreSQLTableIsKeptOnlyWhileNothingChangedIt`.
   @Test func aTableChangedOutsideDrayInAnyWayIsLoadedAgain() throws {
     let emulator = try Emulator()
     let folder = TemporaryDirectory()
@@ -171,12 +179,14 @@ import Testing
     #expect(tables[1] == tables[0] && tables[2] == tables[0])
   }
 
-  @Test func anHTMLPageInPlaceOfTheDataNamesItsTypeAndEncoding() throws {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anHTMLPageInPlaceOfTheDataNamesItsTypeAndEncoding(kind: TargetDatabase.Kind) throws {
     let emulator = try Emulator([
       "--fault", #"{"path": "/api/v1/rpc/FRUITS/", "content_type": "text/html", "body": "<html><body>502 Bad Gateway</body></html>"}"#,
     ])
     let folder = TemporaryDirectory()
-    let (_, report) = try runJob(folder, JobText.header(job: "html", emulator: emulator, database: "data.sqlite") + Self.steps)
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let (_, report) = try runJob(folder, JobText.header(job: "html", emulator: emulator) + target.manifestBlock + Self.steps)
     #expect(report.exitCode == 1)
     let message = try #require(report.steps[0].errorMessage)
     #expect(

@@ -2,6 +2,7 @@ internal import DrayModel
 public import DrayPostgres
 internal import DraySQLite
 public import DrayTarget
+public import Foundation
 
 /// A job's target database for a test that runs on both: an SQLite file in the job folder,
 /// or a fresh database on the shared `PostgresServer` (one suite, two databases).
@@ -37,6 +38,13 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
   /// The manifest's `database:` line.
   public var manifestBlock: String {
     if let url { "database: { url: \"\(url)\" }\n" } else { "database: { path: \(TargetDatabase.sqlitePath) }\n" }
+  }
+
+  /// The SQLite file where an `http` step of job `job` stages its pages: the target itself,
+  /// or the local file `.dray/<job>.staging.sqlite` beside a PostgreSQL target (the default
+  /// `state.path`; docs/http.md, "On PostgreSQL").
+  public func stagingPath(job: String) -> String {
+    folder + "/" + (url == nil ? TargetDatabase.sqlitePath : ".dray/\(job).staging.sqlite")
   }
 
   /// The column names of table `name` (in the default schema), in order; empty when there
@@ -97,6 +105,24 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
       ? "SELECT count(*) = 3 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = '\(name)' AND name LIKE 'audit%'"
       : "SELECT count(*) = 1 FROM pg_catalog.pg_trigger WHERE tgrelid = '\(name)'::regclass AND tgname = 'audit'"
     return (events, try rows(triggers) == [["1"]])
+  }
+
+  /// Everything the target holds, as bytes to search (for a secret, say): the SQLite file
+  /// and its write-ahead log as stored; on PostgreSQL, every row of every table outside the
+  /// system schemas (the run journal included) as its text form, one a line.
+  public func storedBytes() throws -> Data {
+    guard url != nil else {
+      let path = folder + "/" + TargetDatabase.sqlitePath
+      return [path, path + "-wal"].compactMap { FileManager.default.contents(atPath: $0) }.reduce(Data(), +)
+    }
+    let tables = try rows(
+      "SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables "
+        + "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'")
+    var text = ""
+    for table in tables.compactMap({ $0.first ?? nil }) {
+      for row in try rows("SELECT r::text FROM \(table) AS r") { text += (row.first.flatMap { $0 } ?? "") + "\n" }
+    }
+    return Data(text.utf8)
   }
 
   /// The rows of `sql`, read from another connection, each value as text (nil for NULL):
