@@ -46,7 +46,7 @@ final class RowBinder: TableAnswerRowSink {
     if upsert && target.cached {
       let values = target.columns.dropFirst().map { "\(Database.quote($0.name)) = excluded.\(Database.quote($0.name))" }
       sql +=
-        " ON CONFLICT (\(Database.quote(Store.rowIDColumn))) DO "
+        " ON CONFLICT (\(Database.quote(ResourceScheme.rowIDColumn))) DO "
         + (values.isEmpty ? "NOTHING" : "UPDATE SET " + values.joined(separator: ", "))
     }
     insert = try database.prepare(sql)
@@ -57,7 +57,7 @@ final class RowBinder: TableAnswerRowSink {
       : try database.prepare(
         "INSERT INTO \(quoted) VALUES " + Array(repeating: "(\(placeholders))", count: RowBinder.rowsPerInsert).joined(separator: ","))
     deleteByID =
-      target.cached ? try database.prepare("DELETE FROM \(quoted) WHERE \(Database.quote(Store.rowIDColumn)) = ?") : nil
+      target.cached ? try database.prepare("DELETE FROM \(quoted) WHERE \(Database.quote(ResourceScheme.rowIDColumn)) = ?") : nil
     self.target = target
     self.session = session
     writer = session.writer
@@ -229,7 +229,7 @@ final class RowBinder: TableAnswerRowSink {
     // SQLITE_CONSTRAINT_PRIMARYKEY, a macro Swift does not import (https://sqlite.org/rescode.html).
     if rc == SQLITE_CONSTRAINT | (6 << 8), target.cached {
       return TableAnswerRefusal(
-        "the row's id (\(Store.rowIDColumn)) is already in the table's data; row ids must be unique", wholeRow: true)
+        "the row's id (\(ResourceScheme.rowIDColumn)) is already in the table's data; row ids must be unique", wholeRow: true)
     }
     return TableAnswerRefusal(
       "SQLite refused the row: \(String(cString: sqlite3_errmsg(session.loader.database.handle)))", wholeRow: true)
@@ -251,7 +251,8 @@ final class RowBinder: TableAnswerRowSink {
   }
 
   private func badRowID(_ found: String) -> TableAnswerRefusal {
-    TableAnswerRefusal("the row id (\(Store.rowIDColumn)) must be an integer of at most 64 bits; found \(PrintableText.excerpt(found))")
+    TableAnswerRefusal(
+      "the row id (\(ResourceScheme.rowIDColumn)) must be an integer of at most 64 bits; found \(PrintableText.excerpt(found))")
   }
 }
 

@@ -12,11 +12,11 @@ internal import Foundation
 public final class Store {
   public let database: Database
 
-  /// Most columns SQLite allows in a table by default (SQLITE_MAX_COLUMN,
-  /// https://sqlite.org/limits.html); Debian's library keeps the default.
-  public static let maxColumns = 2000
-  /// The column holding a cached resource's row id.
-  public static let rowIDColumn = "hhive_id"
+  /// What SQLite holds as a resource's tables (`SchemeLimits.check`): at most 2000 columns
+  /// a table, its default SQLITE_MAX_COLUMN (https://sqlite.org/limits.html; Debian's
+  /// library keeps the default); names starting `sqlite_` are its own; it compares names
+  /// without regard to ASCII letter case and creates no table without columns.
+  public static let schemeLimits = SchemeLimits(database: "SQLite", maxColumns: 2000, reservedPrefix: "sqlite_", isOwnRule: true)
 
   /// Opens or creates the database at `path`, creating its folder.
   /// - Throws: `SQLiteError`, or `StoreError.cannotCreateFolder`.
@@ -62,7 +62,7 @@ public final class Store {
 
   /// `StoreTransaction.createTables` on SQLite, inside the caller's open transaction.
   func createTablesInTransaction(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
-    try Store.check(scheme)
+    try Store.schemeLimits.check(scheme)
     try saveScheme(scheme)
     var names: [String: String] = [:]
     for table in scheme.outputs {
@@ -119,138 +119,18 @@ public final class Store {
   /// `_dray_resources`.
   static func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
     var columns: [String] = []
-    if cached { columns.append("\(Database.quote(rowIDColumn)) INTEGER PRIMARY KEY") }
+    if cached { columns.append("\(Database.quote(ResourceScheme.rowIDColumn)) INTEGER PRIMARY KEY") }
     for column in table.columns { columns.append(Database.quote(column.name)) }
     return "CREATE TABLE IF NOT EXISTS \(Database.quote(name)) (\(columns.joined(separator: ", ")))"
   }
 
   /// True when the physical table exists with exactly the columns `createTableSQL` gives it.
-  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+  public func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
     let rows = try database.rows("SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", [.text(name)])
     var expected: [[SQLValue]] = []
-    if cached { expected.append([.text(Store.rowIDColumn), .text("INTEGER"), .integer(1)]) }
+    if cached { expected.append([.text(ResourceScheme.rowIDColumn), .text("INTEGER"), .integer(1)]) }
     for column in table.columns { expected.append([.text(column.name), .text(""), .integer(0)]) }
     return rows.map { $0.map(\.1) } == expected
-  }
-
-  /// The database a scheme is checked for (`check(_:for:)`): its name in messages and its
-  /// limits.
-  public enum SchemeTarget: Sendable {
-    case sqlite, postgres
-
-    var name: String { self == .sqlite ? "SQLite" : "PostgreSQL" }
-
-    /// Most columns a table may have: `Store.maxColumns` on SQLite; 1600 on PostgreSQL
-    /// (PostgreSQL 15 documentation, Appendix K "PostgreSQL Limits").
-    var maxColumns: Int { self == .sqlite ? Store.maxColumns : 1600 }
-
-    /// Why two names that differ only in ASCII letter case are refused.
-    var caseReason: String {
-      self == .sqlite
-        ? "which SQLite cannot tell apart (names differ only in letter case)"
-        : "which differ only in letter case; dray refuses such names on every database, so that a job loads the same tables wherever it runs"
-    }
-
-    /// Why a table without columns is refused.
-    var emptyTableReason: String {
-      self == .sqlite ? "SQLite cannot create a table without columns" : "dray creates no table without columns, on any database"
-    }
-  }
-
-  /// Refuses names the target database cannot hold as distinct columns, before anything is
-  /// created: an empty resource, table or column name; a name holding a NUL character
-  /// (U+0000, where SQLite's and libpq's C interfaces would cut it short); two output tables
-  /// of one name; a table without columns (of a resource that is not cached: a cached one
-  /// has its row id); two columns whose names differ only in ASCII letter case (SQLite
-  /// compares identifiers that way, `IdentifierKey`, and PostgreSQL refuses them too, so a
-  /// job's tables are the same on both: `é` and `e` + U+0301 are two columns); two output
-  /// tables whose names differ only in Unicode normalization (answer tables are routed by
-  /// name); a column named like the row id column of a cached resource; more columns than
-  /// the database allows (`SchemeTarget.maxColumns`); on SQLite, a resource named
-  /// `sqlite_...`. Every other name, quotes, spaces, reserved words and any script
-  /// included, is quoted and kept exactly.
-  ///
-  /// - Throws: `StoreError.badScheme`, its reason naming `target` where the rule is the
-  ///   database's.
-  public static func check(_ scheme: ResourceScheme, for target: SchemeTarget = .sqlite) throws(StoreError) {
-    if scheme.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "the resource name is empty") }
-    if scheme.name.utf8.contains(0) {
-      throw .badScheme(resource: Store.shown(scheme.name), reason: "the resource name holds a NUL character (U+0000)")
-    }
-    if target == .sqlite && "\(scheme.name)__".lowercased().hasPrefix("sqlite_") {
-      throw .badScheme(resource: scheme.name, reason: "SQLite reserves table names that start with 'sqlite_'")
-    }
-    var tables: [IdentifierKey: String] = [:]
-    var equivalent: [String: String] = [:]
-    for table in scheme.outputs {
-      if table.name.isEmpty { throw .badScheme(resource: scheme.name, reason: "an output table has an empty name") }
-      if table.name.utf8.contains(0) {
-        throw .badScheme(
-          resource: scheme.name, reason: "output table '\(Store.shown(table.name))' has a name holding a NUL character (U+0000)")
-      }
-      // Physical names compare without regard to ASCII case, as SQLite compares them.
-      if let other = tables[IdentifierKey(table.name)] {
-        let reason =
-          IdentifierKey.sameBytes(other, table.name)
-          ? "the scheme lists two output tables named '\(table.name)'; each output table needs its own name"
-          : "the scheme lists output tables '\(other)' and '\(table.name)', \(target.caseReason)"
-        throw .badScheme(resource: scheme.name, reason: reason)
-      }
-      tables[IdentifierKey(table.name)] = table.name
-      // SQLite keeps `é` (U+00E9) and `e` + U+0301 apart, but the load routes answer tables
-      // by Swift string, which would merge them: refuse such a pair by its real reason.
-      if let other = equivalent.updateValue(table.name, forKey: table.name) {
-        throw .badScheme(
-          resource: scheme.name,
-          reason:
-            "the scheme lists output tables '\(other)' and '\(table.name)', which differ only in Unicode normalization (composed and decomposed accents); "
-            + "dray cannot load both: rename one, or spell both alike on the platform")
-      }
-      if table.columns.isEmpty && !scheme.isCached {
-        throw .badScheme(
-          resource: scheme.name,
-          reason: "output table '\(table.name)' has no columns; \(target.emptyTableReason)")
-      }
-      let limit = target.maxColumns - (scheme.isCached ? 1 : 0)
-      if table.columns.count > limit {
-        throw .badScheme(
-          resource: scheme.name,
-          reason: "output table '\(table.name)' has \(table.columns.count) columns; \(target.name) allows at most \(limit)")
-      }
-      var seen: [IdentifierKey: String] = [:]
-      if scheme.isCached { seen[IdentifierKey(rowIDColumn)] = rowIDColumn }
-      for (index, column) in table.columns.enumerated() {
-        if column.name.isEmpty {
-          throw .badScheme(
-            resource: scheme.name, reason: "output table '\(table.name)' has a column with an empty name (column \(index + 1))")
-        }
-        if column.name.utf8.contains(0) {
-          throw .badScheme(
-            resource: scheme.name,
-            reason: "output table '\(table.name)' has a column named '\(Store.shown(column.name))', which holds a NUL character (U+0000)")
-        }
-        // SQLite compares identifiers without regard to ASCII case.
-        let folded = IdentifierKey(column.name)
-        if let other = seen[folded] {
-          let reason =
-            IdentifierKey.sameBytes(other, rowIDColumn)
-            ? "output table '\(table.name)' has a column '\(column.name)', which clashes with the row id column '\(rowIDColumn)' of a cached resource"
-            : "output table '\(table.name)' has columns '\(other)' and '\(column.name)', \(target.caseReason)"
-          throw .badScheme(resource: scheme.name, reason: reason)
-        }
-        seen[folded] = column.name
-      }
-    }
-  }
-
-  /// A server-supplied name for a message: a NUL (or another control character) as `\0`,
-  /// `\u{1b}`, so that the message stays one readable line.
-  static func shown(_ name: String) -> String {
-    name.unicodeScalars.map { scalar in
-      if scalar.value == 0 { return "\\0" }
-      if scalar.value < 32 || scalar.value == 127 { return "\\u{\(String(scalar.value, radix: 16))}" }
-      return String(scalar)
-    }.joined()
   }
 
   // MARK: Bookkeeping
