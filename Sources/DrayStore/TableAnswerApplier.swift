@@ -46,11 +46,11 @@ public final class TableAnswerApplier {
   /// By source table name.
   public let targets: [String: Target]
   /// Tables of the scheme the answer named.
-  public private(set) var named: Set<String> = []
+  private var named: Set<String> = []
   /// Tables the answer named that the scheme does not list.
-  public private(set) var skipped = SkippedTables()
+  private var skipped = SkippedTables()
   /// Tables replaced by this load (source names).
-  public private(set) var replaced: Set<String> = []
+  private var replaced: Set<String> = []
   private var deltaChecked: Set<String> = []
   private let store: any TableAnswerStore
 
