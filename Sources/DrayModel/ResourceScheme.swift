@@ -38,6 +38,9 @@ public struct ResourceScheme: Sendable, Hashable {
     self.json = json
   }
 
-  /// True when rows carry a leading row id (`hhive_id`) that deltas refer to.
+  /// True when rows carry a leading row id (`rowIDColumn`) that deltas refer to.
   public var isCached: Bool { lifetime != nil }
+
+  /// The column holding a cached resource's row id, first in each of its tables.
+  public static let rowIDColumn = "hhive_id"
 }

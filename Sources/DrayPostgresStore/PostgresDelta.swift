@@ -1,3 +1,4 @@
+internal import DrayModel
 internal import DrayPostgres
 public import DrayTarget
 
@@ -63,7 +64,7 @@ struct PostgresDelta {
     let name = "pg_temp.\(PostgresIdentifier.quoted("_dray_delta_ids_\(index)"))"
     try store.connection.execute("DROP TABLE IF EXISTS \(name)")
     try store.connection.execute(
-      "CREATE TEMPORARY TABLE \(name) (\(PostgresIdentifier.sql(Bookkeeping.rowIDColumn)) bigint NOT NULL) ON COMMIT DROP")
+      "CREATE TEMPORARY TABLE \(name) (\(PostgresIdentifier.sql(ResourceScheme.rowIDColumn)) bigint NOT NULL) ON COMMIT DROP")
     staged[index].tables.ids = name
     return name
   }
@@ -78,7 +79,7 @@ struct PostgresDelta {
   /// - Returns: the rows inserted and deleted, by source table name.
   /// - Throws: `PostgresError`.
   func apply() throws -> [String: (inserted: Int, deleted: Int)] {
-    let id = PostgresIdentifier.sql(Bookkeeping.rowIDColumn)
+    let id = PostgresIdentifier.sql(ResourceScheme.rowIDColumn)
     var counts: [String: (inserted: Int, deleted: Int)] = [:]
     for (source, tables) in staged {
       // Temporary tables get no statistics from autovacuum; without them the planner

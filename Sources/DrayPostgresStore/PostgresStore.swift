@@ -27,14 +27,11 @@ public final class PostgresStore {
 
   /// PostgreSQL keeps 63 bytes of an identifier (`PostgresIdentifier.maxBytes`).
   public static let naming = TableNaming(maxIdentifierBytes: PostgresIdentifier.maxBytes)
-  /// What a PostgreSQL table can hold, for `SchemeLimits.check`: at most 1600 columns
-  /// (PostgreSQL 15 documentation, Appendix K "PostgreSQL Limits"); names that differ only
-  /// in letter case are refused as on SQLite, so a job loads the same tables everywhere.
-  public static let schemeLimits = SchemeLimits(
-    name: "PostgreSQL", maxColumns: 1600, reservedPrefix: nil,
-    caseReason:
-      "which differ only in letter case; dray refuses such names on every database, so that a job loads the same tables wherever it runs",
-    emptyTableReason: "dray creates no table without columns, on any database")
+  /// What PostgreSQL holds as a resource's tables (`SchemeLimits.check`): at most 1600
+  /// columns a table (PostgreSQL 15 documentation, Appendix K "PostgreSQL Limits"); names
+  /// that differ only in letter case and tables without columns are refused by dray's rule,
+  /// as on SQLite.
+  public static let schemeLimits = SchemeLimits(database: "PostgreSQL", maxColumns: 1600, reservedPrefix: nil, isOwnRule: false)
 
   /// Connects to `target`, points `search_path` at its schema (so that a step's SQL names
   /// tables without the schema) and creates the bookkeeping tables when missing.
@@ -172,7 +169,7 @@ public final class PostgresStore {
   /// True when table `name` has exactly the columns a table of `table` gets: the row id
   /// first for a `cached` resource, then the scheme's, with their names (fitted) and types
   /// (`PostgresColumnType`), in order.
-  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+  public func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
     let rows = try connection.execute(
       """
       SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2
@@ -196,6 +193,8 @@ public final class PostgresStore {
 @available(*, unavailable)
 extension PostgresStore: Sendable {}
 
+extension PostgresStore: KeptTables {}
+
 extension PostgresStore: TargetStore {
   /// The URL with its password masked.
   public var location: String { connection.url.redacted }
@@ -206,39 +205,23 @@ extension PostgresStore: TargetStore {
   /// (`PostgresConnection.cancelStatements(when:)`); a load also checks it between rows.
   public func stopWhen(_ cancellation: Cancellation) { connection.cancelStatements(when: cancellation) }
 
-  /// The content version every output table of a cached resource records, when they all
-  /// record the same one, have the scheme's columns and are intact
-  /// (`PostgresTableGuard.isIntact`: a delta would keep any edit made since dray wrote the
-  /// table), or nil when full data is needed (docs/store.md, "Deltas").
+  /// The version a delta can start from (`TableAnswerApplier.deltaBase`); intact tables by
+  /// `PostgresTableGuard.isIntact`.
   public func deltaBase(scheme: ResourceScheme, params: JSONValue) throws -> String? {
-    guard scheme.isCached, !scheme.outputs.isEmpty else { return nil }
-    var version: String?
-    for table in scheme.outputs {
-      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
-      let recorded = try connection.execute(
-        "SELECT content_version FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)]
-      ).rows.first?.first?.text
-      guard let recorded, try hasSchemeShape(name, table: table, cached: true), try PostgresTableGuard.isIntact(name, in: self)
-      else { return nil }
-      if let version, version != recorded { return nil }
-      version = recorded
-    }
-    return version
+    try TableAnswerApplier.deltaBase(scheme: scheme, params: params, in: self)
   }
 
   /// Whether every output table already holds the full answer `info` describes
-  /// (`AnswerInfo.isHeld`, docs/store.md "Unchanged answers"); intact tables by
+  /// (`TableAnswerApplier.holdsAnswer`, docs/store.md "Unchanged answers"); intact tables by
   /// `PostgresTableGuard.isIntact`.
   public func holdsAnswer(_ info: AnswerInfo, scheme: ResourceScheme, params: JSONValue) throws -> Bool {
-    try info.isHeld(
-      by: scheme, params: params, naming: naming,
-      kept: { name, table in
-        try hasSchemeShape(name, table: table, cached: scheme.isCached) && PostgresTableGuard.isIntact(name, in: self)
-      },
-      recorded: { name in
-        try connection.execute("SELECT cache_hash, etag, content_version FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)])
-          .rows.first?.map(\.text)
-      })
+    try TableAnswerApplier.holdsAnswer(info, scheme: scheme, params: params, in: self)
+  }
+
+  /// The version and validators `_dray_tables` records for table `name`, or nil (`KeptTables`).
+  public func recordedAnswer(ofTable name: String) throws -> AnswerInfo? {
+    try connection.execute("SELECT content_version, etag, cache_hash FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)])
+      .rows.first.map { AnswerInfo(contentVersion: $0[0].text, etag: $0[1].text, cacheHash: $0[2].text) }
   }
 
   public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {

@@ -14,7 +14,7 @@ final class PostgresTransaction: StoreTransaction {
   // MARK: Schemes and tables
 
   func createTables(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
-    try SchemeLimits.check(scheme, for: PostgresStore.schemeLimits)
+    try PostgresStore.schemeLimits.check(scheme)
     try saveScheme(scheme)
     var names: [String: String] = [:]
     for table in scheme.outputs {
@@ -55,12 +55,12 @@ final class PostgresTransaction: StoreTransaction {
   /// resource, then the scheme's, each typed by `PostgresColumnType`.
   static func columnDefinitions(_ table: ResourceScheme.Table, cached: Bool) -> [(name: String, type: PostgresColumnType)] {
     var columns: [(name: String, type: PostgresColumnType)] = []
-    if cached { columns.append((Bookkeeping.rowIDColumn, .bigint)) }
+    if cached { columns.append((ResourceScheme.rowIDColumn, .bigint)) }
     for column in table.columns { columns.append((column.name, PostgresColumnType(schemeType: column.type))) }
     return columns
   }
 
-  private func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
+  fileprivate func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
     let columns = PostgresTransaction.columnDefinitions(table, cached: cached).enumerated().map { index, column in
       "\(PostgresIdentifier.sql(column.name)) \(column.type.sqlName)\(cached && index == 0 ? " PRIMARY KEY" : "")"
     }
@@ -74,89 +74,34 @@ final class PostgresTransaction: StoreTransaction {
   /// are no longer the scheme's) and refilled by one `COPY ... FROM STDIN`. A delta: its
   /// `insert_rows` and `delete_ids` are copied into temporary tables and applied when the
   /// answer is read, deletes first (`PostgresDelta`); a table whose `data` it holds is
-  /// emptied and refilled the same way. Values go in under `PostgresValueRule`. `file` is
-  /// read whole: the engine loads PostgreSQL after its download, never from a `growing` part.
+  /// emptied and refilled the same way. What each list does, the refusals, the result and
+  /// the bookkeeping are `TableAnswerApplier`'s. Values go in under `PostgresValueRule`.
+  /// `file` is read whole: the engine loads PostgreSQL after its download, never from a
+  /// `growing` part.
   func load(
     file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
     info: () -> AnswerInfo
   ) throws -> LoadResult {
-    let names = try createTables(for: scheme, params: params)
-    var result = LoadResult(rowCounts: [:], inserted: [:], deleted: [:], tables: names)
-    let load = PostgresLoad(transaction: self, scheme: scheme, names: names, delta: delta)
+    let applier = try TableAnswerApplier(scheme: scheme, params: params, delta: delta, store: self)
+    let load = PostgresLoad(transaction: self, applier: applier)
     do {
       try NamedLists.read(file: file, into: load) {
-        if cancellation?.isCancelled == true {
-          throw LoadError(resource: scheme.name, message: "the load was interrupted; nothing of it was kept")
-        }
+        if cancellation?.isCancelled == true { throw applier.interrupted }
       }
-      if let missing = LoadError.missingTable(of: scheme, named: load.named) { throw missing }
-      result.inserted = load.inserted
-      for (source, counts) in try load.staged.apply() {
-        result.inserted[source, default: 0] += counts.inserted
-        result.deleted[source, default: 0] += counts.deleted
-      }
+      return try applier.finish(
+        counts: {
+          var inserted = load.inserted
+          var deleted: [String: Int] = [:]
+          for (source, counts) in try load.staged.apply() {
+            inserted[source, default: 0] += counts.inserted
+            deleted[source, default: 0] += counts.deleted
+          }
+          return (inserted, deleted)
+        }, info: info)
     } catch {
       load.rows?.writer.cancel("the load failed")
       guard let error = error as? TableAnswerError else { throw error }
       throw LoadError(resource: scheme.name, table: error.table, row: error.row, column: error.column, message: error.message)
-    }
-    result.skippedTables = load.skipped
-    let replaced = load.replaced
-    try record(scheme: scheme, params: params, names: names, replaced: replaced, delta: delta, info: info(), result: &result)
-    return result
-  }
-
-  /// Empties table `name` for a full answer, or recreates it when its columns are no
-  /// longer the scheme's.
-  fileprivate func replace(name: String, table: ResourceScheme.Table, cached: Bool) throws {
-    if try store.hasSchemeShape(name, table: table, cached: cached) {
-      try connection.execute("TRUNCATE \(store.qualified(name))")
-    } else {
-      try connection.execute("DROP TABLE IF EXISTS \(store.qualified(name))")
-      try connection.execute(createTableSQL(name: name, table: table, cached: cached))
-    }
-  }
-
-  /// A delta applies only to a table with the scheme's columns (docs/store.md, "Deltas").
-  fileprivate func checkDeltaTarget(name: String, table: ResourceScheme.Table, resource: String, cached: Bool) throws {
-    guard try store.hasSchemeShape(name, table: table, cached: cached) else {
-      throw LoadError(
-        resource: resource, table: table.name,
-        message:
-          "table \(PostgresIdentifier.quoted(name)) does not have the scheme's columns, so a delta cannot apply to it; load full data (without delta) to recreate it"
-      )
-    }
-  }
-
-  /// Row counts and the bookkeeping row of each table the answer changed: the tables a full
-  /// answer replaced; every table, for a delta (it brings them all to its version). Each
-  /// changed table is armed (`PostgresTableGuard.arm`), clearing the mark dray's own writes
-  /// just set.
-  private func record(
-    scheme: ResourceScheme, params: JSONValue, names: [String: String], replaced: Set<String>, delta: Bool, info: AnswerInfo,
-    result: inout LoadResult
-  ) throws {
-    let now = PostgresTransaction.timestamp()
-    for table in scheme.outputs {
-      guard let name = names[table.name] else { continue }
-      // A full answer empties a table before refilling it, so its rows are the ones inserted.
-      let refilled = !delta && replaced.contains(table.name)
-      let rows = refilled ? result.inserted[table.name] ?? 0 : try rowCount(ofTable: name)
-      result.rowCounts[table.name] = rows
-      result.inserted[table.name] = result.inserted[table.name] ?? 0
-      result.deleted[table.name] = result.deleted[table.name] ?? 0
-      guard delta || refilled else { continue }
-      let hash = info.cacheHash.flatMap { AnswerInfo.cacheHash(for: table.name, in: $0) }
-      try connection.execute(
-        """
-        UPDATE \(store.own("_dray_tables")) SET content_version = $2, etag = $3, cache_hash = $4, row_count = $5, loaded_at = $6
-        WHERE name = $1
-        """,
-        [
-          .text(name), info.contentVersion.map { .text($0) } ?? .null, info.etag.map { .text($0) } ?? .null,
-          hash.map { .text($0) } ?? .null, .integer(Int64(rows)), .text(now),
-        ])
-      try PostgresTableGuard.arm(name, in: store)
     }
   }
 
@@ -230,82 +175,51 @@ final class PostgresTransaction: StoreTransaction {
 @available(*, unavailable)
 extension PostgresTransaction: Sendable {}
 
-/// The lists of an answer loaded into PostgreSQL (`NamedLists`' sink): a full answer's
-/// `data` emptied once and refilled by one `COPY ... FROM STDIN`; a delta's `insert_rows` and
-/// `delete_ids` copied into temporary tables (`PostgresDelta`), applied when the answer is
-/// read. Each list's values go to a `PostgresRowSink`.
+/// The lists of an answer loaded into PostgreSQL (`NamedLists`' sink), as
+/// `TableAnswerApplier` says: a full answer's `data` refilled by one `COPY ... FROM STDIN`;
+/// a delta's `insert_rows` and `delete_ids` copied into temporary tables (`PostgresDelta`),
+/// applied when the answer is read. Each list's values go to a `PostgresRowSink`.
 private final class PostgresLoad: NamedListSink {
   let transaction: PostgresTransaction
-  let scheme: ResourceScheme
-  let names: [String: String]
-  let tables: [String: ResourceScheme.Table]
-  let delta: Bool
+  let applier: TableAnswerApplier
   var staged: PostgresDelta
   /// The COPY of the list being read.
   var rows: PostgresRowSink?
+  /// Rows of a full answer, by source table name (a delta's are counted when they apply).
   var inserted: [String: Int] = [:]
-  var replaced: Set<String> = []
-  /// Tables of the scheme the answer holds a list of.
-  var named: Set<String> = []
-  var skipped = SkippedTables()
 
-  init(transaction: PostgresTransaction, scheme: ResourceScheme, names: [String: String], delta: Bool) {
+  init(transaction: PostgresTransaction, applier: TableAnswerApplier) {
     self.transaction = transaction
-    self.scheme = scheme
-    self.names = names
-    self.delta = delta
+    self.applier = applier
     staged = PostgresDelta(store: transaction.store)
-    // `SchemeLimits.check` refused two output tables of one name; never trap on one anyway.
-    tables = Dictionary(scheme.outputs.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
   }
 
   func beginList(_ key: TableAnswerKey, of source: String) throws -> TableAnswerList {
-    guard let table = tables[source], let name = names[source] else {
-      skipped.add(source)
-      return .skip
-    }
-    named.insert(source)
-    var columns = table.columns.map { (name: $0.name, type: $0.type) }
-    if scheme.isCached { columns.insert((Bookkeeping.rowIDColumn, "BIGINT"), at: 0) }
-    let qualified = transaction.store.qualified(name)
+    try applier.admit(key)
+    guard let target = applier.target(named: source), let action = try applier.list(key, of: source) else { return .skip }
+    var columns = target.table.columns.map { (name: $0.name, type: $0.type) }
+    if target.cached { columns.insert((ResourceScheme.rowIDColumn, "BIGINT"), at: 0) }
+    let qualified = transaction.store.qualified(target.physicalName)
     let destination: String
-    switch (key, delta) {
-    case (.data, false):
-      if replaced.insert(source).inserted { try transaction.replace(name: name, table: table, cached: scheme.isCached) }
-      destination = qualified
-    case (.insertRows, false), (.deleteIDs, false):
-      throw TableAnswerRefusal(
-        "the answer holds a delta ('\(key.name)') but its Content-Version does not say so; refusing to apply it")
-    case (.data, true), (.insertRows, true):
-      if key == .data, replaced.insert(source).inserted {
-        try transaction.replace(name: name, table: table, cached: scheme.isCached)
-      } else if !replaced.contains(source) {
-        try transaction.checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
-      }
-      destination = try staged.rows(of: source, target: qualified, cached: scheme.isCached)
-    case (.deleteIDs, true):
-      guard scheme.isCached else {
-        throw TableAnswerRefusal(
-          "the answer deletes rows by id from table \(source), whose resource has no row ids (it is not cached)")
-      }
-      if !replaced.contains(source) {
-        try transaction.checkDeltaTarget(name: name, table: table, resource: scheme.name, cached: scheme.isCached)
-      }
+    switch action {
+    case .rows(upsert: false): destination = qualified
+    case .rows(upsert: true): destination = try staged.rows(of: source, target: qualified, cached: target.cached)
+    case .ids:
       destination = try staged.ids(of: source, target: qualified)
       columns = [columns[0]]
     }
     let list = columns.map { PostgresIdentifier.sql($0.name) }.joined(separator: ", ")
     let writer = try transaction.connection.copyIn("COPY \(destination) (\(list)) FROM STDIN")
-    let sink = PostgresRowSink(writer: writer, resource: scheme.name, table: source, columns: columns, rowIDFirst: scheme.isCached)
+    let sink = PostgresRowSink(
+      writer: writer, resource: applier.scheme.name, table: source, columns: columns, rowIDFirst: target.cached)
     rows = sink
-    return key == .deleteIDs ? .ids : .rows(sink)
+    return action == .ids ? .ids : .rows(sink)
   }
 
   func deleteID(_ token: JSONToken, item: Int) throws {
     guard let sink = rows else { return }
     guard case .number(let text) = token, Int64(String(decoding: text, as: UTF8.self)) != nil else {
-      let shown = if case .number(let text) = token { PrintableText.excerpt(String(decoding: text, as: UTF8.self)) } else { "a non-number" }
-      throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
+      throw TableAnswerApplier.badRowID(token, item: item)
     }
     try sink.value(token, row: item, column: 0)
     try sink.endRow(item, values: 1)
@@ -316,6 +230,41 @@ private final class PostgresLoad: NamedListSink {
     rows = nil
     let count = try sink.finish()
     // A delta's rows and ids are counted when they apply (`PostgresDelta.apply`).
-    if !delta { inserted[source, default: 0] += count }
+    if !applier.delta { inserted[source, default: 0] += count }
   }
+}
+
+/// A load's table work on PostgreSQL, for `TableAnswerApplier`.
+extension PostgresTransaction: TableAnswerStore {
+  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+    try store.hasSchemeShape(name, table: table, cached: cached)
+  }
+
+  /// `TRUNCATE` makes readers wait for this transaction and then see the new rows whole.
+  func emptyTable(_ name: String) throws { try connection.execute("TRUNCATE \(store.qualified(name))") }
+
+  func recreateTable(_ target: TableAnswerApplier.Target) throws {
+    try connection.execute("DROP TABLE IF EXISTS \(store.qualified(target.physicalName))")
+    try connection.execute(createTableSQL(name: target.physicalName, table: target.table, cached: target.cached))
+  }
+
+  /// `createTables` made each table's `_dray_tables` row; arming the guard
+  /// (`PostgresTableGuard.arm`) clears the mark dray's own writes just set.
+  func recordLoads(_ tables: [LoadedTable]) throws {
+    let now = PostgresTransaction.timestamp()
+    for table in tables {
+      try connection.execute(
+        """
+        UPDATE \(store.own("_dray_tables")) SET content_version = $2, etag = $3, cache_hash = $4, row_count = $5, loaded_at = $6
+        WHERE name = $1
+        """,
+        [
+          .text(table.name), table.answer.contentVersion.map { .text($0) } ?? .null, table.answer.etag.map { .text($0) } ?? .null,
+          table.answer.cacheHash.map { .text($0) } ?? .null, .integer(Int64(table.rowCount)), .text(now),
+        ])
+      try PostgresTableGuard.arm(table.name, in: store)
+    }
+  }
+
+  func quoted(_ name: String) -> String { PostgresIdentifier.quoted(name) }
 }

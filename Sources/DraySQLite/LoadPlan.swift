@@ -1,4 +1,5 @@
 public import DrayTarget
+internal import DrayJSON
 
 /// Which passes over an answer file a load makes, from what the first pass learns of each
 /// table object (`TableLoader`: at most three passes, each streaming).
@@ -33,6 +34,30 @@ struct LoadPlan {
   init(isDelta: Bool, targets: Set<String>) {
     self.isDelta = isDelta
     self.targets = targets
+  }
+
+  /// Notes, on the main pass, that table object `index` holds list `key` (its name known
+  /// or not yet).
+  mutating func note(_ key: TableAnswerKey, at index: Int) {
+    let unnamed = objects[index].name == nil
+    if key == .data { objects[index].hasData = true }
+    if key != .deleteIDs && isDelta { objects[index].hasRows = true }
+    if key == .data && !isDelta && unnamed { objects[index].rowsDeferred = true }
+    if key == .deleteIDs && unnamed { objects[index].idsDeferred = true }
+  }
+
+  /// Whether `pass` loads list `key` of `object`: a full answer's `data` on the main pass
+  /// once its name is known, else on the next; a delta's rows on the inserts pass; its
+  /// `delete_ids` on the main pass once its name is known, else on the removals pass.
+  func loads(_ key: TableAnswerKey, of object: Object, on pass: Pass) -> Bool {
+    switch (key, pass) {
+    case (.deleteIDs, .main): object.name != nil
+    case (.deleteIDs, .removals): object.idsDeferred
+    case (.deleteIDs, .inserts): false
+    case (_, .main): !isDelta && object.name != nil
+    case (_, .removals): false
+    case (_, .inserts): isDelta || object.rowsDeferred
+    }
   }
 
   /// The pass that must follow `pass`, or nil when the answer is applied.

@@ -1,7 +1,7 @@
+public import DrayTarget
 internal import CSQLite
 internal import DrayJSON
 internal import DrayModel
-public import DrayTarget
 
 /// The row binder: SQLite's row sink, the per-value path of a load. Each value the scanner
 /// hands over is classified by the value rule (docs/store.md) and written, as what to bind,
@@ -47,7 +47,7 @@ final class RowBinder: TableAnswerRowSink {
     if upsert && target.cached {
       let values = target.columns.dropFirst().map { "\(Database.quote($0.name)) = excluded.\(Database.quote($0.name))" }
       sql +=
-        " ON CONFLICT (\(Database.quote(Bookkeeping.rowIDColumn))) DO "
+        " ON CONFLICT (\(Database.quote(ResourceScheme.rowIDColumn))) DO "
         + (values.isEmpty ? "NOTHING" : "UPDATE SET " + values.joined(separator: ", "))
     }
     insert = try database.prepare(sql)
@@ -58,7 +58,7 @@ final class RowBinder: TableAnswerRowSink {
       : try database.prepare(
         "INSERT INTO \(quoted) VALUES " + Array(repeating: "(\(placeholders))", count: RowBinder.rowsPerInsert).joined(separator: ","))
     deleteByID =
-      target.cached ? try database.prepare("DELETE FROM \(quoted) WHERE \(Database.quote(Bookkeeping.rowIDColumn)) = ?") : nil
+      target.cached ? try database.prepare("DELETE FROM \(quoted) WHERE \(Database.quote(ResourceScheme.rowIDColumn)) = ?") : nil
     self.target = target
     self.session = session
     writer = session.writer
@@ -229,7 +229,7 @@ final class RowBinder: TableAnswerRowSink {
   func stepFailed(_ rc: Int32) -> TableAnswerRefusal {
     if rc == ResultCode.constraintPrimaryKey, target.cached {
       return TableAnswerRefusal(
-        "the row's id (\(Bookkeeping.rowIDColumn)) is already in the table's data; row ids must be unique", wholeRow: true)
+        "the row's id (\(ResourceScheme.rowIDColumn)) is already in the table's data; row ids must be unique", wholeRow: true)
     }
     return TableAnswerRefusal(
       "SQLite refused the row: \(String(cString: sqlite3_errmsg(session.loader.database.handle)))", wholeRow: true)
@@ -252,7 +252,7 @@ final class RowBinder: TableAnswerRowSink {
 
   private func badRowID(_ found: String) -> TableAnswerRefusal {
     TableAnswerRefusal(
-      "the row id (\(Bookkeeping.rowIDColumn)) must be an integer of at most 64 bits; found \(PrintableText.excerpt(found))")
+      "the row id (\(ResourceScheme.rowIDColumn)) must be an integer of at most 64 bits; found \(PrintableText.excerpt(found))")
   }
 }
 

@@ -96,8 +96,8 @@ final class SQLiteTransaction: StoreTransaction {
     file: String, growing: GrowingFile?, scheme: ResourceScheme, params: JSONValue, delta: Bool, cancellation: Cancellation?,
     info: () -> AnswerInfo
   ) throws -> LoadResult {
-    try store.loadInTransaction(
-      file: file, growing: growing, scheme: scheme, params: params, delta: delta, cancellation: cancellation, info: info)
+    let applier = try TableAnswerApplier(scheme: scheme, params: params, delta: delta, store: self)
+    return try store.loadInTransaction(file: file, growing: growing, applier: applier, cancellation: cancellation, info: info)
   }
 
   func rowCount(ofTable name: String) throws -> Int { try store.rowCount(ofTable: name) }
@@ -178,6 +178,41 @@ final class SQLiteTransaction: StoreTransaction {
 
 @available(*, unavailable)
 extension SQLiteTransaction: Sendable {}
+
+/// A load's table work on SQLite, for `TableAnswerApplier`.
+extension SQLiteTransaction: TableAnswerStore {
+  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+    try store.hasSchemeShape(name, table: table, cached: cached)
+  }
+
+  func emptyTable(_ name: String) throws { try store.database.execute("DELETE FROM \(Database.quote(name))") }
+
+  func recreateTable(_ target: TableAnswerApplier.Target) throws {
+    try store.database.execute("DROP TABLE IF EXISTS \(Database.quote(target.physicalName))")
+    try store.database.execute(Store.createTableSQL(name: target.physicalName, table: target.table, cached: target.cached))
+  }
+
+  /// `createTables` made each table's `_dray_tables` row; the guard (`TableGuard.arm`) is
+  /// armed on what the load left.
+  func recordLoads(_ tables: [LoadedTable]) throws {
+    let now = Bookkeeping.timestamp()
+    for table in tables {
+      let record = try store.database.cached(
+        """
+        UPDATE _dray_tables SET content_version = ?, etag = ?, cache_hash = ?, row_count = ?, loaded_at = ?
+        WHERE name = ?
+        """)
+      try record.bind([
+        table.answer.contentVersion.map { .text($0) } ?? .null, table.answer.etag.map { .text($0) } ?? .null,
+        table.answer.cacheHash.map { .text($0) } ?? .null, .integer(Int64(table.rowCount)), .text(now), .text(table.name),
+      ])
+      _ = try record.step()
+      try TableGuard.arm(table.name, in: store.database)
+    }
+  }
+
+  func quoted(_ name: String) -> String { Database.quote(name) }
+}
 
 extension Journal: RunJournal {
   public var location: String { path }

@@ -13,14 +13,11 @@ internal import Foundation
 public final class Store {
   public let database: Database
 
-  /// Most columns SQLite allows in a table by default (SQLITE_MAX_COLUMN,
-  /// https://sqlite.org/limits.html); Debian's library keeps the default.
-  public static let maxColumns = 2000
-  /// What an SQLite table can hold, for `SchemeLimits.check`.
-  public static let schemeLimits = SchemeLimits(
-    name: "SQLite", maxColumns: maxColumns, reservedPrefix: "sqlite_",
-    caseReason: "which SQLite cannot tell apart (names differ only in letter case)",
-    emptyTableReason: "SQLite cannot create a table without columns")
+  /// What SQLite holds as a resource's tables (`SchemeLimits.check`): at most 2000 columns
+  /// a table, its default SQLITE_MAX_COLUMN (https://sqlite.org/limits.html; Debian's
+  /// library keeps the default); names starting `sqlite_` are its own; it compares names
+  /// without regard to ASCII letter case and creates no table without columns.
+  public static let schemeLimits = SchemeLimits(database: "SQLite", maxColumns: 2000, reservedPrefix: "sqlite_", isOwnRule: true)
 
   /// Opens or creates the database at `path`, creating its folder.
   /// - Throws: `SQLiteError`, or `StoreError.cannotCreateFolder`.
@@ -66,7 +63,7 @@ public final class Store {
 
   /// `StoreTransaction.createTables` on SQLite, inside the caller's open transaction.
   func createTablesInTransaction(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
-    try SchemeLimits.check(scheme, for: Store.schemeLimits)
+    try Store.schemeLimits.check(scheme)
     try saveScheme(scheme)
     var names: [String: String] = [:]
     for table in scheme.outputs {
@@ -123,16 +120,16 @@ public final class Store {
   /// `_dray_resources`.
   static func createTableSQL(name: String, table: ResourceScheme.Table, cached: Bool) -> String {
     var columns: [String] = []
-    if cached { columns.append("\(Database.quote(Bookkeeping.rowIDColumn)) INTEGER PRIMARY KEY") }
+    if cached { columns.append("\(Database.quote(ResourceScheme.rowIDColumn)) INTEGER PRIMARY KEY") }
     for column in table.columns { columns.append(Database.quote(column.name)) }
     return "CREATE TABLE IF NOT EXISTS \(Database.quote(name)) (\(columns.joined(separator: ", ")))"
   }
 
   /// True when the physical table exists with exactly the columns `createTableSQL` gives it.
-  func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
+  public func hasSchemeShape(_ name: String, table: ResourceScheme.Table, cached: Bool) throws -> Bool {
     let rows = try database.rows("SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid", [.text(name)])
     var expected: [[SQLValue]] = []
-    if cached { expected.append([.text(Bookkeeping.rowIDColumn), .text("INTEGER"), .integer(1)]) }
+    if cached { expected.append([.text(ResourceScheme.rowIDColumn), .text("INTEGER"), .integer(1)]) }
     for column in table.columns { expected.append([.text(column.name), .text(""), .integer(0)]) }
     return rows.map { $0.map(\.1) } == expected
   }

@@ -21,67 +21,31 @@ extension LoadSession: TableAnswerSink {
     guard pass == .main else { return }
     try drain()
     current.name = name
-    guard let target = loader.targets[name] else {
-      outcome.skipped.add(name)
-      return
-    }
-    outcome.named.insert(name)
-    // `data` met before the name: empty the table now; its rows load on a later pass.
-    if current.hasData { try replace(target) }
+    guard loader.applier.target(named: name) != nil else { return }
+    // `data` met before the name: the table is replaced now; its rows load on a later pass.
+    if current.hasData { _ = try loader.applier.list(.data, of: name) }
   }
 
   func endTable() throws { inObject = false }
 
-  func replace(_ target: TableLoader.Target) throws {
-    guard !replaced.contains(target.sourceName) else { return }
-    replaced.insert(target.sourceName)
-    bindings[target.sourceName] = nil
-    try loader.replaceTable(target)
-  }
-
-  /// A list of a table object: load it, or skip it for a later pass.
+  /// A list of a table object: load it, or skip it for a later pass (`LoadPlan`). What it
+  /// does is `TableAnswerApplier`'s to say.
   func beginList(_ key: TableAnswerKey) throws -> TableAnswerList {
     try drain()
-    let target = self.target
-    switch (key, loader.isDelta) {
-    case (.insertRows, false), (.deleteIDs, false):
-      throw TableAnswerRefusal(
-        "the answer holds a delta ('\(key.name)') but its Content-Version does not say so; refusing to apply it")
-    case (.data, false):
-      if pass == .main {
-        current.hasData = true
-        guard let target else {
-          if current.name == nil { current.rowsDeferred = true }
-          return .skip
-        }
-        try replace(target)
-        return try rows(target, upsert: false)
-      }
-      return current.rowsDeferred && target != nil ? try rows(target!, upsert: false) : .skip
-    case (.data, true), (.insertRows, true):
-      if pass == .main {
-        current.hasRows = true
-        if key == .data {
-          current.hasData = true
-          if let target { try replace(target) }
-        }
-      }
-      guard pass == .inserts, let target else { return .skip }
-      return try rows(target, upsert: true)
-    case (.deleteIDs, true):
-      switch pass {
-      case .main:
-        guard current.name != nil else {
-          current.idsDeferred = true
-          return .skip
-        }
-      case .removals:
-        guard current.idsDeferred else { return .skip }
-      case .inserts:
-        return .skip
-      }
-      guard let target else { return .skip }
-      return try ids(target)
+    try loader.applier.admit(key)
+    if pass == .main { plan.note(key, at: index) }
+    guard let target else { return .skip }
+    guard plan.loads(key, of: current, on: pass) else {
+      // A delta's `data` replaces its table when met; its rows load with the other inserts.
+      if pass == .main && key == .data { _ = try loader.applier.list(key, of: target.sourceName) }
+      return .skip
+    }
+    switch try loader.applier.list(key, of: target.sourceName) {
+    case .rows(let upsert): return .rows(try binding(for: target, upsert: upsert))
+    case .ids:
+      _ = try binding(for: target, upsert: true)
+      return .ids
+    case nil: return .skip
     }
   }
 
@@ -96,34 +60,10 @@ extension LoadSession: TableAnswerSink {
     return binding
   }
 
-  private func checkDelta(_ target: TableLoader.Target) throws {
-    guard !deltaChecked.contains(target.sourceName) && !replaced.contains(target.sourceName) else { return }
-    try loader.checkDeltaTarget(target)
-    deltaChecked.insert(target.sourceName)
-  }
-
-  private func rows(_ target: TableLoader.Target, upsert: Bool) throws -> TableAnswerList {
-    if upsert { try checkDelta(target) }
-    return .rows(try binding(for: target, upsert: upsert))
-  }
-
-  private func ids(_ target: TableLoader.Target) throws -> TableAnswerList {
-    guard target.cached else {
-      throw TableAnswerRefusal(
-        "the answer deletes rows by id from table \(target.sourceName), whose resource has no row ids (it is not cached)")
-    }
-    try checkDelta(target)
-    _ = try binding(for: target, upsert: true)
-    return .ids
-  }
-
   func deleteID(_ token: JSONToken, item: Int) throws {
     guard case .number(let text) = token, let p = text.baseAddress, NumberText.isInteger(p, text.count),
       let id = NumberText.int64(p, text.count)
-    else {
-      let shown = if case .number(let text) = token { PrintableText.excerpt(String(decoding: text, as: UTF8.self)) } else { "a non-number" }
-      throw TableAnswerRefusal("delete_ids holds row ids (integers of at most 64 bits); item \(item) is \(shown)")
-    }
+    else { throw TableAnswerApplier.badRowID(token, item: item) }
     // The writer is idle: `beginList` drained it before this list of ids, and no row is
     // handed over while one is read.
     guard let name = current.name, let binding = bindings[name], let delete = binding.deleteByID else { return }

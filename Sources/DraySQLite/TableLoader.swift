@@ -13,16 +13,13 @@ public import DrayTarget
 ///
 /// JSON objects are unordered, so the keys of a table object may come in any order. The
 /// loader applies what it can in one pass over the file and reads the file again for what
-/// had to wait (`LoadPlan`: at most three passes, each streaming). A table that holds
-/// `data` in a delta answer (the server sent full data for it) is emptied with the deletes
-/// and refilled with the inserts.
+/// had to wait (`LoadPlan`: at most three passes, each streaming).
 ///
 /// The parts: this file runs the passes; `TableLoader+Structure.swift` is the scanner's sink
-/// for the answer's tables and lists; `RowBinder.swift` takes each value (the per-value
-/// path); `InsertWriter.swift` inserts the batches; `LoadPlan` decides the passes.
-///
-/// An insert for a row id the table already holds replaces that row. Tables the scheme does
-/// not list are skipped and reported. Values follow the rule in `docs/store.md`.
+/// for the answer's tables and lists, asking `TableAnswerApplier` (the rules of every store)
+/// what each list does; `RowBinder.swift` takes each value (the per-value path);
+/// `InsertWriter.swift` inserts the batches; `LoadPlan` decides the passes. Values follow
+/// the rule in `docs/store.md`.
 struct TableLoader {
   /// One output table of the resource, as the loader fills it.
   struct Target {
@@ -38,12 +35,6 @@ struct TableLoader {
   struct Outcome {
     var inserted: [String: Int] = [:]
     var deleted: [String: Int] = [:]
-    /// Tables emptied and refilled because the answer held their `data`.
-    var replaced: Set<String> = []
-    /// Tables of the scheme the answer named (full data or a delta).
-    var named: Set<String> = []
-    /// Tables the answer named that the scheme does not list.
-    var skipped = SkippedTables()
     /// The first `mismatchDetailLimit` values that did not fit their column's type.
     var mismatches: [ValueMismatch] = []
     /// Every value that did not fit, counted.
@@ -54,16 +45,10 @@ struct TableLoader {
   static let mismatchDetailLimit = 100
 
   let database: Database
-  let resource: String
+  /// The rules: what each list does, the refusals, the tables named and skipped.
+  let applier: TableAnswerApplier
   /// By source table name.
   let targets: [String: Target]
-  /// The answer is a delta (its Content-Version says so).
-  let isDelta: Bool
-  /// Empties a table before a full answer refills it (recreating it when its columns are
-  /// not the scheme's).
-  let replaceTable: (Target) throws -> Void
-  /// Throws when a delta cannot apply to the table (its columns are not the scheme's).
-  let checkDeltaTarget: (Target) throws -> Void
   /// Checked between 1 MiB pieces of the file: a cancelled load stops there.
   let cancellation: Cancellation?
   /// The part a download is still writing, read by the first pass as it grows (`GrowingFile`);
@@ -81,7 +66,6 @@ struct TableLoader {
       guard let next = session.plan.pass(after: pass) else { break }
       pass = next
     }
-    session.outcome.replaced = session.replaced
     return session.outcome
   }
 }
@@ -100,13 +84,11 @@ final class LoadSession {
   /// Inserts the bound rows on a thread of its own; the connection is this session's only
   /// after `drain()`.
   let writer = InsertWriter()
-  var replaced: Set<String> = []
-  var deltaChecked: Set<String> = []
   var outcome = TableLoader.Outcome()
 
   init(loader: TableLoader) {
     self.loader = loader
-    plan = LoadPlan(isDelta: loader.isDelta, targets: Set(loader.targets.keys))
+    plan = LoadPlan(isDelta: loader.applier.delta, targets: Set(loader.targets.keys))
   }
 
   var current: LoadPlan.Object {
@@ -127,7 +109,7 @@ final class LoadSession {
       var pieces = 0
       do {
         try scanner.scan(file: file, growing: growing) {
-          if loader.cancellation?.isCancelled == true { throw interrupted }
+          if loader.cancellation?.isCancelled == true { throw loader.applier.interrupted }
           // The rows read so far go to the writer before the next read, which may wait for
           // more bytes of an answer still arriving: they are inserted meanwhile.
           try flush()
@@ -145,27 +127,23 @@ final class LoadSession {
         // writer's failure, which `drain()` returns.
         try? flush()
         let failure = writer.drain()
-        if let fault = failure as? SQLiteError, fault.isInterrupt { throw interrupted }
+        if let fault = failure as? SQLiteError, fault.isInterrupt { throw loader.applier.interrupted }
         throw failure ?? error
       }
     } catch let error as TableAnswerError {
       // The plan knows a table's name on a later pass even before the object's `name` comes;
       // between objects and after the last, none is being read.
       let table = error.table ?? (inObject && index < plan.objects.count ? plan.objects[index].name : nil)
-      throw LoadError(resource: loader.resource, table: table, row: error.row, column: error.column, message: error.message)
+      throw LoadError(resource: loader.applier.scheme.name, table: table, row: error.row, column: error.column, message: error.message)
     } catch let error as LoadError {
       throw error
     } catch let stop as GrowingFile.Stop {
       throw stop
     } catch {
       // SQLite's errors preparing a table's statements or replacing it, named by table.
-      throw LoadError(resource: loader.resource, table: index >= 0 ? current.name : nil, message: "\(error)")
+      throw LoadError(resource: loader.applier.scheme.name, table: index >= 0 ? current.name : nil, message: "\(error)")
     }
   }
-
-  /// A load stopped by its cancellation (a signal), between pieces of the file or inside an
-  /// INSERT (`Database.stopWhen`).
-  var interrupted: LoadError { LoadError(resource: loader.resource, message: "the load was interrupted; nothing of it was kept") }
 
   /// Hands every binder's rows to the writer and waits until they are inserted: the
   /// connection is then free for this thread's statements.

@@ -22,8 +22,6 @@ public import Foundation
 public enum Bookkeeping {
   /// The prefix of every table dray keeps for itself.
   public static let prefix = "_dray_"
-  /// The column holding a cached resource's row id (platform-api.md §3).
-  public static let rowIDColumn = "hhive_id"
 
   /// What `_dray_tables` records about one physical table.
   public struct TableRecord: Sendable, Equatable {

@@ -44,40 +44,6 @@ public struct AnswerInfo: Sendable, Equatable {
     self.etag = etag
     self.cacheHash = cacheHash
   }
-
-  /// `TargetStore.holdsAnswer`'s rule, for every store. *(ours)* The platform documents
-  /// `Cache-Hash-Value` and `ETag` but not what they are computed over (platform-api.md §3),
-  /// so both must say the same: each output table is kept (`kept`: it exists with the
-  /// scheme's shape and nothing changed it since dray loaded it) and `recorded` gives, for
-  /// it, the answer's hash for that table (which every table must have), the same strong
-  /// `ETag` and the same content version.
-  /// - Parameters:
-  ///   - kept: whether the physical table still holds what dray loaded.
-  ///   - recorded: the physical table's `cache_hash`, `etag` and `content_version`, or nil.
-  public func isHeld(
-    by scheme: ResourceScheme, params: JSONValue, naming: TableNaming, kept: (_ name: String, ResourceScheme.Table) throws -> Bool,
-    recorded: (_ name: String) throws -> [String?]?
-  ) throws -> Bool {
-    guard let cacheHash, let etag, !etag.hasPrefix("W/"), !scheme.outputs.isEmpty else { return false }
-    for table in scheme.outputs {
-      let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
-      guard let hash = Self.cacheHash(for: table.name, in: cacheHash), try kept(name, table),
-        try recorded(name) == [hash, etag, contentVersion]
-      else { return false }
-    }
-    return true
-  }
-
-  /// The hash for `table` from a `Cache-Hash-Value` header: comma-separated, URL-encoded
-  /// `<table>-Hash:<hash>` entries (platform-api.md §3).
-  public static func cacheHash(for table: String, in header: String) -> String? {
-    for entry in header.split(separator: ",") {
-      let decoded = entry.trimmingCharacters(in: .whitespaces).removingPercentEncoding ?? String(entry)
-      let prefix = "\(table)-Hash:"
-      if decoded.hasPrefix(prefix) { return String(decoded.dropFirst(prefix.count)) }
-    }
-    return nil
-  }
 }
 
 /// A value that did not fit its column's declared type: stored exactly by the value rule
