@@ -35,16 +35,24 @@ struct ConnectionRetry {
   func run<T>(reconnect: () throws -> Void = {}, _ body: (Int) throws -> T) throws -> T {
     guard database.capabilities.reconnects else { return try body(1) }
     let runner = RetryRunner(policy: policy, cancellation: cancellation, budget: budget)
+    // Whether the last failure was the database's: a step's own failure (an HTTP status, a
+    // refused value) ends the work without a database attempt to record.
+    var lostConnection = false
     return try runner.run(
       call: ConnectionRetry.call,
       { number in
         if number > 1 { try reconnect() }
         return try body(number)
       },
-      classify: { database.failure($0)?.isTransient == true ? .retry : .fail(reason: nil) },
+      classify: { error in
+        lostConnection = database.failure(error)?.isTransient == true
+        return lostConnection ? .retry : .fail(reason: nil)
+      },
       record: { attempt in
-        // The successful first attempt is the ordinary case: not worth a record.
-        guard attempt.number > 1 || attempt.outcome != .ok else { return }
+        // The successful first attempt is the ordinary case, and a first attempt that failed
+        // for a reason of its own is the step's failure, reported as such: neither is worth a
+        // record.
+        guard attempt.number > 1 || (attempt.outcome != .ok && lostConnection) else { return }
         record(attempt)
       })
   }

@@ -1,5 +1,5 @@
-public import DrayTarget
 internal import DrayJSON
+public import DrayTarget
 
 /// Which passes over an answer file a load makes, from what the first pass learns of each
 /// table object (`TableLoader`: at most three passes, each streaming).

@@ -1,5 +1,5 @@
-public import DrayTarget
 public import DrayModel
+public import DrayTarget
 internal import Foundation
 
 extension Store {

@@ -37,15 +37,6 @@ import Testing
 
   func paths(_ server: RestServer) throws -> [String] { try server.requests().map(\.path) }
 
-  /// A difference between the stores, found by running these cases on both: on PostgreSQL a
-  /// step that failed for good (no retry left, or a status that fails at once) reports one
-  /// attempt more than on SQLite, carrying the step's final error, though the server was
-  /// called once: the database retry (`ConnectionRetry.run`, which runs only on PostgreSQL)
-  /// records its own failed first attempt whatever the error was.
-  static let extraAttemptOnPostgreSQL = Comment(
-    rawValue: "on PostgreSQL a failed step reports one more attempt, repeating its error (ConnectionRetry records its failed first attempt)"
-  )
-
   /// The columns inferred from the items, with the types dray declares for them on `kind`
   /// (SQLite's; PostgreSQL's by `PostgresTransaction.columnType`, docs/http.md "On
   /// PostgreSQL").
@@ -176,11 +167,7 @@ import Testing
     let step = report.steps[0]
     #expect(step.errorCode == "http_422")
     #expect(step.errorMessage == #"HTTP 422 Unprocessable Content from \#(server.url)images: {"errors": {"title": ["can't be blank"]}}"#)
-    withKnownIssue(Self.extraAttemptOnPostgreSQL) {
-      #expect(step.attempts.count == 1)
-    } when: {
-      kind == .postgres
-    }
+    #expect(step.attempts.count == 1)
     #expect(try server.requests().map(\.body) == [#"{"url":"http://img/1.png"}"#])
     #expect(!FileManager.default.fileExists(atPath: folder.path + "/out/image.json"))
   }
@@ -246,11 +233,7 @@ import Testing
     #expect(report.steps[0].attempts.map(\.outcome.code) == ["http_503", "ok"])
     #expect(report.steps[0].attempts[0].message == "HTTP 503 Service Unavailable from \(server.url)images: busy")
     #expect(report.steps[1].attempts.map(\.outcome.code) == ["http_409", "ok"])
-    withKnownIssue(Self.extraAttemptOnPostgreSQL) {
-      #expect(report.steps[2].attempts.map(\.outcome.code) == ["http_503"])
-    } when: {
-      kind == .postgres
-    }
+    #expect(report.steps[2].attempts.map(\.outcome.code) == ["http_503"])
     #expect(report.steps[2].errorMessage == "HTTP 503 Service Unavailable from \(server.url)images/2: down")
   }
 
@@ -405,14 +388,10 @@ import Testing
     #expect(
       first.steps[0].errorMessage
         == "HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops; gave up after 1 attempt (retry.count: 0)")
-    withKnownIssue(Self.extraAttemptOnPostgreSQL) {
-      #expect(
-        first.steps[0].attempts.map(\.message) == [
-          nil, nil, "page 3: HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops",
-        ])
-    } when: {
-      kind == .postgres
-    }
+    #expect(
+      first.steps[0].attempts.map(\.message) == [
+        nil, nil, "page 3: HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops",
+      ])
     let staging = try staging(target)
     #expect(
       try staging.rows("SELECT pages, rows, next FROM _dray_http_pages").map { $0.map(\.1) } == [
