@@ -215,19 +215,23 @@ struct StepRunner {
       let fence = context.journal.withLock { ($0 as? PostgresJournal)?.runLock }
       return try PostgresStore(target: target, fence: fence, cancellation: context.cancellation)
     }
-    return try openStagingStore()
+    guard let path = manifest.database?.path else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
+    let store = try Store(path: manifest.resolve(path))
+    store.stopWhen(context.cancellation)
+    return store
   }
 
   /// The SQLite database an `http` step stages its records and page ledger in
-  /// (`RecordTable`, `PageLedger`): the job's database at `database.path`; with
-  /// `database.url`, the local file `<state.path>/<job>.staging.sqlite`, from which the step
-  /// publishes its records into PostgreSQL when the last page is in (`StoreTransaction.stage`).
-  func openStagingStore() throws -> Store {
+  /// (`RecordStaging`, `PageLedger`). With `records`, the job's database at `database.path`;
+  /// with `database.url`, the local file `<state.path>/<job>.staging.sqlite`, from which the
+  /// step publishes its records into PostgreSQL when the last page is in
+  /// (`StoreTransaction.stage`). Without (a step that only paginates), the journal's SQLite
+  /// file (`Runner.journalPath`).
+  func openStagingStore(records: Bool) throws -> any RecordStaging {
+    guard records else { return try SQLiteStaging(path: Runner.journalPath(for: manifest), cancellation: context.cancellation) }
     guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
     let path = database.path.map { manifest.resolve($0) } ?? manifest.resolve(manifest.state.path) + "/\(manifest.job).staging.sqlite"
-    let store = try Store(path: path)
-    store.stopWhen(context.cancellation)
-    return store
+    return try SQLiteStaging(path: path, cancellation: context.cancellation)
   }
 
   /// The answer file of a download step: `<download.path>/<job>/<step>-<fingerprint>.answer`,

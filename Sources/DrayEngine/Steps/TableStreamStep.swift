@@ -87,9 +87,8 @@ extension StepRunner {
     // a second thread reads the part as it grows, in a transaction that commits only once
     // the download is finished and verified. Members of a parallel group load after their
     // download, so that their loads, one at a time, never hold a transaction open over one;
-    // so do loads into PostgreSQL, whose TRUNCATE would lock the table for the download's
-    // length (a paused runner's would stop the runner that takes over from it).
-    let growing = deltaFrom == nil && !inGroup && manifest.database?.postgres == nil ? GrowingFile() : nil
+    // so do loads into a store that does not load while downloading (`loadsWhileDownloading`).
+    let growing = deltaFrom == nil && !inGroup && store.loadsWhileDownloading ? GrowingFile() : nil
     let answer = Mutex<(head: PlatformClient.AnswerHead, report: StepReport)?>(nil)
     let loading = showLoadProgress(store)
     defer { loading?.stop() }

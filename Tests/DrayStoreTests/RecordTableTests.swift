@@ -1,5 +1,4 @@
 import DrayModel
-import DrayRecords
 import DrayStore
 import DrayTestSupport
 import Testing
