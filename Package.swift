@@ -67,7 +67,7 @@ let package = Package(
     .target(
       name: "DrayDatabases", dependencies: ["DrayModel", "DrayTarget", "DraySQLite", "DrayPostgres", "DrayPostgresStore"]),
     /// Records of JSON and XML answers (JSON Pointer, element paths) into SQLite tables.
-    .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "DrayTarget", "DraySQLite", "CXML2"]),
+    .target(name: "DrayRecords", dependencies: ["DrayModel", "DrayJSON", "CXML2"]),
     /// HTTP over libcurl: requests streamed to sinks, error classes, retries, resumable downloads.
     .target(name: "DrayTransport", dependencies: ["DrayModel", "DrayJSON", "CCurl"]),
     /// The mobile platform's API (platform-api.md): token, schemes, rpc, files.
@@ -85,7 +85,7 @@ let package = Package(
     .target(
       name: "DrayEngine",
       dependencies: [
-        "DrayModel", "DrayJSON", "DrayTarget", "DraySQLite", "DrayRecords", "DrayTransport", "DrayPlatform",
+        "DrayModel", "DrayJSON", "DrayTarget", "DrayRecords", "DrayTransport", "DrayPlatform",
         "DrayReportPage",
       ]
     ),
@@ -121,7 +121,7 @@ let package = Package(
     .testTarget(name: "DrayManifestTests", dependencies: ["DrayModel", "DrayManifest", "DrayTestSupport"], exclude: ["Fixtures"]),
     .testTarget(name: "DraySQLiteTests", dependencies: ["DrayModel", "DrayJSON", "DrayTarget", "DraySQLite", "DrayTestSupport"]),
     .testTarget(name: "DrayPostgresTests", dependencies: ["DrayModel", "DrayJSON", "DrayPostgres", "DrayTestSupport"]),
-    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayTarget", "DraySQLite", "DrayTestSupport"]),
+    .testTarget(name: "DrayRecordsTests", dependencies: ["DrayModel", "DrayRecords", "DrayTestSupport"]),
     .testTarget(name: "DrayTransportTests", dependencies: ["DrayModel", "DrayTransport", "DrayPlatform", "DrayTestSupport"]),
     .testTarget(
       name: "DrayReportPageTests", dependencies: ["DrayModel", "DrayJSON", "DrayReportPage", "DrayTestSupport"], exclude: ["Fixtures"]),

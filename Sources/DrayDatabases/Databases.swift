@@ -18,7 +18,14 @@ public enum Databases {
   /// `database.path`, whose run journal is the same file, or, for a job without a database,
   /// a journal at `<state.path>/<job>.journal.sqlite`.
   public static func open(_ manifest: Manifest) -> any JobDatabase {
-    if let target = manifest.database?.postgres { return PostgresDatabase(target: target) }
+    if let target = manifest.database?.postgres {
+      // An `http` step stages in a local SQLite file and copies its records into PostgreSQL
+      // when the last page is in; a step that only paginates keeps its ledger beside them.
+      let state = manifest.resolve(manifest.state.path) + "/\(manifest.job)"
+      return PostgresDatabase(target: target) { records, cancellation in
+        try SQLiteStaging(path: state + (records ? ".staging.sqlite" : ".journal.sqlite"), cancellation: cancellation)
+      }
+    }
     let path = manifest.database?.path.map { manifest.resolve($0) }
     return SQLiteDatabase(path: path, journalPath: path ?? manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite")
   }

@@ -1,5 +1,4 @@
 public import DrayModel
-public import DraySQLite
 public import DrayTarget
 
 /// Which steps a run will skip and why, decided from the journal before the first step.

@@ -1,5 +1,4 @@
 public import DrayModel
-internal import DraySQLite
 internal import DrayTarget
 public import DrayTransport
 public import Foundation

@@ -1,6 +1,5 @@
 internal import DrayModel
 internal import DrayPlatform
-internal import DraySQLite
 internal import DrayTarget
 internal import DrayTransport
 internal import Foundation
@@ -217,23 +216,16 @@ struct StepRunner {
     return try context.database.openStore(fence: fence, cancellation: context.cancellation)
   }
 
-  /// The SQLite database an `http` step stages its records and page ledger in
-  /// (`RecordTable`, `PageLedger`): the job's database at `database.path`; with
-  /// `database.url`, the local file `<state.path>/<job>.staging.sqlite`, from which the step
-  /// publishes its records into PostgreSQL when the last page is in (`StoreTransaction.stage`).
-  func openStagingStore() throws -> Store {
-    guard let database = manifest.database else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
-    let path = database.path.map { manifest.resolve($0) } ?? manifest.resolve(manifest.state.path) + "/\(manifest.job).staging.sqlite"
-    let store = try Store(path: path)
-    store.stopWhen(context.cancellation)
-    return store
+  /// Where an `http` step stages its records and page ledger (`RecordStaging`, `PageLedger`;
+  /// `JobDatabase.openStaging`): with `records`, beside or in the job's database, from which
+  /// the step publishes its records when the last page is in; without (a step that only
+  /// paginates), beside the run journal.
+  /// - Throws: `StepError.settingMissing` for records of a job without a database.
+  func openStagingStore(records: Bool) throws -> any RecordStaging {
+    if records, manifest.database == nil { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
+    return try context.database.openStaging(records: records, cancellation: context.cancellation)
   }
 
-  /// The SQLite file of the run journal, or beside a PostgreSQL target the one of the job's
-  /// state folder, where an `http` step that does not load keeps its page ledger.
-  var localJournalPath: String {
-    manifest.database?.path.map { manifest.resolve($0) } ?? manifest.resolve(manifest.state.path) + "/\(manifest.job).journal.sqlite"
-  }
 
   /// The answer file of a download step: `<download.path>/<job>/<step>-<fingerprint>.answer`,
   /// so that a changed step never resumes another definition's part.

@@ -10,8 +10,8 @@ internal import Glibc
 /// - `run-recorded`: the run's row is committed to the journal, before the first step;
 /// - `downloaded:STEP`: a download is complete on disk, before its load begins;
 /// - `before-commit:STEP`: the step's rows and checkpoint are written, before `COMMIT`;
-/// - `published:STEP`: an `http` step's records are committed to PostgreSQL, before its
-///   local staging file is cleared (docs/http.md, "On PostgreSQL");
+/// - `published:STEP`: an `http` step's records are committed to the target database,
+///   before its staged pages are cleared (docs/http.md, "Checkpoints and resume");
 /// - `committed:STEP`: the step's transaction is committed, before the next step;
 /// - `run-finished`: the run's end is recorded in the journal, before the report.
 public enum CrashPoint {

@@ -6,8 +6,14 @@ public import DrayTarget
 /// both live in the schema of `target` (docs/postgres.md).
 public struct PostgresDatabase: JobDatabase {
   public let target: PostgresTarget
+  /// Opens where an `http` step stages (`openStaging`): a local database of the job's state
+  /// folder, given by DrayDatabases; nil where no step runs (`dray tables`, `query`).
+  let staging: (@Sendable (_ records: Bool, Cancellation) throws -> any RecordStaging)?
 
-  public init(target: PostgresTarget) { self.target = target }
+  public init(target: PostgresTarget, staging: (@Sendable (_ records: Bool, Cancellation) throws -> any RecordStaging)? = nil) {
+    self.target = target
+    self.staging = staging
+  }
 
   public var location: String { "schema \(target.schema) of \(target.url.redacted)" }
   public var journalLocation: String { location }
@@ -33,6 +39,13 @@ public struct PostgresDatabase: JobDatabase {
   /// `PostgresStore`, its commits fenced by `fence` (the `PostgresRunLock` the journal took).
   public func openStore(fence: (any RunFence)?, cancellation: Cancellation) throws -> any TargetStore {
     try PostgresStore(target: target, fence: fence as? PostgresRunLock, cancellation: cancellation)
+  }
+
+  /// The local staging database DrayDatabases gave (the step's records are copied into the
+  /// publishing transaction with `StoreTransaction.stage`).
+  public func openStaging(records: Bool, cancellation: Cancellation) throws -> any RecordStaging {
+    guard let staging else { throw StoreError.noDatabase }
+    return try staging(records, cancellation)
   }
 
   /// A read-only session (`PostgresStore(reading:)`); nil when the schema does not exist.

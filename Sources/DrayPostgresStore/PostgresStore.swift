@@ -201,6 +201,8 @@ extension PostgresStore: TargetStore {
 
   public var naming: TableNaming { PostgresStore.naming }
 
+  public var loadsWhileDownloading: Bool { false }
+
   /// Cancels the running statement (a step's SQL, a `COPY`) once `cancellation` is set
   /// (`PostgresConnection.cancelStatements(when:)`); a load also checks it between rows.
   public func stopWhen(_ cancellation: Cancellation) { connection.cancelStatements(when: cancellation) }

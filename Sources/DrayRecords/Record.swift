@@ -93,18 +93,6 @@ public enum RecordValue: Sendable, Equatable {
 /// One record: column names and values, in the order the answer gives them.
 public typealias Record = [(name: String, value: RecordValue)]
 
-extension ColumnType {
-  /// The type of a column holding values of types `a` and `b` (nil: only nulls so far):
-  /// equal types stay, INTEGER with REAL becomes REAL, any other mix becomes TEXT.
-  public static func join(_ a: ColumnType?, _ b: ColumnType?) -> ColumnType? {
-    guard let a else { return b }
-    guard let b else { return a }
-    if a == b { return a }
-    if Set([a, b]) == [.integer, .real] { return .real }
-    return .text
-  }
-}
-
 /// Column names and types inferred from records, in order of first appearance.
 ///
 /// Names are matched as SQLite matches identifiers (`IdentifierKey`), byte for byte without

@@ -40,6 +40,14 @@ public struct SQLiteDatabase: JobDatabase {
     return store
   }
 
+  /// `SQLiteStaging` in the job's database, or beside the journal for a step that only
+  /// paginates.
+  public func openStaging(records: Bool, cancellation: Cancellation) throws -> any RecordStaging {
+    guard records else { return try SQLiteStaging(path: journalPath, cancellation: cancellation) }
+    guard let path else { throw StoreError.noDatabase }
+    return try SQLiteStaging(path: path, cancellation: cancellation)
+  }
+
   /// - Throws: `DatabaseFileProblem` for a path that is not an SQLite database file.
   public func openReadOnly() throws -> (any DatabaseReader)? {
     let target = path ?? journalPath

@@ -47,6 +47,14 @@ public protocol JobDatabase: Sendable {
   /// - Throws: `StepError`-like setting errors are the caller's; the database's errors.
   func openStore(fence: (any RunFence)?, cancellation: Cancellation) throws -> any TargetStore
 
+  /// Where an `http` step stages its records and page ledger, opened for one step thread:
+  /// with `records`, the staging tables of its load and their ledger (SQLite: the job's
+  /// database; beside a server database, the local file `<state.path>/<job>.staging.sqlite`);
+  /// without, the ledger of a step that only paginates (beside the run journal).
+  /// - Throws: `StoreError.noDatabase` for records of a job without a database; the
+  ///   staging database's errors.
+  func openStaging(records: Bool, cancellation: Cancellation) throws -> any RecordStaging
+
   /// The database as it is, read without creating or changing anything (`dray status`,
   /// `plan`, `report`, `tables`, `query`); nil when it does not exist yet (no file; no
   /// schema).

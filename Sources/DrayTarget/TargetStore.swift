@@ -19,6 +19,12 @@ public protocol TargetStore: AnyObject {
   /// The physical table naming rule with this database's identifier limit.
   var naming: TableNaming { get }
 
+  /// Whether a table answer loads while it downloads (docs/network.md, "Loading while
+  /// downloading"): SQLite's does; a server database's does not, since its `TRUNCATE` would
+  /// lock the table for the download's length (a paused runner's would stop the runner that
+  /// takes over from it).
+  var loadsWhileDownloading: Bool { get }
+
   /// Makes running statements stop with an error once `cancellation` is cancelled.
   func stopWhen(_ cancellation: Cancellation)
 
@@ -159,6 +165,14 @@ public protocol StoreTransaction: AnyObject {
     rows: ((_ add: ([SQLValue]) throws -> Void) throws -> Void)
   ) throws
 
+  /// Replaces the rows of table `target` with every row of table `staging` (`load.write:
+  /// replace`), creating `target` when it does not exist. The default adds the columns
+  /// `target` lacks and keeps its other columns; SQLite makes `target` again with
+  /// `staging`'s columns when their names or types differ (`RecordTable.publish`).
+  /// - Parameter columns: the columns of `staging`, untyped ones as text.
+  /// - Returns: the names of the columns added to an existing `target`, in order.
+  func replaceRows(ofTable target: String, from staging: String, columns: [(name: String, type: ColumnType)]) throws -> [String]
+
   /// Deletes every row of table `name`.
   /// - Returns: the rows deleted.
   func deleteRows(ofTable name: String) throws -> Int
@@ -238,6 +252,18 @@ extension StoreTransaction {
     file: String, scheme: ResourceScheme, params: JSONValue, delta: Bool, info: AnswerInfo, cancellation: Cancellation?
   ) throws -> LoadResult {
     try load(file: file, growing: nil, scheme: scheme, params: params, delta: delta, cancellation: cancellation) { info }
+  }
+}
+
+extension StoreTransaction {
+  public func replaceRows(ofTable target: String, from staging: String, columns: [(name: String, type: ColumnType)]) throws
+    -> [String]
+  {
+    let existed = try !self.columns(ofTable: target).isEmpty
+    let added = try addMissingColumns(columns.map { ($0.name, $0.type) }, toTable: target)
+    if existed { _ = try deleteRows(ofTable: target) }
+    _ = try append(from: staging, into: target, columns: columns.map(\.name))
+    return added
   }
 }
 

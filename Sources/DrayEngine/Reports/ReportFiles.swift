@@ -1,6 +1,5 @@
 public import DrayModel
 internal import DrayReportPage
-internal import DraySQLite
 internal import DrayTarget
 internal import Foundation
 internal import Glibc

@@ -1,5 +1,4 @@
 internal import DrayModel
-internal import DraySQLite
 internal import DrayTarget
 internal import DrayTransport
 internal import Foundation

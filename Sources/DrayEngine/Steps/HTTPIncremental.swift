@@ -1,7 +1,6 @@
 internal import DrayJSON
 internal import DrayModel
 internal import DrayRecords
-internal import DraySQLite
 internal import DrayTarget
 internal import Foundation
 
@@ -34,8 +33,8 @@ final class IncrementalRun {
   }
 
   /// Starts staging afresh (no page of an earlier run is resumed), in the caller's
-  /// transaction.
-  func start(in transaction: any StoreTransaction) throws {
+  /// transaction of the staging database.
+  func start(in transaction: any StagingTransaction) throws {
     entry.staged = nil
     entry.fresh = fresh
     try transaction.saveCursor(entry, job: job, stepID: stepID)
@@ -43,7 +42,7 @@ final class IncrementalRun {
 
   /// Raises the staged value to `highest` (the highest cursor of a page), in the page's
   /// transaction.
-  func stage(_ highest: IncrementalCursor.Value?, in transaction: any StoreTransaction) throws {
+  func stage(_ highest: IncrementalCursor.Value?, in transaction: any StagingTransaction) throws {
     guard let highest else { return }
     if let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:)), (staged.compare(highest) ?? 1) >= 0 { return }
     entry.staged = highest.json
@@ -184,103 +183,6 @@ struct RecordChecks {
     guard !rest.isEmpty else { return column }
     guard case .string(let text) = column, let nested = try? JSONValue(parsing: text) else { return nil }
     return JSONPointer(tokens: rest).resolve(in: nested)
-  }
-}
-
-extension StepRunner {
-  /// Writes the staged records into `load.table` by `load.write` (`append` or `merge`),
-  /// adding the columns the table lacks, and drops the staging table. After a `--fresh`
-  /// start the table's rows are deleted first, so the records replace them.
-  /// - Returns: the rows the table holds, and notes for the report (columns added, rows
-  ///   merged and deleted).
-  func write(_ load: HTTPStep.Load, staged: RecordTable, fresh: Bool, in transaction: any StoreTransaction) throws -> (
-    rows: Int, notes: [String]
-  ) {
-    var notes: [String] = []
-    let database = staged.database
-    let target = try RecordTable(database: database, name: load.table)
-    let columns = publishedColumns(load, staged)
-    guard !columns.isEmpty else {
-      // No records (the staging table holds at most the deleted mark).
-      try staged.drop()
-      if fresh { try target.deleteRows() }
-      return (try target.count(), notes)
-    }
-    if !target.exists {
-      try target.prepare(columns.map { ($0.name, $0.type) }, widen: false)
-    } else {
-      if fresh { try target.deleteRows() }
-      for name in try transaction.addMissingColumns(columns.map { ($0.name, $0.type) }, toTable: load.table) {
-        notes.append("added column \(name) to table \(load.table): the API's records hold it")
-      }
-    }
-    precondition(load.write != .replace, "replace publishes the staging table whole")
-    notes += try applyWriteMode(load, from: staged.name, columns: columns.map(\.name), in: transaction)
-    try staged.drop()
-    return (try RecordTable(database: database, name: load.table).count(), notes)
-  }
-}
-
-extension StepRunner {
-  /// Publishes the records staged in `staged` (a local SQLite file) into `load.table` of
-  /// another database, in its transaction: copies them in (`StoreTransaction.stage`),
-  /// creates the table or adds the columns it lacks, and writes them by `load.write`;
-  /// `replace` (and `append` or `merge` after a `--fresh` start) deletes the table's rows
-  /// first. The deleted mark and `load.deleted` are not loaded (`publishedColumns`).
-  /// - Returns: the rows the table holds, whether it exists, and notes for the report.
-  func publish(_ load: HTTPStep.Load, staged: RecordTable, fresh: Bool, in transaction: any StoreTransaction) throws -> (
-    rows: Int, created: Bool, notes: [String]
-  ) {
-    var notes: [String] = []
-    let existed = try !transaction.columns(ofTable: load.table).isEmpty
-    let columns = load.write == .replace ? staged.columns.map { (name: $0.name, type: $0.type ?? .text) } : publishedColumns(load, staged)
-    guard !columns.isEmpty else {
-      // No records (the staging table holds at most the deleted mark).
-      guard existed else { return (0, false, notes) }
-      if fresh || load.write == .replace { _ = try transaction.deleteRows(ofTable: load.table) }
-      return (try transaction.rowCount(ofTable: load.table), true, notes)
-    }
-    // Every staged column goes across: `merge` reads the deleted mark there.
-    let select = try staged.database.prepare(
-      "SELECT \(staged.columns.map { Database.quote($0.name) }.joined(separator: ", ")) FROM \(Database.quote(staged.name)) ORDER BY rowid")
-    try transaction.stage(staged.name, columns: staged.columns, for: load.table) { add in
-      while try select.step() { try add((0..<staged.columns.count).map(select.value)) }
-    }
-    for name in try transaction.addMissingColumns(columns.map { ($0.name, $0.type) }, toTable: load.table) {
-      notes.append("added column \(name) to table \(load.table): the API's records hold it")
-    }
-    if existed && (fresh || load.write == .replace) { _ = try transaction.deleteRows(ofTable: load.table) }
-    notes += try applyWriteMode(load, from: staged.name, columns: columns.map(\.name), in: transaction)
-    return (try transaction.rowCount(ofTable: load.table), true, notes)
-  }
-
-  /// Writes the staged table `staging` into `load.table` by `load.write` (`replace` adds
-  /// every row to a table emptied before), in `transaction`.
-  /// - Returns: notes for the report (rows appended, merged and deleted).
-  private func applyWriteMode(_ load: HTTPStep.Load, from staging: String, columns: [String], in transaction: any StoreTransaction)
-    throws -> [String]
-  {
-    switch load.write {
-    case .replace:
-      _ = try transaction.append(from: staging, into: load.table, columns: columns)
-      return []
-    case .append:
-      let added = try transaction.append(from: staging, into: load.table, columns: columns)
-      return ["appended \(HumanUnits.counted(added, "row"))"]
-    case .merge:
-      let merged = try transaction.merge(
-        from: staging, into: load.table, columns: columns, key: load.primaryKey,
-        deletedColumn: load.deleted == nil ? nil : RecordChecks.deletedColumn)
-      return ["merged \(HumanUnits.counted(merged.written, "row"))" + (load.deleted == nil ? "" : ", deleted \(merged.deleted)")]
-    }
-  }
-
-  /// The staged columns `append` and `merge` write: all but the deleted mark (live rows
-  /// would only ever hold false or NULL there), untyped ones as text.
-  func publishedColumns(_ load: HTTPStep.Load, _ staged: RecordTable) -> [(name: String, type: ColumnType)] {
-    var marks: Set<IdentifierKey> = [IdentifierKey(RecordChecks.deletedColumn)]
-    if let deleted = load.deleted, deleted.tokens.count == 1 { marks.insert(IdentifierKey(deleted.tokens[0])) }
-    return staged.columns.filter { !marks.contains(IdentifierKey($0.name)) }.map { (name: $0.name, type: $0.type ?? .text) }
   }
 }
 

@@ -1,21 +1,19 @@
 internal import DrayJSON
 internal import DrayModel
-internal import DraySQLite
 internal import DrayTarget
 internal import Foundation
 
 /// Where a paginated `http` step stands: pages committed, and the request of the next page.
 ///
-/// Kept in the table `_dray_http_pages` of the job's journal database (the target database
-/// when the job has one), one row per step:
+/// Kept in the page ledger of the step's staging database (`RecordStaging`: the job's
+/// SQLite database, a local file beside a server database, or without `load` the journal's
+/// SQLite file), one entry per step (`StagedPages`).
 ///
-///     _dray_http_pages(job, step_id, lineage, fingerprint, pages, rows, bytes, next, updated_at)
-///
-/// A page's rows and this row are written in one transaction, so after a kill the row names
+/// A page's rows and this entry are written in one transaction, so after a kill the row names
 /// exactly the pages whose rows are in the staging table. A later run resumes from `next`
 /// only when it continues the same run lineage and the step's definition is unchanged
-/// (same fingerprint); otherwise the step starts again from its first page. The row is
-/// removed in the transaction that publishes the table and records the step's checkpoint.
+/// (same fingerprint); otherwise the step starts again from its first page. The entry is
+/// removed once the step has published its records and recorded its checkpoint.
 ///
 /// No secret is stored: a server's next-page link often repeats the request's key
 /// (`?api_key=...`), which is kept as `***` and put back from the manifest when read (see
@@ -121,7 +119,7 @@ struct PageLedger {
     var next: Next?
   }
 
-  let database: Database
+  let staging: any RecordStaging
   let job: String
   let stepID: String
   let lineage: String
@@ -131,56 +129,28 @@ struct PageLedger {
   let redactor: Redactor
   let query: [QueryItem]
 
-  static let schema = """
-    CREATE TABLE IF NOT EXISTS _dray_http_pages(
-      job TEXT NOT NULL, step_id TEXT NOT NULL, lineage TEXT NOT NULL, fingerprint TEXT NOT NULL,
-      pages INTEGER NOT NULL, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, next TEXT,
-      updated_at TEXT NOT NULL, PRIMARY KEY(job, step_id))
-    """
-
-  func createTable() throws {
-    try database.execute(PageLedger.schema)
-  }
-
   /// The progress a run may resume from: same lineage and fingerprint, and a next page.
   func resumable() throws -> Progress? {
-    let rows = try database.rows(
-      "SELECT lineage, fingerprint, pages, rows, bytes, next FROM _dray_http_pages WHERE job = ? AND step_id = ?",
-      [.text(job), .text(stepID)])
-    guard let row = rows.first, row[0].1 == .text(lineage), row[1].1 == .text(fingerprint),
-      case .integer(let pages) = row[2].1, case .integer(let count) = row[3].1, case .integer(let bytes) = row[4].1
+    guard let kept = try staging.pages(job: job, stepID: stepID), kept.lineage == lineage, kept.fingerprint == fingerprint
     else { return nil }
     var next: Next?
-    if case .text(let json) = row[5].1 {
+    if let json = kept.next {
       guard let parsed = Next(stored: json, query: query) else { return nil }
       next = parsed
     }
-    return Progress(pages: Int(pages), rows: Int(count), bytes: bytes, next: next)
+    return Progress(pages: kept.pages, rows: kept.rows, bytes: kept.bytes, next: next)
   }
 
-  /// Records `progress`, inside the caller's transaction when there is one.
-  func save(_ progress: Progress) throws {
-    let statement = try database.cached(
-      """
-      INSERT INTO _dray_http_pages(job, step_id, lineage, fingerprint, pages, rows, bytes, next, updated_at)
-      VALUES (?,?,?,?,?,?,?,?,?)
-      ON CONFLICT(job, step_id) DO UPDATE SET lineage = excluded.lineage, fingerprint = excluded.fingerprint,
-        pages = excluded.pages, rows = excluded.rows, bytes = excluded.bytes, next = excluded.next,
-        updated_at = excluded.updated_at
-      """)
-    try statement.bind([
-      .text(job), .text(stepID), .text(lineage), .text(fingerprint), .integer(Int64(progress.pages)),
-      .integer(Int64(progress.rows)), .integer(progress.bytes),
-      progress.next.map { .text($0.stored(redactor: redactor, query: query)) } ?? .null,
-      .text(RunReport.rfc3339(.now)),
-    ])
-    _ = try statement.step()
+  /// Records `progress` in `transaction`, with the page's rows.
+  func save(_ progress: Progress, in transaction: any StagingTransaction) throws {
+    let pages = StagedPages(
+      lineage: lineage, fingerprint: fingerprint, pages: progress.pages, rows: progress.rows, bytes: progress.bytes,
+      next: progress.next.map { $0.stored(redactor: redactor, query: query) })
+    try transaction.savePages(pages, job: job, stepID: stepID)
   }
 
   /// Forgets the step's progress.
-  func clear() throws {
-    let statement = try database.cached("DELETE FROM _dray_http_pages WHERE job = ? AND step_id = ?")
-    try statement.bind([.text(job), .text(stepID)])
-    _ = try statement.step()
+  func clear(in transaction: any StagingTransaction) throws {
+    try transaction.clearPages(job: job, stepID: stepID)
   }
 }

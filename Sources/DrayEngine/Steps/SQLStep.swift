@@ -1,6 +1,5 @@
 internal import DrayJSON
 internal import DrayModel
-internal import DraySQLite
 internal import DrayTarget
 internal import Foundation
 

@@ -1,6 +1,5 @@
 internal import DrayModel
 internal import DrayPlatform
-internal import DraySQLite
 internal import DrayTarget
 internal import DrayTransport
 

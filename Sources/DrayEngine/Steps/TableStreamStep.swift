@@ -1,6 +1,5 @@
 internal import DrayModel
 internal import DrayPlatform
-internal import DraySQLite
 internal import DrayTarget
 internal import DrayTransport
 internal import Foundation
@@ -20,15 +19,7 @@ extension StepRunner {
       attempts.append($0); logAttempt($0)
     }
 
-    var scheme = try store.scheme(for: options.resource)
-    if scheme == nil {
-      let schemes = try client.schemes(policy: step.retry, record: recording("schema", record))
-      guard let found = schemes.first(where: { $0.name == options.resource }) else {
-        throw StepError.resourceNotFound(resource: options.resource, available: schemes.map(\.name))
-      }
-      scheme = found
-    }
-    guard let scheme else { return }
+    let scheme = try scheme(of: options.resource, in: store, client: client, record: record)
 
     // A write without a transaction id is sent at most once: never resumed (a resume would
     // send it again), nor asked again as full data after a delta.
@@ -88,9 +79,8 @@ extension StepRunner {
     // a second thread reads the part as it grows, in a transaction that commits only once
     // the download is finished and verified. Members of a parallel group load after their
     // download, so that their loads, one at a time, never hold a transaction open over one;
-    // so do loads into PostgreSQL, whose TRUNCATE would lock the table for the download's
-    // length (a paused runner's would stop the runner that takes over from it).
-    let growing = deltaFrom == nil && !inGroup && manifest.database?.postgres == nil ? GrowingFile() : nil
+    // so do loads into a store that does not load while downloading (`loadsWhileDownloading`).
+    let growing = deltaFrom == nil && !inGroup && store.loadsWhileDownloading ? GrowingFile() : nil
     let answer = Mutex<(head: PlatformClient.AnswerHead, report: StepReport)?>(nil)
     let loading = showLoadProgress(store)
     defer { loading?.stop() }
@@ -98,33 +88,7 @@ extension StepRunner {
     /// part as it arrives with `growing`. The answer's head and the step's report so far are
     /// read from `answer` once the rows are read (the download has finished by then).
     func load(_ download: Download, delta: Bool, growing: GrowingFile?) throws -> LoadResult {
-      // A part that is still empty opens no transaction until its first bytes come.
-      if let growing { _ = try growing.waitForBytes(after: 0) }
-      return try context.databaseWrites.withLock { _ in
-        try store.write { transaction in
-          let result = try transaction.load(
-            file: download.path, growing: growing, scheme: scheme, params: options.params, delta: delta,
-            cancellation: context.cancellation
-          ) {
-            let head = answer.withLock { $0!.head }
-            return AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
-          }
-          var done = answer.withLock { $0!.report }
-          for table in scheme.outputs {
-            let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
-            done.rows[name] = try transaction.rowCount(ofTable: name)
-            done.tables.append(name)
-          }
-          if let failed = try Expectations.audit(options.expect, tables: done.tables, in: transaction) {
-            // Rolled back with the load; the answer is never reused: the next run asks again.
-            download.removeFinished()
-            throw failed
-          }
-          try transaction.record(checkpoint(done, status: .succeeded))
-          CrashPoint.reach("before-commit:\(step.id)")
-          return result
-        }
-      }
+      try loadAnswer(options, scheme, into: store, download, delta: delta, growing: growing) { answer.withLock { $0! } }
     }
     /// Keeps the answer's head and the step's report for `load`, once the download is done.
     func downloaded(_ head: PlatformClient.AnswerHead) {
@@ -219,6 +183,65 @@ extension StepRunner {
       report.notes.append("asked for a delta from \(deltaFrom); the server sent full data")
     }
     download.removeFinished()
+    noteLoaded(result, head: head, deltaFrom: deltaFrom, &report)
+  }
+
+  /// The resource's scheme: the one the store keeps, else the platform's (`client.schemes`).
+  /// - Throws: `StepError.resourceNotFound` for a resource the platform does not list.
+  private func scheme(
+    of resource: String, in store: any TargetStore, client: PlatformClient, record: @escaping (Attempt) -> Void
+  ) throws -> ResourceScheme {
+    if let kept = try store.scheme(for: resource) { return kept }
+    let schemes = try client.schemes(policy: step.retry, record: recording("schema", record))
+    guard let found = schemes.first(where: { $0.name == resource }) else {
+      throw StepError.resourceNotFound(resource: resource, available: schemes.map(\.name))
+    }
+    return found
+  }
+
+  /// Loads the answer in `download` in one transaction of `store` with the step's
+  /// checkpoint; from its part as it arrives with `growing`. `answer` gives the answer's head
+  /// and the step's report so far once the rows are read (the download has finished by then).
+  /// - Throws: `LoadError`, `StepError` for a failed `expect` (the answer is then removed:
+  ///   the next run asks again), `GrowingFile.Stop`, the store's errors.
+  private func loadAnswer(
+    _ options: TableStreamStep, _ scheme: ResourceScheme, into store: any TargetStore, _ download: Download, delta: Bool,
+    growing: GrowingFile?, answer: () -> (head: PlatformClient.AnswerHead, report: StepReport)
+  ) throws -> LoadResult {
+    // A part that is still empty opens no transaction until its first bytes come.
+    if let growing { _ = try growing.waitForBytes(after: 0) }
+    return try context.databaseWrites.withLock { _ in
+      try store.write { transaction in
+        let result = try transaction.load(
+          file: download.path, growing: growing, scheme: scheme, params: options.params, delta: delta,
+          cancellation: context.cancellation
+        ) {
+          let head = answer().head
+          return AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
+        }
+        var done = answer().report
+        for table in scheme.outputs {
+          let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
+          done.rows[name] = try transaction.rowCount(ofTable: name)
+          done.tables.append(name)
+        }
+        if let failed = try Expectations.audit(options.expect, tables: done.tables, in: transaction) {
+          // Rolled back with the load; the answer is never reused: the next run asks again.
+          download.removeFinished()
+          throw failed
+        }
+        try transaction.record(checkpoint(done, status: .succeeded))
+        CrashPoint.reach("before-commit:\(step.id)")
+        return result
+      }
+    }
+  }
+
+  /// Reports what a load came to: the rows of each table, and notes for a delta, tables
+  /// the scheme does not list, and values that did not fit their column's type.
+  private func noteLoaded(
+    _ result: LoadResult, head: PlatformClient.AnswerHead, deltaFrom: String?, _ report: inout StepReport
+  ) {
     report.rows = result.rowCounts.reduce(into: [:]) { $0[result.tables[$1.key] ?? $1.key] = $1.value }
     report.tables = result.tables.values.sorted()
     if head.isDelta {
@@ -246,6 +269,7 @@ extension StepRunner {
         ]
           + shown + (more > 0 ? ["  … and \(more) more"] : [])).joined(separator: "\n"))
     }
+
   }
 
   /// Records the step as `unchanged`: its tables already hold the answer (`holdsAnswer`), so

@@ -1,8 +1,8 @@
 public import DrayModel
-public import DraySQLite
 public import DrayTarget
 
-/// A table that records are loaded into, and the columns it holds.
+/// SQLite's staging table (`StagedTable`): a table that records are loaded into, and the
+/// columns it holds.
 ///
 /// Every method works inside the caller's transaction; nothing here commits. Identifiers are
 /// quoted, values bound. Column names match as SQLite matches identifiers (`IdentifierKey`):
@@ -13,7 +13,7 @@ public import DrayTarget
 /// that meets any other mix becomes TEXT (`ColumnType.join`). SQLite cannot change a column's
 /// declared type in place, so widening rebuilds the table (copy out, recreate, copy back). A
 /// column that has held only nulls is declared without a type until a value arrives.
-public final class RecordTable {
+public final class RecordTable: StagedTable {
   public let database: Database
   public let name: String
   /// The table's columns and declared types (nil: no type yet), in order; empty when the
@@ -47,7 +47,7 @@ public final class RecordTable {
 
   /// Makes the table hold `wanted`: creates it, adds missing columns, and (when `widen`)
   /// widens a column whose type cannot hold the wanted one.
-  /// - Throws: `RecordError` past SQLite's column limit; `SQLiteError`.
+  /// - Throws: `StagingRefusal` past SQLite's column limit; `SQLiteError`.
   public func prepare(_ wanted: [(name: String, type: ColumnType?)], widen: Bool = true) throws {
     if !exists {
       guard !wanted.isEmpty else { return }
@@ -70,7 +70,7 @@ public final class RecordTable {
       }
     }
     guard target.count <= RecordTable.maxColumns else {
-      throw RecordError("the records have \(target.count) columns; SQLite allows at most \(RecordTable.maxColumns) in table '\(name)'")
+      throw StagingRefusal("the records have \(target.count) columns; SQLite allows at most \(RecordTable.maxColumns) in table '\(name)'")
     }
     if rebuild {
       try self.rebuild(as: target)
@@ -87,7 +87,7 @@ public final class RecordTable {
     var unique: [(name: String, type: ColumnType?)] = []
     for column in wanted where seen.insert(IdentifierKey(column.name)).inserted { unique.append(column) }
     guard unique.count <= RecordTable.maxColumns else {
-      throw RecordError("the records have \(unique.count) columns; SQLite allows at most \(RecordTable.maxColumns) in table '\(name)'")
+      throw StagingRefusal("the records have \(unique.count) columns; SQLite allows at most \(RecordTable.maxColumns) in table '\(name)'")
     }
     try database.execute("CREATE TABLE \(Database.quote(name)) (\(unique.map(RecordTable.definition).joined(separator: ", ")))")
     try readShape()
@@ -115,11 +115,11 @@ public final class RecordTable {
   /// Inserts one record; its columns must be in the table (see `prepare`). A column the
   /// record does not name is NULL. The readers never hand over a record with two names that
   /// differ only in case (`RecordNames`).
-  /// - Throws: `RecordError` when the table does not exist: no record so far gave a value
+  /// - Throws: `StagingRefusal` when the table does not exist: no record so far gave a value
   ///   (`{}`, an empty element) and no columns were declared, so there is no column to load.
-  public func insert(_ record: Record) throws {
+  public func insert(_ record: [(name: String, value: SQLValue)]) throws {
     guard exists else {
-      throw RecordError(
+      throw StagingRefusal(
         "the records have no values (such as {} or an empty element), so there is no column to load them into; "
           + "declare 'columns' under 'load' to load such records as rows of NULLs")
     }
@@ -135,17 +135,24 @@ public final class RecordTable {
     }
     for (columnName, value) in record {
       guard let i = positions[IdentifierKey(columnName)] else {
-        throw RecordError("column '\(columnName)' is not in table '\(name)'")
+        throw StagingRefusal("column '\(columnName)' is not in table '\(name)'")
       }
       let index = Int32(i + 1)
       switch value {
       case .null: try statement.bindNull(at: index)
       case .integer(let v): try statement.bindInteger(v, at: index)
       case .real(let v): try statement.bindReal(v, at: index)
-      case .text(let v): try statement.bind(.text(v), at: index)
+      case .text, .blob: try statement.bind(value, at: index)
       }
     }
     _ = try statement.step()
+  }
+
+  public func forEachRow(_ body: ([SQLValue]) throws -> Void) throws {
+    guard exists else { return }
+    let names = columns.map { Database.quote($0.name) }.joined(separator: ", ")
+    let select = try database.prepare("SELECT \(names) FROM \(Database.quote(name)) ORDER BY rowid")
+    while try select.step() { try body((0..<columns.count).map(select.value)) }
   }
 
   /// Rows in the table.

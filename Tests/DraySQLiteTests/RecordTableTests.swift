@@ -1,5 +1,4 @@
 import DrayModel
-import DrayRecords
 import DraySQLite
 import DrayTarget
 import DrayTestSupport

@@ -1,0 +1,205 @@
+internal import DrayModel
+internal import DrayTarget
+internal import DrayRecords
+internal import Foundation
+
+extension StepRunner {
+  /// Publishes the records staged in `run`'s staging table into `load.table` of the target
+  /// database, in one of its transactions (`publish`), with the kept cursor, the answer's
+  /// validators, `load.expect`'s check and the step's checkpoint; then drops the staged
+  /// pages. Pages that fail `expect`, or hold no records for a table that must keep its
+  /// rows, are never published: they are dropped, and the next run fetches them again.
+  func publishStaged(
+    _ load: HTTPStep.Load, _ run: HTTPRun, staging: any RecordStaging, target: any TargetStore, _ pages: FetchedPages,
+    _ report: inout StepReport
+  ) throws {
+    var done = report
+    let published = try context.databaseWrites.withLock { _ in
+      do {
+        return try target.write { transaction in
+          try refuseEmptying(
+            load, records: pages.progress.rows, cursors: run.cursors, url: pages.firstURL, status: pages.emptyStatus,
+            pages: pages.progress.pages, in: transaction)
+          let published = try publish(
+            load, staged: staging.table(run.stagingTable), fresh: run.cursors?.entry.fresh ?? false, in: transaction)
+          if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
+          done.notes += published.notes
+          try run.cursors?.publish(&done.notes, in: transaction)
+          try run.validators?.save(AnswerValidators(pages.lastHeaders), url: pages.firstURL, table: load.table, in: transaction)
+          if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
+          done.rows = [load.table: published.rows]
+          done.tables = published.created ? [load.table] : []
+          try transaction.record(checkpoint(done, status: .succeeded))
+          return published
+        }
+      } catch let failed where failed is StepError || failed is HTTPStepError {
+        try dropStaged(run, staging)
+        throw failed
+      }
+    }
+    // Published: the staged pages are done with. A kill before this leaves them behind,
+    // and the next run, finding the step's checkpoint, does not resume them.
+    CrashPoint.reach("published:\(step.id)")
+    try context.databaseWrites.withLock { _ in try dropStaged(run, staging) }
+    report.rows = [load.table: published.rows]
+    report.tables = published.created ? [load.table] : []
+    report.notes = done.notes
+  }
+
+  /// Drops the staging table and forgets the staged pages, in one transaction.
+  private func dropStaged(_ run: HTTPRun, _ staging: any RecordStaging) throws {
+    try staging.write { transaction in
+      try staging.table(run.stagingTable).drop()
+      try run.ledger?.clear(in: transaction)
+    }
+  }
+
+  /// Records the step as `unchanged` after a `304 Not Modified`: the table already holds
+  /// this answer, so no row is rewritten. (No page was staged: the ledger was cleared when
+  /// the step started from its first page.)
+  func keepNotModified(
+    _ load: HTTPStep.Load, _ validators: AnswerValidators.Ledger, sent: AnswerValidators?, _ report: inout StepReport
+  ) throws {
+    report.unchanged = true
+    let sent = sent?.preconditions.map { "\($0.name): \($0.value)" }.joined(separator: ", ") ?? ""
+    report.notes.append("unchanged: the server answered 304 Not Modified to \(sent); table \(load.table) kept as it is")
+    var done = report
+    try context.databaseWrites.withLock { _ in
+      try validators.store.write { transaction in
+        // The rows the kept table holds, as a step that loads reports them.
+        done.rows = [load.table: try transaction.rowCount(ofTable: load.table)]
+        try transaction.record(checkpoint(done, status: .succeeded))
+      }
+    }
+    report.rows = done.rows
+  }
+
+  /// Notes what the pages came to: the files saved, the pages, the declared columns no
+  /// record matched, a pull `paginate.max_pages` stopped.
+  func noteFetched(_ options: HTTPStep, _ run: HTTPRun, _ pages: FetchedPages, _ report: inout StepReport) throws {
+    let count = pages.progress.pages
+    if let output = options.output, let folder = run.folder, count > 0 {
+      // Every page's file, those of a run this one resumes included (a page answered with an
+      // `empty` status has none).
+      report.outputs = try (1...count).map { try folder.check(output.replacing("{page}", with: String($0)), role: "output") }
+        .filter { FileManager.default.fileExists(atPath: folder.root + "/" + $0) }
+    }
+    if options.paginate != nil { report.notes.append("\(count) page\(count == 1 ? "" : "s")") }
+    // Not told after a resume, whose earlier pages this run did not read.
+    for column in pages.resumed ? [] : pages.unmatchedColumns ?? [] {
+      let note =
+        "load.columns.\(column.name).from '\(column.from!)' matched no record of the \(pages.progress.rows) loaded; the column holds only NULL"
+      console.warn(note, step: step.id)
+      report.notes.append(note)
+    }
+    if pages.stoppedEarly {
+      report.notes.append("stopped after paginate.max_pages (\(options.maxPages!)) pages; the server offers more")
+    }
+  }
+
+  /// Publishes the records staged in `staged` into `load.table` of the target database, in
+  /// `transaction`: copies them in (`StoreTransaction.stage`), then `replace` replaces the
+  /// table's rows (`StoreTransaction.replaceRows`), and `append` and `merge` add the columns
+  /// the table lacks and write them, after deleting its rows following a `--fresh` start.
+  /// The deleted mark and `load.deleted` are not loaded by `append` and `merge`
+  /// (`publishedColumns`).
+  /// - Returns: the rows the table holds, whether it exists, and notes for the report
+  ///   (columns added, rows appended, merged and deleted).
+  func publish(_ load: HTTPStep.Load, staged: any StagedTable, fresh: Bool, in transaction: any StoreTransaction) throws -> (
+    rows: Int, created: Bool, notes: [String]
+  ) {
+    let existed = try !transaction.columns(ofTable: load.table).isEmpty
+    let columns = load.write == .replace ? staged.columns.map { (name: $0.name, type: $0.type ?? .text) } : publishedColumns(load, staged)
+    guard !columns.isEmpty else {
+      // No records (the staging table holds at most the deleted mark).
+      guard existed else { return (0, false, []) }
+      if fresh || load.write == .replace { _ = try transaction.deleteRows(ofTable: load.table) }
+      return (try transaction.rowCount(ofTable: load.table), true, [])
+    }
+    // Every staged column goes across: `merge` reads the deleted mark there.
+    try transaction.stage(staged.name, columns: staged.columns, for: load.table) { add in try staged.forEachRow(add) }
+    let notes = try write(load, from: staged.name, columns: columns, existed: existed, fresh: fresh, in: transaction)
+    return (try transaction.rowCount(ofTable: load.table), true, notes)
+  }
+
+  /// Writes the staged table `staging` into `load.table` by `load.write`, in `transaction`.
+  /// - Returns: notes for the report (columns added, rows appended, merged and deleted).
+  private func write(
+    _ load: HTTPStep.Load, from staging: String, columns: [(name: String, type: ColumnType)], existed: Bool, fresh: Bool,
+    in transaction: any StoreTransaction
+  ) throws -> [String] {
+    let added = { (name: String) in "added column \(name) to table \(load.table): the API's records hold it" }
+    if load.write == .replace {
+      return try transaction.replaceRows(ofTable: load.table, from: staging, columns: columns).map(added)
+    }
+    let notes = try transaction.addMissingColumns(columns.map { ($0.name, $0.type) }, toTable: load.table).map(added)
+    if existed && fresh { _ = try transaction.deleteRows(ofTable: load.table) }
+    let names = columns.map(\.name)
+    if load.write == .append {
+      let appended = try transaction.append(from: staging, into: load.table, columns: names)
+      return notes + ["appended \(HumanUnits.counted(appended, "row"))"]
+    }
+    let merged = try transaction.merge(
+      from: staging, into: load.table, columns: names, key: load.primaryKey,
+      deletedColumn: load.deleted == nil ? nil : RecordChecks.deletedColumn)
+    return notes + ["merged \(HumanUnits.counted(merged.written, "row"))" + (load.deleted == nil ? "" : ", deleted \(merged.deleted)")]
+  }
+
+  /// The staged columns `append` and `merge` write: all but the deleted mark (live rows
+  /// would only ever hold false or NULL there), untyped ones as text.
+  func publishedColumns(_ load: HTTPStep.Load, _ staged: any StagedTable) -> [(name: String, type: ColumnType)] {
+    var marks: Set<IdentifierKey> = [IdentifierKey(RecordChecks.deletedColumn)]
+    if let deleted = load.deleted, deleted.tokens.count == 1 { marks.insert(IdentifierKey(deleted.tokens[0])) }
+    return staged.columns.filter { !marks.contains(IdentifierKey($0.name)) }.map { (name: $0.name, type: $0.type ?? .text) }
+  }
+
+  /// Refuses a load without records that would empty `load.table` while it holds rows
+  /// (docs/http.md, "No records never empties a table unasked"), unless `load.allow_empty`.
+  /// Only a load that replaces the table's rows with a full answer can empty it: `replace`,
+  /// or an incremental step's fresh start (`--fresh`) in any mode. `append` and `merge` add
+  /// and delete nothing for no records, and an incremental pull from a kept cursor that finds
+  /// nothing changed gives no records as its normal answer.
+  /// - Parameters:
+  ///   - records: the records of every page the load staged.
+  ///   - cursors: the incremental step's cursor, nil for a step that is not incremental.
+  ///   - status: the status that made the first page empty (204, or one `on_status` names
+  ///     `empty`), for the message.
+  /// - Throws: `HTTPStepError.emptyAnswer`.
+  private func refuseEmptying(
+    _ load: HTTPStep.Load, records: Int, cursors: IncrementalRun?, url: String, status: Int?, pages: Int,
+    in transaction: any StoreTransaction
+  ) throws {
+    let replaces = cursors.map(\.entry.fresh) ?? (load.write == .replace)
+    guard records == 0, replaces, !load.allowEmpty, try !transaction.columns(ofTable: load.table).isEmpty else { return }
+    let rows = try transaction.rowCount(ofTable: load.table)
+    guard rows > 0 else { return }
+    let why =
+      switch status {
+      case 204?: " (HTTP 204 No Content)"
+      case let status?: " (HTTP \(status), which on_status names empty)"
+      case nil: pages > 1 ? " (\(pages) pages)" : ""
+      }
+    throw HTTPStepError.emptyAnswer(
+      "table \(load.table) holds \(HumanUnits.counted(rows, "row")), and the answer of \(url) held no records\(why): "
+        + "\(load.write == .replace ? "a replace load" : "a load after --fresh") would leave the table empty, so nothing was loaded "
+        + "and the table keeps its rows; if no records is a valid answer of this API, set load.allow_empty: true")
+  }
+
+  /// What made page `page` promise the page after it, for a `204 No Content` that
+  /// contradicts it (docs/http.md, "A 204 on a later page"); nil where the pagination only
+  /// guessed that the next page exists (`page`, `offset`, `cursor.from_last_record`, without
+  /// `more`), where an empty page ends the pull.
+  static func promise(_ options: HTTPStep, page: Int) -> String? {
+    if options.more != nil { return "page \(page) said more pages follow (paginate.more)" }
+    return switch options.paginate {
+    case .next?: "page \(page) linked to this page (paginate.next)"
+    case .linkHeader?: "page \(page) linked to this page (paginate.link_header)"
+    case .cursor?, .bodyCursor?: "page \(page) gave the cursor of this page (paginate.cursor.from)"
+    case .offset?, .page?, .lastRecord?, nil: nil
+    }
+  }
+
+  static func noTableNote(_ table: String) -> String {
+    "no records; table \(table) was not created (declare load.columns to create it empty)"
+  }
+}

@@ -1,0 +1,148 @@
+internal import DrayJSON
+internal import DrayModel
+internal import DrayRecords
+internal import DrayTransport
+internal import Foundation
+
+extension StepRunner {
+  /// One page's answer: its file (nil for a status treated as empty), the empty status,
+  /// and its head.
+  struct FetchedPage {
+    var file: String?
+    /// The status that made an empty page: one `on_status` names `empty`, or a 204 to a
+    /// step that reads its answers.
+    var status: Int?
+    var headers: HTTPHeaders
+    var contentType: String?
+    var bytes: Int64
+    /// `bytes` as they came over the network, before content decoding.
+    var wireBytes: Int64
+  }
+
+  /// Sends the request for one page under the retry policy and `on_status`.
+  /// - Throws: `TransportError`; `HTTPStepError.badAnswer` for a 2xx answer with a blank
+  ///   body (`BlankAnswer`) that the step would read (`load`, `paginate`), not retried.
+  /// - Parameter conditions: preconditions to send (`AnswerValidators`); with them, a
+  ///   `304 Not Modified` is an answer (status 304, no file), not an error.
+  /// - Parameters:
+  ///   - path: where the answer goes (its part beside it).
+  ///   - growing: told of the part as it grows, for a load that reads it as it arrives.
+  func fetchPage(
+    _ options: HTTPStep, next: PageLedger.Next, page: Int, path: String, growing: GrowingFile?, client: HTTPClient,
+    conditions: [HTTPHeader], record: (Attempt) -> Void
+  ) throws -> FetchedPage {
+    let url = next.url
+    let download = Download(path: path, style: .standard, resume: manifest.download.resume)
+    download.growing = growing
+    var request = makeRequest(options, url: url, cursor: next.cursor)
+    for field in conditions { request.headers.set(field.name, field.value) }
+    let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
+    download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
+    let response = try runner.run(
+      { _ in
+        let response = try download.attempt(request, client: client, transactionID: nil)
+        if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty
+          || (response.status == 304 && !conditions.isEmpty)
+        {
+          return response
+        }
+        throw TransportError.httpStatus(StepRunner.statusError(response, url: url))
+      },
+      classify: { error in
+        guard let transport = error as? TransportError else { return .fail(reason: nil) }
+        var status: Int?
+        if case .httpStatus(let e) = transport.underlying { status = e.status }
+        // on_status decides for statuses; the transport's classes for everything else.
+        let transient = status.map { options.outcome(for: $0) == .retry } ?? transport.isTransient
+        guard transient else { return .fail(reason: nil) }
+        // A POST or PATCH is sent again only when the server cannot have acted on it.
+        if request.repeatable || client.bytesSent == 0 { return .retry }
+        guard let status else {
+          // A timeout or a broken connection has no status for on_status to name.
+          return .fail(
+            reason: "not retried: a \(request.method.rawValue) may change data on the server and part of it was sent; "
+              + "make the request safe to repeat (an idempotency key the server honours) and use a method such as PUT")
+        }
+        if options.declaresRetry(status) || [429, 503].contains(status) { return .retry }
+        return .fail(
+          reason: "not retried: a \(request.method.rawValue) may change data on the server and part of it was sent; "
+            + "name the status with retry in on_status to retry it")
+      },
+      record: { attempt in
+        var entry = attempt
+        if entry.status == nil { entry.status = client.lastStatus }
+        if options.paginate != nil { entry.message = entry.message.map { "page \(page): \($0)" } }
+        record(entry)
+        logAttempt(entry)
+      })
+    // An answer the step reads must be a document: a blank one is not "no records" (a
+    // server with none says so with a document, `204 No Content`, or a status `on_status`
+    // names empty). One only saved is kept as is: a DELETE may well answer 204 with nothing.
+    let reads = options.load != nil || options.paginate != nil
+    guard (200..<300).contains(response.status) && !(reads && response.status == 204) else {
+      download.discard()
+      return FetchedPage(
+        file: nil, status: response.status, headers: response.headers, contentType: nil, bytes: download.bytesReceived,
+        wireBytes: download.wireBytesReceived)
+    }
+    try download.complete()
+    if reads, let blank = BlankAnswer.size(ofFile: download.path) {
+      download.removeFinished()
+      throw HTTPStepError.badAnswer(
+        page: options.paginate == nil ? nil : page, url: url,
+        message:
+          "\(BlankAnswer.describe(bytes: blank)) (HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none")); "
+          + "an empty body is not \(options.format == .json ? "a JSON" : "an XML") document, so it was refused and nothing was loaded or saved; "
+          + "a server with no records answers with a document (such as [] or {\"data\": []}), 204 No Content, or a status that on_status names empty"
+      )
+    }
+    if download.bytesResumed > 0 { console.info("resumed page \(page) at byte \(download.bytesResumed)", step: step.id) }
+    return FetchedPage(
+      file: download.path, status: nil, headers: response.headers, contentType: response.headers["Content-Type"],
+      bytes: download.bytesReceived, wireBytes: download.wireBytesReceived)
+  }
+
+  /// The request for `url`: method, headers (Accept by format, Content-Type by body, the
+  /// Authorization of `auth`), body, time limits and TLS.
+  /// With `paginate.cursor.body`, `cursor` goes into the JSON body at that pointer.
+  private func makeRequest(_ options: HTTPStep, url: String, cursor: String?) -> HTTPRequest {
+    var headers = HTTPHeaders(options.headers)
+    if headers["Accept"] == nil {
+      headers.set("Accept", options.format == .json ? "application/json" : "application/xml, text/xml;q=0.9")
+    }
+    var body = HTTPBody.none
+    switch options.body {
+    case .json(let value)?:
+      var sent = value
+      if case .bodyCursor(_, let pointer)? = options.paginate, let cursor { sent = value.setting(pointer.tokens[...], to: .string(cursor)) }
+      body = .bytes(Array(sent.json.utf8))
+      if headers["Content-Type"] == nil { headers.set("Content-Type", "application/json") }
+    case .form(let fields)?:
+      body = .bytes(Array(QueryItem.encode(fields).utf8))
+      if headers["Content-Type"] == nil { headers.set("Content-Type", "application/x-www-form-urlencoded") }
+    case nil:
+      break
+    }
+    if let auth = options.auth { headers.set("Authorization", auth.authorization) }
+    var tls = options.tls
+    tls.caFile = tls.caFile.map { manifest.resolve($0) }
+    return HTTPRequest(
+      method: HTTPMethod(rawValue: options.method.rawValue) ?? .get, url: url, headers: headers, body: body,
+      timeouts: step.timeouts, tls: tls, acceptEncoding: headers["Accept-Encoding"] ?? StepRunner.defaultAcceptEncoding)
+  }
+
+  /// What an `http` step asks for without an `Accept-Encoding` of its own: `gzip`. A
+  /// compressed answer is decoded as it arrives and is not resumed (a standard `Range`
+  /// counts the compressed bytes, which the part does not hold; `Download`): a page broken
+  /// mid-answer is asked again from byte 0, and a resume of an uncompressed one asks for
+  /// `identity`.
+  static let defaultAcceptEncoding = "gzip"
+
+  /// A non-2xx answer as an error whose message ends with the answer's body.
+  static func statusError(_ response: HTTPResponse, url: String) -> HTTPStatusError {
+    // One line without control characters: the server's text must not pass for log lines.
+    var error = HTTPStatusError(status: response.status, url: url, bodyExcerpt: HTTPStatusError.excerpt(of: response, limit: 4000))
+    error.readRetryAfter(response.headers["Retry-After"])
+    return error
+  }
+}
