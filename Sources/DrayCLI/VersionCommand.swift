@@ -1,5 +1,4 @@
 internal import DrayEngine
-internal import DrayJSON
 internal import DrayManifest
 internal import DrayModel
 internal import DrayPostgres
@@ -24,7 +23,7 @@ enum VersionCommand {
   /// The C libraries, in the order of `Package.swift`'s system-library targets.
   static var libraries: [LibraryVersion] {
     [
-      YAMLParser.libraryVersion, Database.libraryVersion, HTTPClient.libraryVersion, JSONEvents.libraryVersion,
+      YAMLParser.libraryVersion, Database.libraryVersion, HTTPClient.libraryVersion,
       SHA256.libraryVersion, XMLRecordReader.libraryVersion, PostgresConnection.libraryVersion,
     ]
   }
