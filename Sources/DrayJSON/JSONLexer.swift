@@ -239,14 +239,6 @@ final class JSONLexer {
       p += 1
     }
 
-    do {
-      try lexTokens()
-    } catch let failure as Failure {
-      throw failure
-    } catch {
-      throw Failure.stopped(byte: position(p), by: error)
-    }
-
     // A `/` out of place that ends the chunk may start a comment: kept (as a cut token) until
     // the next byte says, so that the message does not depend on where the chunks end.
     func slashAtEnd() -> Bool {
@@ -255,8 +247,9 @@ final class JSONLexer {
       return true
     }
 
-    // The tokens up to `end`; an error of the events leaves `p` at the token they were given.
-    func lexTokens() throws {
+    // The loop is not in a nested function, so that `p`, `expect` and `depth` stay in registers;
+    // an error of the events leaves `p` at the token they were given.
+    do {
       while p < end {
         let c = p.pointee
         if c <= JSONByte.space && (c == JSONByte.space || c == JSONByte.lineFeed || c == JSONByte.carriageReturn || c == JSONByte.tab) {
@@ -339,6 +332,10 @@ final class JSONLexer {
           throw Self.unexpected("more text after the end of the JSON value:", p, end, byte: position(p))
         }
       }
+    } catch let failure as Failure {
+      throw failure
+    } catch {
+      throw Failure.stopped(byte: position(p), by: error)
     }
   }
 
