@@ -20,8 +20,6 @@ let package = Package(
     .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     /// libcurl: every HTTP request.
     .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-    /// yajl: the event-driven JSON parser under every JSON document, table answer and record.
-    .systemLibrary(name: "CYAJL", pkgConfig: "yajl", providers: [.apt(["libyajl-dev"])]),
     /// OpenSSL's libcrypto: SHA-256 for table names and step fingerprints.
     .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     /// libxml2: XML answers of the `http` step, read with its streaming xmlTextReader.
@@ -39,9 +37,10 @@ let package = Package(
     /// The resolved job as plain values: manifest, steps, retry policy, JSON values, SQL templates,
     /// secrets and their redaction, SHA-256 for names and fingerprints, dray's version and commit.
     .target(name: "DrayModel", dependencies: ["CCrypto", "CBuildInfo"]),
-    /// JSON over yajl's event parser (`JSONEvents`): whole documents into `JSONValue`, table answers
-    /// row by row (`AnswerReader`), the events the record readers follow.
-    .target(name: "DrayJSON", dependencies: ["DrayModel", "CYAJL"]),
+    /// JSON read by dray's one reader (`JSONLexer`, RFC 8259 strictly): whole documents into
+    /// `JSONValue`, table answers row by row (`TableAnswerScanner`, `AnswerReader`), the events the
+    /// record readers follow (`JSONEvents`).
+    .target(name: "DrayJSON", dependencies: ["DrayModel"]),
 
     // MARK: Manifest loading
 
@@ -107,6 +106,9 @@ let package = Package(
     /// COPY of generated rows through the PostgreSQL value rule (Benchmarks/postgres-copy.py).
     .executableTarget(
       name: "dray-bench-postgres", dependencies: ["DrayModel", "DrayJSON", "DrayPostgres"], path: "Benchmarks/PostgresCopy"),
+    /// Whole JSON documents into `JSONValue` and a table answer through the scanner, timed
+    /// (Benchmarks/json-parse.py).
+    .executableTarget(name: "dray-bench-json", dependencies: ["DrayModel", "DrayJSON"], path: "Benchmarks/JSONParse"),
 
     // MARK: Tests
 

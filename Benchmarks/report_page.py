@@ -10,7 +10,7 @@ one in twenty interrupted, each with a copy of the real report under its run id,
 duration and row counts varied. Then it runs `dray report job.yaml --runs N -o page.html`
 ROUNDS times and prints the median, minimum and maximum wall-clock time, the median CPU
 time (user plus system, from the kernel's accounting of the finished child) and the page's
-size. Each round reads the journal and all N reports (parsed with yajl) and renders the
+size. Each round reads the journal and all N reports (parsed by dray's JSON lexer) and renders the
 page.
 
 The target is a median under one second; the exit status is 1 when the median misses it.

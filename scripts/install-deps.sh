@@ -14,12 +14,11 @@ build_and_demo=(
   libyaml-dev          # YAML parser (manifests)
   libsqlite3-dev       # SQLite (target database, journal)
   libcurl4-openssl-dev # HTTP
-  libyajl-dev          # streaming JSON parser (table loads)
   libssl-dev           # SHA-256 (table names, fingerprints)
   libxml2-dev          # XML answers of the http step
   libpq-dev            # libpq, PostgreSQL's client library (the PostgreSQL target)
   binutils             # make release: strip, objcopy (symbols kept apart); deploy tests: readelf
-  python3              # the platform emulator
+  python3              # the platform emulator; the JSON differential tests' reference
   iso-codes            # the emulator's ISO code lists
   sqlite3              # the sqlite3 shell, used by benchmarks and the demo
 )

@@ -131,9 +131,8 @@ enum TablesCommand {
       do {
         params = try JSONValue(parsing: text)
       } catch {
-        // yajl's first line; the rest quotes the text with a caret under it.
-        let reason = error.message.split(separator: "\n").first.map(String.init) ?? error.message
-        throw UsageError("--params must be a JSON object, such as '{\"region\":\"EU\"}': \(reason)")
+        // What is wrong and the byte it is at; a comment is refused as such (JSON has none).
+        throw UsageError("--params must be a JSON object, such as '{\"region\":\"EU\"}': \(error.message)")
       }
       guard case .object = params else { throw UsageError("--params must be a JSON object, such as '{\"region\":\"EU\"}'") }
     }

@@ -1,6 +1,5 @@
 internal import DrayDatabases
 internal import DrayEngine
-internal import DrayJSON
 internal import DrayManifest
 internal import DrayModel
 internal import DrayRecords
@@ -23,8 +22,8 @@ enum VersionCommand {
   /// The C libraries, in the order of `Package.swift`'s system-library targets.
   static var libraries: [LibraryVersion] {
     [
-      YAMLParser.libraryVersion, Databases.sqliteLibrary, HTTPClient.libraryVersion, JSONEvents.libraryVersion,
-      SHA256.libraryVersion, XMLRecordReader.libraryVersion, Databases.postgresLibrary,
+      YAMLParser.libraryVersion, Databases.sqliteLibrary, HTTPClient.libraryVersion, SHA256.libraryVersion,
+      XMLRecordReader.libraryVersion, Databases.postgresLibrary,
     ]
   }
 

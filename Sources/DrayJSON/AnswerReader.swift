@@ -113,9 +113,7 @@ private final class RowCollector: NamedListSink, TableAnswerRowSink {
     switch token {
     case .null: return .null
     case .bool(let flag): return .bool(flag)
-    case .number(let text):
-      let raw = String(decoding: text, as: UTF8.self)
-      return Int64(raw).map { .integer($0) } ?? .number(raw)
+    case .number(let text): return JSONValue(number: text)
     case .string(let text): return .string(String(decoding: text, as: UTF8.self))
     case .nested(let text):
       do throws(JSONParseError) {

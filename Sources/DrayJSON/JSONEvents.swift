@@ -1,9 +1,7 @@
-internal import CYAJL
 public import DrayModel
-public import Foundation
 
-/// Receives the events of a JSON document as yajl's event parser reads it, values already
-/// decoded: integers that fit in Int64 as `.integer`, every other number as its exact text
+/// Receives the events of a JSON document as `JSONEvents` reads it, values already decoded:
+/// integers that fit in Int64 as `.integer`, every other number as its exact text
 /// (`.number`), strings and keys with every character (`\u0000` included). Returning false
 /// stops the parse (`JSONEvents.Failure.stopped`).
 public protocol JSONEventHandler: AnyObject {
@@ -17,77 +15,43 @@ public protocol JSONEventHandler: AnyObject {
   func end() -> Bool
 }
 
-/// yajl's event parser (https://lloyd.github.io/yajl/) feeding a `JSONEventHandler`, over
-/// a document held in memory or a file read in 256 KiB chunks: the one place dray drives
-/// yajl into `JSONValue`s (table answers are read by `TableAnswerScanner`'s own lexer
-/// instead, their bytes bound straight into the database).
+/// A JSON document read from a file (or a growing part) in 256 KiB chunks by dray's one JSON
+/// reader (`JSONLexer`: RFC 8259 and RFC 3629 checked strictly, no comments), its events fed
+/// to a `JSONEventHandler` (the `http` step's record reader); and the checks of a downloaded
+/// document: whether it ends whole, and why it is not JSON.
 public enum JSONEvents {
-  /// The yajl loaded at run time (`yajl_version`).
-  public static var libraryVersion: LibraryVersion {
-    LibraryVersion(name: "yajl", packed: Int(yajl_version()))
-  }
-
   /// How a parse ended early. Byte offsets count from 0 in the whole input.
   public enum Failure: Error, Sendable {
-    /// The handler returned false at the byte `byte`.
+    /// The handler returned false at the token starting at byte `byte`.
     case stopped(byte: Int)
-    /// Not JSON: yajl's reason (spaces trimmed) and the byte it stopped near.
+    /// Not JSON: what was wrong, and the byte it is at.
     case invalid(reason: String, byte: Int)
     /// The input ended, after `bytes` bytes, before its JSON was complete.
     case truncated(reason: String, bytes: Int)
     /// The input held no JSON value at all: nothing (`bytes` is 0), or only whitespace
     /// (`BlankAnswer`).
     case empty(bytes: Int)
-    case outOfMemory
     /// The input could not be read: `FileChunks.Unreadable`, or the `GrowingFile.Stop` of a
     /// part that a download failed or started again.
     case unreadable(any Error)
-  }
-
-  /// Parses `bytes`.
-  /// - Parameters:
-  ///   - allowComments: accept `/* */` and `//` comments, as yajl's tree parser does.
-  ///   - verboseErrors: reasons quote the text around the error (yajl's verbose form).
-  /// - Throws: `Failure`.
-  public static func parse(
-    _ bytes: Data, into handler: any JSONEventHandler, allowComments: Bool = false, verboseErrors: Bool = false
-  ) throws(Failure) {
-    var pending: Data? = bytes
-    try parse(chunks: { pending.take() }, into: handler, allowComments: allowComments, verbose: verboseErrors)
   }
 
   /// The size of the chunks a file is read in: 256 KiB.
   public static let chunkSize = 256 * 1024
 
   /// Parses the file (or growing part) `input`, holding one chunk at a time (open it with
-  /// `chunkSize`).
-  /// - Throws: `Failure`.
-  public static func parse(_ input: FileChunks, into handler: any JSONEventHandler) throws(Failure) {
-    try parse(chunks: { try input.next().map { Data($0) } }, into: handler, allowComments: false, verbose: false)
-  }
-
-  /// Parses the chunks `next` returns, in order, until it returns nil.
-  /// - Throws: `Failure`.
-  public static func parse(chunks next: () -> Data?, into handler: any JSONEventHandler) throws(Failure) {
-    try parse(chunks: next, into: handler, allowComments: false, verbose: false)
-  }
-
-  /// Parses the file (or growing part) `input` as `parse(_:into:)` does, with dray's own
-  /// lexer instead of yajl (`JSONLexer`: RFC 8259 and RFC 3629 checked strictly, where yajl
-  /// lets through UTF-8 with overlong forms or encoded surrogates, reads a lone UTF-16
-  /// surrogate escape as `?`, and takes a vertical tab for whitespace). Nesting is not
-  /// bounded here beyond one level past `JSONValue.maxDepth`: the handler bounds it (and
-  /// says where), or the parse is refused as too deep.
+  /// `chunkSize`). Nesting is not bounded here beyond one level past `JSONValue.maxDepth`:
+  /// the handler bounds it (and says where), or the parse is refused as too deep.
   /// - Throws: `Failure`; `.invalid` carries what was wrong and the byte it is at (from 0).
-  public static func parseStrictly(_ input: FileChunks, into handler: any JSONEventHandler) throws(Failure) {
+  public static func parse(_ input: FileChunks, into handler: any JSONEventHandler) throws(Failure) {
     let lexer = JSONLexer(maxDepth: JSONValue.maxDepth + 1)
-    let events = HandlerEvents(handler: handler)
+    var events = HandlerEvents(handler: handler)
     do {
-      while let chunk = try input.next() { try lexer.feed(chunk, events) }
-      try lexer.finish(events)
+      while let chunk = try input.next() { try lexer.feed(chunk, &events) }
+      try lexer.finish(&events)
     } catch let failure as JSONLexer.Failure {
       switch failure {
-      case .stopped(let byte): throw .stopped(byte: byte)
+      case .stopped(let byte, _): throw .stopped(byte: byte)
       case .invalid(let detail, let byte): throw .invalid(reason: detail, byte: byte)
       case .nonNumber(let token, let byte):
         throw .invalid(reason: "\(token) is not a JSON number (JSON has no NaN or Infinity)", byte: byte)
@@ -101,14 +65,31 @@ public enum JSONEvents {
   }
 
   /// Whether the file at `path` holds a whole JSON document: false when it stops before
-  /// the document's end (an empty file too), which is how an answer without a length shows
-  /// that the connection closed mid-answer. A file that is not JSON at all counts as whole
-  /// here, for its reader to refuse with its own message.
+  /// the document's end, which is how an answer without a length shows that the connection
+  /// closed mid-answer, or when it cannot be opened. A file that is not JSON at all (a blank
+  /// one too) counts as whole here, for its reader to refuse with its own message.
   public static func endsWhole(path: String) -> Bool {
     guard let input = try? FileChunks(path: path, growing: nil, chunkSize: chunkSize) else { return false }
-    do throws(Failure) {
-      try parse(input, into: IgnoringHandler())
-    } catch .truncated {
+    return endsWhole { try input.next() }
+  }
+
+  /// Whether `bytes` hold a whole JSON document, as `endsWhole(path:)`.
+  public static func endsWhole(_ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { all in
+      var pending: UnsafeRawBufferPointer? = all
+      return endsWhole { pending.take() }
+    }
+  }
+
+  /// Whether the chunks `next` returns hold a whole JSON document: false only when they stop
+  /// before its end.
+  private static func endsWhole(_ next: () throws -> UnsafeRawBufferPointer?) -> Bool {
+    let lexer = JSONLexer()
+    var events = IgnoredEvents()
+    do {
+      while let chunk = try next() { try lexer.feed(chunk, &events) }
+      try lexer.finish(&events)
+    } catch JSONLexer.Failure.truncated {
       return false
     } catch {}
     return true
@@ -123,10 +104,10 @@ public enum JSONEvents {
     let unreadable = "cannot read the downloaded answer at \(path)"
     guard let input = try? FileChunks(path: path, growing: nil, chunkSize: chunkSize) else { return unreadable }
     let lexer = JSONLexer()
-    let events = HandlerEvents(handler: IgnoringHandler())
+    var events = IgnoredEvents()
     do {
-      while let chunk = try input.next() { try lexer.feed(chunk, events) }
-      try lexer.finish(events)
+      while let chunk = try input.next() { try lexer.feed(chunk, &events) }
+      try lexer.finish(&events)
       return nil
     } catch let failure as JSONLexer.Failure {
       return failure.answerProblem
@@ -134,115 +115,40 @@ public enum JSONEvents {
       return unreadable
     }
   }
-
-  /// Whether `bytes` hold a whole JSON document, as `endsWhole(path:)`.
-  public static func endsWhole(_ bytes: [UInt8]) -> Bool {
-    do throws(Failure) {
-      try parse(Data(bytes), into: IgnoringHandler())
-    } catch .truncated {
-      return false
-    } catch {}
-    return true
-  }
-
-  private static func parse(
-    chunks next: () throws -> Data?, into handler: any JSONEventHandler, allowComments: Bool, verbose: Bool
-  ) throws(Failure) {
-    let box = HandlerBox(handler)
-    var callbacks = yajl_callbacks(
-      yajl_null: { ctx in HandlerBox.from(ctx).scalar(.null) },
-      yajl_boolean: { ctx, value in HandlerBox.from(ctx).scalar(.bool(value != 0)) },
-      yajl_integer: nil,
-      yajl_double: nil,
-      yajl_number: { ctx, text, length in
-        let raw = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
-        return HandlerBox.from(ctx).scalar(Int64(raw).map { .integer($0) } ?? .number(raw))
-      },
-      yajl_string: { ctx, text, length in
-        HandlerBox.from(ctx).scalar(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
-      },
-      yajl_start_map: { ctx in HandlerBox.from(ctx).handler.start(isArray: false) ? 1 : 0 },
-      yajl_map_key: { ctx, text, length in
-        HandlerBox.from(ctx).handler.key(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)) ? 1 : 0
-      },
-      yajl_end_map: { ctx in HandlerBox.from(ctx).handler.end() ? 1 : 0 },
-      yajl_start_array: { ctx in HandlerBox.from(ctx).handler.start(isArray: true) ? 1 : 0 },
-      yajl_end_array: { ctx in HandlerBox.from(ctx).handler.end() ? 1 : 0 })
-    guard let parser = yajl_alloc(&callbacks, nil, Unmanaged.passUnretained(box).toOpaque()) else { throw .outOfMemory }
-    defer { yajl_free(parser) }
-    if allowComments { _ = dray_yajl_allow_comments(parser) }
-    /// yajl's reason for the error, read against the chunk it stopped in.
-    func reason(_ chunk: Data) -> String {
-      chunk.withUnsafeBytes { buffer in
-        let start = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        guard let message = yajl_get_error(parser, verbose ? 1 : 0, start, buffer.count) else { return "" }
-        defer { yajl_free_error(parser, message) }
-        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
-      }
-    }
-    var offset = 0
-    var last = Data()
-    // Whether a byte other than JSON whitespace (RFC 8259 §2) came: only the leading
-    // whitespace is ever scanned.
-    var sawText = false
-    while true {
-      let read: Data?
-      do { read = try next() } catch { throw .unreadable(error) }
-      guard let chunk = read else { break }
-      if !sawText { sawText = chunk.contains { !BlankAnswer.isWhitespace($0) } }
-      let status = chunk.withUnsafeBytes { yajl_parse(parser, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }
-      let consumed = Int(yajl_get_bytes_consumed(parser))
-      if status == yajl_status_client_canceled { throw .stopped(byte: offset + max(0, consumed - 1)) }
-      if status == yajl_status_error { throw .invalid(reason: reason(chunk), byte: offset + consumed) }
-      offset += chunk.count
-      last = chunk
-    }
-    let status = yajl_complete_parse(parser)
-    if status == yajl_status_client_canceled { throw .stopped(byte: max(0, offset - 1)) }
-    if status == yajl_status_error {
-      if !sawText { throw .empty(bytes: offset) }
-      throw .truncated(reason: reason(last), bytes: offset)
-    }
-  }
-}
-
-/// The handler behind yajl's context pointer.
-private final class HandlerBox {
-  let handler: any JSONEventHandler
-  init(_ handler: any JSONEventHandler) { self.handler = handler }
-
-  static func from(_ ctx: UnsafeMutableRawPointer?) -> HandlerBox {
-    Unmanaged<HandlerBox>.fromOpaque(ctx!).takeUnretainedValue()
-  }
-
-  func scalar(_ value: JSONValue) -> Int32 { handler.scalar(value) ? 1 : 0 }
 }
 
 /// The lexer's events as a `JSONEventHandler` takes them: integers that fit in Int64 as
 /// `.integer`, every other number as its text, strings and keys decoded.
 private struct HandlerEvents: JSONLexerEvents {
+  /// Thrown when the handler returns false.
+  struct Stop: Error {}
+
   let handler: any JSONEventHandler
 
-  func null() -> Bool { handler.scalar(.null) }
-  func bool(_ flag: Bool) -> Bool { handler.scalar(.bool(flag)) }
-  func number(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
-    let raw = String(decoding: text, as: UTF8.self)
-    return handler.scalar(Int64(raw).map { .integer($0) } ?? .number(raw))
-  }
-  func string(_ text: UnsafeBufferPointer<UInt8>) -> Bool { handler.scalar(.string(String(decoding: text, as: UTF8.self))) }
-  func key(_ text: UnsafeBufferPointer<UInt8>) -> Bool { handler.key(String(decoding: text, as: UTF8.self)) }
-  func startArray() -> Bool { handler.start(isArray: true) }
-  func endArray() -> Bool { handler.end() }
-  func startObject() -> Bool { handler.start(isArray: false) }
-  func endObject() -> Bool { handler.end() }
+  private func check(_ going: Bool) throws { if !going { throw Stop() } }
+
+  func null() throws { try check(handler.scalar(.null)) }
+  func bool(_ flag: Bool) throws { try check(handler.scalar(.bool(flag))) }
+  func number(_ text: UnsafeBufferPointer<UInt8>) throws { try check(handler.scalar(JSONValue(number: text))) }
+  func string(_ text: UnsafeBufferPointer<UInt8>) throws { try check(handler.scalar(.string(String(decoding: text, as: UTF8.self)))) }
+  func key(_ text: UnsafeBufferPointer<UInt8>) throws { try check(handler.key(String(decoding: text, as: UTF8.self))) }
+  func startArray() throws { try check(handler.start(isArray: true)) }
+  func endArray() throws { try check(handler.end()) }
+  func startObject() throws { try check(handler.start(isArray: false)) }
+  func endObject() throws { try check(handler.end()) }
 }
 
 /// Takes every event and keeps nothing: a parse for the document's shape only.
-private final class IgnoringHandler: JSONEventHandler {
-  func scalar(_ value: JSONValue) -> Bool { true }
-  func start(isArray: Bool) -> Bool { true }
-  func key(_ key: String) -> Bool { true }
-  func end() -> Bool { true }
+private struct IgnoredEvents: JSONLexerEvents {
+  func null() {}
+  func bool(_ flag: Bool) {}
+  func number(_ text: UnsafeBufferPointer<UInt8>) {}
+  func string(_ text: UnsafeBufferPointer<UInt8>) {}
+  func key(_ text: UnsafeBufferPointer<UInt8>) {}
+  func startArray() {}
+  func endArray() {}
+  func startObject() {}
+  func endObject() {}
 }
 
 extension JSONLexer.Failure {

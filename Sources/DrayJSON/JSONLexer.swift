@@ -2,24 +2,26 @@ internal import DrayModel
 internal import Glibc
 
 /// Receives what a `JSONLexer` reads, token by token; the bytes are borrowed for the call
-/// only. Returning false stops the lexer (the receiver keeps its reason).
+/// only. A throw stops the lexer: it throws `JSONLexer.Failure.stopped` with the error and
+/// the byte of the token.
 protocol JSONLexerEvents {
-  func null() -> Bool
-  func bool(_ flag: Bool) -> Bool
+  mutating func null() throws
+  mutating func bool(_ flag: Bool) throws
   /// A number exactly as written.
-  func number(_ text: UnsafeBufferPointer<UInt8>) -> Bool
+  mutating func number(_ text: UnsafeBufferPointer<UInt8>) throws
   /// A string's UTF-8 bytes, unescaped.
-  func string(_ text: UnsafeBufferPointer<UInt8>) -> Bool
+  mutating func string(_ text: UnsafeBufferPointer<UInt8>) throws
   /// An object member's key, unescaped.
-  func key(_ text: UnsafeBufferPointer<UInt8>) -> Bool
-  func startArray() -> Bool
-  func endArray() -> Bool
-  func startObject() -> Bool
-  func endObject() -> Bool
+  mutating func key(_ text: UnsafeBufferPointer<UInt8>) throws
+  mutating func startArray() throws
+  mutating func endArray() throws
+  mutating func startObject() throws
+  mutating func endObject() throws
 }
 
-/// dray's JSON reader for table answers and the `http` step's records (the loader's hot
-/// path, where yajl's callbacks were the load's longest thread): one JSON text (RFC 8259)
+/// dray's one JSON reader: table answers (the loader's hot path), the `http` step's records,
+/// and every whole document read into a `JSONValue` (schemes, tokens, `--params`, reports).
+/// One JSON text (RFC 8259)
 /// fed in chunks of bytes as they arrive, checked against the grammar and handed over token
 /// by token, with no copy of a string that holds no escape.
 ///
@@ -37,8 +39,8 @@ protocol JSONLexerEvents {
 final class JSONLexer {
   /// Why the lexer stopped.
   enum Failure: Error {
-    /// The events returned false at the token starting at byte `byte` (counted from 0).
-    case stopped(byte: Int)
+    /// The events threw `error` at the token starting at byte `byte` (counted from 0).
+    case stopped(byte: Int, by: any Error)
     /// Not JSON: what was wrong, at byte `byte` (counted from 0 in the whole text).
     case invalid(String, byte: Int)
     /// One of the tokens servers write for a number JSON does not have (`NaN`, `Infinity`).
@@ -90,15 +92,19 @@ final class JSONLexer {
   /// A cut string's last byte is a backslash that escapes the next one.
   private var carryEscaped = false
   /// The unescaped text of a string that holds escapes.
-  private var scratch: UnsafeMutablePointer<UInt8>
-  private var scratchCapacity = 64 * 1024
+  var scratch: UnsafeMutablePointer<UInt8>
+  var scratchCapacity: Int
 
   /// Arrays and objects nested deeper are refused (`Failure.tooDeep`).
   let maxDepth: Int
 
-  /// - Parameter maxDepth: the deepest nesting read; deeper is refused (`Failure.tooDeep`).
-  init(maxDepth: Int = JSONValue.maxDepth) {
+  /// - Parameters:
+  ///   - maxDepth: the deepest nesting read; deeper is refused (`Failure.tooDeep`).
+  ///   - scratchCapacity: the bytes first set aside for a string with escapes (it grows as
+  ///     needed): 64 KiB for answers, less for small documents.
+  init(maxDepth: Int = JSONValue.maxDepth, scratchCapacity: Int = 64 * 1024) {
     self.maxDepth = maxDepth
+    self.scratchCapacity = scratchCapacity
     containers = .allocate(capacity: maxDepth + 1)
     scratch = .allocate(capacity: scratchCapacity)
   }
@@ -110,22 +116,22 @@ final class JSONLexer {
 
   /// Reads the next chunk of the text.
   /// - Throws: `Failure`.
-  func feed(_ bytes: UnsafeRawBufferPointer, _ events: some JSONLexerEvents) throws {
+  func feed(_ bytes: UnsafeRawBufferPointer, _ events: inout some JSONLexerEvents) throws {
     guard bytes.count > 0, let raw = bytes.baseAddress else { return }
     let base = raw.assumingMemoryBound(to: UInt8.self)
     let end = base + bytes.count
     var start = base
-    if carrying != .none { start = try completeCarry(base, end, events) }
-    if start < end { try lex(start, end, origin: offset + (start - base), final: false, events) }
+    if carrying != .none { start = try completeCarry(base, end, &events) }
+    if start < end { try lex(start, end, origin: offset + (start - base), final: false, &events) }
     offset += bytes.count
   }
 
   /// Says the text is whole.
   /// - Throws: `Failure`: `.truncated` when the value is not complete, `.empty` when none began.
-  func finish(_ events: some JSONLexerEvents) throws {
+  func finish(_ events: inout some JSONLexerEvents) throws {
     // A literal or number the text stops inside (`tru`, `-`, `1.`, `2e`) is cut short.
     if carrying == .bare && Self.isCutShort(carry) { throw Failure.truncated(bytes: offset) }
-    if carrying == .bare { try lexCarry(events) }
+    if carrying == .bare { try lexCarry(&events) }
     if carrying == .string { throw Failure.truncated(bytes: offset) }
     guard expect == .done else {
       throw expect == .value && depth == 0 ? Failure.empty(bytes: offset) : Failure.truncated(bytes: offset)
@@ -136,7 +142,7 @@ final class JSONLexer {
 
   /// Adds the bytes of `chunk` that belong to the cut token; once it is whole, reads it.
   /// - Returns: where the rest of the chunk starts (`end` while the token goes on).
-  private func completeCarry(_ base: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, _ events: some JSONLexerEvents) throws
+  private func completeCarry(_ base: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, _ events: inout some JSONLexerEvents) throws
     -> UnsafePointer<UInt8>
   {
     var q = base
@@ -164,7 +170,7 @@ final class JSONLexer {
     }
     carry.append(contentsOf: UnsafeBufferPointer(start: base, count: q - base))
     if q == end && carrying == .bare { return end }
-    try lexCarry(events)
+    try lexCarry(&events)
     return q
   }
 
@@ -178,7 +184,7 @@ final class JSONLexer {
   }
 
   /// Reads the cut token, now whole.
-  private func lexCarry(_ events: some JSONLexerEvents) throws {
+  private func lexCarry(_ events: inout some JSONLexerEvents) throws {
     var token = spareCarry
     swap(&token, &carry)
     carrying = .none
@@ -188,7 +194,7 @@ final class JSONLexer {
       spareCarry = token
     }
     try token.withUnsafeBufferPointer { buffer in
-      try lex(buffer.baseAddress!, buffer.baseAddress! + buffer.count, origin: carryStart, final: true, events)
+      try lex(buffer.baseAddress!, buffer.baseAddress! + buffer.count, origin: carryStart, final: true, &events)
     }
   }
 
@@ -212,7 +218,7 @@ final class JSONLexer {
   /// With `final`, `end` ends the last token (the whole text, or a cut token made whole);
   /// without, a token reaching `end` is kept for the next chunk.
   private func lex(
-    _ base: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, origin: Int, final: Bool, _ events: some JSONLexerEvents
+    _ base: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, origin: Int, final: Bool, _ events: inout some JSONLexerEvents
   ) throws {
     var expect = self.expect
     var depth = self.depth
@@ -228,88 +234,108 @@ final class JSONLexer {
     // The `]` or `}` at `p` closes the innermost container.
     func close(isArray: Bool) throws {
       depth -= 1
-      guard isArray ? events.endArray() : events.endObject() else { throw Failure.stopped(byte: position(p)) }
+      try isArray ? events.endArray() : events.endObject()
       afterValue()
       p += 1
     }
 
-    while p < end {
-      let c = p.pointee
-      if c <= JSONByte.space && (c == JSONByte.space || c == JSONByte.lineFeed || c == JSONByte.carriageReturn || c == JSONByte.tab) {
-        p += 1
-        continue
-      }
-      switch expect {
-      case .nextItem, .nextMember:
-        let isArray = expect == .nextItem
-        if c == JSONByte.comma {
-          expect = isArray ? .value : .key
+    // A `/` out of place that ends the chunk may start a comment: kept (as a cut token) until
+    // the next byte says, so that the message does not depend on where the chunks end.
+    func slashAtEnd() -> Bool {
+      guard p.pointee == JSONByte.slash, p + 1 == end, !final else { return false }
+      cut(.bare, p, end, at: position(p))
+      return true
+    }
+
+    // The loop is not in a nested function, so that `p`, `expect` and `depth` stay in registers;
+    // an error of the events leaves `p` at the token they were given.
+    do {
+      while p < end {
+        let c = p.pointee
+        if c <= JSONByte.space && (c == JSONByte.space || c == JSONByte.lineFeed || c == JSONByte.carriageReturn || c == JSONByte.tab) {
           p += 1
           continue
         }
-        guard c == (isArray ? JSONByte.closeBracket : JSONByte.closeBrace) else {
-          let after = isArray ? "',' or ']' after an item of a list" : "',' or '}' after a member of an object"
-          throw Failure.invalid("expected \(after), found \(Self.describe(p, end))", byte: position(p))
-        }
-        try close(isArray: isArray)
+        switch expect {
+        case .nextItem, .nextMember:
+          let isArray = expect == .nextItem
+          if c == JSONByte.comma {
+            expect = isArray ? .value : .key
+            p += 1
+            continue
+          }
+          guard c == (isArray ? JSONByte.closeBracket : JSONByte.closeBrace) else {
+            let after = isArray ? "',' or ']' after an item of a list" : "',' or '}' after a member of an object"
+            if slashAtEnd() { return }
+            throw Self.unexpected("expected \(after), found", p, end, byte: position(p))
+          }
+          try close(isArray: isArray)
 
-      case .value, .firstItem:
-        switch c {
-        case JSONByte.quote:
+        case .value, .firstItem:
+          switch c {
+          case JSONByte.quote:
+            guard let (text, next) = try string(p, end, origin: origin, base: base, final: final) else {
+              cut(.string, p, end, at: origin + (p - base))
+              return
+            }
+            try events.string(text)
+            p = next
+            afterValue()
+          case JSONByte.openBracket, JSONByte.openBrace:
+            guard depth < maxDepth else { throw Failure.tooDeep(byte: position(p)) }
+            let isArray = c == JSONByte.openBracket
+            containers[depth] = isArray
+            depth += 1
+            try isArray ? events.startArray() : events.startObject()
+            expect = isArray ? .firstItem : .firstKey
+            p += 1
+          case JSONByte.closeBracket where expect == .firstItem:
+            try close(isArray: true)
+          case JSONByte.closeBracket, JSONByte.closeBrace, JSONByte.comma, JSONByte.colon:
+            throw Self.unexpected("expected a value, found", p, end, byte: position(p))
+          default:
+            guard let next = try bare(p, end, origin: origin, base: base, final: final, &events) else {
+              cut(.bare, p, end, at: origin + (p - base))
+              return
+            }
+            p = next
+            afterValue()
+          }
+
+        case .firstKey, .key:
+          if c == JSONByte.closeBrace && expect == .firstKey {
+            try close(isArray: false)
+            continue
+          }
+          guard c == JSONByte.quote else {
+            if slashAtEnd() { return }
+            throw Self.unexpected("expected a key (a string) in an object, found", p, end, byte: position(p))
+          }
           guard let (text, next) = try string(p, end, origin: origin, base: base, final: final) else {
             cut(.string, p, end, at: origin + (p - base))
             return
           }
-          guard events.string(text) else { throw Failure.stopped(byte: position(p)) }
+          try events.key(text)
           p = next
-          afterValue()
-        case JSONByte.openBracket, JSONByte.openBrace:
-          guard depth < maxDepth else { throw Failure.tooDeep(byte: position(p)) }
-          let isArray = c == JSONByte.openBracket
-          containers[depth] = isArray
-          depth += 1
-          guard isArray ? events.startArray() : events.startObject() else { throw Failure.stopped(byte: position(p)) }
-          expect = isArray ? .firstItem : .firstKey
-          p += 1
-        case JSONByte.closeBracket where expect == .firstItem:
-          try close(isArray: true)
-        case JSONByte.closeBracket, JSONByte.closeBrace, JSONByte.comma, JSONByte.colon:
-          throw Failure.invalid("expected a value, found \(Self.describe(p, end))", byte: position(p))
-        default:
-          guard let next = try bare(p, end, origin: origin, base: base, final: final, events) else {
-            cut(.bare, p, end, at: origin + (p - base))
-            return
+          expect = .colon
+
+        case .colon:
+          guard c == JSONByte.colon else {
+            if slashAtEnd() { return }
+            throw Self.unexpected("expected ':' after a key, found", p, end, byte: position(p))
           }
-          p = next
-          afterValue()
-        }
+          expect = .value
+          p += 1
 
-      case .firstKey, .key:
-        if c == JSONByte.closeBrace && expect == .firstKey {
-          try close(isArray: false)
-          continue
+        case .done:
+          if slashAtEnd() { return }
+          throw Self.unexpected("more text after the end of the JSON value:", p, end, byte: position(p))
         }
-        guard c == JSONByte.quote else {
-          throw Failure.invalid("expected a key (a string) in an object, found \(Self.describe(p, end))", byte: position(p))
-        }
-        guard let (text, next) = try string(p, end, origin: origin, base: base, final: final) else {
-          cut(.string, p, end, at: origin + (p - base))
-          return
-        }
-        guard events.key(text) else { throw Failure.stopped(byte: position(p)) }
-        p = next
-        expect = .colon
-
-      case .colon:
-        guard c == JSONByte.colon else {
-          throw Failure.invalid("expected ':' after a key, found \(Self.describe(p, end))", byte: position(p))
-        }
-        expect = .value
-        p += 1
-
-      case .done:
-        throw Failure.invalid("more text after the end of the JSON value: \(Self.describe(p, end))", byte: position(p))
       }
+    } catch let failure as Failure {
+      throw failure
+    } catch {
+      throw Failure.stopped(byte: position(p), by: error)
     }
   }
 
@@ -319,25 +345,25 @@ final class JSONLexer {
   /// - Returns: the byte after it; nil when it reaches `end` and the next chunk may go on with it.
   private func bare(
     _ p: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, origin: Int, base: UnsafePointer<UInt8>, final: Bool,
-    _ events: some JSONLexerEvents
+    _ events: inout some JSONLexerEvents
   ) throws -> UnsafePointer<UInt8>? {
     if p.pointee == JSONByte.minus || JSONByte.isDigit(p.pointee) {
       let length = Self.numberLength(p, end)
       if length >= 0 && (p + length == end ? final : JSONByte.isDelimiter(p[length])) {
-        guard events.number(UnsafeBufferPointer(start: p, count: length)) else { throw Failure.stopped(byte: origin + (p - base)) }
+        try events.number(UnsafeBufferPointer(start: p, count: length))
         return p + length
       }
     }
     if Self.isLiteral("null", p, end, final) {
-      guard events.null() else { throw Failure.stopped(byte: origin + (p - base)) }
+      try events.null()
       return p + 4
     }
     if Self.isLiteral("true", p, end, final) {
-      guard events.bool(true) else { throw Failure.stopped(byte: origin + (p - base)) }
+      try events.bool(true)
       return p + 4
     }
     if Self.isLiteral("false", p, end, final) {
-      guard events.bool(false) else { throw Failure.stopped(byte: origin + (p - base)) }
+      try events.bool(false)
       return p + 5
     }
     // Wrong, or cut: read to its end, for the message.
@@ -346,50 +372,11 @@ final class JSONLexer {
     if q == end && !final { return nil }
     let token = UnsafeBufferPointer(start: p, count: q - p)
     let byte = origin + (p - base)
+    if let comment = Self.comment(p, end) { throw Failure.invalid(comment, byte: byte) }
     let head = String(decoding: token.prefix(16), as: UTF8.self)
     if let name = Self.nonNumbers.first(where: { head.hasPrefix($0) }) { throw Failure.nonNumber(name, byte: byte) }
     let what = JSONByte.isDigit(p.pointee) || p.pointee == JSONByte.minus ? "not a JSON number" : "not a JSON value"
     throw Failure.invalid(Self.describe(token: token, what, atStart: byte == 0), byte: byte)
-  }
-
-  /// A wrong token for a message: `'tru' is not a JSON value`, its first 24 characters
-  /// quoted when they are printable text; else its first 8 bytes in hexadecimal (`the bytes
-  /// 1F 8B 08 00 … are not a JSON value`), followed by what they are when they start as a
-  /// known kind of bytes does (a byte order mark, gzip, a PNG image) or with a NUL byte, as
-  /// UTF-16 text's ASCII characters do. Replacement characters or invisible ones (a byte
-  /// order mark, U+200B) would show the user nothing of what the server sent.
-  private static func describe(token: UnsafeBufferPointer<UInt8>, _ what: String, atStart: Bool) -> String {
-    let scalars = String(decoding: token.prefix(100), as: UTF8.self).unicodeScalars.prefix(24)
-    if scalars.allSatisfy(isPrintable) { return "'\(String(String.UnicodeScalarView(scalars)))' is \(what)" }
-    let shown = token.prefix(8).map(hexDigits).joined(separator: " ") + (token.count > 8 ? " …" : "")
-    let described = token.count == 1 ? "the byte \(shown) is \(what)" : "the bytes \(shown) are \(what)"
-    func starts(_ signature: [UInt8]) -> Bool { atStart && token.starts(with: signature) }
-    let utf8 = "JSON between systems is UTF-8 (RFC 8259 §8.1)"
-    let kind: String? =
-      if starts([0xEF, 0xBB, 0xBF]) {
-        "a UTF-8 byte order mark, which JSON text does not start with (RFC 8259 §8.1)"
-      } else if starts([0xFF, 0xFE]) || starts([0xFE, 0xFF]) {
-        "a UTF-16 byte order mark; \(utf8)"
-      } else if starts([0x1F, 0x8B]) {
-        "gzip-compressed data the server did not declare (Content-Encoding)"
-      } else if starts([0x89, 0x50, 0x4E, 0x47]) {
-        "a PNG image"
-      } else if token.first == 0 {
-        "a NUL byte; text with NUL bytes between its characters is UTF-16 or UTF-32, and \(utf8)"
-      } else {
-        nil
-      }
-    return kind.map { described + ": " + $0 } ?? described
-  }
-
-  /// Whether `scalar` shows as itself: not a control, format (U+FEFF, U+200B), separator,
-  /// private-use or unassigned character, nor U+FFFD, which stands for bytes that are not UTF-8.
-  private static func isPrintable(_ scalar: Unicode.Scalar) -> Bool {
-    guard scalar.value > 0x20 && scalar.value != 0x7F && scalar != "\u{FFFD}" else { return false }
-    switch scalar.properties.generalCategory {
-    case .control, .format, .surrogate, .privateUse, .unassigned, .spaceSeparator, .lineSeparator, .paragraphSeparator: return false
-    default: return true
-    }
   }
 
   /// Whether `literal` is at `p`, ended by a delimiter (or by `end` when `final`).
@@ -435,300 +422,6 @@ final class JSONLexer {
     return q - p
   }
 
-  // MARK: Strings
-
-  /// Reads the string whose opening quote is at `p`.
-  /// - Returns: its bytes (the chunk's own when it holds no escape, else unescaped into
-  ///   `scratch`) and the byte after its closing quote; nil when it reaches `end` before its
-  ///   end and the next chunk may go on with it.
-  @inline(__always)
-  private func string(
-    _ p: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, origin: Int, base: UnsafePointer<UInt8>, final: Bool
-  ) throws -> (UnsafeBufferPointer<UInt8>, UnsafePointer<UInt8>)? {
-    let first = p + 1
-    var q = first
-    while q < end {
-      if end - q >= 8 {
-        let special = Self.specialBytes(UnsafeRawPointer(q).loadUnaligned(as: UInt64.self))
-        if special == 0 {
-          q += 8
-          continue
-        }
-        q += special.trailingZeroBitCount >> 3
-      }
-      let c = q.pointee
-      if c == JSONByte.quote { return (UnsafeBufferPointer(start: first, count: q - first), q + 1) }
-      if c == JSONByte.backslash { return try unescaped(p, from: q, end, origin: origin, base: base, final: final) }
-      if c < JSONByte.space { throw Self.controlCharacter(c, byte: origin + (q - base)) }
-      if c < 0x80 {
-        q += 1
-        continue
-      }
-      let length = Self.utf8Length(q, end)
-      if length > 0 {
-        q += length
-      } else if length == 0 && !final {
-        return nil
-      } else {
-        throw Self.notUTF8(byte: origin + (q - base))
-      }
-    }
-    if final { throw Failure.truncated(bytes: origin + (end - base)) }
-    return nil
-  }
-
-  /// Reads the rest of a string that holds an escape at `q`, unescaping it into `scratch`.
-  private func unescaped(
-    _ p: UnsafePointer<UInt8>, from start: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, origin: Int,
-    base: UnsafePointer<UInt8>, final: Bool
-  ) throws -> (UnsafeBufferPointer<UInt8>, UnsafePointer<UInt8>)? {
-    let first = p + 1
-    reserve(start - first + 16, used: 0)
-    var out = scratch
-    out.update(from: first, count: start - first)
-    out += start - first
-    var q = start
-    func byte(_ at: UnsafePointer<UInt8>) -> Int { origin + (at - base) }
-    while q < end {
-      // One step writes at most 12 bytes (a plain run of 7, then a 4-byte character).
-      if out - scratch + 16 > scratchCapacity {
-        let used = out - scratch
-        reserve(used + 16, used: used)
-        out = scratch + used
-      }
-      if end - q >= 8 {
-        let word = UnsafeRawPointer(q).loadUnaligned(as: UInt64.self)
-        let special = Self.specialBytes(word)
-        if special == 0 {
-          UnsafeMutableRawPointer(out).storeBytes(of: word, as: UInt64.self)
-          out += 8
-          q += 8
-          continue
-        }
-        let plain = special.trailingZeroBitCount >> 3
-        out.update(from: q, count: plain)
-        out += plain
-        q += plain
-      }
-      let c = q.pointee
-      if c == JSONByte.quote { return (UnsafeBufferPointer(start: scratch, count: out - scratch), q + 1) }
-      if c == JSONByte.backslash {
-        guard end - q >= 2 else { break }
-        let escape = q[1]
-        switch escape {
-        case JSONByte.quote, JSONByte.backslash, JSONByte.slash: out.pointee = escape
-        case JSONByte.lowerB: out.pointee = 0x08
-        case JSONByte.lowerF: out.pointee = 0x0C
-        case JSONByte.lowerN: out.pointee = JSONByte.lineFeed
-        case JSONByte.lowerR: out.pointee = JSONByte.carriageReturn
-        case JSONByte.lowerT: out.pointee = JSONByte.tab
-        case JSONByte.lowerU:
-          guard let (scalar, length) = try Self.unicodeEscape(q, end, byte: byte(q), final: final) else { return nil }
-          out += Self.writeUTF8(scalar, to: out)
-          q += length
-          continue
-        default:
-          throw Failure.invalid(
-            "'\\\(Self.describeByte(escape))' is not a JSON escape (JSON has \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)", byte: byte(q))
-        }
-        out += 1
-        q += 2
-        continue
-      }
-      if c < JSONByte.space { throw Self.controlCharacter(c, byte: byte(q)) }
-      if c < 0x80 {
-        out.pointee = c
-        out += 1
-        q += 1
-        continue
-      }
-      let length = Self.utf8Length(q, end)
-      guard length > 0 else {
-        if length == 0 && !final { return nil }
-        throw Self.notUTF8(byte: byte(q))
-      }
-      out.update(from: q, count: length)
-      out += length
-      q += length
-    }
-    if final { throw Failure.truncated(bytes: origin + (end - base)) }
-    return nil
-  }
-
-  /// Makes `scratch` hold at least `capacity` bytes, keeping its first `used`.
-  private func reserve(_ capacity: Int, used: Int) {
-    guard scratchCapacity < capacity else { return }
-    let (larger, size) = RowStaging.grow(scratch, used: used, capacity: scratchCapacity, more: capacity - used)
-    scratch = larger
-    scratchCapacity = size
-  }
-
-  /// The scalar of the `\uXXXX` escape at `q` (a surrogate pair's two escapes read as one)
-  /// and the escape's length in bytes; nil when it reaches `end` and the next chunk may go on.
-  private static func unicodeEscape(_ q: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>, byte: Int, final: Bool) throws
-    -> (UInt32, Int)?
-  {
-    // The four digits of the escape at `at` (its backslash and `u` already seen), nil when
-    // they are cut by `end` and every digit present is one.
-    func hex(_ at: UnsafePointer<UInt8>) throws -> UInt32? {
-      var value: UInt32 = 0
-      for i in 2..<6 {
-        guard at + i < end else {
-          if final { throw badEscape(at, length: i, byte: byte + (at - q)) }
-          return nil
-        }
-        guard let digit = hexValue(at[i]) else { throw badEscape(at, length: i + 1, byte: byte + (at - q)) }
-        value = value << 4 | digit
-      }
-      return value
-    }
-    guard let high = try hex(q) else { return nil }
-    switch high {
-    case 0xD800...0xDBFF:
-      // A high surrogate: the low one must follow as the next escape (RFC 8259 §7). Bytes
-      // cut by `end` wait for the next chunk only while those present fit.
-      if q + 6 == end || q + 7 == end && q[6] == JSONByte.backslash {
-        if final { throw loneSurrogate(high, byte: byte) }
-        return nil
-      }
-      guard q[6] == JSONByte.backslash, q[7] == JSONByte.lowerU else { throw loneSurrogate(high, byte: byte) }
-      guard let low = try hex(q + 6) else { return nil }
-      guard (0xDC00...0xDFFF).contains(low) else { throw loneSurrogate(high, byte: byte) }
-      return (0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00), 12)
-    case 0xDC00...0xDFFF:
-      throw loneSurrogate(high, byte: byte)
-    default:
-      return (high, 6)
-    }
-  }
-
-  @inline(__always)
-  private static func hexValue(_ c: UInt8) -> UInt32? {
-    switch c {
-    case JSONByte.zero...JSONByte.nine: UInt32(c - JSONByte.zero)
-    case 0x61...0x66: UInt32(c - 0x61 + 10)
-    case 0x41...0x46: UInt32(c - 0x41 + 10)
-    default: nil
-    }
-  }
-
-  /// Writes `scalar` as UTF-8 at `out`; returns its length in bytes.
-  private static func writeUTF8(_ scalar: UInt32, to out: UnsafeMutablePointer<UInt8>) -> Int {
-    switch scalar {
-    case 0..<0x80:
-      out[0] = UInt8(scalar)
-      return 1
-    case 0x80..<0x800:
-      out[0] = UInt8(0xC0 | scalar >> 6)
-      out[1] = UInt8(0x80 | scalar & 0x3F)
-      return 2
-    case 0x800..<0x10000:
-      out[0] = UInt8(0xE0 | scalar >> 12)
-      out[1] = UInt8(0x80 | scalar >> 6 & 0x3F)
-      out[2] = UInt8(0x80 | scalar & 0x3F)
-      return 3
-    default:
-      out[0] = UInt8(0xF0 | scalar >> 18)
-      out[1] = UInt8(0x80 | scalar >> 12 & 0x3F)
-      out[2] = UInt8(0x80 | scalar >> 6 & 0x3F)
-      out[3] = UInt8(0x80 | scalar & 0x3F)
-      return 4
-    }
-  }
-
-  /// The length of the UTF-8 character starting with the byte (at least 0x80) at `q`, by
-  /// RFC 3629 §4; 0 when it is cut by `end` (valid so far), -1 when it is not UTF-8.
-  @inline(__always)
-  private static func utf8Length(_ q: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>) -> Int {
-    let lead = q.pointee
-    let length: Int
-    var low: UInt8 = 0x80
-    var high: UInt8 = 0xBF
-    switch lead {
-    case 0xC2...0xDF: length = 2
-    case 0xE0:
-      length = 3
-      low = 0xA0
-    case 0xE1...0xEC, 0xEE...0xEF: length = 3
-    case 0xED:
-      length = 3
-      high = 0x9F
-    case 0xF0:
-      length = 4
-      low = 0x90
-    case 0xF1...0xF3: length = 4
-    case 0xF4:
-      length = 4
-      high = 0x8F
-    default: return -1
-    }
-    // Only the second byte has a narrower range.
-    for i in 1..<length {
-      guard q + i < end else { return 0 }
-      let c = q[i]
-      if i == 1 ? (c < low || c > high) : (c & 0xC0 != 0x80) { return -1 }
-    }
-    return length
-  }
-
-  /// Bytes of `word` (eight bytes of text, the first in the lowest byte) that a string's
-  /// plain run stops at: `"`, `\`, below U+0020, or at least 0x80. The lowest set bit is the
-  /// first such byte's top bit (a borrow only ever marks bytes after a real one).
-  @inline(__always)
-  private static func specialBytes(_ word: UInt64) -> UInt64 {
-    let ones: UInt64 = 0x0101_0101_0101_0101
-    let highs: UInt64 = 0x8080_8080_8080_8080
-    let quotes = word ^ (ones &* UInt64(JSONByte.quote))
-    let backslashes = word ^ (ones &* UInt64(JSONByte.backslash))
-    let zeroQuote = (quotes &- ones) & ~quotes
-    let zeroBackslash = (backslashes &- ones) & ~backslashes
-    let control = (word &- ones &* UInt64(JSONByte.space)) & ~word
-    return (zeroQuote | zeroBackslash | control | word) & highs
-  }
-
-  // MARK: Messages
-
-  private static func controlCharacter(_ c: UInt8, byte: Int) -> Failure {
-    .invalid(
-      "a string holds the control character \(describeByte(c)) unescaped (JSON needs it escaped, as \\u00\(hexDigits(c)))", byte: byte)
-  }
-
-  private static func notUTF8(byte: Int) -> Failure { .invalid("a string holds bytes that are not UTF-8", byte: byte) }
-
-  private static func loneSurrogate(_ value: UInt32, byte: Int) -> Failure {
-    .invalid(
-      "a string holds \\u\(String(value, radix: 16, uppercase: true)), half of a UTF-16 surrogate pair without its other half (not a character)",
-      byte: byte)
-  }
-
-  /// The escape at `q` is wrong at its byte `length`: it is quoted up to that byte.
-  private static func badEscape(_ q: UnsafePointer<UInt8>, length: Int, byte: Int) -> Failure {
-    let shown = String(decoding: UnsafeBufferPointer(start: q, count: length), as: UTF8.self)
-    return .invalid("'\(PrintableText.escaped(shown))' is not a JSON escape (\\u takes four hexadecimal digits)", byte: byte)
-  }
-
-  private static func hexDigits(_ c: UInt8) -> String {
-    let digits = String(c, radix: 16, uppercase: true)
-    return c < 16 ? "0" + digits : digits
-  }
-
-  /// One byte for a message: `'x'`, or `0x1F` when it is not printable ASCII.
-  private static func describeByte(_ c: UInt8) -> String {
-    c > JSONByte.space && c < 0x7F ? String(UnicodeScalar(c)) : "0x" + hexDigits(c)
-  }
-
-  /// What is found at `p`, for a message.
-  private static func describe(_ p: UnsafePointer<UInt8>, _ end: UnsafePointer<UInt8>) -> String {
-    let c = p.pointee
-    if c > JSONByte.space && c < 0x7F {
-      var q = p + 1
-      if !JSONByte.isDelimiter(c) {
-        while q < end && q - p < 24 && !JSONByte.isDelimiter(q.pointee) && q.pointee > JSONByte.space && q.pointee < 0x7F { q += 1 }
-      }
-      return "'" + String(decoding: UnsafeBufferPointer(start: p, count: q - p), as: UTF8.self) + "'"
-    }
-    return "the byte " + describeByte(c)
-  }
 }
 
 @available(*, unavailable)
@@ -742,6 +435,7 @@ enum JSONByte {
   static let space: UInt8 = 0x20
   static let quote: UInt8 = 0x22
   static let plus: UInt8 = 0x2B
+  static let asterisk: UInt8 = 0x2A
   static let comma: UInt8 = 0x2C
   static let minus: UInt8 = 0x2D
   static let dot: UInt8 = 0x2E

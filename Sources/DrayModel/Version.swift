@@ -26,8 +26,8 @@ public struct LibraryVersion: Sendable, Equatable {
     self.version = version
   }
 
-  /// A version given as one number, `major × 10000 + minor × 100 + micro` (yajl's
-  /// `yajl_version`, libxml2's `xmlParserVersion`), as "major.minor.micro".
+  /// A version given as one number, `major × 10000 + minor × 100 + micro` (libxml2's
+  /// `xmlParserVersion`), as "major.minor.micro".
   public init(name: String, packed: Int) {
     self.init(name: name, version: "\(packed / 10000).\(packed / 100 % 100).\(packed % 100)")
   }

@@ -2,7 +2,8 @@ internal import DrayJSON
 public import DrayModel
 internal import Foundation
 
-/// Reads the records of a JSON answer from a file, streaming, with yajl's event parser.
+/// Reads the records of a JSON answer from a file, streaming, with dray's JSON reader
+/// (`JSONEvents`).
 ///
 /// The records are the value a JSON Pointer (RFC 6901) selects: each element when it is an
 /// array, the value itself when it is an object, none when it is null. Only one record is
@@ -50,7 +51,7 @@ public struct JSONRecordReader {
     return try withoutActuallyEscaping(each) { each in
       let state = JSONScanState(reader: self, each: each)
       do throws(JSONEvents.Failure) {
-        try JSONEvents.parseStrictly(input, into: state)
+        try JSONEvents.parse(input, into: state)
       } catch .empty(let bytes) {
         throw RecordError(BlankAnswer.describe(bytes: bytes) + "; an empty body is not a JSON document")
       } catch .truncated(_, let bytes) {
@@ -64,8 +65,6 @@ public struct JSONRecordReader {
       } catch .invalid(var reason, let byte) {
         if reason.hasSuffix(".") { reason.removeLast() }
         throw RecordError("the answer is not valid JSON (\(reason), at byte \(byte))")
-      } catch .outOfMemory {
-        throw RecordError("out of memory starting the JSON parser")
       } catch .unreadable(let error) {
         if error is FileChunks.Unreadable { throw RecordError("cannot read the answer at \(file)") }
         throw error
@@ -156,7 +155,7 @@ public struct JSONRecordReader {
   }
 }
 
-/// The parser's position and what it is building, behind yajl's callbacks.
+/// The parser's position and what it is building, behind `JSONEvents`' handler.
 private final class JSONScanState: JSONEventHandler {
   /// An open array or object, and where inside it the parser is.
   struct Frame {

@@ -86,13 +86,22 @@ import Testing
     let badParams = try Command.dray(["tables", plain, "--resource", "R", "--params", "[1]"])
     #expect(badParams.status == 2)
     #expect(badParams.stderr.hasPrefix(#"dray: --params must be a JSON object, such as '{"region":"EU"}'"#))
-    // Text that is not JSON: one line naming what is wrong, not yajl's quote and caret.
+    // Text that is not JSON: one line naming what is wrong and the byte it is at.
     let notJSON = try Command.dray(["tables", plain, "--resource", "R", "--params", "{region: EU}"])
     #expect(notJSON.status == 2)
     #expect(
       notJSON.stderr
-        == "dray: --params must be a JSON object, such as '{\"region\":\"EU\"}': lexical error: invalid char in json text.\nRun 'dray help' for usage.\n"
+        == "dray: --params must be a JSON object, such as '{\"region\":\"EU\"}': expected a key (a string) in an object, found 'region', at byte 1\nRun 'dray help' for usage.\n"
     )
+    // JSON has no comments: one is refused, saying so, where it starts and what to do.
+    for (params, at, opening) in [(#"{"region": "EU" /* Europe */}"#, 16, "/*"), ("// Europe\n{\"region\": \"EU\"}", 0, "//")] {
+      let commented = try Command.dray(["tables", plain, "--resource", "R", "--params", params])
+      #expect(commented.status == 2)
+      #expect(
+        commented.stderr
+          == "dray: --params must be a JSON object, such as '{\"region\":\"EU\"}': '\(opening)' starts a comment, and JSON has no comments: remove it, at byte \(at)\nRun 'dray help' for usage.\n"
+      )
+    }
     let noResource = try Command.dray(["tables", plain, "--table", "t"])
     #expect(noResource.status == 2)
     #expect(noResource.stderr.hasPrefix("dray: --params and --table choose among the tables of one resource; add --resource NAME"))

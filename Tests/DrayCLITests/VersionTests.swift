@@ -12,7 +12,7 @@ import Testing
     #expect(result.stderr == "")
     var expected = ["dray \(DrayVersion.current)", "commit \(DrayVersion.commit ?? "unknown")"]
     let libraries = [
-      ("libyaml", "yaml-0.1"), ("SQLite", "sqlite3"), ("libcurl", "libcurl"), ("yajl", "yajl"),
+      ("libyaml", "yaml-0.1"), ("SQLite", "sqlite3"), ("libcurl", "libcurl"),
       ("OpenSSL", "libcrypto"), ("libxml2", "libxml-2.0"),
       ("libpq", "libpq"),
     ]

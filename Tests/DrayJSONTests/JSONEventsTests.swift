@@ -29,20 +29,33 @@ final class EventLog: JSONEventHandler {
 }
 
 @Suite struct JSONEventsTests {
-  func events(_ text: String, allowComments: Bool = false) throws(JSONEvents.Failure) -> [String] {
+  let folder = TemporaryDirectory()
+
+  /// `text` written to a file and parsed into `log`.
+  func parse(_ text: String, into log: EventLog = EventLog()) throws {
+    let path = try folder.write("document.json", text)
+    try JSONEvents.parse(try FileChunks(path: path, growing: nil, chunkSize: JSONEvents.chunkSize), into: log)
+  }
+
+  func events(_ text: String) throws -> [String] {
     let log = EventLog()
-    try JSONEvents.parse(Data(text.utf8), into: log, allowComments: allowComments)
+    try parse(text, into: log)
     return log.events
   }
 
-  /// How `body` failed, as a `JSONEvents.Failure` describes itself (`stopped(byte: 5)`); nil
-  /// when it did not fail.
+  /// How `body` failed (`stopped at byte 5`); nil when it did not fail.
   func failure(_ body: () throws -> Void) -> String? {
     do {
       try body()
       return nil
     } catch let failure as JSONEvents.Failure {
-      return "\(failure)"
+      switch failure {
+      case .stopped(let byte): return "stopped at byte \(byte)"
+      case .invalid(let reason, let byte): return "invalid at byte \(byte): \(reason)"
+      case .truncated(let reason, let bytes): return "truncated after \(bytes) bytes: \(reason)"
+      case .empty(let bytes): return "empty, \(bytes) bytes"
+      case .unreadable(let error): return "unreadable: \(error)"
+      }
     } catch {
       return "not a JSONEvents.Failure: \(error)"
     }
@@ -57,40 +70,51 @@ final class EventLog: JSONEventHandler {
         ])
   }
 
-  @Test func commentsAreRefusedUnlessAllowed() throws {
-    #expect(try events("[1, /* two */ 2]", allowComments: true) == ["[", "integer 1", "integer 2", "end"])
-    #expect(failure { _ = try events("[1, /* two */ 2]") } != nil)
+  @Test func commentsAreRefused() throws {
+    #expect(
+      failure { _ = try events("[1, /* two */ 2]") }
+        == "invalid at byte 4: '/*' starts a comment, and JSON has no comments: remove it")
   }
 
-  /// Offsets are yajl's bytes consumed: just past the value (or bad byte) they name.
+  /// The byte of a stop is where the token the handler refused starts.
   @Test func aStopNamesTheByteWhereTheHandlerSaidNo() throws {
     let log = EventLog(stopAt: 3)
-    #expect(failure { try JSONEvents.parse(Data("[10, 20, 30]".utf8), into: log) } == "stopped(byte: 6)")
+    #expect(failure { try parse("[10, 20, 30]", into: log) } == "stopped at byte 5")
     #expect(log.events == ["[", "integer 10", "integer 20"])
   }
 
   @Test func invalidTruncatedAndEmptyInputsSayWhereTheyEnded() throws {
-    #expect(failure { _ = try events("[1, x]") } == #"invalid(reason: "lexical error: invalid char in json text.", byte: 5)"#)
-    #expect(failure { _ = try events("[1, 2 ") } == #"truncated(reason: "parse error: premature EOF", bytes: 6)"#)
-    #expect(failure { _ = try events("") } == "empty(bytes: 0)")
-    #expect(failure { _ = try events(" \r\n\t") } == "empty(bytes: 4)")
+    #expect(failure { _ = try events("[1, x]") } == "invalid at byte 4: 'x' is not a JSON value")
+    #expect(failure { _ = try events("[1, 2 ") } == "truncated after 6 bytes: the JSON ends before its value is complete")
+    #expect(failure { _ = try events("") } == "empty, 0 bytes")
+    #expect(failure { _ = try events(" \r\n\t") } == "empty, 4 bytes")
   }
 
   /// A file is read in 256 KiB chunks: values that straddle a chunk's end arrive whole, and
   /// offsets count from the start of the file.
   @Test func aFileIsReadInChunksWithOffsetsIntoTheWholeFile() throws {
-    let folder = TemporaryDirectory()
     let item = "\"" + String(repeating: "a", count: 999) + "\""
     let count = 600  // about 600 KB: three chunks
-    let path = try folder.write("big.json", "[" + Array(repeating: item, count: count).joined(separator: ",") + ", x]")
     let log = EventLog()
-    let handle = try FileChunks(path: path, growing: nil, chunkSize: JSONEvents.chunkSize)
-    // yajl counts the bytes it consumed: the offset just past the first bad byte.
-    let bad = (item.utf8.count + 1) * count + 3
+    let bad = (item.utf8.count + 1) * count + 2
     #expect(
-      failure { try JSONEvents.parse(handle, into: log) } == #"invalid(reason: "lexical error: invalid char in json text.", byte: \#(bad))"#
-    )
+      failure { try parse("[" + Array(repeating: item, count: count).joined(separator: ",") + ", x]", into: log) }
+        == "invalid at byte \(bad): 'x' is not a JSON value")
     #expect(log.events.count == count + 1)
     #expect(log.events.dropFirst().allSatisfy { $0 == item })
+  }
+
+  /// A document cut short does not end whole; one that is whole, or not JSON at all (for its
+  /// reader to refuse), does.
+  @Test func endsWholeIsFalseOnlyForADocumentCutShort() throws {
+    for cut in ["[1, 2", #"{"a": "b"#, "tru", "[1.", #"{"a""#] {
+      #expect(!JSONEvents.endsWhole(Array(cut.utf8)), "\(cut)")
+      #expect(!JSONEvents.endsWhole(path: try folder.write("cut.json", cut)), "\(cut)")
+    }
+    for whole in ["[1, 2]", "true", "<html>", "[1, /* c */ 2]", " "] {
+      #expect(JSONEvents.endsWhole(Array(whole.utf8)), "\(whole)")
+      #expect(JSONEvents.endsWhole(path: try folder.write("whole.json", whole)), "\(whole)")
+    }
+    #expect(!JSONEvents.endsWhole(path: folder.path + "/none.json"))
   }
 }

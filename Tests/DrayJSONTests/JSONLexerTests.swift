@@ -178,7 +178,12 @@ import Testing
     #expect(
       checked(Array((prefix + "12").utf8))
         == "error: table 't', row 1, column 2: the answer ends before its JSON is complete (24 bytes); the download was cut short")
-    #expect(checked(Array("// note\n[]".utf8)) == "error: the answer is not valid JSON ('//' is not a JSON value, at byte 0)")
+    #expect(
+      checked(Array("// note\n[]".utf8))
+        == "error: the answer is not valid JSON ('//' starts a comment, and JSON has no comments: remove it, at byte 0)")
+    #expect(
+      checked(Array(#"[{"name": "t", /* rows */ "data": []}]"#.utf8))
+        == "error: table 't': the answer is not valid JSON ('/*' starts a comment, and JSON has no comments: remove it, at byte 15)")
   }
 
   @Test func nestedValuesKeepTheirTextCompact() {

@@ -13,7 +13,7 @@ import Testing
   }
 
   @Test func aDocumentKeepsKeyOrderExactNumbersAndEveryCharacter() throws {
-    let value = try JSONValue(parsing: #"{"b": 1, "a": [12345678901234567890, 0.10, "t\u0000u"], "c": null} // done"#)
+    let value = try JSONValue(parsing: #"{"b": 1, "a": [12345678901234567890, 0.10, "t\u0000u"], "c": null}"#)
     #expect(value["b"] == .integer(1))
     #expect(value.objectValue?.map(\.key) == ["b", "a", "c"])
     #expect(value["a"] == .array([.number("12345678901234567890"), .number("0.10"), .string("t\u{0}u")]))
@@ -21,15 +21,35 @@ import Testing
     #expect(try JSONValue(parsing: Array("[true]".utf8)) == .array([.bool(true)]))
   }
 
-  /// yajl's verbose message: what is wrong, the text around it, and a caret line.
-  @Test func anErrorQuotesWhereTheTextWentWrong() throws {
-    let lines = try #require(message("[1, 2,, 3]")).split(separator: "\n").map { String($0.drop { $0 == " " }) }
-    #expect(lines == ["parse error: unallowed token at this point in JSON text", "[1, 2,, 3]", "(right here) ------^"])
-    let truncated = try #require(message("[1")).split(separator: "\n").map { String($0.drop { $0 == " " }) }
-    #expect(truncated == ["parse error: premature EOF", "[1", "(right here) ------^"])
+  /// The lexer's message, as a table answer's: what is wrong, what was found, and the byte
+  /// it is at (from 0), on one line.
+  @Test func anErrorSaysWhatIsWrongAndTheByteItIsAt() throws {
+    #expect(message("[1, 2,, 3]") == "expected a value, found ',', at byte 6")
+    #expect(message("{region: EU}") == "expected a key (a string) in an object, found 'region', at byte 1")
+    #expect(message(#"{"a": 1 "b": 2}"#) == #"expected ',' or '}' after a member of an object, found '"', at byte 8"#)
+    #expect(message("[1") == "the JSON ends before its value is complete, after 2 bytes")
+    #expect(message(#"{"a": NaN}"#) == "NaN is not a JSON number (JSON has no NaN or Infinity), at byte 6")
+    #expect(
+      message(#"["\ud800"]"#)
+        == "a string holds \\uD800, half of a UTF-16 surrogate pair without its other half (not a character), at byte 2")
     #expect(message("") == "empty")
     #expect(message(" \n") == "only whitespace (2 bytes)")
     #expect(message("[1, 2]") == nil)
+  }
+
+  /// JSON has no comments (RFC 8259), and none is read: wherever one stands, the message says
+  /// that it is a comment, where, and to remove it. (yajl read documents with comments.)
+  @Test func aCommentIsRefusedWhereverItStandsSayingSo() throws {
+    let remove = "starts a comment, and JSON has no comments: remove it"
+    #expect(message("// the region\n{\"region\": \"EU\"}") == "'//' \(remove), at byte 0")
+    #expect(message(#"{/* first */"a": 1}"#) == "'/*' \(remove), at byte 1")
+    #expect(message(#"{"a": /* one */ 1}"#) == "'/*' \(remove), at byte 6")
+    #expect(message(#"{"a" /* key */: 1}"#) == "'/*' \(remove), at byte 5")
+    #expect(message(#"{"a": 1 // one"#) == "'//' \(remove), at byte 8")
+    #expect(message("[1, 2] /* done */") == "'/*' \(remove), at byte 7")
+    #expect(message(#"["// is text", "/* too */"]"#) == nil)
+    // A slash alone is no comment: said as what it is.
+    #expect(message("[1 / 2]") == "expected ',' or ']' after an item of a list, found '/', at byte 3")
   }
 
   @Test func nestingIsBoundedAt512LevelsWithThePlaceOfTheFirstTooDeep() throws {

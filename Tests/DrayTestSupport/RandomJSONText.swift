@@ -251,7 +251,7 @@ extension RandomJSONText {
   public static let badLiterals = ["tru", "nul", "fals", "True", "NULL", "nulll", "truee", "t", "n", "undefined", "None"]
 
   /// Bytes that make a string literal invalid where they stand (or, for the last ones, that
-  /// yajl reads leniently): UTF-8 no reader may accept, UTF-8 yajl lets through (overlong
+  /// yajl read leniently): UTF-8 no reader may accept, UTF-8 yajl let through (overlong
   /// forms, encoded UTF-16 surrogates, code points past U+10FFFF), raw control characters,
   /// bad escapes, `\u` escapes of UTF-16 surrogates outside a pair, and `\u0000`, which is
   /// valid.
