@@ -20,17 +20,10 @@ public final class PostgresJournal {
   public private(set) var runLock: PostgresRunLock?
   public var fence: (any RunFence)? { runLock }
 
-  static let tables = """
-    CREATE TABLE IF NOT EXISTS _dray_runs(
-      run_id text PRIMARY KEY, lineage text NOT NULL, job text NOT NULL, started_at text NOT NULL,
-      ended_at text, status text NOT NULL, manifest_fingerprint text NOT NULL, pid bigint NOT NULL,
-      fresh bigint NOT NULL DEFAULT 0, from_step text, only_step text, seq bigserial);
-    CREATE TABLE IF NOT EXISTS _dray_checkpoints(
-      job text NOT NULL, step_id text NOT NULL, run_id text NOT NULL, lineage text NOT NULL,
-      fingerprint text NOT NULL, status text NOT NULL, attempts bigint NOT NULL, rows bigint NOT NULL,
-      bytes bigint NOT NULL, outputs text NOT NULL, finished_at text NOT NULL,
-      PRIMARY KEY(job, step_id))
-    """
+  /// The journal's tables; `seq` orders runs that started in the same second.
+  static let tables = [
+    PostgresStore.createStatement(Bookkeeping.runs, extra: ["seq bigserial"]), PostgresStore.createStatement(Bookkeeping.checkpoints),
+  ].joined(separator: ";\n")
 
   /// Ends the connection's waits soon after the run is interrupted; nil for a journal
   /// opened to read only.

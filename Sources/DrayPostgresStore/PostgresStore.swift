@@ -108,20 +108,21 @@ public final class PostgresStore {
     }
   }
 
-  static let bookkeeping = """
-    CREATE TABLE IF NOT EXISTS _dray_resources(
-      resource text PRIMARY KEY, scheme text NOT NULL, fetched_at text NOT NULL);
-    CREATE TABLE IF NOT EXISTS _dray_tables(
-      name text PRIMARY KEY, resource text NOT NULL, params text NOT NULL,
-      source_table text NOT NULL, content_version text, etag text, cache_hash text,
-      row_count bigint NOT NULL DEFAULT 0, loaded_at text);
-    CREATE TABLE IF NOT EXISTS _dray_http_cursors(
-      job text NOT NULL, step_id text NOT NULL, value text, staged text, fresh boolean NOT NULL,
-      updated_at text NOT NULL, PRIMARY KEY (job, step_id));
-    CREATE TABLE IF NOT EXISTS _dray_http_validators(
-      job text NOT NULL, step_id text NOT NULL, fingerprint text NOT NULL, request text NOT NULL, etag text,
-      last_modified text, updated_at text NOT NULL, PRIMARY KEY (job, step_id))
-    """
+  static let bookkeeping = [Bookkeeping.resources, Bookkeeping.tables, Bookkeeping.cursors, Bookkeeping.validators]
+    .map { createStatement($0) }.joined(separator: ";\n")
+
+  /// `CREATE TABLE IF NOT EXISTS` for one of dray's own tables, in PostgreSQL's types, with
+  /// `extra` column definitions.
+  static func createStatement(_ table: Bookkeeping.Table, extra: [String] = []) -> String {
+    table.createStatement(
+      types: { type in
+        switch type {
+        case .text: "text"
+        case .integer: "bigint"
+        case .flag: "boolean"
+        }
+      }, extra: extra)
+  }
 
   /// Sets `search_path` to `schema` and runs `tables` (`CREATE TABLE IF NOT EXISTS`
   /// statements separated by `;`) in one transaction under the schema's setup lock, so that

@@ -24,19 +24,9 @@ public final class Journal {
   /// reading that predates them (`migrate` converts it when a run opens it).
   private var flagsStorage = FlagsStorage.columns
 
-  static let schema = """
-    CREATE TABLE _dray_runs(
-      run_id TEXT PRIMARY KEY, lineage TEXT NOT NULL, job TEXT NOT NULL, started_at TEXT NOT NULL,
-      ended_at TEXT, status TEXT NOT NULL, manifest_fingerprint TEXT NOT NULL, pid INTEGER NOT NULL,
-      fresh INTEGER NOT NULL DEFAULT 0, from_step TEXT, only_step TEXT);
-    CREATE TABLE _dray_checkpoints(
-      job TEXT NOT NULL, step_id TEXT NOT NULL, run_id TEXT NOT NULL, lineage TEXT NOT NULL,
-      fingerprint TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL, rows INTEGER NOT NULL,
-      bytes INTEGER NOT NULL, outputs TEXT NOT NULL, finished_at TEXT NOT NULL,
-      PRIMARY KEY(job, step_id));
-    """
+  static let schema = [Bookkeeping.runs, Bookkeeping.checkpoints].map(Store.createStatement).joined(separator: ";\n")
 
-  static let tables = ["_dray_runs", "_dray_checkpoints"]
+  static let tables = [Bookkeeping.runs.name, Bookkeeping.checkpoints.name]
 
   /// The columns of `_dray_runs` before the flag columns: dray 0.1.0 had no flags at all,
   /// later versions kept them as text in `options` (`RunFlags.text`).
@@ -62,12 +52,7 @@ public final class Journal {
   }
 
   static let expectedColumns: [String: [String]] = [
-    "_dray_runs": [
-      "run_id", "lineage", "job", "started_at", "ended_at", "status", "manifest_fingerprint", "pid", "fresh", "from_step", "only_step",
-    ],
-    "_dray_checkpoints": [
-      "job", "step_id", "run_id", "lineage", "fingerprint", "status", "attempts", "rows", "bytes", "outputs", "finished_at",
-    ],
+    Bookkeeping.runs.name: Bookkeeping.runs.columnNames, Bookkeeping.checkpoints.name: Bookkeeping.checkpoints.columnNames,
   ]
 
   /// Opens the journal at `path` for a run, creating it (or its tables, in an existing

@@ -24,13 +24,7 @@ public final class SQLiteStaging: RecordStaging {
     }
     database = try Database(path: path)
     database.stopWhen(cancellation)
-    try database.execute(
-      """
-      CREATE TABLE IF NOT EXISTS _dray_http_pages(
-        job TEXT NOT NULL, step_id TEXT NOT NULL, lineage TEXT NOT NULL, fingerprint TEXT NOT NULL,
-        pages INTEGER NOT NULL, rows INTEGER NOT NULL, bytes INTEGER NOT NULL, next TEXT,
-        updated_at TEXT NOT NULL, PRIMARY KEY(job, step_id))
-      """)
+    try database.execute(Store.createStatement(Bookkeeping.pages))
   }
 
   public func pages(job: String, stepID: String) throws -> StagedPages? {

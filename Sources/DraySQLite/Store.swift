@@ -28,15 +28,17 @@ public final class Store {
       throw StoreError.cannotCreateFolder(error)
     }
     database = try Database(path: path)
-    try database.execute(
-      """
-      CREATE TABLE IF NOT EXISTS _dray_resources(
-        resource TEXT PRIMARY KEY, scheme TEXT NOT NULL, fetched_at TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS _dray_tables(
-        name TEXT PRIMARY KEY, resource TEXT NOT NULL, params TEXT NOT NULL,
-        source_table TEXT NOT NULL, content_version TEXT, etag TEXT, cache_hash TEXT,
-        row_count INTEGER NOT NULL DEFAULT 0, loaded_at TEXT);
-      """)
+    for table in [Bookkeeping.resources, Bookkeeping.tables] { try database.execute(Store.createStatement(table)) }
+  }
+
+  /// `CREATE TABLE IF NOT EXISTS` for one of dray's own tables, in SQLite's types.
+  static func createStatement(_ table: Bookkeeping.Table) -> String {
+    table.createStatement { type in
+      switch type {
+      case .text: "TEXT"
+      case .integer, .flag: "INTEGER"
+      }
+    }
   }
 
   // MARK: Names

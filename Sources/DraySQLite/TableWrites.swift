@@ -144,12 +144,7 @@ struct CursorLedger {
   }
 
   public func createTable() throws {
-    _ = try database.execute(
-      """
-      CREATE TABLE IF NOT EXISTS _dray_http_cursors(
-        job TEXT NOT NULL, step_id TEXT NOT NULL, value TEXT, staged TEXT, fresh INTEGER NOT NULL,
-        updated_at TEXT NOT NULL, PRIMARY KEY(job, step_id))
-      """)
+    _ = try database.execute(Store.createStatement(Bookkeeping.cursors))
   }
 
   /// The step's entry; an empty one when none is kept (or the table does not exist).

@@ -22,12 +22,7 @@ struct ValidatorLedger {
   /// Keeps `validators` for step `stepID` of `job` (nil: forgets the step's), inside the
   /// caller's transaction; creates the table when missing.
   func save(_ validators: KeptValidators?, job: String, stepID: String) throws {
-    _ = try database.execute(
-      """
-      CREATE TABLE IF NOT EXISTS _dray_http_validators(
-        job TEXT NOT NULL, step_id TEXT NOT NULL, fingerprint TEXT NOT NULL, request TEXT NOT NULL, etag TEXT,
-        last_modified TEXT, updated_at TEXT NOT NULL, PRIMARY KEY(job, step_id))
-      """)
+    _ = try database.execute(Store.createStatement(Bookkeeping.validators))
     guard let validators else {
       _ = try database.rows("DELETE FROM _dray_http_validators WHERE job = ? AND step_id = ?", [.text(job), .text(stepID)])
       return

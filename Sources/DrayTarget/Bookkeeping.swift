@@ -2,26 +2,121 @@ internal import DrayJSON
 public import DrayModel
 public import Foundation
 
-/// dray's own tables in a job's database, on every store (each store writes their SQL in its
-/// dialect: SQLite's `Store` and `Journal`, PostgreSQL's `PostgresStore` and `PostgresJournal`):
-///
-/// - `_dray_resources(resource, scheme, fetched_at)`: each resource's scheme as last fetched
-///   (`encodeScheme`);
-/// - `_dray_tables(name, resource, params, source_table, content_version, etag, cache_hash,
-///   row_count, loaded_at)`: one row per physical table (`TableRecord`);
-/// - `_dray_runs` and `_dray_checkpoints`: the run journal (`RunRecord`, `CheckpointRecord`;
-///   docs/resume.md);
-/// - `_dray_http_cursors`: the kept cursor of each `incremental` step (`CursorEntry`);
-/// - `_dray_http_validators`: the validators of each conditional `http` step
-///   (`KeptValidators`);
-/// - `_dray_http_pages`: the pages an `http` step staged (the page ledger, in the staging
-///   database);
-/// - `_dray_guard`: the table guard (docs/store.md, "The table guard").
+/// dray's own tables in a job's database, declared once for every store (`Table`: each store
+/// names the column types in its dialect): `resources`, `tables`, `runs`, `checkpoints`,
+/// `cursors`, `validators`, `pages`; beside them each store keeps its table guard
+/// (docs/store.md, "The table guard").
 ///
 /// A step's SQL may read them and never write them (`UserSQLError.ownTable`).
 public enum Bookkeeping {
   /// The prefix of every table dray keeps for itself.
   public static let prefix = "_dray_"
+
+  /// One of dray's own tables, declared once for every store: its columns in order, each
+  /// store naming their types in its dialect (`createStatement(types:)`).
+  public struct Table: Sendable {
+    /// What a column holds.
+    public enum ColumnType: Sendable {
+      /// Text (JSON text included).
+      case text
+      /// A 64-bit integer.
+      case integer
+      /// 0 or 1 on SQLite, a `boolean` where the database has one.
+      case flag
+    }
+
+    /// One column: its name, type, whether it may be NULL, and an integer default.
+    public struct Column: Sendable {
+      public var name: String
+      public var type: ColumnType
+      public var notNull: Bool
+      public var defaultValue: Int?
+    }
+
+    public let name: String
+    public let columns: [Column]
+    public let primaryKey: [String]
+
+    /// The column names, in order.
+    public var columnNames: [String] { columns.map(\.name) }
+
+    /// `CREATE TABLE IF NOT EXISTS <name>(<columns>, PRIMARY KEY(<key>))`, each column's
+    /// type named by `types`, the table named by `qualified` (a schema's prefix) and
+    /// `extra` column definitions added after the declared ones.
+    public func createStatement(
+      types: (ColumnType) -> String, qualified: (String) -> String = { $0 }, extra: [String] = []
+    ) -> String {
+      let definitions =
+        columns.map { column in
+          [column.name, types(column.type)] + (column.notNull ? ["NOT NULL"] : [])
+            + (column.defaultValue.map { ["DEFAULT \($0)"] } ?? [])
+        }.map { $0.joined(separator: " ") } + extra + ["PRIMARY KEY(\(primaryKey.joined(separator: ", ")))"]
+      return "CREATE TABLE IF NOT EXISTS \(qualified(name))(\(definitions.joined(separator: ", ")))"
+    }
+
+    init(_ name: String, key: [String], _ columns: [(String, ColumnType, notNull: Bool)], defaults: [String: Int] = [:]) {
+      self.name = name
+      self.primaryKey = key
+      self.columns = columns.map { Column(name: $0.0, type: $0.1, notNull: $0.notNull, defaultValue: defaults[$0.0]) }
+    }
+  }
+
+  /// `_dray_resources`: each resource's scheme as last fetched (`encodeScheme`).
+  public static let resources = Table(
+    "_dray_resources", key: ["resource"], [("resource", .text, true), ("scheme", .text, true), ("fetched_at", .text, true)])
+
+  /// `_dray_tables`: one row per physical table (`TableRecord`).
+  public static let tables = Table(
+    "_dray_tables", key: ["name"],
+    [
+      ("name", .text, true), ("resource", .text, true), ("params", .text, true), ("source_table", .text, true),
+      ("content_version", .text, false), ("etag", .text, false), ("cache_hash", .text, false), ("row_count", .integer, true),
+      ("loaded_at", .text, false),
+    ], defaults: ["row_count": 0])
+
+  /// `_dray_runs`: the journal's runs (`RunRecord`; docs/resume.md).
+  public static let runs = Table(
+    "_dray_runs", key: ["run_id"],
+    [
+      ("run_id", .text, true), ("lineage", .text, true), ("job", .text, true), ("started_at", .text, true), ("ended_at", .text, false),
+      ("status", .text, true), ("manifest_fingerprint", .text, true), ("pid", .integer, true), ("fresh", .integer, true),
+      ("from_step", .text, false), ("only_step", .text, false),
+    ], defaults: ["fresh": 0])
+
+  /// `_dray_checkpoints`: each step's checkpoint (`CheckpointRecord`).
+  public static let checkpoints = Table(
+    "_dray_checkpoints", key: ["job", "step_id"],
+    [
+      ("job", .text, true), ("step_id", .text, true), ("run_id", .text, true), ("lineage", .text, true), ("fingerprint", .text, true),
+      ("status", .text, true), ("attempts", .integer, true), ("rows", .integer, true), ("bytes", .integer, true),
+      ("outputs", .text, true), ("finished_at", .text, true),
+    ])
+
+  /// `_dray_http_cursors`: the kept cursor of each `incremental` step (`CursorEntry`).
+  public static let cursors = Table(
+    "_dray_http_cursors", key: ["job", "step_id"],
+    [
+      ("job", .text, true), ("step_id", .text, true), ("value", .text, false), ("staged", .text, false), ("fresh", .flag, true),
+      ("updated_at", .text, true),
+    ])
+
+  /// `_dray_http_validators`: the validators of each conditional `http` step
+  /// (`KeptValidators`).
+  public static let validators = Table(
+    "_dray_http_validators", key: ["job", "step_id"],
+    [
+      ("job", .text, true), ("step_id", .text, true), ("fingerprint", .text, true), ("request", .text, true), ("etag", .text, false),
+      ("last_modified", .text, false), ("updated_at", .text, true),
+    ])
+
+  /// `_dray_http_pages`: the pages an `http` step staged (`StagedPages`, the page ledger, in
+  /// the staging database).
+  public static let pages = Table(
+    "_dray_http_pages", key: ["job", "step_id"],
+    [
+      ("job", .text, true), ("step_id", .text, true), ("lineage", .text, true), ("fingerprint", .text, true), ("pages", .integer, true),
+      ("rows", .integer, true), ("bytes", .integer, true), ("next", .text, false), ("updated_at", .text, true),
+    ])
 
   /// What `_dray_tables` records about one physical table.
   public struct TableRecord: Sendable, Equatable {

@@ -2,7 +2,7 @@ public import DrayModel
 
 // The staging seam: where an `http` step stages its records page by page and keeps its page
 // ledger, before it publishes them into the target database through `StoreTransaction`
-// (docs/architecture.md, "The store seam"). SQLite (`SQLiteStaging`) implements it: the
+// (docs/architecture.md, "The target seam"). SQLite (`SQLiteStaging`) implements it: the
 // job's database, or beside a server database a local file.
 
 /// The database an `http` step stages in: its records, one staging table per step, and its
