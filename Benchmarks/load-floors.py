@@ -4,6 +4,7 @@ into PostgreSQL, each beside the floor its database allows, in one run, and prin
 peak memory and the ratios.
 
     Benchmarks/load-floors.py [--rows 1000000,5000000] [--rounds 3] [--only sqlite|postgres]
+                              [--baseline OTHER_DRAY]
 
 The platform emulator serves the answer from a file rendered once (Emulator/generated.py,
 cached under --work), so it is never the bottleneck; the job asks for it uncompressed
@@ -27,6 +28,11 @@ count the pairs run in turn, round after round (the order alternates):
 Wall time and peak resident memory come from GNU time (`/usr/bin/time -v`). Targets (issues
 13 and 17): dray within 1.5x of its floor on both databases, peak memory under 64 MB. Exit
 code 1 when a target is missed. DRAY_BINARY overrides the release build.
+
+With `--baseline OTHER_DRAY` (another build of dray, e.g. the commit before a change), that
+build runs the same jobs in every round beside this one, in alternating order, and the
+report adds the median of the rounds' ratios (this build ÷ the baseline): a change's cost
+measured in paired runs on the same machine state.
 """
 
 import argparse
@@ -71,7 +77,7 @@ def start_postgres(folder):
     return data, f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
 
-def measure(size, url, pg_url, work, binary, rounds, only):
+def measure(size, url, pg_url, work, binary, rounds, only, baseline=None):
     resource = f"GEN{size}"
     folder = os.path.join(work, f"floors-{size}")
     os.makedirs(folder, exist_ok=True)
@@ -102,7 +108,7 @@ steps:
         return int(subprocess.run(psql + ["-At", "-c", f'SELECT count(*) FROM "{name}"'], check=True,
                                   capture_output=True, text=True).stdout)
 
-    def dray_sqlite():
+    def dray_sqlite(binary=binary):
         run = peers.fresh(os.path.join(folder, "run"))
         result = peers.run_timed([binary, "run", jobs["sqlite"], "--quiet"])
         assert peers.count_rows(os.path.join(run, "dray.sqlite"), table) == size
@@ -131,7 +137,7 @@ steps:
     def default_settings_floor():
         return sqlite_floor("")
 
-    def dray_postgres():
+    def dray_postgres(binary=binary):
         peers.fresh(os.path.join(folder, "run"))
         result = peers.run_timed([binary, "run", jobs["postgres"], "--quiet", "--fresh"])
         assert pg_count(table) == size
@@ -150,6 +156,11 @@ steps:
                       ("the same, SQLite's defaults", default_settings_floor)))
     if only in (None, "postgres"):
         pairs.append(("PostgreSQL", ("dray", dray_postgres), ("floor: psql \\copy", copy)))
+    if baseline:
+        # The baseline build last among the tools: with the order reversed every other
+        # round, it runs right before and right after this build in turn.
+        pairs = [(database, *tools, ("baseline dray", lambda run=tools[0][1]: run(baseline)))
+                 for database, *tools in pairs]
     results = []
     for database, *tools in pairs:
         runs = {name: [] for name, _ in tools}
@@ -176,6 +187,10 @@ def report(size, results):
             peak = max(m for _, m in tool_runs) / 1024
             walls = ", ".join(f"{w:.2f}" for w, _ in tool_runs)
             print(f"| {database} | {name} | {median:.2f} s | {walls} | {peak:.1f} MB | {median / floor_median:.2f} |")
+        if "baseline dray" in runs:
+            paired = [w / b for (w, _), (b, _) in zip(dray, runs["baseline dray"])]
+            print(f"  this build ÷ baseline, median of {len(paired)} paired rounds: {statistics.median(paired):.3f} "
+                  f"(rounds: {', '.join(f'{r:.3f}' for r in paired)})")
         ratio = statistics.median(w for w, _ in dray) / floor_median
         peak = max(m for _, m in dray) / 1024
         for label, met, figure in [(f"{database}: dray within 1.5x of its floor", ratio <= 1.5, f"{ratio:.2f}x"),
@@ -190,6 +205,7 @@ def main():
     parser.add_argument("--rows", default="1000000,5000000", help="comma-separated row counts")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each tool per row count")
     parser.add_argument("--only", choices=["sqlite", "postgres"], help="one database only")
+    parser.add_argument("--baseline", help="another dray binary, run beside this one in every round")
     parser.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "dray-bench"),
                         help="scratch folder: rendered answers, CSV files, databases")
     args = parser.parse_args()
@@ -204,7 +220,7 @@ def main():
     try:
         data, pg_url = start_postgres(server)
         for size in sizes:
-            ok = report(size, measure(size, url, pg_url, args.work, binary, args.rounds, args.only)) and ok
+            ok = report(size, measure(size, url, pg_url, args.work, binary, args.rounds, args.only, args.baseline)) and ok
     finally:
         emulator.stdin.close()
         emulator.wait(timeout=10)

@@ -15,14 +15,7 @@ extension Step {
   /// and the schema, so that two databases, or two schemas of one, never share a
   /// fingerprint.
   public func fingerprint(in manifest: Manifest) -> String {
-    var fields: [(String, JSONValue)] = [("step", definition)]
-    if let target = manifest.database?.postgres {
-      var url = target.url
-      url.password = nil
-      fields += [("database", .string(url.redacted)), ("schema", .string(target.schema))]
-    } else {
-      fields.append(("database", .string(manifest.database?.path.map { manifest.resolve($0) } ?? "")))
-    }
+    let fields: [(String, JSONValue)] = [("step", definition)] + manifest.databaseIdentity.map { ($0.key, .string($0.value)) }
     return SHA256.hex(JSONValue.object(fields).canonicalJSON)
   }
 }

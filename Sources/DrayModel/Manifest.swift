@@ -173,6 +173,21 @@ public struct Credentials: Sendable, Hashable {
   }
 }
 
+extension Manifest {
+  /// Which database the job writes, as fields of a step's fingerprint: the resolved SQLite
+  /// path (empty without a database), or for `database.url` the URL without its password
+  /// (wherever the password is written, it is not part of which database it is) and the
+  /// schema, so that two databases, or two schemas of one, never share a fingerprint.
+  public var databaseIdentity: [(key: String, value: String)] {
+    if let target = database?.postgres {
+      var url = target.url
+      url.password = nil
+      return [("database", url.redacted), ("schema", target.schema)]
+    }
+    return [("database", database?.path.map { resolve($0) } ?? "")]
+  }
+}
+
 /// The `database:` block: an SQLite file (`path`, the SDK's `openBase(path, key)`) or a
 /// PostgreSQL database (`url`), exactly one of them.
 public struct DatabaseSettings: Sendable, Hashable {

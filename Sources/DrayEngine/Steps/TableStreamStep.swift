@@ -11,184 +11,29 @@ extension StepRunner {
   /// the step's checkpoint (the SDK's `tableStream`). `expect` is checked on each table in
   /// that transaction before it commits (`Expectations.audit`); a failure rolls it back.
   func runTableStream(_ options: TableStreamStep, _ report: inout StepReport) throws {
-    let client = try platformClient()
-    let store = try openStore()
-    var attempts: [Attempt] = []
-    defer { report.attempts = attempts }
-    let record: (Attempt) -> Void = {
-      attempts.append($0); logAttempt($0)
-    }
-
-    let scheme = try scheme(of: options.resource, in: store, client: client, record: record)
-
-    // A write without a transaction id is sent at most once: never resumed (a resume would
-    // send it again), nor asked again as full data after a delta.
-    let reads = !mayChangeData(writes: options.writes, scheme: scheme)
-    let writesOnce = !options.transaction && !reads
-    // A delta starts from the version the tables hold; without one (first load, a table
-    // recreated, versions that disagree) the server is asked for full data.
-    var deltaFrom = options.delta && !writesOnce ? try store.deltaBase(scheme: scheme, params: options.params) : nil
-    var download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume && !writesOnce)
-    let url = client.session.url("rpc/\(options.resource)/")
-    let transactionID = options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
-    /// Asks again for full data, as a new transaction.
-    func fullData(_ download: Download) throws -> PlatformClient.AnswerHead {
-      try client.rpc(
-        resource: options.resource, params: options.params, delta: nil,
-        transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, reads: reads, download: download,
-        policy: step.retry, record: record)
-    }
-    /// Fetches the answer into `download`: a delta from `deltaFrom` when there is one, else
-    /// full data. A delta the server refuses (400), or one that does not start at `deltaFrom`
-    /// and move forward, is replaced by full data (docs/store.md); a delta sent for full
-    /// data is refused. `report.bytes` counts every byte received.
-    func fetch(_ download: inout Download) throws -> PlatformClient.AnswerHead {
-      var head: PlatformClient.AnswerHead
-      do {
-        head = try client.rpc(
-          resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID, reads: reads,
-          download: download, policy: step.retry, record: record,
-          beforeSending: { if writesOnce { try recordCheckpoint(report, status: .sent) } })
-      } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
-        // The server does not know the version held (its history was reset, or the database
-        // came from another server).
-        report.notes.append("the server refused a delta from \(deltaFrom!) (\(e)); asked for full data instead")
-        deltaFrom = nil
-        head = try fullData(download)
-      }
-      if head.isDelta, let held = deltaFrom, let problem = head.deltaProblem(held: held) {
-        report.notes.append("asked for a delta from \(held); the server sent \(problem); asked for full data instead")
-        report.count(download)
-        download.removeFinished()
-        download = Download(path: downloadPath(), style: .platform, resume: manifest.download.resume)
-        deltaFrom = nil
-        head = try fullData(download)
-      }
-      if head.isDelta && deltaFrom == nil {
-        download.removeFinished()
-        throw PlatformError.badAnswer(
-          url: HTTPClient.displayURL(url),
-          detail:
-            "asked for full data, the server sent a delta (Content-Version: \"delta \(head.deltaFrom ?? "?")-\(head.contentVersion ?? "?")\"); "
-            + "a delta cannot apply to tables of unknown version, so nothing was loaded")
-      }
-      report.count(download)
-      return head
-    }
-    // Full data is loaded while it downloads (docs/network.md, "Loading while downloading"):
-    // a second thread reads the part as it grows, in a transaction that commits only once
-    // the download is finished and verified. Members of a parallel group load after their
-    // download, so that their loads, one at a time, never hold a transaction open over one;
-    // so do loads into a store that does not load while downloading (`loadsWhileDownloading`).
-    let growing = deltaFrom == nil && !inGroup && store.loadsWhileDownloading ? GrowingFile() : nil
-    let answer = Mutex<(head: PlatformClient.AnswerHead, report: StepReport)?>(nil)
-    let loading = showLoadProgress(store)
+    let run = try TableStreamRun(self, options, report)
+    defer { report = run.finalReport }
+    let loading = showLoadProgress(run.store)
     defer { loading?.stop() }
-    /// Loads the answer in `download` in one transaction with the step's checkpoint; from its
-    /// part as it arrives with `growing`. The answer's head and the step's report so far are
-    /// read from `answer` once the rows are read (the download has finished by then).
-    func load(_ download: Download, delta: Bool, growing: GrowingFile?) throws -> LoadResult {
-      try loadAnswer(options, scheme, into: store, download, delta: delta, growing: growing) { answer.withLock { $0! } }
-    }
-    /// Keeps the answer's head and the step's report for `load`, once the download is done.
-    func downloaded(_ head: PlatformClient.AnswerHead) {
-      var finished = report
-      finished.attempts = attempts
-      answer.withLock { $0 = (head, finished) }
-    }
-
-    /// Whether the tables already hold the answer `head` describes, as `reader` sees them:
-    /// loading it would rewrite every row as it is.
-    func holds(_ head: PlatformClient.AnswerHead, in reader: any TargetStore) throws -> Bool {
-      try !head.isDelta && !context.fresh
-        && reader.holdsAnswer(
-          AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash), scheme: scheme,
-          params: options.params)
-    }
-
-    var head: PlatformClient.AnswerHead
-    var streamed: Result<LoadResult, any Error>?
-    let unchanged: Bool
-    if let growing {
-      download.growing = growing
-      var fetched: (head: PlatformClient.AnswerHead, unchanged: Bool)?
-      let loaded = try loadWhileDownloading(growing, load: { [download] in try load(download, delta: false, growing: growing) }) {
-        let head = try fetch(&download)
-        downloaded(head)
-        CrashPoint.reach("downloaded:\(step.id)")
-        // The load's thread holds `store`: another connection reads what the tables hold.
-        // An answer the tables hold already is not loaded: what was read of it rolls back.
-        let unchanged = try holds(head, in: openStore())
-        fetched = (head, unchanged)
-        return !unchanged
-      }
-      (head, unchanged) = fetched!
-      streamed = loaded.result
-      if loaded.restarted {
-        // What was read may belong to another answer: the finished one loads from its start.
-        report.notes.append("the download started the answer again from byte 0; it was loaded once finished")
-      }
-    } else {
-      head = try fetch(&download)
-      downloaded(head)
-      CrashPoint.reach("downloaded:\(step.id)")
-      unchanged = try holds(head, in: store)
-    }
-    if download.bytesResumed > 0 && download.bytesReceived == 0 {
-      report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
-    } else {
-      if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
-      report.notes += download.notes
-    }
+    let (head, unchanged, streamed) = try run.fetchAnswer()
     // Kept only when the tables are still as dray loaded them (asked again in the write
     // transaction that keeps them); otherwise the finished answer loads.
-    if unchanged, try keepUnchanged(scheme, options, head, store, attempts, &report) {
-      download.removeFinished()
+    if unchanged, try keepUnchanged(run.scheme, options, head, run.store, run.attempts, &run.report) {
+      run.download.removeFinished()
       return
     }
-
-    let result: LoadResult
-    do {
-      result = try streamed?.get() ?? load(download, delta: head.isDelta, growing: nil)
-    } catch var error as LoadError where !context.cancellation.isCancelled {
-      // The answer on disk cannot be loaded: never keep it to be reused. One that an earlier
-      // run or attempt left (only its size was confirmed) may have been damaged on disk, so
-      // it is fetched once more from byte 0; a fresh answer that fails is the server's.
-      download.removeFinished()
-      guard download.bytesResumed > 0 else {
-        error.message +=
-          (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
-          + "; the answer was discarded, so the next run downloads it again"
-        throw error
-      }
-      report.notes = report.notes.filter { !$0.hasPrefix("the answer an earlier run downloaded") }
-      report.notes.append(
-        "the answer an earlier run downloaded (\(download.bytesResumed) bytes) could not be loaded (\(error)); it was discarded and downloaded again"
-      )
-      download = Download(path: downloadPath(), style: .platform, resume: false)
-      head = try fetch(&download)
-      downloaded(head)
-      report.notes += download.notes
-      do {
-        result = try load(download, delta: head.isDelta, growing: nil)
-      } catch var again as LoadError where !context.cancellation.isCancelled {
-        download.removeFinished()
-        again.message +=
-          (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
-          + "; the answer was discarded, so the next run downloads it again"
-        throw again
-      }
+    let (result, loaded) = try run.loadFinished(head, streamed: streamed)
+    if let deltaFrom = run.deltaFrom, !loaded.isDelta {
+      run.report.notes.append("asked for a delta from \(deltaFrom); the server sent full data")
     }
-    if let deltaFrom, !head.isDelta {
-      report.notes.append("asked for a delta from \(deltaFrom); the server sent full data")
-    }
-    download.removeFinished()
-    noteLoaded(result, head: head, deltaFrom: deltaFrom, &report)
+    run.download.removeFinished()
+    noteLoaded(result, head: loaded, deltaFrom: run.deltaFrom, &run.report)
   }
+
 
   /// The resource's scheme: the one the store keeps, else the platform's (`client.schemes`).
   /// - Throws: `StepError.resourceNotFound` for a resource the platform does not list.
-  private func scheme(
+  fileprivate func scheme(
     of resource: String, in store: any TargetStore, client: PlatformClient, record: @escaping (Attempt) -> Void
   ) throws -> ResourceScheme {
     if let kept = try store.scheme(for: resource) { return kept }
@@ -204,9 +49,9 @@ extension StepRunner {
   /// and the step's report so far once the rows are read (the download has finished by then).
   /// - Throws: `LoadError`, `StepError` for a failed `expect` (the answer is then removed:
   ///   the next run asks again), `GrowingFile.Stop`, the store's errors.
-  private func loadAnswer(
+  fileprivate func loadAnswer(
     _ options: TableStreamStep, _ scheme: ResourceScheme, into store: any TargetStore, _ download: Download, delta: Bool,
-    growing: GrowingFile?, answer: () -> (head: PlatformClient.AnswerHead, report: StepReport)
+    growing: GrowingFile?, answer: () -> (head: PlatformClient.AnswerHead, report: StepReport)?
   ) throws -> LoadResult {
     // A part that is still empty opens no transaction until its first bytes come.
     if let growing { _ = try growing.waitForBytes(after: 0) }
@@ -216,10 +61,13 @@ extension StepRunner {
           file: download.path, growing: growing, scheme: scheme, params: options.params, delta: delta,
           cancellation: context.cancellation
         ) {
-          let head = answer().head
-          return AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash)
+          let head = answer()?.head
+          return AnswerInfo(contentVersion: head?.contentVersion, etag: head?.etag, cacheHash: head?.cacheHash)
         }
-        var done = answer().report
+        // The download has finished by the time the rows are read, and handed its head over.
+        guard var done = answer()?.report else {
+          throw LoadError(resource: options.resource, message: "the answer's head did not arrive before its rows were read; nothing was loaded")
+        }
         for table in scheme.outputs {
           let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
           done.rows[name] = try transaction.rowCount(ofTable: name)
@@ -304,4 +152,228 @@ extension StepRunner {
     report.rows = done.rows
     return true
   }
+}
+
+/// One run of a `table_stream` step, in parts: `fetchAnswer` (a delta or full data, asked
+/// again as full data where a delta cannot apply; loaded while it downloads where the store
+/// can) and `loadFinished` (the load after the download, asked once more from byte 0 when an
+/// answer an earlier run left cannot be loaded). `runTableStream` keeps an unchanged answer
+/// between them.
+private final class TableStreamRun {
+  let runner: StepRunner
+  let options: TableStreamStep
+  let client: PlatformClient
+  let store: any TargetStore
+  let scheme: ResourceScheme
+  /// The call only reads: it may be resumed and asked again.
+  let reads: Bool
+  /// A write without a transaction id, sent at most once: never resumed (a resume would send
+  /// it again), nor asked again as full data after a delta.
+  let writesOnce: Bool
+  let url: String
+  let transactionID: String?
+  /// The version a delta starts from; nil once full data is asked for.
+  var deltaFrom: String?
+  var download: Download
+  var report: StepReport
+  /// Every call's attempts, the scheme's included.
+  private let log = AttemptLog()
+  var attempts: [Attempt] { log.attempts }
+  /// The answer's head and the step's report so far, for the load's thread once the
+  /// download is done.
+  let answer = Mutex<(head: PlatformClient.AnswerHead, report: StepReport)?>(nil)
+
+  init(_ runner: StepRunner, _ options: TableStreamStep, _ report: StepReport) throws {
+    self.runner = runner
+    self.options = options
+    self.report = report
+    client = try runner.platformClient()
+    store = try runner.openStore()
+    scheme = try runner.scheme(of: options.resource, in: store, client: client) { [log] in
+      log.attempts.append($0)
+      runner.logAttempt($0)
+    }
+    reads = !runner.mayChangeData(writes: options.writes, scheme: scheme)
+    writesOnce = !options.transaction && !reads
+    // A delta starts from the version the tables hold; without one (first load, a table
+    // recreated, versions that disagree) the server is asked for full data.
+    deltaFrom = options.delta && !writesOnce ? try store.deltaBase(scheme: scheme, params: options.params) : nil
+    download = Download(path: runner.downloadPath(), style: .platform, resume: runner.manifest.download.resume && !writesOnce)
+    url = client.session.url("rpc/\(options.resource)/")
+    transactionID =
+      options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
+  }
+
+  /// The step's report with its attempts.
+  var finalReport: StepReport {
+    var final = report
+    final.attempts = attempts
+    return final
+  }
+
+  func record(_ attempt: Attempt) {
+    log.attempts.append(attempt)
+    runner.logAttempt(attempt)
+  }
+
+  /// Fetches the answer and, where the store loads while downloading (full data, not in a
+  /// parallel group), loads it on a second thread as it arrives, in a transaction that
+  /// commits only once the download is finished and verified (docs/network.md, "Loading
+  /// while downloading"). Members of a parallel group load after their download, so that
+  /// their loads, one at a time, never hold a transaction open over one.
+  /// - Returns: the answer's head; whether the tables already hold it; the streamed load's
+  ///   outcome, nil when the answer loads after its download.
+  func fetchAnswer() throws -> (PlatformClient.AnswerHead, unchanged: Bool, streamed: Result<LoadResult, any Error>?) {
+    var outcome: (PlatformClient.AnswerHead, unchanged: Bool, streamed: Result<LoadResult, any Error>?)
+    if deltaFrom == nil && !runner.inGroup && store.loadsWhileDownloading {
+      let growing = GrowingFile()
+      download.growing = growing
+      var answered: (head: PlatformClient.AnswerHead, unchanged: Bool)?
+      let part = download
+      let loaded = try loadWhileDownloading(growing, load: { try self.load(part, delta: false, growing: growing) }) {
+        // The load's thread holds `store`: another connection reads what the tables hold.
+        let fetched = try fetched(reader: runner.openStore())
+        answered = fetched
+        return !fetched.unchanged
+      }
+      guard let answered else {
+        throw PlatformError.badAnswer(url: HTTPClient.displayURL(url), detail: "the download ended without an answer; nothing was loaded")
+      }
+      outcome = (answered.head, answered.unchanged, loaded.result)
+      if loaded.restarted {
+        // What was read may belong to another answer: the finished one loads from its start.
+        report.notes.append("the download started the answer again from byte 0; it was loaded once finished")
+      }
+    } else {
+      let head = try fetched(reader: store)
+      outcome = (head.head, head.unchanged, nil)
+    }
+    if download.bytesResumed > 0 && download.bytesReceived == 0 {
+      report.notes.append("the answer an earlier run downloaded (\(download.bytesResumed) bytes) is unchanged; not downloaded again")
+    } else {
+      if download.bytesResumed > 0 { report.notes.append("resumed a partial download at byte \(download.bytesResumed)") }
+      report.notes += download.notes
+    }
+    return outcome
+  }
+
+  /// Fetches the answer, hands its head to the load, and asks `reader` whether the tables
+  /// hold it already (on a load's thread, `reader` is another connection than the load's).
+  private func fetched(reader: @autoclosure () throws -> any TargetStore) throws -> (head: PlatformClient.AnswerHead, unchanged: Bool) {
+    let head = try fetch()
+    downloaded(head)
+    CrashPoint.reach("downloaded:\(runner.step.id)")
+    // An answer the tables hold already is not loaded: what was read of it rolls back.
+    return (head, try holds(head, in: reader()))
+  }
+
+  /// The load after the download (or the streamed load's outcome). An answer on disk that
+  /// cannot be loaded is never kept to be reused: one an earlier run or attempt left (only
+  /// its size was confirmed) may have been damaged on disk, so it is fetched once more from
+  /// byte 0; a fresh answer that fails is the server's.
+  /// - Returns: the load's result and the head of the answer loaded.
+  func loadFinished(
+    _ head: PlatformClient.AnswerHead, streamed: Result<LoadResult, any Error>?
+  ) throws -> (LoadResult, PlatformClient.AnswerHead) {
+    do {
+      return (try streamed?.get() ?? load(download, delta: head.isDelta, growing: nil), head)
+    } catch let error as LoadError where !runner.context.cancellation.isCancelled {
+      download.removeFinished()
+      guard download.bytesResumed > 0 else { throw discarded(error, head) }
+      report.notes = report.notes.filter { !$0.hasPrefix("the answer an earlier run downloaded") }
+      report.notes.append(
+        "the answer an earlier run downloaded (\(download.bytesResumed) bytes) could not be loaded (\(error)); it was discarded and downloaded again"
+      )
+      download = Download(path: runner.downloadPath(), style: .platform, resume: false)
+      let again = try fetch()
+      downloaded(again)
+      report.notes += download.notes
+      do {
+        return (try load(download, delta: again.isDelta, growing: nil), again)
+      } catch let error as LoadError where !runner.context.cancellation.isCancelled {
+        download.removeFinished()
+        throw discarded(error, again)
+      }
+    }
+  }
+
+  /// `error` of an answer that was discarded, saying so.
+  private func discarded(_ error: LoadError, _ head: PlatformClient.AnswerHead) -> LoadError {
+    var error = error
+    error.message +=
+      (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "") + "; the answer was discarded, so the next run downloads it again"
+    return error
+  }
+
+  /// Asks again for full data, as a new transaction.
+  private func fullData() throws -> PlatformClient.AnswerHead {
+    try client.rpc(
+      resource: options.resource, params: options.params, delta: nil,
+      transactionID: options.transaction ? UUID().uuidString.lowercased() : nil, reads: reads, download: download,
+      policy: runner.step.retry, record: record)
+  }
+
+  /// Fetches the answer into `download`: a delta from `deltaFrom` when there is one, else
+  /// full data. A delta the server refuses (400), or one that does not start at `deltaFrom`
+  /// and move forward, is replaced by full data (docs/store.md); a delta sent for full data
+  /// is refused. `report.bytes` counts every byte received.
+  private func fetch() throws -> PlatformClient.AnswerHead {
+    var head: PlatformClient.AnswerHead
+    do {
+      head = try client.rpc(
+        resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID, reads: reads,
+        download: download, policy: runner.step.retry, record: record,
+        beforeSending: { if self.writesOnce { try self.runner.recordCheckpoint(self.report, status: .sent) } })
+    } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
+      // The server does not know the version held (its history was reset, or the database
+      // came from another server).
+      report.notes.append("the server refused a delta from \(deltaFrom ?? "") (\(e)); asked for full data instead")
+      deltaFrom = nil
+      head = try fullData()
+    }
+    if head.isDelta, let held = deltaFrom, let problem = head.deltaProblem(held: held) {
+      report.notes.append("asked for a delta from \(held); the server sent \(problem); asked for full data instead")
+      report.count(download)
+      download.removeFinished()
+      download = Download(path: runner.downloadPath(), style: .platform, resume: runner.manifest.download.resume)
+      deltaFrom = nil
+      head = try fullData()
+    }
+    if head.isDelta && deltaFrom == nil {
+      download.removeFinished()
+      throw PlatformError.badAnswer(
+        url: HTTPClient.displayURL(url),
+        detail:
+          "asked for full data, the server sent a delta (Content-Version: \"delta \(head.deltaFrom ?? "?")-\(head.contentVersion ?? "?")\"); "
+          + "a delta cannot apply to tables of unknown version, so nothing was loaded")
+    }
+    report.count(download)
+    return head
+  }
+
+  /// Loads the answer in `download` in one transaction with the step's checkpoint; from its
+  /// part as it arrives with `growing`. The answer's head and the step's report so far are
+  /// read from `answer` once the rows are read (the download has finished by then).
+  private func load(_ download: Download, delta: Bool, growing: GrowingFile?) throws -> LoadResult {
+    try runner.loadAnswer(options, scheme, into: store, download, delta: delta, growing: growing) { answer.withLock { $0 } }
+  }
+
+  /// Keeps the answer's head and the step's report for `load`, once the download is done.
+  private func downloaded(_ head: PlatformClient.AnswerHead) {
+    answer.withLock { $0 = (head, finalReport) }
+  }
+
+  /// Whether the tables already hold the answer `head` describes, as `reader` sees them:
+  /// loading it would rewrite every row as it is.
+  private func holds(_ head: PlatformClient.AnswerHead, in reader: any TargetStore) throws -> Bool {
+    try !head.isDelta && !runner.context.fresh
+      && reader.holdsAnswer(
+        AnswerInfo(contentVersion: head.contentVersion, etag: head.etag, cacheHash: head.cacheHash), scheme: scheme,
+        params: options.params)
+  }
+}
+
+/// The attempts of a step's calls, shared by the closures that record them.
+private final class AttemptLog {
+  var attempts: [Attempt] = []
 }
