@@ -224,7 +224,9 @@ extension PostgresStore: TargetStore {
   /// The version and validators `_dray_tables` records for table `name`, or nil (`KeptTables`).
   public func recordedAnswer(ofTable name: String) throws -> AnswerInfo? {
     try connection.execute("SELECT content_version, etag, cache_hash FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)])
-      .rows.first.map { AnswerInfo(contentVersion: $0[0].text, etag: $0[1].text, cacheHash: $0[2].text) }
+      .named.first.map {
+        AnswerInfo(contentVersion: try $0["content_version"].text, etag: try $0["etag"].text, cacheHash: try $0["cache_hash"].text)
+      }
   }
 
   public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {
@@ -265,8 +267,12 @@ extension PostgresStore: TargetStore {
     let row = try connection.execute(
       "SELECT fingerprint, request, etag, last_modified FROM \(own("_dray_http_validators")) WHERE job = $1 AND step_id = $2",
       [.text(job), .text(stepID)]
-    ).rows.first
-    return row.map { KeptValidators(fingerprint: $0[0].text ?? "", request: $0[1].text ?? "", etag: $0[2].text, lastModified: $0[3].text) }
+    ).named.first
+    return try row.map {
+      KeptValidators(
+        fingerprint: try $0["fingerprint"].text ?? "", request: try $0["request"].text ?? "", etag: try $0["etag"].text,
+        lastModified: try $0["last_modified"].text)
+    }
   }
 
   /// The name as PostgreSQL keeps it (fitted to 63 bytes), as the guard's trigger names it.
