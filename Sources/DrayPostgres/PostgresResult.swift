@@ -73,6 +73,9 @@ public struct PostgresResult: Sendable, Hashable {
     affectedRows = writes ? Int(String(cString: PQcmdTuples(result))) ?? 0 : 0
   }
 
+  /// Each row, read by column name (`PostgresRow`); the rows share `columns`.
+  public var named: [PostgresRow] { rows.map { PostgresRow(columns: columns, values: $0) } }
+
   /// The column names of `result`, in order.
   static func columns(of result: OpaquePointer) -> [String] {
     (0..<PQnfields(result)).map { String(cString: PQfname(result, $0)) }
@@ -97,5 +100,33 @@ public struct PostgresResult: Sendable, Hashable {
       default: return .text(text)
       }
     }
+  }
+}
+
+/// One row of a `PostgresResult`, read by column name.
+public struct PostgresRow: Sendable {
+  /// The result's column names, in order.
+  public let columns: [String]
+  /// The row's values, in the order of `columns`.
+  public let values: [PostgresValue]
+
+  /// The value of `column` (its name as the statement returns it: the alias after `AS`).
+  /// - Throws: `MissingColumn` naming `column` and the columns the result has.
+  public subscript(_ column: String) -> PostgresValue {
+    get throws(MissingColumn) {
+      guard let index = columns.firstIndex(of: column) else { throw MissingColumn(column: column, columns: columns) }
+      return values[index]
+    }
+  }
+}
+
+/// A row was read by a column name its statement does not return: a defect of dray's SQL.
+public struct MissingColumn: Error, Sendable, Equatable, CustomStringConvertible {
+  public var column: String
+  /// The columns the result has, in order.
+  public var columns: [String]
+
+  public var description: String {
+    "no column named \(column) in the result; its columns are \(columns.joined(separator: ", "))"
   }
 }

@@ -55,10 +55,10 @@ public struct PostgresRunLock: Sendable, Hashable {
   ///   (e.g. `42501` when the role may not create `_dray_locks` in the schema).
   public static func acquire(job: String, schema: String, on connection: PostgresConnection) throws -> PostgresRunLock? {
     let key = key(job: job, schema: schema)
-    let taken = try connection.execute("SELECT pg_try_advisory_lock($1), pg_backend_pid()", [.integer(key)])
-    guard taken.rows.first?[0].bool == true, let pid = taken.rows.first?[1].integer else { return nil }
-    let held = try connection.execute("SELECT pg_backend_pid(), \(heldByThisSession)", [.integer(key)])
-    guard held.rows.first?[0].integer == pid, held.rows.first?[1].bool == true else {
+    let taken = try connection.execute("SELECT pg_try_advisory_lock($1) AS taken, pg_backend_pid() AS pid", [.integer(key)]).named
+    guard try taken.first?["taken"].bool == true, let pid = try taken.first?["pid"].integer else { return nil }
+    let held = try connection.execute("SELECT pg_backend_pid() AS pid, \(heldByThisSession) AS held", [.integer(key)]).named
+    guard try held.first?["pid"].integer == pid, try held.first?["held"].bool == true else {
       _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [.integer(key)])
       throw PostgresRunLockError.transactionPooler(url: connection.url.redacted)
     }
@@ -89,21 +89,22 @@ public struct PostgresRunLock: Sendable, Hashable {
   /// `database` is the OID of the database the lock's object is in), and `pg_locks` shows
   /// every database's: only this database's holder is the job's.
   ///
-  /// - Throws: `PostgresError`.
-  public static func holder(job: String, schema: String, on connection: PostgresConnection) throws(PostgresError) -> String? {
+  /// - Throws: `PostgresError`; `MissingColumn` when the query's columns and their reading
+  ///   disagree (a defect).
+  public static func holder(job: String, schema: String, on connection: PostgresConnection) throws -> String? {
     let row = try connection.execute(
       """
-      SELECT l.pid, host(a.client_addr), to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+      SELECT l.pid, host(a.client_addr) AS client, to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS since
       FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = $1
         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       LIMIT 1
       """, [.integer(key(job: job, schema: schema))]
-    ).rows.first
-    guard let row, let pid = row[0].integer else { return nil }
+    ).named.first
+    guard let row, let pid = try row["pid"].integer else { return nil }
     var parts = ["server process \(pid)"]
-    if let client = row[1].text { parts.append("client \(client)") }
-    if let since = row[2].text { parts.append("connected \(since)") }
+    if let client = try row["client"].text { parts.append("client \(client)") }
+    if let since = try row["since"].text { parts.append("connected \(since)") }
     return parts.joined(separator: ", ")
   }
 

@@ -117,15 +117,16 @@ public final class PostgresJournal {
       SELECT run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, fresh, from_step, only_step
       FROM \(own("_dray_runs")) WHERE \(condition) ORDER BY started_at DESC, seq DESC\(limit.map { " LIMIT \($0)" } ?? "")
       """
-    return try connection.execute(sql, values).rows.map { row in
-      let id = row[0].text ?? ""
-      guard let status = RunRecord.Status(rawValue: row[5].text ?? "") else {
-        throw JournalError.badRecord(path: location, detail: "run \(id) has status '\(row[5].text ?? "")'")
+    return try connection.execute(sql, values).named.map { row in
+      let id = try row["run_id"].text ?? ""
+      guard let status = RunRecord.Status(rawValue: try row["status"].text ?? "") else {
+        throw JournalError.badRecord(path: location, detail: "run \(id) has status '\(try row["status"].text ?? "")'")
       }
       return RunRecord(
-        id: id, lineage: row[1].text ?? "", job: row[2].text ?? "", startedAt: row[3].text ?? "", endedAt: row[4].text,
-        status: status, manifestFingerprint: row[6].text ?? "", processID: Int(row[7].integer ?? 0),
-        flags: RunFlags(fresh: row[8].integer != 0, from: row[9].text, only: row[10].text))
+        id: id, lineage: try row["lineage"].text ?? "", job: try row["job"].text ?? "", startedAt: try row["started_at"].text ?? "",
+        endedAt: try row["ended_at"].text, status: status, manifestFingerprint: try row["manifest_fingerprint"].text ?? "",
+        processID: Int(try row["pid"].integer ?? 0),
+        flags: RunFlags(fresh: try row["fresh"].integer != 0, from: try row["from_step"].text, only: try row["only_step"].text))
     }
   }
 
@@ -171,15 +172,18 @@ extension PostgresJournal: RunJournal {
       SELECT job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at
       FROM \(own("_dray_checkpoints")) WHERE job = $1
       """, [.text(job)]
-    ).rows.map { row in
-      guard let status = CheckpointRecord.Status(rawValue: row[5].text ?? "") else {
+    ).named.map { row in
+      let stepID = try row["step_id"].text ?? ""
+      guard let status = CheckpointRecord.Status(rawValue: try row["status"].text ?? "") else {
         throw JournalError.badRecord(
-          path: location, detail: "the checkpoint of step \(row[1].text ?? "") has status '\(row[5].text ?? "")'")
+          path: location, detail: "the checkpoint of step \(stepID) has status '\(try row["status"].text ?? "")'")
       }
       return CheckpointRecord(
-        job: row[0].text ?? "", stepID: row[1].text ?? "", runID: row[2].text ?? "", lineage: row[3].text ?? "",
-        fingerprint: row[4].text ?? "", status: status, attempts: Int(row[6].integer ?? 0), rows: Int(row[7].integer ?? 0),
-        bytes: row[8].integer ?? 0, outputs: row[9].text ?? "", finishedAt: row[10].text ?? "")
+        job: try row["job"].text ?? "", stepID: stepID, runID: try row["run_id"].text ?? "",
+        lineage: try row["lineage"].text ?? "", fingerprint: try row["fingerprint"].text ?? "", status: status,
+        attempts: Int(try row["attempts"].integer ?? 0), rows: Int(try row["rows"].integer ?? 0),
+        bytes: try row["bytes"].integer ?? 0, outputs: try row["outputs"].text ?? "",
+        finishedAt: try row["finished_at"].text ?? "")
     }
   }
 

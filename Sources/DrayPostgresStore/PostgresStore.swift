@@ -100,11 +100,12 @@ public final class PostgresStore {
       values.append(.text(resource))
     }
     sql += " ORDER BY name COLLATE \"C\""
-    return try connection.execute(sql, values).rows.map { row in
+    return try connection.execute(sql, values).named.map { row in
       Bookkeeping.TableRecord(
-        name: row[0].text ?? "", resource: row[1].text ?? "", params: row[2].text ?? "{}", sourceTable: row[3].text ?? "",
-        contentVersion: row[4].text, etag: row[5].text, cacheHash: row[6].text, rowCount: Int(row[7].integer ?? 0),
-        loadedAt: row[8].text)
+        name: try row["name"].text ?? "", resource: try row["resource"].text ?? "", params: try row["params"].text ?? "{}",
+        sourceTable: try row["source_table"].text ?? "", contentVersion: try row["content_version"].text,
+        etag: try row["etag"].text, cacheHash: try row["cache_hash"].text, rowCount: Int(try row["row_count"].integer ?? 0),
+        loadedAt: try row["loaded_at"].text)
     }
   }
 
@@ -224,7 +225,9 @@ extension PostgresStore: TargetStore {
   /// The version and validators `_dray_tables` records for table `name`, or nil (`KeptTables`).
   public func recordedAnswer(ofTable name: String) throws -> AnswerInfo? {
     try connection.execute("SELECT content_version, etag, cache_hash FROM \(own("_dray_tables")) WHERE name = $1", [.text(name)])
-      .rows.first.map { AnswerInfo(contentVersion: $0[0].text, etag: $0[1].text, cacheHash: $0[2].text) }
+      .named.first.map {
+        AnswerInfo(contentVersion: try $0["content_version"].text, etag: try $0["etag"].text, cacheHash: try $0["cache_hash"].text)
+      }
   }
 
   public func tableReference(resource: String, table: String, params: JSONValue) throws -> String? {
@@ -254,9 +257,10 @@ extension PostgresStore: TargetStore {
   public func cursor(job: String, stepID: String) throws -> CursorEntry {
     let rows = try connection.execute(
       "SELECT value, staged, fresh FROM \(own("_dray_http_cursors")) WHERE job = $1 AND step_id = $2", [.text(job), .text(stepID)]
-    ).rows
+    ).named
     guard let row = rows.first else { return CursorEntry() }
-    return try CursorEntry(storedValue: row[0].text, staged: row[1].text, fresh: row[2].bool == true, stepID: stepID)
+    return try CursorEntry(
+      storedValue: try row["value"].text, staged: try row["staged"].text, fresh: try row["fresh"].bool == true, stepID: stepID)
   }
 
   /// From `_dray_http_validators`, the columns of SQLite's.
@@ -264,8 +268,12 @@ extension PostgresStore: TargetStore {
     let row = try connection.execute(
       "SELECT fingerprint, request, etag, last_modified FROM \(own("_dray_http_validators")) WHERE job = $1 AND step_id = $2",
       [.text(job), .text(stepID)]
-    ).rows.first
-    return row.map { KeptValidators(fingerprint: $0[0].text ?? "", request: $0[1].text ?? "", etag: $0[2].text, lastModified: $0[3].text) }
+    ).named.first
+    return try row.map {
+      KeptValidators(
+        fingerprint: try $0["fingerprint"].text ?? "", request: try $0["request"].text ?? "", etag: try $0["etag"].text,
+        lastModified: try $0["last_modified"].text)
+    }
   }
 
   /// The name as PostgreSQL keeps it (fitted to 63 bytes), as the guard's trigger names it.

@@ -64,8 +64,10 @@ enum PostgresTableGuard {
     guard try store.tableExists(name) else { return false }
     let row = try store.connection.execute(
       "SELECT definition, changed FROM \(store.own("_dray_table_guard")) WHERE name = $1", [.text(name)]
-    ).rows.first
-    guard let row, row[1].bool == false, row[0].text == (try definition(of: name, in: store)) else { return false }
+    ).named.first
+    guard let row, try row["changed"].bool == false, try row["definition"].text == (try definition(of: name, in: store)) else {
+      return false
+    }
     let triggers = try store.connection.execute(
       """
       SELECT 1 FROM pg_catalog.pg_trigger

@@ -252,7 +252,7 @@ public final class Journal {
 
   private static func presentTables(_ database: Database) throws -> Set<String> {
     let rows = try database.rows("SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN ('_dray_runs', '_dray_checkpoints')")
-    return Set(rows.map { $0[0].1.text })
+    return Set(try rows.map { row throws(SQLiteError) in try row.text("name") })
   }
 
   /// Brings a journal of an earlier dray up to date, in one transaction: runs' flags move
@@ -268,10 +268,10 @@ public final class Journal {
         """)
       guard storage == .text else { return }
       let update = try database.prepare("UPDATE _dray_runs SET fresh = ?, from_step = ?, only_step = ? WHERE rowid = ?")
-      for row in try database.rows("SELECT rowid, options FROM _dray_runs") {
-        let flags = RunFlags(text: row[1].1.text)
+      for row in try database.rows("SELECT rowid AS rowid, options FROM _dray_runs") {
+        let flags = RunFlags(text: try row.text("options"))
         try update.bind([
-          .integer(flags.fresh ? 1 : 0), flags.from.map { .text($0) } ?? .null, flags.only.map { .text($0) } ?? .null, row[0].1,
+          .integer(flags.fresh ? 1 : 0), flags.from.map { .text($0) } ?? .null, flags.only.map { .text($0) } ?? .null, try row["rowid"],
         ])
         _ = try update.step()
         update.reset()
@@ -281,7 +281,7 @@ public final class Journal {
   }
 
   private static func columns(of table: String, in database: Database) throws -> [String] {
-    try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { $0[0].1.text }
+    try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { row throws(SQLiteError) in try row.text("name") }
   }
 
   /// Checks each journal table's columns (a journal from before the flag columns passes:
@@ -295,7 +295,9 @@ public final class Journal {
         throw JournalError.wrongShape(path: database.path, table: table, found: found)
       }
       // Reads every page of the table and its index, so a damaged page is found now.
-      let check = try database.rows("PRAGMA quick_check(\(Database.quote(table)))").map { $0[0].1.text }
+      let check = try database.rows("PRAGMA quick_check(\(Database.quote(table)))").map { row throws(SQLiteError) in
+        try row.text("quick_check")
+      }
       guard check == ["ok"] else {
         throw JournalError.unreadable(path: database.path, detail: "table \(table) is damaged: \(check.prefix(3).joined(separator: "; "))")
       }
@@ -327,9 +329,9 @@ public final class Journal {
     guard hasTables else { return [] }
     let flags =
       switch flagsStorage {
-      case .columns: "fresh, from_step, only_step, NULL"
-      case .text: "0, NULL, NULL, options"
-      case .none: "0, NULL, NULL, NULL"
+      case .columns: "fresh, from_step, only_step, NULL AS options"
+      case .text: "0 AS fresh, NULL AS from_step, NULL AS only_step, options"
+      case .none: "0 AS fresh, NULL AS from_step, NULL AS only_step, NULL AS options"
       }
     // Newest first by insertion order (`rowid`), not by `started_at`: a clock that was fast
     // and then corrected writes a future time, and that run must not stay the newest.
@@ -337,19 +339,20 @@ public final class Journal {
       SELECT run_id, lineage, job, started_at, ended_at, status, manifest_fingerprint, pid, \(flags)
       FROM _dray_runs WHERE \(condition) ORDER BY rowid DESC LIMIT ?
       """
-    return try database.rows(sql, values + [.integer(Int64(limit))]).map { row throws(JournalError) in
-      let id = row[0].1.text
-      guard let status = RunRecord.Status(rawValue: row[5].1.text) else {
+    return try database.rows(sql, values + [.integer(Int64(limit))]).map { row throws in
+      let id = try row.text("run_id")
+      guard let status = RunRecord.Status(rawValue: try row.text("status")) else {
         let known = RunRecord.Status.allCases.map(\.rawValue).sorted().joined(separator: ", ")
-        throw JournalError.badRecord(path: path, detail: "run \(id) has status '\(row[5].1.text)', expected one of \(known)")
+        throw JournalError.badRecord(path: path, detail: "run \(id) has status '\(try row.text("status"))', expected one of \(known)")
       }
       let flags =
-        row[11].1 == .null
-        ? RunFlags(fresh: row[8].1.integer != 0, from: row[9].1.optionalText, only: row[10].1.optionalText)
-        : RunFlags(text: row[11].1.text)
+        try row["options"] == .null
+        ? RunFlags(fresh: try row.integer("fresh") != 0, from: try row.optionalText("from_step"), only: try row.optionalText("only_step"))
+        : RunFlags(text: try row.text("options"))
       return RunRecord(
-        id: id, lineage: row[1].1.text, job: row[2].1.text, startedAt: row[3].1.text, endedAt: row[4].1.optionalText,
-        status: status, manifestFingerprint: row[6].1.text, processID: Int(row[7].1.integer), flags: flags)
+        id: id, lineage: try row.text("lineage"), job: try row.text("job"), startedAt: try row.text("started_at"),
+        endedAt: try row.optionalText("ended_at"), status: status, manifestFingerprint: try row.text("manifest_fingerprint"),
+        processID: Int(try row.integer("pid")), flags: flags)
     }
   }
 
@@ -431,15 +434,17 @@ public final class Journal {
     return try database.rows(
       "SELECT job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at FROM _dray_checkpoints WHERE job = ?",
       [.text(job)]
-    ).map { row throws(JournalError) in
-      guard let status = CheckpointRecord.Status(rawValue: row[5].1.text) else {
+    ).map { row throws in
+      let stepID = try row.text("step_id")
+      guard let status = CheckpointRecord.Status(rawValue: try row.text("status")) else {
         throw JournalError.badRecord(
-          path: path, detail: "the checkpoint of step \(row[1].1.text) has status '\(row[5].1.text)', expected succeeded or failed")
+          path: path, detail: "the checkpoint of step \(stepID) has status '\(try row.text("status"))', expected succeeded or failed")
       }
       return CheckpointRecord(
-        job: row[0].1.text, stepID: row[1].1.text, runID: row[2].1.text, lineage: row[3].1.text,
-        fingerprint: row[4].1.text, status: status, attempts: Int(row[6].1.integer), rows: Int(row[7].1.integer),
-        bytes: row[8].1.integer, outputs: row[9].1.text, finishedAt: row[10].1.text)
+        job: try row.text("job"), stepID: stepID, runID: try row.text("run_id"), lineage: try row.text("lineage"),
+        fingerprint: try row.text("fingerprint"), status: status, attempts: Int(try row.integer("attempts")),
+        rows: Int(try row.integer("rows")), bytes: try row.integer("bytes"), outputs: try row.text("outputs"),
+        finishedAt: try row.text("finished_at"))
     }
   }
 
@@ -494,29 +499,6 @@ extension JournalError {
       return .unavailable(path: path, detail: sqlite.message, advice: "the disk holding it is full: free space there, then run again")
     }
     return .unreadable(path: path, detail: "\(error)")
-  }
-}
-
-extension SQLValue {
-  /// The text of a TEXT value, nil for NULL.
-  var optionalText: String? { self == .null ? nil : text }
-
-  var text: String {
-    switch self {
-    case .text(let s): s
-    case .null: ""
-    default: description
-    }
-  }
-
-  var integer: Int64 {
-    switch self {
-    case .integer(let i): i
-    // A damaged journal may hold any REAL; Int64(d) would trap on NaN or past 2^63.
-    case .real(let d): Int64(exactly: d.rounded(.towardZero)) ?? 0
-    case .text(let s): Int64(s) ?? 0
-    default: 0
-    }
   }
 }
 

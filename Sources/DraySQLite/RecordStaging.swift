@@ -1,5 +1,5 @@
-public import DrayTarget
 public import DrayModel
+public import DrayTarget
 internal import Foundation
 
 /// SQLite as the `RecordStaging` of an `http` step: the job's database at `database.path`,
@@ -31,11 +31,11 @@ public final class SQLiteStaging: RecordStaging {
     let rows = try database.rows(
       "SELECT lineage, fingerprint, pages, rows, bytes, next FROM _dray_http_pages WHERE job = ? AND step_id = ?",
       [.text(job), .text(stepID)])
-    guard let row = rows.first.map({ Dictionary(uniqueKeysWithValues: $0) }), case .text(let lineage)? = row["lineage"],
-      case .text(let fingerprint)? = row["fingerprint"], case .integer(let pages)? = row["pages"],
-      case .integer(let count)? = row["rows"], case .integer(let bytes)? = row["bytes"]
+    guard let row = rows.first, case .text(let lineage) = try row["lineage"], case .text(let fingerprint) = try row["fingerprint"],
+      case .integer(let pages) = try row["pages"], case .integer(let count) = try row["rows"],
+      case .integer(let bytes) = try row["bytes"]
     else { return nil }
-    let next: String? = if case .text(let text)? = row["next"] { text } else { nil }
+    let next: String? = if case .text(let text) = try row["next"] { text } else { nil }
     return StagedPages(lineage: lineage, fingerprint: fingerprint, pages: Int(pages), rows: Int(count), bytes: bytes, next: next)
   }
 

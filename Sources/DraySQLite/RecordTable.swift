@@ -36,8 +36,8 @@ public final class RecordTable: StagedTable {
 
   private func readShape() throws {
     columns = try database.rows("SELECT name, type FROM pragma_table_info(?)", [.text(name)]).map { row in
-      let columnName = if case .text(let s) = row[0].1 { s } else { "" }
-      let declared = if case .text(let s) = row[1].1 { s.uppercased() } else { "" }
+      let columnName = if case .text(let s) = try row["name"] { s } else { "" }
+      let declared = if case .text(let s) = try row["type"] { s.uppercased() } else { "" }
       return (columnName, ColumnType(rawValue: declared))
     }
     positions = [:]
@@ -158,7 +158,7 @@ public final class RecordTable: StagedTable {
   /// Rows in the table.
   public func count() throws -> Int {
     guard exists else { return 0 }
-    guard case .integer(let n)? = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1 else { return 0 }
+    guard case .integer(let n)? = try database.rows("SELECT count(*) AS n FROM \(Database.quote(name))").first?["n"] else { return 0 }
     return Int(n)
   }
 

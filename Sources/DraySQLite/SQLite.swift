@@ -401,10 +401,12 @@ public final class Database {
   public func checkTriggers() throws(SQLiteError) {
     let tables = try rows(
       "SELECT DISTINCT tbl_name FROM sqlite_schema WHERE type = 'trigger' UNION SELECT DISTINCT tbl_name FROM sqlite_temp_schema WHERE type = 'trigger'"
-    ).map { $0[0].1.description }
+    ).map { row throws(SQLiteError) in try row["tbl_name"].description }
     for table in tables {
       let name = Database.quote(table)
-      let columns = try rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { Database.quote($0[0].1.description) }
+      let columns = try rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).map { row throws(SQLiteError) in
+        Database.quote(try row["name"].description)
+      }
       var writes = ["INSERT INTO \(name) DEFAULT VALUES", "DELETE FROM \(name)"]
       if !columns.isEmpty { writes.append("UPDATE \(name) SET " + columns.map { "\($0) = \($0)" }.joined(separator: ", ")) }
       for sql in writes {
@@ -473,17 +475,6 @@ public final class Database {
       refusedTable = nil
     }
     return try body()
-  }
-
-  /// Runs a query and returns every row as column name → value.
-  public func rows(_ sql: String, _ values: [SQLValue] = []) throws(SQLiteError) -> [[(String, SQLValue)]] {
-    let statement = try prepare(sql)
-    try statement.bind(values)
-    var out: [[(String, SQLValue)]] = []
-    while try statement.step() {
-      out.append((0..<statement.columnCount).map { (statement.columnName($0), statement.value($0)) })
-    }
-    return out
   }
 
   /// Whether a table (or view) named `name` exists in the main schema.

@@ -125,7 +125,7 @@ final class SQLiteReader: DatabaseReader {
   func scheme(for resource: String) throws -> ResourceScheme? {
     guard let database = try connection.get(), try database.tableExists("_dray_resources") else { return nil }
     let rows = try database.rows("SELECT scheme FROM _dray_resources WHERE resource = ?", [.text(resource)])
-    guard case .text(let json)? = rows.first?.first?.1 else { return nil }
+    guard case .text(let json)? = try rows.first?["scheme"] else { return nil }
     return try Bookkeeping.decodeScheme(json)
   }
 

@@ -36,10 +36,9 @@ extension Store {
   /// when it has no row (`KeptTables`).
   public func recordedAnswer(ofTable name: String) throws -> AnswerInfo? {
     let rows = try database.rows("SELECT content_version, etag, cache_hash FROM _dray_tables WHERE name = ?", [.text(name)])
-    return rows.first.map { row in
-      let text: [String?] = row.map { if case .text(let text) = $0.1 { text } else { nil } }
-      return AnswerInfo(contentVersion: text[0], etag: text[1], cacheHash: text[2])
-    }
+    guard let row = rows.first else { return nil }
+    func text(_ column: String) throws -> String? { if case .text(let text) = try row[column] { text } else { nil } }
+    return AnswerInfo(contentVersion: try text("content_version"), etag: try text("etag"), cacheHash: try text("cache_hash"))
   }
 
   /// Whether every output table already holds the full answer `info` describes

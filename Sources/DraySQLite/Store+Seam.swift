@@ -63,7 +63,7 @@ extension Store: TargetStore {
 
   /// Rows in the physical table `name`.
   func rowCount(ofTable name: String) throws -> Int {
-    let count = try database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1
+    let count = try database.rows("SELECT count(*) AS n FROM \(Database.quote(name))").first?["n"]
     return if case .integer(let n)? = count { Int(n) } else { 0 }
   }
 
@@ -105,15 +105,13 @@ final class SQLiteTransaction: StoreTransaction {
   func rowCount(ofTable name: String) throws -> Int { try store.rowCount(ofTable: name) }
 
   func columns(ofTable name: String) throws -> [String] {
-    try store.database.rows("SELECT name FROM pragma_table_info(?)", [.text(name)]).compactMap {
-      if case .text(let name) = $0[0].1 { name } else { nil }
-    }
+    try TableWrites.columnNames(of: name, in: store.database)
   }
 
   func aggregates(ofTable name: String, _ aggregates: [TableAggregate]) throws -> [SQLValue] {
     let list = aggregates.map { "\($0.function.rawValue)(\($0.column.map(Database.quote) ?? "*"))" }
-    let row = try store.database.rows("SELECT \(list.joined(separator: ", ")) FROM \(Database.quote(name))").first ?? []
-    return row.map(\.1)
+    // Read by position: the aggregates are the statement's columns, in order.
+    return try store.database.rows("SELECT \(list.joined(separator: ", ")) FROM \(Database.quote(name))").first?.values ?? []
   }
 
   /// A COMMIT among the statements would commit the first ones without the checkpoint, and

@@ -88,18 +88,18 @@ public final class Store {
     let rows = try database.rows(
       "SELECT name, resource, source_table, params FROM _dray_tables WHERE name = ? COLLATE NOCASE", [.text(name)])
     for row in rows {
-      let values = row.map(\.1)
-      if values == [.text(name), .text(resource), .text(table), .text(params.canonicalJSON)] { continue }
-      let other = values.map(\.description)
+      let other = (resource: try row["resource"], table: try row["source_table"], params: try row["params"])
+      if try row["name"] == .text(name), other == (.text(resource), .text(table), .text(params.canonicalJSON)) { continue }
       throw StoreError.nameClash(
-        name: name, resource: resource, table: table, otherResource: other[1], otherTable: other[2], otherParams: other[3])
+        name: name, resource: resource, table: table, otherResource: other.resource.description,
+        otherTable: other.table.description, otherParams: other.params.description)
     }
   }
 
   /// The scheme last recorded for `resource`, or nil.
   public func scheme(for resource: String) throws -> ResourceScheme? {
     let rows = try database.rows("SELECT scheme FROM _dray_resources WHERE resource = ?", [.text(resource)])
-    guard case .text(let json)? = rows.first?.first?.1 else { return nil }
+    guard case .text(let json)? = try rows.first?["scheme"] else { return nil }
     return try Bookkeeping.decodeScheme(json)
   }
 
@@ -133,7 +133,7 @@ public final class Store {
     var expected: [[SQLValue]] = []
     if cached { expected.append([.text(ResourceScheme.rowIDColumn), .text("INTEGER"), .integer(1)]) }
     for column in table.columns { expected.append([.text(column.name), .text(""), .integer(0)]) }
-    return rows.map { $0.map(\.1) } == expected
+    return try rows.map { row throws(SQLiteError) in [try row["name"], try row["type"], try row["pk"]] } == expected
   }
 
   // MARK: Bookkeeping
@@ -164,11 +164,12 @@ public final class Store {
     }
     sql += " ORDER BY name"
     return try database.rows(sql, values).map { row in
-      func text(_ i: Int) -> String? { if case .text(let s) = row[i].1 { s } else { nil } }
-      func int(_ i: Int) -> Int { if case .integer(let n) = row[i].1 { Int(n) } else { 0 } }
+      func text(_ column: String) throws -> String? { if case .text(let s) = try row[column] { s } else { nil } }
+      func int(_ column: String) throws -> Int { if case .integer(let n) = try row[column] { Int(n) } else { 0 } }
       return Bookkeeping.TableRecord(
-        name: text(0) ?? "", resource: text(1) ?? "", params: text(2) ?? "{}", sourceTable: text(3) ?? "",
-        contentVersion: text(4), etag: text(5), cacheHash: text(6), rowCount: int(7), loadedAt: text(8))
+        name: try text("name") ?? "", resource: try text("resource") ?? "", params: try text("params") ?? "{}",
+        sourceTable: try text("source_table") ?? "", contentVersion: try text("content_version"), etag: try text("etag"),
+        cacheHash: try text("cache_hash"), rowCount: try int("row_count"), loadedAt: try text("loaded_at"))
     }
   }
 

@@ -63,18 +63,18 @@ public enum TableGuard {
   public static func isIntact(_ table: String, in database: Database) throws -> Bool {
     guard try database.tableExists("_dray_table_guard"), let definition = try definition(of: table, in: database) else { return false }
     let rows = try database.rows("SELECT definition, changed FROM _dray_table_guard WHERE name = ?", [.text(table)])
-    guard let row = rows.first?.map(\.1), row == [.text(definition), .integer(0)] else { return false }
+    guard let row = rows.first, try row["definition"] == .text(definition), try row["changed"] == .integer(0) else { return false }
     let names = events.map { trigger($0, of: table) }
     let triggers = try database.rows(
-      "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? AND name IN (?, ?, ?)",
+      "SELECT count(*) AS n FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? AND name IN (?, ?, ?)",
       [.text(table)] + names.map { .text($0) })
-    return triggers.first?.first?.1 == .integer(Int64(events.count))
+    return try triggers.first?["n"] == .integer(Int64(events.count))
   }
 
   /// The table's `CREATE TABLE` text, or nil when no table has that exact name.
   static func definition(of table: String, in database: Database) throws -> String? {
     let rows = try database.rows("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)])
-    if case .text(let sql)? = rows.first?.first?.1 { return sql }
+    if case .text(let sql)? = try rows.first?["sql"] { return sql }
     return nil
   }
 }

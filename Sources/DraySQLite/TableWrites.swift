@@ -52,8 +52,8 @@ enum TableWrites {
 
   /// The columns of `table`, in order; empty when it does not exist.
   static func columnNames(of table: String, in database: Database) throws -> [String] {
-    try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap {
-      if case .text(let name) = $0[0].1 { name } else { nil }
+    try database.rows("SELECT name FROM pragma_table_info(?)", [.text(table)]).compactMap { row throws(SQLiteError) in
+      if case .text(let name) = try row["name"] { name } else { nil }
     }
   }
 
@@ -86,8 +86,8 @@ enum TableWrites {
     if let row = duplicates.first {
       throw MergeError.duplicateKeys(
         table: target, key: key,
-        values: row.map { pair in
-          switch pair.1 {
+        values: try key.map { column throws(SQLiteError) in
+          switch try row[column] {
           case .text(let s): s
           case .integer(let i): String(i)
           case .real(let d): String(d)
@@ -159,7 +159,8 @@ struct CursorLedger {
       guard case .text(let text) = value else { return nil }
       return text
     }
-    return try CursorEntry(storedValue: text(row[0].1), staged: text(row[1].1), fresh: row[2].1 == .integer(1), stepID: stepID)
+    return try CursorEntry(
+      storedValue: text(try row["value"]), staged: text(try row["staged"]), fresh: try row["fresh"] == .integer(1), stepID: stepID)
   }
 
   /// Records `entry`, inside the caller's transaction when there is one.

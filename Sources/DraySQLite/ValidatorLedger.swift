@@ -11,12 +11,14 @@ struct ValidatorLedger {
     let rows = try database.rows(
       "SELECT fingerprint, request, etag, last_modified FROM _dray_http_validators WHERE job = ? AND step_id = ?",
       [.text(job), .text(stepID)])
-    guard let row = rows.first?.map(\.1) else { return nil }
-    func text(_ value: SQLValue) -> String? {
-      if case .text(let t) = value { return t }
+    guard let row = rows.first else { return nil }
+    func text(_ column: String) throws -> String? {
+      if case .text(let t) = try row[column] { return t }
       return nil
     }
-    return KeptValidators(fingerprint: text(row[0]) ?? "", request: text(row[1]) ?? "", etag: text(row[2]), lastModified: text(row[3]))
+    return KeptValidators(
+      fingerprint: try text("fingerprint") ?? "", request: try text("request") ?? "", etag: try text("etag"),
+      lastModified: try text("last_modified"))
   }
 
   /// Keeps `validators` for step `stepID` of `job` (nil: forgets the step's), inside the

@@ -37,9 +37,9 @@ import Testing
 
     let staging = try Database(path: target.stagingPath(job: "rest-resume"))
     #expect(
-      try staging.rows("SELECT pages, rows FROM _dray_http_pages WHERE job = 'rest-resume' AND step_id = 'items'").map { $0.map(\.1) }
+      try staging.rows("SELECT pages, rows FROM _dray_http_pages WHERE job = 'rest-resume' AND step_id = 'items'").map(\.values)
         == [[.integer(2), .integer(20)]])
-    #expect(try staging.rows("SELECT count(*) FROM \"_dray_http__rest-resume__items\"").first?.first?.1 == .integer(20))
+    #expect(try staging.rows("SELECT count(*) FROM \"_dray_http__rest-resume__items\"").first?.values.first == .integer(20))
     #expect(try target.columnNames("items") == [], "readers never see a half-loaded table")
 
     let second = try Command.dray(["run", job], environment: ["API": server.url])
@@ -54,6 +54,6 @@ import Testing
         "/items?page=3&per_page=10", "/items?page=4&per_page=10", "/items?page=5&per_page=10",  // the resumed run
       ])
     #expect(try target.rows("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items") == [["50", "50", "1", "50"]])
-    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").first?.first?.1 == .integer(0))
+    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").first?.values.first == .integer(0))
   }
 }

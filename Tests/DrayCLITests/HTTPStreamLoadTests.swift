@@ -50,7 +50,7 @@ import Testing
 
   /// The rows of `sql` in the file where the job's pages stage (the SQLite target itself).
   static func staged(_ target: TargetDatabase, _ sql: String) throws -> [[SQLValue]] {
-    try Database(path: target.stagingPath(job: "stream")).rows(sql).map { $0.map(\.1) }
+    try Database(path: target.stagingPath(job: "stream")).rows(sql).map(\.values)
   }
 
   /// Whether the page's transaction is open while its part is still growing.

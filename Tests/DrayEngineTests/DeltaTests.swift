@@ -399,7 +399,7 @@ import Testing
       ])
     let store = try Store(path: folder.path + "/data.sqlite")
     #expect(
-      try store.database.rows("SELECT typeof(n), n, typeof(price), price FROM ODD__output_table ORDER BY hhive_id").map { $0.map(\.1) } == [
+      try store.database.rows("SELECT typeof(n), n, typeof(price), price FROM ODD__output_table ORDER BY hhive_id").map(\.values) == [
         [.text("integer"), .integer(1), .text("real"), .real(0.5)],
         [.text("text"), .text("two"), .text("text"), .text("123456789012345678901234567890")],
         [.text("text"), .text("9223372036854775808"), .text("real"), .real(2)],

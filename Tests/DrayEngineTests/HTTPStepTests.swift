@@ -100,10 +100,10 @@ import Testing
     #expect(step.notes == ["3 pages"])
     #expect(step.attempts.map(\.outcome.code) == ["ok", "ok", "ok"])
     let staging = try staging(target)
-    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").map { $0.map(\.1) } == [[.integer(0)]])
+    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").map(\.values) == [[.integer(0)]])
     // The ledger only: the staged pages are gone.
     #expect(
-      try staging.rows("SELECT name FROM sqlite_schema WHERE name LIKE '_dray_http__%'").map { $0.map(\.1) } == [
+      try staging.rows("SELECT name FROM sqlite_schema WHERE name LIKE '_dray_http__%'").map(\.values) == [
         [.text("_dray_http_pages")]
       ])
 
@@ -394,10 +394,10 @@ import Testing
       ])
     let staging = try staging(target)
     #expect(
-      try staging.rows("SELECT pages, rows, next FROM _dray_http_pages").map { $0.map(\.1) } == [
+      try staging.rows("SELECT pages, rows, next FROM _dray_http_pages").map(\.values) == [
         [.integer(2), .integer(20), .text(#"{"url":"\#(server.url)items?page=3&per_page=10"}"#)]
       ])
-    #expect(try staging.rows("SELECT count(*) FROM _dray_http__rest__items").map { $0.map(\.1) } == [[.integer(20)]])
+    #expect(try staging.rows("SELECT count(*) FROM _dray_http__rest__items").map(\.values) == [[.integer(20)]])
     #expect(try target.columnNames("items") == [])
 
     let second = try run(steps, server: server, target: target)
@@ -407,7 +407,7 @@ import Testing
     #expect(
       try paths(server) == ["/items?per_page=10", "/items?page=2&per_page=10", "/items?page=3&per_page=10", "/items?page=3&per_page=10"])
     #expect(try target.rows("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM items") == [["25", "25", "1", "25"]])
-    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").map { $0.map(\.1) } == [[.integer(0)]])
+    #expect(try staging.rows("SELECT count(*) FROM _dray_http_pages").map(\.values) == [[.integer(0)]])
     #expect(try !staging.tableExists("_dray_http__rest__items"))
   }
 
@@ -470,7 +470,7 @@ import Testing
       """
     let first = try run(steps, server: server, environment: ["KEY": secret], secrets: ["KEY"], target: target)
     #expect(first.exitCode == 1)
-    let stored = try #require(try staging(target).rows("SELECT next FROM _dray_http_pages").first?.first?.1)
+    let stored = try #require(try staging(target).rows("SELECT next FROM _dray_http_pages").first?.values.first)
     #expect(
       stored
         == .text(

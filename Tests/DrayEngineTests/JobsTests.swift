@@ -30,7 +30,7 @@ import Testing
       notes.contains { $0.hasPrefix("delta v") } || notes.contains("asked for a delta from v1; the server sent full data"),
       "\(notes)")
     let store = try Store(path: folder.path + "/data/fruits.sqlite")
-    let names = try store.database.rows("SELECT name FROM FRUITS__output_table ORDER BY id").map { $0[0].1 }
+    let names = try store.database.rows("SELECT name FROM FRUITS__output_table ORDER BY id").map { try $0["name"] }
     #expect(names == ["apple", "plum", "quince", "cherry", "kiwi"].map { SQLValue.text($0) })
   }
 

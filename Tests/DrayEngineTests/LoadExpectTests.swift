@@ -14,7 +14,7 @@ import Testing
   static let kept = "; nothing was published: the load was rolled back and the table keeps its previous rows"
 
   func rows(_ folder: TemporaryDirectory, _ table: String) throws -> [[SQLValue]] {
-    try Database(path: folder.path + "/data.sqlite").rows("SELECT * FROM \(Database.quote(table)) ORDER BY 1").map { $0.map(\.1) }
+    try Database(path: folder.path + "/data.sqlite").rows("SELECT * FROM \(Database.quote(table)) ORDER BY 1").map(\.values)
   }
 
   func fruits(_ emulator: Emulator, _ folder: TemporaryDirectory, _ options: String, into target: TargetDatabase? = nil) throws

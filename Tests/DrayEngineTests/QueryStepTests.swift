@@ -69,12 +69,12 @@ import Testing
     )
     let database = try Database(path: folder.path + "/data/db.sqlite")
     #expect(try !database.tableExists("kept"))
-    #expect(try database.rows("SELECT count(*) FROM _dray_runs")[0][0].1 == .integer(1))
+    #expect(try database.rows("SELECT count(*) FROM _dray_runs")[0].values[0] == .integer(1))
     // The journal is whole: the next run records its end and fails the same way.
     let (_, again) = try runJob(folder, header + "  - id: harm\n    sql: \"CREATE TABLE kept(a); \(sql);\"\n")
     #expect(again.errorMessage == nil)
     #expect(again.steps.first { $0.id == "harm" }?.errorCode == "dray_table")
-    #expect(try database.rows("SELECT status FROM _dray_runs").map { $0[0].1 } == [.text("failed"), .text("failed")])
+    #expect(try database.rows("SELECT status FROM _dray_runs").map { try $0["status"] } == [.text("failed"), .text("failed")])
   }
 
   @Test func writableSchemaIsRefusedInAnSQLStep() throws {
@@ -125,7 +125,7 @@ import Testing
             INSERT INTO fruity(id) VALUES (4);
       """)
     #expect(report.exitCode == 0, "\(report.steps.compactMap(\.errorMessage))")
-    #expect(try Database(path: folder.path + "/data/db.sqlite").rows("SELECT n FROM tally")[0][0].1 == .integer(1))
+    #expect(try Database(path: folder.path + "/data/db.sqlite").rows("SELECT n FROM tally")[0]["n"] == .integer(1))
   }
 
   @Test func aQueryStepMayReadDraysOwnTablesButNotChangeThem() throws {

@@ -42,7 +42,7 @@ func isoCount(_ file: String, _ key: String) throws -> Int {
       let store = try Store(path: folder.path + "/data/iso.sqlite")
       var out: [String: Int] = [:]
       for name in expected.keys {
-        if case .integer(let n)? = try store.database.rows("SELECT count(*) FROM \(Database.quote(name))").first?.first?.1 {
+        if case .integer(let n)? = try store.database.rows("SELECT count(*) AS n FROM \(Database.quote(name))").first?["n"] {
           out[name] = Int(n)
         }
       }
@@ -82,9 +82,9 @@ func isoCount(_ file: String, _ key: String) throws -> Int {
     let report = Runner(manifest: job, console: Console(level: .quiet), cancellation: Cancellation()).run()
     #expect(report.exitCode == 0)
     let store = try Store(path: folder.path + "/fruits.sqlite")
-    let names = try store.database.rows("SELECT name FROM cheap ORDER BY name").map { $0[0].1 }
+    let names = try store.database.rows("SELECT name FROM cheap ORDER BY name").map { try $0["name"] }
     #expect(names == [.text("apple"), .text("plum")])
-    let rowIDs = try store.database.rows("SELECT hhive_id FROM FRUITS__output_table ORDER BY 1").map { $0[0].1 }
+    let rowIDs = try store.database.rows("SELECT hhive_id FROM FRUITS__output_table ORDER BY 1").map { try $0["hhive_id"] }
     #expect(rowIDs == (1...5).map { .integer(Int64($0)) })
   }
 }

@@ -16,7 +16,7 @@ import Testing
     """
 
   func rows(_ folder: TemporaryDirectory, _ sql: String) throws -> [[SQLValue]] {
-    try Database(path: folder.path + "/data.sqlite").rows(sql).map { $0.map(\.1) }
+    try Database(path: folder.path + "/data.sqlite").rows(sql).map(\.values)
   }
 
   @Test(arguments: TargetDatabase.Kind.allCases)

@@ -21,6 +21,16 @@ import Testing
     #expect(PostgresRunLock.key(job: "nightly", schema: "public") != PostgresRunLock.key(job: "nightly", schema: "staging"))
   }
 
+  /// Rows of the lock's queries (and the journal's) are read by column name: a name the
+  /// statement does not return throws an error naming it, not a NULL.
+  @Test func aMisspeltColumnNameThrowsNamingIt() throws {
+    let connection = try server.connect(database: database)
+    let row = try #require(try connection.execute("SELECT pg_backend_pid() AS pid, true AS held").named.first)
+    #expect(try row["pid"].integer == Int64(connection.backendPID))
+    let error = #expect(throws: MissingColumn.self) { try row["hedl"] }
+    #expect(error?.description == "no column named hedl in the result; its columns are pid, held")
+  }
+
   @Test func heldThenRefusedThenReleasedWhenTheHoldersSessionDies() throws {
     let first = try server.connect(database: database)
     let second = try server.connect(database: database)

@@ -37,7 +37,7 @@ final class StoreFixture {
 
   /// Every row of `sql`, values only.
   func rows(_ sql: String) throws -> [[SQLValue]] {
-    try store.database.rows(sql).map { $0.map(\.1) }
+    try store.database.rows(sql).map(\.values)
   }
 }
 

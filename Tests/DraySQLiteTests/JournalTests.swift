@@ -45,7 +45,7 @@ import Testing
     let journal = try Journal(path: path)
     #expect(try journal.runs(job: "j", limit: 10).map(\.flags) == JournalTests.expectedFlags)
     #expect(try journal.lastWholeRun(job: "j")?.id == "r3")
-    let columns = try Database(path: path, readOnly: true).rows("SELECT name FROM pragma_table_info('_dray_runs')").map { $0[0].1 }
+    let columns = try Database(path: path, readOnly: true).rows("SELECT name FROM pragma_table_info('_dray_runs')").map { try $0["name"] }
     #expect(columns.suffix(3) == [.text("fresh"), .text("from_step"), .text("only_step")])
     #expect(!columns.contains(.text("options")))
     // The migrated journal takes new runs with their flags.
@@ -64,7 +64,7 @@ import Testing
     #expect(try journal.runs(job: "j", limit: 10).map(\.flags) == JournalTests.expectedFlags)
     #expect(try journal.lastWholeRun(job: "j")?.id == "r3")
     let columns = try Database(path: path, readOnly: true).rows("SELECT name FROM pragma_table_info('_dray_runs')")
-    #expect(columns.last?.last?.1 == .text("options"))
+    #expect(try columns.last?["name"] == .text("options"))
   }
 
   @Test func aJournalFromBeforeAnyFlagsOpens() throws {
@@ -107,6 +107,21 @@ extension JournalTests {
     #expect(
       message
         == "the run journal at /data/job.sqlite cannot be opened (database or disk is full); the disk holding it is full: free space there, then run again"
+    )
+  }
+
+  /// Journal rows are read by column name: a name the statement does not return throws an
+  /// error naming it, not a NULL.
+  @Test func aMisspeltColumnNameThrowsNamingIt() throws {
+    let folder = TemporaryDirectory()
+    let path = try JournalTests.oldJournal(in: folder)
+    let database = try Database(path: path, readOnly: true)
+    let row = try #require(try database.rows("SELECT run_id, status FROM _dray_runs ORDER BY rowid").first)
+    #expect(try row.text("run_id") == "r1")
+    let error = #expect(throws: SQLiteError.self) { try row["stauts"] }
+    #expect(
+      error?.description
+        == "SQLite error 21 in \(path): no column named stauts in the result; its columns are run_id, status (in: SELECT run_id, status FROM _dray_runs ORDER BY rowid)"
     )
   }
 }

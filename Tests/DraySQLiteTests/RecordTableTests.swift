@@ -8,11 +8,11 @@ import Testing
   let folder = TemporaryDirectory()
 
   func shape(_ database: Database, _ table: String) throws -> [String] {
-    try database.rows("SELECT name, type FROM pragma_table_info(?)", [.text(table)]).map { "\($0[0].1) \($0[1].1)" }
+    try database.rows("SELECT name, type FROM pragma_table_info(?)", [.text(table)]).map { "\(try $0["name"]) \(try $0["type"])" }
   }
 
   func rows(_ database: Database, _ sql: String) throws -> [[SQLValue]] {
-    try database.rows(sql).map { $0.map(\.1) }
+    try database.rows(sql).map(\.values)
   }
 
   @Test func typesOnlyWidenAndRowsSurviveARebuild() throws {

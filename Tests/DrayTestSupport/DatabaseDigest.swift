@@ -35,11 +35,11 @@ public struct DatabaseDigest: Equatable, Sendable, CustomStringConvertible {
     tables = [:]
     let names = try database.rows("SELECT name, sql FROM sqlite_schema WHERE type = 'table' ORDER BY name")
     for row in names {
-      guard case .text(let name) = row[0].1, !name.hasPrefix("sqlite_"), !skipping.contains(name) else { continue }
-      let schema = if case .text(let sql) = row[1].1 { sql } else { "" }
+      guard case .text(let name) = try row["name"], !name.hasPrefix("sqlite_"), !skipping.contains(name) else { continue }
+      let schema = if case .text(let sql) = try row["sql"] { sql } else { "" }
       let ignored = ignoringColumns[name] ?? []
       let columns = try database.rows("SELECT name FROM pragma_table_info(?)", [.text(name)]).compactMap {
-        if case .text(let column) = $0[0].1, !ignored.contains(column) { Database.quote(column) } else { nil }
+        if case .text(let column) = try $0["name"], !ignored.contains(column) { Database.quote(column) } else { nil }
       }
       let list = columns.joined(separator: ", ")
       // SQLite renders each row (typed, exact), so that large tables digest at C speed.
@@ -53,8 +53,8 @@ public struct DatabaseDigest: Equatable, Sendable, CustomStringConvertible {
         if case .text(let line) = statement.value(0) { bytes.append(contentsOf: line.utf8) }
         bytes.append(0x0A)
       }
-      let distinct = try database.rows("SELECT count(*) FROM (SELECT DISTINCT \(list) FROM \(Database.quote(name)))")
-      let distinctRows = if case .integer(let n)? = distinct.first?.first?.1 { Int(n) } else { -1 }
+      let distinct = try database.rows("SELECT count(*) AS n FROM (SELECT DISTINCT \(list) FROM \(Database.quote(name)))")
+      let distinctRows = if case .integer(let n)? = try distinct.first?["n"] { Int(n) } else { -1 }
       tables[name] = Table(schema: schema, rows: count, distinctRows: distinctRows, sha256: SHA256.hex(bytes))
     }
   }
@@ -105,7 +105,7 @@ public enum SQLiteFile {
   public static func rows(_ path: String, _ sql: String) throws -> [[String?]] {
     let database = try Database(path: path, create: false, readOnly: true)
     return try database.rows(sql).map { row in
-      row.map { if case .null = $0.1 { nil } else { $0.1.description } }
+      row.values.map { if case .null = $0 { nil } else { $0.description } }
     }
   }
 
