@@ -36,11 +36,11 @@ public final class Journal {
       PRIMARY KEY(job, step_id));
     """
 
-  static let tables = ["_dray_runs", "_dray_checkpoints"]
+  static let tables = expectedColumns.map(\.table)
 
   /// The columns of `_dray_runs` before the flag columns: dray 0.1.0 had no flags at all,
   /// later versions kept them as text in `options` (`RunFlags.text`).
-  static let runColumnsBeforeFlags = Array(expectedColumns["_dray_runs"]!.prefix(8))
+  static let runColumnsBeforeFlags = Array(runColumns.prefix(8))
 
   /// Where a journal keeps its runs' flags.
   enum FlagsStorage {
@@ -53,7 +53,7 @@ public final class Journal {
     /// The storage of a `_dray_runs` table with `columns`; nil for another shape.
     init?(columns: [String]) {
       switch columns {
-      case Journal.expectedColumns["_dray_runs"]!: self = .columns
+      case Journal.runColumns: self = .columns
       case Journal.runColumnsBeforeFlags + ["options"]: self = .text
       case Journal.runColumnsBeforeFlags: self = .none
       default: return nil
@@ -61,13 +61,19 @@ public final class Journal {
     }
   }
 
-  static let expectedColumns: [String: [String]] = [
-    "_dray_runs": [
-      "run_id", "lineage", "job", "started_at", "ended_at", "status", "manifest_fingerprint", "pid", "fresh", "from_step", "only_step",
-    ],
-    "_dray_checkpoints": [
-      "job", "step_id", "run_id", "lineage", "fingerprint", "status", "attempts", "rows", "bytes", "outputs", "finished_at",
-    ],
+  static let runColumns = [
+    "run_id", "lineage", "job", "started_at", "ended_at", "status", "manifest_fingerprint", "pid", "fresh", "from_step", "only_step",
+  ]
+
+  /// Each journal table and its columns, in order.
+  static let expectedColumns: [(table: String, columns: [String])] = [
+    ("_dray_runs", runColumns),
+    (
+      "_dray_checkpoints",
+      [
+        "job", "step_id", "run_id", "lineage", "fingerprint", "status", "attempts", "rows", "bytes", "outputs", "finished_at",
+      ]
+    ),
   ]
 
   /// Opens the journal at `path` for a run, creating it (or its tables, in an existing
@@ -302,8 +308,7 @@ public final class Journal {
   /// Checks each journal table's columns (a journal from before the flag columns passes:
   /// opening it for a run migrates it) and pages.
   private static func checkShape(_ database: Database) throws {
-    for table in tables {
-      let expected = expectedColumns[table]!
+    for (table, expected) in expectedColumns {
       let found = try columns(of: table, in: database)
       let older = table == "_dray_runs" && FlagsStorage(columns: found) != nil
       guard found == expected || older else {

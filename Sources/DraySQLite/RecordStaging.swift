@@ -1,5 +1,5 @@
-public import DrayTarget
 public import DrayModel
+public import DrayTarget
 internal import Foundation
 
 /// SQLite as the `RecordStaging` of an `http` step: the job's database at `database.path`,
