@@ -49,10 +49,11 @@ extension StepRunner {
           resource: options.resource, params: options.params, delta: deltaFrom, transactionID: transactionID, reads: reads,
           download: download, policy: step.retry, record: record,
           beforeSending: { if writesOnce { try recordCheckpoint(report, status: .sent) } })
-      } catch TransportError.httpStatus(let e) where e.status == 400 && deltaFrom != nil {
+      } catch let error as TransportError {
+        guard case .httpStatus(let e) = error, e.status == 400, let refused = deltaFrom else { throw error }
         // The server does not know the version held (its history was reset, or the database
         // came from another server).
-        report.notes.append("the server refused a delta from \(deltaFrom!) (\(e)); asked for full data instead")
+        report.notes.append("the server refused a delta from \(refused) (\(e)); asked for full data instead")
         deltaFrom = nil
         head = try fullData(download)
       }
@@ -88,7 +89,14 @@ extension StepRunner {
     /// part as it arrives with `growing`. The answer's head and the step's report so far are
     /// read from `answer` once the rows are read (the download has finished by then).
     func load(_ download: Download, delta: Bool, growing: GrowingFile?) throws -> LoadResult {
-      try loadAnswer(options, scheme, into: store, download, delta: delta, growing: growing) { answer.withLock { $0! } }
+      try loadAnswer(options, scheme, into: store, download, delta: delta, growing: growing) {
+        guard let kept = answer.withLock({ $0 }) else {
+          // `downloaded` keeps it before the download finishes, and the load reaches the
+          // answer's end only after that (`GrowingFile.finish()`).
+          preconditionFailure("the answer's head was read before its download ended")
+        }
+        return kept
+      }
     }
     /// Keeps the answer's head and the step's report for `load`, once the download is done.
     func downloaded(_ head: PlatformClient.AnswerHead) {
@@ -122,7 +130,8 @@ extension StepRunner {
         fetched = (head, unchanged)
         return !unchanged
       }
-      (head, unchanged) = fetched!
+      guard let fetched else { throw HandOverError(description: "the download ended without the answer's head") }
+      (head, unchanged) = fetched
       streamed = loaded.result
       if loaded.restarted {
         // What was read may belong to another answer: the finished one loads from its start.
