@@ -182,10 +182,9 @@ struct JobPlan {
   func cursor(_ step: Step) -> (param: String, value: String, source: String)? {
     guard case .http(let h) = step.kind, let incremental = h.incremental else { return nil }
     let kept = fresh ? nil : cursors[step.id].flatMap(IncrementalCursor.Value.init(json:))
-    // `initial` was checked at validation: a string or a number.
     guard let kept else {
       let source = fresh ? "initial, as --fresh starts again" : "initial: no cursor kept yet"
-      return (incremental.param, IncrementalCursor.Value(json: incremental.initial)!.text, source)
+      return (incremental.param, incremental.initial.text, source)
     }
     let lag = incremental.lag.map { kept.isInstant ? ", less lag \($0.formatted)" : "" } ?? ""
     return (incremental.param, kept.moved(back: incremental.lag).text, "the kept cursor \(kept.text)\(lag)")

@@ -255,7 +255,7 @@ final class OutputFile {
   private func flush() throws {
     var done = 0
     while done < buffer.count {
-      let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+      let n = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress?.advanced(by: done), $0.count - done) }
       if n < 0 {
         if errno == EINTR { continue }
         throw LocalFileError.io(path: path, detail: JobFolder.lastError())

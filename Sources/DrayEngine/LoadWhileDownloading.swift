@@ -45,6 +45,12 @@ func loadWhileDownloading<Value>(
   return StreamedLoad(result: result, restarted: false)
 }
 
+/// A download and its load that broke their hand-over (a defect in dray), reported as the
+/// step's error instead of stopping the run.
+struct HandOverError: Error, CustomStringConvertible {
+  let description: String
+}
+
 /// A load on a thread of its own, while the step's thread downloads what it reads.
 private final class LoadThread<Value>: @unchecked Sendable {
   // @unchecked: `work` and what it captures (the step's store and download) are used by the
@@ -67,6 +73,6 @@ private final class LoadThread<Value>: @unchecked Sendable {
   /// Waits for the load to end.
   func wait() -> Result<Value, any Error> {
     done.wait()
-    return result!
+    return result ?? .failure(HandOverError(description: "the load's thread ended without a result"))
   }
 }

@@ -162,7 +162,7 @@ extension HTTPStep {
     }
     let incremental: JSONValue? = self.incremental.map { i in
       object([
-        ("cursor", .string(i.cursor.description)), ("param", .string(i.param)), ("initial", i.initial),
+        ("cursor", .string(i.cursor.description)), ("param", .string(i.param)), ("initial", i.initial.json),
         ("lag", i.lag.map { .string($0.formatted) }),
       ])
     }

@@ -57,13 +57,14 @@ struct StepRunner {
         ? nil : context.journal.withLock { $0.lostLock() }
       report.status = context.cancellation.isCancelled ? .interrupted : .failed
       report.errorCode = context.cancellation.isCancelled ? "interrupted" : StepRunner.code(of: lost ?? error, in: context.database)
-      report.errorMessage =
+      let message =
         context.cancellation.isCancelled
         ? "interrupted by \(Runner.signalName(context.cancellation))" : lost.map { "\($0); the step's own error: \(error)" } ?? "\(error)"
+      report.errorMessage = message
       if sentCall(failedWith: error) {
         // Its `sent` checkpoint stays, so that no run sends it again unless asked.
-        report.errorMessage! +=
-          "; the next run will not send it again: check on the server whether it was applied, then run "
+        report.errorMessage =
+          message + "; the next run will not send it again: check on the server whether it was applied, then run "
           + "dray run \(manifest.path) --resend \(step.id) to send it again"
       } else if report.status == .failed && !(error is StepError.Unresolved) {
         try? recordCheckpoint(report, status: .failed)
@@ -225,7 +226,6 @@ struct StepRunner {
     if records, manifest.database == nil { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
     return try context.database.openStaging(records: records, cancellation: context.cancellation)
   }
-
 
   /// The answer file of a download step: `<download.path>/<job>/<step>-<fingerprint>.answer`,
   /// so that a changed step never resumes another definition's part.

@@ -194,7 +194,9 @@ final class JSONLexer {
       spareCarry = token
     }
     try token.withUnsafeBufferPointer { buffer in
-      try lex(buffer.baseAddress!, buffer.baseAddress! + buffer.count, origin: carryStart, final: true, &events)
+      // A cut token holds at least its first byte (`cut`), so the buffer has an address.
+      guard let start = buffer.baseAddress else { return }
+      try lex(start, start + buffer.count, origin: carryStart, final: true, &events)
     }
   }
 

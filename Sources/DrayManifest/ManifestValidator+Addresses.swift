@@ -54,10 +54,11 @@ extension ManifestValidator {
         port = rest.dropFirst()
       }
     } else if let colon = host.firstIndex(of: ":") {
-      port = host[host.index(after: colon)...]
-      if port!.contains(":") {
+      let after = host[host.index(after: colon)...]
+      if after.contains(":") {
         return "'\(path)' holds an IPv6 address without brackets; write it in brackets, such as http://[::1]:8080/"
       }
+      port = after
     }
     if let port, !port.isEmpty {
       let valid = port.count <= 5 && port.allSatisfy { $0.isASCII && $0.isNumber } && (1...65535).contains(Int(port) ?? 0)

@@ -49,7 +49,7 @@ extension ManifestValidator {
     if let node = f["records"] {
       records = readSelector(node, f.path("records"), format: format, relative: false, attribute: false)
     } else if format == .json {
-      records = .json(try! JSONPointer(parsing: ""))
+      records = .json(.wholeDocument)
     } else {
       reader.error(
         node.location, "missing required key 'records' in \(path): the path of the record elements, such as /catalog/item or //item")
@@ -193,17 +193,17 @@ extension ManifestValidator {
       if more == nil { ok = false }
     }
     guard
-      let kind = exactlyOne(HTTPStep.Pagination.Kind.self, in: f, path: path, explaining: "takes one way to find the next page;")
+      let (kind, value) = exactlyOne(HTTPStep.Pagination.Kind.self, in: f, path: path, explaining: "takes one way to find the next page;")
     else { return nil }
-    let pagination = readPaginationKind(kind, f, format: format)
+    let pagination = readPaginationKind(kind, value, f, format: format)
     return ok ? pagination : nil
   }
 
-  /// The one way to find the next page that `f`, an `http` step's `paginate`, holds.
-  private mutating func readPaginationKind(_ kind: HTTPStep.Pagination.Kind, _ f: Fields, format: AnswerFormat)
+  /// The one way to find the next page that `f`, an `http` step's `paginate`, holds:
+  /// `kind`, whose value is `value`.
+  private mutating func readPaginationKind(_ kind: HTTPStep.Pagination.Kind, _ value: YAMLNode, _ f: Fields, format: AnswerFormat)
     -> HTTPStep.Pagination?
   {
-    let value = f[kind.rawValue]!
     switch kind {
     case .next:
       return readSelector(value, f.path("next"), format: format, relative: false, attribute: true).map { .next($0) }
@@ -232,7 +232,7 @@ extension ManifestValidator {
       let param = reader.string(c, "param")
       if c["param"] != nil && param == nil { return nil }
       guard
-        let source = exactlyOne(
+        let (source, _) = exactlyOne(
           ManifestSchema.CursorSource.self, in: c, path: c.path, explaining: "takes one place to read the next cursor;")
       else { return nil }
       if source == .lastRecord, let lastNode = c["from_last_record"] {

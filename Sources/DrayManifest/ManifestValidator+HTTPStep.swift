@@ -162,11 +162,10 @@ extension ManifestValidator {
     }
     let cursor = f.required("cursor", &reader).flatMap { readPointer($0, f.path("cursor")) }
     let param = reader.string(f, "param")
-    var initial: JSONValue?
+    var initial: IncrementalCursor.Value?
     if let initialNode = f.required("initial", &reader), let value = reader.json(initialNode, f.path("initial")) {
-      switch value {
-      case .string, .integer, .number: initial = value
-      default:
+      initial = IncrementalCursor.Value(json: value)
+      if initial == nil {
         reader.error(
           initialNode.location,
           "'\(f.path("initial"))' must be a string or a number, such as \"2024-01-01T00:00:00Z\" or 0, found \(value.json)")
@@ -175,7 +174,7 @@ extension ManifestValidator {
     let lag = reader.duration(f, "lag")
     if f["lag"] != nil && lag == nil {
       ok = false
-    } else if let lagNode = f["lag"], let initial, IncrementalCursor.Value(json: initial)?.isInstant != true {
+    } else if let lagNode = f["lag"], let initial, !initial.isInstant {
       reader.error(
         lagNode.location, "'\(f.path("lag"))' moves back an RFC 3339 instant; 'initial' is not one, such as 2024-01-01T00:00:00Z")
       ok = false
@@ -195,23 +194,23 @@ extension ManifestValidator {
     }
   }
 
-  /// Which one of `Kind`'s keys `f` holds; nil, with a diagnostic, when it holds none or
-  /// several (`explaining` says what the mapping takes, before the keys found).
+  /// Which one of `Kind`'s keys `f` holds, and its value; nil, with a diagnostic, when it
+  /// holds none or several (`explaining` says what the mapping takes, before the keys found).
   mutating func exactlyOne<Kind: RawRepresentable & CaseIterable>(
     _ kind: Kind.Type, in f: Fields, path: String, explaining: String
-  ) -> Kind? where Kind.RawValue == String {
-    let given = Kind.allCases.filter { f[$0.rawValue] != nil }
+  ) -> (kind: Kind, value: YAMLNode)? where Kind.RawValue == String {
+    let given = Kind.allCases.compactMap { kind in f.entries[kind.rawValue].map { (kind: kind, pair: $0) } }
     guard given.count == 1 else {
       if given.isEmpty {
         reader.error(f.node.location, "'\(path)' needs one of: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
       } else {
         reader.error(
-          f.entries[given[1].rawValue]!.key.location,
-          "'\(path)' \(explaining) this one has \(given.map(\.rawValue).joined(separator: " and "))")
+          given[1].pair.key.location,
+          "'\(path)' \(explaining) this one has \(given.map(\.kind.rawValue).joined(separator: " and "))")
       }
       return nil
     }
-    return given[0]
+    return (given[0].kind, given[0].pair.value)
   }
 
   private func hasTopLevelKey(_ key: String) -> Bool {
@@ -324,16 +323,17 @@ extension ManifestValidator {
   private mutating func readHTTPAuth(_ node: YAMLNode, _ path: String) -> HTTPStep.Auth? {
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpAuth) else { return nil }
     let kinds = ManifestSchema.HTTPAuthKind.allCases.map(\.rawValue).joined(separator: ", ")
-    guard let kind = exactlyOne(ManifestSchema.HTTPAuthKind.self, in: f, path: path, explaining: "takes one of \(kinds);") else {
+    guard let (kind, value) = exactlyOne(ManifestSchema.HTTPAuthKind.self, in: f, path: path, explaining: "takes one of \(kinds);")
+    else {
       return nil
     }
     switch kind {
     case .bearer:
       return reader.string(f, "bearer", secret: true).map { .bearer(token: $0) }
     case .bearerFile:
-      return readSecretFile(f["bearer_file"]!, f.path("bearer_file")).map { .bearer(token: $0) }
+      return readSecretFile(value, f.path("bearer_file")).map { .bearer(token: $0) }
     case .basic:
-      guard let b = reader.fields(f["basic"]!, f.path("basic"), keys: ManifestSchema.httpBasic) else { return nil }
+      guard let b = reader.fields(value, f.path("basic"), keys: ManifestSchema.httpBasic) else { return nil }
       let username = reader.string(b, "username", credential: true)
       let password = readPassword(b)
       guard let username, let password else { return nil }

@@ -44,8 +44,14 @@ extension ManifestValidator {
   /// ends in `/`, or whose last part is `.` or `..`, names a folder, which a run could only
   /// fail to open or write. Otherwise reports it, suggesting `example` inside it.
   mutating func fileShaped(_ node: YAMLNode, _ key: String, _ text: String, what: String, example: String) -> Bool {
-    let last = text.split(separator: "/").last
-    let ending = text.hasSuffix("/") ? "/" : last == "." || last == ".." ? String(last!) : nil
+    let ending: String? =
+      if text.hasSuffix("/") {
+        "/"
+      } else if let last = text.split(separator: "/").last, last == "." || last == ".." {
+        String(last)
+      } else {
+        nil
+      }
     guard let ending else { return true }
     let inside = text.hasSuffix("/") ? text + example : text + "/" + example
     reader.error(node.location, "'\(key)': '\(text)' ends in '\(ending)', so it names a folder; name the \(what), such as '\(inside)'")

@@ -92,22 +92,24 @@ extension ManifestValidator {
         reader.error(pair.key.location, "unknown key '\(key)' in \(label); valid keys: \(valid) (a step's options go inside its kind)")
       }
     }
-    guard given.count == 1, let kindKey = given.first, let kindName = StepKind.Name(rawValue: kindKey), let kindNode = f[kindKey] else {
+    guard given.count == 1, let kindKey = given.first, let kindName = StepKind.Name(rawValue: kindKey), let kindPair = f.entries[kindKey]
+    else {
       if given.isEmpty {
         if !kindReported {
           reader.error(node.location, "\(label) has no kind; give one of: \(kinds.joined(separator: ", "))")
         }
       } else {
         reader.error(
-          f.entries[given[1]]!.key.location,
+          f.entries[given[1]]?.key.location ?? node.location,
           "a step has one kind; this one has \(given.joined(separator: " and ")): split it into \(given.count) steps")
       }
       return nil
     }
-    if group != nil && kindName == .parallel {
+    let kindNode = kindPair.value
+    if let group, kindName == .parallel {
       reader.error(
-        f.entries[kindKey]!.key.location,
-        "a parallel group cannot hold another parallel group; list its steps in the group '\(group!)' instead")
+        kindPair.key.location,
+        "a parallel group cannot hold another parallel group; list its steps in the group '\(group)' instead")
       return nil
     }
     // A member of a group without an id is named after the group, so that it cannot clash

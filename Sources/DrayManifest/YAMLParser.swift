@@ -65,7 +65,9 @@ public struct YAMLParser {
         return Diagnostic(builder.location(0, 0), "out of memory starting the YAML parser")
       }
       defer { yaml_parser_delete(&parser) }
-      buffer.baseAddress!.withMemoryRebound(to: UInt8.self, capacity: buffer.count) { bytes in
+      // `utf8CString` ends in a NUL: never empty, so it has an address.
+      guard let start = buffer.baseAddress else { return Diagnostic(builder.location(0, 0), "the manifest text could not be read") }
+      start.withMemoryRebound(to: UInt8.self, capacity: buffer.count) { bytes in
         yaml_parser_set_input_string(&parser, bytes, buffer.count - 1)
       }
       yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)

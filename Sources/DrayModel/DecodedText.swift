@@ -90,7 +90,7 @@ struct DecodedText {
     var escapes: [Escape] = []
     let out = bytes.withUnsafeBufferPointer { text in
       [UInt8](unsafeUninitializedCapacity: text.count) { out, count in
-        guard let base = text.baseAddress else { return }
+        guard let base = text.baseAddress, let outBase = out.baseAddress else { return }
         // The next `%`, `\` and `&` at or after an offset, found by `memchr(3)`.
         func next(_ mark: UInt8, from offset: Int) -> Int {
           guard offset < text.count, let found = memchr(base + offset, Int32(mark), text.count - offset) else { return text.count }
@@ -107,7 +107,7 @@ struct DecodedText {
             nextMark[which] = next(marks[which], from: index + 1)
             continue
           }
-          if index > copied { memcpy(out.baseAddress! + count, text.baseAddress! + copied, index - copied) }
+          if index > copied { memcpy(outBase + count, base + copied, index - copied) }
           count += index - copied
           let start = count
           switch value {
@@ -115,7 +115,7 @@ struct DecodedText {
             out[count] = byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte
             count += 1
           case .scalar(let scalar):
-            for unit in UTF8.encode(scalar)! {
+            for unit in scalar.utf8 {
               out[count] = unit == UInt8(ascii: "+") ? UInt8(ascii: " ") : unit
               count += 1
             }
@@ -125,7 +125,7 @@ struct DecodedText {
           for m in marks.indices where nextMark[m] < copied { nextMark[m] = next(marks[m], from: copied) }
         }
         if !escapes.isEmpty, text.count > copied {
-          memcpy(out.baseAddress! + count, text.baseAddress! + copied, text.count - copied)
+          memcpy(outBase + count, base + copied, text.count - copied)
           count += text.count - copied
         }
       }

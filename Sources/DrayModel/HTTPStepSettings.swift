@@ -106,11 +106,11 @@ public struct HTTPStep: Sendable, Hashable {
     /// The query parameter that sends the value.
     public var param: String
     /// The value of the first run: a string or a number, as the records give it.
-    public var initial: JSONValue
+    public var initial: IncrementalCursor.Value
     /// A window re-read before the kept value, for records that arrive late; instants only.
     public var lag: Duration?
 
-    public init(cursor: JSONPointer, param: String, initial: JSONValue, lag: Duration? = nil) {
+    public init(cursor: JSONPointer, param: String, initial: IncrementalCursor.Value, lag: Duration? = nil) {
       self.cursor = cursor
       self.param = param
       self.initial = initial

@@ -22,17 +22,26 @@ public enum IncrementalCursor {
       switch json {
       case .integer, .number:
         guard let number = ExactNumber(json) else { return nil }
-        order = .number(number)
+        self.init(json: json, order: .number(number))
       case .string(let text):
-        if let (seconds, nanoseconds) = IncrementalCursor.parseInstant(text) {
-          order = .instant(seconds: seconds, nanoseconds: nanoseconds)
-        } else {
-          order = .text(text)
-        }
+        self.init(text: text)
       default:
         return nil
       }
+    }
+
+    /// A string value: an RFC 3339 instant when it reads as one, otherwise text.
+    public init(text: String) {
+      if let (seconds, nanoseconds) = IncrementalCursor.parseInstant(text) {
+        self.init(json: .string(text), order: .instant(seconds: seconds, nanoseconds: nanoseconds))
+      } else {
+        self.init(json: .string(text), order: .text(text))
+      }
+    }
+
+    private init(json: JSONValue, order: Order) {
       self.json = json
+      self.order = order
     }
 
     public var isInstant: Bool {
@@ -87,7 +96,7 @@ public enum IncrementalCursor {
         n += 1_000_000_000
         s -= 1
       }
-      return Value(json: .string(IncrementalCursor.formatInstant(seconds: s, nanoseconds: n)))!
+      return Value(text: IncrementalCursor.formatInstant(seconds: s, nanoseconds: n))
     }
   }
 

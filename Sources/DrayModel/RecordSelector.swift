@@ -31,6 +31,14 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
   /// The pointer as written.
   public let description: String
 
+  /// `""`, the whole document (RFC 6901 §5).
+  public static let wholeDocument = JSONPointer(tokens: [], description: "")
+
+  private init(tokens: [String], description: String) {
+    self.tokens = tokens
+    self.description = description
+  }
+
   /// Parses a pointer's text.
   /// - Throws: `SelectorError` when the text does not start with `/` (and is not empty) or
   ///   holds a `~` not followed by `0` or `1`.

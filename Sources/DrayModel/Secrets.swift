@@ -200,7 +200,8 @@ public struct Redactor: Sendable {
         start = hit + 1
       }
     }
-    var covered: [Bool]? = nil
+    // Empty until the first hit: most texts hold no secret.
+    var covered: [Bool] = []
     // layers[0] is the text (`+` read as a space), each next one the one before decoded once.
     var layers = [DecodedText(bytes)]
     while let layer = layers.last {
@@ -212,14 +213,14 @@ public struct Redactor: Sendable {
           if pattern.wholeWord && (layer.isWordCharacter(endingAt: hit) || layer.isWordCharacter(startingAt: end)) { continue }
           let range = layers.reversed().reduce(hit..<end) { $1.source($0) }
           if keptRanges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { continue }
-          if covered == nil { covered = [Bool](repeating: false, count: bytes.count) }
-          for index in range { covered![index] = true }
+          if covered.isEmpty { covered = [Bool](repeating: false, count: bytes.count) }
+          for index in range { covered[index] = true }
         }
       }
       guard layers.count <= Redactor.decodingDepth, let next = layer.decodedOnce() else { break }
       layers.append(next)
     }
-    guard let covered else { return Redactor.maskingURLPasswords(text) }
+    guard !covered.isEmpty else { return Redactor.maskingURLPasswords(text) }
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count)
     for index in bytes.indices {
@@ -251,12 +252,13 @@ public struct Redactor: Sendable {
     guard !needle.isEmpty, haystack.count - start >= needle.count else { return nil }
     return haystack.withUnsafeBytes { hay in
       needle.withUnsafeBytes { pin in
-        let base = hay.baseAddress!
+        // Both are non-empty (checked above), so both have a base address.
+        guard let base = hay.baseAddress, let pinBase = pin.baseAddress else { return nil }
         var offset = start
         while hay.count - offset >= pin.count {
           guard let found = memchr(base + offset, Int32(pin[0]), hay.count - offset - pin.count + 1) else { return nil }
           let at = base.distance(to: UnsafeRawPointer(found))
-          if memcmp(base + at, pin.baseAddress!, pin.count) == 0 { return at }
+          if memcmp(base + at, pinBase, pin.count) == 0 { return at }
           offset = at + 1
         }
         return nil

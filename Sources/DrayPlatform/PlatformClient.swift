@@ -203,14 +203,14 @@ public final class PlatformClient {
       outputs.append(ResourceScheme.Table(name: tableName, columns: columns))
     }
     var lifetime: Int?
-    switch value["lifetime"] {
-    case .integer(let i)? where i >= 0: lifetime = Int(i)
-    case .number(let n)? where (Double(n) ?? -1) >= 0:
-      // A non-negative number, but not an integer within 64 bits: `1.5`, `1e300`, `9223372036854775808`.
-      let seconds = Double(n)!
-      lifetime = seconds < 9.2e18 ? Int(seconds) : Int.max
-    case nil, .null?: lifetime = nil
-    case let other?:
+    let given = value["lifetime"]
+    // A number that is not an integer within 64 bits: `1.5`, `1e300`, `9223372036854775808`.
+    let seconds: Double? = if case .number(let n)? = given { Double(n) } else { nil }
+    switch (given, seconds) {
+    case (.integer(let i)?, _) where i >= 0: lifetime = Int(i)
+    case (.number?, let seconds?) where seconds >= 0: lifetime = seconds < 9.2e18 ? Int(seconds) : Int.max
+    case (nil, _), (.null?, _): lifetime = nil
+    case (let other?, _):
       throw PlatformError.badAnswer(
         url: url, detail: "the 'lifetime' of '\(name)' must be a number of seconds, 0 or more, found \(PlatformClient.describe(other))")
     }

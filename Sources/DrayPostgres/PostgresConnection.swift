@@ -309,11 +309,15 @@ public final class PostgresConnection {
       guard status != PGRES_COMMAND_OK && status != PGRES_EMPTY_QUERY else { continue }
       do {
         // The first result names the columns; every one holds at most a row.
-        if types == nil {
-          types = PostgresResult.types(of: result)
+        let resultTypes: [Oid]
+        if let types {
+          resultTypes = types
+        } else {
+          resultTypes = PostgresResult.types(of: result)
+          types = resultTypes
           try columns(PostgresResult.columns(of: result))
         }
-        for index in 0..<PQntuples(result) { try row(PostgresResult.values(of: result, row: index, types: types!)) }
+        for index in 0..<PQntuples(result) { try row(PostgresResult.values(of: result, row: index, types: resultTypes)) }
       } catch {
         stop = error
         // At once, before the rest is read: a request still on its way could cancel the
@@ -527,8 +531,8 @@ public final class PostgresConnection {
 
   /// The error a failed result carries, or the connection's (`PQerrorMessage`) without one.
   func failure(_ result: OpaquePointer?, _ sql: String?) -> PostgresError {
-    func field(_ code: Character) -> String? {
-      guard let result, let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+    func field(_ code: Unicode.Scalar) -> String? {
+      guard let result, let value = PQresultErrorField(result, Int32(code.value)) else { return nil }
       return String(cString: value)
     }
     let lost = handle.map { PQstatus($0) != CONNECTION_OK } ?? true

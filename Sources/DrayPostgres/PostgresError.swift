@@ -65,6 +65,11 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
   public var userMessage: String {
     let at = "PostgreSQL at \(url)"
     if let timeout { return timeout.message(at: at) }
+    if sqlState == "42P01", let foldedName {
+      // `relation "big__output_table" does not exist` for `BIG__output_table` written unquoted.
+      return
+        "\(at): \(message) (SQLSTATE 42P01); PostgreSQL folds a name written without quotes to lower case: write \"\(foldedName)\" in double quotes"
+    }
     switch sqlState {
     case "28P01" where message.contains("no password supplied"):
       return "\(at) asks for a password and none was given: set database.password (or PGPASSWORD, PGPASSFILE, ~/.pgpass)"
@@ -88,10 +93,6 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
       return "\(at) has no free connection slot: \(message); run again later or raise max_connections"
     case "57P01", "57P02", "57P03", "08006", "08003", "08000", "08P01":
       return "\(at) closed the connection: \(message); run again to resume from the last commit"
-    case "42P01" where foldedName != nil:
-      // `relation "big__output_table" does not exist` for `BIG__output_table` written unquoted.
-      return
-        "\(at): \(message) (SQLSTATE 42P01); PostgreSQL folds a name written without quotes to lower case: write \"\(foldedName!)\" in double quotes"
     default:
       return "\(at): \(message)\(sqlState.map { " (SQLSTATE \($0))" } ?? "")"
     }

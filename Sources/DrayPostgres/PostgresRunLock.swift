@@ -39,8 +39,8 @@ public struct PostgresRunLock: Sendable, Hashable {
   /// `dray.run-lock`, the schema and the job's name, each followed by a NUL byte, read as
   /// a signed 64-bit integer. The same job in two schemas of one database are two jobs.
   public static func key(job: String, schema: String) -> Int64 {
-    let hex = SHA256.hex(Array("dray.run-lock\0\(schema)\0\(job)\0".utf8))
-    return Int64(bitPattern: UInt64(hex.prefix(16), radix: 16)!)
+    let digest = SHA256.digest(Array("dray.run-lock\0\(schema)\0\(job)\0".utf8))
+    return Int64(bitPattern: digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) })
   }
 
   /// Where setting up `_dray_locks` is serialised, so that two first runs of different

@@ -245,8 +245,12 @@ private final class JSONScanState: JSONEventHandler {
     }
     guard builders.isEmpty else { return true }
     if let depth = recordsArrayDepth, depth == frames.count {
-      if isArray == nil, let scalar { return emit(scalar) }
-      builders.append(Builder(isArray: isArray!))
+      // A value is a container (`isArray`) or a scalar.
+      if let isArray {
+        builders.append(Builder(isArray: isArray))
+      } else if let scalar {
+        return emit(scalar)
+      }
       return true
     }
     if let records = reader.records, !foundRecords, isAt(records.tokens) {

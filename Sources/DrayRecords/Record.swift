@@ -202,8 +202,7 @@ extension String {
   /// Without leading and trailing XML white space (space, tab, CR, LF; XML 1.0 §2.3).
   var trimmingXMLSpace: String {
     let space: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
-    guard let start = firstIndex(where: { !space($0) }) else { return "" }
-    let end = lastIndex(where: { !space($0) })!
+    guard let start = firstIndex(where: { !space($0) }), let end = lastIndex(where: { !space($0) }) else { return "" }
     return String(self[start...end])
   }
 }

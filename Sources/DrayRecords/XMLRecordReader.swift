@@ -229,17 +229,20 @@ public struct XMLRecordReader {
       return record
     }
     // Keyed by UTF-8 bytes: Swift's String equality would merge `é` and `e` + U+0301.
-    var order: [String] = []
-    var texts: [[UInt8]: [String]] = [:]
+    var groups: [(name: String, values: [String])] = []  // in the order each name first appears
+    var groupIndex: [[UInt8]: Int] = [:]
     for child in children {
       let name = XMLTree.localName(child)
-      if texts[Array(name.utf8)] == nil { order.append(name) }
       let text = XMLTree.children(of: child).isEmpty ? XMLTree.text(child) : XMLTree.text(child).trimmingXMLSpace
-      texts[Array(name.utf8), default: []].append(text)
+      if let index = groupIndex[Array(name.utf8)] {
+        groups[index].values.append(text)
+      } else {
+        groupIndex[Array(name.utf8)] = groups.count
+        groups.append((name, [text]))
+      }
     }
-    try RecordNames.check(names + order.map { ($0, "child element") }, record: number)
-    for name in order {
-      let values = texts[Array(name.utf8)]!
+    try RecordNames.check(names + groups.map { ($0.name, "child element") }, record: number)
+    for (name, values) in groups {
       if values.count == 1 {
         record.append((name, RecordValue(xmlText: values[0])))
       } else {

@@ -26,11 +26,11 @@ public final class Journal {
 
   static let schema = [Bookkeeping.runs, Bookkeeping.checkpoints].map(Store.createStatement).joined(separator: ";\n")
 
-  static let tables = [Bookkeeping.runs.name, Bookkeeping.checkpoints.name]
+  static let tables = expectedColumns.map(\.table)
 
   /// The columns of `_dray_runs` before the flag columns: dray 0.1.0 had no flags at all,
   /// later versions kept them as text in `options` (`RunFlags.text`).
-  static let runColumnsBeforeFlags = Array(expectedColumns["_dray_runs"]!.prefix(8))
+  static let runColumnsBeforeFlags = Array(runColumns.prefix(8))
 
   /// Where a journal keeps its runs' flags.
   enum FlagsStorage {
@@ -43,7 +43,7 @@ public final class Journal {
     /// The storage of a `_dray_runs` table with `columns`; nil for another shape.
     init?(columns: [String]) {
       switch columns {
-      case Journal.expectedColumns["_dray_runs"]!: self = .columns
+      case Journal.runColumns: self = .columns
       case Journal.runColumnsBeforeFlags + ["options"]: self = .text
       case Journal.runColumnsBeforeFlags: self = .none
       default: return nil
@@ -51,9 +51,12 @@ public final class Journal {
     }
   }
 
-  static let expectedColumns: [String: [String]] = [
-    Bookkeeping.runs.name: Bookkeeping.runs.columnNames, Bookkeeping.checkpoints.name: Bookkeeping.checkpoints.columnNames,
-  ]
+  static let runColumns = Bookkeeping.runs.columnNames
+
+  /// Each journal table and its columns, in order.
+  static let expectedColumns: [(table: String, columns: [String])] = [Bookkeeping.runs, Bookkeeping.checkpoints].map {
+    ($0.name, $0.columnNames)
+  }
 
   /// Opens the journal at `path` for a run, creating it (or its tables, in an existing
   /// database) when missing.
@@ -287,8 +290,7 @@ public final class Journal {
   /// Checks each journal table's columns (a journal from before the flag columns passes:
   /// opening it for a run migrates it) and pages.
   private static func checkShape(_ database: Database) throws {
-    for table in tables {
-      let expected = expectedColumns[table]!
+    for (table, expected) in expectedColumns {
       let found = try columns(of: table, in: database)
       let older = table == "_dray_runs" && FlagsStorage(columns: found) != nil
       guard found == expected || older else {

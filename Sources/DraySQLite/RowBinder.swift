@@ -142,7 +142,10 @@ final class RowBinder: TableAnswerRowSink {
   private func bindNumber(
     _ text: UnsafeBufferPointer<UInt8>, _ row: Int, _ column: Int, _ kind: ColumnKind, _ slot: UnsafeMutablePointer<BoundValue>
   ) throws {
-    let p = text.baseAddress!
+    // A JSON number has at least one digit; text without an address is kept as text.
+    guard let p = text.baseAddress else {
+      return try bindText(text, row, column, kind, slot, found: "a number without digits", textColumnAccepts: false)
+    }
     let n = text.count
     if NumberText.isInteger(p, n) {
       if let value = NumberText.int64(p, n) {

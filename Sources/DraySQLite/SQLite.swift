@@ -294,7 +294,6 @@ public final class Database {
     return try bytes.withUnsafeBufferPointer { (buffer) throws(SQLiteError) -> (Statement?, String?) in
       var first: Statement?
       var tail: UnsafePointer<CChar>? = buffer.baseAddress
-      let end = buffer.baseAddress! + (buffer.count - 1)
       while let start = tail, start.pointee != 0 {
         if first != nil {
           // Only spaces, comments and empty statements (`;`) may follow: SQLite prepares
@@ -308,7 +307,7 @@ public final class Database {
             tail = next
             continue
           }
-          var rest = String(decoding: UnsafeRawBufferPointer(start: start, count: end - start), as: UTF8.self)
+          var rest = String(cString: start)  // to the closing NUL: the SQL holds no other (checked above)
             .trimmingCharacters(in: CharacterSet.whitespacesAndNewlines.union(CharacterSet(charactersIn: ";")))
           if rest.count > 200 { rest = String(rest.prefix(200)) + "…" }
           return (first, rest)
@@ -365,7 +364,8 @@ public final class Database {
     sqlite3_progress_handler(
       handle, 1000,
       { context in
-        Unmanaged<Cancellation>.fromOpaque(context!).takeUnretainedValue().isCancelled ? 1 : 0
+        guard let context else { return 0 }  // always set: the handler's argument below
+        return Unmanaged<Cancellation>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
       }, Unmanaged.passUnretained(cancellation).toOpaque())
   }
 
@@ -431,7 +431,8 @@ public final class Database {
     sqlite3_set_authorizer(
       handle,
       { context, action, first, second, _, trigger in
-        let database = Unmanaged<Database>.fromOpaque(context!).takeUnretainedValue()
+        guard let context else { return SQLITE_DENY }  // always set: the authorizer's argument below
+        let database = Unmanaged<Database>.fromOpaque(context).takeUnretainedValue()
         if action == SQLITE_TRANSACTION { return database.refuseTransactions ? SQLITE_DENY : SQLITE_OK }
         // `PRAGMA writable_schema = ON` would let `sqlite_schema` be edited directly, dray's
         // own tables' definitions included (https://sqlite.org/pragma.html#pragma_writable_schema).
@@ -549,8 +550,10 @@ public final class Statement {
     case .text(let s):
       rc = s.withCString { dray_sqlite3_bind_text_transient(handle, index, $0, UInt64(s.utf8.count)) }
     case .blob(let b):
-      rc = b.withUnsafeBytes {
-        dray_sqlite3_bind_blob_transient(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, UInt64($0.count))
+      rc = b.withUnsafeBytes { bytes in
+        // A null pointer would bind NULL: an empty blob without an address is a zero-length blob.
+        guard let base = bytes.baseAddress else { return sqlite3_bind_zeroblob(handle, index, 0) }
+        return dray_sqlite3_bind_blob_transient(handle, index, base, UInt64(bytes.count))
       }
     }
     try check(rc)

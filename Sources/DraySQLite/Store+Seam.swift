@@ -74,8 +74,9 @@ extension Store: TargetStore {
       return try body()
     } catch let error as SQLiteError where error.isRefusedTransactionControl {
       throw UserSQLError.transactionControl(statement: Store.statementText(error))
-    } catch let error as SQLiteError where error.refusedOwnTable != nil {
-      throw UserSQLError.ownTable(error.refusedOwnTable!, statement: Store.statementText(error), trigger: error.refusedInTrigger)
+    } catch let error as SQLiteError {
+      guard let table = error.refusedOwnTable else { throw error }
+      throw UserSQLError.ownTable(table, statement: Store.statementText(error), trigger: error.refusedInTrigger)
     }
   }
 

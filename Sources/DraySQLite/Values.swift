@@ -131,11 +131,7 @@ enum NumberText {
 
   /// `strtod` on a NUL-terminated copy of the text.
   static func strtodCopy(_ p: UnsafePointer<UInt8>, _ n: Int) -> Double {
-    withUnsafeTemporaryAllocation(of: CChar.self, capacity: n + 1) { buffer in
-      for i in 0..<n { buffer[i] = CChar(bitPattern: p[i]) }
-      buffer[n] = 0
-      return strtod(buffer.baseAddress!, nil)
-    }
+    String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self).withCString { strtod($0, nil) }
   }
 
   /// True when `value` is exactly the integer the digits of `p` spell (an integer token

@@ -300,7 +300,7 @@ public final class Download {
     defer { close(fd) }
     var done = 0
     while done < bytes.count {
-      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress?.advanced(by: done), $0.count - done) }
       if n < 0 && errno == EINTR { continue }
       guard n > 0 else { throw TransportError.file(path: sidecarPath, detail: String(cString: strerror(errno))) }
       done += n
@@ -422,7 +422,7 @@ private final class PartFileSink: ResponseSink {
   func write(_ bytes: UnsafeRawBufferPointer) throws {
     var done = 0
     while done < bytes.count {
-      let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+      let n = Glibc.write(fd, bytes.baseAddress?.advanced(by: done), bytes.count - done)
       if n < 0 {
         if errno == EINTR { continue }
         throw TransportError.file(path: download.partPath, detail: String(cString: strerror(errno)))

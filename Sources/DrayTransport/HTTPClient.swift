@@ -151,23 +151,23 @@ public final class HTTPClient {
     try set(CURLOPT_WRITEDATA, pointer: context)
     try check(
       dray_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, ctx in
-        TransferState.from(ctx).receive(UnsafeRawBufferPointer(start: data, count: size * count))
+        TransferState.from(ctx)?.receive(UnsafeRawBufferPointer(start: data, count: size * count)) ?? 0
       }, CURLOPT_WRITEFUNCTION, request)
     try set(CURLOPT_HEADERDATA, pointer: context)
     try check(
       dray_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, ctx in
-        TransferState.from(ctx).header(UnsafeRawBufferPointer(start: data, count: size * count))
+        TransferState.from(ctx)?.header(UnsafeRawBufferPointer(start: data, count: size * count)) ?? 0
       }, CURLOPT_HEADERFUNCTION, request)
     try set(CURLOPT_OPENSOCKETDATA, pointer: context)
     try check(
       dray_curl_setopt_opensocket_callback(handle) { ctx, _, address in
-        TransferState.from(ctx).openSocket(address)
+        TransferState.from(ctx)?.openSocket(address) ?? CURL_SOCKET_BAD
       }, CURLOPT_OPENSOCKETFUNCTION, request)
     try set(CURLOPT_NOPROGRESS, 0)
     try set(CURLOPT_XFERINFODATA, pointer: context)
     try check(
       dray_curl_setopt_xferinfo_callback(handle) { ctx, total, now, _, sent in
-        TransferState.from(ctx).tick(received: now, total: total, sent: sent)
+        TransferState.from(ctx)?.tick(received: now, total: total, sent: sent) ?? 1
       }, CURLOPT_XFERINFOFUNCTION, request)
 
     var headers = request.headers
@@ -214,7 +214,7 @@ public final class HTTPClient {
       try set(CURLOPT_READDATA, pointer: context)
       try check(
         dray_curl_setopt_data_callback(handle, CURLOPT_READFUNCTION) { data, size, count, ctx in
-          TransferState.from(ctx).read(into: data, capacity: size * count)
+          TransferState.from(ctx)?.read(into: data, capacity: size * count) ?? Int(CURL_READFUNC_ABORT)
         }, CURLOPT_READFUNCTION, request)
     }
     defer { try? state.upload?.close() }
@@ -422,8 +422,10 @@ private final class TransferState {
     self.connect = connect
   }
 
-  static func from(_ ctx: UnsafeMutableRawPointer?) -> TransferState {
-    Unmanaged<TransferState>.fromOpaque(ctx!).takeUnretainedValue()
+  /// The state a callback's `ctx` points to (set with each callback's `*DATA` option);
+  /// nil only if libcurl passes no pointer, and each callback then aborts the transfer.
+  static func from(_ ctx: UnsafeMutableRawPointer?) -> TransferState? {
+    ctx.map { Unmanaged<TransferState>.fromOpaque($0).takeUnretainedValue() }
   }
 
   func header(_ line: UnsafeRawBufferPointer) -> Int {
@@ -526,7 +528,7 @@ private final class TransferState {
     guard let upload, let buffer else { return 0 }
     if cancellation.isCancelled { return Int(CURL_READFUNC_ABORT) }
     guard let data = try? upload.read(upToCount: capacity), !data.isEmpty else { return 0 }
-    data.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: data.count) }
+    data.copyBytes(to: UnsafeMutableRawBufferPointer(start: buffer, count: data.count))
     return data.count
   }
 }

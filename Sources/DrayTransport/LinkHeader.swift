@@ -49,11 +49,13 @@ public struct LinkHeader: Sendable, Equatable {
           if rest.first == "\"" {
             rest = rest.dropFirst()
             while let c = rest.first, c != "\"" {
-              if c == "\\", rest.count > 1 {
-                rest = rest.dropFirst()
-              }
-              parameter.append(rest.first!)
               rest = rest.dropFirst()
+              if c == "\\", let escaped = rest.first {
+                parameter.append(escaped)
+                rest = rest.dropFirst()
+              } else {
+                parameter.append(c)
+              }
             }
             rest = rest.dropFirst()
           } else {

@@ -97,7 +97,7 @@ import Testing
     /// journal's tables do not exist yet.
     func rows(_ sql: String) throws -> [[String?]] {
       let connection = try server.connect(database: database)
-      guard try !connection.execute("SELECT to_regclass('public._dray_runs') IS NULL").rows[0][0].bool! else { return [] }
+      guard try !#require(connection.execute("SELECT to_regclass('public._dray_runs') IS NULL").rows[0][0].bool as Bool?) else { return [] }
       return try connection.textRows(sql)
     }
 

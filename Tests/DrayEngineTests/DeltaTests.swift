@@ -54,11 +54,11 @@ import Testing
   func serverRows(_ emulator: Emulator, _ resource: String = "FRUITS") throws -> (version: String, rows: [[String?]]) {
     let answer = try JSONValue(parsing: Array(emulator.admin("GET", "versions/\(resource)")))
     let rows = answer["tables"]?["output_table"]?.arrayValue ?? []
-    let values = rows.map { row in
-      (row.arrayValue ?? []).map { value -> String? in
+    let values = try rows.map { row in
+      try (row.arrayValue ?? []).map { value -> String? in
         switch value {
         case .integer(let i): String(i)
-        case .number(let n): String(Double(n)!)
+        case .number(let n): String(try #require(Double(n)))
         case .string(let s): s
         default: nil
         }

@@ -65,7 +65,7 @@ import Testing
         default: record[column] = "\(SQLValue.null)"
         }
       }
-      out[(order["id"] as! NSNumber).intValue] = record
+      out[try #require(order["id"] as? NSNumber).intValue] = record
     }
     return out
   }

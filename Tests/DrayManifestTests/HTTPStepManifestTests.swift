@@ -220,10 +220,10 @@ import Testing
     #expect(merge.load?.primaryKey == ["id", "region"])
     #expect(merge.load?.deleted?.tokens == ["meta", "deleted"])
     #expect(merge.incremental?.cursor.tokens == ["updated_at"])
-    #expect(merge.incremental?.initial == .string("2024-01-01T00:00:00Z"))
+    #expect(merge.incremental?.initial.json == .string("2024-01-01T00:00:00Z"))
     #expect(merge.incremental?.lag == .seconds(300))
     #expect(http(manifest, 1)?.load?.write == .append)
-    #expect(http(manifest, 1)?.incremental?.initial == .integer(0))
+    #expect(http(manifest, 1)?.incremental?.initial.json == .integer(0))
     #expect(try #require(http(try load("  - http: { base_url: http://h/, load: { table: t } }"))).load?.write == .replace)
   }
 

@@ -90,7 +90,8 @@ public struct DatabaseDigest: Equatable, Sendable, CustomStringConvertible {
   }
 
   public var description: String {
-    tables.keys.sorted().map { "\($0): \(tables[$0]!.rows) rows, sha256 \(tables[$0]!.sha256.prefix(12))" }.joined(separator: "\n")
+    tables.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.rows) rows, sha256 \($0.value.sha256.prefix(12))" }
+      .joined(separator: "\n")
   }
 }
 

@@ -154,7 +154,8 @@ public enum RandomJSON {
       case 13: from(0xE000...0xFFFF)
       default: from(0x10000...0x10FFFF)
       }
-    return Unicode.Scalar(value)!
+    // The ranges above hold no UTF-16 surrogate, so every value is a scalar.
+    return Unicode.Scalar(value) ?? "\u{FFFD}"
   }
 
   /// A table answer shaped as `Emulator/generated.py` writes it for load tests and benchmarks:

@@ -58,14 +58,16 @@ public enum SecretForms {
         "&<>\"'".unicodeScalars.contains(c) ? markup(c) : c.isASCII ? String(c) : other(c) ?? String(c)
       }.joined()
     }
-    let named: [Unicode.Scalar: String] = ["&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;"]
+    // `markup` is called for these five characters alone.
+    let names: [Unicode.Scalar: String] = ["&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;"]
+    let named = { (c: Unicode.Scalar) in names[c, default: String(c)] }
     let latin1: [Unicode.Scalar: String] = ["ä": "&auml;", "ö": "&ouml;", "Ã": "&Atilde;", "¤": "&curren;", "¶": "&para;", "ð": "&eth;"]
     let decimal = { (c: Unicode.Scalar) in "&#\(c.value);" }
     let hex = { (c: Unicode.Scalar) in "&#x\(String(c.value, radix: 16));" }
     let upperHex = { (c: Unicode.Scalar) in "&#x\(String(c.value, radix: 16, uppercase: true));" }
     var html = [
-      references({ named[$0]! }, { latin1[$0] }), references({ named[$0]! }, decimal),
-      references({ $0 == "'" ? "&#x27;" : named[$0]! }, decimal), references(decimal, decimal), references(hex, hex),
+      references(named, { latin1[$0] }), references(named, decimal),
+      references({ $0 == "'" ? "&#x27;" : named($0) }, decimal), references(decimal, decimal), references(hex, hex),
       references(upperHex, upperHex),
     ]
     html += html.map { $0.replacing("&#39;", with: "&apos;") }

@@ -28,8 +28,7 @@ final class IncrementalRun {
     self.fresh = fresh
     entry = kept
     let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
-    // `initial` was checked at validation: a string or a number.
-    sent = kept?.moved(back: options.lag) ?? IncrementalCursor.Value(json: options.initial)!
+    sent = kept?.moved(back: options.lag) ?? options.initial
   }
 
   /// Starts staging afresh (no page of an earlier run is resumed), in the caller's

@@ -1,6 +1,6 @@
 internal import DrayModel
-internal import DrayTarget
 internal import DrayRecords
+internal import DrayTarget
 internal import Foundation
 
 extension StepRunner {
@@ -87,13 +87,15 @@ extension StepRunner {
     if options.paginate != nil { report.notes.append("\(count) page\(count == 1 ? "" : "s")") }
     // Not told after a resume, whose earlier pages this run did not read.
     for column in pages.resumed ? [] : pages.unmatchedColumns ?? [] {
+      // Only a column read `from` the records can match none.
+      guard let from = column.from else { continue }
       let note =
-        "load.columns.\(column.name).from '\(column.from!)' matched no record of the \(pages.progress.rows) loaded; the column holds only NULL"
+        "load.columns.\(column.name).from '\(from)' matched no record of the \(pages.progress.rows) loaded; the column holds only NULL"
       console.warn(note, step: step.id)
       report.notes.append(note)
     }
-    if pages.stoppedEarly {
-      report.notes.append("stopped after paginate.max_pages (\(options.maxPages!)) pages; the server offers more")
+    if pages.stoppedEarly, let maxPages = options.maxPages {
+      report.notes.append("stopped after paginate.max_pages (\(maxPages)) pages; the server offers more")
     }
   }
 

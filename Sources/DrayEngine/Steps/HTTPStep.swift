@@ -243,7 +243,10 @@ extension StepRunner {
         // A page that never begins (an error, a 304) opens no transaction.
         _ = try growing.waitForBytes(after: 0)
         return try commitPage(options, run, file: path, growing: growing, status: nil, page: page, next: next, after: pages) {
-          answer.withLock { $0! }
+          guard let fetched = answer.withLock({ $0 }) else {
+            throw HandOverError(description: "page \(page): the answer was read before its download ended")
+          }
+          return fetched
         }
       }
     ) {
@@ -259,7 +262,8 @@ extension StepRunner {
         (options.paginate == nil ? "" : "page \(page): ") + "the download started the answer again from byte 0; it was loaded once finished"
       )
     }
-    return (arrived!, loaded.result)
+    guard let arrived else { throw HandOverError(description: "page \(page): the download ended without an answer") }
+    return (arrived, loaded.result)
   }
 
   /// Saves and commits page `page` once fetched (a `304` aside): refuses a `204` a page before
@@ -344,7 +348,7 @@ extension StepRunner {
   ///   pagination's errors.
   private func commitPage(
     _ options: HTTPStep, _ run: HTTPRun, file: String?, growing: GrowingFile?, status: Int?, page: Int, next current: PageLedger.Next,
-    after pages: FetchedPages, fetched: () -> FetchedPage
+    after pages: FetchedPages, fetched: () throws -> FetchedPage
   ) throws -> PageCommit {
     let reader = pageReader(options)
 
@@ -352,8 +356,8 @@ extension StepRunner {
       var summary = AnswerSummary()
       var lastRecord: Record?
       var unmatched: [HTTPStep.Column]?
-      if let file, let table {
-        var checks = RecordChecks(load: options.load!, cursors: run.cursors)
+      if let file, let table, let load = options.load {
+        var checks = RecordChecks(load: load, cursors: run.cursors)
         summary = try reader.load(
           file: file, growing: growing,
           prepare: { columns in try staging { try table.prepare(columns + checks.extraColumns, widen: options.load?.columns == nil) } },
@@ -376,10 +380,10 @@ extension StepRunner {
       }
       let next =
         status == nil
-        ? try nextPage(options, current: current, summary: summary, lastRecord: lastRecord, headers: fetched().headers) : nil
+        ? try nextPage(options, current: current, summary: summary, lastRecord: lastRecord, headers: try fetched().headers) : nil
       var progress = pages.progress
       progress.pages = page
-      progress.bytes += fetched().bytes
+      progress.bytes += try fetched().bytes
       progress.rows += summary.records
       progress.next = next
       if let transaction { try run.ledger?.save(progress, in: transaction) }
@@ -415,11 +419,13 @@ extension StepRunner {
       return try body()
     } catch let error as RecordError {
       var message = error.message
-      let type = contentType?.lowercased() ?? ""
-      if options.format == .json && type.contains("xml") {
-        message += "; the server says it is \(contentType!): set format: xml"
-      } else if options.format == .xml && type.contains("json") {
-        message += "; the server says it is \(contentType!): set format: json"
+      if let contentType {
+        let type = contentType.lowercased()
+        if options.format == .json && type.contains("xml") {
+          message += "; the server says it is \(contentType): set format: xml"
+        } else if options.format == .xml && type.contains("json") {
+          message += "; the server says it is \(contentType): set format: json"
+        }
       }
       throw HTTPStepError.badAnswer(page: options.paginate == nil ? nil : page, url: url, message: message)
     } catch HTTPStepError.badPagination(let message) {

@@ -75,7 +75,7 @@ enum Expectations {
           continue
         }
         let order = ExactNumber.compare(n, bound)
-        if order == nil || order! == (isMin ? -1 : 1) { failures.append("\(column) = \(show(value)), \(wanted)") }
+        if order == nil || order == (isMin ? -1 : 1) { failures.append("\(column) = \(show(value)), \(wanted)") }
       }
       if let equals = expectation.equals, !same(value, equals) {
         failures.append("\(column) = \(show(value)), expected \(equals.json)")
