@@ -1,6 +1,5 @@
 internal import DrayModel
 internal import DrayPostgres
-public import DrayTarget
 
 /// A delta answer (platform-api.md §3) staged and applied set-based, inside the load's
 /// transaction.

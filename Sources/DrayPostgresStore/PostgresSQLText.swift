@@ -1,4 +1,4 @@
-public import DrayTarget
+internal import DrayTarget
 
 /// The statements of a step's SQL for PostgreSQL, split before any runs, so that SQL dray
 /// does not run is refused before it changed anything (`UserSQLError`).

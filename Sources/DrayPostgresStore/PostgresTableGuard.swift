@@ -1,5 +1,4 @@
 internal import DrayPostgres
-public import DrayTarget
 
 /// Notices any change to a table dray loaded on PostgreSQL, as `TableGuard` does on SQLite,
 /// so that a delta applies, and an unchanged answer or an `http` step's `304` keeps the

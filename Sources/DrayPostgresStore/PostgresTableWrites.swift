@@ -1,6 +1,6 @@
 public import DrayModel
 public import DrayPostgres
-public import DrayTarget
+internal import DrayTarget
 
 /// An `http` step's writes into existing tables on PostgreSQL (`load.write`, docs/http.md
 /// "Write modes"): the counterpart of SQLite's `TableWrites`, inside the caller's

@@ -1,7 +1,7 @@
 internal import DrayJSON
 internal import DrayModel
 internal import DrayPostgres
-public import DrayTarget
+internal import DrayTarget
 internal import Foundation
 
 /// An open transaction of a `PostgresStore` (`PostgresStore.write`).

@@ -1,5 +1,5 @@
 internal import CSQLite
-public import DrayTarget
+internal import DrayTarget
 internal import Glibc
 
 extension Database {

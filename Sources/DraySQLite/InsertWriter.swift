@@ -1,7 +1,7 @@
 internal import CSQLite
 internal import DrayJSON
 internal import DrayModel
-public import DrayTarget
+internal import DrayTarget
 internal import Foundation
 
 /// One value of a row waiting for its INSERT: what the row binder decided to bind.

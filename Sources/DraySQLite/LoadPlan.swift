@@ -1,5 +1,5 @@
 internal import DrayJSON
-public import DrayTarget
+internal import DrayTarget
 
 /// Which passes over an answer file a load makes, from what the first pass learns of each
 /// table object (`TableLoader`: at most three passes, each streaming).

@@ -1,7 +1,7 @@
 internal import CSQLite
 internal import DrayJSON
 internal import DrayModel
-public import DrayTarget
+internal import DrayTarget
 
 /// The row binder: SQLite's row sink, the per-value path of a load. Each value the scanner
 /// hands over is classified by the value rule (docs/store.md) and written, as what to bind,

@@ -1,4 +1,3 @@
-public import DrayTarget
 internal import Foundation
 internal import Glibc
 

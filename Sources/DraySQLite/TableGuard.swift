@@ -1,5 +1,4 @@
 internal import DrayModel
-public import DrayTarget
 
 /// Notices any change to a table dray loaded, so that a table is kept as it is (an
 /// unchanged platform answer, `Store.holdsAnswer`; an `http` step's `304 Not Modified`)

@@ -1,7 +1,7 @@
 internal import CSQLite
 internal import DrayJSON
 internal import DrayModel
-public import DrayTarget
+internal import DrayTarget
 
 /// The loader's walk through the structure of an answer, as the scanner's sink: the table
 /// objects, their names, and which lists each pass loads, skips or leaves for a later pass

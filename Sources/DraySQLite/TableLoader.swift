@@ -1,6 +1,6 @@
 internal import DrayJSON
 internal import DrayModel
-public import DrayTarget
+internal import DrayTarget
 
 /// Applies a table answer (platform-api.md §3) from a file to the store, streaming.
 ///

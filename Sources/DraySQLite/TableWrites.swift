@@ -1,5 +1,5 @@
-public import DrayModel
-public import DrayTarget
+internal import DrayModel
+internal import DrayTarget
 
 /// SQLite's SQL of `http` loads that write into an existing table (`load.write: append` and
 /// `merge`), behind `StoreTransaction`. Every function works inside the caller's

@@ -1,4 +1,3 @@
-public import DrayTarget
 internal import Foundation
 
 /// What a column's declared (scheme) type accepts without a report.

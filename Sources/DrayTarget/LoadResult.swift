@@ -1,4 +1,4 @@
-public import DrayModel
+internal import DrayModel
 internal import Foundation
 
 /// What a load changed.

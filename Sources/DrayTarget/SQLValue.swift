@@ -1,4 +1,4 @@
-public import DrayModel
+internal import DrayModel
 
 /// A value as SQLite stores it.
 public enum SQLValue: Sendable, Equatable, CustomStringConvertible {

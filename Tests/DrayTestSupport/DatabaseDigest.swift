@@ -1,7 +1,7 @@
 internal import DrayModel
 public import DrayPostgres
 internal import DraySQLite
-public import DrayTarget
+internal import DrayTarget
 public import Foundation
 
 /// What an SQLite database holds, table by table, for comparing two databases: each table's

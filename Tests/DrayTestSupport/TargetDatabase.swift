@@ -1,7 +1,7 @@
 internal import DrayModel
 public import DrayPostgres
 internal import DraySQLite
-public import DrayTarget
+internal import DrayTarget
 public import Foundation
 
 /// A job's target database for a test that runs on both: an SQLite file in the job folder,

@@ -30,7 +30,6 @@ extension StepRunner {
     noteLoaded(result, head: loaded, deltaFrom: run.deltaFrom, &run.report)
   }
 
-
   /// The resource's scheme: the one the store keeps, else the platform's (`client.schemes`).
   /// - Throws: `StepError.resourceNotFound` for a resource the platform does not list.
   fileprivate func scheme(
@@ -66,7 +65,7 @@ extension StepRunner {
         }
         // The download has finished by the time the rows are read, and handed its head over.
         guard var done = answer()?.report else {
-          throw LoadError(resource: options.resource, message: "the answer's head did not arrive before its rows were read; nothing was loaded")
+          throw HandOverError(description: "\(options.resource): the answer's rows were read before its download ended; nothing was loaded")
         }
         for table in scheme.outputs {
           let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: options.params)
@@ -237,7 +236,7 @@ private final class TableStreamRun {
         return !fetched.unchanged
       }
       guard let answered else {
-        throw PlatformError.badAnswer(url: HTTPClient.displayURL(url), detail: "the download ended without an answer; nothing was loaded")
+        throw HandOverError(description: "\(options.resource): the download ended without an answer; nothing was loaded")
       }
       outcome = (answered.head, answered.unchanged, loaded.result)
       if loaded.restarted {
@@ -301,7 +300,8 @@ private final class TableStreamRun {
   private func discarded(_ error: LoadError, _ head: PlatformClient.AnswerHead) -> LoadError {
     var error = error
     error.message +=
-      (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "") + "; the answer was discarded, so the next run downloads it again"
+      (head.unexpectedKind.map { " (the server sent it as \($0))" } ?? "")
+      + "; the answer was discarded, so the next run downloads it again"
     return error
   }
 
