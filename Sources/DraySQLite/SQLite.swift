@@ -1,6 +1,6 @@
 internal import CSQLite
 public import DrayModel
-public import DrayTarget
+internal import DrayTarget
 internal import Foundation
 
 /// An error from SQLite, with its result code, its message and the SQL involved.
@@ -145,8 +145,21 @@ public final class Database {
     sqlite3_extended_result_codes(db, 1)
     sqlite3_busy_timeout(db, Database.busyTimeoutSeconds * 1000)
     if !readOnly {
-      // Before the first write, which fixes a new database's page size; ignored after.
-      try execute("PRAGMA page_size=\(Database.newPageSize); PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+      // Before the first write, which fixes a new database's page size; ignored after. Two
+      // connections that open a new file at once (parallel `http` members staging beside a
+      // server database) meet here: the one asking for WAL while the other switches the file
+      // gets SQLITE_BUSY at once, without the busy handler, so it asks again until the busy
+      // timeout has passed.
+      let settings = "PRAGMA page_size=\(Database.newPageSize); PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+      let deadline = ContinuousClock.now + .seconds(Int(Database.busyTimeoutSeconds))
+      while true {
+        do {
+          try execute(settings)
+          break
+        } catch let error where error.isBusy && ContinuousClock.now < deadline {
+          usleep(10_000)
+        }
+      }
     }
   }
 
