@@ -44,7 +44,8 @@ public protocol JobDatabase: Sendable {
   /// The target store, opened for one step thread.
   /// - Parameter fence: the run lock the journal took (`RunJournal.fence`), checked by every
   ///   commit of a store whose lock lives in the database; nil outside a run.
-  /// - Throws: `StepError`-like setting errors are the caller's; the database's errors.
+  /// - Throws: `StoreError.noDatabase` for a job whose manifest names no database; the
+  ///   database's errors.
   func openStore(fence: (any RunFence)?, cancellation: Cancellation) throws -> any TargetStore
 
   /// Where an `http` step stages its records and page ledger, opened for one step thread:
