@@ -1,6 +1,7 @@
 import DrayModel
 import DrayTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import DrayPostgres
@@ -182,20 +183,29 @@ import Testing
     #expect(try connection.execute("SELECT current_user").rows == [[.text("dray")]])
   }
 
-  @Test func cancelFromAnotherThreadEndsTheStatement() async throws {
+  /// The watcher is a thread of its own, not a task: with every thread of Swift's
+  /// cooperative pool held by tests that wait synchronously (this one included, in
+  /// `execute`), a detached task did not start until `pg_sleep` had run its 600 s.
+  @Test func cancelFromAnotherThreadEndsTheStatement() throws {
     let connection = try server.connect(database: database)
     let canceller = try connection.canceller()
     let pid = connection.backendPID
-    let watcher = Task.detached { [server, database] in
+    let cancelled = Mutex<Result<String?, any Error>?>(nil)
+    let watcher = Thread { [server, database] in
       // Cancel once the server shows the statement running.
-      let admin = try server.admin(database: database)
-      while try admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'", [.integer(Int64(pid))]).rows
-        .isEmpty
-      {}
-      return canceller.cancel()
+      cancelled.withLock {
+        $0 = Result {
+          let admin = try server.admin(database: database)
+          while try admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'", [.integer(Int64(pid))])
+            .rows.isEmpty
+          {}
+          return canceller.cancel()
+        }
+      }
     }
+    watcher.start()
     let error = #expect(throws: PostgresError.self) { try connection.execute("SELECT pg_sleep(600)") }
-    #expect(try await watcher.value == nil)
+    #expect(try cancelled.withLock { try $0?.get() } == .some(nil))
     #expect(error?.sqlState == "57014")
     #expect(try connection.execute("SELECT 1").rows == [[.integer(1)]])
   }
