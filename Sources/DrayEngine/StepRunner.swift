@@ -320,12 +320,18 @@ enum StepError: Error, CustomStringConvertible {
   /// An `sql` or `query` step's statement that would create, alter, drop or write one of
   /// dray's own tables (`_dray_...`), itself or through the body of `trigger`.
   case ownTable(String, statement: String, trigger: String? = nil)
+  /// A statement that would let the database's catalog be edited directly.
+  case catalogEdit(statement: String)
+  /// A statement that would turn off or change the trigger of dray's table guard.
+  case tableGuard(statement: String)
 
   /// The step error for SQL the store refused to run.
   init(_ refusal: UserSQLError) {
     switch refusal {
     case .transactionControl(let statement): self = .transactionControl(statement: statement)
     case .ownTable(let table, let statement, let trigger): self = .ownTable(table, statement: statement, trigger: trigger)
+    case .catalogEdit(let statement): self = .catalogEdit(statement: statement)
+    case .tableGuard(let statement): self = .tableGuard(statement: statement)
     case .notOneStatement(let rest?):
       self = .notOneStatement("a query runs one statement; found another after the first: \(rest); use a sql step for it")
     case .notOneStatement(nil): self = .notOneStatement("the query holds no SQL statement")
@@ -342,7 +348,7 @@ enum StepError: Error, CustomStringConvertible {
     case .notOneStatement: "not_one_statement"
     case .settingMissing: "setting_missing"
     case .transactionControl: "transaction_statement"
-    case .ownTable: "dray_table"
+    case .ownTable, .catalogEdit, .tableGuard: "dray_table"
     case .resourceNotFound: "resource_not_found"
     case .tableNotLoaded: "table_not_loaded"
     case .unknownTable: "unknown_table"
@@ -369,9 +375,9 @@ enum StepError: Error, CustomStringConvertible {
         + (EditDistance.closest(to: table, among: tables).map { "; did you mean '\($0)'? Its tables: " } ?? "; its tables: ")
         + tables.joined(separator: ", ")
     case .expectation(let m): m
-    case .ownTable("sqlite_schema", let statement, _):
+    case .catalogEdit(let statement):
       "'\(statement)' would let the schema table be edited directly, dray's own tables' definitions included; PRAGMA writable_schema is refused in sql and query steps"
-    case .ownTable("_dray_guard", let statement, _):
+    case .tableGuard(let statement):
       "'\(statement)' would turn off or change the trigger of dray's table guard (_dray_guard, which marks a loaded table changed so that its next load asks for full data; docs/postgres.md, \"The table guard\"); leave triggers on, and write an edit meant to last to a table of your own"
     case .ownTable(let table, let statement, let trigger):
       "\(trigger.map { "trigger \($0), fired by any write to its table (dray's loads included)," } ?? "'\(statement)'") would change dray's own table \(table); tables named _dray_... hold the run journal, checkpoints and bookkeeping, which dray alone writes. Reading them is fine; create and write only tables of your own, named without that prefix"

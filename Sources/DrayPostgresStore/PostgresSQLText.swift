@@ -143,7 +143,7 @@ enum PostgresSQLText {
     let lower = statement.lowercased()
     let words = lower.split { !($0.isLetter || $0.isNumber || $0 == "_") }
     if words.contains("session_replication_role") || (firstWord(statement) == "alter" && switchesTriggers(words)) {
-      return .ownTable(PostgresTableGuard.trigger, statement: statement, trigger: nil)
+      return .tableGuard(statement: statement)
     }
     let reads: Set = ["select", "with", "table", "values", "explain", "show"]
     let modifying: Set<Substring> = ["insert", "update", "delete", "merge"]
@@ -151,8 +151,8 @@ enum PostgresSQLText {
     guard let range = lower.range(of: "_dray_") else { return nil }
     let name = lower[range.lowerBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }
     // The guard's trigger and its function (`_dray_guard_mark`) are named as the guard.
-    let guarded = name == PostgresTableGuard.trigger || name == PostgresTableGuard.function
-    return .ownTable(guarded ? PostgresTableGuard.trigger : String(name), statement: statement, trigger: nil)
+    if name == PostgresTableGuard.trigger || name == PostgresTableGuard.function { return .tableGuard(statement: statement) }
+    return .ownTable(String(name), statement: statement, trigger: nil)
   }
 
   /// Whether `words` hold `DISABLE TRIGGER`, or `ENABLE REPLICA TRIGGER` or `ENABLE ALWAYS

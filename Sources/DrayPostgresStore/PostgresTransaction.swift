@@ -47,7 +47,8 @@ final class PostgresTransaction: StoreTransaction {
       let other = row.map { $0.text ?? "" }
       if other == [resource, table, params.canonicalJSON] { continue }
       throw StoreError.nameClash(
-        name: name, resource: resource, table: table, otherResource: other[0], otherTable: other[1], otherParams: other[2])
+        name: name, resource: resource, table: table, otherResource: other[0], otherTable: other[1], otherParams: other[2],
+        reason: "two tables cannot share one name (long names are cut to PostgreSQL's 63 bytes and end in a hash of the whole name)")
     }
   }
 

@@ -450,7 +450,7 @@ public final class Database {
         // `PRAGMA writable_schema = ON` would let `sqlite_schema` be edited directly, dray's
         // own tables' definitions included (https://sqlite.org/pragma.html#pragma_writable_schema).
         if action == SQLITE_PRAGMA, let first, strcasecmp(first, "writable_schema") == 0, second != nil {
-          database.refusedTable = "sqlite_schema"
+          database.refusedTable = Database.catalog
           return SQLITE_DENY
         }
         // The table guard's triggers (dray's own: no `_dray_` trigger can be created here)
@@ -512,6 +512,10 @@ public final class Database {
     }
     return error
   }
+
+  /// SQLite's catalog, the table of every schema object's definition
+  /// (https://sqlite.org/schematab.html).
+  static let catalog = "sqlite_schema"
 
   /// `name` quoted as an SQL identifier, embedded quotes doubled.
   public static func quote(_ name: String) -> String {

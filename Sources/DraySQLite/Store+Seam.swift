@@ -76,6 +76,7 @@ extension Store: TargetStore {
       throw UserSQLError.transactionControl(statement: Store.statementText(error))
     } catch let error as SQLiteError {
       guard let table = error.refusedOwnTable else { throw error }
+      if table == Database.catalog { throw UserSQLError.catalogEdit(statement: Store.statementText(error)) }
       throw UserSQLError.ownTable(table, statement: Store.statementText(error), trigger: error.refusedInTrigger)
     }
   }

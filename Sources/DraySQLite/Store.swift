@@ -92,7 +92,8 @@ public final class Store {
       if try row["name"] == .text(name), other == (.text(resource), .text(table), .text(params.canonicalJSON)) { continue }
       throw StoreError.nameClash(
         name: name, resource: resource, table: table, otherResource: other.resource.description,
-        otherTable: other.table.description, otherParams: other.params.description)
+        otherTable: other.table.description, otherParams: other.params.description,
+        reason: "SQLite table names ignore ASCII case, so the two cannot share the database")
     }
   }
 

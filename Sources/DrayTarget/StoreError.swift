@@ -7,7 +7,10 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
   case noDatabase
   case badScheme(resource: String, reason: String)
   case unknownResource(String)
-  case nameClash(name: String, resource: String, table: String, otherResource: String, otherTable: String, otherParams: String)
+  /// Two output tables that would be stored under one physical name; `reason` is the
+  /// database's (SQLite ignores ASCII case in table names).
+  case nameClash(
+    name: String, resource: String, table: String, otherResource: String, otherTable: String, otherParams: String, reason: String)
 
   /// `name` as SQL quotes an identifier (SQL standard, as SQLite and PostgreSQL take it): in
   /// double quotes, each embedded double quote doubled.
@@ -23,8 +26,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible, Equatable {
       "resource '\(resource)': \(reason); nothing was created"
     case .unknownResource(let resource):
       "resource '\(resource)' has no scheme in the database; add a 'schemes' step before loading it"
-    case .nameClash(let name, let resource, let table, let otherResource, let otherTable, let otherParams):
-      "resource '\(resource)': output table '\(table)' would be stored as \(StoreError.quoted(name)), which already holds output table '\(otherTable)' of resource '\(otherResource)' (params \(otherParams)); SQLite table names ignore ASCII case, so the two cannot share the database; nothing was created"
+    case .nameClash(let name, let resource, let table, let otherResource, let otherTable, let otherParams, let reason):
+      "resource '\(resource)': output table '\(table)' would be stored as \(StoreError.quoted(name)), which already holds output table '\(otherTable)' of resource '\(otherResource)' (params \(otherParams)); \(reason); nothing was created"
     }
   }
 }

@@ -291,6 +291,12 @@ public enum UserSQLError: Error, Sendable, Equatable {
   /// A statement that would create, alter, drop or write dray's own table `table`
   /// (`_dray_...`), itself or through the body of `trigger`.
   case ownTable(String, statement: String, trigger: String?)
+  /// A statement that would let the database's own catalog be edited directly (SQLite:
+  /// `PRAGMA writable_schema`), dray's own tables' definitions included.
+  case catalogEdit(statement: String)
+  /// A statement that would turn off or change the trigger of dray's table guard
+  /// (PostgreSQL: `ALTER TABLE ... DISABLE TRIGGER`, `session_replication_role`).
+  case tableGuard(statement: String)
   /// A `query` step's SQL without a statement (`rest` nil), or with another after the
   /// first (`rest` is its text, trimmed, cut after 200 characters).
   case notOneStatement(rest: String?)

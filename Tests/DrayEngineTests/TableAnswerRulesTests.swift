@@ -57,6 +57,24 @@ import Testing
 
     func names() throws -> [[String?]] { try database.rows(#"SELECT hhive_id, name FROM "R__t" ORDER BY hhive_id"#) }
   }
+  /// `A__b` + `c` and `A` + `b__c` name one physical table: refused on both databases, the
+  /// reason the database's own (PostgreSQL compares names exactly; it was told SQLite's).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func twoTablesOfOneNameAreRefusedForTheDatabasesReason(kind: TargetDatabase.Kind) throws {
+    let target = try Target(kind)
+    let first = ResourceScheme(name: "A__b", outputs: [.init(name: "c", columns: [.init(name: "x", type: "TEXT")])])
+    let second = ResourceScheme(name: "A", outputs: [.init(name: "b__c", columns: [.init(name: "x", type: "TEXT")])])
+    _ = try target.store.write { try $0.createTables(for: first, params: .object([])) }
+    let error = #expect(throws: StoreError.self) { try target.store.write { try $0.createTables(for: second, params: .object([])) } }
+    let reason =
+      kind == .sqlite
+      ? "SQLite table names ignore ASCII case, so the two cannot share the database"
+      : "two tables cannot share one name (long names are cut to PostgreSQL's 63 bytes and end in a hash of the whole name)"
+    #expect(
+      error?.description
+        == #"resource 'A': output table 'b__c' would be stored as "A__b__c", which already holds output table 'c' of resource 'A__b' (params {}); "#
+        + reason + "; nothing was created")
+  }
 
   /// Each refusal, word for word, and the rows kept as they were.
   @Test(arguments: TargetDatabase.Kind.allCases)
