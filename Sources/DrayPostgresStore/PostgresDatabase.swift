@@ -51,7 +51,7 @@ public struct PostgresDatabase: JobDatabase {
   /// A read-only session (`PostgresStore(reading:)`); nil when the schema does not exist.
   public func openReadOnly() throws -> (any DatabaseReader)? {
     let store = try PostgresStore(reading: target)
-    return try store.schemaExists() ? PostgresReader(store: store, target: target) : nil
+    return try store.schemaExists() ? PostgresReader(store: store, schema: target.schema) : nil
   }
 
   public func failure(_ error: any Error) -> DatabaseFailure? {
@@ -73,27 +73,20 @@ extension PostgresRunLock: RunFence {}
 /// A schema read on a read-only session (`JobDatabase.openReadOnly`).
 final class PostgresReader: DatabaseReader {
   let store: PostgresStore
-  let target: PostgresTarget
-  private var opened: PostgresJournal??
+  /// The journal, read on the store's session; nil when the schema holds none.
+  private let existingJournal: PostgresJournal?
 
-  init(store: PostgresStore, target: PostgresTarget) {
+  init(store: PostgresStore, schema: String) throws {
     self.store = store
-    self.target = target
+    existingJournal = try PostgresJournal.existing(on: store.connection, schema: schema)
   }
 
-  func journal() throws -> (any RunJournal)? { try existingJournal() }
-
-  private func existingJournal() throws -> PostgresJournal? {
-    if let opened { return opened }
-    let journal = try PostgresJournal.existing(target: target)
-    opened = .some(journal)
-    return journal
-  }
+  func journal() throws -> (any RunJournal)? { existingJournal }
 
   /// The runs' processes ran on whichever machines ran them: a live runner holds the job's
   /// run lock, in a session the server knows.
   func runner(of run: RunRecord) throws -> String {
-    let holder = try existingJournal()?.lockHolder(job: run.job)
+    let holder = try existingJournal?.lockHolder(job: run.job)
     return holder.map { "process \(run.processID); its runner's session: \($0)" }
       ?? "process \(run.processID); no session holds the job's run lock, so its runner is gone; the next run marks it abandoned"
   }

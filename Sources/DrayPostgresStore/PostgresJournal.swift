@@ -82,16 +82,15 @@ public final class PostgresJournal {
     runLock = lock
   }
 
-  /// The journal in `target`'s schema, opened to read only (`dray status`, `dray plan`):
-  /// nothing is created and the session refuses writes; nil when the schema holds no
-  /// journal yet.
+  /// The journal in `schema`, read on `connection`, a read-only session
+  /// (`PostgresStore(reading:)`: `dray status`, `dray plan`): nothing is created and the
+  /// session refuses writes; nil when the schema holds no journal yet.
   /// - Throws: `PostgresError`.
-  public static func existing(target: PostgresTarget) throws -> PostgresJournal? {
-    let connection = try PostgresStore.connectReadOnly(target)
-    guard try PostgresStore.hasOwnTables(["_dray_runs", "_dray_checkpoints"], schema: target.schema, on: connection) else {
+  static func existing(on connection: PostgresConnection, schema: String) throws -> PostgresJournal? {
+    guard try PostgresStore.hasOwnTables([Bookkeeping.runs.name, Bookkeeping.checkpoints.name], schema: schema, on: connection) else {
       return nil
     }
-    return PostgresJournal(connection: connection, schema: target.schema)
+    return PostgresJournal(connection: connection, schema: schema)
   }
 
   private init(connection: PostgresConnection, schema: String) {

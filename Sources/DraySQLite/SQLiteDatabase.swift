@@ -51,10 +51,9 @@ public struct SQLiteDatabase: JobDatabase {
   /// - Throws: `DatabaseFileProblem` for a path that is not an SQLite database file.
   public func openReadOnly() throws -> (any DatabaseReader)? {
     let target = path ?? journalPath
-    let exists = FileManager.default.fileExists(atPath: target) || FileManager.default.fileExists(atPath: journalPath)
-    guard exists else { return nil }
-    if FileManager.default.fileExists(atPath: target), let problem = DatabaseFileProblem(path: target) { throw problem }
-    return SQLiteReader(path: FileManager.default.fileExists(atPath: target) ? target : nil, journalPath: journalPath)
+    guard FileManager.default.fileExists(atPath: target) else { return nil }
+    if let problem = DatabaseFileProblem(path: target) { throw problem }
+    return SQLiteReader(path: target, journalPath: journalPath)
   }
 
   public func failure(_ error: any Error) -> DatabaseFailure? {
@@ -92,13 +91,12 @@ public struct DatabaseFileProblem: Error, CustomStringConvertible {
 
 /// An SQLite database and its journal read on read-only connections (`JobDatabase.openReadOnly`).
 final class SQLiteReader: DatabaseReader {
-  let path: String?
+  /// The database file (the journal's, for a job without a database).
+  let path: String
   let journalPath: String
-  private lazy var connection: Result<Database?, any Error> = Result {
-    try path.map { try Database(path: $0, create: false, readOnly: true) }
-  }
+  private lazy var connection = Result { try Database(path: path, create: false, readOnly: true) }
 
-  init(path: String?, journalPath: String) {
+  init(path: String, journalPath: String) {
     self.path = path
     self.journalPath = journalPath
   }
@@ -118,19 +116,20 @@ final class SQLiteReader: DatabaseReader {
   }
 
   func tables(resource: String?) throws -> [Bookkeeping.TableRecord] {
-    guard let database = try connection.get() else { return [] }
+    let database = try connection.get()
     return try Store.records(in: database, resource: resource)
   }
 
   func scheme(for resource: String) throws -> ResourceScheme? {
-    guard let database = try connection.get(), try database.tableExists("_dray_resources") else { return nil }
+    let database = try connection.get()
+    guard try database.tableExists("_dray_resources") else { return nil }
     let rows = try database.rows("SELECT scheme FROM _dray_resources WHERE resource = ?", [.text(resource)])
     guard case .text(let json)? = try rows.first?["scheme"] else { return nil }
     return try Bookkeeping.decodeScheme(json)
   }
 
   func cursor(job: String, stepID: String) throws -> CursorEntry {
-    guard let database = try connection.get() else { return CursorEntry() }
+    let database = try connection.get()
     return try CursorLedger(database: database, job: job, stepID: stepID).read()
   }
 
@@ -139,7 +138,7 @@ final class SQLiteReader: DatabaseReader {
   /// `VACUUM INTO` write a new file and `PRAGMA journal_mode=...` try to change the database.
   /// Records stream out as the statement steps, so memory stays flat.
   func query(_ sql: String, columns: ([String]) throws -> Void, row: ([SQLValue]) throws -> Void) throws {
-    guard let database = try connection.get() else { return }
+    let database = try connection.get()
     let statement = try database.prepareOne(sql)
     guard statement.isReadOnly else {
       throw ReadOnlyQueryError(
