@@ -45,7 +45,7 @@ struct ConnectionRetry {
         return try body(number)
       },
       classify: { error in
-        lostConnection = database.failure(error)?.isTransient == true
+        lostConnection = database.isTransient(error)
         return lostConnection ? .retry : .fail(reason: nil)
       },
       record: { attempt in

@@ -75,7 +75,7 @@ extension ManifestValidator {
         var at: SourceLocation { templateLocation(sql, offset: reference.offset, node: node) }
         var params = JSONValue.object([])
         if let text = reference.paramsJSON {
-          let parsed: JSONValue?
+          let parsed: JSONValue
           do {
             parsed = try JSONValue(parsing: text)
           } catch  where error.isTooDeep {
@@ -86,9 +86,14 @@ extension ManifestValidator {
                 + "write them as a JSON object in single quotes, such as '{\"region\":\"EU\"}'")
             continue
           } catch {
-            parsed = nil
+            // What was wrong and at which byte (a comment, a key without quotes, ...).
+            reader.error(
+              at,
+              "step '\(stepID)': the parameters '\(text)' of \(reference.written(parameters: false)) are not valid JSON (\(error.message)); "
+                + "write them as a JSON object in single quotes, such as '{\"region\":\"EU\"}'")
+            continue
           }
-          guard let parsed, case .object = parsed else {
+          guard case .object = parsed else {
             reader.error(
               at,
               "step '\(stepID)': the parameters '\(text)' of \(reference.written(parameters: false)) are not a JSON object; "

@@ -67,6 +67,12 @@ public protocol JobDatabase: Sendable {
   func failure(_ error: any Error) -> DatabaseFailure?
 }
 
+extension JobDatabase {
+  /// Whether trying `error`'s work again after connecting anew may succeed
+  /// (`DatabaseFailure.isTransient`): false for an error that is not the database's.
+  public func isTransient(_ error: any Error) -> Bool { failure(error)?.isTransient == true }
+}
+
 /// What a database can do, for the engine's choices.
 public struct DatabaseCapabilities: Sendable, Equatable {
   /// A `table_stream` or `http` load may read an answer while it downloads (on a thread
