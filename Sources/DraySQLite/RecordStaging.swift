@@ -86,6 +86,12 @@ final class SQLiteStagingTransaction: StagingTransaction {
     _ = try statement.step()
   }
 
+  /// The table in the main database: a target's transaction may hold a temporary copy of
+  /// the same name (`TableWrites.stage`).
+  func dropTable(_ name: String) throws {
+    try database.execute("DROP TABLE IF EXISTS main.\(Database.quote(name))")
+  }
+
   func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws {
     let ledger = CursorLedger(database: database, job: job, stepID: stepID)
     try ledger.createTable()

@@ -140,6 +140,10 @@ final class SQLiteTransaction: StoreTransaction {
     try Journal.record(checkpoint, in: store.database)
   }
 
+  /// An `http` step's records stage in the job's database file itself
+  /// (`SQLiteDatabase.openStaging`), whose page ledger `SQLiteStaging` created.
+  var sameDatabaseStaging: (any StagingTransaction)? { SQLiteStagingTransaction(database: store.database) }
+
   func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String] {
     try TableWrites.addMissingColumns(columns, to: name, in: store.database)
   }

@@ -38,6 +38,9 @@ public protocol StagingTransaction: AnyObject {
   /// Records the cursor of an `incremental` step as its pages stage it, committing with
   /// this transaction.
   func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws
+
+  /// Drops the staging table `name` if it exists, committing with this transaction.
+  func dropTable(_ name: String) throws
 }
 
 /// A table records are staged in, and the columns it holds.

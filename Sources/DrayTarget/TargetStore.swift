@@ -151,6 +151,13 @@ public protocol StoreTransaction: AnyObject {
   /// - Returns: the names added to an existing table, in order.
   func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String]
 
+  /// The staging of `http` records (`RecordStaging`) in this same transaction, when the
+  /// records stage in this database (SQLite: the job's database file); nil when they stage
+  /// elsewhere (beside a server database, a local file), the default. Forgetting the staged
+  /// pages in the transaction that publishes them leaves no instant where a kill keeps both
+  /// the published rows and their staged pages.
+  var sameDatabaseStaging: (any StagingTransaction)? { get }
+
   /// Copies records staged in another database into the temporary table `name` (dropped
   /// when the transaction ends), for `append` and `merge` to read: how an `http` step's
   /// records, staged page by page in a local SQLite file, reach a server database.
@@ -256,6 +263,8 @@ extension StoreTransaction {
 }
 
 extension StoreTransaction {
+  public var sameDatabaseStaging: (any StagingTransaction)? { nil }
+
   public func replaceRows(ofTable target: String, from staging: String, columns: [(name: String, type: ColumnType)]) throws
     -> [String]
   {

@@ -6,15 +6,16 @@ internal import Foundation
 extension StepRunner {
   /// Publishes the records staged in `run`'s staging table into `load.table` of the target
   /// database, in one of its transactions (`publish`), with the kept cursor, the answer's
-  /// validators, `load.expect`'s check and the step's checkpoint; then drops the staged
-  /// pages. Pages that fail `expect`, or hold no records for a table that must keep its
-  /// rows, are never published: they are dropped, and the next run fetches them again.
+  /// validators, `load.expect`'s check and the step's checkpoint, and drops the staged pages
+  /// in that transaction when they stage in the same database (SQLite), after it otherwise.
+  /// Pages that fail `expect`, or hold no records for a table that must keep its rows, are
+  /// never published: they are dropped, and the next run fetches them again.
   func publishStaged(
     _ load: HTTPStep.Load, _ run: HTTPRun, staging: any RecordStaging, target: any TargetStore, _ pages: FetchedPages,
     _ report: inout StepReport
   ) throws {
     var done = report
-    let published = try context.databaseWrites.withLock { _ in
+    let (published, cleared) = try context.databaseWrites.withLock { _ in
       do {
         return try target.write { transaction in
           try refuseEmptying(
@@ -30,17 +31,20 @@ extension StepRunner {
           done.rows = [load.table: published.rows]
           done.tables = published.created ? [load.table] : []
           try transaction.record(checkpoint(done, status: .succeeded))
-          return published
+          let sameDatabase = transaction.sameDatabaseStaging
+          if let sameDatabase { try clearStaged(run, in: sameDatabase) }
+          return (published, sameDatabase != nil)
         }
       } catch let failed where failed is StepError || failed is HTTPStepError {
         try dropStaged(run, staging)
         throw failed
       }
     }
-    // Published: the staged pages are done with. A kill before this leaves them behind,
-    // and the next run, finding the step's checkpoint, does not resume them.
+    // Published: the staged pages are done with. Staged in another database, a kill before
+    // this leaves them behind, and the next run, finding the step's checkpoint, does not
+    // resume them (a later run's new lineage drops them).
     CrashPoint.reach("published:\(step.id)")
-    try context.databaseWrites.withLock { _ in try dropStaged(run, staging) }
+    if !cleared { try context.databaseWrites.withLock { _ in try dropStaged(run, staging) } }
     report.rows = [load.table: published.rows]
     report.tables = published.created ? [load.table] : []
     report.notes = done.notes
@@ -48,10 +52,13 @@ extension StepRunner {
 
   /// Drops the staging table and forgets the staged pages, in one transaction.
   private func dropStaged(_ run: HTTPRun, _ staging: any RecordStaging) throws {
-    try staging.write { transaction in
-      try staging.table(run.stagingTable).drop()
-      try run.ledger?.clear(in: transaction)
-    }
+    try staging.write { try clearStaged(run, in: $0) }
+  }
+
+  /// Drops the staging table and forgets the staged pages in `transaction`.
+  private func clearStaged(_ run: HTTPRun, in transaction: any StagingTransaction) throws {
+    try transaction.dropTable(run.stagingTable)
+    try run.ledger?.clear(in: transaction)
   }
 
   /// Records the step as `unchanged` after a `304 Not Modified`: the table already holds
