@@ -13,12 +13,16 @@ public struct Step: Sendable {
   public var location: SourceLocation
   /// What the step is for, as the manifest says; no part of its fingerprint.
   public var description: String?
+  /// The partitions an `http` or `table_stream` step runs over (`partitions:`), nil for one
+  /// run of its settings as written.
+  public var partitions: Partitions?
 
   public init(
     id: String, kind: StepKind, retry: RetryPolicy = .default, timeouts: Timeouts = Timeouts(),
-    location: SourceLocation, description: String? = nil
+    location: SourceLocation, description: String? = nil, partitions: Partitions? = nil
   ) {
     self.id = id
+    self.partitions = partitions
     self.kind = kind
     self.retry = retry
     self.timeouts = timeouts
