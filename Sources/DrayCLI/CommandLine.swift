@@ -12,6 +12,7 @@ public enum DrayCommandLine {
 
     Usage:
       dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--quiet | --verbose] [--log-format text|json]
+                        [--when-locked exit|succeed]
       dray validate JOB.yaml... [--no-credentials]
       dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--json]
       dray status JOB.yaml [--runs N]
@@ -30,6 +31,8 @@ public enum DrayCommandLine {
       --quiet           a good run prints nothing; warnings, errors and a failed run's summary still show
       --verbose         also every attempt of every call, checkpoints and SQL statements
       --log-format F    text (the default) or json (one object per line)
+      --when-locked W   what run does when another run holds the job's lock: exit (75, the default)
+                        or succeed (0, saying so; for a scheduled start the holder's run covers)
       --no-credentials  validate accepts unset credentials (auth, bearer, basic, secret headers)
       --json            plan and tables print JSON
       --runs N          status shows the N latest runs (default 10), report charts them (default 30)
@@ -42,8 +45,9 @@ public enum DrayCommandLine {
 
     Paths in a manifest are relative to its folder. `dray COMMAND --help` prints this.
     Exit codes: 0 success, 1 a step failed (or the run's record is incomplete),
-    2 invalid manifest or usage, 75 another run of the job is in progress,
-    130 interrupted (SIGINT, SIGTERM, SIGHUP).
+    2 invalid manifest or usage, 69 the run failed only because services stayed unavailable
+    after its retries (trying again later may succeed), 75 another run of the job is in
+    progress, 130 interrupted (SIGINT, SIGTERM, SIGHUP).
     """
 
   /// Runs `dray` with `arguments` (without the program name).

@@ -12,7 +12,8 @@ private let runCancellation = Cancellation()
 enum RunCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(
-      arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v"], options: ["--from", "--only", "--resend", "--log-format"])
+      arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v"],
+      options: ["--from", "--only", "--resend", "--log-format", "--when-locked"])
     guard args.positional.count == 1 else { throw UsageError("run takes one manifest: dray run JOB.yaml") }
     if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
     let quiet = args.flags.contains("--quiet") || args.flags.contains("-q")
@@ -26,16 +27,25 @@ enum RunCommand {
       }
       format = chosen
     }
+    var whenLocked = WhenLocked.exit
+    if let value = args.values["--when-locked"] {
+      do {
+        whenLocked = try WhenLocked.parse(value)
+      } catch {
+        throw UsageError(error.message)
+      }
+    }
     guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
     let options = try args.runFlags(steps: manifest.steps.map(\.id))
     let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
     let console = Console(level: level, format: format, redactor: SharedRedactor(manifest.redactor))
     installSignalHandlers()
-    let report = Runner(
-      manifest: manifest, database: Databases.open(manifest), options: options, console: console, cancellation: runCancellation
-    ).run()
+    let runner = Runner(
+      manifest: manifest, database: Databases.open(manifest), options: options, console: console, cancellation: runCancellation)
+    runner.whenLocked = whenLocked
+    let report = runner.run()
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
-    if report.exitCode != ExitCode.locked && (level > .quiet || report.exitCode != ExitCode.success) {
+    if report.exitCode != ExitCode.locked && !report.lockedOut && (level > .quiet || report.exitCode != ExitCode.success) {
       // Masked before the summary escapes what servers said (`PrintableText`), so that the
       // secrets are found as they were sent.
       console.print(
@@ -127,6 +137,12 @@ enum Summary {
     if totals.bytes > 0 { total.append(HumanUnits.bytes(totals.bytes)) }
     if totals.retries > 0 { total.append("\(totals.retries) \(totals.retries == 1 ? "retry" : "retries")") }
     if !total.isEmpty { lines.append("total: " + total.joined(separator: "; ")) }
+    if let failure = report.failure {
+      // Which class, and why: what a scheduler acts on (README, "Exit codes").
+      lines.append(
+        "failure: \(failure.failureClass.rawValue) (exit \(report.exitCode)): \(PrintableText.oneLine(failure.reason)); \(failure.failureClass.advice)"
+      )
+    }
     if let error = report.errorMessage { lines.append("error: \(PrintableText.oneLine(error))") }
     // Only the files written: one that could not be is not named.
     for file in files where file.format != "json" { lines.append("\(file.format): \(file.path)") }

@@ -79,6 +79,8 @@ public struct StepReport: Sendable {
   public var notes: [String] = []
   public var errorCode: String?
   public var errorMessage: String?
+  /// Why a failed step failed, by class (`FailureCause.of`; a group: its failed members').
+  public var failure: FailureCause?
   /// Why a step was skipped.
   public var skipReason: String?
   /// The members of a `parallel` group, in file order.
@@ -132,6 +134,12 @@ public struct RunReport: Sendable {
   public var endedAt: Date
   public var status: RunStatus
   public var exitCode: Int32
+  /// Why a failed run failed (`addFailure`): unavailable (exit 69) only when every failure
+  /// was; nil unless the status is `failed`.
+  public var failure: FailureCause?
+  /// Another runner held the job's lock, and `dray run --when-locked succeed` asked for this
+  /// start to end as a success: nothing ran, no report was written.
+  public var lockedOut = false
   public var steps: [StepReport]
   /// Set when the run failed before its first step (lock, journal, database), when the
   /// journal could not record its end, or when a report file could not be written (set
@@ -246,6 +254,9 @@ public struct RunReport: Sendable {
       ("duration_seconds", .number(RunReport.seconds(endedAt.timeIntervalSince(startedAt)))),
       ("status", .string(status.rawValue)), ("exit_code", .integer(Int64(exitCode))),
     ]
+    if let failure {
+      top += [("failure_class", .string(failure.failureClass.rawValue)), ("failure_reason", .string(failure.reason))]
+    }
     if let errorMessage { top.append(("error", .string(errorMessage))) }
     let t = totals
     top.append(

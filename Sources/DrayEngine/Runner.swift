@@ -13,6 +13,9 @@ public enum ExitCode {
   /// EX_TEMPFAIL (sysexits.h): another run of the job holds the lock, or is in progress on
   /// the same run journal.
   public static let locked: Int32 = 75
+  /// EX_UNAVAILABLE (sysexits.h): the run failed only because services stayed unavailable
+  /// after its retry policy (`FailureClass.unavailable`); trying again later may succeed.
+  public static let unavailable: Int32 = 69
   public static let interrupted: Int32 = 130
 }
 
@@ -26,6 +29,8 @@ public final class Runner {
   public let cancellation: Cancellation
   /// The job's database (target store and run journal), chosen once by DrayDatabases.
   public let database: any JobDatabase
+  /// What a start that finds another run holding the job's lock ends as (`--when-locked`).
+  public var whenLocked: WhenLocked = .exit
 
   /// - Parameter database: the job's database, as `Databases.open(manifest)` chose it.
   public init(
@@ -61,20 +66,18 @@ public final class Runner {
     } catch {
       switch error {
       case .held(let holder):
-        var message = "job '\(manifest.job)' is already running"
-        if let holder { message += " (process \(holder.processID), started \(holder.startedAt))" }
-        message += "; this run changed nothing. Wait for it to finish, or stop it first."
-        report.errorMessage = message
-        report.exitCode = ExitCode.locked
-        console.error(message)
-        return report
+        var holding = "job '\(manifest.job)' is already running"
+        if let holder { holding += " (process \(holder.processID), started \(holder.startedAt))" }
+        return locked(&report, holding)
       case .cannotOpen(let path, let detail):
-        return fail(&report, "cannot create the lock file \(path): \(detail); check state.path and permissions")
+        return fail(
+          &report, "cannot create the lock file \(path): \(detail); check state.path and permissions",
+          FailureCause(.permanent, "the lock file could not be created (lock_file)"))
       case .symbolicLink(let path, let target):
         return fail(
           &report,
-          "the lock file \(path) is a symbolic link to \(target); dray does not follow links where it keeps its own files: remove the link and run again"
-        )
+          "the lock file \(path) is a symbolic link to \(target); dray does not follow links where it keeps its own files: remove the link and run again",
+          FailureCause(.permanent, "the lock file is a symbolic link (lock_file)"))
       }
     }
     defer { withExtendedLifetime(lock) {} }
@@ -101,16 +104,17 @@ public final class Runner {
       journal = try database.openJournal(fresh: options.fresh, cancellation: cancellation)
     } catch {
       // One line: what failed, where (the URL's password masked), and what to do.
-      return fail(&report, database.failure(error)?.message ?? "\(error)")
+      return fail(&report, database.failure(error)?.message ?? "\(error)", FailureCause.of(error, in: database).at("the database"))
     }
 
     let plan: ResumePlan
     do {
       plan = try ResumePlan(manifest: manifest, options: options, journal: journal)
     } catch let error as JournalError {
-      return fail(&report, "\(error)")
+      return fail(&report, "\(error)", FailureCause(.permanent, "the run journal: it cannot be trusted as it is (journal_error)"))
     } catch {
-      return fail(&report, "cannot read the run journal at \(journal.location): \(error)")
+      return fail(
+        &report, "cannot read the run journal at \(journal.location): \(error)", FailureCause.of(error, in: database).at("the run journal"))
     }
     let lineage = plan.lineage ?? runID
     report.resumes = plan.resumes?.id
@@ -125,12 +129,11 @@ public final class Runner {
       }
     } catch let running as RunInProgress {
       // Like a held lock: nothing was touched, no report.
-      report.errorMessage = running.description
-      report.exitCode = ExitCode.locked
-      console.error(running.description)
-      return report
+      return locked(&report, running.holding)
     } catch {
-      return fail(&report, "cannot write the run journal at \(journal.location): \(error)")
+      return fail(
+        &report, "cannot write the run journal at \(journal.location): \(error)", FailureCause.of(error, in: database).at("the run journal")
+      )
     }
     CrashPoint.reach("run-recorded")
     // A fresh run starts over: no answer an earlier run downloaded, finished or partial, is
@@ -183,12 +186,12 @@ public final class Runner {
     }
     let status: RunStatus = stopped ?? .succeeded
     report.status = status
-    report.exitCode =
-      switch status {
-      case .succeeded: ExitCode.success
-      case .interrupted: ExitCode.interrupted
-      default: ExitCode.stepFailed
-      }
+    report.exitCode = status == .interrupted ? ExitCode.interrupted : ExitCode.success
+    if status == .failed {
+      let causes = report.stepFailures
+      for cause in causes { report.addFailure(cause) }
+      if causes.isEmpty { report.addFailure(FailureCause(.permanent, "a step failed (error)")) }
+    }
     report.endedAt = Date()
     if status == .interrupted {
       console.warn(
@@ -212,7 +215,7 @@ public final class Runner {
       } else if report.errorMessage == nil {
         report.errorMessage = message
       }
-      if report.exitCode == ExitCode.success { report.exitCode = ExitCode.stepFailed }
+      if report.status == .failed { report.addFailure(FailureCause.of(error, in: database).at("the run journal")) }
     }
     CrashPoint.reach("run-finished")
     if report.status == .succeeded && options.only == nil { removeDownloads() }
@@ -228,9 +231,10 @@ public final class Runner {
     DownloadFolder(manifest).removeOwnFiles()
   }
 
-  /// Ends a run that did not start: `message` says why; a run interrupted meanwhile (a
-  /// signal ended its connection attempt) is `interrupted` (exit 130), not failed.
-  private func fail(_ report: inout RunReport, _ message: String) -> RunReport {
+  /// Ends a run that did not start: `message` says why and `cause` of which class (exit 69 or
+  /// 1); a run interrupted meanwhile (a signal ended its connection attempt) is
+  /// `interrupted` (exit 130), not failed.
+  private func fail(_ report: inout RunReport, _ message: String, _ cause: FailureCause) -> RunReport {
     let interrupted = cancellation.isCancelled
     let message = interrupted ? "interrupted by \(Runner.signalName(cancellation)) before the run started: \(message)" : message
     report.errorMessage = message
@@ -239,19 +243,42 @@ public final class Runner {
     }
     report.exitCode = interrupted ? ExitCode.interrupted : ExitCode.stepFailed
     report.status = interrupted ? .interrupted : .failed
+    if !interrupted { report.addFailure(cause) }
     report.endedAt = Date()
     console.error(message)
     write(&report)
     return report
   }
 
+  /// Ends a start that found another run of the job holding its lock (`holding` says which):
+  /// nothing was touched and no report is written. Exit 75 with an error line, or under
+  /// `--when-locked succeed` (`whenLocked`) exit 0 with an info line saying so.
+  private func locked(_ report: inout RunReport, _ holding: String) -> RunReport {
+    if whenLocked == .succeed {
+      let message =
+        holding + "; this start changed nothing and ends as a success (--when-locked succeed): the run holding the lock does the job"
+      report.errorMessage = message
+      report.exitCode = ExitCode.success
+      report.status = .succeeded
+      report.lockedOut = true
+      console.info(message)
+    } else {
+      let message = holding + "; this run changed nothing. Wait for it to finish, or stop it first."
+      report.errorMessage = message
+      report.exitCode = ExitCode.locked
+      console.error(message)
+    }
+    return report
+  }
+
   /// Writes the report to its path (temp file, fsync, rename), and any extra formats. A file
-  /// that could not be written leaves the run's record incomplete: a run that succeeded
-  /// exits 1 (`ExitCode.stepFailed`), and the report notes the files not written.
+  /// that could not be written leaves the run's record incomplete: a run that succeeded, or
+  /// failed only for unavailable services, exits 1 (`ExitCode.stepFailed`: a permanent
+  /// failure), and the report notes the files not written.
   private func write(_ report: inout RunReport) {
     report.unwrittenReports = ReportFiles.write(report, manifest: manifest, database: database, console: console)
     guard !report.unwrittenReports.isEmpty else { return }
-    if report.exitCode == ExitCode.success { report.exitCode = ExitCode.stepFailed }
+    report.addFailure(FailureCause(.permanent, "a report file could not be written (report_file)"))
     let names = report.unwrittenReports.map(ReportFiles.display).joined(separator: ", ")
     let what = "the run's record is incomplete: \(names) could not be written"
     report.errorMessage = report.errorMessage.map { "\($0); \(what)" } ?? what

@@ -61,6 +61,7 @@ struct StepRunner {
         context.cancellation.isCancelled
         ? "interrupted by \(Runner.signalName(context.cancellation))" : lost.map { "\($0); the step's own error: \(error)" } ?? "\(error)"
       report.errorMessage = message
+      if report.status == .failed { report.failure = failure(of: lost ?? error, report) }
       if sentCall(failedWith: error) {
         // Its `sent` checkpoint stays, so that no run sends it again unless asked.
         report.errorMessage =
@@ -263,6 +264,16 @@ struct StepRunner {
   func recordCheckpoint(_ report: StepReport, status: CheckpointRecord.Status) throws {
     let checkpoint = checkpoint(report, status: status)
     try context.journal.withLock { try $0.record(checkpoint) }
+  }
+
+  /// Why the step failed with `error`, by class (`FailureCause.of`): a group by its failed
+  /// members' causes.
+  private func failure(of error: any Error, _ report: StepReport) -> FailureCause {
+    if case StepError.groupFailed = error {
+      let members = report.members.filter { $0.status == .failed }.compactMap { member in member.failure?.at(member.id) }
+      if let cause = FailureCause.combined(members) { return cause }
+    }
+    return FailureCause.of(error, in: context.database)
   }
 
   /// The step report's `error_code` of `error`: the database's own code when `database`

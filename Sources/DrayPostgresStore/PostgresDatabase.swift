@@ -62,7 +62,8 @@ public struct PostgresDatabase: JobDatabase {
       DatabaseFailure(code: "lock_lost", isLockLost: true, message: error.description)
     case let error as PostgresError:
       DatabaseFailure(
-        code: error.timeout != nil ? "database_timeout" : nil, isTransient: error.isTransient, message: error.userMessage)
+        code: error.timeout != nil ? "database_timeout" : nil, isTransient: error.isTransient, isTimeout: error.timeout != nil,
+        message: error.userMessage)
     default: nil
     }
   }

@@ -98,12 +98,17 @@ public struct DatabaseFailure: Sendable, Equatable {
   public var isTransient: Bool
   /// The run no longer holds the job's run lock: another runner may be running the job.
   public var isLockLost: Bool
+  /// A time limit of `database.timeouts` ended the work (the server stalled, or ended a
+  /// statement at its `statement_timeout`): not retried within the run, but a later run may
+  /// succeed (`FailureClass.unavailable`).
+  public var isTimeout: Bool
   /// One line: what failed, where (the URL's password masked), what to do.
   public var message: String
 
-  public init(code: String?, isTransient: Bool = false, isLockLost: Bool = false, message: String) {
+  public init(code: String?, isTransient: Bool = false, isLockLost: Bool = false, isTimeout: Bool = false, message: String) {
     self.code = code
     self.isTransient = isTransient
+    self.isTimeout = isTimeout
     self.isLockLost = isLockLost
     self.message = message
   }

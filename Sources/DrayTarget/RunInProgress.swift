@@ -19,11 +19,16 @@ public struct RunInProgress: Error, Sendable, CustomStringConvertible {
     self.holder = holder
   }
 
-  public var description: String {
+  /// Which run holds the job: `job 'x' is already running on the run journal J (run R,
+  /// process P, started T)`, without advice.
+  public var holding: String {
     let who =
       run.map { "run \($0.id), process \($0.processID), started \($0.startedAt)" }
       ?? "another session holds its run lock" + (holder.map { " and has recorded no run yet: \($0)" } ?? "")
-    return "job '\(job)' is already running on the run journal \(journal) (\(who)); "
-      + "this run changed nothing. Wait for it to finish, or stop it first."
+    return "job '\(job)' is already running on the run journal \(journal) (\(who))"
+  }
+
+  public var description: String {
+    holding + "; this run changed nothing. Wait for it to finish, or stop it first."
   }
 }

@@ -293,7 +293,8 @@ public struct HTTPStatusError: Error, Sendable, Equatable, CustomStringConvertib
     return out
   }
 
-  static func reason(_ status: Int) -> String {
+  /// The reason phrase of `status` (RFC 9110 §15), empty for a status dray has no words for.
+  public static func reason(_ status: Int) -> String {
     switch status {
     case 301: "Moved Permanently"
     case 302: "Found"

@@ -76,7 +76,7 @@ import Testing
 
   /// The connection of a load lost while its `COPY` runs, in a job that does not retry
   /// (`retry.count: 0`; PostgresRetryTests shows a retried one finishing): the run fails
-  /// with a message naming what was lost, the table shows none of the rows it was sent, and
+  /// as unavailable (exit 69) with a message naming what was lost, the table shows none of the rows it was sent, and
   /// the next run resumes at that step and loads every row once.
   @Test(.timeLimit(.minutes(5)), arguments: Lost.allCases)
   func aConnectionLostDuringACopyLosesNothingAndTheNextRunResumes(lost: Lost) throws {
@@ -100,7 +100,15 @@ import Testing
     case .serverRestart: try server.restart()
     case .loadSessionEnded: try server.terminate(backend: try #require(copying.first))
     }
-    #expect(first.wait(timeout: 60) == .exited(1))
+    // A lost connection is a service unavailable: exit 69, a later run may succeed.
+    #expect(first.wait(timeout: 60) == .exited(69))
+    #expect(CrashTests.reportObject(first)?["failure_class"] as? String == "unavailable")
+    #expect(
+      CrashTests.reportObject(first)?["failure_reason"] as? String
+        == (lost == .serverRestart
+          ? "step big: the run lost the job's lock on the database (lock_lost); "
+            + "the run journal: the database connection failed or was lost (database_error)"
+          : "step big: the database connection failed or was lost (database_error)"))
     let failure = Self.stepError(first, "big")
     let connection = "PostgreSQL at postgresql://dray:***@127.0.0.1:\(server.port)/\(database)"
     switch lost {
