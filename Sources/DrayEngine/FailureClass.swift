@@ -1,3 +1,4 @@
+public import DrayModel
 internal import DrayPlatform
 public import DrayTarget
 internal import DrayTransport
@@ -72,12 +73,17 @@ public struct FailureCause: Sendable, Equatable {
   /// | `DatabaseFailure` (`database.failure`): transient (a lost or refused connection), a time limit, the run lock lost | unavailable |
   /// | other database errors (SQL, constraints, privileges, a bad password) | permanent |
   /// | `TransportError` (below any `gaveUp`): `isTransient` (DNS, connections, time limits, broken transfers, 408, 429, 5xx), `retryAfterTooLong` | unavailable |
-  /// | other `TransportError`s (TLS, other 4xx, redirects, files, unreadable answers) | permanent |
+  /// | other `TransportError`s (TLS, other 4xx, redirects, files, unreadable answers), `notRepeated` (a write not sent again) | permanent |
   /// | `PlatformError` (refused credentials, answers not of the documented shape) | permanent |
   /// | `WriteFailure`: a write that may have been applied | permanent (it is not sent again unasked) |
   /// | `WriteFailure` that changed nothing | its call's error's class |
   /// | anything else (expectations, loads, steps' own errors) | permanent |
-  public static func of(_ error: any Error, in database: any JobDatabase) -> FailureCause {
+  ///
+  /// `statusRule` is an `http` step's `on_status` (`HTTPStep.outcome(for:)`): a status it
+  /// retries is unavailable, one it fails permanent (docs/http.md, "Status handling").
+  public static func of(_ error: any Error, in database: any JobDatabase, statusRule: ((Int) -> HTTPStep.StatusOutcome)? = nil)
+    -> FailureCause
+  {
     if let failure = database.failure(error) {
       let code = failure.code ?? "database_error"
       if failure.isLockLost { return FailureCause(.unavailable, "the run lost the job's lock on the database (\(code))") }
@@ -86,7 +92,7 @@ public struct FailureCause: Sendable, Equatable {
       return FailureCause(.permanent, "the database refused the work (\(code))")
     }
     switch error {
-    case let e as TransportError: return transport(e)
+    case let e as TransportError: return transport(e, statusRule: statusRule)
     case let e as PlatformError:
       switch e {
       case .signInFailed(let status), .unauthorized(let status), .reauthenticated(let status):
@@ -97,7 +103,7 @@ public struct FailureCause: Sendable, Equatable {
       guard !e.outcome.mayBeApplied else {
         return FailureCause(.permanent, "a write may have been applied and is not sent again unasked (\(e.code))")
       }
-      return of(e.error, in: database)
+      return of(e.error, in: database, statusRule: statusRule)
     default:
       let what =
         switch error {
@@ -114,8 +120,16 @@ public struct FailureCause: Sendable, Equatable {
     }
   }
 
-  static func transport(_ error: TransportError) -> FailureCause {
+  static func transport(_ error: TransportError, statusRule: ((Int) -> HTTPStep.StatusOutcome)?) -> FailureCause {
     let code = error.code
+    if case .notRepeated = error {
+      return FailureCause(.permanent, "a call that may change data was not sent again (\(code)); make it safe to repeat")
+    }
+    if case .httpStatus(let status) = error.underlying, let statusRule {
+      return statusRule(status.status) == .retry
+        ? FailureCause(.unavailable, "the server answered \(statusWords(status.status)) (\(code))")
+        : FailureCause(.permanent, "the server refused the call with \(statusWords(status.status)) (\(code), on_status)")
+    }
     switch error.underlying {
     case .dnsFailure, .proxyDNSFailure: return FailureCause(.unavailable, "a host name did not resolve (\(code))")
     case .connectionRefused: return FailureCause(.unavailable, "the server refused connections (\(code))")
@@ -144,10 +158,9 @@ public struct FailureCause: Sendable, Equatable {
 extension RunReport {
   /// Records `cause` as a failure of the run: `failure` becomes the cause of every failure
   /// so far, and a run that has not ended otherwise (interrupted: 130) exits by its class,
-  /// 69 or 1.
+  /// 69 or 1. The status is the caller's to set.
   mutating func addFailure(_ cause: FailureCause) {
     failure = failure.map { $0.combined(with: cause) } ?? cause
-    if status == .succeeded { status = .failed }
     if exitCode == ExitCode.success || exitCode == ExitCode.stepFailed || exitCode == ExitCode.unavailable {
       exitCode = failure?.failureClass.exitCode ?? ExitCode.stepFailed
     }

@@ -273,7 +273,8 @@ struct StepRunner {
       let members = report.members.filter { $0.status == .failed }.compactMap { member in member.failure?.at(member.id) }
       if let cause = FailureCause.combined(members) { return cause }
     }
-    return FailureCause.of(error, in: context.database)
+    let statusRule: ((Int) -> HTTPStep.StatusOutcome)? = if case .http(let h) = step.kind { h.outcome(for:) } else { nil }
+    return FailureCause.of(error, in: context.database, statusRule: statusRule)
   }
 
   /// The step report's `error_code` of `error`: the database's own code when `database`

@@ -72,8 +72,8 @@ public enum RetryDecision: Sendable, Equatable {
   case retry
   /// Try again at once without using a retry (after a new token, platform-api.md §1).
   case repeatNow
-  /// Stop. `reason`, when given, is added to the error (for example why a transient error
-  /// is not retried).
+  /// Stop. `reason`, when given, is added to the error, as `TransportError.notRepeated` (for
+  /// example why a transient error is not retried).
   case fail(reason: String?)
 }
 
@@ -183,7 +183,7 @@ public struct RetryRunner {
         switch decision {
         case .fail(let reason):
           record(entry)
-          if let reason, let transport = error as? TransportError { throw TransportError.gaveUp(last: transport, reason: reason) }
+          if let reason, let transport = error as? TransportError { throw TransportError.notRepeated(last: transport, reason: reason) }
           throw error
         case .repeatNow:
           entry.wait = 0

@@ -65,6 +65,10 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// Retrying stopped (`reason` says why: retries used up, `max_elapsed`, or a call that
   /// may not be repeated); `last` is the last attempt's error.
   indirect case gaveUp(last: TransportError, reason: String)
+  /// The call was not tried again although `last` is transient: the caller's rule refused
+  /// (`RetryDecision.fail(reason:)`; `reason` says why, e.g. a `POST` that may have changed
+  /// data on the server). A later run would send it again too: no service outage to wait out.
+  indirect case notRepeated(last: TransportError, reason: String)
   /// A local file could not be read or written.
   case file(path: String, detail: String)
   /// The server's answer could not be read as HTTP allows: `detail` says how (a response
@@ -93,7 +97,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .cancelled: "cancelled"
     case .bodyTooLarge: "body_too_large"
     case .retryAfterTooLong: "retry_after_too_long"
-    case .gaveUp(let last, _): last.code
+    case .gaveUp(let last, _), .notRepeated(let last, _): last.code
     case .file: "file_error"
     case .badAnswer: "bad_answer"
     case .setup: "transport_setup"
@@ -105,15 +109,17 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     switch self {
     case .httpStatus(let e), .retryAfterTooLong(let e, _, _): e.status
     case .resumeRestart(_, let status, _): status
-    case .gaveUp(let last, _): last.httpStatus
+    case .gaveUp(let last, _), .notRepeated(let last, _): last.httpStatus
     default: nil
     }
   }
 
-  /// The error below any `gaveUp`.
+  /// The error below any `gaveUp` or `notRepeated`.
   public var underlying: TransportError {
-    if case .gaveUp(let last, _) = self { return last.underlying }
-    return self
+    switch self {
+    case .gaveUp(let last, _), .notRepeated(let last, _): last.underlying
+    default: self
+    }
   }
 
   /// A number of up to 40 digits as it is; a longer one as its first 20 digits and its length.
@@ -161,7 +167,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
       // show as a Double (9.223372036854776e+18); a date shows the seconds until it.
       "\(e); the server asked to wait \(e.retryAfterDigits.map(Self.shortDigits) ?? String(Int(min(seconds, 9e18).rounded()))) s before retrying (Retry-After), "
         + "longer than retry.max_retry_after (\(limit.formatted)); giving up. Raise retry.max_retry_after to wait that long"
-    case .gaveUp(let last, let reason): "\(last); \(reason)"
+    case .gaveUp(let last, let reason), .notRepeated(let last, let reason): "\(last); \(reason)"
     case .file(let path, let detail): "cannot use file \(path): \(detail)"
     case .badAnswer(let url, let detail):
       "the answer from \(url) is not one dray can read: \(detail); not retried, as the server would send the same again. Fix the server, or the proxy in between"

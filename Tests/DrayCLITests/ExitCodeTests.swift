@@ -112,7 +112,7 @@ import Testing
     // Port 9 (discard) on loopback: nothing listens, so the connection is refused.
     let path = try job(folder, host: "http://127.0.0.1:9/")
     let result = try Command.dray(["run", path], environment: DemoUser.environment)
-    #expect(result.status == 1)
+    #expect(result.status == 69)  // nothing listens: unavailable
     #expect(result.stdout.contains("cannot connect to 127.0.0.1:9: connection refused"))
     #expect(result.duration < 10)
   }
@@ -124,7 +124,7 @@ import Testing
     let folder = TemporaryDirectory()
     let path = try job(folder, host: "http://host.that-does-not-exist.invalid/")
     let host = try Command.dray(["run", path], environment: DemoUser.environment)
-    #expect(host.status == 1)
+    #expect(host.status == 69)
     #expect(host.stdout.contains("cannot resolve host 'host.that-does-not-exist.invalid' (DNS failure)"), "\(host.output)")
     #expect(!host.output.contains("libcurl refused"), "\(host.output)")
     let attempts = try Report(host.stdout).step("schemes")["attempts"] as? [[String: Any]]
@@ -135,7 +135,7 @@ import Testing
     let proxied = try job(proxyFolder, host: emulator.url)
     let proxy = try Command.dray(
       ["run", proxied], environment: DemoUser.environment.merging(["http_proxy": "http://proxy.that-does-not-exist.invalid:3128"]) { $1 })
-    #expect(proxy.status == 1)
+    #expect(proxy.status == 69)
     #expect(
       proxy.stdout.contains(
         "cannot reach the proxy (Could not resolve proxy: proxy.that-does-not-exist.invalid); check http_proxy, https_proxy and all_proxy"),

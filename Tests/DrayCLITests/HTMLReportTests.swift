@@ -137,7 +137,7 @@ import Testing
     try job.emulator.admin(
       "POST", "faults", json: #"[{"path": "/api/v1/rpc/LANGUAGES/", "status": 500, "echo_authorization": true}]"#)
     let run = try job.run()
-    #expect(run.status == 1)
+    #expect(run.status == 69)
     let report = try job.report(run.stdout)
     let page = try job.page()
     Self.expectEverything(of: report, on: page.html)

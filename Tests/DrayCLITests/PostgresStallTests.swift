@@ -123,7 +123,7 @@ import Testing
       #expect(other.wait(timeout: 30) == .exited(75), "\(other.errors)")
       #expect(other.errors.contains("job 'stall' is already running on the run journal"), "\(other.errors)")
     }
-    #expect(run.wait(timeout: 90) == .exited(1), "\(run.errors)")
+    #expect(run.wait(timeout: 90) == .exited(69), "\(run.errors)")  // a database time limit: unavailable
     let took = Date().timeIntervalSince(start)
     // Within the bound (1 s idle; 2 s statement then 1 s idle; for the journal, 1 s once
     // the load and the last step end), with room for a loaded machine.
@@ -355,7 +355,7 @@ import Testing
 
       """)
     let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
-    #expect(run.wait(timeout: 60) == .exited(1), "\(run.errors)")
+    #expect(run.wait(timeout: 60) == .exited(69), "\(run.errors)")  // the connect limit: unavailable
     #expect(
       run.errors.contains(
         "cannot reach PostgreSQL at postgresql://dray:***@127.0.0.1:\(listener.port)/w: no connection within 2s (connect_timeout, database.timeouts.connect); check the host and port"
@@ -385,7 +385,7 @@ import Testing
       """)
     let start = Date()
     let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
-    #expect(run.wait(timeout: 60) == .exited(1), "\(run.errors)")
+    #expect(run.wait(timeout: 60) == .exited(69), "\(run.errors)")  // refused: unavailable
     let took = Date().timeIntervalSince(start)
     #expect(took < 6, "took \(took)s")
     #expect(run.errors.contains("cannot reach PostgreSQL at postgresql://dray:***@127.0.0.1:\(port)/w"), "\(run.errors)")

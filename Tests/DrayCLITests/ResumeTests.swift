@@ -93,7 +93,7 @@ struct Report {
   @Test func aResourceThatAnswers500UntilRetriesRunOutStopsTheRunAndTheNextRunStartsAtThatStep() throws {
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
     let first = try job.run()
-    #expect(first.status == 1)
+    #expect(first.status == 69)  // 500 until the retries ran out: unavailable
     let url = job.emulator.url + "api/v1/rpc/COUNTRIES/"
     #expect(
       first.stdout.contains("  countries  table_stream  failed     3 attempts; HTTP 500 Internal Server Error from \(url): injected fault"))
@@ -129,7 +129,7 @@ struct Report {
   @Test func aRunRecordedWithAFutureStartTimeIsNotTheNewestOnceALaterRunIsRecorded() throws {
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
     let first = try job.run()
-    #expect(first.status == 1)
+    #expect(first.status == 69)
     let firstID = try Report(first.stdout).runID
     try ResumeTests.sqlite(job.database, "UPDATE _dray_runs SET started_at = '2999-01-01T00:00:00.000Z'")
     try job.emulator.admin("DELETE", "faults")
@@ -161,7 +161,7 @@ struct Report {
   @Test func aChangedStepRunsAgainWithEveryStepAfterIt() throws {
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
     let first = try job.run()
-    #expect(first.status == 1)
+    #expect(first.status == 69)
     try job.emulator.admin("DELETE", "faults")
     try job.write(fruits: "{ resource: FRUITS, transaction: false }")
     let second = try job.run()
@@ -468,7 +468,7 @@ struct Report {
   @Test(arguments: Damage.allCases)
   func aDamagedJournalIsAClearErrorAndNoStepRuns(damage: Damage) throws {
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
-    #expect(try job.run().status == 1)
+    #expect(try job.run().status == 69)
     let path = job.database
     var expected: String
     switch damage {
@@ -714,7 +714,7 @@ struct Report {
   /// `schemes`, nor the scheme fetch of `countries`.
   @Test func statusListsRunsAndCheckpoints() throws {
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
-    #expect(try job.run().status == 1)
+    #expect(try job.run().status == 69)
     try job.emulator.admin("DELETE", "faults")
     #expect(try job.run().status == 0)
     let runs = try job.rows("SELECT run_id, started_at, ended_at FROM _dray_runs ORDER BY rowid")

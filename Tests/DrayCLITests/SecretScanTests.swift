@@ -444,7 +444,7 @@ import Testing
     #expect(refused.stdout.contains("&username=***&password=***"))
     // Every table call fails with an error that echoes the token and the header.
     let failing = try run(
-      "a run whose table calls fail", #"[{"path": "/api/v1/rpc/", "status": 500, \#(echoAll)}]"#, ["--verbose"], status: 1)
+      "a run whose table calls fail", #"[{"path": "/api/v1/rpc/", "status": 500, \#(echoAll)}]"#, ["--verbose"], status: 69)
     #expect(failing.stdout.contains("you sent Authorization: Bearer ***; you sent X-Sentinel-Key: ***"))
     // A URL carrying credentials is refused before anything runs, its password masked.
     let withCredentials = try folder.write(

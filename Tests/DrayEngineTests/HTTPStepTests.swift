@@ -384,7 +384,7 @@ import Testing
           http: { base_url: "${API}", path: items, query: { per_page: 10 }, load: { table: items, records: /data }, paginate: { next: /links/next } }
       """
     let first = try run(steps, server: server, target: target)
-    #expect(first.exitCode == 1)
+    #expect(first.exitCode == 69)
     #expect(
       first.steps[0].errorMessage
         == "HTTP 500 Internal Server Error from \(server.url)items?page=3&per_page=10: oops; gave up after 1 attempt (retry.count: 0)")
@@ -469,7 +469,7 @@ import Testing
           http: { base_url: "${API}", path: keyed, query: { api_key: "${KEY}" }, load: { table: items, records: /data }, paginate: { next: /next } }
       """
     let first = try run(steps, server: server, environment: ["KEY": secret], secrets: ["KEY"], target: target)
-    #expect(first.exitCode == 1)
+    #expect(first.exitCode == 69)
     let stored = try #require(try staging(target).rows("SELECT next FROM _dray_http_pages").first?.values.first)
     #expect(
       stored

@@ -92,7 +92,7 @@ import Testing
     #expect(value == 2)
     #expect(attempts.map(\.outcome.code) == ["connection_refused", "ok"])
     #expect(attempts.map(\.wait) == [0, nil])
-    #expect(throws: TransportError.gaveUp(last: refused, reason: "not retried: because")) {
+    #expect(throws: TransportError.notRepeated(last: refused, reason: "not retried: because")) {
       try runner.run({ _ in throw refused }, classify: { _ in .fail(reason: "not retried: because") }, record: { _ in })
     }
   }
