@@ -6,13 +6,23 @@ Usage: deploy/tests/kubernetes.py DRAY_BINARY      (root: uses mount namespaces)
 1. kubernetes-validate (pinned below, installed into a virtualenv under .build) accepts
    every manifest against the Kubernetes API schemas, strictly (no unknown fields), for
    the oldest release with podFailurePolicy stable (1.31) and the newest it knows.
-2. Two "pods" run the CronJob's container: its exact command, arguments and environment
-   (secretKeyRef values from the Secret), as its runAsUser, the ConfigMap and the Secret
-   laid out as files at their mount paths, the state volume shared by both, each pod in its
-   own mount namespace. The one deviation is FMP_HOST, pointed at the local emulator.
-   While pod A waits for its FRUITS answer (held by the emulator), pod B exits 75 and the
-   CronJob's podFailurePolicy says Ignore; A stopped by SIGTERM exits 130 (Count), and a
-   third pod resumes and succeeds. The policy's answers for 1 and 2 are checked too.
+2. "Pods" run the CronJob's and the backfill Job's containers: their exact command,
+   arguments and environment (secretKeyRef values from the Secret), as their runAsUser, the
+   ConfigMap and the Secret laid out as files at their mount paths, the state volume shared
+   by all, each pod in its own mount namespace. The one deviation is FMP_HOST, pointed at
+   the local emulator. Each exit is answered by its Job's podFailurePolicy, and a pod the
+   Job controller would replace is replaced:
+   - while CronJob pod A waits for its FRUITS answer (held by the emulator), a second tick
+     of the CronJob (B) ends as a success (--when-locked succeed: 0, saying who holds the
+     job), so its Job completes and nothing runs twice;
+   - a backfill pod started meanwhile exits 75, which the backfill's policy Ignores: the
+     Job controller's replacement pod exits 75 again while A holds the lock;
+   - A stopped by SIGTERM exits 130 (Count); the backfill's next replacement then runs
+     (--fresh) and succeeds, and so does the CronJob's replacement C;
+   - with FRUITS answering 503 and a day's Retry-After, a tick exits 69 (Count: retried),
+     and its replacement, the service back, resumes and succeeds;
+   - with FRUITS answering 401 to every token, a tick exits 1 (FailJob: the Job ends, no
+     replacement). The policies' answers for 2 are checked too.
 
 The database is a parameter. With DRAY_TEST_POSTGRES_URL (and DRAY_TEST_POSTGRES_PASSWORD)
 set, as deploy/tests/run.sh sets them through deploy/tests/with-postgres.sh, the manifest is
@@ -61,7 +71,10 @@ def load(name):
 
 def policy_action(job_spec, container, exit_code):
     """The podFailurePolicy action for a pod whose container ended with `exit_code` (no pod
-    conditions), as the Job controller picks it: the first matching rule, else Count."""
+    conditions), as the Job controller picks it: the first matching rule, else Count; a pod
+    that exits 0 succeeds (the policy is not asked)."""
+    if exit_code == 0:
+        return "Succeeded"
     for rule in job_spec["podFailurePolicy"]["rules"]:
         codes = rule.get("onExitCodes")
         if not codes or codes.get("containerName", container) != container:
@@ -188,35 +201,67 @@ def main():
         uid, gid = (job_spec["template"]["spec"]["securityContext"][k] for k in ("runAsUser", "fsGroup"))
         os.chown(state, uid, gid)
         overrides = {"FMP_HOST": emulator.url}
-        pods = [Pod(f"pod-{n}", work, job_spec, configmap, secret, state, os.path.join(bin_dir, "dray"), overrides)
-                for n in "abc"]
-        container = pods[0].container
+        backfill_spec = load("backfill-job.yaml")["spec"]
+        counter = iter(range(1, 100))
+
+        def pod(spec, what):
+            return Pod(f"pod-{next(counter)}-{what}", work, spec, configmap, secret, state,
+                       os.path.join(bin_dir, "dray"), overrides)
+
+        container = job_spec["template"]["spec"]["containers"][0]["name"]
+
+        def ends(spec, name, process, status_expected, action_expected, says=None):
+            """Waits for a pod and checks its exit, what its Job's policy does with it, and
+            (optionally) a phrase of its output."""
+            status, output = finish(process)
+            action = policy_action(spec, container, status)
+            expect(failures, status == status_expected, f"{name}: exit {status}, not {status_expected}: {output}")
+            expect(failures, action == action_expected,
+                   f"{name}: podFailurePolicy for exit {status}: {action}, not {action_expected}")
+            if says:
+                expect(failures, says in output, f"{name}: does not say {says!r}: {output}")
+            check_plain_lines(name, output, failures)
+            return output
 
         fruits = "/api/v1/rpc/FRUITS/"
         emulator.admin("POST", "faults", [{"path": fruits, "times": 1, "delay": 120}])
-        first = pods[0].start()
+        first = pod(job_spec, "cron-a").start()
         emulator.wait_for_request(fruits, first)
-        status, output = finish(pods[1].start())
-        expect(failures, status == 75, f"pod-b, started while pod-a runs: exit {status}: {output}")
-        expect(failures, policy_action(job_spec, container, status) == "Ignore",
-               f"podFailurePolicy for pod-b's exit {status}: {policy_action(job_spec, container, status)}, not Ignore")
-        check_plain_lines("pod-b", output, failures)
+        # A second tick of the CronJob: the holder does the job; this pod succeeds.
+        ends(job_spec, "the CronJob's tick during pod A's run", pod(job_spec, "cron-b").start(), 0, "Succeeded",
+             "ends as a success (--when-locked succeed)")
+        # The backfill meets the lock: 75, Ignore, and the Job controller's replacement too.
+        ends(backfill_spec, "the backfill pod during pod A's run", pod(backfill_spec, "backfill").start(), 75, "Ignore",
+             "is already running")
+        ends(backfill_spec, "the backfill's replacement pod during pod A's run", pod(backfill_spec, "backfill").start(),
+             75, "Ignore", "is already running")
         os.kill(first.pid, signal.SIGTERM)
-        status, output = finish(first)
-        expect(failures, status == 130, f"pod-a, stopped by SIGTERM: exit {status}: {output}")
-        expect(failures, policy_action(job_spec, container, status) == "Count",
-               f"podFailurePolicy for exit 130: {policy_action(job_spec, container, status)}, not Count")
-        status, output = finish(pods[2].start())
-        expect(failures, status == 0, f"pod-c, the retry: exit {status}: {output}")
-        for code, action in ((1, "Count"), (2, "FailJob")):
-            expect(failures, policy_action(job_spec, container, code) == action,
-                   f"podFailurePolicy for exit {code}: {policy_action(job_spec, container, code)}, not {action}")
+        ends(job_spec, "pod A, stopped by SIGTERM", first, 130, "Count")
+        ends(backfill_spec, "the backfill's next replacement pod", pod(backfill_spec, "backfill").start(), 0, "Succeeded")
+        ends(job_spec, "the CronJob's replacement of pod A", pod(job_spec, "cron-c").start(), 0, "Succeeded")
+
+        # Unavailable: 503 with a Retry-After of a day, past retry.max_retry_after: 69, retried.
+        emulator.admin("POST", "faults", [{"path": fruits, "status": 503, "retry_after": "86400"}])
+        ends(job_spec, "a tick while FRUITS answers 503", pod(job_spec, "cron-d").start(), 69, "Count",
+             "failure: unavailable (exit 69)")
+        emulator.admin("DELETE", "faults")
+        ends(job_spec, "the replacement once FRUITS is back", pod(job_spec, "cron-e").start(), 0, "Succeeded")
+        # Permanent: every token refused for FRUITS: 1, the Job fails without a replacement.
+        emulator.admin("POST", "faults", [{"path": fruits, "status": 401}])
+        ends(job_spec, "a tick while FRUITS refuses every token", pod(job_spec, "cron-f").start(), 1, "FailJob",
+             "failure: permanent (exit 1)")
+        emulator.admin("DELETE", "faults")
+        for spec, name in ((job_spec, "CronJob"), (backfill_spec, "backfill Job")):
+            action = policy_action(spec, container, 2)
+            expect(failures, action == "FailJob", f"the {name}'s podFailurePolicy for exit 2: {action}, not FailJob")
         reports = glob.glob(os.path.join(state, "reports", f"{manifest['job']}-*.json"))
-        expect(failures, len(reports) == 2, f"reports on the state volume: {reports} (pod-a's and pod-c's)")
+        expect(failures, len(reports) == 6,
+               f"reports on the state volume: {reports} (pod A's, the backfill's, C's, D's, E's and F's)")
         if postgres:
             landed = in_postgres(postgres, manifest["database"]["schema"])
-            expect(failures, landed == "5 rows; runs interrupted,succeeded",
-                   f"PostgreSQL holds {landed}, not FRUITS' 5 rows and pod-a's and pod-c's runs")
+            expected = "5 rows; runs interrupted,succeeded,succeeded,failed,succeeded,failed"
+            expect(failures, landed == expected,
+                   f"PostgreSQL holds {landed}, not {expected} (pod A, the backfill, C, D, E, F)")
     finally:
         emulator.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -224,8 +269,10 @@ def main():
         print(f"kubernetes: {failure}")
     if not failures:
         database = "PostgreSQL at DRAY_TEST_POSTGRES_URL" if postgres else "SQLite on the shared volume"
-        print(f"kubernetes: manifests valid for {', '.join(KUBERNETES_VERSIONS)}; two pods ({database}): "
-              "one ran, one exited 75 (Ignore); SIGTERM 130 (Count), the retry succeeded")
+        print(f"kubernetes: manifests valid for {', '.join(KUBERNETES_VERSIONS)}; pods ({database}): "
+              "a tick during a run succeeded (--when-locked succeed), the backfill and its replacement 75 (Ignore), "
+              "SIGTERM 130 (Count), the backfill's and the CronJob's replacements succeeded; "
+              "503 gave 69 (Count) and its replacement succeeded; 401 gave 1 (FailJob)")
     return 1 if failures else 0
 
 

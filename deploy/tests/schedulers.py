@@ -13,7 +13,10 @@ Usage: deploy/tests/schedulers.py DRAY_BINARY      (root: uses mount namespaces)
   nothing printed;
 - while the service's run holds the job's lock (the emulator holds its COUNTRIES answer),
   the crontab's start exits 75, which the unit's SuccessExitStatus counts as success, with
-  plain timestamped lines; SIGTERM stops the held run with 130, also a success for systemd.
+  plain timestamped lines; SIGTERM stops the held run with 130, also a success for systemd;
+- with COUNTRIES answering 503 and a day's Retry-After, the service's run exits 69, which
+  the unit's Restart=on-failure starts again after RestartSec; with every token refused
+  (401) it exits 1, which RestartPreventExitStatus keeps from restarting.
 
 /usr/local/bin holds the binary and /var/lib the test's folder, inside each run's private
 mount namespace only.
@@ -42,6 +45,15 @@ def unit_settings(path):
             key, value = line.split("=", 1)
             settings[key] = value
     return settings
+
+
+def systemd_restarts(unit, status):
+    """Whether systemd starts the service again after its run exited `status`:
+    Restart=on-failure restarts an unclean exit (neither 0 nor in SuccessExitStatus) unless
+    RestartPreventExitStatus lists it (systemd.service(5))."""
+    success = {0} | {int(code) for code in unit.get("SuccessExitStatus", "").split()}
+    prevented = {int(code) for code in unit.get("RestartPreventExitStatus", "").split()}
+    return unit.get("Restart") == "on-failure" and status not in success and status not in prevented
 
 
 def specifiers(text):
@@ -130,6 +142,19 @@ def main():
         status, output = finish(held)
         expect(failures, status == 130 and status in success, f"the stopped service run: exit {status}, {output!r}")
         check_plain_lines("the stopped run", output, failures)
+
+        # A service unavailable (69) is restarted after a delay; a refusal (1) is not.
+        expect(failures, unit.get("RestartSec"), "the service sets no RestartSec: a 69 would be restarted at once")
+        countries = "/api/v1/rpc/COUNTRIES/"
+        for fault, expected, restarted in (({"status": 503, "retry_after": "86400"}, 69, True),
+                                           ({"status": 401}, 1, False)):
+            emulator.admin("POST", "faults", [{"path": countries, **fault}])
+            status, output = finish(start(service))
+            expect(failures, status == expected and systemd_restarts(unit, status) == restarted,
+                   f"the service's run while COUNTRIES answers {fault['status']}: exit {status} (expected {expected}), "
+                   f"restarted by systemd: {systemd_restarts(unit, status)} (expected {restarted}): {output!r}")
+            check_plain_lines(f"the run meeting {fault['status']}", output, failures)
+        emulator.admin("DELETE", "faults")
     finally:
         emulator.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -137,7 +162,8 @@ def main():
         print(f"schedulers: {failure}")
     if not failures:
         print("schedulers: systemd-analyze verify clean; service and crontab runs succeed quietly; "
-              "an overlapping start exits 75, a stopped run 130 (both success for the unit)")
+              "an overlapping start exits 75, a stopped run 130 (both success for the unit); "
+              "69 is restarted after RestartSec, 1 is not")
     return 1 if failures else 0
 
 
