@@ -225,7 +225,7 @@ extension ManifestValidator {
 
   // MARK: Request
 
-  private mutating func readBaseURL(_ node: YAMLNode, _ path: String) -> String? {
+  mutating func readBaseURL(_ node: YAMLNode, _ path: String) -> String? {
     guard let url = reader.nonEmptyString(node, path) else { return nil }
     let lower = url.lowercased()
     let scheme = lower.hasPrefix("https://") ? 8 : lower.hasPrefix("http://") ? 7 : 0
@@ -338,8 +338,10 @@ extension ManifestValidator {
       let password = readPassword(b)
       guard let username, let password else { return nil }
       let auth = HTTPStep.Auth.basic(username: username, password: password)
-      reader.redactor.add(String(auth.authorization.dropFirst("Basic ".count)))
+      reader.redactor.add(String((auth.authorization ?? "").dropFirst("Basic ".count)))
       return auth
+    case .oauth2:
+      return readOAuth2(value, f.path("oauth2")).map { .oauth2($0) }
     }
   }
 }

@@ -32,6 +32,9 @@ public struct HTTPStep: Sendable, Hashable {
     case bearer(token: String)
     /// `Authorization: Basic base64(username:password)` (RFC 7617).
     case basic(username: String, password: String)
+    /// An OAuth 2.0 access token from a token endpoint (RFC 6749 §4.4, §6), sent as
+    /// `Authorization: Bearer <token>`; see `OAuth2`.
+    case oauth2(OAuth2)
   }
 
   /// Where the rows of an answer go.
@@ -343,12 +346,20 @@ public enum ColumnType: String, Sendable, Hashable, CaseIterable {
 }
 
 extension HTTPStep.Auth {
-  /// The `Authorization` header's value.
-  public var authorization: String {
+  /// The `Authorization` header's value; nil for `oauth2`, whose token comes from its
+  /// token endpoint while the run goes.
+  public var authorization: String? {
     switch self {
     case .bearer(let token): "Bearer \(token)"
     case .basic(let username, let password): "Basic " + Base64.encode(Array("\(username):\(password)".utf8))
+    case .oauth2: nil
     }
+  }
+
+  /// The OAuth 2.0 settings, for `oauth2`.
+  public var oauth2: OAuth2? {
+    if case .oauth2(let settings) = self { return settings }
+    return nil
   }
 }
 
