@@ -17,7 +17,6 @@ struct OAuth2Refresh {
     var refreshToken: String?
     /// Seconds the access token lives; nil when the answer did not say.
     var expiresIn: Double?
-    var receivedAt: ContinuousClock.Instant
   }
 
   /// Longest `expires_in` renewed by time: ten years. A longer one is renewed only by a 401.
@@ -110,7 +109,6 @@ struct OAuth2Refresh {
   ///   `access_token`, a `token_type` other than Bearer, or an `expires_in` that is not a
   ///   number of seconds above 0.
   static func answer(_ response: HTTPResponse, _ body: [UInt8], url: String, onSecret: (String) -> Void) throws -> Answer {
-    let receivedAt = ContinuousClock.now
     let place = "(HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none"))"
     guard let json = try? JSONValue(parsing: body), case .object = json else {
       let html = String(decoding: body.prefix(200), as: UTF8.self).lowercased().contains("<html")
@@ -156,6 +154,6 @@ struct OAuth2Refresh {
       if seconds > longestLifetime { expiresIn = nil }
     }
     let rotated = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
-    return Answer(accessToken: token, refreshToken: rotated, expiresIn: expiresIn, receivedAt: receivedAt)
+    return Answer(accessToken: token, refreshToken: rotated, expiresIn: expiresIn)
   }
 }

@@ -102,6 +102,8 @@ final class OAuth2Session: Sendable {
   func renew(stale: String?, because: String?, _ caller: Caller) throws -> String {
     try renewal.withLock { _ in
       if let current = state.withLock({ $0.token }), current != stale { return current }
+      // Its life is counted from before the request, by this session's clock: never late.
+      let sentAt = now()
       let refresh = OAuth2Refresh(settings: settings, onSecret: onSecret)
       let answer: OAuth2Refresh.Answer
       if let database {
@@ -111,7 +113,7 @@ final class OAuth2Session: Sendable {
       } else {
         answer = try refresh.request(refreshToken: nil, caller)
       }
-      let renewAt = answer.expiresIn.map { OAuth2Session.renewalTime(expiresIn: $0, receivedAt: answer.receivedAt) }
+      let renewAt = answer.expiresIn.map { OAuth2Session.renewalTime(expiresIn: $0, receivedAt: sentAt) }
       state.withLock {
         $0.token = answer.accessToken
         $0.renewAt = renewAt
