@@ -52,6 +52,14 @@ extension ManifestValidator {
       tokenURL: tokenURL, grant: grant, clientID: clientID, clientSecret: clientSecret, refreshToken: refreshToken, scope: scope,
       clientAuth: clientAuth ?? f.defaultValue("client_auth"))
     if clientSecret != nil { reader.redactor.add(String(settings.basicCredentials.dropFirst("Basic ".count))) }
+    if let earlier = oauth2Clients[settings.key], earlier.settings != settings {
+      reader.error(
+        node.location,
+        "'\(path)' names the token_url and client_id of '\(earlier.path)' with other settings; steps that name one client share "
+          + "one token, so give them the same grant, client_secret, refresh_token, scope and client_auth (a YAML anchor keeps them equal)")
+      return nil
+    }
+    oauth2Clients[settings.key] = (settings, path)
     return settings
   }
 }

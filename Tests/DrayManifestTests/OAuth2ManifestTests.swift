@@ -83,4 +83,23 @@ import Testing
         "job.yaml:19:98: error: 'steps.http-5.http.auth.oauth2.client_auth' must be one of basic, body, found 'header'",
       ], "\(found)")
   }
+
+  @Test func stepsThatShareAClientMustAgreeOnItsSettings() throws {
+    let same = "oauth2: { token_url: \"https://x/t\", grant: client_credentials, client_id: a, client_secret: cs-7"
+    let manifest = try ManifestText.load(
+      Self.head + """
+        - http: { base_url: "https://a.example.com/", auth: { \(same) } } }
+        - http: { base_url: "https://b.example.com/", auth: { \(same) } } }
+        """)
+    #expect(manifest.steps.count == 2)
+    let found = errors(
+      """
+        - http: { base_url: "https://a.example.com/", auth: { \(same) } } }
+        - http: { base_url: "https://b.example.com/", auth: { \(same), scope: admin } } }
+      """)
+    #expect(
+      found == [
+        "job.yaml:6:65: error: 'steps.http-2.http.auth.oauth2' names the token_url and client_id of 'steps.http-1.http.auth.oauth2' with other settings; steps that name one client share one token, so give them the same grant, client_secret, refresh_token, scope and client_auth (a YAML anchor keeps them equal)"
+      ], "\(found)")
+  }
 }
