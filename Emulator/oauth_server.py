@@ -19,7 +19,8 @@ POST /token (application/x-www-form-urlencoded, RFC 6749 §4.4.2 and §6):
 GET /items?page=N: with a live access token (Authorization: Bearer), page N of --pages
     pages of --per-page items, each answer after --page-delay seconds:
     {"data": [{"id": ..., "page": N}], "next": "/items?page=N+1" | null}
-    An expired or unknown token is a 401 with WWW-Authenticate.
+    An expired or unknown token is a 401 with WWW-Authenticate. With --api-key KEY, the
+    header `X-API-Key: KEY` or the query parameter `api_key=KEY` is accepted instead.
 
 Test helpers under /admin/:
     GET  /admin/stats   {"token_requests": [...each grant and its outcome...],
@@ -66,6 +67,8 @@ class State:
         self.api_401 = 0
         self.mode = "normal"
         self.reject_next = 0
+        self.api_key = args.api_key
+        self.api_paths = []
         if args.refresh_token:
             self.new_family(args.refresh_token)
 
@@ -188,14 +191,19 @@ class Handler(BaseHTTPRequestHandler):
                     "revoked": bool(state.revoked),
                     "newest_refresh_token": state.newest.get(family) if family else None,
                     "access_tokens": state.issued_access,
+                    "api_paths": state.api_paths,
                 })
         if parts.path != "/items":
             return self.send(404, {"error": "not found"})
         token = self.headers.get("Authorization", "")[len("Bearer "):]
+        query = urllib.parse.parse_qs(parts.query)
         with state.lock:
             state.api_requests += 1
+            state.api_paths.append(self.path)
             expiry = state.access.get(token)
             live = expiry is not None and time.monotonic() < expiry
+            if state.api_key and (self.headers.get("X-API-Key") == state.api_key or query.get("api_key") == [state.api_key]):
+                live = True
             if state.reject_next > 0:
                 state.reject_next -= 1
                 live = False
@@ -229,6 +237,7 @@ def main(argv=None):
     parser.add_argument("--per-page", type=int, default=2)
     parser.add_argument("--page-delay", type=float, default=0)
     parser.add_argument("--token-delay", type=float, default=0, help="seconds each token answer waits")
+    parser.add_argument("--api-key", help="a key /items accepts in X-API-Key or api_key")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})

@@ -127,6 +127,12 @@ extension HTTPStep {
             ])
           )
         ])
+      // The place, never the key.
+      case .apiKey(let key)?:
+        switch key.place {
+        case .header(let name): object([("api_key", object([("header", .string(name))]))])
+        case .query(let name): object([("api_key", object([("query", .string(name))]))])
+        }
       case nil: nil
       }
     let paginate: JSONValue? =

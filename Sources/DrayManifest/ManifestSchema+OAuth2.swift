@@ -17,4 +17,11 @@ extension ManifestSchema {
       "client_auth", .choice(OAuth2.ClientAuth.allCases.map(\.rawValue)), default: .string(OAuth2.ClientAuth.basic.rawValue),
       "How the client proves who it is: basic (Authorization header) or body (form fields)."),
   ]
+
+  /// An `http` step's `auth.api_key` (docs/auth.md).
+  public static let httpAPIKey: [Key] = [
+    Key("header", .string(nonEmpty: true), "The request header that carries the key (X-API-Key); give this or 'query'."),
+    Key("query", .string(nonEmpty: true), "The query parameter that carries the key (api_key); give this or 'header'."),
+    Key("value", .string(nonEmpty: true), required: true, "The key; masked in every output."),
+  ]
 }

@@ -376,6 +376,7 @@ public enum ManifestSchema {
     case bearerFile = "bearer_file"
     case basic
     case oauth2
+    case apiKey = "api_key"
   }
 
   public static let httpAuth: [Key] = HTTPAuthKind.allCases.map { kind in
@@ -393,6 +394,10 @@ public enum ManifestSchema {
             .requiredWhen(key: "client_secret", when: "grant", values: [OAuth2.Grant.clientCredentials.rawValue]),
           ]),
         "An OAuth 2.0 access token from token_url, renewed before it expires (docs/auth.md).")
+    case .apiKey:
+      Key(
+        kind.rawValue, .mapping(httpAPIKey, rules: [.exactlyOne(["header", "query"])]),
+        "A key sent in a header or a query parameter of every request (docs/auth.md).")
     }
   }
 

@@ -43,6 +43,22 @@ extension ManifestValidator {
         "'\(f.path("headers")).\(pair.key.scalar?.text ?? "")' and '\(f.path("auth"))' both set the Authorization header; keep one")
       ok = false
     }
+    if case .apiKey(let key)? = auth {
+      switch key.place {
+      case .header(let name):
+        if let pair = headerPair(f["headers"], named: name.lowercased()) {
+          reader.error(
+            pair.key.location,
+            "'\(f.path("headers")).\(pair.key.scalar?.text ?? "")' and '\(f.path("auth")).api_key' both set \(name); keep one")
+          ok = false
+        }
+      case .query(let name):
+        if query.contains(where: { $0.name == name }), let node = f["query"] {
+          reader.error(node.location, "'\(f.path("query"))' and '\(f.path("auth")).api_key' both send \(name); keep one")
+          ok = false
+        }
+      }
+    }
     if let output, let outputNode = f["output"] {
       if paginate != nil && !output.contains("{page}") {
         reader.error(
@@ -342,6 +358,8 @@ extension ManifestValidator {
       return auth
     case .oauth2:
       return readOAuth2(value, f.path("oauth2")).map { .oauth2($0) }
+    case .apiKey:
+      return readAPIKey(value, f.path("api_key")).map { .apiKey($0) }
     }
   }
 }

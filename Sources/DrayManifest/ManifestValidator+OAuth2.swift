@@ -62,4 +62,34 @@ extension ManifestValidator {
     oauth2Clients[settings.key] = (settings, path)
     return settings
   }
+
+  /// An `auth.api_key`: `header` or `query` (one of them) and the `value`, which joins the
+  /// redactor.
+  mutating func readAPIKey(_ node: YAMLNode, _ path: String) -> HTTPStep.APIKey? {
+    guard let f = reader.fields(node, path, keys: ManifestSchema.httpAPIKey) else { return nil }
+    let value = reader.string(f, "value", secret: true)
+    var place: HTTPStep.APIKey.Place?
+    switch (f["header"], f["query"]) {
+    case (let header?, nil):
+      if let name = reader.string(f, "header") {
+        if let problem = Self.headerNameProblem(name) {
+          reader.error(header.location, problem)
+        } else {
+          place = .header(name)
+        }
+      }
+    case (nil, _?):
+      place = reader.string(f, "query").map { .query($0) }
+    case (_?, let query?):
+      reader.error(query.location, "'\(path)' sends the key in 'header' or in 'query', not both")
+    case (nil, nil):
+      reader.error(node.location, "'\(path)' needs 'header' (such as X-API-Key) or 'query' (such as api_key): where the key goes")
+    }
+    if let value, case .header? = place, let problem = Self.headerValueProblem(value, path: f.path("value")) {
+      reader.error(f["value"]?.location ?? node.location, problem)
+      return nil
+    }
+    guard let place, let value else { return nil }
+    return HTTPStep.APIKey(place: place, value: value)
+  }
 }

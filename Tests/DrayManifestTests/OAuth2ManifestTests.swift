@@ -102,4 +102,36 @@ import Testing
         "job.yaml:6:65: error: 'steps.http-2.http.auth.oauth2' names the token_url and client_id of 'steps.http-1.http.auth.oauth2' with other settings; steps that name one client share one token, so give them the same grant, client_secret, refresh_token, scope and client_auth (a YAML anchor keeps them equal)"
       ], "\(found)")
   }
+
+  @Test func anAPIKeyGoesInAHeaderOrAQueryParameter() throws {
+    let manifest = try ManifestText.load(
+      Self.head + """
+        - http: { base_url: "https://a.example.com/", auth: { api_key: { header: X-API-Key, value: "${CLIENT_SECRET}" } } }
+        - http: { base_url: "https://b.example.com/", auth: { api_key: { query: api_key, value: "${CLIENT_SECRET}" } } }
+        """, environment: Self.environment)
+    #expect(manifest.steps[0].kind.http?.auth == .apiKey(HTTPStep.APIKey(place: .header("X-API-Key"), value: "cs-Sentinel-0042")))
+    #expect(manifest.steps[1].kind.http?.auth == .apiKey(HTTPStep.APIKey(place: .query("api_key"), value: "cs-Sentinel-0042")))
+    #expect(!manifest.redactor.redact("key cs-Sentinel-0042").contains("Sentinel"))
+  }
+
+  @Test func anAPIKeyMistakeIsReportedWhereItIsWritten() {
+    let found = errors(
+      """
+        - http: { base_url: "https://a.example.com/", auth: { api_key: { header: X-Key, query: key, value: k-12345 } } }
+        - http: { base_url: "https://a.example.com/", auth: { api_key: { value: k-12345 } } }
+        - http: { base_url: "https://a.example.com/", auth: { api_key: { header: "X Key", value: k-12345 } } }
+        - http: { base_url: "https://a.example.com/", headers: { x-key: a }, auth: { api_key: { header: X-Key, value: k-12345 } } }
+        - http: { base_url: "https://a.example.com/", query: { key: a }, auth: { api_key: { query: key, value: k-12345 } } }
+        - http: { base_url: "https://a.example.com/", auth: { api_key: { header: X-Key } } }
+      """)
+    #expect(found.count == 6, "\(found)")
+    #expect(found[0].hasSuffix("'steps.http-1.http.auth.api_key' sends the key in 'header' or in 'query', not both"), "\(found)")
+    #expect(
+      found[1].hasSuffix(
+        "'steps.http-2.http.auth.api_key' needs 'header' (such as X-API-Key) or 'query' (such as api_key): where the key goes"))
+    #expect(found[2].hasPrefix("job.yaml:7:"))
+    #expect(found[3].hasSuffix("'steps.http-4.http.headers.x-key' and 'steps.http-4.http.auth.api_key' both set X-Key; keep one"))
+    #expect(found[4].hasSuffix("'steps.http-5.http.query' and 'steps.http-5.http.auth.api_key' both send key; keep one"))
+    #expect(found[5].hasSuffix("missing required key 'value' in steps.http-6.http.auth.api_key"))
+  }
 }

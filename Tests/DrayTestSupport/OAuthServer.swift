@@ -9,7 +9,8 @@ public final class OAuthServer: Sendable {
   public var url: String { server.url }
 
   /// Starts the server with extra command-line `arguments` (`--client`, `--client-auth`,
-  /// `--refresh-token`, `--lifetime`, `--pages`, `--per-page`, `--page-delay`).
+  /// `--refresh-token`, `--lifetime`, `--pages`, `--per-page`, `--page-delay`, `--token-delay`,
+  /// `--api-key`).
   public init(_ arguments: [String] = []) throws {
     server = try ServerProcess(script: "oauth_server.py", name: "OAuth server", arguments)
   }
@@ -25,6 +26,8 @@ public final class OAuthServer: Sendable {
     public var revoked: Bool
     public var newestRefreshToken: String?
     public var accessTokens: [String]
+    /// The path and query of each API request, oldest first.
+    public var apiPaths: [String]
   }
 
   public func stats() throws -> Stats {
@@ -35,7 +38,7 @@ public final class OAuthServer: Sendable {
     return Stats(
       tokenRequests: requests, apiRequests: json["api_requests"] as? Int ?? 0, api401: json["api_401"] as? Int ?? 0,
       revoked: json["revoked"] as? Bool ?? false, newestRefreshToken: json["newest_refresh_token"] as? String,
-      accessTokens: json["access_tokens"] as? [String] ?? [])
+      accessTokens: json["access_tokens"] as? [String] ?? [], apiPaths: json["api_paths"] as? [String] ?? [])
   }
 
   /// Sets the token endpoint's mode (`html`, `no_access_token`, `no_expires_in`,

@@ -176,6 +176,15 @@ extension StepRunner {
       break
     }
     if let authorization = options.auth?.authorization { headers.set("Authorization", authorization) }
+    var url = url
+    if case .apiKey(let key)? = options.auth {
+      switch key.place {
+      case .header(let name): headers.set(name, key.value)
+      // Into every request, after the step's own parameters and those of pagination: a next
+      // link the server gives does not carry it.
+      case .query(let name): url += (url.contains("?") ? "&" : "?") + QueryItem.encode([QueryItem(name, key.value)])
+      }
+    }
     var tls = options.tls
     tls.caFile = tls.caFile.map { manifest.resolve($0) }
     return HTTPRequest(
