@@ -6,7 +6,8 @@ public import DrayTarget
 /// (`synchronous=FULL`): a rotated token survives a power cut as well as a `kill -9`.
 ///
 /// The lock is a write transaction (`BEGIN IMMEDIATE`), held while the token endpoint
-/// answers a refresh: other writers of the file wait for it (up to the busy timeout).
+/// answers a refresh: other writers of the file wait for it (up to their busy timeout, 10 s),
+/// and it waits for them up to `busyTimeoutSeconds`.
 final class SQLiteTokenKeeper: TokenKeeper {
   private let database: Database
 
@@ -15,8 +16,14 @@ final class SQLiteTokenKeeper: TokenKeeper {
     database = try Database(path: path)
     database.stopWhen(cancellation)
     _ = try database.execute("PRAGMA synchronous=FULL")
+    // A load of another step may hold the write lock while its page arrives: wait longer for
+    // it than a load waits for this lock, which lasts one token request.
+    _ = try database.execute("PRAGMA busy_timeout=\(SQLiteTokenKeeper.busyTimeoutSeconds * 1000)")
     _ = try database.execute(Bookkeeping.oauth2Tokens.createStatement(types: SQLiteTokenKeeper.type))
   }
+
+  /// How long a refresh waits for the write lock: 60 s.
+  static let busyTimeoutSeconds = 60
 
   static func type(_ type: Bookkeeping.Table.ColumnType) -> String {
     switch type {

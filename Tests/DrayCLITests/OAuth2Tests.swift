@@ -71,7 +71,8 @@ import Testing
     let folder = TemporaryDirectory()
     let target = try TargetDatabase(kind, folder: folder.path)
     let server = try OAuthServer(Self.client + ["--refresh-token", Self.firstRefreshToken, "--pages", "4", "--page-delay", "0.8"])
-    let path = try Self.write(Self.manifest(server, database: target.manifestBlock), in: folder)
+    let path = try Self.write(
+      Self.manifest(server, database: target.manifestBlock + "report: { formats: [json, junit, prometheus, html] }\n"), in: folder)
     var outputs: [String] = []
     let before = try Command.dray(["plan", path])
     #expect(before.stdout.contains("refresh_token") && before.stdout.contains("the manifest's (none kept yet)"), "\(before.output)")
@@ -224,5 +225,46 @@ import Testing
     let again = try Command.dray(["run", path])
     #expect(again.status == 0, "\(again.output)")
     try Self.expectNoSecret(try Self.secrets(server) + ["rt-again-M4z"], in: [refused.output, again.output], folder: folder.path)
+  }
+
+  /// `kill -9` at random instants of runs whose tokens live 1 s (so that a run refreshes
+  /// several times): in the middle of a page, right after a token request, between the
+  /// rotated token's commit and the first request. Every next run presents a token the
+  /// server still honours, and the last one finishes the job.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func killsAtRandomInstantsNeverLoseTheRefreshToken(kind: TargetDatabase.Kind) throws {
+    let seed = SeededRandom.seed(fromEnvironment: "DRAY_TEST_SEED")
+    var random = SeededRandom(seed: seed)
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try OAuthServer(
+      Self.client + ["--refresh-token", Self.firstRefreshToken, "--pages", "6", "--page-delay", "0.25", "--lifetime", "1"])
+    let path = try Self.write(Self.manifest(server, database: target.manifestBlock), in: folder)
+    var killed = 0
+    for round in 0..<4 {
+      let stats = try server.stats()
+      let child = try ChildProcess.dray(
+        ["run", path], environment: round == 0 ? ["DRAY_TEST_CRASH_AT": "token-kept"] : [:],
+        logPrefix: folder.path + "/run\(round)")
+      if round > 0 {
+        // After the n-th API request or the n-th token request of this run, n random.
+        let byTokens = random.below(2) == 0
+        let n = 1 + random.below(2)
+        _ = child.waitUntil(timeout: 30) {
+          guard let now = try? server.stats() else { return false }
+          return byTokens ? now.tokenRequests.count >= stats.tokenRequests.count + n : now.apiRequests >= stats.apiRequests + n
+        }
+        kill(child.pid, SIGKILL)
+      }
+      if child.wait() == .signaled(SIGKILL) { killed += 1 }
+      #expect(try !server.stats().revoked, "seed \(seed), round \(round)")
+    }
+    #expect(killed >= 2, "seed \(seed): only \(killed) of 4 runs were killed mid-run")
+    let result = try Command.dray(["run", path])
+    #expect(result.status == 0, "seed \(seed): \(result.output)")
+    let stats = try server.stats()
+    #expect(!stats.revoked, "seed \(seed)")
+    #expect(!stats.tokenRequests.contains { $0["outcome"] == "invalid_grant" }, "seed \(seed): \(stats.tokenRequests)")
+    #expect(try target.rows("SELECT count(*) FROM items") == [["12"]])
   }
 }
