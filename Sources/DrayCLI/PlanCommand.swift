@@ -472,6 +472,9 @@ struct JobPlan {
       pairs.append(
         ("cursor", .object([("param", .string(cursor.param)), ("value", .string(cursor.value)), ("source", .string(cursor.source))])))
     }
+    if case .http(let h) = step.kind, let o = h.auth?.oauth2, let source = refreshTokens[o.key] {
+      pairs.append(("refresh_token", .string(source)))
+    }
     if Self.callsNetwork(step) {
       let r = step.retry
       let t = step.timeouts

@@ -102,6 +102,9 @@ import Testing
     #expect(stats.api401 == 0)
     let after = try Command.dray(["plan", path])
     #expect(after.stdout.contains("the one kept"), "\(after.output)")
+    let json = try Command.dray(["plan", path, "--json"])
+    #expect(json.stdout.contains("\"refresh_token\": \"the one kept"), "\(json.output)")
+    outputs.append(json.output)
     outputs.append(after.output)
     try Self.expectNoSecret(try Self.secrets(server), in: outputs, folder: folder.path)
   }
@@ -190,7 +193,13 @@ import Testing
     let lines = result.output.split(separator: "\n").filter { $0.contains(words) }
     #expect(!lines.isEmpty, "\(result.output)")
     #expect(result.output.contains("token_url") || result.output.contains("client_id") || result.output.contains("check"))
-    try Self.expectNoSecret(try Self.secrets(server), in: [result.output], folder: folder.path)
+    // A refused answer that rotated the refresh token (no access_token, a bad expires_in)
+    // left it kept: the next run, with the server mended, is not refused.
+    try server.setMode("normal")
+    let next = try Command.dray(["run", path])
+    #expect(next.status == 0, "\(next.output)")
+    #expect(try !server.stats().revoked)
+    try Self.expectNoSecret(try Self.secrets(server), in: [result.output, next.output], folder: folder.path)
   }
 
   @Test func anAnswerWithoutExpiresInIsUsedUntilA401() throws {

@@ -1,3 +1,4 @@
+import DrayManifest
 import DrayModel
 import DrayPostgres
 import DrayPostgresStore
@@ -124,5 +125,30 @@ import Testing
     #expect(learnt.withLock { $0 }.contains(token))
     #expect(learnt.withLock { $0 }.contains(try #require(stats.newestRefreshToken)))
     #expect(learnt.withLock { $0 }.contains("rt-first-78"))
+  }
+
+  /// Rotating a token (or changing the secret) does not redo a finished step: no secret is
+  /// in the fingerprint; the token endpoint, client and scope are.
+  @Test func noSecretEntersTheFingerprint() throws {
+    func fingerprint(secret: String, token: String, key: String, scope: String = "read") throws -> [String] {
+      let manifest = try ManifestText.load(
+        """
+        version: 1
+        job: j
+        steps:
+          - id: a
+            http:
+              base_url: https://a.example.com/
+              auth: { oauth2: { token_url: "https://x/t", grant: refresh_token, client_id: c, client_secret: \(secret), refresh_token: \(token), scope: \(scope) } }
+          - id: b
+            http:
+              base_url: https://b.example.com/
+              auth: { api_key: { header: X-Key, value: \(key) } }
+        """)
+      return manifest.steps.map { $0.fingerprint(in: manifest) }
+    }
+    let first = try fingerprint(secret: "cs-1111", token: "rt-1111", key: "k-1111")
+    #expect(try fingerprint(secret: "cs-2222", token: "rt-2222", key: "k-2222") == first)
+    #expect(try fingerprint(secret: "cs-1111", token: "rt-1111", key: "k-1111", scope: "write")[0] != first[0])
   }
 }

@@ -37,13 +37,15 @@ struct OAuth2Refresh {
       }
       let presented = usable?.refreshToken ?? manifestToken
       onSecret(presented)
-      let answer: Answer
+      let reply: Reply
       do {
-        answer = try request(refreshToken: presented, caller)
+        reply = try request(refreshToken: presented, caller)
       } catch let error as OAuth2Error {
         throw error.presenting(kept: usable)
       }
-      if let rotated = answer.refreshToken, rotated != presented {
+      // Kept even when the rest of the answer is refused (no access_token, a bad
+      // expires_in): the server has rotated the token, and the one presented is spent.
+      if let rotated = reply.rotated, rotated != presented {
         try keep(KeptToken(key: settings.key, refreshToken: rotated, manifestHash: manifestHash, keptAt: OAuth2Refresh.now()))
         CrashPoint.reach("token-kept")
         caller.log("oauth2: kept the rotated refresh token")
@@ -51,8 +53,15 @@ struct OAuth2Refresh {
         // The manifest's new token, not rotated: it replaces the kept one, which is stale.
         try keep(KeptToken(key: settings.key, refreshToken: presented, manifestHash: manifestHash, keptAt: OAuth2Refresh.now()))
       }
-      return answer
+      return try reply.answer.get()
     }
+  }
+
+  /// A 2xx token answer: the rotated refresh token it holds, read first, and the answer
+  /// as a whole, or why it is refused.
+  struct Reply {
+    var rotated: String?
+    var answer: Result<Answer, any Error>
   }
 
   static func now() -> String { RunReport.rfc3339(Date()) }
@@ -62,7 +71,7 @@ struct OAuth2Refresh {
   /// sent again: the server may have rotated the token already, and a second use of the
   /// old one would revoke it.
   /// - Throws: `OAuth2Error`, `TransportError`.
-  func request(refreshToken: String?, _ caller: OAuth2Session.Caller) throws -> Answer {
+  func request(refreshToken: String?, _ caller: OAuth2Session.Caller) throws -> Reply {
     var fields = [QueryItem("grant_type", settings.grant.rawValue)]
     if let refreshToken { fields.append(QueryItem("refresh_token", refreshToken)) }
     if let scope = settings.scope { fields.append(QueryItem("scope", scope)) }
@@ -101,7 +110,17 @@ struct OAuth2Refresh {
           reason: "not retried: the refresh may have reached the server, which may have rotated the refresh token already, "
             + "and sending the old one again would be refused")
       }, record: caller.record)
-    return try OAuth2Refresh.answer(response, sink.bytes, url: settings.tokenURL, onSecret: onSecret)
+    let rotated = OAuth2Refresh.rotated(in: sink.bytes)
+    if let rotated { onSecret(rotated) }
+    let bytes = sink.bytes
+    return Reply(
+      rotated: rotated, answer: Result { try OAuth2Refresh.answer(response, bytes, url: settings.tokenURL, onSecret: onSecret) })
+  }
+
+  /// The non-empty `refresh_token` of a JSON object answer, or nil.
+  static func rotated(in body: [UInt8]) -> String? {
+    guard let json = try? JSONValue(parsing: body), let token = json["refresh_token"]?.stringValue, !token.isEmpty else { return nil }
+    return token
   }
 
   /// Reads a 2xx token answer (RFC 6749 §5.1), passing each token to `onSecret` first.

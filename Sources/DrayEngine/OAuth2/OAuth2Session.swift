@@ -111,7 +111,7 @@ final class OAuth2Session: Sendable {
         defer { keeper.close() }
         answer = try refresh.refreshing(keeper: keeper, caller)
       } else {
-        answer = try refresh.request(refreshToken: nil, caller)
+        answer = try refresh.request(refreshToken: nil, caller).answer.get()
       }
       let renewAt = answer.expiresIn.map { OAuth2Session.renewalTime(expiresIn: $0, receivedAt: sentAt) }
       state.withLock {
