@@ -38,7 +38,8 @@ enum PlanCommand {
     }
     let plan = JobPlan(
       manifest: manifest, database: database, resume: resume, schemes: recordedSchemes(manifest, in: reader),
-      cursors: keptCursors(manifest, in: reader), fresh: options.fresh)
+      cursors: keptCursors(manifest, in: reader), fresh: options.fresh,
+      refreshTokens: refreshTokenSources(manifest, database: database, in: reader))
     print(args.flags.contains("--json") ? manifest.redactor.redact(plan.json).indentedJSON : manifest.redactor.redact(plan.text))
     return ExitCode.success
   }
@@ -76,6 +77,26 @@ enum PlanCommand {
   }
 }
 
+extension PlanCommand {
+  /// Which refresh token each `auth.oauth2` with `grant: refresh_token` would present, by
+  /// `OAuth2.key`: the one kept in the job's database, or the manifest's (docs/auth.md).
+  static func refreshTokenSources(_ manifest: Manifest, database: any JobDatabase, in reader: (any DatabaseReader)?) -> [String: String] {
+    var sources: [String: String] = [:]
+    for step in manifest.allSteps {
+      guard case .http(let h) = step.kind, let o = h.auth?.oauth2, o.grant == .refreshToken else { continue }
+      let kept = reader.flatMap { try? $0.keptToken(key: o.key) }
+      sources[o.key] =
+        switch kept {
+        case let kept? where kept.manifestHash == o.refreshTokenHash:
+          "the one kept \(database.journalPlace) since \(kept.keptAt) (the server rotated the manifest's)"
+        case _?: "the manifest's, which changed since a token was kept: it replaces the kept one"
+        case nil: "the manifest's (none kept yet)"
+        }
+    }
+    return sources
+  }
+}
+
 /// The resolved job as `dray plan` shows it.
 struct JobPlan {
   let manifest: Manifest
@@ -91,11 +112,14 @@ struct JobPlan {
   let cursors: [String: JSONValue]
   /// The run would start with `--fresh` (incremental steps send `initial`).
   let fresh: Bool
+  /// Which refresh token each OAuth 2.0 client would present, by `OAuth2.key`.
+  let refreshTokens: [String: String]
 
   init(
     manifest: Manifest, database: any JobDatabase, resume: ResumePlan, schemes: [String: ResourceScheme] = [:],
-    cursors: [String: JSONValue] = [:], fresh: Bool = false
+    cursors: [String: JSONValue] = [:], fresh: Bool = false, refreshTokens: [String: String] = [:]
   ) {
+    self.refreshTokens = refreshTokens
     self.manifest = manifest
     self.database = database
     self.resume = resume
@@ -297,6 +321,9 @@ struct JobPlan {
     let tables = tables(step)
     if !tables.isEmpty { rows.append(("tables", tables.joined(separator: ", "))) }
     if let cursor = cursor(step) { rows.append(("sends", "\(cursor.param)=\(cursor.value) (\(cursor.source))")) }
+    if case .http(let h) = step.kind, let o = h.auth?.oauth2, let source = refreshTokens[o.key] {
+      rows.append(("refresh_token", source))
+    }
     if Self.callsNetwork(step) {
       rows.append(("retry", Self.retryText(step.retry)))
       rows.append(("timeouts", Self.timeoutsText(step.timeouts)))
@@ -444,6 +471,9 @@ struct JobPlan {
     if let cursor = cursor(step) {
       pairs.append(
         ("cursor", .object([("param", .string(cursor.param)), ("value", .string(cursor.value)), ("source", .string(cursor.source))])))
+    }
+    if case .http(let h) = step.kind, let o = h.auth?.oauth2, let source = refreshTokens[o.key] {
+      pairs.append(("refresh_token", .string(source)))
     }
     if Self.callsNetwork(step) {
       let r = step.retry

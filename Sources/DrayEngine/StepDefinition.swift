@@ -116,6 +116,23 @@ extension HTTPStep {
       switch self.auth {
       case .bearer?: .string("bearer")
       case .basic(let username, _)?: object([("basic", .string(username))])
+      // No secret, nor the refresh token: rotating a token does not redo a finished step.
+      case .oauth2(let o)?:
+        object([
+          (
+            "oauth2",
+            object([
+              ("token_url", .string(o.tokenURL)), ("grant", .string(o.grant.rawValue)), ("client_id", .string(o.clientID)),
+              ("scope", o.scope.map { .string($0) }), ("client_auth", .string(o.clientAuth.rawValue)),
+            ])
+          )
+        ])
+      // The place, never the key.
+      case .apiKey(let key)?:
+        switch key.place {
+        case .header(let name): object([("api_key", object([("header", .string(name))]))])
+        case .query(let name): object([("api_key", object([("query", .string(name))]))])
+        }
       case nil: nil
       }
     let paginate: JSONValue? =

@@ -292,6 +292,7 @@ struct StepRunner {
     case let e as LocalFileError: e.code
     case let e as FilesError: e.code
     case let e as HTTPStepError: e.code
+    case let e as OAuth2Error: e.code
     default: "error"
     }
   }

@@ -375,6 +375,8 @@ public enum ManifestSchema {
     case bearer
     case bearerFile = "bearer_file"
     case basic
+    case oauth2
+    case apiKey = "api_key"
   }
 
   public static let httpAuth: [Key] = HTTPAuthKind.allCases.map { kind in
@@ -382,6 +384,20 @@ public enum ManifestSchema {
     case .bearer: Key(kind.rawValue, .string(nonEmpty: true), "Token sent as Authorization: Bearer TOKEN.")
     case .bearerFile: Key(kind.rawValue, .string(nonEmpty: true), "File holding the bearer token (one trailing newline dropped).")
     case .basic: Key(kind.rawValue, .mapping(httpBasic, rules: [.exactlyOne(["password", "password_file"])]), "HTTP basic credentials.")
+    case .oauth2:
+      Key(
+        kind.rawValue,
+        .mapping(
+          httpOAuth2,
+          rules: [
+            .requiredWhen(key: "refresh_token", when: "grant", values: [OAuth2.Grant.refreshToken.rawValue]),
+            .requiredWhen(key: "client_secret", when: "grant", values: [OAuth2.Grant.clientCredentials.rawValue]),
+          ]),
+        "An OAuth 2.0 access token from token_url, renewed before it expires (docs/auth.md).")
+    case .apiKey:
+      Key(
+        kind.rawValue, .mapping(httpAPIKey, rules: [.exactlyOne(["header", "query"])]),
+        "A key sent in a header or a query parameter of every request (docs/auth.md).")
     }
   }
 

@@ -43,6 +43,22 @@ extension ManifestValidator {
         "'\(f.path("headers")).\(pair.key.scalar?.text ?? "")' and '\(f.path("auth"))' both set the Authorization header; keep one")
       ok = false
     }
+    if case .apiKey(let key)? = auth {
+      switch key.place {
+      case .header(let name):
+        if let pair = headerPair(f["headers"], named: name.lowercased()) {
+          reader.error(
+            pair.key.location,
+            "'\(f.path("headers")).\(pair.key.scalar?.text ?? "")' and '\(f.path("auth")).api_key' both set \(name); keep one")
+          ok = false
+        }
+      case .query(let name):
+        if query.contains(where: { $0.name == name }), let node = f["query"] {
+          reader.error(node.location, "'\(f.path("query"))' and '\(f.path("auth")).api_key' both send \(name); keep one")
+          ok = false
+        }
+      }
+    }
     if let output, let outputNode = f["output"] {
       if paginate != nil && !output.contains("{page}") {
         reader.error(
@@ -225,7 +241,7 @@ extension ManifestValidator {
 
   // MARK: Request
 
-  private mutating func readBaseURL(_ node: YAMLNode, _ path: String) -> String? {
+  mutating func readBaseURL(_ node: YAMLNode, _ path: String) -> String? {
     guard let url = reader.nonEmptyString(node, path) else { return nil }
     let lower = url.lowercased()
     let scheme = lower.hasPrefix("https://") ? 8 : lower.hasPrefix("http://") ? 7 : 0
@@ -338,8 +354,12 @@ extension ManifestValidator {
       let password = readPassword(b)
       guard let username, let password else { return nil }
       let auth = HTTPStep.Auth.basic(username: username, password: password)
-      reader.redactor.add(String(auth.authorization.dropFirst("Basic ".count)))
+      reader.redactor.add(String((auth.authorization ?? "").dropFirst("Basic ".count)))
       return auth
+    case .oauth2:
+      return readOAuth2(value, f.path("oauth2")).map { .oauth2($0) }
+    case .apiKey:
+      return readAPIKey(value, f.path("api_key")).map { .apiKey($0) }
     }
   }
 }

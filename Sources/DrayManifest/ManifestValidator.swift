@@ -22,6 +22,9 @@ struct ManifestValidator {
   var stepIDs: [IdentifierKey: (id: String, location: SourceLocation, isDefault: Bool)] = [:]
   /// The SQL of `sql` and `query` steps, with its node, for the template checks.
   var sqlSources: [(stepID: String, sql: String, node: YAMLNode)] = []
+  /// The `auth.oauth2` settings read so far by `OAuth2.key`, with where: the steps that
+  /// name one token endpoint and client share one token, so they must agree.
+  var oauth2Clients: [String: (settings: OAuth2, path: String)] = [:]
   /// A `table_stream` step that did not read: templates may name what it would load, so
   /// "no step loads" is not said (it would only repeat that step's own error).
   var hasBrokenLoader = false

@@ -438,6 +438,7 @@ extension HTTPStep.WriteMode: DeclaredDefault {}
 extension HTTPStep.ExtraFields: DeclaredDefault {}
 extension ColumnType: DeclaredDefault {}
 extension HTTPStep.Method: DeclaredDefault {}
+extension OAuth2.ClientAuth: DeclaredDefault {}
 
 // MARK: Values read as the schema declares them
 

@@ -8,6 +8,8 @@ internal import Glibc
 /// Points, in the order a run meets them (`STEP` is a step id):
 /// - `journal-built`: a new journal is complete beside its path, before it is linked there;
 /// - `run-recorded`: the run's row is committed to the journal, before the first step;
+/// - `token-kept`: a rotated OAuth 2.0 refresh token is committed to the job's database,
+///   before the access token that came with it is used (docs/auth.md);
 /// - `downloaded:STEP`: a download is complete on disk, before its load begins;
 /// - `before-commit:STEP`: the step's rows and checkpoint are written, before `COMMIT`;
 /// - `published:STEP`: an `http` step's records are committed to the target database,

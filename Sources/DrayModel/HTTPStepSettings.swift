@@ -32,6 +32,30 @@ public struct HTTPStep: Sendable, Hashable {
     case bearer(token: String)
     /// `Authorization: Basic base64(username:password)` (RFC 7617).
     case basic(username: String, password: String)
+    /// An OAuth 2.0 access token from a token endpoint (RFC 6749 §4.4, §6), sent as
+    /// `Authorization: Bearer <token>`; see `OAuth2`.
+    case oauth2(OAuth2)
+    /// A key sent in a request header or a query parameter of every request; see `APIKey`.
+    case apiKey(APIKey)
+  }
+
+  /// An `auth.api_key`: a key the API gave, sent with every request.
+  public struct APIKey: Sendable, Hashable {
+    /// Where the key goes.
+    public enum Place: Sendable, Hashable {
+      /// A request header field of this name (`X-API-Key`).
+      case header(String)
+      /// A query parameter of this name (`api_key`), after the step's own.
+      case query(String)
+    }
+
+    public var place: Place
+    public var value: String
+
+    public init(place: Place, value: String) {
+      self.place = place
+      self.value = value
+    }
   }
 
   /// Where the rows of an answer go.
@@ -343,12 +367,20 @@ public enum ColumnType: String, Sendable, Hashable, CaseIterable {
 }
 
 extension HTTPStep.Auth {
-  /// The `Authorization` header's value.
-  public var authorization: String {
+  /// The `Authorization` header's value; nil for `oauth2`, whose token comes from its
+  /// token endpoint while the run goes, and for `api_key`, which names its own place.
+  public var authorization: String? {
     switch self {
     case .bearer(let token): "Bearer \(token)"
     case .basic(let username, let password): "Basic " + Base64.encode(Array("\(username):\(password)".utf8))
+    case .oauth2, .apiKey: nil
     }
+  }
+
+  /// The OAuth 2.0 settings, for `oauth2`.
+  public var oauth2: OAuth2? {
+    if case .oauth2(let settings) = self { return settings }
+    return nil
   }
 }
 

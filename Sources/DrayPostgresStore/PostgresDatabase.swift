@@ -54,6 +54,11 @@ public struct PostgresDatabase: JobDatabase {
     return try store.schemaExists() ? PostgresReader(store: store, schema: target.schema) : nil
   }
 
+  /// `PostgresTokenKeeper` in the job's schema.
+  public func openTokenKeeper(cancellation: Cancellation) throws -> any TokenKeeper {
+    try PostgresTokenKeeper(target: target, cancellation: cancellation)
+  }
+
   public func failure(_ error: any Error) -> DatabaseFailure? {
     switch error {
     case let error as StagedValueError:
@@ -95,6 +100,9 @@ final class PostgresReader: DatabaseReader {
   func tables(resource: String?) throws -> [Bookkeeping.TableRecord] { try store.records(resource: resource) }
   func scheme(for resource: String) throws -> ResourceScheme? { try store.scheme(for: resource) }
   func cursor(job: String, stepID: String) throws -> CursorEntry { try store.cursor(job: job, stepID: stepID) }
+  func keptToken(key: String) throws -> KeptToken? {
+    try PostgresTokenKeeper.read(store.connection, schema: store.schema, key: key)
+  }
 
   /// In a `READ ONLY` transaction of a read-only session: the server refuses any write
   /// (SQLSTATE 25006, read_only_sql_transaction).

@@ -56,6 +56,11 @@ public struct SQLiteDatabase: JobDatabase {
     return SQLiteReader(path: target, journalPath: journalPath)
   }
 
+  /// `SQLiteTokenKeeper` in the journal's file.
+  public func openTokenKeeper(cancellation: Cancellation) throws -> any TokenKeeper {
+    try SQLiteTokenKeeper(path: journalPath, cancellation: cancellation)
+  }
+
   public func failure(_ error: any Error) -> DatabaseFailure? {
     guard let error = error as? SQLiteError else { return nil }
     return DatabaseFailure(code: "sqlite_error", message: error.message)
@@ -126,6 +131,14 @@ final class SQLiteReader: DatabaseReader {
     let rows = try database.rows("SELECT scheme FROM _dray_resources WHERE resource = ?", [.text(resource)])
     guard case .text(let json)? = try rows.first?["scheme"] else { return nil }
     return try Bookkeeping.decodeScheme(json)
+  }
+
+  func keptToken(key: String) throws -> KeptToken? {
+    guard journalPath == path else {
+      guard FileManager.default.fileExists(atPath: journalPath) else { return nil }
+      return try SQLiteTokenKeeper.read(Database(path: journalPath, create: false, readOnly: true), key: key)
+    }
+    return try SQLiteTokenKeeper.read(connection.get(), key: key)
   }
 
   func cursor(job: String, stepID: String) throws -> CursorEntry {

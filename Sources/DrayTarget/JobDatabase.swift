@@ -62,6 +62,11 @@ public protocol JobDatabase: Sendable {
   /// - Throws: the database's errors; `JournalError` for a journal file dray cannot trust.
   func openReadOnly() throws -> (any DatabaseReader)?
 
+  /// The refresh tokens kept in the run journal's database, on a connection of its own,
+  /// for one refresh (`TokenKeeper`); its table is created when missing.
+  /// - Throws: the database's errors.
+  func openTokenKeeper(cancellation: Cancellation) throws -> any TokenKeeper
+
   /// This database's view of `error`: its code, whether trying again may succeed, one line
   /// for people; nil for an error that is not the database's.
   func failure(_ error: any Error) -> DatabaseFailure?
@@ -130,6 +135,8 @@ public protocol DatabaseReader: AnyObject {
   func tables(resource: String?) throws -> [Bookkeeping.TableRecord]
   /// The scheme last recorded for `resource`, or nil.
   func scheme(for resource: String) throws -> ResourceScheme?
+  /// The refresh token kept under `key` (`OAuth2.key`), or nil (`dray plan`).
+  func keptToken(key: String) throws -> KeptToken?
   /// What the store keeps for an `incremental` step (an empty entry when nothing).
   func cursor(job: String, stepID: String) throws -> CursorEntry
   /// Runs one statement that only reads, as `dray query` does, handing `columns` the column

@@ -231,7 +231,7 @@ import Testing
     // Rows of the key tables: the first cell is a key path in backticks.
     let rows = docs.split(separator: "\n").map(String.init).filter { line in
       guard line.hasPrefix("| `"), let end = line.dropFirst(3).firstIndex(of: "`") else { return false }
-      return line[line.index(line.startIndex, offsetBy: 3)..<end].allSatisfy { $0.isLetter || "_[]<>.".contains($0) }
+      return line[line.index(line.startIndex, offsetBy: 3)..<end].allSatisfy { $0.isLetter || $0.isNumber || "_[]<>.".contains($0) }
     }
     let expected = ManifestSchema.keyReference.map { "| `\($0.path)` | \($0.type) | \($0.defaultCell) |" }
     let documented = rows.map { row in

@@ -3,6 +3,7 @@ internal import DrayModel
 internal import DrayRecords
 internal import DrayTransport
 internal import Foundation
+internal import Synchronization
 
 extension StepRunner {
   /// One page's answer: its file (nil for a status treated as empty), the empty status,
@@ -38,9 +39,15 @@ extension StepRunner {
     for field in conditions { request.headers.set(field.name, field.value) }
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
     download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
+    let oauth = options.auth?.oauth2.map { context.oauth2.session(for: $0) }
+    let tokenAttempts = Mutex<[Attempt]>([])
+    defer { tokenAttempts.withLock { $0 }.forEach(record) }
+    let caller = oauthCaller(options) { attempt in tokenAttempts.withLock { $0.append(attempt) } }
     let response = try runner.run(
       { _ in
-        let response = try download.attempt(request, client: client, transactionID: nil)
+        let response = try attemptSigned(request, oauth: oauth, caller: caller, url: url) { signed in
+          try download.attempt(signed, client: client, transactionID: nil)
+        }
         if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty
           || (response.status == 304 && !conditions.isEmpty)
         {
@@ -102,6 +109,51 @@ extension StepRunner {
       bytes: download.bytesReceived, wireBytes: download.wireBytesReceived)
   }
 
+  /// What `auth.oauth2`'s token requests need from this step: its TLS settings, time
+  /// limits and retry policy; their attempts go to `record` and the log.
+  func oauthCaller(_ options: HTTPStep, record: @escaping (Attempt) -> Void) -> OAuth2Session.Caller {
+    var tls = options.tls
+    tls.caFile = tls.caFile.map { manifest.resolve($0) }
+    return OAuth2Session.Caller(
+      tls: tls, timeouts: step.timeouts, retry: step.retry, cancellation: context.cancellation, budget: context.retryBudget,
+      record: { [self] attempt in
+        record(attempt)
+        if attempt.outcome != .ok { logAttempt(attempt) }
+      },
+      log: { [self] line in console.info(line, step: step.id) })
+  }
+
+  /// Sends `request` through `send` with the access token of `oauth` (none: as it is).
+  /// A 401 renews the token once (`OAuth2Session.renew(stale:)`) and sends the request
+  /// again; a second 401 fails with `OAuth2Error.refused`. A token that cannot be had fails
+  /// the attempt as unsent (its own attempts are recorded).
+  func attemptSigned(
+    _ request: HTTPRequest, oauth: OAuth2Session?, caller: OAuth2Session.Caller, url: String,
+    _ send: (HTTPRequest) throws -> HTTPResponse
+  ) throws -> HTTPResponse {
+    guard let oauth else { return try send(request) }
+    var signed = request
+    let token: String
+    do {
+      token = try oauth.token(caller)
+    } catch {
+      throw UnsentAttempt(error)
+    }
+    signed.headers.set("Authorization", "Bearer " + token)
+    let response = try send(signed)
+    guard response.status == 401 else { return response }
+    let fresh: String
+    do {
+      fresh = try oauth.renew(stale: token, because: "the server answered 401 to \(HTTPClient.displayURL(url))", caller)
+    } catch {
+      throw UnsentAttempt(error)
+    }
+    signed.headers.set("Authorization", "Bearer " + fresh)
+    let again = try send(signed)
+    guard again.status == 401 else { return again }
+    throw OAuth2Error.refused(StepRunner.statusError(again, url: url))
+  }
+
   /// The request for `url`: method, headers (Accept by format, Content-Type by body, the
   /// Authorization of `auth`), body, time limits and TLS.
   /// With `paginate.cursor.body`, `cursor` goes into the JSON body at that pointer.
@@ -123,7 +175,16 @@ extension StepRunner {
     case nil:
       break
     }
-    if let auth = options.auth { headers.set("Authorization", auth.authorization) }
+    if let authorization = options.auth?.authorization { headers.set("Authorization", authorization) }
+    var url = url
+    if case .apiKey(let key)? = options.auth {
+      switch key.place {
+      case .header(let name): headers.set(name, key.value)
+      // Into every request, after the step's own parameters and those of pagination: a next
+      // link the server gives does not carry it.
+      case .query(let name): url += (url.contains("?") ? "&" : "?") + QueryItem.encode([QueryItem(name, key.value)])
+      }
+    }
     var tls = options.tls
     tls.caFile = tls.caFile.map { manifest.resolve($0) }
     return HTTPRequest(

@@ -1,0 +1,178 @@
+internal import DrayJSON
+internal import DrayModel
+internal import DrayTarget
+internal import DrayTransport
+internal import Foundation
+
+/// One token request to an OAuth 2.0 token endpoint (RFC 6749 §4.4.2, §6) and its answer
+/// (§5.1, §5.2), and, for `grant: refresh_token`, the kept refresh token around it.
+struct OAuth2Refresh {
+  let settings: OAuth2
+  let onSecret: @Sendable (String) -> Void
+
+  /// A token answer (RFC 6749 §5.1).
+  struct Answer {
+    var accessToken: String
+    /// A rotated refresh token; nil when the server kept the one sent.
+    var refreshToken: String?
+    /// Seconds the access token lives; nil when the answer did not say.
+    var expiresIn: Double?
+  }
+
+  /// Longest `expires_in` renewed by time: ten years. A longer one is renewed only by a 401.
+  static let longestLifetime: Double = 10 * 365 * 24 * 3600
+
+  /// A refresh under the database's lock: the refresh token presented is the one kept
+  /// there (unless the manifest's changed since, `OAuth2.refreshTokenHash`), read inside
+  /// the lock; a rotated one is committed before this returns, so before the access token
+  /// is used. The only window left is between the server's answer and that commit.
+  /// - Throws: `OAuth2Error`, `TransportError`, the database's errors.
+  func refreshing(keeper: any TokenKeeper, _ caller: OAuth2Session.Caller) throws -> Answer {
+    let manifestToken = settings.refreshToken ?? ""
+    let manifestHash = settings.refreshTokenHash ?? ""
+    return try keeper.locked(key: settings.key) { kept, keep in
+      let usable = kept.flatMap { $0.manifestHash == manifestHash ? $0 : nil }
+      if kept != nil && usable == nil {
+        caller.log("oauth2: the manifest's refresh_token changed since one was kept; it replaces the kept one")
+      }
+      let presented = usable?.refreshToken ?? manifestToken
+      onSecret(presented)
+      let reply: Reply
+      do {
+        reply = try request(refreshToken: presented, caller)
+      } catch let error as OAuth2Error {
+        throw error.presenting(kept: usable)
+      }
+      // Kept even when the rest of the answer is refused (no access_token, a bad
+      // expires_in): the server has rotated the token, and the one presented is spent.
+      if let rotated = reply.rotated, rotated != presented {
+        try keep(KeptToken(key: settings.key, refreshToken: rotated, manifestHash: manifestHash, keptAt: OAuth2Refresh.now()))
+        CrashPoint.reach("token-kept")
+        caller.log("oauth2: kept the rotated refresh token")
+      } else if kept != nil && usable == nil {
+        // The manifest's new token, not rotated: it replaces the kept one, which is stale.
+        try keep(KeptToken(key: settings.key, refreshToken: presented, manifestHash: manifestHash, keptAt: OAuth2Refresh.now()))
+      }
+      return try reply.answer.get()
+    }
+  }
+
+  /// A 2xx token answer: the rotated refresh token it holds, read first, and the answer
+  /// as a whole, or why it is refused.
+  struct Reply {
+    var rotated: String?
+    var answer: Result<Answer, any Error>
+  }
+
+  static func now() -> String { RunReport.rfc3339(Date()) }
+
+  /// Sends one token request (`refreshToken` for `grant: refresh_token`) under the step's
+  /// retry policy and reads its answer. A refresh whose request reached the server is not
+  /// sent again: the server may have rotated the token already, and a second use of the
+  /// old one would revoke it.
+  /// - Throws: `OAuth2Error`, `TransportError`.
+  func request(refreshToken: String?, _ caller: OAuth2Session.Caller) throws -> Reply {
+    var fields = [QueryItem("grant_type", settings.grant.rawValue)]
+    if let refreshToken { fields.append(QueryItem("refresh_token", refreshToken)) }
+    if let scope = settings.scope { fields.append(QueryItem("scope", scope)) }
+    var headers = HTTPHeaders()
+    headers.set("Content-Type", "application/x-www-form-urlencoded")
+    headers.set("Accept", "application/json")
+    if settings.clientAuth == .basic, settings.clientSecret != nil {
+      headers.set("Authorization", settings.basicCredentials)
+    } else {
+      // `client_auth: body`, or a public client (RFC 6749 §2.1, §3.2.1): its id in the body.
+      fields.append(QueryItem("client_id", settings.clientID))
+      if let secret = settings.clientSecret { fields.append(QueryItem("client_secret", secret)) }
+    }
+    let rotating = refreshToken != nil
+    let request = HTTPRequest(
+      method: .post, url: settings.tokenURL, headers: headers, body: .bytes(Array(QueryItem.encode(fields).utf8)),
+      timeouts: caller.timeouts, tls: caller.tls, repeatable: !rotating)
+    let client = HTTPClient(cancellation: caller.cancellation)
+    let runner = RetryRunner(policy: caller.retry, cancellation: caller.cancellation, budget: caller.budget)
+    let sink = MemorySink(limit: 1 << 20)
+    let response = try runner.run(
+      call: "token",
+      { _ in
+        let response = try client.perform(request, sink: sink)
+        guard (200..<300).contains(response.status) else {
+          if let error = OAuth2Error.endpoint(response, settings: settings) { throw error }
+          throw TransportError.httpStatus(StepRunner.statusError(response, url: HTTPClient.displayURL(request.url)))
+        }
+        return response
+      },
+      classify: { error in
+        guard let transport = error as? TransportError, transport.isTransient else { return .fail(reason: nil) }
+        if !rotating || client.bytesSent == 0 { return .retry }
+        if case .httpStatus(let status) = transport.underlying, [429, 503].contains(status.status) { return .retry }
+        return .fail(
+          reason: "not retried: the refresh may have reached the server, which may have rotated the refresh token already, "
+            + "and sending the old one again would be refused")
+      }, record: caller.record)
+    let rotated = OAuth2Refresh.rotated(in: sink.bytes)
+    if let rotated { onSecret(rotated) }
+    let bytes = sink.bytes
+    return Reply(
+      rotated: rotated, answer: Result { try OAuth2Refresh.answer(response, bytes, url: settings.tokenURL, onSecret: onSecret) })
+  }
+
+  /// The non-empty `refresh_token` of a JSON object answer, or nil.
+  static func rotated(in body: [UInt8]) -> String? {
+    guard let json = try? JSONValue(parsing: body), let token = json["refresh_token"]?.stringValue, !token.isEmpty else { return nil }
+    return token
+  }
+
+  /// Reads a 2xx token answer (RFC 6749 §5.1), passing each token to `onSecret` first.
+  /// - Throws: `OAuth2Error.badAnswer` for a body that is not a JSON object, one without
+  ///   `access_token`, a `token_type` other than Bearer, or an `expires_in` that is not a
+  ///   number of seconds above 0.
+  static func answer(_ response: HTTPResponse, _ body: [UInt8], url: String, onSecret: (String) -> Void) throws -> Answer {
+    let place = "(HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none"))"
+    guard let json = try? JSONValue(parsing: body), case .object = json else {
+      let html = String(decoding: body.prefix(200), as: UTF8.self).lowercased().contains("<html")
+      throw OAuth2Error.badAnswer(
+        url: url,
+        detail: "the token answer is \(html ? "an HTML page" : "not a JSON object") \(place); "
+          + "check token_url: it must be the token endpoint, not a sign-in page or another service")
+    }
+    // Learnt before anything else, so that no message below can print them.
+    if let refresh = json["refresh_token"]?.stringValue { onSecret(refresh) }
+    guard let token = json["access_token"]?.stringValue, !token.isEmpty else {
+      throw OAuth2Error.badAnswer(
+        url: url, detail: "the token answer has no access_token \(place); check token_url and grant, and the server's documentation")
+    }
+    onSecret(token)
+    if let type = json["token_type"]?.stringValue, type.lowercased() != "bearer" {
+      throw OAuth2Error.badAnswer(
+        url: url, detail: "the token answer's token_type is '\(type)'; dray sends only Bearer tokens (RFC 6750)")
+    }
+    var expiresIn: Double?
+    if let value = json["expires_in"], value != .null {
+      // Some servers send it as text ("3599").
+      let seconds: Double? =
+        switch value {
+        case .integer(let i): Double(i)
+        case .number(let n): Double(n)
+        case .string(let s): Double(s)
+        default: nil
+        }
+      guard let seconds else {
+        throw OAuth2Error.badAnswer(url: url, detail: "the token answer's expires_in is \(value.json), not a number of seconds")
+      }
+      expiresIn = seconds
+    }
+    if let seconds = expiresIn {
+      guard seconds.isFinite, seconds >= 1 else {
+        throw OAuth2Error.badAnswer(
+          url: url,
+          detail:
+            "the token answer's expires_in is \(json["expires_in"]?.json ?? "?"): a token that lives less than a second cannot be used; "
+            + "check the token endpoint's settings")
+      }
+      if seconds > longestLifetime { expiresIn = nil }
+    }
+    let rotated = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+    return Answer(accessToken: token, refreshToken: rotated, expiresIn: expiresIn)
+  }
+}

@@ -1,0 +1,27 @@
+public import DrayModel
+
+extension ManifestSchema {
+  /// An `http` step's `auth.oauth2` (docs/auth.md).
+  public static let httpOAuth2: [Key] = [
+    Key("token_url", .string(nonEmpty: true), required: true, "The token endpoint: an http:// or https:// address."),
+    Key(
+      "grant", .choice(OAuth2.Grant.allCases.map(\.rawValue)), required: true,
+      "client_credentials (the client's own credentials) or refresh_token (a person's authorisation)."),
+    Key("client_id", .string(nonEmpty: true), required: true, "The client's id."),
+    Key("client_secret", .string(nonEmpty: true), "The client's secret; masked in every output. Required by client_credentials."),
+    Key(
+      "refresh_token", .string(nonEmpty: true),
+      "The first refresh token (grant: refresh_token); a rotated one is kept in the job's database and used instead."),
+    Key("scope", .string(nonEmpty: true), "Space-separated scopes to ask for."),
+    Key(
+      "client_auth", .choice(OAuth2.ClientAuth.allCases.map(\.rawValue)), default: .string(OAuth2.ClientAuth.basic.rawValue),
+      "How the client proves who it is: basic (Authorization header) or body (form fields)."),
+  ]
+
+  /// An `http` step's `auth.api_key` (docs/auth.md).
+  public static let httpAPIKey: [Key] = [
+    Key("header", .string(nonEmpty: true), "The request header that carries the key (X-API-Key); give this or 'query'."),
+    Key("query", .string(nonEmpty: true), "The query parameter that carries the key (api_key); give this or 'header'."),
+    Key("value", .string(nonEmpty: true), required: true, "The key; masked in every output."),
+  ]
+}
