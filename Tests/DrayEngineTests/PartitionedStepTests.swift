@@ -93,6 +93,7 @@ import Testing
     #expect(entries.map { ($0["rows"] as? [String: Int])?["echoes"] } == [1, 1])
     #expect(entries.allSatisfy { ($0["attempts"] as? [Any])?.count == 1 })
     #expect((step["rows"] as? [String: Int])?["echoes"] == 2)
+    #expect(try ReportCheck.problems([try folder.write("report.json", report.json())]) == "")
   }
 
   @Test(arguments: TargetDatabase.Kind.allCases)
@@ -165,6 +166,7 @@ import Testing
     #expect(step.errorMessage?.contains("repo=99") == true)
     #expect(step.members.map(\.status) == [.succeeded, .failed, .notRun, .notRun])
     #expect(try target.rows("SELECT count(*) FROM issues") == [["2"]])
+    #expect(try ReportCheck.problems([try folder.write("failed.json", first.json())]) == "")
     // The next run, its list mended, skips repo 1 and fetches the others once.
     try server.reset()
     let mended = try manifest(
