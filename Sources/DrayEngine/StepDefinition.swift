@@ -163,7 +163,8 @@ extension HTTPStep {
     let incremental: JSONValue? = self.incremental.map { i in
       object([
         ("cursor", .string(i.cursor.description)), ("param", .string(i.param)), ("initial", i.initial.json),
-        ("lag", i.lag.map { .string($0.formatted) }),
+        // In hours at most (`48h`), as before durations took days, so that fingerprints stay.
+        ("lag", i.lag.map { .string($0.formatted(days: false)) }),
       ])
     }
     return object([

@@ -48,9 +48,11 @@ public enum ManifestSchema {
     /// An integer or a decimal number.
     case number
     case boolean
-    /// A number and a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`; at least `minimum`, at most
-    /// 30 days.
+    /// A number and a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`, `7d`, `2w`; at least
+    /// `minimum`, at most 30 days.
     case duration(minimum: Duration)
+    /// A window's length (`Partitions.Every`): a whole number and a unit, `7d`, `2w` or `1mo`.
+    case period
     /// One of a closed set of words.
     case choice([String])
     case list(Value)
@@ -225,6 +227,38 @@ public enum ManifestSchema {
     Key("description", .string(nonEmpty: false), "What the step is for, for people."),
     Key("retry", .mapping(retry), overrides: "retry", "Overrides keys of the job's retry policy for this step."),
     Key("timeouts", .mapping(timeouts), overrides: "platform.timeouts", "Overrides keys of platform.timeouts for this step."),
+    Key(
+      "partitions", .mapping(partitions, rules: [.exactlyOne(Partitions.SourceKind.allCases.map(\.rawValue))]),
+      "Run an http or table_stream step once for each partition, its {name} placeholders taking the partition's values (docs/partitions.md)."
+    ),
+  ]
+
+  /// `partitions` of an `http` or `table_stream` step: one source, and how partitions run.
+  public static let partitions: [Key] =
+    Partitions.SourceKind.allCases.map { kind in
+      switch kind {
+      case .list:
+        Key(kind.rawValue, .list(.dictionary(.string(nonEmpty: false))), "The partitions, each a mapping of placeholder names to values.")
+      case .rows:
+        Key(
+          kind.rawValue, .string(nonEmpty: true),
+          "A query on the job's database, with {{ table ... }} templates: one partition per row, its column names the placeholder names.")
+      case .window:
+        Key(kind.rawValue, .mapping(partitionWindow), "Consecutive half-open windows [window_start, window_end) from start to end.")
+      }
+    } + [
+      Key(
+        "concurrency", .integer(1...64), default: .integer(Int64(Partitions.defaultConcurrency)),
+        "How many partitions run at once in one runner (as parallel.max does for a group's steps)."),
+      Key(
+        "lease", .duration(minimum: .seconds(1)), default: duration(Partitions.defaultLease),
+        "How long a claimed partition stays claimed when its runner stops renewing the claim; then another runner may take it."),
+    ]
+
+  public static let partitionWindow: [Key] = [
+    Key("start", .string(nonEmpty: true), required: true, "The first window's start: a date (2024-01-01) or an RFC 3339 instant."),
+    Key("end", .string(nonEmpty: true), required: true, "Where the last window ends (not included); in the form of start."),
+    Key("every", .period, required: true, "Each window's length: days (7d), weeks (2w) or calendar months (1mo)."),
   ]
 
   /// The step kinds: each step has exactly one of these keys.
@@ -554,8 +588,9 @@ extension ManifestSchema {
     case .integer(let range): "integer (\(range.lowerBound) to \(range.upperBound))"
     case .number: "number"
     case .boolean: "boolean"
-    case .duration(let minimum) where minimum == .zero: "duration (0s to 720h)"
-    case .duration(let minimum): "duration (\(minimum.formatted) to 720h)"
+    case .duration(let minimum) where minimum == .zero: "duration (0s to \(NodeReader.maxDuration.formatted))"
+    case .duration(let minimum): "duration (\(minimum.formatted) to \(NodeReader.maxDuration.formatted))"
+    case .period: "period (Nd, Nw or Nmo)"
     case .choice(let words): "one of: " + words.joined(separator: ", ")
     case .list(let inner): "list of " + plural(typeName(inner))
     case .mapping: "mapping"
@@ -574,6 +609,7 @@ extension ManifestSchema {
     if type.hasPrefix("one of:") { return "words, each " + type }
     if type.hasPrefix("string") { return "strings" + type.dropFirst("string".count) }
     if type.hasPrefix("list of ") { return "lists of " + type.dropFirst("list of ".count) }
+    if type.hasPrefix("mapping of ") { return "mappings of " + type.dropFirst("mapping of ".count) }
     return type + "s"
   }
 }
