@@ -4,7 +4,11 @@ extension Step {
   /// The step's resolved definition as JSON: its kind and options, without retry and
   /// timeouts (changing how hard a step tries does not change what it does).
   public var definition: JSONValue {
-    .object([("id", .string(id)), ("kind", .string(kindName)), ("options", kind.options)])
+    var fields: [(key: String, value: JSONValue)] = [("id", .string(id)), ("kind", .string(kindName)), ("options", kind.options)]
+    // Only when set, so that the fingerprints of steps without them stay; `concurrency` and
+    // `lease` change how the partitions run, not which.
+    if let partitions { fields.append(("partitions", partitions.definition)) }
+    return .object(fields)
   }
 
   /// SHA-256 of the canonical JSON of `definition` and the job's database: equal
@@ -185,5 +189,19 @@ extension HTTPStep {
       ("on_status", object(onStatus.map { ($0.key, .string($0.outcome.rawValue)) })),
       ("incremental", incremental),
     ])
+  }
+}
+
+extension Partitions {
+  /// The partitions' source as JSON, in manifest key names.
+  var definition: JSONValue {
+    switch source {
+    case .list(let list): .object([("list", .array(list.map { .object($0.values.map { ($0.name, .string($0.value)) }) }))])
+    case .rows(let sql): .object([("rows", .string(sql))])
+    case .window(let window):
+      .object([
+        ("window", .object([("start", .string(window.start)), ("end", .string(window.end)), ("every", .string(window.every.formatted))]))
+      ])
+    }
   }
 }

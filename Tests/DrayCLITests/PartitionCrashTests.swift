@@ -63,9 +63,26 @@ import Testing
       return try ChildProcess.dray(["run", folder + "/job.yaml"], logPrefix: folder + "/run-\(runs)")
     }
 
-    /// The repositories whose partition finished (its checkpoint succeeded).
+    /// Whether the run journal exists (a kill can come before a run made it).
+    func hasJournal() throws -> Bool {
+      let journal =
+        target.kind == .sqlite
+        ? "SELECT count(*) FROM sqlite_master WHERE name = '_dray_checkpoints'"
+        : "SELECT count(*) FROM information_schema.tables WHERE table_name = '_dray_checkpoints'"
+      return try (target.kind == .postgres || FileManager.default.fileExists(atPath: folder + "/" + TargetDatabase.sqlitePath))
+        && target.rows(journal) == [["1"]]
+    }
+
+    /// Whether the last run recorded its success before it was killed (between that and
+    /// its exit): the job is done, and another run would be a new one, which appends again.
+    func lastRunSucceeded() throws -> Bool {
+      try hasJournal() && target.rows("SELECT status FROM _dray_runs ORDER BY run_id DESC LIMIT 1") == [["succeeded"]]
+    }
+
+    /// The partitions that finished (their checkpoints succeeded).
     func finished() throws -> Set<String> {
-      Set(
+      guard try hasJournal() else { return [] }
+      return Set(
         try target.rows("SELECT step_id FROM _dray_checkpoints WHERE step_id LIKE 'issues[%' AND status = 'succeeded'")
           .compactMap { $0.first ?? nil })
     }
@@ -117,7 +134,12 @@ import Testing
       var finished: Set<String> = []
       func refetched() throws {
         let again = try trial.fetched().intersection(finished)
-        if !again.isEmpty { failures.append("trial \(trials) run \(trial.runs) fetched finished partitions again: \(again.sorted())") }
+        if !again.isEmpty {
+          let logs = (1...trial.runs).map { (try? String(contentsOfFile: trial.folder + "/run-\($0).err", encoding: .utf8)) ?? "" }
+          failures.append(
+            "trial \(trials) run \(trial.runs) fetched finished partitions again: \(again.sorted()); the runs' logs:\n"
+              + logs.joined(separator: "\n---\n"))
+        }
         try trial.server.reset()
         finished = try trial.finished()
       }
@@ -131,8 +153,8 @@ import Testing
         process.send(SIGKILL)
         let ended = process.wait()
         try refetched()
-        guard ended == .signaled(SIGKILL) else {
-          completed = ended == .exited(0)
+        guard ended == .signaled(SIGKILL), try !trial.lastRunSucceeded() else {
+          completed = ended == .exited(0) || ended == .signaled(SIGKILL)
           break
         }
         landed += 1

@@ -12,7 +12,12 @@ extension StepRunner {
   func partitionList(_ partitions: Partitions, store: (any TargetStore)?) throws -> [Partition] {
     switch partitions.source {
     case .list(let list): return list
-    case .window(let window): return try PartitionWindows.partitions(window, step: step.id)
+    case .window(let window):
+      do {
+        return try window.bounds().map { Partition([("window_start", $0.start), ("window_end", $0.end)]) }
+      } catch {
+        throw PartitionError.window(step: step.id, message: error.description)
+      }
     case .rows(let sql):
       guard let store else { throw StepError.settingMissing("step '\(step.id)' needs a 'database' for partitions.rows") }
       var names: [String] = []
@@ -45,64 +50,5 @@ extension StepRunner {
       if names.isEmpty { throw PartitionError.rowsNoColumn(step: step.id) }
       return list
     }
-  }
-}
-
-/// The windows of `partitions.window`: consecutive half-open `[window_start, window_end)`,
-/// from `start`, each `every` long, the last cut at `end`; bounds written in the form
-/// `start` and `end` are given in (a date `2024-01-01`, or an RFC 3339 instant written in
-/// UTC). Months are calendar months: a window from January 31 ends on the last day of
-/// February.
-enum PartitionWindows {
-  static func partitions(_ window: Partitions.Window, step: String) throws -> [Partition] {
-    let dateOnly = !window.start.contains("T") && !window.end.contains("T")
-    guard let start = parse(window.start), let end = parse(window.end) else {
-      throw PartitionError.window(step: step, message: "start and end must be dates (2024-01-01) or RFC 3339 instants")
-    }
-    guard start < end else { throw PartitionError.window(step: step, message: "start \(window.start) is not before end \(window.end)") }
-    var calendar = Calendar(identifier: .gregorian)
-    calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-    var list: [Partition] = []
-    var index = 0
-    var lower = start
-    while lower < end {
-      index += 1
-      let next: Date? =
-        switch window.every {
-        case .days(let days) where days > 0: calendar.date(byAdding: .day, value: days * index, to: start)
-        case .months(let months) where months > 0: calendar.date(byAdding: .month, value: months * index, to: start)
-        default: nil
-        }
-      guard let next, next > lower else { throw PartitionError.window(step: step, message: "every must be longer than zero") }
-      let upper = min(next, end)
-      list.append(Partition([("window_start", format(lower, dateOnly: dateOnly)), ("window_end", format(upper, dateOnly: dateOnly))]))
-      lower = upper
-    }
-    return list
-  }
-
-  private static func parse(_ text: String) -> Date? {
-    if !text.contains("T") {
-      let formatter = DateFormatter()
-      formatter.locale = Locale(identifier: "en_US_POSIX")
-      formatter.timeZone = TimeZone(identifier: "UTC")
-      formatter.dateFormat = "yyyy-MM-dd"
-      return formatter.date(from: text)
-    }
-    let formatter = ISO8601DateFormatter()
-    if let date = formatter.date(from: text) { return date }
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter.date(from: text)
-  }
-
-  private static func format(_ date: Date, dateOnly: Bool) -> String {
-    if dateOnly {
-      let formatter = DateFormatter()
-      formatter.locale = Locale(identifier: "en_US_POSIX")
-      formatter.timeZone = TimeZone(identifier: "UTC")
-      formatter.dateFormat = "yyyy-MM-dd"
-      return formatter.string(from: date)
-    }
-    return ISO8601DateFormatter().string(from: date)
   }
 }
