@@ -202,7 +202,7 @@ import Testing
             partitions: { list: [{ region: eu }] }
             http: { base_url: "https://{region}.example.com", path: "/{region}" }
         """) == [
-          "job.yaml:7:77: error: 'steps.a.http.output' must hold a placeholder of the partitions besides {page}, such as out/items-{region}.json: otherwise every partition writes the same file",
+          "job.yaml:7:77: error: 'steps.a.http.output' must hold a placeholder of the partitions besides {page}, such as out/a-{region}.json: otherwise every partition writes the same file",
           "job.yaml:10:84: error: 'steps.b.http.output' names one file, 'out/eu.json', for partitions 1 and 2 of 'steps.b.partitions.list': add a placeholder that tells them apart",
           "job.yaml:13:23: error: 'steps.c.http.base_url' is sent as written: placeholders such as {region} are filled in path, query, headers, body and output; move {region} to path",
         ])
@@ -241,6 +241,24 @@ import Testing
           "job.yaml:18:72: error: 'steps.e.partitions.window': 'every' (1mo) is longer than the range from 2024-01-01 to 2024-01-03; shorten it, or move 'end' to 2024-02-01 or later",
           "job.yaml:21:53: error: 'steps.f.partitions.window': 'end' is an RFC 3339 instant and 'start' a date; give both as dates (2024-01-01) or both as instants (2024-01-01T00:00:00Z)",
         ])
+  }
+
+  @Test func templatesNameThePartitionsOfATableStream() {
+    let steps = """
+        - id: sales
+          partitions: { list: [{ region: EU }, { region: US }] }
+          table_stream: { resource: SALES, params: { region: "{region}" } }
+        - id: by-row
+          partitions: { rows: SELECT code FROM countries }
+          table_stream: { resource: FRUITS, params: { country: "{code}" } }
+        - sql: |
+            SELECT * FROM {{ table "SALES" "T" '{"region":"EU"}' }}, {{ table "SALES" "T" '{"region":"XX"}' }},
+              {{ table "FRUITS" "T" '{"country":"any"}' }}
+      """
+    #expect(
+      errors(steps, head: ManifestText.platformJob + "\n") == [
+        #"job.yaml:14:64: error: step 'sql-3': {{ table "SALES" "T" '{"region":"XX"}' }} names parameters {"region":"XX"} that no table_stream step of SALES loads (loaded: {"region":"EU"}, {"region":"US"})"#
+      ])
   }
 
   @Test func rowsQueriesAreCheckedLikeOtherSQL() {
