@@ -249,10 +249,14 @@ extension ManifestValidator {
     guard let output = http.output, let outputNode = child(nodes.kind, "output") else { return }
     let names = ((try? Placeholders.names(in: output)) ?? []).filter { $0 != "page" }
     if names.isEmpty {
-      let example = partitions.knownPartitions?.first?.values.first.map { "{\($0.name)}" } ?? "{NAME}"
+      let name = partitions.knownPartitions?.first?.values.first.map { "{\($0.name)}" } ?? "{NAME}"
+      // `out/export.json` → `out/export-{region}.json`.
+      let slash = output.lastIndex(of: "/").map { output.index(after: $0) } ?? output.startIndex
+      let dot = output[slash...].lastIndex(of: ".").flatMap { $0 > slash ? $0 : nil } ?? output.endIndex
+      let example = output[..<dot] + "-" + name + output[dot...]
       reader.error(
         outputNode.location,
-        "'\(path).output' must hold a placeholder of the partitions besides {page}, such as out/items-\(example)\(http.paginate == nil ? "" : "-{page}").json: otherwise every partition writes the same file"
+        "'\(path).output' must hold a placeholder of the partitions besides {page}, such as \(example): otherwise every partition writes the same file"
       )
       return
     }

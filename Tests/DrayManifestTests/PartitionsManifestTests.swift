@@ -1,7 +1,9 @@
-import DrayManifest
 import DrayModel
 import DrayTestSupport
+import Foundation
 import Testing
+
+@testable import DrayManifest
 
 /// `partitions:` of `http` and `table_stream` steps, and the placeholders they fill
 /// (docs/partitions.md).
@@ -202,7 +204,7 @@ import Testing
             partitions: { list: [{ region: eu }] }
             http: { base_url: "https://{region}.example.com", path: "/{region}" }
         """) == [
-          "job.yaml:7:77: error: 'steps.a.http.output' must hold a placeholder of the partitions besides {page}, such as out/items-{region}.json: otherwise every partition writes the same file",
+          "job.yaml:7:77: error: 'steps.a.http.output' must hold a placeholder of the partitions besides {page}, such as out/a-{region}.json: otherwise every partition writes the same file",
           "job.yaml:10:84: error: 'steps.b.http.output' names one file, 'out/eu.json', for partitions 1 and 2 of 'steps.b.partitions.list': add a placeholder that tells them apart",
           "job.yaml:13:23: error: 'steps.c.http.base_url' is sent as written: placeholders such as {region} are filled in path, query, headers, body and output; move {region} to path",
         ])
@@ -243,6 +245,24 @@ import Testing
         ])
   }
 
+  @Test func templatesNameThePartitionsOfATableStream() {
+    let steps = """
+        - id: sales
+          partitions: { list: [{ region: EU }, { region: US }] }
+          table_stream: { resource: SALES, params: { region: "{region}" } }
+        - id: by-row
+          partitions: { rows: SELECT code FROM countries }
+          table_stream: { resource: FRUITS, params: { country: "{code}" } }
+        - sql: |
+            SELECT * FROM {{ table "SALES" "T" '{"region":"EU"}' }}, {{ table "SALES" "T" '{"region":"XX"}' }},
+              {{ table "FRUITS" "T" '{"country":"any"}' }}
+      """
+    #expect(
+      errors(steps, head: ManifestText.platformJob + "\n") == [
+        #"job.yaml:14:64: error: step 'sql-3': {{ table "SALES" "T" '{"region":"XX"}' }} names parameters {"region":"XX"} that no table_stream step of SALES loads (loaded: {"region":"EU"}, {"region":"US"})"#
+      ])
+  }
+
   @Test func rowsQueriesAreCheckedLikeOtherSQL() {
     #expect(
       errors(
@@ -266,5 +286,41 @@ extension PartitionsManifestTests {
     #expect(partitioned.map { $0.partitions?.concurrency } == [2, 4, 1])
     #expect(partitioned.map { $0.partitions?.lease } == [.seconds(60), .seconds(30), .seconds(120)])
     #expect(partitioned.map { $0.partitions?.knownPartitions?.count } == [2, nil, 5])
+  }
+}
+
+extension PartitionsManifestTests {
+  func schemaProblems(_ steps: String) throws -> [String] {
+    let root = try #require(try YAMLParser(file: "t.yaml").parse("version: 1\njob: j\nsteps:\n" + steps))
+    return JSONSchemaChecker(root: ManifestSchema.jsonSchema).problems(JSONValue(yaml: root))
+  }
+
+  @Test func theJSONSchemaTakesPartitionsWhereTheValidatorDoes() throws {
+    let fine = """
+        - partitions: { list: [{ r: eu }], concurrency: 4, lease: 1d }
+          http: { base_url: "https://h", path: "/{r}" }
+        - partitions: { window: { start: 2024-01-01, end: 2024-02-01, every: 2w } }
+          table_stream: { resource: R, params: { from: "{window_start}" } }
+        - partitions: { rows: SELECT 1 AS n, lease: "${LEASE}" }
+          http: { base_url: "https://h", path: "/{n}" }
+      """
+    #expect(try schemaProblems(fine) == [])
+    let refused: [(String, String)] = [
+      ("  - { partitions: { list: [{ r: eu }] }, sql: SELECT 1 }\n", "$.steps[0]: matches none of anyOf"),
+      (
+        "  - parallel: { steps: [{ partitions: { list: [{ r: eu }] }, http: { base_url: \"https://h\" } }] }\n",
+        "$.steps[0].parallel.steps[0]: unexpected key partitions"
+      ),
+      ("  - { partitions: { list: [], rows: x }, http: { base_url: \"https://h\" } }\n", "$.steps[0].partitions: matches 2 of oneOf"),
+      (
+        "  - { partitions: { window: { start: a, end: b, every: 1y } }, http: { base_url: \"https://h\" } }\n",
+        "$.steps[0].partitions.window.every"
+      ),
+      ("  - { partitions: { list: [], concurrency: 65 }, http: { base_url: \"https://h\" } }\n", "$.steps[0].partitions.concurrency"),
+    ]
+    for (steps, problem) in refused {
+      let problems = try schemaProblems(steps)
+      #expect(problems.contains { $0.hasPrefix(problem) }, "\(steps): \(problems)")
+    }
   }
 }

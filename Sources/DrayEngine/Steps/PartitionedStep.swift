@@ -36,7 +36,14 @@ extension StepRunner {
         throw PartitionError.duplicate(step: step.id, first: other.label, second: partition.label)
       }
     }
-    if let store, !resuming {
+    // The partitions that finished in the chain this run continues, or in this run itself
+    // (the step run again after a lost connection): never fetched again.
+    let finished = try context.journal.withLock { try $0.checkpoints(job: manifest.job) }.filter {
+      $0.stepID.hasPrefix(step.id + "[") && $0.status == .succeeded
+        && ($0.runID == context.runID || resuming && $0.lineage == context.lineage)
+    }
+    let startsOver = !resuming && !finished.contains { $0.runID == context.runID }
+    if let store, startsOver {
       // A step that starts over gathers from nothing; a `--fresh` incremental load into one
       // table empties it once here, not once per partition.
       let emptiesTable = context.fresh && load != nil && load?.write != .replace && isIncremental
@@ -56,7 +63,7 @@ extension StepRunner {
       console.info(note, step: step.id)
       report.notes.append(note)
     }
-    report.members = try runMembers(members, list, concurrency: partitions.concurrency, resuming: resuming)
+    report.members = runMembers(members, list, concurrency: partitions.concurrency, finished: finished)
     for index in report.members.indices {
       if let load, let records = report.members[index].records { report.members[index].rows = [load.table: records] }
       if gathered != nil { report.members[index].tables = [] }
@@ -79,20 +86,18 @@ extension StepRunner {
   }
 
   /// Runs `members` (the partitions `list` gives, in order), at most `concurrency` at once,
-  /// skipping those that finished in the chain when `resuming`.
+  /// skipping those whose checkpoint is in `finished` with their definition unchanged.
   /// - Returns: one report per member, in order: a member never started is `not_run`.
-  private func runMembers(_ members: [Step], _ list: [Partition], concurrency: Int, resuming: Bool) throws -> [StepReport] {
+  private func runMembers(_ members: [Step], _ list: [Partition], concurrency: Int, finished checkpoints: [CheckpointRecord])
+    -> [StepReport]
+  {
     let results = Mutex<[Int: StepReport]>([:])
     let failed = Atomic<Bool>(false)
     let slots = DispatchSemaphore(value: max(1, concurrency))
     let done = DispatchGroup()
     let progress = PartitionProgress(total: members.count, console: console, step: step.id)
-    let checkpoints = resuming ? try context.journal.withLock { try $0.checkpoints(job: manifest.job) } : []
     for (index, member) in members.enumerated() {
-      if let finished = checkpoints.first(where: {
-        $0.stepID == member.id && $0.lineage == context.lineage && $0.status == .succeeded
-          && $0.fingerprint == member.fingerprint(in: manifest)
-      }) {
+      if let finished = checkpoints.first(where: { $0.stepID == member.id && $0.fingerprint == member.fingerprint(in: manifest) }) {
         var skipped = StepReport(id: member.id, kind: member.kindName, status: .skipped)
         skipped.partition = list[index]
         skipped.skipReason = "finished in run \(finished.runID), unchanged"
