@@ -122,6 +122,8 @@ import Testing
     let length = Date().timeIntervalSince(cleanRun.startedAt)
     let expected = try clean.issues()
     #expect(expected.count == 60)
+    // The console's progress line ends with every partition.
+    #expect(cleanRun.errors.contains("step issues: partitions 12/12 done, 60 rows, "))
     #expect(try clean.leftovers() == [])
 
     var landed = 0

@@ -236,6 +236,47 @@ import Testing
   }
 }
 
+/// A partitioned `table_stream` step against the platform emulator: each partition is its
+/// own parameter set, so it loads its own tables, as the platform names them.
+@Suite struct PartitionedTableStreamTests {
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func eachPartitionLoadsItsOwnTables(kind: TargetDatabase.Kind) throws {
+    let folder = TemporaryDirectory()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let emulator = try Emulator()
+    let (_, report) = try runJob(
+      folder,
+      """
+      version: 1
+      job: fruits
+      platform: { host: "\(emulator.url)", environment: DocumentationExampleEnv, project: DocumentationExampleProj }
+      auth: { username: demo, password: demo-password }
+      \(target.manifestBlock)steps:
+        - id: schemes
+          schemes: {}
+        - id: fruits
+          partitions:
+            list: [{ fruit: apple }, { fruit: plum }]
+            concurrency: 2
+          table_stream: { resource: FRUITS, params: { name: "{fruit}" } }
+      """)
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    let partitions = report.steps[1].members
+    #expect(partitions.map { $0.partition?["fruit"] } == ["apple", "plum"])
+    #expect(partitions.map(\.status) == [.succeeded, .succeeded])
+    let tables = partitions.map { $0.tables.sorted() }
+    #expect(tables.allSatisfy { !$0.isEmpty })
+    #expect(Set(tables).count == 2)
+    #expect(Set(report.steps[1].tables).count == report.steps[1].tables.count)
+    for (partition, fruit) in zip(partitions, ["apple", "plum"]) {
+      // Each partition's tables hold its own rows: the emulator keeps the rows whose column
+      // equals a parameter named like it.
+      let names = try partition.tables.flatMap { try target.rows("SELECT name FROM \"\($0)\"") }
+      #expect(names == [[fruit]], "\(partition.tables)")
+    }
+  }
+}
+
 /// A run report handed from the thread that ran it.
 final class RunResult: @unchecked Sendable {
   private let condition = NSCondition()
