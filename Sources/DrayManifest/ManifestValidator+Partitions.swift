@@ -247,6 +247,15 @@ extension ManifestValidator {
       )
     }
     guard let output = http.output, let outputNode = child(nodes.kind, "output") else { return }
+    // In a paginated output, `{page}` is the page number: a partition's `page` would take
+    // its place, and every page of the partition would write one file.
+    if http.paginate != nil, let key = nodes.listNames.first(where: { $0.name == "page" })?.key {
+      reader.error(
+        key.location,
+        "'steps.\(step.id).partitions.list' gives 'page', which '\(path).output' uses for the page number; give the value another name"
+      )
+      return
+    }
     let names = ((try? Placeholders.names(in: output)) ?? []).filter { $0 != "page" }
     if names.isEmpty {
       let name = partitions.knownPartitions?.first?.values.first.map { "{\($0.name)}" } ?? "{NAME}"

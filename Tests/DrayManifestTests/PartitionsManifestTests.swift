@@ -203,10 +203,14 @@ import Testing
           - id: c
             partitions: { list: [{ region: eu }] }
             http: { base_url: "https://{region}.example.com", path: "/{region}" }
+          - id: d
+            partitions: { list: [{ page: a }, { page: b }] }
+            http: { base_url: "https://api.example.com", path: "/{page}", output: "out/{page}.json", paginate: { next: /next } }
         """) == [
           "job.yaml:7:77: error: 'steps.a.http.output' must hold a placeholder of the partitions besides {page}, such as out/a-{region}.json: otherwise every partition writes the same file",
           "job.yaml:10:84: error: 'steps.b.http.output' names one file, 'out/eu.json', for partitions 1 and 2 of 'steps.b.partitions.list': add a placeholder that tells them apart",
           "job.yaml:13:23: error: 'steps.c.http.base_url' is sent as written: placeholders such as {region} are filled in path, query, headers, body and output; move {region} to path",
+          "job.yaml:15:28: error: 'steps.d.partitions.list' gives 'page', which 'steps.d.http.output' uses for the page number; give the value another name",
         ])
   }
 
