@@ -260,6 +260,12 @@ extension ManifestValidator {
         "'\(path).base_url' is sent as written: placeholders such as {\(name)} are filled in path, query, headers, body and output; move {\(name)} to path"
       )
     }
+    if let table = http.load?.table, let name = (try? Placeholders.names(in: table))?.first {
+      reader.error(
+        child(child(nodes.kind, "load"), "table")?.location ?? nodes.kind.location,
+        "'\(path).load.table' is the one table every partition loads into, named as written: placeholders such as {\(name)} are not filled there; name the table without it"
+      )
+    }
     guard let output = http.output, let outputNode = child(nodes.kind, "output") else { return }
     // In a paginated output, `{page}` is the page number: a partition's `page` would take
     // its place, and every page of the partition would write one file.
