@@ -43,25 +43,39 @@ extension ManifestValidator {
     guard
       let (sourceKind, sourceNode) = exactlyOne(
         Partitions.SourceKind.self, in: f, path: path, explaining: "takes exactly one source of \(sources);")
-    else { return nil }
-    var nodes = PartitionNodes(kind: kindNode, source: sourceNode)
-    let source: Partitions.Source?
-    switch sourceKind {
-    case .list:
-      source = readPartitionList(sourceNode, f.path("list"), nodes: &nodes).map { .list($0) }
-    case .rows:
-      source = reader.string(f, "rows").map { sql in
-        sqlSources.append((id, sql, sourceNode))
-        return .rows(sql)
+    else {
+      // Each source given still says what is wrong with it: one pass reports everything.
+      for kind in Partitions.SourceKind.allCases {
+        guard let node = f[kind.rawValue] else { continue }
+        var unused = PartitionNodes(kind: kindNode, source: node)
+        _ = readSource(kind, node, f, id: id, nodes: &unused)
       }
-    case .window:
-      source = readWindow(sourceNode, f.path("window")).map { .window($0) }
+      return nil
     }
+    var nodes = PartitionNodes(kind: kindNode, source: sourceNode)
+    let source = readSource(sourceKind, sourceNode, f, id: id, nodes: &nodes)
     guard ok, let source else { return nil }
     partitionNodes[id] = nodes
     return Partitions(
       source: source, concurrency: concurrency ?? f.defaultValue("concurrency"), lease: lease ?? Partitions.defaultLease,
       location: pair.key.location)
+  }
+
+  /// The source `kind` at `node`, or nil with a diagnostic.
+  private mutating func readSource(
+    _ kind: Partitions.SourceKind, _ node: YAMLNode, _ f: Fields, id: String, nodes: inout PartitionNodes
+  ) -> Partitions.Source? {
+    switch kind {
+    case .list:
+      return readPartitionList(node, f.path("list"), nodes: &nodes).map { .list($0) }
+    case .rows:
+      return reader.string(f, "rows").map { sql in
+        sqlSources.append((id, sql, node))
+        return .rows(sql)
+      }
+    case .window:
+      return readWindow(node, f.path("window")).map { .window($0) }
+    }
   }
 
   /// `list`: a non-empty list of non-empty mappings of placeholder names to values, no two
@@ -246,7 +260,22 @@ extension ManifestValidator {
         "'\(path).base_url' is sent as written: placeholders such as {\(name)} are filled in path, query, headers, body and output; move {\(name)} to path"
       )
     }
+    if let table = http.load?.table, let name = (try? Placeholders.names(in: table))?.first {
+      reader.error(
+        child(child(nodes.kind, "load"), "table")?.location ?? nodes.kind.location,
+        "'\(path).load.table' is the one table every partition loads into, named as written: placeholders such as {\(name)} are not filled there; name the table without it"
+      )
+    }
     guard let output = http.output, let outputNode = child(nodes.kind, "output") else { return }
+    // In a paginated output, `{page}` is the page number: a partition's `page` would take
+    // its place, and every page of the partition would write one file.
+    if http.paginate != nil, let key = nodes.listNames.first(where: { $0.name == "page" })?.key {
+      reader.error(
+        key.location,
+        "'steps.\(step.id).partitions.list' gives 'page', which '\(path).output' uses for the page number; give the value another name"
+      )
+      return
+    }
     let names = ((try? Placeholders.names(in: output)) ?? []).filter { $0 != "page" }
     if names.isEmpty {
       let name = partitions.knownPartitions?.first?.values.first.map { "{\($0.name)}" } ?? "{NAME}"

@@ -203,10 +203,18 @@ import Testing
           - id: c
             partitions: { list: [{ region: eu }] }
             http: { base_url: "https://{region}.example.com", path: "/{region}" }
+          - id: e
+            partitions: { list: [{ region: eu }] }
+            http: { base_url: "https://api.example.com", path: "/{region}", load: { table: "sales_{region}" } }
+          - id: d
+            partitions: { list: [{ page: a }, { page: b }] }
+            http: { base_url: "https://api.example.com", path: "/{page}", output: "out/{page}.json", paginate: { next: /next } }
         """) == [
           "job.yaml:7:77: error: 'steps.a.http.output' must hold a placeholder of the partitions besides {page}, such as out/a-{region}.json: otherwise every partition writes the same file",
           "job.yaml:10:84: error: 'steps.b.http.output' names one file, 'out/eu.json', for partitions 1 and 2 of 'steps.b.partitions.list': add a placeholder that tells them apart",
           "job.yaml:13:23: error: 'steps.c.http.base_url' is sent as written: placeholders such as {region} are filled in path, query, headers, body and output; move {region} to path",
+          "job.yaml:16:84: error: 'steps.e.http.load.table' is the one table every partition loads into, named as written: placeholders such as {region} are not filled there; name the table without it",
+          "job.yaml:18:28: error: 'steps.d.partitions.list' gives 'page', which 'steps.d.http.output' uses for the page number; give the value another name",
         ])
   }
 
