@@ -180,6 +180,38 @@ import Testing
   }
 
   @Test(arguments: TargetDatabase.Kind.allCases)
+  func aReplaceResumedWithOtherPartitionsKeepsNoneOfTheOldOnes(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--repos", "4", "--issues", "2"])
+    let steps = PartitionedStepTests.children.replacingOccurrences(of: "WRITE", with: "replace")
+    func run(_ repos: [String]) throws -> RunReport {
+      self.run(
+        try manifest(steps, server: server, target: target, partitioned: "issues", PartitionedStepTests.list(repos.map { [("repo", $0)] })))
+    }
+    // Repository 2 answers 503 three times: with 3 attempts it fails for good.
+    try server.setRules(#"[{"path": "/repos/2/issues", "status": 503, "times": 3}]"#)
+    let first = try run(["1", "2", "3"])
+    #expect(first.steps[1].errorCode == "partitions_failed")
+    // Nothing replaced yet: the table does not exist.
+    #expect(try target.columnNames("issues") == [])
+    // Resumed unchanged, the finished partition is kept, not fetched again.
+    try server.reset()
+    let resumed = try run(["1", "2", "3"])
+    #expect(resumed.exitCode == 0, "\(resumed.steps.map { $0.errorMessage ?? "" })")
+    #expect(resumed.steps[1].members.map(\.status) == [.skipped, .succeeded, .succeeded])
+    #expect(try server.requests().map(\.path).filter { $0.hasPrefix("/repos/1/") } == [])
+    #expect(try target.rows("SELECT DISTINCT repo FROM issues ORDER BY repo") == [["1"], ["2"], ["3"]])
+    // A failed run, then one whose list dropped its finished partition: the step starts
+    // over, and the dropped partition's rows are not in the table.
+    try server.setRules(#"[{"path": "/repos/3/issues", "status": 503, "times": 3}]"#)
+    let failed = try run(["1", "3"])
+    #expect(failed.steps[1].errorCode == "partitions_failed")
+    let other = try run(["4"])
+    #expect(other.exitCode == 0, "\(other.steps.map { $0.errorMessage ?? "" })")
+    #expect(try target.rows("SELECT DISTINCT repo FROM issues ORDER BY repo") == [["4"]])
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
   func windowsCoverTheRangeHalfOpenAndCutAtTheEnd(kind: TargetDatabase.Kind) throws {
     let target = try TargetDatabase(kind, folder: folder.path)
     let server = try RestServer()

@@ -28,7 +28,13 @@ extension StepRunner {
     let list = try partitionList(partitions, store: store)
     let load: HTTPStep.Load? = if case .http(let h) = step.kind { h.load } else { nil }
     let gathered = load?.write == .replace ? PartitionIDs.gathered(job: manifest.job, step: step.id) : nil
-    let resuming = context.resumedPartitions == step.id
+    let checkpoints = try context.journal.withLock { try $0.checkpoints(job: manifest.job) }
+    // A `replace` step's gathered records are its partitions' only when its definition is
+    // the one they gathered under (recorded when it started over): with another list or
+    // query, a partition no longer listed would stay in the table.
+    let gatheredUnchanged =
+      gathered == nil || checkpoints.contains { $0.stepID == step.id && $0.fingerprint == step.fingerprint(in: manifest) }
+    let resuming = context.resumedPartitions == step.id && gatheredUnchanged
     let members = try list.map { try memberStep(for: $0, gatheringInto: gathered) }
     var seen: [String: Partition] = [:]
     for (member, partition) in zip(members, list) {
@@ -38,7 +44,7 @@ extension StepRunner {
     }
     // The partitions that finished in the chain this run continues, or in this run itself
     // (the step run again after a lost connection): never fetched again.
-    let finished = try context.journal.withLock { try $0.checkpoints(job: manifest.job) }.filter {
+    let finished = checkpoints.filter {
       $0.stepID.hasPrefix(step.id + "[") && $0.status == .succeeded
         && ($0.runID == context.runID || resuming && $0.lineage == context.lineage)
     }
@@ -50,7 +56,11 @@ extension StepRunner {
       if gathered != nil || emptiesTable {
         try context.databaseWrites.withLock { _ in
           try store.write { transaction in
-            if let gathered { try transaction.dropTable(gathered) }
+            if let gathered {
+              try transaction.dropTable(gathered)
+              // The definition the partitions gather under, for a run that resumes them.
+              try transaction.record(checkpoint(report, status: .failed))
+            }
             if emptiesTable, let load, try !transaction.columns(ofTable: load.table).isEmpty {
               _ = try transaction.deleteRows(ofTable: load.table)
             }
