@@ -75,8 +75,10 @@ import Testing
 
     /// Whether the last run recorded its success before it was killed (between that and
     /// its exit): the job is done, and another run would be a new one, which appends again.
-    func lastRunSucceeded() throws -> Bool {
-      try hasJournal() && target.rows("SELECT status FROM _dray_runs ORDER BY run_id DESC LIMIT 1") == [["succeeded"]]
+    /// A file a kill left with a hot rollback journal cannot be read without a writer: its
+    /// last write did not commit, so the run did not record its success.
+    func lastRunSucceeded() -> Bool {
+      (try? hasJournal() && target.rows("SELECT status FROM _dray_runs ORDER BY run_id DESC LIMIT 1") == [["succeeded"]]) ?? false
     }
 
     /// The partitions that finished (their checkpoints succeeded).
@@ -143,7 +145,9 @@ import Testing
               + logs.joined(separator: "\n---\n"))
         }
         try trial.server.reset()
-        finished = try trial.finished()
+        // Checkpoints that committed stay: a file that cannot be read now (a hot rollback
+        // journal, rolled back by the next run) keeps the set known so far.
+        finished = (try? trial.finished()) ?? finished
       }
       for _ in 0..<min(kills - landed, Int.random(in: 1...3, using: &random)) {
         let process = try trial.start()
@@ -155,7 +159,7 @@ import Testing
         process.send(SIGKILL)
         let ended = process.wait()
         try refetched()
-        guard ended == .signaled(SIGKILL), try !trial.lastRunSucceeded() else {
+        guard ended == .signaled(SIGKILL), !trial.lastRunSucceeded() else {
           completed = ended == .exited(0) || ended == .signaled(SIGKILL)
           break
         }
