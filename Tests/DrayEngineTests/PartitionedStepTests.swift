@@ -192,6 +192,9 @@ import Testing
     try server.setRules(#"[{"path": "/repos/2/issues", "status": 503, "times": 3}]"#)
     let first = try run(["1", "2", "3"])
     #expect(first.steps[1].errorCode == "partitions_failed")
+    // The failing partition was tried under the step's retry policy (count 2: 3 attempts).
+    #expect(first.steps[1].members.map(\.attempts.count) == [1, 3, 0])
+    #expect(first.steps[1].members.map(\.status) == [.succeeded, .failed, .notRun])
     // Nothing replaced yet: the table does not exist.
     #expect(try target.columnNames("issues") == [])
     // Resumed unchanged, the finished partition is kept, not fetched again.
@@ -209,6 +212,23 @@ import Testing
     let other = try run(["4"])
     #expect(other.exitCode == 0, "\(other.steps.map { $0.errorMessage ?? "" })")
     #expect(try target.rows("SELECT DISTINCT repo FROM issues ORDER BY repo") == [["4"]])
+  }
+
+  @Test func aStepThatSavesAnswersWritesOneFileAPagePerPartition() throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let server = try RestServer(["--repos", "3", "--issues", "3"])
+    let steps = """
+        - id: pages
+          http: { base_url: '${API}', path: 'repos/{repo}/issues', query: { per_page: 2 }, output: 'out/repo-{repo}-{page}.json', paginate: { next: /links/next } }
+      """
+    let report = run(
+      try manifest(
+        steps, server: server, target: target, partitioned: "pages", PartitionedStepTests.list([[("repo", "1")], [("repo", "3")]])))
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    #expect(report.steps[0].outputs.sorted() == ["out/repo-1-1.json", "out/repo-1-2.json", "out/repo-3-1.json", "out/repo-3-2.json"])
+    let saved = try text(folder.path + "/out/repo-3-2.json")
+    #expect(saved.contains("issue 3 of repo-3"))
+    #expect(report.steps[0].members.map(\.pages) == [2, 2])
   }
 
   @Test(arguments: TargetDatabase.Kind.allCases)
