@@ -103,7 +103,7 @@ Test helpers under /admin/ (no credentials):
                            (logged) until POST /admin/release, then answers it by the
                            rule's other settings: a test changes something while a client
                            waits for its answer, with no clock involved.
-    GET  /admin/held       waits (up to 60 s) until a request is held, answers {"held": N}
+    GET  /admin/held       waits (up to 60 s) until a request is held (?at_least=N: N requests), answers {"held": N}
     POST /admin/release    lets every held request go on
     POST /admin/items      {"count": N} changes the number of items (and Last-Modified)
 
@@ -448,8 +448,10 @@ class Handler(BaseHTTPRequestHandler):
                     st.orders[oid] = {"id": oid, "deleted": True, "updated_at": st.tick()}
             return self.send(204)
         if path == "/admin/held" and self.command == "GET":
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            least = int(query.get("at_least", ["1"])[0])
             with st.hold:
-                st.hold.wait_for(lambda: st.held > st.released, timeout=60)
+                st.hold.wait_for(lambda: st.held - st.released >= least, timeout=60)
                 return self.send(200, {"held": st.held - st.released})
         if path == "/admin/release" and self.command == "POST":
             with st.hold:

@@ -214,6 +214,29 @@ import Testing
     #expect(try target.rows("SELECT DISTINCT repo FROM issues ORDER BY repo") == [["4"]])
   }
 
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func atMostConcurrencyPartitionsRunAtOnce(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--repos", "3", "--issues", "1"])
+    try server.setRules(
+      "[" + (1...3).map { #"{"path": "/repos/\#($0)/issues", "hold": true, "times": 1}"# }.joined(separator: ", ") + "]")
+    let manifest = try manifest(
+      PartitionedStepTests.children.replacingOccurrences(of: "WRITE", with: "append"), server: server, target: target,
+      partitioned: "issues", PartitionedStepTests.list([[("repo", "1")], [("repo", "2")], [("repo", "3")]], concurrency: 2))
+    let finished = RunResult()
+    let thread = Thread { finished.set(self.run(manifest)) }
+    thread.start()
+    // Two partitions wait for their answers; the third cannot start until one ends.
+    #expect(try server.waitForHeld(atLeast: 2) == 2)
+    #expect(try server.requests().map(\.path).filter { $0.contains("/issues") }.count == 2)
+    try server.release()
+    #expect(try server.waitForHeld() == 1)
+    try server.release()
+    let report = try #require(finished.wait())
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    #expect(try target.rows("SELECT count(*) FROM issues") == [["3"]])
+  }
+
   @Test func aStepThatSavesAnswersWritesOneFileAPagePerPartition() throws {
     let target = try TargetDatabase(.sqlite, folder: folder.path)
     let server = try RestServer(["--repos", "3", "--issues", "3"])
