@@ -239,6 +239,9 @@ public protocol RunJournal: AnyObject {
   func runs(job: String, limit: Int) throws -> [RunRecord]
   /// Every checkpoint of `job`.
   func checkpoints(job: String) throws -> [CheckpointRecord]
+  /// The checkpoint of `stepID`, or nil: one row read, where `checkpoints(job:)` reads every
+  /// step's (a partitioned step's partitions each have one, so a job may hold thousands).
+  func checkpoint(job: String, stepID: String) throws -> CheckpointRecord?
 
   /// Records the start of `run`, the part of the job's run lock the journal holds: a run of
   /// the job still alive elsewhere makes it throw `RunInProgress`; `running` runs whose
