@@ -106,8 +106,9 @@ extension StepRunner {
     let slots = DispatchSemaphore(value: max(1, concurrency))
     let done = DispatchGroup()
     let progress = PartitionProgress(total: members.count, console: console, step: step.id)
+    let finishedByID = Dictionary(checkpoints.map { ($0.stepID, $0) }) { first, _ in first }
     for (index, member) in members.enumerated() {
-      if let finished = checkpoints.first(where: { $0.stepID == member.id && $0.fingerprint == member.fingerprint(in: manifest) }) {
+      if let finished = finishedByID[member.id], finished.fingerprint == member.fingerprint(in: manifest) {
         var skipped = StepReport(id: member.id, kind: member.kindName, status: .skipped)
         skipped.partition = list[index]
         skipped.skipReason = "finished in run \(finished.runID), unchanged"
