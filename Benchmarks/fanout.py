@@ -56,7 +56,7 @@ database: {{ path: data/fanout.sqlite }}
 report: {{ path: report.json }}
 steps:
   - id: repos
-    http: {{ base_url: "{url}", path: repos, query: {{ per_page: 100 }}, load: {{ table: repos, records: /data }} }}
+    http: {{ base_url: "{url}", path: repos, query: {{ per_page: 100 }}, load: {{ table: repos, records: /data }}, paginate: {{ next: /links/next }} }}
   - id: issues
     partitions:
       rows: "SELECT id AS repo FROM repos ORDER BY id"
