@@ -44,6 +44,17 @@ id). The live orders also page by the last id seen, as Stripe's lists do:
  Deleted orders stay as {"id": ..., "deleted": true, "updated_at": ...}. Each logged
 request of /orders also lists the ids it answered ("records"). --orders N starts with N.
 
+And a parent/child pair for fan-outs (docs/partitions.md): --repos N repositories (24 by
+default), each with --issues K issues (6 by default), paged by page number:
+
+    GET /repos?page=N&per_page=M              {"data": [{"id": 1, "name": "repo-1"}, ...], "links": {"next": ... | null}}
+    GET /repos/ID/issues?page=N&per_page=M    {"data": [{"id": ID*1000+k, "repo": ID, "title": "..."}, ...], "links": {"next": ... | null}}
+
+(an unknown repository is a 404), and an echo for placeholders: any method on /echo/...
+answers {"data": [{"path": ..., "query": {...}, "tag": X-Tag header, "body": ...}]}, the
+path percent-decoded. --answer-delay SECONDS delays every answer outside /admin/ (a slow
+API, for the fan-out benchmark).
+
 Test helpers under /admin/ (no credentials):
     GET  /admin/orders     the live orders (not deleted), by id
     POST /admin/orders     changes them, each change a tick of the clock, in this order:
@@ -92,7 +103,7 @@ Test helpers under /admin/ (no credentials):
                            (logged) until POST /admin/release, then answers it by the
                            rule's other settings: a test changes something while a client
                            waits for its answer, with no clock involved.
-    GET  /admin/held       waits (up to 60 s) until a request is held, answers {"held": N}
+    GET  /admin/held       waits (up to 60 s) until a request is held (?at_least=N: N requests), answers {"held": N}
     POST /admin/release    lets every held request go on
     POST /admin/items      {"count": N} changes the number of items (and Last-Modified)
 
@@ -153,6 +164,7 @@ class State:
 
         self.clock = 0
         self.orders = {}
+        self.repos, self.issues, self.answer_delay = 24, 6, 0
         # When the items last changed, for Last-Modified (whole seconds, RFC 9110 §8.8.2).
         self.items_modified = int(time.time()) - 60
 
@@ -316,6 +328,8 @@ class Handler(BaseHTTPRequestHandler):
             }
             st.requests.append(self.entry)
             rule = self.matching_rule(url.path, query)
+        if st.answer_delay:
+            time.sleep(st.answer_delay)
         if rule is not None:
             if rule.get("hang"):
                 return self.hang()
@@ -342,6 +356,10 @@ class Handler(BaseHTTPRequestHandler):
         route = getattr(self, "route_" + url.path.strip("/").replace("/", "_").replace(".", "_"), None)
         if url.path.startswith("/images"):
             return self.images(url.path, raw)
+        if url.path.startswith("/echo"):
+            return self.echo_request(url, query, raw)
+        if url.path.startswith("/repos/") and url.path.endswith("/issues") and self.command == "GET":
+            return self.repo_issues(url.path.split("/")[2], query)
         if url.path == "/graphql" and self.command == "POST":
             return self.graphql(raw)
         if route is None or self.command != "GET":
@@ -430,8 +448,10 @@ class Handler(BaseHTTPRequestHandler):
                     st.orders[oid] = {"id": oid, "deleted": True, "updated_at": st.tick()}
             return self.send(204)
         if path == "/admin/held" and self.command == "GET":
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            least = int(query.get("at_least", ["1"])[0])
             with st.hold:
-                st.hold.wait_for(lambda: st.held > st.released, timeout=60)
+                st.hold.wait_for(lambda: st.held - st.released >= least, timeout=60)
                 return self.send(200, {"held": st.held - st.released})
         if path == "/admin/release" and self.command == "POST":
             with st.hold:
@@ -460,6 +480,30 @@ class Handler(BaseHTTPRequestHandler):
         more = page * per < self.state.items
         nxt = f"/items?page={page + 1}&per_page={per}" if more else None
         return self.send(200, {"data": data, "links": {"next": nxt}, "meta": {"page": page, "total": self.state.items}})
+
+    def paged(self, path, records, query):
+        page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))
+        data = records[(page - 1) * per:page * per]
+        nxt = f"{path}?page={page + 1}&per_page={per}" if page * per < len(records) else None
+        return self.send(200, {"data": data, "links": {"next": nxt}})
+
+    def route_repos(self, query):
+        repos = [{"id": i, "name": f"repo-{i}"} for i in range(1, self.state.repos + 1)]
+        return self.paged("/repos", repos, query)
+
+    def repo_issues(self, rid, query):
+        if not rid.isdigit() or not 1 <= int(rid) <= self.state.repos:
+            return self.send(404, {"error": f"no repository {rid}"})
+        r = int(rid)
+        issues = [{"id": r * 1000 + k, "repo": r, "title": f"issue {k} of repo-{r}"} for k in range(1, self.state.issues + 1)]
+        return self.paged(f"/repos/{r}/issues", issues, query)
+
+    def echo_request(self, url, query, raw):
+        record = {
+            "path": urllib.parse.unquote(url.path), "query": query, "tag": self.headers.get("X-Tag"),
+            "body": raw.decode("utf-8", "replace"),
+        }
+        return self.send(200, {"data": [record]})
 
     def route_link_items(self, query):
         page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))
@@ -601,6 +645,9 @@ def main(argv=None):
     parser.add_argument("--token", help="require Authorization: Bearer TOKEN")
     parser.add_argument("--user", action="append", default=[], help="NAME:PASSWORD accepted as basic credentials, may repeat")
     parser.add_argument("--rule", action="append", default=[], help="a rule as JSON (see /admin/rules), may repeat")
+    parser.add_argument("--repos", type=int, default=24, help="repositories (/repos)")
+    parser.add_argument("--issues", type=int, default=6, help="issues of each repository (/repos/ID/issues)")
+    parser.add_argument("--answer-delay", type=float, default=0, help="seconds every answer outside /admin/ waits")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -608,6 +655,7 @@ def main(argv=None):
     users = dict(spec.partition(":")[::2] for spec in args.user)
     Handler.state = State(args.items, args.token, users)
     Handler.state.rules = [json.loads(r) for r in args.rule]
+    Handler.state.repos, Handler.state.issues, Handler.state.answer_delay = args.repos, args.issues, args.answer_delay
     for _ in range(args.orders):
         Handler.state.insert_order()
     server = QuietServer((args.host, args.port), Handler)

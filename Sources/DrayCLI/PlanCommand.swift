@@ -180,7 +180,12 @@ struct JobPlan {
       let resources = s.resources ?? []
       return resources.flatMap { forResource($0, .object([])) }
     case .tableStream(let t):
-      return forResource(t.resource, t.params)
+      // Each partition is its own parameter set, so its own tables; a `rows` step's are
+      // known when it runs.
+      guard let partitions = step.partitions else { return forResource(t.resource, t.params) }
+      return (partitions.knownPartitions ?? []).flatMap { partition in
+        (try? t.filled(with: partition)).map { forResource(t.resource, $0.params) } ?? []
+      }
     case .sql, .query:
       var out: [String] = []
       for r in Self.references(step) {
@@ -318,6 +323,7 @@ struct JobPlan {
         rows.append(("resources", "every resource the user may read"))
       }
     }
+    if let partitions = step.partitions { rows.append(("partitions", partitionsText(partitions))) }
     let tables = tables(step)
     if !tables.isEmpty { rows.append(("tables", tables.joined(separator: ", "))) }
     if let cursor = cursor(step) { rows.append(("sends", "\(cursor.param)=\(cursor.value) (\(cursor.source))")) }
@@ -337,6 +343,43 @@ struct JobPlan {
       }
     }
     return lines
+  }
+
+  /// `list of 3 (region=eu; region=us; region=ap), 2 at once, lease 30s`; a `rows` query
+  /// with its templates rendered, its count known when the step runs; a window's count.
+  func partitionsText(_ p: Partitions) -> String {
+    let source: String
+    switch p.source {
+    case .list(let list):
+      let shown = list.prefix(3).map(\.label).joined(separator: "; ")
+      source = "list of \(list.count) (\(shown)\(list.count > 3 ? "; ..." : ""))"
+    case .rows(let sql):
+      source = "one per row of: \(renderedSQL(sql)) (counted when the step runs)"
+    case .window(let window):
+      let count = p.knownPartitions?.count ?? 0
+      source = "\(count) window\(count == 1 ? "" : "s") of \(window.every.formatted) from \(window.start) to \(window.end)"
+    }
+    return "\(source), \(p.concurrency) at once, lease \(p.lease.formatted)"
+  }
+
+  /// A step's partitions in `dray plan --json`: the source's kind and what it says, the
+  /// count when the manifest alone says it (null for `rows`), `concurrency` and `lease`.
+  func partitionsJSON(_ p: Partitions) -> JSONValue {
+    var pairs: [(key: String, value: JSONValue)] = [("source", .string(p.source.kind.rawValue))]
+    switch p.source {
+    case .list: pairs += Self.pairs(of: p.definition)
+    case .rows(let sql): pairs.append(("rows", .string(renderedSQL(sql))))
+    case .window: pairs += Self.pairs(of: p.definition)
+    }
+    pairs += [
+      ("count", p.knownPartitions.map { .integer(Int64($0.count)) } ?? .null), ("concurrency", .integer(Int64(p.concurrency))),
+      ("lease", .string(p.lease.formatted)),
+    ]
+    return .object(pairs)
+  }
+
+  private static func pairs(of value: JSONValue) -> [(key: String, value: JSONValue)] {
+    if case .object(let pairs) = value { pairs } else { [] }
   }
 
   static func headerValue(_ header: HTTPHeader) -> String {
@@ -468,6 +511,7 @@ struct JobPlan {
       ("options", options),
       ("tables", .array(tables(step).map { .string($0) })),
     ]
+    if let partitions = step.partitions { pairs.append(("partitions", partitionsJSON(partitions))) }
     if let cursor = cursor(step) {
       pairs.append(
         ("cursor", .object([("param", .string(cursor.param)), ("value", .string(cursor.value)), ("source", .string(cursor.source))])))

@@ -11,7 +11,7 @@ public import DrayTarget
 ///   (`lineage`) with an unchanged fingerprint, up to the first step that must run; that
 ///   step and every later one run, whatever their checkpoints say. When that first step is
 ///   a `parallel` group, its members that finished unchanged are skipped; the members of a
-///   later group all run.
+///   later group all run. So are the partitions of a partitioned step (`resumedPartitions`).
 /// - `--fresh` starts a new chain and runs every step.
 /// - `--from STEP` runs STEP and every later one; `--only STEP` runs STEP alone. Both add
 ///   their checkpoints to the chain of the job's last run, so a later plain run that
@@ -37,6 +37,10 @@ public struct ResumePlan: Sendable {
   /// call was sent by an earlier run of the chain, and whether the server applied it is
   /// unknown. A step `--resend` names is never here.
   public var unresolvedWrites: [String: String] = [:]
+  /// The partitioned step (`partitions:`) a continued run runs first, whose partitions that
+  /// finished unchanged in the chain are skipped (as a group's members are); nil when the
+  /// first step that runs has no partitions, or the run continues none.
+  public var resumedPartitions: String?
 
   /// Decides the plan for `manifest` under `options` from `journal` (nil: no journal yet).
   /// - Throws: `JournalError`, or an SQLite error reading the journal.
@@ -102,6 +106,8 @@ public struct ResumePlan: Sendable {
       if case .parallel(let group) = step.kind {
         for member in group.steps { _ = decide(member) }
       }
+      // Its partitions are known once it runs (a `rows` query): it skips those that finished.
+      if step.partitions != nil { resumedPartitions = step.id }
       break
     }
   }

@@ -83,8 +83,20 @@ public struct StepReport: Sendable {
   public var failure: FailureCause?
   /// Why a step was skipped.
   public var skipReason: String?
-  /// The members of a `parallel` group, in file order.
+  /// The members of a `parallel` group, in file order; of a partitioned step
+  /// (`partitioned`), one per partition, in the order of its partitions.
   public var members: [StepReport] = []
+  /// The step runs over partitions (`partitions:`): `members` are its partitions, written
+  /// as the step's `partitions` in the JSON report (docs/report.md).
+  public var partitioned = false
+  /// The placeholder values of a partition's entry (nil for any other step).
+  public var partition: Partition?
+  /// The pages an `http` step committed (those of a run it resumed included); nil for other
+  /// steps.
+  public var pages: Int?
+  /// The records an `http` step loaded from its pages (those of a run it resumed
+  /// included): a partition's own rows, where `rows` counts the table's.
+  public var records: Int?
   /// The step's checkpoint when the run started (nil: none recorded).
   public var checkpointBefore: CheckpointState?
   /// The step's checkpoint when the run ended (nil: none recorded).
@@ -216,7 +228,15 @@ public struct RunReport: Sendable {
       ("http_statuses", .object(s.httpStatuses.sorted { $0.key < $1.key }.map { (String($0.key), .integer(Int64($0.value))) })))
     o.append(
       ("checkpoint", .object([("before", checkpointJSON(s.checkpointBefore)), ("after", checkpointJSON(s.checkpointAfter))])))
-    if !s.members.isEmpty { o.append(("steps", .array(s.members.map(stepJSON)))) }
+    if let partition = s.partition {
+      o.insert(("partition", .object(partition.values.map { ($0.name, .string($0.value)) })), at: 1)
+    }
+    if let pages = s.pages { o.append(("pages", .integer(Int64(pages)))) }
+    if s.partitioned {
+      o.append(("partitions", .array(s.members.map(stepJSON))))
+    } else if !s.members.isEmpty {
+      o.append(("steps", .array(s.members.map(stepJSON))))
+    }
     return .object(o)
   }
 

@@ -155,7 +155,8 @@ public final class Runner {
     }
     let shared = RunContext(
       manifest: manifest, runID: runID, lineage: lineage, fresh: options.fresh, skipReasons: plan.skipReasons,
-      unresolvedWrites: plan.unresolvedWrites, console: console, cancellation: cancellation, session: session, database: database,
+      unresolvedWrites: plan.unresolvedWrites, resumedPartitions: plan.resumedPartitions, console: console, cancellation: cancellation,
+      session: session, database: database,
       journal: journal, retryBudget: retryBudget)
 
     var stopped: RunStatus?
@@ -341,6 +342,9 @@ final class RunContext: Sendable {
   /// Why each step that must not send its call is failed instead, by step id
   /// (`ResumePlan.unresolvedWrites`).
   let unresolvedWrites: [String: String]
+  /// The partitioned step whose partitions that finished in the chain are skipped
+  /// (`ResumePlan.resumedPartitions`).
+  let resumedPartitions: String?
   let console: Console
   let cancellation: Cancellation
   let session: PlatformSession?
@@ -363,7 +367,8 @@ final class RunContext: Sendable {
 
   init(
     manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String],
-    unresolvedWrites: [String: String], console: Console, cancellation: Cancellation, session: PlatformSession?,
+    unresolvedWrites: [String: String], resumedPartitions: String? = nil, console: Console, cancellation: Cancellation,
+    session: PlatformSession?,
     database: any JobDatabase, journal: sending any RunJournal, retryBudget: RetryBudget
   ) {
     self.database = database
@@ -374,6 +379,7 @@ final class RunContext: Sendable {
     self.fresh = fresh
     self.skipReasons = skipReasons
     self.unresolvedWrites = unresolvedWrites
+    self.resumedPartitions = resumedPartitions
     self.console = console
     self.cancellation = cancellation
     self.session = session

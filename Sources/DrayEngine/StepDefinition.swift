@@ -1,10 +1,14 @@
 public import DrayModel
 
 extension Step {
-  /// The step's resolved definition as JSON: its kind and options, without retry and
-  /// timeouts (changing how hard a step tries does not change what it does).
+  /// The step's resolved definition as JSON: its kind and options, and the source of its
+  /// partitions, without retry, timeouts and the partitions' `concurrency` and `lease`
+  /// (changing how hard or how fast a step works does not change what it does).
   public var definition: JSONValue {
-    .object([("id", .string(id)), ("kind", .string(kindName)), ("options", kind.options)])
+    var pairs: [(key: String, value: JSONValue)] = [("id", .string(id)), ("kind", .string(kindName)), ("options", kind.options)]
+    // Only when set, so that the fingerprints of steps without partitions stay.
+    if let partitions { pairs.append(("partitions", partitions.definition)) }
+    return .object(pairs)
   }
 
   /// SHA-256 of the canonical JSON of `definition` and the job's database: equal
@@ -17,6 +21,27 @@ extension Step {
   public func fingerprint(in manifest: Manifest) -> String {
     let fields: [(String, JSONValue)] = [("step", definition)] + manifest.databaseIdentity.map { ($0.key, .string($0.value)) }
     return SHA256.hex(JSONValue.object(fields).canonicalJSON)
+  }
+}
+
+extension Partitions {
+  /// The source as JSON, in manifest key names: `{"list": [{"region": "eu"}]}`,
+  /// `{"rows": "SELECT ..."}` (as written, templates and all) or
+  /// `{"window": {"start": ..., "end": ..., "every": "1w"}}`.
+  public var definition: JSONValue {
+    switch source {
+    case .list(let list):
+      .object([("list", .array(list.map { partition in .object(partition.values.map { ($0.name, .string($0.value)) }) }))])
+    case .rows(let sql):
+      .object([("rows", .string(sql))])
+    case .window(let window):
+      .object([
+        (
+          "window",
+          .object([("start", .string(window.start)), ("end", .string(window.end)), ("every", .string(window.every.formatted))])
+        )
+      ])
+    }
   }
 }
 
@@ -180,7 +205,8 @@ extension HTTPStep {
     let incremental: JSONValue? = self.incremental.map { i in
       object([
         ("cursor", .string(i.cursor.description)), ("param", .string(i.param)), ("initial", i.initial.json),
-        ("lag", i.lag.map { .string($0.formatted) }),
+        // In hours at most (`48h`), as before durations took days, so that fingerprints stay.
+        ("lag", i.lag.map { .string($0.formatted(days: false)) }),
       ])
     }
     return object([

@@ -10,8 +10,13 @@ internal import Synchronization
 struct StepRunner {
   let context: RunContext
   let step: Step
-  /// The step is a member of a `parallel` group.
+  /// The step is a member of a `parallel` group, or a partition of a partitioned step.
   var inGroup = false
+  /// The partition the step runs for, when it is a member of a partitioned step
+  /// (`runPartitioned`): its loads neither refuse to empty the table nor delete its rows
+  /// after `--fresh` (the partitioned step decides both for the whole table), it sends no
+  /// conditional request, and its checkpoint's rows are the partition's records.
+  var partition: Partition?
 
   var manifest: Manifest { context.manifest }
   var console: Console { context.console }
@@ -175,6 +180,7 @@ struct StepRunner {
 
   private func execute(_ report: inout StepReport) throws {
     if let reason = context.unresolvedWrites[step.id] { throw StepError.Unresolved(reason: "not run: " + reason) }
+    if let partitions = step.partitions { return try runPartitioned(partitions, &report) }
     switch step.kind {
     case .schemes(let s): try runSchemes(s, &report)
     case .tableStream(let t): try runTableStream(t, &report)
@@ -293,6 +299,7 @@ struct StepRunner {
     case let e as FilesError: e.code
     case let e as HTTPStepError: e.code
     case let e as OAuth2Error: e.code
+    case let e as PartitionError: e.code
     default: "error"
     }
   }

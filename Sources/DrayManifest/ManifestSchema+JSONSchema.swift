@@ -23,8 +23,8 @@ extension ManifestSchema {
       (
         "definitions",
         .object([
-          ("step", stepSchema(kinds: stepKinds)),
-          ("parallelMember", stepSchema(kinds: stepKinds.filter { $0.name != StepKind.Name.parallel.rawValue })),
+          ("step", stepSchema(kinds: stepKinds, nested: false)),
+          ("parallelMember", stepSchema(kinds: stepKinds.filter { $0.name != StepKind.Name.parallel.rawValue }, nested: true)),
           (
             "interpolated",
             .object([
@@ -81,8 +81,14 @@ extension ManifestSchema {
     case .duration:
       return .object([
         ("type", .string("string")),
-        ("pattern", .string(#"^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ms|s|m|h)|.*\$\{.*)$"#)),
-        ("examples", .array(["500ms", "30s", "1.5s", "5m", "1h"].map { .string($0) })),
+        ("pattern", .string(#"^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ms|s|m|h|d|w)|.*\$\{.*)$"#)),
+        ("examples", .array(["500ms", "30s", "1.5s", "5m", "1h", "7d"].map { .string($0) })),
+      ])
+    case .period:
+      return .object([
+        ("type", .string("string")),
+        ("pattern", .string(#"^([0-9]+(d|w|mo)|.*\$\{.*)$"#)),
+        ("examples", .array(["1d", "7d", "2w", "1mo", "3mo"].map { .string($0) })),
       ])
     case .choice(let words):
       return orInterpolated([("enum", .array(words.map { .string($0) }))])
@@ -132,12 +138,24 @@ extension ManifestSchema {
     }
   }
 
-  private static func stepSchema(kinds: [Key]) -> JSONValue {
-    .object([
+  /// A step: `nested` for a member of a `parallel` group, which cannot have `partitions`;
+  /// a step with `partitions` is of a kind that takes them (`Partitions.stepKinds`).
+  private static func stepSchema(kinds: [Key], nested: Bool) -> JSONValue {
+    let common = nested ? stepCommon.filter { $0.name != "partitions" } : stepCommon
+    var pairs: [(key: String, value: JSONValue)] = [
       ("type", .string("object")),
-      ("properties", properties(stepCommon + kinds)),
+      ("properties", properties(common + kinds)),
       ("additionalProperties", .bool(false)),
       ("oneOf", .array(kinds.map { .object([("required", .array([.string($0.name)]))]) })),
-    ])
+    ]
+    if !nested {
+      let partitioned = Partitions.stepKinds.map { JSONValue.object([("required", .array([.string($0.rawValue)]))]) }
+      pairs.append(
+        (
+          "if", .object([("required", .array([.string("partitions")]))])
+        ))
+      pairs.append(("then", .object([("anyOf", .array(partitioned))])))
+    }
+    return .object(pairs)
   }
 }

@@ -48,9 +48,11 @@ public enum ManifestSchema {
     /// An integer or a decimal number.
     case number
     case boolean
-    /// A number and a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`; at least `minimum`, at most
-    /// 30 days.
+    /// A number and a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`, `7d`, `2w`; at least
+    /// `minimum`, at most 30 days.
     case duration(minimum: Duration)
+    /// A window's length (`Partitions.Every`): a whole number and a unit, `7d`, `2w` or `1mo`.
+    case period
     /// One of a closed set of words.
     case choice([String])
     case list(Value)
@@ -225,6 +227,38 @@ public enum ManifestSchema {
     Key("description", .string(nonEmpty: false), "What the step is for, for people."),
     Key("retry", .mapping(retry), overrides: "retry", "Overrides keys of the job's retry policy for this step."),
     Key("timeouts", .mapping(timeouts), overrides: "platform.timeouts", "Overrides keys of platform.timeouts for this step."),
+    Key(
+      "partitions", .mapping(partitions, rules: [.exactlyOne(Partitions.SourceKind.allCases.map(\.rawValue))]),
+      "Run an http or table_stream step once for each partition, its {name} placeholders taking the partition's values (docs/partitions.md)."
+    ),
+  ]
+
+  /// `partitions` of an `http` or `table_stream` step: one source, and how partitions run.
+  public static let partitions: [Key] =
+    Partitions.SourceKind.allCases.map { kind in
+      switch kind {
+      case .list:
+        Key(kind.rawValue, .list(.dictionary(.string(nonEmpty: false))), "The partitions, each a mapping of placeholder names to values.")
+      case .rows:
+        Key(
+          kind.rawValue, .string(nonEmpty: true),
+          "A query on the job's database, with {{ table ... }} templates: one partition per row, its column names the placeholder names.")
+      case .window:
+        Key(kind.rawValue, .mapping(partitionWindow), "Consecutive half-open windows [window_start, window_end) from start to end.")
+      }
+    } + [
+      Key(
+        "concurrency", .integer(1...64), default: .integer(Int64(Partitions.defaultConcurrency)),
+        "How many partitions run at once in one runner (as parallel.max does for a group's steps)."),
+      Key(
+        "lease", .duration(minimum: .seconds(1)), default: duration(Partitions.defaultLease),
+        "How long a claimed partition stays claimed when its runner stops renewing the claim; then another runner may take it."),
+    ]
+
+  public static let partitionWindow: [Key] = [
+    Key("start", .string(nonEmpty: true), required: true, "The first window's start: a date (2024-01-01) or an RFC 3339 instant."),
+    Key("end", .string(nonEmpty: true), required: true, "Where the last window ends (not included); in the form of start."),
+    Key("every", .period, required: true, "Each window's length: days (7d), weeks (2w) or calendar months (1mo)."),
   ]
 
   /// The step kinds: each step has exactly one of these keys.
@@ -497,99 +531,4 @@ extension [ManifestSchema.Key] {
 
   /// The key named `name`.
   public subscript(name: String) -> ManifestSchema.Key? { first { $0.name == name } }
-}
-
-// MARK: - Key reference
-
-extension ManifestSchema {
-  /// One row of the key reference: a key's dotted path and how it reads.
-  public struct KeyReference: Sendable, Equatable {
-    /// `platform.tls.verify`, `steps[].table_stream.resource`, `steps[].query.expect.<column>.min`.
-    public var path: String
-    /// `string`, `integer (0 to 1000)`, `duration`, `one of: fixed, exponential`, ...
-    public var type: String
-    /// `required`, the default in manifest syntax (`3`, `1s`, `true`), `as retry.count` for
-    /// a key of an override block, or `-` for none.
-    public var defaultText: String
-    public var summary: String
-
-    /// The default as `docs/manifest.md` shows it: values and key paths in backticks.
-    public var defaultCell: String {
-      switch defaultText {
-      case "-", "required": defaultText
-      case let text where text.hasPrefix("as "): "as `\(text.dropFirst(3))`"
-      default: "`\(defaultText)`"
-      }
-    }
-  }
-
-  /// Every key of the language with its path, type and default, depth first in declaration
-  /// order. `docs/manifest.md` holds exactly these rows.
-  public static var keyReference: [KeyReference] {
-    var out: [KeyReference] = []
-    func walk(_ keys: [Key], _ prefix: String, overriding: String?) {
-      for key in keys {
-        let path = prefix.isEmpty ? key.name : "\(prefix).\(key.name)"
-        let defaultText =
-          key.required ? "required" : overriding.map { "as \($0).\(key.name)" } ?? key.defaultValue.map(yamlText) ?? "-"
-        out.append(KeyReference(path: path, type: typeName(key.value), defaultText: defaultText, summary: key.summary))
-        walkValue(key.value, path, overriding: key.overrides)
-      }
-    }
-    func walkValue(_ value: Value, _ path: String, overriding: String?) {
-      switch value {
-      case .mapping(let keys, _): walk(keys, path, overriding: overriding)
-      case .optional(let inner): walkValue(inner, path, overriding: nil)
-      case .oneOf(let values): for value in values { walkValue(value, path, overriding: nil) }
-      case .dictionary(let inner): walkValue(inner, path + ".<name>", overriding: nil)
-      case .steps(nested: false):
-        walk(stepCommon, path + "[]", overriding: nil)
-        walk(stepKinds, path + "[]", overriding: nil)
-      default: break
-      }
-    }
-    walk(top, "", overriding: nil)
-    return out
-  }
-
-  /// A default in manifest syntax.
-  static func yamlText(_ value: JSONValue) -> String {
-    switch value {
-    case .string(let s): s
-    case .array(let items): "[" + items.map(yamlText).joined(separator: ", ") + "]"
-    default: value.json
-    }
-  }
-
-  /// The type of a value in words, for the reference and messages.
-  public static func typeName(_ value: Value) -> String {
-    switch value {
-    case .string(nonEmpty: true): "string"
-    case .string(nonEmpty: false): "string (may be empty)"
-    case .integer(let range) where range.count == 1: "integer (\(range.lowerBound))"
-    case .integer(let range): "integer (\(range.lowerBound) to \(range.upperBound))"
-    case .number: "number"
-    case .boolean: "boolean"
-    case .duration(let minimum) where minimum == .zero: "duration (0s to 720h)"
-    case .duration(let minimum): "duration (\(minimum.formatted) to 720h)"
-    case .choice(let words): "one of: " + words.joined(separator: ", ")
-    case .list(let inner): "list of " + plural(typeName(inner))
-    case .mapping: "mapping"
-    case .dictionary(.oneOf(let values)): "mapping of names to " + values.map { plural(typeName($0)) }.joined(separator: " or ")
-    case .dictionary(let inner): "mapping of names to " + plural(typeName(inner))
-    case .json: "any value"
-    case .jsonObject: "mapping (JSON object)"
-    case .steps(nested: false): "list of steps"
-    case .steps(nested: true): "list of steps (not parallel)"
-    case .optional(let inner): typeName(inner) + " or empty"
-    case .oneOf(let values): values.map(typeName).joined(separator: " or ")
-    }
-  }
-
-  private static func plural(_ type: String) -> String {
-    if type.hasPrefix("one of:") { return "words, each " + type }
-    if type.hasPrefix("string") { return "strings" + type.dropFirst("string".count) }
-    if type.hasPrefix("list of ") { return "lists of " + type.dropFirst("list of ".count) }
-    return type + "s"
-  }
 }

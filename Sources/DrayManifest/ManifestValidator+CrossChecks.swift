@@ -56,12 +56,25 @@ extension ManifestValidator {
   /// it can be found in the manifest's text.
   mutating func checkTemplates(_ manifest: Manifest) {
     var loaded: [(resource: String, params: String)] = []
+    // Resources a `rows` step loads, with parameters known only when it runs.
+    var loadedAnyParams: Set<String> = []
     var httpTables: [String: String] = [:]
     for step in manifest.allSteps {
-      if case .tableStream(let t) = step.kind { loaded.append((t.resource, t.params.canonicalJSON)) }
+      if case .tableStream(let t) = step.kind {
+        // A partitioned step loads one parameter set per partition.
+        if let partitions = step.partitions {
+          if let known = partitions.knownPartitions {
+            loaded += known.compactMap { partition in (try? t.filled(with: partition)).map { (t.resource, $0.params.canonicalJSON) } }
+          } else {
+            loadedAnyParams.insert(t.resource)
+          }
+        } else {
+          loaded.append((t.resource, t.params.canonicalJSON))
+        }
+      }
       if case .http(let h) = step.kind, let table = h.load?.table { httpTables[table] = step.id }
     }
-    let resources = Array(Set(loaded.map(\.resource))).sorted()
+    let resources = Array(Set(loaded.map(\.resource)).union(loadedAnyParams)).sorted()
     for (stepID, sql, node) in sqlSources {
       let template: SQLTemplate
       do {
@@ -103,7 +116,11 @@ extension ManifestValidator {
           params = parsed
         }
         let canonical = params.canonicalJSON
-        if hasBrokenLoader || loaded.contains(where: { $0.resource == reference.resource && $0.params == canonical }) { continue }
+        if hasBrokenLoader || loadedAnyParams.contains(reference.resource)
+          || loaded.contains(where: { $0.resource == reference.resource && $0.params == canonical })
+        {
+          continue
+        }
         var message = "step '\(stepID)': \(reference.written()) names "
         if let httpStep = httpTables[reference.resource], !resources.contains(reference.resource) {
           message +=

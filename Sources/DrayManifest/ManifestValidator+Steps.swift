@@ -149,11 +149,17 @@ extension ManifestValidator {
     case .parallel: kind = readParallel(kindNode, kindPath, retry: stepRetry, timeouts: stepTimeouts)
     }
     if let kind { noteSQL(kind, id: id, node: kindNode) }
-    guard let kind, idIsValid else {
+    var partitions: Partitions?
+    if let pair = f.entries["partitions"] {
+      partitions = readPartitions(pair, kind: kindName, kindNode: kindNode, id: id, group: group)
+    }
+    guard let kind, idIsValid, f.entries["partitions"] == nil || partitions != nil else {
       if kindName == .tableStream { hasBrokenLoader = true }
       return nil
     }
-    return Step(id: id, kind: kind, retry: stepRetry, timeouts: stepTimeouts, location: node.location, description: description)
+    return Step(
+      id: id, kind: kind, retry: stepRetry, timeouts: stepTimeouts, location: node.location, description: description,
+      partitions: partitions)
   }
 
   private mutating func readSchemes(_ node: YAMLNode, _ path: String) -> StepKind? {

@@ -33,6 +33,8 @@ struct ManifestValidator {
   var stepKinds: [(id: String, kind: StepKind.Name, location: SourceLocation)] = []
   /// The files steps write, for `checkKeptPaths`.
   var stepOutputs: [StepOutput] = []
+  /// The nodes of each partitioned step, by step id, for `checkPlaceholders`.
+  var partitionNodes: [String: PartitionNodes] = [:]
   /// Read only the blocks that say where the job keeps its records
   /// (`ManifestLoader.recordsOnly`).
   var recordsOnly = false
@@ -108,6 +110,7 @@ struct ManifestValidator {
       manifest.allSteps.flatMap(\.names) + [manifest.database?.path, manifest.download.path, manifest.state.path].compactMap { $0 }
     manifest.redactor.keep([manifest.job] + manifest.allSteps.map(\.id) + paths + paths.map(manifest.resolve))
     Self.markSecretHeaders(&manifest)
+    checkPlaceholders(manifest)
     guard version != nil, job != nil else { return nil }
     return manifest
   }

@@ -171,13 +171,14 @@ struct NodeReader {
   /// mistakes (and beyond it a count of milliseconds outgrows what libcurl takes).
   static let maxDuration = Duration.seconds(30 * 24 * 3600)
 
-  /// A duration with a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`; at least `minimum` (the
+  /// A duration with a unit: `500ms`, `30s`, `1.5s`, `5m`, `2h`, `7d`, `2w` (a week is 7
+  /// days of 24 hours); at least `minimum` (the
   /// key's, `ManifestSchema.Value.duration`), at most `maxDuration`.
   mutating func duration(_ node: YAMLNode, _ path: String, minimum: Duration) -> Duration? {
     guard let (_, text) = resolved(node, path) else { return nil }
     if let d = Self.parseDuration(text) {
       guard d <= Self.maxDuration else {
-        error(node.location, "\(Self.label(path)) is too long: \(text); a duration is at most 30 days (720h)")
+        error(node.location, "\(Self.label(path)) is too long: \(text); a duration is at most 30 days (30d, 720h)")
         return nil
       }
       guard d >= minimum else {
@@ -190,9 +191,9 @@ struct NodeReader {
     }
     let isBareNumber = !text.isEmpty && text.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") } && Double(text) != nil
     if isBareNumber {
-      error(node.location, "\(Self.label(path)) needs a unit: write '\(text)s' for \(text) seconds (units: ms, s, m, h)")
+      error(node.location, "\(Self.label(path)) needs a unit: write '\(text)s' for \(text) seconds (units: ms, s, m, h, d, w)")
     } else {
-      error(node.location, "\(Self.label(path)) is not a duration: '\(text)'; write a number and a unit: 500ms, 30s, 5m, 1h")
+      error(node.location, "\(Self.label(path)) is not a duration: '\(text)'; write a number and a unit: 500ms, 30s, 5m, 1h, 7d")
     }
     return nil
   }
@@ -201,7 +202,7 @@ struct NodeReader {
   /// `Duration` (beyond about 292 million years) comes back as `Duration.seconds(Int64.max)`,
   /// so that the caller can say it is too long rather than malformed.
   static func parseDuration(_ text: String) -> Duration? {
-    let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+    let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400), ("w", 7 * 86400)]
     for (unit, scale) in units where text.hasSuffix(unit) {
       let number = text.dropLast(unit.count)
       guard !number.isEmpty, number.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }),

@@ -164,7 +164,7 @@ public enum IncrementalCursor {
   }
 
   // Howard Hinnant's days_from_civil and civil_from_days (proleptic Gregorian calendar).
-  private static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+  static func daysFromCivil(_ year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
     let y = month <= 2 ? year - 1 : year
     let era = (y >= 0 ? y : y - 399) / 400
     let yoe = y - era * 400
@@ -173,7 +173,7 @@ public enum IncrementalCursor {
     return era * 146097 + doe - 719468
   }
 
-  private static func civilFromDays(_ days: Int64) -> (Int64, Int64, Int64) {
+  static func civilFromDays(_ days: Int64) -> (Int64, Int64, Int64) {
     let z = days + 719468
     let era = (z >= 0 ? z : z - 146096) / 146097
     let doe = z - era * 146097

@@ -67,6 +67,31 @@ public enum Placeholders {
     return out
   }
 
+  /// `value` as part of a file name: `/` and `\` (which would name folders), `:`, `*`, `?`,
+  /// `"`, `<`, `>`, `|` (which some file systems refuse), `%` (so that the name reads back
+  /// one way), control characters and `{`, `}` percent-encoded, as is a value that is `.`
+  /// or `..` whole; anything else (letters of any script, spaces, `-`, `+`, `.`) stays.
+  /// `2024-01-01T00:00:00+02:00` becomes `2024-01-01T00%3A00%3A00+02%3A00`.
+  public static func fileName(_ value: String) -> String {
+    func escaped(_ byte: UInt8) -> String {
+      let hex = String(byte, radix: 16, uppercase: true)
+      return "%" + (hex.count == 1 ? "0" + hex : hex)
+    }
+    if value == "." || value == ".." { return value.utf8.map(escaped).joined() }
+    var out: [UInt8] = []
+    for byte in value.utf8 {
+      switch byte {
+      case 0..<0x20, 0x7F, UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: ":"), UInt8(ascii: "*"), UInt8(ascii: "?"),
+        UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "|"), UInt8(ascii: "%"), UInt8(ascii: "{"),
+        UInt8(ascii: "}"):
+        out += Array(escaped(byte).utf8)
+      default:
+        out.append(byte)
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
   static func parts(of text: String) throws(Problem) -> [Part] {
     let bytes = Array(text.utf8)
     var parts: [Part] = []
@@ -114,9 +139,13 @@ public enum Placeholders {
 }
 
 extension HTTPStep {
+  /// Stands for `{page}` while an output path is filled: no encoded value holds U+0000.
+  private static let pageMark = "\u{0}page\u{0}"
+
   /// The step for one partition: placeholders in `path` (percent-encoded as one path
   /// segment), `query` values, header values and body strings (as the values are), and
-  /// `output` (where `{page}` stays for the page number) take `partition`'s values. Values
+  /// `output` (as file names, `Placeholders.fileName`; `{page}` stays for the page number)
+  /// take `partition`'s values. Values
   /// that hold credentials (`QueryItem.isSecret`, `HTTPHeader.holdsSecret`) are left as
   /// they are: a secret may hold braces.
   /// - Throws: `Placeholders.Problem`, with the setting's name prefixed to its description.
@@ -147,10 +176,14 @@ extension HTTPStep {
       step.body = .form(try items.map { $0.isSecret ? $0 : QueryItem($0.name, try fill($0.value, "body.\($0.name)")) })
     case nil: break
     }
+    // Values land in a file name (`Placeholders.fileName`); `{page}`, unless the partition
+    // gives a `page`, stays for the page number.
     step.output = try output.map { output in
       var withPage = partition
-      if withPage["page"] == nil { withPage.values.append((name: "page", value: "{page}")) }
-      return try fill(output, "output", in: withPage)
+      let keepsPage = withPage["page"] == nil
+      if keepsPage { withPage.values.append((name: "page", value: Self.pageMark)) }
+      let filled = try fill(output, "output", in: withPage, encode: { $0 == Self.pageMark && keepsPage ? $0 : Placeholders.fileName($0) })
+      return keepsPage ? filled.replacing(Self.pageMark, with: "{page}") : filled
     }
     return step
   }

@@ -97,10 +97,16 @@ extension Duration {
     return Double(s) + Double(attoseconds) / 1e18
   }
 
-  /// Human form: `500ms`, `1.5s`, `2m`, `1h`.
-  public var formatted: String {
+  /// Human form, in the largest unit that writes it whole: `500ms`, `1.5s`, `2m`, `1h`,
+  /// `7d` (`7d`, not `1w`: the manifest reads both; days are what logs and messages count).
+  public var formatted: String { formatted(days: true) }
+
+  /// `formatted`, with hours as the largest unit when `days` is false (`168h`): the form
+  /// fingerprints hold, written before durations took days.
+  public func formatted(days: Bool) -> String {
     let s = seconds
     if s < 1 && s > 0 { return "\(Int((s * 1000).rounded()))ms" }
+    if days && s >= 86400 && s.truncatingRemainder(dividingBy: 86400) == 0 { return "\(Int(s / 86400))d" }
     if s >= 3600 && s.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(s / 3600))h" }
     if s >= 60 && s.truncatingRemainder(dividingBy: 60) == 0 { return "\(Int(s / 60))m" }
     if s == s.rounded() { return "\(Int(s))s" }

@@ -84,6 +84,45 @@ extension PostgresTransaction {
     try connection.execute("DELETE FROM \(store.qualified(name))").affectedRows
   }
 
+  /// One `INSERT ... SELECT` from `source`, a table of the schema; a new `target` is
+  /// `CREATE TABLE ... (LIKE source)`, a column `target` lacks is added with `source`'s type
+  /// (`format_type`, from `pg_attribute`).
+  func replaceRows(ofTable target: String, withTable source: String) throws -> [String] {
+    let columns = try connection.execute(
+      """
+      SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
+      """, [.text(store.schema), .text(PostgresIdentifier.fitted(source))]
+    ).rows.compactMap { row -> (name: String, type: String)? in
+      guard row.count == 2, let name = row[0].text, let type = row[1].text else { return nil }
+      return (name, type)
+    }
+    let existing = try store.columnNames(ofTable: PostgresIdentifier.fitted(target))
+    guard !columns.isEmpty else {
+      if !existing.isEmpty { _ = try deleteRows(ofTable: target) }
+      return []
+    }
+    var added: [String] = []
+    if existing.isEmpty {
+      try connection.execute("CREATE TABLE \(store.qualified(target)) (LIKE \(store.qualified(source)))")
+    } else {
+      for column in columns where !existing.contains(column.name) {
+        try connection.execute("ALTER TABLE \(store.qualified(target)) ADD COLUMN \(PostgresIdentifier.sql(column.name)) \(column.type)")
+        added.append(column.name)
+      }
+      _ = try deleteRows(ofTable: target)
+    }
+    let names = list(columns.map(\.name))
+    try connection.execute("INSERT INTO \(store.qualified(target)) (\(names)) SELECT \(names) FROM \(store.qualified(source))")
+    try dropTable(source)
+    return added
+  }
+
+  func dropTable(_ name: String) throws {
+    try connection.execute("DROP TABLE IF EXISTS \(store.qualified(name))")
+  }
+
   func append(from staging: String, into target: String, columns: [String]) throws -> Int {
     try connection.execute(
       "INSERT INTO \(store.qualified(target)) (\(list(columns))) SELECT \(list(columns)) FROM \(staged(staging)) ORDER BY \(PostgresDelta.orderColumn)"

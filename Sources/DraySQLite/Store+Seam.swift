@@ -163,6 +163,18 @@ final class SQLiteTransaction: StoreTransaction {
     return []
   }
 
+  /// `RecordTable.publish`: `target` made again with `source`'s columns when their names
+  /// or types differ.
+  func replaceRows(ofTable target: String, withTable source: String) throws -> [String] {
+    try TableGuard.disarm(target, in: store.database)
+    _ = try RecordTable(database: store.database, name: source).publish(into: target)
+    return []
+  }
+
+  func dropTable(_ name: String) throws {
+    _ = try store.database.execute("DROP TABLE IF EXISTS \(Database.quote(name))")
+  }
+
   func deleteRows(ofTable name: String) throws -> Int {
     try TableGuard.disarm(name, in: store.database)
     return try store.database.execute("DELETE FROM \(Database.quote(name))")

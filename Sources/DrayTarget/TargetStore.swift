@@ -184,6 +184,19 @@ public protocol StoreTransaction: AnyObject {
   /// - Returns: the rows deleted.
   func deleteRows(ofTable name: String) throws -> Int
 
+  /// Replaces the rows of table `target` with every row of table `source` of this database
+  /// (a table every session sees, where the partitions of a `write: replace` step gathered
+  /// their records, docs/partitions.md), then drops `source`: readers see the old rows or
+  /// all the new ones, never a part. Creates `target` with `source`'s columns when it does
+  /// not exist; adds the columns an existing `target` lacks. Without `source`, empties
+  /// `target` (when it exists).
+  /// - Returns: the names of the columns added to an existing `target`, in order.
+  func replaceRows(ofTable target: String, withTable source: String) throws -> [String]
+
+  /// Drops table `name` of this database when it exists (a partitioned step's gathered
+  /// records that a run starting the step over does not keep).
+  func dropTable(_ name: String) throws
+
   /// Adds every row of table `staging` to `target`, in the order they were staged.
   /// - Parameter columns: the columns copied; both tables have them.
   /// - Returns: the rows added.
@@ -226,6 +239,9 @@ public protocol RunJournal: AnyObject {
   func runs(job: String, limit: Int) throws -> [RunRecord]
   /// Every checkpoint of `job`.
   func checkpoints(job: String) throws -> [CheckpointRecord]
+  /// The checkpoint of `stepID`, or nil: one row read, where `checkpoints(job:)` reads every
+  /// step's (a partitioned step's partitions each have one, so a job may hold thousands).
+  func checkpoint(job: String, stepID: String) throws -> CheckpointRecord?
 
   /// Records the start of `run`, the part of the job's run lock the journal holds: a run of
   /// the job still alive elsewhere makes it throw `RunInProgress`; `running` runs whose

@@ -86,9 +86,9 @@ import Testing
     #expect(result.status == 2)
     #expect(
       diagnostics(result, job) == [
-        "\(job):4:20: error: 'retry.interval' is too long: 99999999999999h; a duration is at most 30 days (720h)",
-        "\(job):4:51: error: 'retry.max_interval' is too long: 1000000000000000000000ms; a duration is at most 30 days (720h)",
-        "\(job):7:23: error: 'steps.sql-1.timeouts.idle' is too long: 99999999999999999999s; a duration is at most 30 days (720h)",
+        "\(job):4:20: error: 'retry.interval' is too long: 99999999999999h; a duration is at most 30 days (30d, 720h)",
+        "\(job):4:51: error: 'retry.max_interval' is too long: 1000000000000000000000ms; a duration is at most 30 days (30d, 720h)",
+        "\(job):7:23: error: 'steps.sql-1.timeouts.idle' is too long: 99999999999999999999s; a duration is at most 30 days (30d, 720h)",
         "\(job): 3 errors; nothing was run",
       ])
   }

@@ -89,11 +89,11 @@ import Testing
     ),
     (
       "  url: postgresql://db/w\n  timeouts: { idle: 500ms }",
-      "'database.timeouts.idle' is too short: 500ms; it must be between 1s and 720h"
+      "'database.timeouts.idle' is too short: 500ms; it must be between 1s and 30d"
     ),
     (
       "  url: postgresql://db/w\n  timeouts: { connect: 1s }",
-      "'database.timeouts.connect' is too short: 1s; it must be between 2s and 720h"
+      "'database.timeouts.connect' is too short: 1s; it must be between 2s and 30d"
     ),
     ("  url: postgresql://db/w\n  timeouts: { idel: 5s }", "unknown key 'idel' in database.timeouts; did you mean 'idle'?"),
   ])

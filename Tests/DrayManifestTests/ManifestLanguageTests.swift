@@ -50,7 +50,7 @@ import Testing
     #expect(
       m.steps.map(\.id) == [
         "schemes", "fruits", "export", "ping", "upload", "all-sales", "clean", "check", "orders", "catalog", "partners", "ledger",
-        "pages", "charges", "graph", "crm", "tickets", "weather",
+        "pages", "charges", "graph", "crm", "tickets", "weather", "regions", "repo-issues", "weekly",
       ])
     #expect(m.allSteps.map(\.id).contains("sales-us"))
     #expect(m.steps[0].description == "Fetch the schemes of the two resources.")
@@ -146,7 +146,7 @@ import Testing
     #expect(
       found == [
         "job.yaml:3:17: error: 'retry.count' must be an integer, found a string ('3')",
-        "job.yaml:3:36: error: 'retry.max_interval' needs a unit: write '30s' for 30 seconds (units: ms, s, m, h)",
+        "job.yaml:3:36: error: 'retry.max_interval' needs a unit: write '30s' for 30 seconds (units: ms, s, m, h, d, w)",
       ])
   }
 

@@ -145,7 +145,7 @@ import Testing
         "job.yaml:5:5: error: unknown key 'tabel_stream' in step 1; did you mean 'table_stream'?",
         "job.yaml:6:5: error: step 'sql-2' (sql) uses the database; add a 'database' block with a 'path' (SQLite) or a 'url' (PostgreSQL)",
         "job.yaml:7:21: error: 'steps.sql-2.retry.count' must be an integer, found a string ('ten')",
-        "job.yaml:7:36: error: 'steps.sql-2.retry.interval' needs a unit: write '5s' for 5 seconds (units: ms, s, m, h)",
+        "job.yaml:7:36: error: 'steps.sql-2.retry.interval' needs a unit: write '5s' for 5 seconds (units: ms, s, m, h, d, w)",
       ])
   }
 

@@ -149,9 +149,10 @@ import Testing
           if path.isEmpty && key.hasPrefix("x-") { continue }
           // Header, column, parameter and status names are free: their path holds <name>,
           // and only what is inside them is a key of the language.
-          let isName = [".headers", ".expect", ".http.query", ".body.form", ".load.columns", ".http.on_status"].contains {
-            path.hasSuffix($0)
-          }
+          let isName = [".headers", ".expect", ".http.query", ".body.form", ".load.columns", ".http.on_status", ".partitions.list[]"]
+            .contains {
+              path.hasSuffix($0)
+            }
           let child = isName ? "\(path).<name>" : path.isEmpty ? key : "\(path).\(key)"
           if !isName { used.insert(child) }
           if !path.hasSuffix(".params") && !["params", "equals", "json"].contains(key) { walk(pair.value, child) }

@@ -34,7 +34,7 @@ import Testing
         "job.yaml:12:30: error: 'steps.http-3.http.paginate.max_pages' must be between 1 and 2147483647, found 0",
         "job.yaml:12:41: error: 'steps.http-3.http.paginate.cursor' needs one of: from, from_last_record",
         "job.yaml:13:20: error: 'steps.http-3.http.incremental' reads a JSON Pointer in each record; it needs format: json",
-        "job.yaml:13:71: error: 'steps.http-3.http.incremental.lag' is not a duration: 'soon'; write a number and a unit: 500ms, 30s, 5m, 1h",
+        "job.yaml:13:71: error: 'steps.http-3.http.incremental.lag' is not a duration: 'soon'; write a number and a unit: 500ms, 30s, 5m, 1h, 7d",
       ])
   }
 

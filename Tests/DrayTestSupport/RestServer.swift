@@ -72,10 +72,11 @@ public final class RestServer: Sendable {
     _ = try Curl.send("POST", url + "admin/items", headers: ["Content-Type": "application/json"], body: #"{"count": \#(count)}"#)
   }
 
-  /// Waits until a request is held by a `"hold"` rule (the server gives up after 60 s).
+  /// Waits until `atLeast` requests are held by `"hold"` rules (the server gives up after
+  /// 60 s).
   /// - Returns: the number of requests held.
-  public func waitForHeld() throws -> Int {
-    let answer = try JSONSerialization.jsonObject(with: Curl.send("GET", url + "admin/held")) as? [String: Any]
+  public func waitForHeld(atLeast: Int = 1) throws -> Int {
+    let answer = try JSONSerialization.jsonObject(with: Curl.send("GET", url + "admin/held?at_least=\(atLeast)")) as? [String: Any]
     return answer?["held"] as? Int ?? 0
   }
 

@@ -22,13 +22,14 @@ extension StepRunner {
             load, records: pages.progress.rows, cursors: run.cursors, url: pages.firstURL, status: pages.emptyStatus,
             pages: pages.progress.pages, in: transaction)
           let published = try publish(
-            load, staged: staging.table(run.stagingTable), fresh: run.cursors?.entry.fresh ?? false, in: transaction)
+            load, staged: staging.table(run.stagingTable), fresh: partition == nil && run.cursors?.entry.fresh == true, in: transaction)
           if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
           done.notes += published.notes
           try run.cursors?.publish(&done.notes, in: transaction)
           try run.validators?.save(AnswerValidators(pages.lastHeaders), url: pages.firstURL, table: load.table, in: transaction)
           if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
-          done.rows = [load.table: published.rows]
+          // A partition's checkpoint counts its own records, not the table's rows.
+          done.rows = [load.table: partition == nil ? published.rows : pages.progress.rows]
           done.tables = published.created ? [load.table] : []
           try transaction.record(checkpoint(done, status: .succeeded))
           let sameDatabase = transaction.sameDatabaseStaging
@@ -45,7 +46,7 @@ extension StepRunner {
     // resume them (a later run's new lineage drops them).
     CrashPoint.reach("published:\(step.id)")
     if !cleared { try context.databaseWrites.withLock { _ in try dropStaged(run, staging) } }
-    report.rows = [load.table: published.rows]
+    report.rows = done.rows
     report.tables = published.created ? [load.table] : []
     report.notes = done.notes
   }
@@ -179,7 +180,8 @@ extension StepRunner {
     in transaction: any StoreTransaction
   ) throws {
     let replaces = cursors.map(\.entry.fresh) ?? (load.write == .replace)
-    guard records == 0, replaces, !load.allowEmpty, try !transaction.columns(ofTable: load.table).isEmpty else { return }
+    // A partition's load is one part of the table: the partitioned step judges the whole.
+    guard partition == nil, records == 0, replaces, !load.allowEmpty, try !transaction.columns(ofTable: load.table).isEmpty else { return }
     let rows = try transaction.rowCount(ofTable: load.table)
     guard rows > 0 else { return }
     let why =

@@ -32,6 +32,8 @@ extension StepRunner {
     let run = try startHTTP(options, &report)
     let pages = try fetchPages(options, run, &report)
     report.bytes = pages.progress.bytes
+    report.pages = pages.progress.pages
+    report.records = pages.progress.rows
     if pages.unchanged, let load = options.load, let validators = run.validators {
       return try keepNotModified(load, validators, sent: pages.sentValidators, &report)
     }
@@ -144,7 +146,7 @@ extension StepRunner {
     // Preconditions from the answer the step last published (`AnswerValidators`), kept by
     // the database it publishes into.
     let validators = target.flatMap { target in
-      AnswerValidators.apply(to: options)
+      AnswerValidators.apply(to: options) && partition == nil
         ? AnswerValidators.Ledger(store: target, job: manifest.job, stepID: step.id, fingerprint: step.fingerprint(in: manifest))
         : nil
     }
