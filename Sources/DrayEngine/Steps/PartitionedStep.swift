@@ -38,11 +38,25 @@ extension StepRunner {
     }
     // The partitions that finished in the chain this run continues, or in this run itself
     // (the step run again after a lost connection): never fetched again.
-    let finished = try context.journal.withLock { try $0.checkpoints(job: manifest.job) }.filter {
+    var finished = try context.journal.withLock { try $0.checkpoints(job: manifest.job) }.filter {
       $0.stepID.hasPrefix(step.id + "[") && $0.status == .succeeded
         && ($0.runID == context.runID || resuming && $0.lineage == context.lineage)
     }
-    let startsOver = !resuming && !finished.contains { $0.runID == context.runID }
+    // A `replace` gathers the records of every partition that finished: one that is not among
+    // these partitions as they are now (the list, the rows or the step's settings changed
+    // since) left records no partition owns, so the step starts over and gathers anew.
+    let stale =
+      gathered != nil
+      && finished.contains { done in
+        !members.contains { $0.id == done.stepID && $0.fingerprint(in: manifest) == done.fingerprint }
+      }
+    if stale {
+      finished = []
+      let note = "the partitions changed since they were gathered: every partition is fetched again (write: replace)"
+      console.info(note, step: step.id)
+      report.notes.append(note)
+    }
+    let startsOver = stale || !resuming && !finished.contains { $0.runID == context.runID }
     if let store, startsOver {
       // A step that starts over gathers from nothing; a `--fresh` incremental load into one
       // table empties it once here, not once per partition.
