@@ -295,6 +295,10 @@ enum PartitionError: Error, CustomStringConvertible {
   case rowsQuery(step: String, message: String)
   /// The `rows` query gave no column.
   case rowsNoColumn(step: String)
+  /// Two columns of the `rows` query with one name.
+  case rowsColumnTwice(step: String, column: String)
+  /// A column of the `rows` query that no placeholder of the step uses.
+  case rowsColumnUnused(step: String, column: String, columns: [String])
   /// A `rows` value that is NULL or a blob.
   case rowsValue(step: String, row: Int, column: String, value: String)
   /// A placeholder the partition does not define, or a brace that opens none.
@@ -310,7 +314,7 @@ enum PartitionError: Error, CustomStringConvertible {
   var code: String {
     switch self {
     case .failed: "partitions_failed"
-    case .rowsQuery, .rowsNoColumn, .rowsValue: "partitions_query"
+    case .rowsQuery, .rowsNoColumn, .rowsColumnTwice, .rowsColumnUnused, .rowsValue: "partitions_query"
     case .placeholder: "placeholder_undefined"
     case .duplicate: "partitions_duplicate"
     case .kind: "setting_missing"
@@ -329,6 +333,13 @@ enum PartitionError: Error, CustomStringConvertible {
     case .rowsNoColumn(let step):
       "step \(step): the partitions' rows query returned no column; write a SELECT whose columns are named as the placeholders "
         + "(SELECT id AS repo FROM ...)"
+    case .rowsColumnTwice(let step, let column):
+      "step \(step): the partitions' rows query returns two columns named \(column); each column is a placeholder's value: "
+        + "name each column once (SELECT id AS repo, name AS repo_name FROM ...)"
+    case .rowsColumnUnused(let step, let column, let columns):
+      "step \(step): the partitions' rows query returns column \(column) (of \(columns.joined(separator: ", "))), which no "
+        + "placeholder of the step uses: partitions differing only in it would send the same requests; leave it out of the "
+        + "SELECT, or write {\(column)} in the step's settings"
     case .rowsValue(let step, let row, let column, let value):
       "step \(step): row \(row) of the partitions' rows query holds \(value) in column \(column); a partition's values are text: "
         + "leave such rows out (WHERE \(column) IS NOT NULL) or convert the column"
