@@ -73,9 +73,8 @@ extension StepRunner {
       }
     }
     if list.isEmpty {
-      let note = "no partitions: the rows query returned no rows, so nothing was fetched"
-      console.info(note, step: step.id)
-      report.notes.append(note)
+      // Logged with the step's other notes, after its "ok" line.
+      report.notes.append("no partitions: the rows query returned no rows, so nothing was fetched")
     }
     report.members = runMembers(members, list, concurrency: partitions.concurrency, finished: finished)
     for index in report.members.indices {
