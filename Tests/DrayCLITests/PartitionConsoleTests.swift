@@ -25,3 +25,33 @@ import Testing
     #expect(result.stderr.components(separatedBy: "no partitions: the rows query returned no rows").count - 1 == 1, "\(result.stderr)")
   }
 }
+
+/// The summary of a run whose partitions are many keeps the job's own steps.
+@Suite struct PartitionSummaryTests {
+  @Test func manyPartitionsAreCountedAndTheStepsStayListed() throws {
+    let folder = TemporaryDirectory()
+    let server = try RestServer()
+    let list = (1...30).map { "{ n: \"\($0)\" }" }.joined(separator: ", ")
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: many
+      database: { path: data.sqlite }
+      steps:
+        - id: first
+          http: { base_url: "\(server.url)", path: echo/first, load: { table: first, records: /data } }
+        - id: echoes
+          partitions: { list: [\(list)], concurrency: 4 }
+          http: { base_url: "\(server.url)", path: "echo/{n}", load: { table: echoes, records: /data, write: append } }
+
+      """)
+    let result = try Command.dray(["run", path])
+    #expect(result.status == 0, "\(result.output)")
+    let lines = result.stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
+    #expect(lines.contains { $0.hasPrefix("first http succeeded") }, "\(result.stdout)")
+    #expect(lines.contains { $0.hasPrefix("echoes http succeeded 30 rows") }, "\(result.stdout)")
+    #expect(lines.contains("(partitions: 30 succeeded not listed; the report lists every partition)"), "\(result.stdout)")
+    #expect(!lines.contains { $0.hasPrefix("echoes[") })
+  }
+}
