@@ -55,3 +55,32 @@ import Testing
     #expect(!lines.contains { $0.hasPrefix("echoes[") })
   }
 }
+
+/// `dray status` on a partitioned step that has not finished says how far its partitions got.
+@Suite struct PartitionStatusTests {
+  @Test func statusCountsThePartitionsOfAnUnfinishedStep() throws {
+    let folder = TemporaryDirectory()
+    let server = try RestServer(["--repos", "3", "--issues", "4"])
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: part
+      database: { path: data.sqlite }
+      retry: { count: 0 }
+      steps:
+        - id: issues
+          partitions: { list: [{ repo: "1" }, { repo: "99" }, { repo: "2" }] }
+          http: { base_url: "\(server.url)", path: "repos/{repo}/issues", load: { table: issues, records: /data, write: append } }
+
+      """)
+    let run = try Command.dray(["run", path])
+    #expect(run.status == 1, "\(run.output)")
+    let status = try Command.dray(["status", path])
+    #expect(status.status == 0, "\(status.output)")
+    let line = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("  issues: ") })
+    // Repository 99 is a 404: it fails for good, and repository 2 is not started.
+    #expect(line.contains("; partitions: 1 finished (4 rows), 1 failed in run "), "\(line)")
+    #expect(line.hasSuffix("the next dray run resumes the others"), "\(line)")
+  }
+}
