@@ -84,3 +84,28 @@ import Testing
     #expect(line.hasSuffix("the next dray run resumes the others"), "\(line)")
   }
 }
+
+/// The line that starts a partitioned `http` step shows its URL as written.
+@Suite struct PartitionStartLineTests {
+  @Test func theStartLineShowsThePlaceholdersAsWritten() throws {
+    let folder = TemporaryDirectory()
+    let server = try RestServer()
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: start
+      database: { path: data.sqlite }
+      steps:
+        - id: echoes
+          partitions: { list: [{ n: a }, { n: b }] }
+          http: { base_url: "\(server.url)", path: "echo/{n}", query: { q: "{n}" }, load: { table: echoes, records: /data } }
+
+      """)
+    let result = try Command.dray(["run", path])
+    #expect(result.status == 0, "\(result.output)")
+    let start = try #require(result.stderr.split(separator: "\n").first { $0.contains("step echoes: http ") })
+    #expect(start.hasSuffix("/echo/{n}?q={n}, for each partition"), "\(start)")
+    #expect(result.stderr.contains("step echoes[n=a]: http GET \(server.url)"), "\(result.stderr)")
+  }
+}
