@@ -214,7 +214,12 @@ extension ManifestValidator {
             var message = "'\(path).\(site.setting)': placeholder {\(name)} is no value of the partitions"
             message += given.isEmpty ? "" : ", which give \(given.map { "{\($0)}" }.joined(separator: ", "))"
             message += " ({{ and }} write literal braces)"
-            if let suggestion = EditDistance.closest(to: name, among: given) { message += "; did you mean {\(suggestion)}?" }
+            if let suggestion = EditDistance.closest(to: name, among: given) {
+              message += "; did you mean {\(suggestion)}?"
+              // The value it meant is used, misspelt: one error says so, not a second
+              // saying the value is unused.
+              used.insert(suggestion)
+            }
             reader.error(site.node.location, message)
           } else if case .list(let list) = partitions.source, let missing = list.firstIndex(where: { $0[name] == nil }) {
             reader.error(
