@@ -165,12 +165,20 @@ extension PostgresJournal: RunJournal {
     try select("job = $1", [.text(job)], limit: limit < 0 ? nil : limit)
   }
 
-  public func checkpoints(job: String) throws -> [CheckpointRecord] {
+  public func checkpoints(job: String) throws -> [CheckpointRecord] { try checkpoints(job: job, stepID: nil) }
+
+  /// The checkpoint of `stepID` of `job`, or nil: one row read by its key, however many
+  /// checkpoints the journal holds (a fan-out's partitions each have one).
+  public func checkpoint(job: String, stepID: String) throws -> CheckpointRecord? {
+    try checkpoints(job: job, stepID: stepID).first
+  }
+
+  private func checkpoints(job: String, stepID: String?) throws -> [CheckpointRecord] {
     try connection.execute(
       """
       SELECT job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at
       FROM \(own("_dray_checkpoints")) WHERE job = $1
-      """, [.text(job)]
+      """ + (stepID == nil ? "" : " AND step_id = $2"), [.text(job)] + (stepID.map { [.text($0)] } ?? [])
     ).named.map { row in
       let stepID = try row["step_id"].text ?? ""
       guard let status = CheckpointRecord.Status(rawValue: try row["status"].text ?? "") else {

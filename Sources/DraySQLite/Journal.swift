@@ -431,11 +431,21 @@ public final class Journal {
 
   /// Every checkpoint of `job`.
   /// - Throws: `JournalError.badRecord` for a status dray does not know; `SQLiteError`.
-  public func checkpoints(job: String) throws -> [CheckpointRecord] {
+  public func checkpoints(job: String) throws -> [CheckpointRecord] { try checkpoints(job: job, stepID: nil) }
+
+  /// The checkpoint of `stepID` of `job`, or nil: one row read by its key, however many
+  /// checkpoints the journal holds (a fan-out's partitions each have one).
+  /// - Throws: `JournalError.badRecord` for a status dray does not know; `SQLiteError`.
+  public func checkpoint(job: String, stepID: String) throws -> CheckpointRecord? {
+    try checkpoints(job: job, stepID: stepID).first
+  }
+
+  private func checkpoints(job: String, stepID: String?) throws -> [CheckpointRecord] {
     guard hasTables else { return [] }
     return try database.rows(
-      "SELECT job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at FROM _dray_checkpoints WHERE job = ?",
-      [.text(job)]
+      "SELECT job, step_id, run_id, lineage, fingerprint, status, attempts, rows, bytes, outputs, finished_at FROM _dray_checkpoints WHERE job = ?"
+        + (stepID == nil ? "" : " AND step_id = ?"),
+      [.text(job)] + (stepID.map { [.text($0)] } ?? [])
     ).map { row throws in
       let stepID = try row.text("step_id")
       guard let status = CheckpointRecord.Status(rawValue: try row.text("status")) else {
