@@ -116,6 +116,15 @@ extension ManifestValidator {
           itemOK = false
           continue
         }
+        // A value is any scalar read as text (numbers and booleans too), but null is none:
+        // say what to write rather than "must be a string".
+        if let scalar = pair.value.scalar, scalar.style == .plain, scalar.tag == nil, CoreSchema.resolve(scalar.text) == .null {
+          reader.error(
+            pair.value.location,
+            "'\(itemPath).\(name)' is null, and a partition's value is text: give the value, or write \"\" for an empty one")
+          itemOK = false
+          continue
+        }
         guard let value = reader.string(pair.value, "\(itemPath).\(name)") else {
           itemOK = false
           continue
