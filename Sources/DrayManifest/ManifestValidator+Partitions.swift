@@ -161,7 +161,17 @@ extension ManifestValidator {
     var every: Partitions.Every?
     if let everyNode = f.required("every", &reader), let text = reader.nonEmptyString(everyNode, f.path("every")) {
       every = Partitions.Every(parsing: text)
-      if every == nil {
+      let unit = ["mo", "w", "d"].first { text.hasSuffix($0) }
+      let digits = unit.map { text.dropLast($0.count) } ?? ""
+      if every == nil, let unit, !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+        Int(digits).map({ $0 > 100_000 }) ?? true
+      {
+        // A whole number and a unit, but a number beyond what a window can be.
+        reader.error(
+          everyNode.location,
+          "'\(f.path("every"))' is too long: '\(text)'; a window is at most 100000\(unit), and no longer than the range from 'start' to 'end'"
+        )
+      } else if every == nil {
         reader.error(
           everyNode.location,
           "'\(f.path("every"))' is not a window length: '\(text)'; write a whole number and d (days), w (weeks) or mo (calendar months), such as 7d, 2w or 1mo"
