@@ -83,6 +83,30 @@ import Testing
     #expect(line.contains("; partitions: 1 finished (4 rows), 1 failed in run "), "\(line)")
     #expect(line.hasSuffix("the next dray run resumes the others"), "\(line)")
   }
+
+  @Test func planCountsThePartitionsARunWouldSkip() throws {
+    let folder = TemporaryDirectory()
+    let server = try RestServer(["--repos", "3", "--issues", "4"])
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: part
+      database: { path: data.sqlite }
+      retry: { count: 0 }
+      steps:
+        - id: issues
+          partitions: { list: [{ repo: "1" }, { repo: "2" }, { repo: "99" }] }
+          http: { base_url: "\(server.url)", path: "repos/{repo}/issues", load: { table: issues, records: /data, write: append } }
+
+      """)
+    let run = try Command.dray(["run", path])
+    #expect(run.status == 1, "\(run.output)")
+    let plan = try Command.dray(["plan", path])
+    #expect(plan.status == 0, "\(plan.output)")
+    let line = try #require(plan.stdout.split(separator: "\n").first { $0.contains("issues (http): run") })
+    #expect(line.hasSuffix("; 2 partitions finished in the chain, skipped unless changed since"), "\(line)")
+  }
 }
 
 /// The line that starts a partitioned `http` step shows its URL as written.
