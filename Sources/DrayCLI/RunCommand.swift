@@ -95,7 +95,8 @@ enum RunCommand {
 /// Members of a `parallel` group are indented under it. "N attempts" appears only when a
 /// step's own call was retried; retries of the sign-in or a scheme fetch are named apart
 /// ("sign-in retried once").
-/// Beyond 25 steps only those that did not succeed are listed. The report's path is the last
+/// Beyond 25 lines, the partitions that succeeded or were skipped are not listed (their
+/// count is); if the steps are still more than 25, only those that did not succeed are. The report's path is the last
 /// line.
 enum Summary {
   /// Steps listed in full up to this many.
@@ -104,20 +105,28 @@ enum Summary {
   static func text(_ report: RunReport, files: [(format: String, path: String)], color: Bool = false) -> String {
     let seconds = HumanUnits.duration(report.endedAt.timeIntervalSince(report.startedAt))
     var lines = ["job \(report.job): \(paint(report.status.rawValue, report.status, color)) in \(seconds) (run \(report.runID))"]
-    var rows: [(id: String, step: StepReport)] = []
+    var rows: [(id: String, step: StepReport, partition: Bool)] = []
     for step in report.steps {
-      rows.append((step.id, step))
-      for member in step.members { rows.append(("  " + member.id, member)) }
+      rows.append((step.id, step, false))
+      for member in step.members { rows.append(("  " + member.id, member, step.partitioned)) }
+    }
+    func quiet(_ step: StepReport) -> Bool { step.status == .succeeded || step.status == .skipped }
+    // Partitions that succeeded or were skipped go first, so that the job's own steps stay
+    // listed while they fit.
+    var hiddenPartitions: [RunStatus: Int] = [:]
+    if rows.count > maxSteps {
+      for row in rows where row.partition && quiet(row.step) { hiddenPartitions[row.step.status, default: 0] += 1 }
+      rows = rows.filter { !($0.partition && quiet($0.step)) }
     }
     var hidden: [RunStatus: Int] = [:]
     if rows.count > maxSteps {
-      for row in rows where row.step.status == .succeeded || row.step.status == .skipped { hidden[row.step.status, default: 0] += 1 }
-      rows = rows.filter { $0.step.status != .succeeded && $0.step.status != .skipped }
+      for row in rows where quiet(row.step) { hidden[row.step.status, default: 0] += 1 }
+      rows = rows.filter { !quiet($0.step) }
     }
     let idWidth = max(4, rows.map(\.id.count).max() ?? 0)
     let kindWidth = max(4, rows.map(\.step.kind.count).max() ?? 0)
     let statusWidth = max(11, (rows.map(\.step.status.rawValue.count).max() ?? 0) + 2)
-    for (id, step) in rows {
+    for (id, step, _) in rows {
       let status = step.status.rawValue.padding(toLength: statusWidth, withPad: " ", startingAt: 0)
       let line =
         "  " + id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
@@ -130,6 +139,12 @@ enum Summary {
         hidden[status].map { "\($0) \(word)" }
       }
       lines.append("  (\(parts.joined(separator: " and ")) not listed; the report lists every step)")
+    }
+    if !hiddenPartitions.isEmpty {
+      let parts = [(RunStatus.succeeded, "succeeded"), (.skipped, "skipped")].compactMap { status, word in
+        hiddenPartitions[status].map { "\($0) \(word)" }
+      }
+      lines.append("  (partitions: \(parts.joined(separator: " and ")) not listed; the report lists every partition)")
     }
     let totals = report.totals
     var total: [String] = []

@@ -85,9 +85,20 @@ enum StatusCommand {
     lines.append("checkpoints:")
     let listed: [(id: String, fingerprint: String?)] =
       whole.map { whole in whole.allSteps.map { ($0.id, $0.fingerprint(in: whole)) } } ?? checkpoints.map { ($0.stepID, nil) }
+    // A partitioned step that has not finished: how far its partitions got in the newest
+    // run's chain (each partition has its own checkpoint, `STEP[...]`).
+    func partitions(of id: String) -> String {
+      guard let lineage = runs.first?.lineage else { return "" }
+      let members = checkpoints.filter { $0.stepID.hasPrefix(id + "[") && $0.lineage == lineage }
+      let finished = members.filter { $0.status == .succeeded }
+      guard !members.isEmpty else { return "" }
+      let failed = members.count - finished.count
+      return "; partitions: \(finished.count) finished (\(HumanUnits.counted(Int(finished.reduce(0) { $0 + $1.rows }), "row")))"
+        + (failed > 0 ? ", \(failed) failed" : "") + " in run \(lineage) and those continuing it; the next dray run resumes the others"
+    }
     for step in listed {
       guard let c = checkpoints.first(where: { $0.stepID == step.id }) else {
-        lines.append("  \(step.id): none")
+        lines.append("  \(step.id): none" + partitions(of: step.id))
         continue
       }
       let changed = step.fingerprint.map { c.fingerprint == $0 ? "" : " (definition changed since)" } ?? ""
@@ -96,6 +107,7 @@ enum StatusCommand {
           + (c.attempts > 1 ? ", \(c.attempts) attempts" : "")
           + ", \(HumanUnits.counted(Int(c.rows), "row")), \(HumanUnits.counted(Int(c.bytes), "byte"))\(changed)"
           + (c.status == .sent ? "; its call's outcome is unknown: not sent again until dray run --resend \(step.id)" : "")
+          + (c.status == .succeeded ? "" : partitions(of: step.id))
       )
     }
     return lines.joined(separator: "\n")

@@ -107,7 +107,16 @@ public struct ResumePlan: Sendable {
         for member in group.steps { _ = decide(member) }
       }
       // Its partitions are known once it runs (a `rows` query): it skips those that finished.
-      if step.partitions != nil { resumedPartitions = step.id }
+      if step.partitions != nil {
+        resumedPartitions = step.id
+        let done = checkpoints.filter {
+          $0.stepID.hasPrefix(step.id + "[") && $0.lineage == resumes.lineage && $0.status == .succeeded
+        }.count
+        if done > 0 {
+          let note = "\(HumanUnits.counted(done, "partition")) finished in the chain, skipped unless changed since"
+          runReasons[step.id] = runReasons[step.id].map { "\($0); \(note)" } ?? note
+        }
+      }
       break
     }
   }

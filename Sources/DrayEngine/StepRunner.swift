@@ -109,6 +109,9 @@ struct StepRunner {
     case .files(let f): "\(f.action.rawValue) \(f.connection):\(f.path)"
     case .parallel(let p): "\(HumanUnits.counted(p.steps.count, "step")), at most \(p.max) at once"
     case .schemes(let s): s.resources?.joined(separator: ", ") ?? ""
+    case .http(let h) where step.partitions != nil:
+      // The URL as written, its placeholders shown as braces rather than percent-encoded.
+      "\(h.method.rawValue) \(h.url.replacingOccurrences(of: "%7B", with: "{").replacingOccurrences(of: "%7D", with: "}")), for each partition"
     case .http(let h): "\(h.method.rawValue) \(h.url)"
     case .sql, .query: ""
     }

@@ -116,6 +116,15 @@ extension ManifestValidator {
           itemOK = false
           continue
         }
+        // A value is any scalar read as text (numbers and booleans too), but null is none:
+        // say what to write rather than "must be a string".
+        if let scalar = pair.value.scalar, scalar.style == .plain, scalar.tag == nil, CoreSchema.resolve(scalar.text) == .null {
+          reader.error(
+            pair.value.location,
+            "'\(itemPath).\(name)' is null, and a partition's value is text: give the value, or write \"\" for an empty one")
+          itemOK = false
+          continue
+        }
         guard let value = reader.string(pair.value, "\(itemPath).\(name)") else {
           itemOK = false
           continue
@@ -152,7 +161,17 @@ extension ManifestValidator {
     var every: Partitions.Every?
     if let everyNode = f.required("every", &reader), let text = reader.nonEmptyString(everyNode, f.path("every")) {
       every = Partitions.Every(parsing: text)
-      if every == nil {
+      let unit = ["mo", "w", "d"].first { text.hasSuffix($0) }
+      let digits = unit.map { text.dropLast($0.count) } ?? ""
+      if every == nil, let unit, !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+        Int(digits).map({ $0 > 100_000 }) ?? true
+      {
+        // A whole number and a unit, but a number beyond what a window can be.
+        reader.error(
+          everyNode.location,
+          "'\(f.path("every"))' is too long: '\(text)'; a window is at most 100000\(unit), and no longer than the range from 'start' to 'end'"
+        )
+      } else if every == nil {
         reader.error(
           everyNode.location,
           "'\(f.path("every"))' is not a window length: '\(text)'; write a whole number and d (days), w (weeks) or mo (calendar months), such as 7d, 2w or 1mo"
@@ -214,7 +233,12 @@ extension ManifestValidator {
             var message = "'\(path).\(site.setting)': placeholder {\(name)} is no value of the partitions"
             message += given.isEmpty ? "" : ", which give \(given.map { "{\($0)}" }.joined(separator: ", "))"
             message += " ({{ and }} write literal braces)"
-            if let suggestion = EditDistance.closest(to: name, among: given) { message += "; did you mean {\(suggestion)}?" }
+            if let suggestion = EditDistance.closest(to: name, among: given) {
+              message += "; did you mean {\(suggestion)}?"
+              // The value it meant is used, misspelt: one error says so, not a second
+              // saying the value is unused.
+              used.insert(suggestion)
+            }
             reader.error(site.node.location, message)
           } else if case .list(let list) = partitions.source, let missing = list.firstIndex(where: { $0[name] == nil }) {
             reader.error(

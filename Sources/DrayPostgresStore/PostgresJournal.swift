@@ -167,7 +167,8 @@ extension PostgresJournal: RunJournal {
 
   public func checkpoints(job: String) throws -> [CheckpointRecord] { try checkpoints(job: job, stepID: nil) }
 
-  /// The checkpoint of `stepID` (by the table's primary key), or nil.
+  /// The checkpoint of `stepID` of `job`, or nil: one row read by its key, however many
+  /// checkpoints the journal holds (a fan-out's partitions each have one).
   public func checkpoint(job: String, stepID: String) throws -> CheckpointRecord? {
     try checkpoints(job: job, stepID: stepID).first
   }

@@ -93,7 +93,8 @@ struct StepView {
     errorCode = json["error"]?["code"]?.stringValue
     errorMessage = json["error"]?["message"]?.stringValue
     httpStatuses = (json["http_statuses"]?.objectValue ?? []).compactMap { pair in pair.value.intValue.map { (pair.key, $0) } }
-    members = (json["steps"]?.arrayValue ?? []).map(StepView.init)
+    // A group's members are its `steps`; a partitioned step's, its `partitions` (docs/report.md).
+    members = (json["steps"]?.arrayValue ?? json["partitions"]?.arrayValue ?? []).map(StepView.init)
   }
 }
 

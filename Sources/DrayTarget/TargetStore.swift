@@ -239,8 +239,8 @@ public protocol RunJournal: AnyObject {
   func runs(job: String, limit: Int) throws -> [RunRecord]
   /// Every checkpoint of `job`.
   func checkpoints(job: String) throws -> [CheckpointRecord]
-  /// The checkpoint of `stepID`, or nil: one row read, where `checkpoints(job:)` reads every
-  /// step's (a partitioned step's partitions each have one, so a job may hold thousands).
+  /// The checkpoint of `stepID` of `job`, or nil, read by its key: asked by every step and
+  /// every partition of a fan-out, so it must not read the whole journal.
   func checkpoint(job: String, stepID: String) throws -> CheckpointRecord?
 
   /// Records the start of `run`, the part of the job's run lock the journal holds: a run of
@@ -296,11 +296,6 @@ extension RunJournal {
   public func lostLock() -> (any Error)? { nil }
   public var fence: (any RunFence)? { nil }
   public func reconnectIfLost() throws {}
-
-  /// The checkpoint of `stepID`, or nil.
-  public func checkpoint(job: String, stepID: String) throws -> CheckpointRecord? {
-    try checkpoints(job: job).first { $0.stepID == stepID }
-  }
 }
 
 /// A running count of inserted rows (`TargetStore.observeInsertedRows`).

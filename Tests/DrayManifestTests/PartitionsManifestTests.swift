@@ -178,7 +178,7 @@ import Testing
             partitions: { list: [{ region: eu }, { other: x }] }
             http: { base_url: "https://api.example.com", path: "/{region}/{other}" }
         """) == [
-          "job.yaml:6:28: error: 'steps.a.partitions.list' gives 'region', which no placeholder uses: write {region} in the step's path, query, headers, body or output, or remove it",
+          // {regoin} is region misspelt: one error says so, not a second that region is unused.
           "job.yaml:6:40: error: 'steps.a.partitions.list' gives 'day', which no placeholder uses: write {day} in the step's path, query, headers, body or output, or remove it",
           "job.yaml:9:13: error: 'steps.a.http.path': placeholder {regoin} is no value of the partitions, which give {region}, {day} ({{ and }} write literal braces); did you mean {region}?",
           "job.yaml:10:19: error: 'steps.a.http.query.x': a '{' that begins no placeholder: write {name} (letters, digits, _) or '{{' for a literal brace (at byte 0 of the value)",

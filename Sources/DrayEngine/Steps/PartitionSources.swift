@@ -7,8 +7,9 @@ extension StepRunner {
   /// (run on `store`, the job's database, with `{{ table ... }}` as in `sql` steps; each
   /// column's name is a placeholder name), or the `window`s.
   /// - Throws: `PartitionError.rowsQuery` for a query that fails, `.rowsNoColumn` for one
-  ///   without a column, `.rowsValue` for a NULL or a blob, `.window` for a window that
-  ///   gives none.
+  ///   without a column, `.rowsColumnTwice` for two columns of one name, `.rowsColumnUnused`
+  ///   for a column no placeholder of the step uses, `.rowsValue` for a NULL or a blob,
+  ///   `.window` for a window that gives none.
   func partitionList(_ partitions: Partitions, store: (any TargetStore)?) throws -> [Partition] {
     switch partitions.source {
     case .list(let list): return list
@@ -48,7 +49,31 @@ extension StepRunner {
         throw PartitionError.rowsQuery(step: step.id, message: context.database.failure(error)?.message ?? "\(error)")
       }
       if names.isEmpty { throw PartitionError.rowsNoColumn(step: step.id) }
+      if let twice = names.enumerated().first(where: { names[..<$0.offset].contains($0.element) })?.element {
+        throw PartitionError.rowsColumnTwice(step: step.id, column: twice)
+      }
+      if let first = list.first, let unused = unusedNames(first).first {
+        throw PartitionError.rowsColumnUnused(step: step.id, column: unused, columns: names)
+      }
       return list
+    }
+  }
+
+  /// The names of `partition` that no placeholder of the step uses: another value for the
+  /// name fills the step's settings alike. Empty when the step cannot be filled with
+  /// `partition` (`memberStep` says why).
+  func unusedNames(_ partition: Partition) -> [String] {
+    partition.values.map(\.name).filter { name in
+      let other = Partition(partition.values.map { (name: $0.name, value: $0.name == name ? $0.value + "\u{1}" : $0.value) })
+      switch step.kind {
+      case .http(let options):
+        guard let filled = try? options.filled(with: partition) else { return false }
+        return (try? options.filled(with: other)) == filled
+      case .tableStream(let options):
+        guard let filled = try? options.filled(with: partition) else { return false }
+        return (try? options.filled(with: other)) == filled
+      default: return false
+      }
     }
   }
 }

@@ -69,9 +69,8 @@ extension StepRunner {
       }
     }
     if list.isEmpty {
-      let note = "no partitions: the rows query returned no rows, so nothing was fetched"
-      console.info(note, step: step.id)
-      report.notes.append(note)
+      // Logged with the step's other notes, after its "ok" line.
+      report.notes.append("no partitions: the rows query returned no rows, so nothing was fetched")
     }
     report.members = runMembers(members, list, concurrency: partitions.concurrency, finished: finished)
     for index in report.members.indices {
@@ -284,7 +283,9 @@ final class PartitionProgress: Sendable {
   }
 }
 
-/// Why a partitioned step failed, or could not list its partitions.
+/// Why a partitioned step failed, or could not list its partitions. A description does not
+/// name the step: the step's report entry, its log line (`step issues: http failed after
+/// ...: `) and the summary's row do.
 enum PartitionError: Error, CustomStringConvertible {
   /// Partitions failed for good; `first` is the first one's values, `message` its error.
   case failed(step: String, failed: Int, total: Int, first: String, message: String)
@@ -292,6 +293,10 @@ enum PartitionError: Error, CustomStringConvertible {
   case rowsQuery(step: String, message: String)
   /// The `rows` query gave no column.
   case rowsNoColumn(step: String)
+  /// Two columns of the `rows` query with one name.
+  case rowsColumnTwice(step: String, column: String)
+  /// A column of the `rows` query that no placeholder of the step uses.
+  case rowsColumnUnused(step: String, column: String, columns: [String])
   /// A `rows` value that is NULL or a blob.
   case rowsValue(step: String, row: Int, column: String, value: String)
   /// A placeholder the partition does not define, or a brace that opens none.
@@ -307,7 +312,7 @@ enum PartitionError: Error, CustomStringConvertible {
   var code: String {
     switch self {
     case .failed: "partitions_failed"
-    case .rowsQuery, .rowsNoColumn, .rowsValue: "partitions_query"
+    case .rowsQuery, .rowsNoColumn, .rowsColumnTwice, .rowsColumnUnused, .rowsValue: "partitions_query"
     case .placeholder: "placeholder_undefined"
     case .duplicate: "partitions_duplicate"
     case .kind: "setting_missing"
@@ -317,27 +322,34 @@ enum PartitionError: Error, CustomStringConvertible {
 
   var description: String {
     switch self {
-    case .failed(let step, let failed, let total, let first, let message):
-      "\(failed) of \(HumanUnits.counted(total, "partition")) of step \(step) failed for good (the first, \(first): \(message)); "
+    case .failed(_, let failed, let total, let first, let message):
+      "\(failed) of \(HumanUnits.counted(total, "partition")) failed for good (the first, \(first): \(message)); "
         + "no more partitions were started, and those that finished keep what they committed: the next 'dray run' resumes the others"
-    case .rowsQuery(let step, let message):
-      "step \(step): the partitions' rows query failed: \(message); fix partitions.rows (a SELECT on the job's database, "
+    case .rowsQuery(_, let message):
+      "the partitions' rows query failed: \(message); fix partitions.rows (a SELECT on the job's database, "
         + "whose column names are the placeholder names), or run the step that loads its table first"
-    case .rowsNoColumn(let step):
-      "step \(step): the partitions' rows query returned no column; write a SELECT whose columns are named as the placeholders "
+    case .rowsNoColumn:
+      "the partitions' rows query returned no column; write a SELECT whose columns are named as the placeholders "
         + "(SELECT id AS repo FROM ...)"
-    case .rowsValue(let step, let row, let column, let value):
-      "step \(step): row \(row) of the partitions' rows query holds \(value) in column \(column); a partition's values are text: "
+    case .rowsColumnTwice(_, let column):
+      "the partitions' rows query returns two columns named \(column); each column is a placeholder's value: "
+        + "name each column once (SELECT id AS repo, name AS repo_name FROM ...)"
+    case .rowsColumnUnused(_, let column, let columns):
+      "the partitions' rows query returns column \(column) (of \(columns.joined(separator: ", "))), which no "
+        + "placeholder of the step uses: partitions differing only in it would send the same requests; leave it out of the "
+        + "SELECT, or write {\(column)} in the step's settings"
+    case .rowsValue(_, let row, let column, let value):
+      "row \(row) of the partitions' rows query holds \(value) in column \(column); a partition's values are text: "
         + "leave such rows out (WHERE \(column) IS NOT NULL) or convert the column"
-    case .placeholder(let step, let partition, let problem):
-      "step \(step), partition \(partition): \(problem); give the partitions that value (a column of the rows query, a key of "
+    case .placeholder(_, let partition, let problem):
+      "partition \(partition): \(problem); give the partitions that value (a column of the rows query, a key of "
         + "each list entry) or remove the placeholder"
-    case .duplicate(let step, let first, let second):
-      "step \(step): two partitions have the same values (\(first)\(first == second ? "" : " and \(second)")); each partition "
+    case .duplicate(_, let first, let second):
+      "two partitions have the same values (\(first)\(first == second ? "" : " and \(second)")); each partition "
         + "must differ, or it would be fetched twice: make the rows query DISTINCT or remove the repeated entry"
-    case .kind(let step, let kind):
-      "step \(step): a \(kind) step cannot have partitions; only http and table_stream steps run over partitions"
-    case .window(let step, let message): "step \(step): partitions.window: \(message)"
+    case .kind(_, let kind):
+      "a \(kind) step cannot have partitions; only http and table_stream steps run over partitions"
+    case .window(_, let message): "partitions.window: \(message)"
     }
   }
 }
