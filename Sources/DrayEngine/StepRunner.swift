@@ -275,10 +275,15 @@ struct StepRunner {
     try context.journal.withLock { try $0.record(checkpoint) }
   }
 
-  /// Why the step failed with `error`, by class (`FailureCause.of`): a group by its failed
-  /// members' causes.
+  /// Why the step failed with `error`, by class (`FailureCause.of`): a group, or a step's
+  /// partitions, by its failed members' causes.
   private func failure(of error: any Error, _ report: StepReport) -> FailureCause {
-    if case StepError.groupFailed = error {
+    let byMembers =
+      switch error {
+      case StepError.groupFailed, PartitionError.failed: true
+      default: false
+      }
+    if byMembers {
       let members = report.members.filter { $0.status == .failed }.compactMap { member in member.failure?.at(member.id) }
       if let cause = FailureCause.combined(members) { return cause }
     }

@@ -35,6 +35,9 @@ extension StepRunner {
     let gatheredUnchanged =
       gathered == nil || checkpoints.contains { $0.stepID == step.id && $0.fingerprint == step.fingerprint(in: manifest) }
     let resuming = context.resumedPartitions == step.id && gatheredUnchanged
+    if context.resumedPartitions == step.id && !gatheredUnchanged {
+      report.notes.append("the partitions changed since they were gathered: every partition is fetched again (write: replace)")
+    }
     let members = try list.map { try memberStep(for: $0, gatheringInto: gathered) }
     var seen: [String: Partition] = [:]
     for (member, partition) in zip(members, list) {
