@@ -53,7 +53,9 @@ default), each with --issues K issues (6 by default), paged by page number:
 (an unknown repository is a 404), and an echo for placeholders: any method on /echo/...
 answers {"data": [{"path": ..., "query": {...}, "tag": X-Tag header, "body": ...}]}, the
 path percent-decoded. --answer-delay SECONDS delays every answer outside /admin/ (a slow
-API, for the fan-out benchmark).
+API, for the fan-out benchmark). --rate-limit K answers 429 (Retry-After: 1) to a request
+outside /admin/ when K requests were answered otherwise in the second before it (a sliding
+window of 1 s; a refused request does not count), for the request budget (docs/http.md).
 
 Test helpers under /admin/ (no credentials):
     GET  /admin/orders     the live orders (not deleted), by id
@@ -165,6 +167,9 @@ class State:
         self.clock = 0
         self.orders = {}
         self.repos, self.issues, self.answer_delay = 24, 6, 0
+        # --rate-limit: at most this many requests a second (None: no limit), and when
+        # those let through came (time.monotonic()).
+        self.rate_limit, self.let_through = None, []
         # When the items last changed, for Last-Modified (whole seconds, RFC 9110 §8.8.2).
         self.items_modified = int(time.time()) - 60
 
@@ -328,6 +333,15 @@ class Handler(BaseHTTPRequestHandler):
             }
             st.requests.append(self.entry)
             rule = self.matching_rule(url.path, query)
+            refused = False
+            if st.rate_limit is not None:
+                now = time.monotonic()
+                st.let_through = [t for t in st.let_through if t > now - 1.0]
+                refused = len(st.let_through) >= st.rate_limit
+                if not refused:
+                    st.let_through.append(now)
+        if refused:
+            return self.send(429, {"error": "too many requests"}, headers={"Retry-After": "1"})
         if st.answer_delay:
             time.sleep(st.answer_delay)
         if rule is not None:
@@ -648,6 +662,7 @@ def main(argv=None):
     parser.add_argument("--repos", type=int, default=24, help="repositories (/repos)")
     parser.add_argument("--issues", type=int, default=6, help="issues of each repository (/repos/ID/issues)")
     parser.add_argument("--answer-delay", type=float, default=0, help="seconds every answer outside /admin/ waits")
+    parser.add_argument("--rate-limit", type=int, help="answer 429 above this many requests in any second")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -655,6 +670,7 @@ def main(argv=None):
     users = dict(spec.partition(":")[::2] for spec in args.user)
     Handler.state = State(args.items, args.token, users)
     Handler.state.rules = [json.loads(r) for r in args.rule]
+    Handler.state.rate_limit = args.rate_limit
     Handler.state.repos, Handler.state.issues, Handler.state.answer_delay = args.repos, args.issues, args.answer_delay
     for _ in range(args.orders):
         Handler.state.insert_order()

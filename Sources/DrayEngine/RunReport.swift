@@ -52,6 +52,8 @@ public struct StepReport: Sendable {
   public var startedAt: Date?
   /// Seconds.
   public var duration: Double = 0
+  /// Seconds its requests waited for their host's request budget (`rate_limit`).
+  public var budgetWait: Double = 0
   public var attempts: [Attempt] = []
   /// Body bytes received (and sent, for uploads), decoded: what the step's files hold.
   public var bytes: Int64 = 0
@@ -209,6 +211,7 @@ public struct RunReport: Sendable {
     ]
     if let started = s.startedAt { o.append(("started_at", .string(RunReport.rfc3339(started)))) }
     o.append(("duration_seconds", .number(RunReport.seconds(s.duration))))
+    if s.budgetWait > 0 { o.append(("budget_wait_seconds", .number(RunReport.seconds(s.budgetWait)))) }
     o.append(("attempts", .array(s.attempts.map(RunReport.attemptJSON))))
     o.append(("bytes", .integer(s.bytes)))
     o.append(("wire_bytes", .integer(s.wireBytes)))

@@ -364,6 +364,8 @@ final class RunContext: Sendable {
   let retryBudget: RetryBudget
   /// The OAuth 2.0 access tokens of `http` steps, one per token endpoint and client.
   let oauth2: OAuth2Sessions
+  /// The request budgets of `http` steps, one per host (`rate_limit`).
+  let budgets = RequestBudgets()
 
   init(
     manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String],

@@ -17,6 +17,8 @@ struct StepRunner {
   /// after `--fresh` (the partitioned step decides both for the whole table), it sends no
   /// conditional request, and its checkpoint's rows are the partition's records.
   var partition: Partition?
+  /// How long the step's requests waited for their host's budget (`rate_limit`).
+  let budgetWaits = BudgetWaits()
 
   var manifest: Manifest { context.manifest }
   var console: Console { context.console }
@@ -77,6 +79,7 @@ struct StepRunner {
       }
     }
     report.duration = (ContinuousClock.now - start).seconds
+    report.budgetWait = budgetWaits.total.seconds
     report.checkpointAfter = currentCheckpoint()
     console.endProgress(step: step.id)
     let took = String(format: "%.2fs", report.duration)
@@ -413,4 +416,14 @@ enum StepError: Error, CustomStringConvertible {
       "'\(statement)' would end the transaction dray runs the step in; remove it: dray commits the step's statements together with its checkpoint, so that a rerun never repeats them"
     }
   }
+}
+
+/// The waits of one step's requests for their host's budget (`RequestBudgets`), over its
+/// threads.
+final class BudgetWaits: Sendable {
+  private let waited = Mutex<Duration>(.zero)
+
+  var total: Duration { waited.withLock { $0 } }
+
+  func add(_ wait: Duration) { waited.withLock { $0 += wait } }
 }

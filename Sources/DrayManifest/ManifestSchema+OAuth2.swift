@@ -24,4 +24,10 @@ extension ManifestSchema {
     Key("query", .string(nonEmpty: true), "The query parameter that carries the key (api_key); give this or 'header'."),
     Key("value", .string(nonEmpty: true), required: true, "The key; masked in every output."),
   ]
+
+  /// An `http` step's `rate_limit` (docs/http.md, "Request budget").
+  public static let httpRateLimit: [Key] = [
+    Key("requests", .integer(1...1_000_000), required: true, "At most this many requests to the host in any window of 'per'."),
+    Key("per", .duration(minimum: .milliseconds(1)), required: true, "The window's length, such as 1s or 1m."),
+  ]
 }

@@ -396,6 +396,9 @@ public enum ManifestSchema {
       "on_status", .dictionary(.choice(HTTPStep.StatusOutcome.allCases.map(\.rawValue))),
       "What a status (404) or class (5xx) does: fail, empty or retry."),
     Key("incremental", .mapping(httpIncremental), "Fetch only the records changed since the last run, by a cursor."),
+    Key(
+      "rate_limit", .mapping(httpRateLimit),
+      "A request budget for the step's host, shared by every step of the run that names it (docs/http.md, \"Request budget\")."),
   ]
 
   public static let httpBody: [Key] = [

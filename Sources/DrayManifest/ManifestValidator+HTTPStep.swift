@@ -36,6 +36,8 @@ extension ManifestValidator {
       ok = false
     }
 
+    let rateLimit = need(f["rate_limit"].flatMap { readRateLimit($0, f.path("rate_limit")) }, present: f["rate_limit"] != nil)
+
     if !checkParameters(f, paginate: paginate, incremental: incremental) { ok = false }
     if auth != nil, let pair = headerPair(f["headers"], named: "authorization") {
       reader.error(
@@ -106,7 +108,23 @@ extension ManifestValidator {
       HTTPStep(
         method: method, baseURL: baseURL, path: urlPath, query: query, headers: headers, body: body, auth: auth, tls: tls,
         format: format, output: output, load: load, paginate: paginate, maxPages: maxPages, onStatus: onStatus,
-        incremental: incremental, more: more))
+        incremental: incremental, more: more, rateLimit: rateLimit))
+  }
+
+  /// A `rate_limit`: `requests` (at least 1) in any window of `per` (longer than zero).
+  private mutating func readRateLimit(_ node: YAMLNode, _ path: String) -> HTTPStep.RateLimit? {
+    guard let f = reader.fields(node, path, keys: ManifestSchema.httpRateLimit) else { return nil }
+    let requests = reader.integer(f, "requests")
+    // Zero or a negative window would let no request through, or any number: said as such.
+    if let node = f["per"], let text = node.scalar?.text,
+      text.hasPrefix("-") || NodeReader.parseDuration(text) == .zero
+    {
+      reader.error(node.location, "'\(f.path("per"))' must be longer than zero, found \(text); write the window, such as 1s or 1m")
+      return nil
+    }
+    let per = reader.duration(f, "per")
+    guard let requests, let per else { return nil }
+    return HTTPStep.RateLimit(requests: requests, per: per)
   }
 
   /// Refuses a query parameter that two parts of an `http` step both send, so that each

@@ -251,13 +251,32 @@ public struct HTTPStep: Sendable, Hashable {
   public var more: RecordSelector?
   public var onStatus: [StatusRule]
   public var incremental: Incremental?
+  /// The request budget of the step's host (`rate_limit`); nil for none.
+  public var rateLimit: RateLimit?
+
+  /// `rate_limit`: at most `requests` requests in any window of `per`, counted per host
+  /// (origin) over the whole run and shared by every step that names the host; where steps
+  /// give different budgets for one host, each holds, so the lowest wins (docs/http.md,
+  /// "Request budget"). Token endpoint requests are not counted.
+  public struct RateLimit: Sendable, Hashable {
+    /// At least 1.
+    public var requests: Int
+    /// Longer than zero.
+    public var per: Duration
+
+    public init(requests: Int, per: Duration) {
+      self.requests = requests
+      self.per = per
+    }
+  }
 
   public init(
     method: Method = .get, baseURL: String, path: String? = nil, query: [QueryItem] = [], headers: [HTTPHeader] = [],
     body: Body? = nil, auth: Auth? = nil, tls: TLSSettings = TLSSettings(), format: AnswerFormat = .json,
     output: String? = nil, load: Load? = nil, paginate: Pagination? = nil, maxPages: Int? = nil, onStatus: [StatusRule] = [],
-    incremental: Incremental? = nil, more: RecordSelector? = nil
+    incremental: Incremental? = nil, more: RecordSelector? = nil, rateLimit: RateLimit? = nil
   ) {
+    self.rateLimit = rateLimit
     self.more = more
     self.method = method
     self.baseURL = baseURL

@@ -197,7 +197,7 @@ import Testing
         "job.yaml:23:25: error: 'steps.http-2.http.paginate.next' must start with '/' or '//', such as /catalog/item or //item; found 'catalog/next'",
         "job.yaml:24:79: error: 'steps.http-3.http.paginate.link_header' can only be true; remove 'paginate' for a single request",
         "job.yaml:25:44: error: offset pagination counts the records of each page; add 'load' with 'records' to 'steps.http-4.http'",
-        "job.yaml:26:34: error: unknown key 'tabel' in steps.http-5.http; valid keys: method, base_url, path, query, headers, body, auth, tls, format, output, load, paginate, on_status, incremental",
+        "job.yaml:26:34: error: unknown key 'tabel' in steps.http-5.http; valid keys: method, base_url, path, query, headers, body, auth, tls, format, output, load, paginate, on_status, incremental, rate_limit",
         "job.yaml:27:42: error: 'steps.http-6.http.output' must hold {page} when the step paginates, such as out/items-{page}.json: each page is saved to its own file",
         "job.yaml:28:23: error: 'steps.http-7.http.base_url' must not hold a query ('?...'); give query parameters in 'query'",
         "job.yaml:29:23: error: 'steps.http-8.http.base_url' must not hold credentials (user@host); give them in 'auth'",
@@ -308,5 +308,23 @@ import Testing
     #expect(path.attribute == "href")
     #expect(throws: SelectorError("'/a/@b/c': an attribute step (@name) may only come last")) { try XMLPath(parsing: "/a/@b/c") }
     #expect(throws: SelectorError("'/a//b' has an empty step; '//' may only start a path")) { try XMLPath(parsing: "/a//b") }
+  }
+}
+
+extension HTTPStepManifestTests {
+  @Test func readsARequestBudget() throws {
+    let manifest = try load(
+      """
+        - http: { base_url: https://api.example.com/, rate_limit: { requests: 10, per: 1s } }
+        - http: { base_url: https://api.example.com/, rate_limit: { requests: 1, per: 1.5m } }
+        - http: { base_url: https://api.example.com/ }
+      """)
+    #expect(http(manifest, 0)?.rateLimit == HTTPStep.RateLimit(requests: 10, per: .seconds(1)))
+    #expect(http(manifest, 1)?.rateLimit == HTTPStep.RateLimit(requests: 1, per: .seconds(90)))
+    #expect(http(manifest, 2)?.rateLimit == nil)
+    #expect(
+      errors("  - http: { base_url: https://api.example.com/, rate_limit: { requests: 10 } }\n") == [
+        "job.yaml:5:61: error: missing required key 'per' in steps.http-1.http.rate_limit"
+      ])
   }
 }

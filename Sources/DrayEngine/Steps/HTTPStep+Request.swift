@@ -46,7 +46,7 @@ extension StepRunner {
     let response = try runner.run(
       { _ in
         let response = try attemptSigned(request, oauth: oauth, caller: caller, url: url) { signed in
-          try download.attempt(signed, client: client, transactionID: nil)
+          try withinBudget(options, url: signed.url) { try download.attempt(signed, client: client, transactionID: nil) }
         }
         if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty
           || (response.status == 304 && !conditions.isEmpty)
@@ -107,6 +107,18 @@ extension StepRunner {
     return FetchedPage(
       file: download.path, status: nil, headers: response.headers, contentType: response.headers["Content-Type"],
       bytes: download.bytesReceived, wireBytes: download.wireBytesReceived)
+  }
+
+  /// Sends the request to `url` with `send` once it fits its host's budget (`rate_limit`,
+  /// shared by the run's steps: `RunContext.budgets`), and adds the wait to the step's.
+  /// Token endpoint requests do not come here, so they are not counted.
+  /// - Throws: `TransportError.cancelled` when the run is cancelled during the wait; what
+  ///   `send` throws.
+  func withinBudget<T>(_ options: HTTPStep, url: String, _ send: () throws -> T) throws -> T {
+    let limit = options.rateLimit.map { (requests: $0.requests, per: $0.per) }
+    let (result, waited) = try context.budgets.send(url: url, limit: limit, cancellation: context.cancellation, send)
+    if waited > .zero { budgetWaits.add(waited) }
+    return result
   }
 
   /// What `auth.oauth2`'s token requests need from this step: its TLS settings, time

@@ -1,0 +1,68 @@
+import DrayEngine
+import DrayManifest
+import DrayModel
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// `rate_limit` against the REST test server started with `--rate-limit 5` (it answers 429
+/// above 5 requests in any second): the budget is shared by the steps that name the host.
+@Suite struct RequestBudgetTests {
+  let folder = TemporaryDirectory()
+
+  /// Runs a parallel group of two `http` steps that page through /items, `perPage` items a
+  /// page, each with `budget` among its keys; returns the report and its JSON file's text.
+  func run(_ budget: String, perPage: Int, server: RestServer) throws -> (RunReport, String) {
+    func member(_ id: String) -> String {
+      "        - { id: \(id), http: { base_url: '${API}', path: items, query: { per_page: \(perPage) }, "
+        + "load: { table: \(id), records: /data }, paginate: { next: /links/next }\(budget) } }"
+    }
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: budget
+      database: { path: data.sqlite }
+      retry: { count: 0 }
+      report: { path: report.json }
+      steps:
+        - id: both
+          parallel:
+            steps:
+      \(member("first"))
+      \(member("second"))
+
+      """)
+    let manifest = try ManifestLoader(environment: ["API": server.url]).load(path: path)
+    let report = Runner(manifest: manifest, console: Console(level: .quiet), cancellation: Cancellation()).run()
+    return (report, try String(contentsOfFile: folder.path + "/report.json", encoding: .utf8))
+  }
+
+  @Test func aBudgetBelowTheServersLimitGetsNo429AndTheReportShowsTheWaits() throws {
+    let server = try RestServer(["--items", "25", "--rate-limit", "5"])
+    // Two steps of 5 pages each, at once, on one host: 10 requests, 4 in any second.
+    let (report, json) = try run(", rate_limit: { requests: 4, per: 1s }", perPage: 5, server: server)
+    #expect(report.status == .succeeded, "\(report.steps.first?.members.map { $0.errorMessage ?? "" } ?? [])")
+    let requests = try server.requests()
+    #expect(requests.count == 10)
+    #expect(!requests.contains { $0.status == 429 })
+    let members = try #require(report.steps.first?.members)
+    #expect(members.count == 2)
+    // The budget is shared: at least 6 of the 10 requests waited, over at least 1.5 s.
+    let waited = members.map(\.budgetWait).reduce(0, +)
+    #expect(waited >= 1.5)
+    #expect(members.allSatisfy { $0.budgetWait > 0 })
+    #expect(json.contains("\"budget_wait_seconds\""))
+    let problems = try ReportCheck.problems([folder.path + "/report.json"])
+    #expect(problems.isEmpty, "\(problems)")
+  }
+
+  /// 50 requests without a budget: far more than 5 in some second.
+  @Test func withoutABudgetTheSameJobMeets429() throws {
+    let server = try RestServer(["--items", "25", "--rate-limit", "5"])
+    let (report, json) = try run("", perPage: 1, server: server)
+    #expect(report.status == .failed)
+    #expect(try server.requests().contains { $0.status == 429 })
+    #expect(!json.contains("\"budget_wait_seconds\""))
+  }
+}
