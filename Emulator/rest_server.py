@@ -55,7 +55,9 @@ answers {"data": [{"path": ..., "query": {...}, "tag": X-Tag header, "body": ...
 path percent-decoded. --answer-delay SECONDS delays every answer outside /admin/ (a slow
 API, for the fan-out benchmark). --rate-limit K answers 429 (Retry-After: 1) to a request
 outside /admin/ when K requests were answered otherwise in the second before it (a sliding
-window of 1 s; a refused request does not count), for the request budget (docs/http.md).
+window of 1 s; a refused request does not count), for the request budget (docs/http.md);
+with --rate-limit-headers each answer says so: X-RateLimit-Limit: K, X-RateLimit-Remaining
+(what is left after it) and X-RateLimit-Reset (whole seconds until the whole K is left again).
 
 Test helpers under /admin/ (no credentials):
     GET  /admin/orders     the live orders (not deleted), by id
@@ -116,6 +118,7 @@ the body bytes sent ("response_bytes").
 """
 
 import argparse
+import math
 import base64
 import email.utils
 import gzip
@@ -169,7 +172,7 @@ class State:
         self.repos, self.issues, self.answer_delay = 24, 6, 0
         # --rate-limit: at most this many requests a second (None: no limit), and when
         # those let through came (time.monotonic()).
-        self.rate_limit, self.let_through = None, []
+        self.rate_limit, self.let_through, self.rate_limit_headers = None, [], False
         # When the items last changed, for Last-Modified (whole seconds, RFC 9110 §8.8.2).
         self.items_modified = int(time.time()) - 60
 
@@ -214,6 +217,7 @@ class Handler(BaseHTTPRequestHandler):
         elif isinstance(body, str):
             body = body.encode()
         headers = dict(headers or {})
+        headers.update(getattr(self, "limit_headers", None) or {})
         if self.validators and status == 200 and self.command == "GET":
             headers["ETag"] = '"%s"' % hashlib.sha256(body).hexdigest()[:32]
             modified = self.state.items_modified
@@ -324,6 +328,7 @@ class Handler(BaseHTTPRequestHandler):
         self.validators = False
         self.shaping = None
         self.entry = None
+        self.limit_headers = None
         if url.path.startswith("/admin/"):
             return self.admin(url.path, raw)
         with st.lock:
@@ -340,6 +345,13 @@ class Handler(BaseHTTPRequestHandler):
                 refused = len(st.let_through) >= st.rate_limit
                 if not refused:
                     st.let_through.append(now)
+                if st.rate_limit_headers:
+                    left = st.rate_limit - len(st.let_through)
+                    # Whole seconds until every request of the window has left it: the
+                    # quota is whole again.
+                    reset = math.ceil(st.let_through[-1] + 1.0 - now) if st.let_through else 0
+                    self.limit_headers = {"X-RateLimit-Limit": str(st.rate_limit), "X-RateLimit-Remaining": str(left),
+                                          "X-RateLimit-Reset": str(reset)}
         if refused:
             return self.send(429, {"error": "too many requests"}, headers={"Retry-After": "1"})
         if st.answer_delay:
@@ -663,6 +675,7 @@ def main(argv=None):
     parser.add_argument("--issues", type=int, default=6, help="issues of each repository (/repos/ID/issues)")
     parser.add_argument("--answer-delay", type=float, default=0, help="seconds every answer outside /admin/ waits")
     parser.add_argument("--rate-limit", type=int, help="answer 429 above this many requests in any second")
+    parser.add_argument("--rate-limit-headers", action="store_true", help="say the --rate-limit in X-RateLimit-* headers")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -671,6 +684,7 @@ def main(argv=None):
     Handler.state = State(args.items, args.token, users)
     Handler.state.rules = [json.loads(r) for r in args.rule]
     Handler.state.rate_limit = args.rate_limit
+    Handler.state.rate_limit_headers = args.rate_limit_headers
     Handler.state.repos, Handler.state.issues, Handler.state.answer_delay = args.repos, args.issues, args.answer_delay
     for _ in range(args.orders):
         Handler.state.insert_order()

@@ -25,6 +25,11 @@ public struct RequestWindow: Sendable {
   private var sent: [(at: Duration, number: Int)] = []
   /// The number of the next request.
   private var next = 0
+  /// What the server said is left (`allow(_:until:)`): this many more requests before
+  /// `until`; nil when it said nothing, or that instant has passed.
+  public private(set) var allowance: (count: Int, until: Duration)?
+  /// The requests reserved whose answers have not come (`settle`).
+  private var inFlight: Set<Int> = []
 
   public init() {}
 
@@ -40,6 +45,7 @@ public struct RequestWindow: Sendable {
   /// last `requests` leaves the window.
   public func delay(now: Duration) -> Duration {
     var wait = Duration.zero
+    if let allowance, allowance.count <= 0 { wait = max(.zero, allowance.until - now) }
     for limit in limits where sent.count >= limit.requests {
       // The request `requests` back from the newest: once it is `per` old, one more fits.
       let oldest = sent[sent.count - limit.requests].at
@@ -57,14 +63,31 @@ public struct RequestWindow: Sendable {
     let number = next
     next += 1
     sent.append((now + wait, number))
+    inFlight.insert(number)
+    if let left = allowance { allowance = now + wait >= left.until ? nil : (left.count - 1, left.until) }
     let keep = limits.map(\.requests).max() ?? 0
     if sent.count > keep { sent.removeFirst(sent.count - keep) }
     return (wait, number)
   }
 
+  /// The server said `remaining` requests are left until `instant`, after the request
+  /// whose answer said so (settled already): the requests still waiting for their answers
+  /// may not have been counted yet, so they are taken off; at 0, no request is sent before
+  /// `instant`. While an allowance holds (`now` before its end), a new one never raises its
+  /// count: answers may arrive out of order, and an older one says more is left.
+  public mutating func allow(_ remaining: Int, until instant: Duration, now: Duration) {
+    let count = remaining - inFlight.count
+    if let held = allowance, now < held.until {
+      allowance = (min(held.count, count), max(held.until, instant))
+    } else {
+      allowance = (count, instant)
+    }
+  }
+
   /// Counts request `number` from `now`, when its answer came (or its attempt ended); one
   /// no longer kept is past every window already.
   public mutating func settle(_ number: Int, now: Duration) {
+    inFlight.remove(number)
     guard let index = sent.firstIndex(where: { $0.number == number }), sent[index].at < now else { return }
     sent[index].at = now
     sent.sort { $0.at < $1.at }
@@ -114,5 +137,65 @@ public final class RequestBudgets: Sendable {
     defer { windows.withLock { $0[origin]?.settle(reserved.number, now: now()) } }
     if reserved.wait > .zero { try sleeper(reserved.wait, cancellation) }
     return (try send(), reserved.wait)
+  }
+
+  /// Reads the server's own budget signals of an answer from `url` (`RateLimitSignal`): no
+  /// more requests go to that host than they say are left before their reset (none when
+  /// none is left), with or without a `rate_limit`.
+  /// - Returns: the pause they asked for when none is left; nil otherwise.
+  @discardableResult
+  public func observe(url: String, headers: HTTPHeaders, epochNow: Double? = nil) -> Duration? {
+    guard let origin = Origin(url),
+      let signal = RateLimitSignal.read(headers, epochNow: epochNow ?? Date().timeIntervalSince1970)
+    else { return nil }
+    let now = now()
+    windows.withLock { windows in
+      var window = windows[origin] ?? RequestWindow()
+      window.allow(signal.remaining, until: now + signal.reset, now: now)
+      windows[origin] = window
+    }
+    return signal.remaining <= 0 ? signal.reset : nil
+  }
+}
+
+/// The rate limit fields a server sends: `RateLimit-Remaining` and `RateLimit-Reset`, their
+/// common `X-RateLimit-Remaining` and `X-RateLimit-Reset` forms, and the IETF draft's
+/// `RateLimit` field (draft-ietf-httpapi-ratelimit-headers: `limit=10, remaining=0,
+/// reset=5`, or `"default";r=0;t=5`). A reset is seconds to wait, or a Unix time (a value
+/// past 10^9, as GitHub's and others' `X-RateLimit-Reset`): both occur.
+public enum RateLimitSignal {
+  /// The longest pause honoured: a reset further away is taken as a mistake and ignored.
+  public static let maxPause = Duration.seconds(3600)
+
+  /// How long to send nothing: the reset's wait when the remaining count is 0; nil when a
+  /// count remains, or `read` finds nothing.
+  public static func pause(_ headers: HTTPHeaders, epochNow: Double) -> Duration? {
+    read(headers, epochNow: epochNow).flatMap { $0.remaining <= 0 ? $0.reset : nil }
+  }
+
+  /// The requests left and the wait until the budget resets; nil when a field is missing or
+  /// unreadable, the count is negative, or the wait is not above zero or past `maxPause`.
+  public static func read(_ headers: HTTPHeaders, epochNow: Double) -> (remaining: Int, reset: Duration)? {
+    var remaining = (headers["RateLimit-Remaining"] ?? headers["X-RateLimit-Remaining"]).flatMap(number)
+    var reset = (headers["RateLimit-Reset"] ?? headers["X-RateLimit-Reset"]).flatMap(number)
+    if let field = headers["RateLimit"] {
+      for part in field.split(whereSeparator: { $0 == "," || $0 == ";" }) {
+        let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard pair.count == 2, let value = number(pair[1]) else { continue }
+        switch pair[0].lowercased() {
+        case "remaining", "r": remaining = remaining ?? value
+        case "reset", "t": reset = reset ?? value
+        default: break
+        }
+      }
+    }
+    guard let remaining, remaining >= 0, remaining < 1e9, let reset, reset >= 0 else { return nil }
+    let seconds = reset > 1e9 ? reset - epochNow : reset
+    guard seconds > 0, seconds <= Double(maxPause.components.seconds) else { return nil }
+    return (Int(remaining), .milliseconds(Int64((seconds * 1000).rounded(.up))))
+  }
+
+  private static func number(_ text: String) -> Double? {
+    Double(text.trimmingCharacters(in: .whitespaces)).flatMap { $0.isFinite ? $0 : nil }
   }
 }

@@ -12,7 +12,7 @@ import Testing
 
   /// Runs a parallel group of two `http` steps that page through /items, `perPage` items a
   /// page, each with `budget` among its keys; returns the report and its JSON file's text.
-  func run(_ budget: String, perPage: Int, server: RestServer) throws -> (RunReport, String) {
+  func run(_ budget: String, perPage: Int, server: RestServer, retries: Int = 0) throws -> (RunReport, String) {
     func member(_ id: String) -> String {
       "        - { id: \(id), http: { base_url: '${API}', path: items, query: { per_page: \(perPage) }, "
         + "load: { table: \(id), records: /data }, paginate: { next: /links/next }\(budget) } }"
@@ -23,7 +23,7 @@ import Testing
       version: 1
       job: budget
       database: { path: data.sqlite }
-      retry: { count: 0 }
+      retry: { count: \(retries) }
       report: { path: report.json }
       steps:
         - id: both
@@ -64,5 +64,21 @@ import Testing
     #expect(report.status == .failed)
     #expect(try server.requests().contains { $0.status == 429 })
     #expect(!json.contains("\"budget_wait_seconds\""))
+  }
+
+  /// A server that says its limit in X-RateLimit-* fields: without a rate_limit, its fields
+  /// pace the job; at most one request meets a 429 (the first second's, before any answer
+  /// said what is left, when both steps race).
+  @Test func theServersOwnFieldsPaceAJobWithoutABudget() throws {
+    let server = try RestServer(["--items", "20", "--rate-limit", "5", "--rate-limit-headers"])
+    // 2 steps of 20 pages: 40 requests.
+    let (report, json) = try run("", perPage: 1, server: server, retries: 2)
+    #expect(report.status == .succeeded, "\(report.steps.first?.members.map { $0.errorMessage ?? "" } ?? [])")
+    let requests = try server.requests()
+    #expect(requests.filter { $0.status == 429 }.count <= 1)
+    #expect(requests.filter { $0.status == 200 }.count == 40)
+    let members = try #require(report.steps.first?.members)
+    #expect(members.map(\.budgetWait).reduce(0, +) > 1)
+    #expect(json.contains("\"budget_wait_seconds\""))
   }
 }

@@ -39,6 +39,24 @@ import Testing
     #expect(window.delay(now: .milliseconds(500)) == .milliseconds(800))
   }
 
+  @Test func whatTheServerSaysIsLeftLessTheRequestsInFlightIsSentBeforeItsReset() {
+    var window = RequestWindow()
+    let inFlight = window.reserve(now: .zero)
+    let answered = window.reserve(now: .zero)
+    window.settle(answered.number, now: .milliseconds(10))
+    // 2 left says the answer; one request has no answer yet, so 1 more goes before 1 s.
+    window.allow(2, until: .seconds(1), now: .milliseconds(10))
+    #expect(window.reserve(now: .milliseconds(20)).wait == .zero)
+    #expect(window.delay(now: .milliseconds(30)) == .milliseconds(970))
+    // An older answer that says more is left does not raise the count while it holds.
+    window.settle(inFlight.number, now: .milliseconds(40))
+    window.allow(3, until: .seconds(1), now: .milliseconds(40))
+    #expect(window.delay(now: .milliseconds(50)) == .milliseconds(950))
+    #expect(window.reserve(now: .milliseconds(50)).wait == .milliseconds(950))
+    // Past the reset, nothing is known: nothing waits.
+    #expect(window.delay(now: .seconds(2)) == .zero)
+  }
+
   @Test func whereTwoBudgetsHoldForOneHostTheLowestPaces() {
     var window = RequestWindow()
     window.add(requests: 10, per: .seconds(1))
@@ -75,5 +93,46 @@ import Testing
     #expect(slept.withLock { $0 } == [.milliseconds(750), .milliseconds(750)])
     // What the request's closure returns comes back.
     #expect(try budgets.send(url: "https://c.test/", limit: nil, cancellation: cancellation) { 42 }.0 == 42)
+  }
+}
+
+/// The server's own rate limit fields (`RateLimitSignal`), and the pause they give a host.
+@Suite struct RateLimitSignalTests {
+  static let epoch = 1_800_000_000.0
+
+  func pause(_ fields: [(String, String)]) -> Duration? {
+    RateLimitSignal.pause(HTTPHeaders(fields.map { HTTPHeader($0.0, $0.1) }), epochNow: Self.epoch)
+  }
+
+  @Test func aSpentBudgetPausesUntilItsResetGivenAsSecondsOrAsAnEpochTime() {
+    #expect(pause([("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "3")]) == .seconds(3))
+    #expect(pause([("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1800000002.5")]) == .milliseconds(2500))
+    #expect(pause([("RateLimit-Remaining", "0"), ("RateLimit-Reset", "0.25")]) == .milliseconds(250))
+    #expect(pause([("RateLimit", "limit=5, remaining=0, reset=2")]) == .seconds(2))
+    #expect(pause([("RateLimit", "\"default\";r=0;t=4"), ("RateLimit-Policy", "\"default\";q=5;w=1")]) == .seconds(4))
+  }
+
+  @Test func aBudgetNotSpentOrFieldsMissingOrAbsurdPauseNothing() {
+    #expect(pause([("X-RateLimit-Remaining", "3"), ("X-RateLimit-Reset", "3")]) == nil)
+    #expect(pause([("X-RateLimit-Remaining", "0")]) == nil)
+    #expect(pause([("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "soon")]) == nil)
+    // An epoch time in the past, and a wait past an hour.
+    #expect(pause([("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "1700000000")]) == nil)
+    #expect(pause([("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "86400")]) == nil)
+    #expect(pause([]) == nil)
+  }
+
+  @Test func aPauseHoldsEveryRequestToItsHostAndNoOther() throws {
+    let clock = Mutex<Duration>(.zero)
+    let slept = Mutex<[Duration]>([])
+    let budgets = RequestBudgets(now: { clock.withLock { $0 } }, sleeper: { wait, _ in slept.withLock { $0.append(wait) } })
+    let spent = HTTPHeaders([HTTPHeader("X-RateLimit-Remaining", "0"), HTTPHeader("X-RateLimit-Reset", "2")])
+    #expect(budgets.observe(url: "https://a.test/items", headers: spent, epochNow: Self.epoch) == .seconds(2))
+    clock.withLock { $0 = .milliseconds(500) }
+    let cancellation = Cancellation()
+    // Without any rate_limit, the host waits out the pause; another host does not.
+    #expect(try budgets.send(url: "https://a.test/other", limit: nil, cancellation: cancellation) { 1 }.waited == .milliseconds(1500))
+    #expect(try budgets.send(url: "https://b.test/", limit: nil, cancellation: cancellation) { 1 }.waited == .zero)
+    #expect(slept.withLock { $0 } == [.milliseconds(1500)])
   }
 }

@@ -110,15 +110,20 @@ extension StepRunner {
   }
 
   /// Sends the request to `url` with `send` once it fits its host's budget (`rate_limit`,
-  /// shared by the run's steps: `RunContext.budgets`), and adds the wait to the step's.
-  /// Token endpoint requests do not come here, so they are not counted.
+  /// shared by the run's steps: `RunContext.budgets`), and adds the wait to the step's. An
+  /// answer whose rate limit fields say nothing is left pauses the host until their reset
+  /// (`RequestBudgets.observe`). Token endpoint requests do not come here, so they are not
+  /// counted.
   /// - Throws: `TransportError.cancelled` when the run is cancelled during the wait; what
   ///   `send` throws.
-  func withinBudget<T>(_ options: HTTPStep, url: String, _ send: () throws -> T) throws -> T {
+  func withinBudget(_ options: HTTPStep, url: String, _ send: () throws -> HTTPResponse) throws -> HTTPResponse {
     let limit = options.rateLimit.map { (requests: $0.requests, per: $0.per) }
-    let (result, waited) = try context.budgets.send(url: url, limit: limit, cancellation: context.cancellation, send)
+    let (response, waited) = try context.budgets.send(url: url, limit: limit, cancellation: context.cancellation, send)
     if waited > .zero { budgetWaits.add(waited) }
-    return result
+    if let pause = context.budgets.observe(url: url, headers: response.headers) {
+      console.debug("the server's rate limit fields say none is left: no request to its host for \(pause.formatted)", step: step.id)
+    }
+    return response
   }
 
   /// What `auth.oauth2`'s token requests need from this step: its TLS settings, time
