@@ -144,9 +144,13 @@ public final class RequestBudgets: Sendable {
   /// none is left), with or without a `rate_limit`.
   /// - Returns: the pause they asked for when none is left; nil otherwise.
   @discardableResult
-  public func observe(url: String, headers: HTTPHeaders, epochNow: Double? = nil) -> Duration? {
+  /// - Parameter maxPause: the longest reset honoured (the step's `retry.max_retry_after`);
+  ///   fields asking for a longer one are ignored, and a 429 then meets the retry policy.
+  public func observe(
+    url: String, headers: HTTPHeaders, maxPause: Duration = RateLimitSignal.maxPause, epochNow: Double? = nil
+  ) -> Duration? {
     guard let origin = Origin(url),
-      let signal = RateLimitSignal.read(headers, epochNow: epochNow ?? Date().timeIntervalSince1970)
+      let signal = RateLimitSignal.read(headers, epochNow: epochNow ?? Date().timeIntervalSince1970, maxPause: maxPause)
     else { return nil }
     let now = now()
     windows.withLock { windows in
@@ -175,7 +179,9 @@ public enum RateLimitSignal {
 
   /// The requests left and the wait until the budget resets; nil when a field is missing or
   /// unreadable, the count is negative, or the wait is not above zero or past `maxPause`.
-  public static func read(_ headers: HTTPHeaders, epochNow: Double) -> (remaining: Int, reset: Duration)? {
+  public static func read(
+    _ headers: HTTPHeaders, epochNow: Double, maxPause: Duration = maxPause
+  ) -> (remaining: Int, reset: Duration)? {
     var remaining = (headers["RateLimit-Remaining"] ?? headers["X-RateLimit-Remaining"]).flatMap(number)
     var reset = (headers["RateLimit-Reset"] ?? headers["X-RateLimit-Reset"]).flatMap(number)
     if let field = headers["RateLimit"] {

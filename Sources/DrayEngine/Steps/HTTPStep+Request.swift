@@ -120,8 +120,8 @@ extension StepRunner {
     let limit = options.rateLimit.map { (requests: $0.requests, per: $0.per) }
     let (response, waited) = try context.budgets.send(url: url, limit: limit, cancellation: context.cancellation, send)
     if waited > .zero { budgetWaits.add(waited) }
-    if let pause = context.budgets.observe(url: url, headers: response.headers) {
-      console.debug("the server's rate limit fields say none is left: no request to its host for \(pause.formatted)", step: step.id)
+    if let pause = context.budgets.observe(url: url, headers: response.headers, maxPause: step.retry.maxRetryAfter) {
+      console.info("the server's rate limit fields say none is left: no request to its host for \(pause.formatted)", step: step.id)
     }
     return response
   }
