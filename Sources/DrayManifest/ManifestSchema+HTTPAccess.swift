@@ -1,5 +1,7 @@
 public import DrayModel
 
+// How an `http` step reaches an API: its sign-ins (`auth.oauth2`, `auth.api_key`) and its
+// request budget (`rate_limit`).
 extension ManifestSchema {
   /// An `http` step's `auth.oauth2` (docs/auth.md).
   public static let httpOAuth2: [Key] = [
