@@ -19,18 +19,11 @@ final class SQLiteTokenKeeper: TokenKeeper {
     // A load of another step may hold the write lock while its page arrives: wait longer for
     // it than a load waits for this lock, which lasts one token request.
     _ = try database.execute("PRAGMA busy_timeout=\(SQLiteTokenKeeper.busyTimeoutSeconds * 1000)")
-    _ = try database.execute(Bookkeeping.oauth2Tokens.createStatement(types: SQLiteTokenKeeper.type))
+    _ = try database.execute(Store.createStatement(Bookkeeping.oauth2Tokens))
   }
 
   /// How long a refresh waits for the write lock: 60 s.
   static let busyTimeoutSeconds = 60
-
-  static func type(_ type: Bookkeeping.Table.ColumnType) -> String {
-    switch type {
-    case .text: "TEXT"
-    case .integer, .flag: "INTEGER"
-    }
-  }
 
   func locked<T>(key: String, _ body: (KeptToken?, (KeptToken) throws -> Void) throws -> T) throws -> T {
     _ = try database.execute("BEGIN IMMEDIATE")
