@@ -116,6 +116,11 @@ extension ManifestSchema {
       return .object([("anyOf", .array([.object([("type", .string("null"))]), schema(inner)]))])
     case .oneOf(let values):
       return .object([("anyOf", .array(values.map { schema($0) }))])
+    case .nonEmpty(let inner):
+      guard case .object(let pairs) = schema(inner, overriding: overriding) else { return schema(inner, overriding: overriding) }
+      let least: (key: String, value: JSONValue) =
+        pairs.contains { $0.key == "type" && $0.value == .string("array") } ? ("minItems", .integer(1)) : ("minProperties", .integer(1))
+      return .object(pairs + [least])
     }
   }
 

@@ -43,6 +43,7 @@ extension ManifestSchema {
       case .optional(let inner): walkValue(inner, path, overriding: nil)
       case .oneOf(let values): for value in values { walkValue(value, path, overriding: nil) }
       case .dictionary(let inner): walkValue(inner, path + ".<name>", overriding: nil)
+      case .nonEmpty(let inner): walkValue(inner, path, overriding: overriding)
       case .steps(nested: false):
         walk(stepCommon, path + "[]", overriding: nil)
         walk(stepKinds, path + "[]", overriding: nil)
@@ -85,10 +86,12 @@ extension ManifestSchema {
     case .steps(nested: true): "list of steps (not parallel)"
     case .optional(let inner): typeName(inner) + " or empty"
     case .oneOf(let values): values.map(typeName).joined(separator: " or ")
+    case .nonEmpty(let inner): "non-empty " + typeName(inner)
     }
   }
 
   private static func plural(_ type: String) -> String {
+    if type.hasPrefix("non-empty ") { return "non-empty " + plural(String(type.dropFirst("non-empty ".count))) }
     if type.hasPrefix("one of:") { return "words, each " + type }
     if type.hasPrefix("string") { return "strings" + type.dropFirst("string".count) }
     if type.hasPrefix("list of ") { return "lists of " + type.dropFirst("list of ".count) }

@@ -70,6 +70,9 @@ public enum ManifestSchema {
     case optional(Value)
     /// Any one of these (`INTEGER` or `{ type: INTEGER, from: /id }`).
     case oneOf([Value])
+    /// A `list` or `dictionary` that holds at least one item: the validator refuses an
+    /// empty one (`primary_key: []`, `partitions.list: []`, `columns: {}`).
+    case nonEmpty(Value)
   }
 
   /// A rule between keys of one mapping that the key list alone cannot say.
@@ -238,7 +241,9 @@ public enum ManifestSchema {
     Partitions.SourceKind.allCases.map { kind in
       switch kind {
       case .list:
-        Key(kind.rawValue, .list(.dictionary(.string(nonEmpty: false))), "The partitions, each a mapping of placeholder names to values.")
+        Key(
+          kind.rawValue, .nonEmpty(.list(.nonEmpty(.dictionary(.string(nonEmpty: false))))),
+          "The partitions, each a mapping of placeholder names to values.")
       case .rows:
         Key(
           kind.rawValue, .string(nonEmpty: true),
@@ -297,7 +302,7 @@ public enum ManifestSchema {
   }
 
   public static let schemes: [Key] = [
-    Key("resources", .list(.string(nonEmpty: true)), "Resources whose tables to create; every readable resource when not set.")
+    Key("resources", .nonEmpty(.list(.string(nonEmpty: true))), "Resources whose tables to create; every readable resource when not set.")
   ]
 
   static let resourceKeys: [Key] = [
@@ -371,7 +376,7 @@ public enum ManifestSchema {
   ]
 
   /// A query parameter's or form field's value: one value, or a list that repeats the name.
-  static let parameterValue = Value.oneOf([.string(nonEmpty: false), .list(.string(nonEmpty: false))])
+  static let parameterValue = Value.oneOf([.string(nonEmpty: false), .nonEmpty(.list(.string(nonEmpty: false)))])
 
   public static let http: [Key] = [
     Key("method", .choice(HTTPStep.Method.allCases.map(\.rawValue)), default: .string(HTTPStep.Method.get.rawValue), "The request method."),
@@ -458,12 +463,12 @@ public enum ManifestSchema {
     Key(
       "records", .string(nonEmpty: false),
       "Where the records are: a JSON Pointer (default: the whole document) or, required for XML, an element path."),
-    Key("columns", .dictionary(.oneOf([columnType, .mapping(httpColumn)])), "Declared columns by name; inferred when not set."),
+    Key("columns", .nonEmpty(.dictionary(.oneOf([columnType, .mapping(httpColumn)]))), "Declared columns by name; inferred when not set."),
     loadExpect,
     Key(
       "write", .choice(HTTPStep.WriteMode.allCases.map(\.rawValue)), default: .string(HTTPStep.WriteMode.replace.rawValue),
       "How records meet the table's rows: replace them all, append, or merge by primary_key."),
-    Key("primary_key", .list(.string(nonEmpty: true)), "The record fields that identify a row; required by write: merge."),
+    Key("primary_key", .nonEmpty(.list(.string(nonEmpty: true))), "The record fields that identify a row; required by write: merge."),
     Key("deleted", .string(nonEmpty: true), "JSON Pointer to a boolean in each record; true deletes its row (write: merge)."),
     Key(
       "extra", .choice(HTTPStep.ExtraFields.allCases.map(\.rawValue)), default: .string(HTTPStep.ExtraFields.ignore.rawValue),

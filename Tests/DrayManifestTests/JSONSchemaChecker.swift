@@ -4,7 +4,7 @@ import Foundation
 
 /// Checks a JSON value against a JSON Schema (draft-07), for the keywords `dray schema`
 /// uses: type, properties, required, additionalProperties, patternProperties, enum,
-/// pattern, minLength, minimum, maximum, items, minItems, anyOf, oneOf, allOf, if/then and
+/// pattern, minLength, minimum, maximum, items, minItems, minProperties, anyOf, oneOf, allOf, if/then and
 /// `$ref` to `#/definitions/...`. Any other keyword fails the check, so the schema cannot
 /// grow a keyword these tests would silently ignore.
 struct JSONSchemaChecker {
@@ -80,6 +80,9 @@ struct JSONSchemaChecker {
       case "minItems":
         guard case .array(let items) = value, case .integer(let n) = argument else { continue }
         if items.count < n { out.append("\(path): fewer than \(n) items") }
+      case "minProperties":
+        guard case .object(let pairs) = value, case .integer(let n) = argument else { continue }
+        if pairs.count < n { out.append("\(path): fewer than \(n) properties") }
       case "anyOf", "oneOf", "allOf":
         guard case .array(let subs) = argument else { continue }
         let results = subs.map { check(value, against: $0, at: path) }

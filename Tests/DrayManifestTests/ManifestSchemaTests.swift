@@ -209,6 +209,40 @@ import Testing
     #expect(problems.contains { $0.hasPrefix(problem) }, "\(problems)")
   }
 
+  /// The lists and mappings the validator refuses empty are refused empty by the schema too
+  /// (minItems, minProperties), and the same ones with an item pass it.
+  @Test(arguments: [
+    ("partitions: { list: [] }\n    http: { base_url: \"https://h/\", path: \"{r}\" }", "$.steps[0].partitions.list: fewer than 1 items"),
+    (
+      "partitions: { list: [{}] }\n    http: { base_url: \"https://h/\", path: \"{r}\" }",
+      "$.steps[0].partitions.list[0]: fewer than 1 properties"
+    ),
+    ("schemes: { resources: [] }", "$.steps[0].schemes.resources: fewer than 1 items"),
+    ("http: { base_url: \"https://h/\", query: { a: [] } }", "$.steps[0].http.query.a: matches none of anyOf"),
+    ("http: { base_url: \"https://h/\", method: POST, body: { form: { a: [] } } }", "$.steps[0].http.body.form.a: matches none of anyOf"),
+    ("http: { base_url: \"https://h/\", load: { table: t, columns: {} } }", "$.steps[0].http.load.columns: fewer than 1 properties"),
+    (
+      "http: { base_url: \"https://h/\", load: { table: t, write: merge, primary_key: [] } }",
+      "$.steps[0].http.load.primary_key: fewer than 1 items"
+    ),
+  ])
+  func theJSONSchemaRefusesTheEmptyListsAndMappingsTheValidatorRefuses(_ step: String, _ problem: String) throws {
+    let yaml = "version: 1\njob: j\ndatabase: { path: d.sqlite }\nsteps:\n  - " + step + "\n"
+    #expect(!ManifestText.errors(yaml).isEmpty, "the validator takes \(step)")
+    let root = try #require(try YAMLParser(file: "t.yaml").parse(yaml))
+    let problems = JSONSchemaChecker(root: ManifestSchema.jsonSchema).problems(JSONValue(yaml: root))
+    // Inside an anyOf's reasons, for `schemes` (which may also be empty: null).
+    #expect(problems.contains { $0.contains(problem) }, "\(problems)")
+    // With one item, the schema takes it.
+    let filled = yaml.replacing("list: [{}]", with: "list: [{ r: a }]").replacing("list: []", with: "list: [{ r: a }]")
+      .replacing("resources: []", with: "resources: [R]").replacing("a: []", with: "a: [x]").replacing(
+        "columns: {}", with: "columns: { id: INTEGER }"
+      )
+      .replacing("primary_key: []", with: "primary_key: [id]")
+    let filledRoot = try #require(try YAMLParser(file: "t.yaml").parse(filled))
+    #expect(JSONSchemaChecker(root: ManifestSchema.jsonSchema).problems(JSONValue(yaml: filledRoot)) == [], "\(filled)")
+  }
+
   @Test func typedKeysTakeAReferenceAndStringKeysTakeAnyScalar() throws {
     let yaml = """
       version: 1
