@@ -57,7 +57,9 @@ API, for the fan-out benchmark). --rate-limit K answers 429 (Retry-After: 1) to 
 outside /admin/ when K requests were answered otherwise in the second before it (a sliding
 window of 1 s; a refused request does not count), for the request budget (docs/http.md);
 with --rate-limit-headers each answer says so: X-RateLimit-Limit: K, X-RateLimit-Remaining
-(what is left after it) and X-RateLimit-Reset (whole seconds until the whole K is left again).
+(what is left after it) and X-RateLimit-Reset (whole seconds until the whole K is left again);
+with --rate-limit-policy current|old each answer states only its policy, in the IETF draft's
+RateLimit-Policy field: "default";q=K;w=1 (the current draft) or K;w=1 (older drafts).
 
 Test helpers under /admin/ (no credentials):
     GET  /admin/orders     the live orders (not deleted), by id
@@ -173,6 +175,7 @@ class State:
         # --rate-limit: at most this many requests a second (None: no limit), and when
         # those let through came (time.monotonic()).
         self.rate_limit, self.let_through, self.rate_limit_headers = None, [], False
+        self.rate_limit_policy = None
         # When the items last changed, for Last-Modified (whole seconds, RFC 9110 §8.8.2).
         self.items_modified = int(time.time()) - 60
 
@@ -352,6 +355,9 @@ class Handler(BaseHTTPRequestHandler):
                     reset = math.ceil(st.let_through[-1] + 1.0 - now) if st.let_through else 0
                     self.limit_headers = {"X-RateLimit-Limit": str(st.rate_limit), "X-RateLimit-Remaining": str(left),
                                           "X-RateLimit-Reset": str(reset)}
+                if st.rate_limit_policy:
+                    policy = f'"default";q={st.rate_limit};w=1' if st.rate_limit_policy == "current" else f"{st.rate_limit};w=1"
+                    self.limit_headers = dict(self.limit_headers or {}, **{"RateLimit-Policy": policy})
         if refused:
             return self.send(429, {"error": "too many requests"}, headers={"Retry-After": "1"})
         if st.answer_delay:
@@ -676,6 +682,8 @@ def main(argv=None):
     parser.add_argument("--answer-delay", type=float, default=0, help="seconds every answer outside /admin/ waits")
     parser.add_argument("--rate-limit", type=int, help="answer 429 above this many requests in any second")
     parser.add_argument("--rate-limit-headers", action="store_true", help="say the --rate-limit in X-RateLimit-* headers")
+    parser.add_argument("--rate-limit-policy", choices=["current", "old"],
+                        help="state the --rate-limit in a RateLimit-Policy field, in the current or an older draft's form")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -685,6 +693,7 @@ def main(argv=None):
     Handler.state.rules = [json.loads(r) for r in args.rule]
     Handler.state.rate_limit = args.rate_limit
     Handler.state.rate_limit_headers = args.rate_limit_headers
+    Handler.state.rate_limit_policy = args.rate_limit_policy
     Handler.state.repos, Handler.state.issues, Handler.state.answer_delay = args.repos, args.issues, args.answer_delay
     for _ in range(args.orders):
         Handler.state.insert_order()

@@ -20,6 +20,12 @@ internal import Synchronization
 public struct RequestWindow: Sendable {
   /// The budgets that hold, each at once: the lowest wins.
   public private(set) var limits: [(requests: Int, per: Duration)] = []
+  /// The budgets the server last stated (`RateLimit-Policy`, `follow(_:)`), held beside
+  /// `limits`: the lowest of all wins.
+  public private(set) var policies: [(requests: Int, per: Duration)] = []
+  /// How many requests are remembered at least, with no budget or a smaller one: a budget
+  /// the server states later (`follow(_:)`) counts the requests sent before it came.
+  static let remembered = 1000
   /// When each request kept was (or will be) sent, or its answer came, oldest first, with
   /// its number.
   private var sent: [(at: Duration, number: Int)] = []
@@ -46,7 +52,7 @@ public struct RequestWindow: Sendable {
   public func delay(now: Duration) -> Duration {
     var wait = Duration.zero
     if let allowance, allowance.count <= 0 { wait = max(.zero, allowance.until - now) }
-    for limit in limits where sent.count >= limit.requests {
+    for limit in limits + policies where sent.count >= limit.requests {
       // The request `requests` back from the newest: once it is `per` old, one more fits.
       let oldest = sent[sent.count - limit.requests].at
       wait = max(wait, oldest + limit.per - now)
@@ -65,9 +71,15 @@ public struct RequestWindow: Sendable {
     sent.append((now + wait, number))
     inFlight.insert(number)
     if let left = allowance { allowance = now + wait >= left.until ? nil : (left.count - 1, left.until) }
-    let keep = limits.map(\.requests).max() ?? 0
+    let keep = max(Self.remembered, (limits + policies).map(\.requests).max() ?? 0)
     if sent.count > keep { sent.removeFirst(sent.count - keep) }
     return (wait, number)
+  }
+
+  /// The server stated its budgets (`RateLimit-Policy`: `requests` in any window of `per`),
+  /// which replace those it stated before; the requests already sent count against them.
+  public mutating func follow(_ stated: [(requests: Int, per: Duration)]) {
+    policies = stated.map { (max(1, $0.requests), $0.per) }
   }
 
   /// The server said `remaining` requests are left until `instant`, after the request
@@ -118,22 +130,21 @@ public final class RequestBudgets: Sendable {
   /// Waits until a request to `url` fits its host's budgets, after adding `limit` (when
   /// given: `requests` in any window of `per`) to them, then sends it with `send`, and counts
   /// it from when `send` returned or threw (`RequestWindow.settle`). A request to a host
-  /// without a budget, or to a URL without an origin, is neither paced nor counted.
+  /// without a budget is not paced, but counted: a budget its server states later
+  /// (`RateLimit-Policy`) counts it. A URL without an origin is neither.
   /// - Returns: what `send` returned, and how long the request waited.
   /// - Throws: `TransportError.cancelled` when cancelled during the wait; what `send` throws.
   public func send<T>(
     url: String, limit: (requests: Int, per: Duration)?, cancellation: Cancellation, _ send: () throws -> T
   ) throws -> (T, waited: Duration) {
     guard let origin = Origin(url) else { return (try send(), .zero) }
-    let reserved = windows.withLock { windows -> (wait: Duration, number: Int)? in
-      guard limit != nil || windows[origin] != nil else { return nil }
+    let reserved = windows.withLock { windows -> (wait: Duration, number: Int) in
       var window = windows[origin] ?? RequestWindow()
       if let limit { window.add(requests: limit.requests, per: limit.per) }
       let reserved = window.reserve(now: now())
       windows[origin] = window
       return reserved
     }
-    guard let reserved else { return (try send(), .zero) }
     defer { windows.withLock { $0[origin]?.settle(reserved.number, now: now()) } }
     if reserved.wait > .zero { try sleeper(reserved.wait, cancellation) }
     return (try send(), reserved.wait)
@@ -141,31 +152,36 @@ public final class RequestBudgets: Sendable {
 
   /// Reads the server's own budget signals of an answer from `url` (`RateLimitSignal`): no
   /// more requests go to that host than they say are left before their reset (none when
-  /// none is left), with or without a `rate_limit`.
+  /// none is left), and, where it states its quota and window (`RateLimit-Policy`), no more
+  /// than that quota in any such window; with or without a `rate_limit`.
+  /// - Parameter maxPause: the longest reset or window honoured (the step's
+  ///   `retry.max_retry_after`); fields asking for a longer one are ignored, and a 429 then
+  ///   meets the retry policy.
   /// - Returns: the pause they asked for when none is left; nil otherwise.
   @discardableResult
-  /// - Parameter maxPause: the longest reset honoured (the step's `retry.max_retry_after`);
-  ///   fields asking for a longer one are ignored, and a 429 then meets the retry policy.
   public func observe(
     url: String, headers: HTTPHeaders, maxPause: Duration = RateLimitSignal.maxPause, epochNow: Double? = nil
   ) -> Duration? {
-    guard let origin = Origin(url),
-      let signal = RateLimitSignal.read(headers, epochNow: epochNow ?? Date().timeIntervalSince1970, maxPause: maxPause)
-    else { return nil }
+    guard let origin = Origin(url) else { return nil }
+    let signal = RateLimitSignal.read(headers, epochNow: epochNow ?? Date().timeIntervalSince1970, maxPause: maxPause)
+    let policies = RateLimitSignal.policies(headers, maxWindow: maxPause)
+    guard signal != nil || !policies.isEmpty else { return nil }
     let now = now()
     windows.withLock { windows in
       var window = windows[origin] ?? RequestWindow()
-      window.allow(signal.remaining, until: now + signal.reset, now: now)
+      if let signal { window.allow(signal.remaining, until: now + signal.reset, now: now) }
+      if !policies.isEmpty { window.follow(policies) }
       windows[origin] = window
     }
-    return signal.remaining <= 0 ? signal.reset : nil
+    guard let signal, signal.remaining <= 0 else { return nil }
+    return signal.reset
   }
 }
 
 /// The rate limit fields a server sends: `RateLimit-Remaining` and `RateLimit-Reset`, their
 /// common `X-RateLimit-Remaining` and `X-RateLimit-Reset` forms, and the IETF draft's
 /// `RateLimit` field (draft-ietf-httpapi-ratelimit-headers: `limit=10, remaining=0,
-/// reset=5`, or `"default";r=0;t=5`). A reset is seconds to wait, or a Unix time (a value
+/// reset=5`, or `"default";r=0;t=5`) and `RateLimit-Policy` field (`policies`). A reset is seconds to wait, or a Unix time (a value
 /// past 10^9, as GitHub's and others' `X-RateLimit-Reset`): both occur.
 public enum RateLimitSignal {
   /// The longest pause honoured: a reset further away is taken as a mistake and ignored.
@@ -199,6 +215,39 @@ public enum RateLimitSignal {
     let seconds = reset > 1e9 ? reset - epochNow : reset
     guard seconds > 0, seconds <= Double(maxPause.components.seconds) else { return nil }
     return (Int(remaining), .milliseconds(Int64((seconds * 1000).rounded(.up))))
+  }
+
+  /// The quotas a server states in `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers):
+  /// `"default";q=100;w=60` in the current draft, `100;w=60` in older ones, several
+  /// separated by commas (`"burst";q=10;w=1, "day";q=1000;w=86400`): each `q` requests
+  /// (the bare number in older drafts) in any window of `w` seconds. A policy without `w`,
+  /// with a quota unit (`qu`) other than `requests`, a quota not from 1 to 10^9, or a window
+  /// not above zero or longer than `maxWindow` is skipped.
+  public static func policies(_ headers: HTTPHeaders, maxWindow: Duration = maxPause) -> [(requests: Int, per: Duration)] {
+    guard let field = headers["RateLimit-Policy"] else { return [] }
+    var out: [(requests: Int, per: Duration)] = []
+    for item in field.split(separator: ",") {
+      let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+      guard let first = parts.first else { continue }
+      var quota = first.hasPrefix("\"") ? nil : number(first)
+      var window: Double?
+      var unit = "requests"
+      for part in parts.dropFirst() {
+        let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard pair.count == 2 else { continue }
+        switch pair[0].lowercased() {
+        case "q": quota = number(pair[1])
+        case "w": window = number(pair[1])
+        case "qu": unit = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")).lowercased()
+        default: break
+        }
+      }
+      guard unit == "requests", let quota, quota >= 1, quota <= 1e9, quota == quota.rounded(), let window, window > 0,
+        window <= Double(maxWindow.components.seconds)
+      else { continue }
+      out.append((Int(quota), .milliseconds(Int64((window * 1000).rounded(.up)))))
+    }
+    return out
   }
 
   private static func number(_ text: String) -> Double? {

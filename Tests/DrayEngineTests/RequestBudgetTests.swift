@@ -81,4 +81,22 @@ import Testing
     #expect(members.map(\.budgetWait).reduce(0, +) > 1)
     #expect(json.contains("\"budget_wait_seconds\""))
   }
+
+  /// A server that states only its policy (`RateLimit-Policy`, no `RateLimit` field, no
+  /// `X-RateLimit-*`), in the current draft's form and an older one's: without a rate_limit,
+  /// its quota in its window paces the job, and no request meets a 429.
+  @Test(arguments: ["current", "old"])
+  func theServersPolicyAlonePacesAJobWithoutABudget(form: String) throws {
+    let server = try RestServer(["--items", "20", "--rate-limit", "5", "--rate-limit-policy", form])
+    // 2 steps of 20 pages: 40 requests.
+    let (report, json) = try run("", perPage: 1, server: server, retries: 2)
+    #expect(report.status == .succeeded, "\(report.steps.first?.members.map { $0.errorMessage ?? "" } ?? [])")
+    let requests = try server.requests()
+    #expect(requests.filter { $0.status == 429 }.count == 0)
+    #expect(requests.filter { $0.status == 200 }.count == 40)
+    let members = try #require(report.steps.first?.members)
+    // 40 requests at 5 a second: at least 7 s of waiting between the two steps.
+    #expect(members.map(\.budgetWait).reduce(0, +) > 5)
+    #expect(json.contains("\"budget_wait_seconds\""))
+  }
 }

@@ -86,7 +86,7 @@ import Testing
     // counted against b.test's.
     #expect(try send("https://a.test/z", limit) == .milliseconds(750))
     #expect(try send("https://b.test/", nil) == .milliseconds(750))
-    // A host no step gave a budget is neither paced nor counted.
+    // A host no step gave a budget is not paced.
     for _ in 0..<5 {
       #expect(try send("https://c.test/", nil) == .zero)
     }
@@ -134,5 +134,59 @@ import Testing
     #expect(try budgets.send(url: "https://a.test/other", limit: nil, cancellation: cancellation) { 1 }.waited == .milliseconds(1500))
     #expect(try budgets.send(url: "https://b.test/", limit: nil, cancellation: cancellation) { 1 }.waited == .zero)
     #expect(slept.withLock { $0 } == [.milliseconds(1500)])
+  }
+
+  func policies(_ value: String) -> [(requests: Int, per: Duration)] {
+    RateLimitSignal.policies(HTTPHeaders([HTTPHeader("RateLimit-Policy", value)]))
+  }
+
+  @Test func aPolicyIsReadInTheCurrentAndOlderDraftsForms() {
+    #expect(policies(#""default";q=100;w=60"#).map(\.requests) == [100])
+    #expect(policies(#""default";q=100;w=60"#).map(\.per) == [.seconds(60)])
+    #expect(policies("100;w=60").map(\.requests) == [100])
+    #expect(policies("100;w=60").map(\.per) == [.seconds(60)])
+    let two = policies(#""burst";q=10;w=1, "hour";q=1000;w=3600"#)
+    #expect(two.map(\.requests) == [10, 1000])
+    #expect(two.map(\.per) == [.seconds(1), .seconds(3600)])
+    #expect(policies(#""default";q=5;w=0.5;qu="requests""#).map(\.per) == [.milliseconds(500)])
+  }
+
+  @Test func aPolicyWithoutAWindowOrInAnotherUnitOrAbsurdIsSkipped() {
+    #expect(policies(#""default";q=100"#).isEmpty)
+    #expect(policies(#""bytes";q=100000;w=1;qu="content-bytes""#).isEmpty)
+    #expect(policies(#""default";q=0;w=1"#).isEmpty)
+    #expect(policies(#""default";q=-3;w=1"#).isEmpty)
+    #expect(policies(#""default";q=2.5;w=1"#).isEmpty)
+    #expect(policies(#""default";q=10;w=0"#).isEmpty)
+    // A day's window is past an hour, the longest pause honoured: a 429 meets the retry policy.
+    #expect(policies(#""day";q=1000;w=86400"#).isEmpty)
+    #expect(policies("soon").isEmpty)
+    // The one that makes sense among others is kept.
+    #expect(policies(#""day";q=1000;w=86400, "second";q=5;w=1"#).map(\.requests) == [5])
+  }
+
+  /// A server that states only its policy (no `RateLimit` field): its quota in its window
+  /// paces the host, counting the requests sent before the policy came, with no rate_limit.
+  @Test func aPolicyWithoutARateLimitFieldPacesTheHostFromItsQuotaAndWindow() throws {
+    let clock = Mutex<Duration>(.zero)
+    let slept = Mutex<[Duration]>([])
+    let budgets = RequestBudgets(now: { clock.withLock { $0 } }, sleeper: { wait, _ in slept.withLock { $0.append(wait) } })
+    let cancellation = Cancellation()
+    func send(_ url: String) throws -> Duration {
+      try budgets.send(url: url, limit: nil, cancellation: cancellation) { 1 }.waited
+    }
+    for _ in 0..<3 { #expect(try send("https://a.test/items") == .zero) }
+    let policy = HTTPHeaders([HTTPHeader("RateLimit-Policy", #""default";q=3;w=1"#)])
+    #expect(budgets.observe(url: "https://a.test/items", headers: policy, epochNow: Self.epoch) == nil)
+    clock.withLock { $0 = .milliseconds(200) }
+    // Three went at 0 ms: the fourth waits until the first is 1 s old; another host does not.
+    #expect(try send("https://a.test/items?page=2") == .milliseconds(800))
+    #expect(try send("https://b.test/") == .zero)
+    // The older drafts' form, a smaller quota: it replaces the one stated before.
+    budgets.observe(url: "https://a.test/items", headers: HTTPHeaders([HTTPHeader("RateLimit-Policy", "1;w=2")]), epochNow: Self.epoch)
+    clock.withLock { $0 = .seconds(2) }
+    // The last request counted at 1 s: the next waits until it is 2 s old.
+    #expect(try send("https://a.test/items?page=3") == .seconds(1))
+    #expect(slept.withLock { $0 } == [.milliseconds(800), .seconds(1)])
   }
 }
