@@ -22,12 +22,22 @@ GET /items?page=N: with a live access token (Authorization: Bearer), page N of -
     An expired or unknown token is a 401 with WWW-Authenticate. With --api-key KEY, the
     header `X-API-Key: KEY` or the query parameter `api_key=KEY` is accepted instead.
 
+POST /login (application/json or application/x-www-form-urlencoded, with --user NAME:PASSWORD):
+    a login flow that hands out a session token for a user and password:
+    {"data": {"session": "st-...", "expires": LIFETIME}}. A wrong user or password is a 401
+    {"error": "invalid_credentials", "message": ...}; a body without both fields a 400.
+    Session tokens live --lifetime seconds too, and /items takes them as a bearer token or
+    in the header X-Session (the bare token).
+
 Test helpers under /admin/:
     GET  /admin/stats   {"token_requests": [...each grant and its outcome...],
                          "api_requests": n, "api_401": n, "revoked": bool,
                          "newest_refresh_token": "...", "access_tokens": [...]}
     POST /admin/mode    {"mode": "html" | "no_access_token" | "no_expires_in" |
-                         "absurd_expires_in" | "invalid_client" | "normal",
+                         "absurd_expires_in" | "invalid_client" | "normal" (the token
+                         endpoint's and the login's: "html", "no_access_token" (no session
+                         token), "no_expires_in", "absurd_expires_in", and "bad_request": a
+                         400 to every login),
                          "reject_next": n (the next n API requests answer 401 whatever the token)}
     POST /admin/family  {"refresh_token": "..."}: a person authorised again: a new family
                          whose newest token is this one.
@@ -69,6 +79,8 @@ class State:
         self.reject_next = 0
         self.api_key = args.api_key
         self.api_paths = []
+        self.login_user = args.user
+        self.login_requests = []
         if args.refresh_token:
             self.new_family(args.refresh_token)
 
@@ -105,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
         body = self.body()
         if path == "/token":
             return self.token(body)
+        if path == "/login":
+            return self.login(body)
         if path == "/admin/mode":
             spec = json.loads(body or b"{}")
             with self.state.lock:
@@ -178,6 +192,44 @@ class Handler(BaseHTTPRequestHandler):
             record["outcome"] = "ok"
             self.send(200, answer)
 
+    def login(self, body):
+        state = self.state
+        content_type = self.headers.get("Content-Type", "")
+        record = {"content_type": content_type, "at": time.time()}
+        if state.token_delay:
+            time.sleep(state.token_delay)
+        try:
+            if content_type.startswith("application/json"):
+                fields = json.loads(body or b"{}")
+            else:
+                fields = dict(urllib.parse.parse_qsl(body.decode(), keep_blank_values=True))
+        except ValueError:
+            fields = {}
+        with state.lock:
+            state.login_requests.append(record)
+            if state.mode == "bad_request" or not fields.get("username") or not fields.get("password"):
+                record["outcome"] = "bad_request"
+                return self.send(400, {"error": "bad_request", "message": "username and password are required."})
+            name, _, password = (state.login_user or ":").partition(":")
+            if fields.get("username") != name or fields.get("password") != password:
+                record["outcome"] = "invalid_credentials"
+                return self.send(401, {"error": "invalid_credentials", "message": "Wrong user name or password."})
+            if state.mode == "html":
+                record["outcome"] = "html"
+                return self.send(200, b"<!DOCTYPE html><html><body>Sign in</body></html>", "text/html")
+            session = "st-" + secrets.token_hex(12)
+            state.access[session] = time.monotonic() + state.lifetime
+            state.issued_access.append(session)
+            data = {"user": name}
+            if state.mode != "no_access_token":
+                data["session"] = session
+            if state.mode == "absurd_expires_in":
+                data["expires"] = -5
+            elif state.mode != "no_expires_in":
+                data["expires"] = state.lifetime
+            record["outcome"] = "ok"
+            self.send(200, {"data": data})
+
     def do_GET(self):
         parts = urllib.parse.urlsplit(self.path)
         state = self.state
@@ -192,10 +244,11 @@ class Handler(BaseHTTPRequestHandler):
                     "newest_refresh_token": state.newest.get(family) if family else None,
                     "access_tokens": state.issued_access,
                     "api_paths": state.api_paths,
+                    "login_requests": state.login_requests,
                 })
         if parts.path != "/items":
             return self.send(404, {"error": "not found"})
-        token = self.headers.get("Authorization", "")[len("Bearer "):]
+        token = self.headers.get("X-Session") or self.headers.get("Authorization", "")[len("Bearer "):]
         query = urllib.parse.parse_qs(parts.query)
         with state.lock:
             state.api_requests += 1
@@ -238,6 +291,7 @@ def main(argv=None):
     parser.add_argument("--page-delay", type=float, default=0)
     parser.add_argument("--token-delay", type=float, default=0, help="seconds each token answer waits")
     parser.add_argument("--api-key", help="a key /items accepts in X-API-Key or api_key")
+    parser.add_argument("--user", help="NAME:PASSWORD that /login takes")
     parser.add_argument("--exit-on-eof", action="store_true", help="exit when standard input closes (tests hold it open)")
     args = parser.parse_args(argv)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})

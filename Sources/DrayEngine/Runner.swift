@@ -362,8 +362,9 @@ final class RunContext: Sendable {
   let kept: KeptPaths
   /// The run's retry waits, over every step and thread (`retry.wait_budget`).
   let retryBudget: RetryBudget
-  /// The OAuth 2.0 access tokens of `http` steps, one per token endpoint and client.
-  let oauth2: OAuth2Sessions
+  /// The tokens of `http` steps' sign-ins, one per OAuth 2.0 token endpoint and client or
+  /// login endpoint and user (`signIn(_:)`).
+  let sessions = TokenSessions()
   /// The request budgets of `http` steps, one per host (`rate_limit`).
   let budgets = RequestBudgets()
 
@@ -388,10 +389,6 @@ final class RunContext: Sendable {
     self.journalLocation = journal.location
     self.journal = Mutex(journal)
     self.kept = KeptPaths.forOutputs(of: manifest, runID: runID)
-    // Tokens are secrets: masked wherever the console and the report print.
-    self.oauth2 = OAuth2Sessions { [console] settings in
-      OAuth2Session(settings: settings, database: database, onSecret: { console.addSecret($0) })
-    }
   }
 }
 

@@ -152,6 +152,17 @@ extension HTTPStep {
             ])
           )
         ])
+      // The user, never the password (`Login.maskedBody`).
+      case .login(let l)?:
+        object([
+          (
+            "login",
+            object([
+              ("url", .string(l.url)), ("body", l.maskedBody), ("token", .string(l.token.description)),
+              ("header", .string(l.header)), ("prefix", .string(l.prefix)), ("expires_in", l.expiresIn.map { .string($0.description) }),
+            ])
+          )
+        ])
       // The place, never the key.
       case .apiKey(let key)?:
         switch key.place {

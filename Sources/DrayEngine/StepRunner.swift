@@ -310,6 +310,7 @@ struct StepRunner {
     case let e as FilesError: e.code
     case let e as HTTPStepError: e.code
     case let e as OAuth2Error: e.code
+    case let e as LoginError: e.code
     case let e as PartitionError: e.code
     default: "error"
     }

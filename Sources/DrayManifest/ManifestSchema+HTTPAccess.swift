@@ -1,7 +1,7 @@
 public import DrayModel
 
-// How an `http` step reaches an API: its sign-ins (`auth.oauth2`, `auth.api_key`) and its
-// request budget (`rate_limit`).
+// How an `http` step reaches an API: its sign-ins (`auth.oauth2`, `auth.api_key`,
+// `auth.login`) and its request budget (`rate_limit`).
 extension ManifestSchema {
   /// An `http` step's `auth.oauth2` (docs/auth.md).
   public static let httpOAuth2: [Key] = [
@@ -25,6 +25,22 @@ extension ManifestSchema {
     Key("header", .string(nonEmpty: true), "The request header that carries the key (X-API-Key); give this or 'query'."),
     Key("query", .string(nonEmpty: true), "The query parameter that carries the key (api_key); give this or 'header'."),
     Key("value", .string(nonEmpty: true), required: true, "The key; masked in every output."),
+  ]
+
+  /// An `http` step's `auth.login` (docs/auth.md, "Login flows").
+  public static let httpLogin: [Key] = [
+    Key("url", .string(nonEmpty: true), required: true, "The login endpoint, sent a POST: an http:// or https:// address."),
+    Key(
+      "body", .mapping(httpBody, rules: [.exactlyOne(["json", "form"])]), required: true,
+      "The user and password, sent as json or form; fields named like a password or secret are masked in every output."),
+    Key("token", .string(nonEmpty: false), required: true, "JSON Pointer to the session token in the login's answer, such as /token."),
+    Key("header", .string(nonEmpty: true), default: .string(Login.defaultHeader), "The request header that carries the token."),
+    Key(
+      "prefix", .string(nonEmpty: false), default: .string(Login.defaultPrefix),
+      "Written before the token in the header; \"\" for the bare token."),
+    Key(
+      "expires_in", .string(nonEmpty: true),
+      "JSON Pointer to the token's life in seconds in the answer; without it, the token is renewed after a 401."),
   ]
 
   /// An `http` step's `rate_limit` (docs/http.md, "Request budget").

@@ -419,6 +419,7 @@ public enum ManifestSchema {
     case basic
     case oauth2
     case apiKey = "api_key"
+    case login
   }
 
   public static let httpAuth: [Key] = HTTPAuthKind.allCases.map { kind in
@@ -440,6 +441,10 @@ public enum ManifestSchema {
       Key(
         kind.rawValue, .mapping(httpAPIKey, rules: [.exactlyOne(["header", "query"])]),
         "A key sent in a header or a query parameter of every request (docs/auth.md).")
+    case .login:
+      Key(
+        kind.rawValue, .mapping(httpLogin),
+        "A session token from a login endpoint for a user and password, renewed before it expires (docs/auth.md).")
     }
   }
 

@@ -39,7 +39,12 @@ extension ManifestValidator {
     let rateLimit = need(f["rate_limit"].flatMap { readRateLimit($0, f.path("rate_limit")) }, present: f["rate_limit"] != nil)
 
     if !checkParameters(f, paginate: paginate, incremental: incremental) { ok = false }
-    if auth != nil, let pair = headerPair(f["headers"], named: "authorization") {
+    if case .login(let login)? = auth, let pair = headerPair(f["headers"], named: login.header.lowercased()) {
+      reader.error(
+        pair.key.location,
+        "'\(f.path("headers")).\(pair.key.scalar?.text ?? "")' and '\(f.path("auth")).login' both set \(login.header); keep one")
+      ok = false
+    } else if auth != nil, auth?.login == nil, let pair = headerPair(f["headers"], named: "authorization") {
       reader.error(
         pair.key.location,
         "'\(f.path("headers")).\(pair.key.scalar?.text ?? "")' and '\(f.path("auth"))' both set the Authorization header; keep one")
@@ -301,7 +306,9 @@ extension ManifestValidator {
   }
 
   /// A mapping of names to scalars or lists of scalars (a list repeats the name).
-  private mutating func readQueryItems(_ node: YAMLNode, _ path: String) -> [QueryItem]? {
+  private mutating func readQueryItems(
+    _ node: YAMLNode, _ path: String, isSecret: (String) -> Bool = { QueryItem($0, "").isSecret }
+  ) -> [QueryItem]? {
     guard case .mapping(let pairs) = node.content else {
       reader.error(node.location, "'\(path)' must be a mapping of names to values, found \(node.kindDescription)")
       return nil
@@ -315,7 +322,7 @@ extension ManifestValidator {
         ok = false
         continue
       }
-      let secret = QueryItem(name, "").isSecret
+      let secret = isSecret(name)
       let values: [YAMLNode]
       if case .sequence(let list) = pair.value.content { values = list } else { values = [pair.value] }
       if values.isEmpty {
@@ -339,13 +346,18 @@ extension ManifestValidator {
     return ok ? items : nil
   }
 
-  private mutating func readBody(_ node: YAMLNode, _ path: String) -> HTTPStep.Body? {
+  /// A `body`: `json` or `form`. The values of the fields `isSecret` names are read as
+  /// secrets (an unset variable in one is not quoted, and is left unresolved where
+  /// credentials may be missing).
+  mutating func readBody(
+    _ node: YAMLNode, _ path: String, isSecret: @escaping (String) -> Bool = { QueryItem($0, "").isSecret }
+  ) -> HTTPStep.Body? {
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpBody) else { return nil }
     switch (f["json"], f["form"]) {
     case (let json?, nil):
-      return reader.json(json, f.path("json"), credentials: true).map { .json($0) }
+      return reader.json(json, f.path("json"), secretKey: isSecret).map { .json($0) }
     case (nil, let form?):
-      return readQueryItems(form, f.path("form")).map { .form($0) }
+      return readQueryItems(form, f.path("form"), isSecret: isSecret).map { .form($0) }
     case (_?, let form?):
       reader.error(form.location, "'\(path)' takes 'json' or 'form', not both")
     case (nil, nil):
@@ -378,6 +390,8 @@ extension ManifestValidator {
       return readOAuth2(value, f.path("oauth2")).map { .oauth2($0) }
     case .apiKey:
       return readAPIKey(value, f.path("api_key")).map { .apiKey($0) }
+    case .login:
+      return readLogin(value, f.path("login")).map { .login($0) }
     }
   }
 }

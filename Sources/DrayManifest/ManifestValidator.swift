@@ -25,6 +25,9 @@ struct ManifestValidator {
   /// The `auth.oauth2` settings read so far by `OAuth2.key`, with where: the steps that
   /// name one token endpoint and client share one token, so they must agree.
   var oauth2Clients: [String: (settings: OAuth2, path: String)] = [:]
+  /// The `auth.login` settings read so far by `Login.key`, with where: the steps that name
+  /// one login endpoint and user share one session token, so they must agree.
+  var logins: [String: (settings: Login, path: String)] = [:]
   /// A `table_stream` step that did not read: templates may name what it would load, so
   /// "no step loads" is not said (it would only repeat that step's own error).
   var hasBrokenLoader = false

@@ -259,16 +259,19 @@ struct NodeReader {
 
   /// Any node as JSON: mappings become objects, lists arrays, plain scalars their core-schema
   /// value, quoted scalars strings.
-  /// - Parameter credentials: the values of keys named as credentials (`QueryItem.secretNames`,
-  ///   as in an `http` step's JSON body) are secrets; `secret`: this node's values are.
-  mutating func json(_ node: YAMLNode, _ path: String, credentials: Bool = false, secret: Bool = false) -> JSONValue? {
+  /// - Parameter secretKey: the values of the keys it names are secrets (an `http` step's
+  ///   JSON body: those named as credentials, `QueryItem.secretNames`); `secret`: this
+  ///   node's values are.
+  mutating func json(
+    _ node: YAMLNode, _ path: String, secretKey: ((String) -> Bool)? = nil, secret: Bool = false
+  ) -> JSONValue? {
     switch node.content {
     case .mapping(let pairs):
       var out: [(key: String, value: JSONValue)] = []
       for pair in pairs {
         let key = pair.key.scalar?.text ?? ""
-        let isSecret = secret || (credentials && QueryItem(key, "").isSecret)
-        if let value = json(pair.value, path.isEmpty ? key : "\(path).\(key)", credentials: credentials, secret: isSecret) {
+        let isSecret = secret || (secretKey?(key) ?? false)
+        if let value = json(pair.value, path.isEmpty ? key : "\(path).\(key)", secretKey: secretKey, secret: isSecret) {
           out.append((key, value))
         }
       }
@@ -276,7 +279,7 @@ struct NodeReader {
     case .sequence(let items):
       var out: [JSONValue] = []
       for (i, item) in items.enumerated() {
-        if let value = json(item, "\(path)[\(i)]", credentials: credentials, secret: secret) { out.append(value) }
+        if let value = json(item, "\(path)[\(i)]", secretKey: secretKey, secret: secret) { out.append(value) }
       }
       return .array(out)
     case .scalar:

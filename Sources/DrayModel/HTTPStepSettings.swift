@@ -37,6 +37,9 @@ public struct HTTPStep: Sendable, Hashable {
     case oauth2(OAuth2)
     /// A key sent in a request header or a query parameter of every request; see `APIKey`.
     case apiKey(APIKey)
+    /// A session token a login endpoint hands out for a user and password, sent in a header
+    /// of every request; see `Login`.
+    case login(Login)
   }
 
   /// An `auth.api_key`: a key the API gave, sent with every request.
@@ -386,14 +389,31 @@ public enum ColumnType: String, Sendable, Hashable, CaseIterable {
 }
 
 extension HTTPStep.Auth {
-  /// The `Authorization` header's value; nil for `oauth2`, whose token comes from its
-  /// token endpoint while the run goes, and for `api_key`, which names its own place.
+  /// The `Authorization` header's value; nil for `oauth2` and `login`, whose tokens come
+  /// from their endpoints while the run goes, and for `api_key`, which names its own place.
   public var authorization: String? {
     switch self {
     case .bearer(let token): "Bearer \(token)"
     case .basic(let username, let password): "Basic " + Base64.encode(Array("\(username):\(password)".utf8))
-    case .oauth2, .apiKey: nil
+    case .oauth2, .apiKey, .login: nil
     }
+  }
+
+  /// The header this sign-in sets, lower case: `authorization`, or `api_key`'s or
+  /// `login`'s own; nil for an `api_key` sent in the query.
+  public var headerName: String? {
+    switch self {
+    case .bearer, .basic, .oauth2: "authorization"
+    case .apiKey(let key):
+      if case .header(let name) = key.place { name.lowercased() } else { nil }
+    case .login(let login): login.header.lowercased()
+    }
+  }
+
+  /// The login settings, for `login`.
+  public var login: Login? {
+    if case .login(let settings) = self { return settings }
+    return nil
   }
 
   /// The OAuth 2.0 settings, for `oauth2`.

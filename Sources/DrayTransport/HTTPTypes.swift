@@ -26,6 +26,13 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence {
     fields.append(HTTPHeader(name, value))
   }
 
+  /// Replaces every field named as `field` by `field`, keeping whether it holds a secret
+  /// (a sign-in's token in a header of its own name: never sent to another origin).
+  public mutating func set(_ field: HTTPHeader) {
+    fields.removeAll { $0.name.lowercased() == field.name.lowercased() }
+    fields.append(field)
+  }
+
   public mutating func remove(_ name: String) {
     fields.removeAll { $0.name.lowercased() == name.lowercased() }
   }

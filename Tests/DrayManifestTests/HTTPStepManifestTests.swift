@@ -182,7 +182,7 @@ import Testing
         "job.yaml:8:13: error: 'steps.http-1.http.path' is appended to base_url; put the address in base_url and the rest in path",
         "job.yaml:9:19: error: 'steps.http-1.http.query.a' must be a value or a list of values, found a mapping",
         "job.yaml:10:31: error: 'steps.http-1.http.body' takes 'json' or 'form', not both",
-        "job.yaml:11:34: error: 'steps.http-1.http.auth' takes one of bearer, bearer_file, basic, oauth2, api_key; this one has bearer and basic",
+        "job.yaml:11:34: error: 'steps.http-1.http.auth' takes one of bearer, bearer_file, basic, oauth2, api_key, login; this one has bearer and basic",
         "job.yaml:12:15: error: 'steps.http-1.http.format' must be one of json, xml, found 'yaml'",
         "job.yaml:13:22: error: 'steps.http-1.http.load.table': names starting with _dray or sqlite_ are reserved; choose another",
         "job.yaml:13:43: error: 'steps.http-1.http.load.records': a JSON Pointer starts with '/' (RFC 6901), such as /data/items; found 'data'",

@@ -50,7 +50,7 @@ import Testing
     #expect(
       m.steps.map(\.id) == [
         "schemes", "fruits", "export", "ping", "upload", "all-sales", "clean", "check", "orders", "catalog", "partners", "ledger",
-        "pages", "charges", "graph", "crm", "tickets", "weather", "regions", "repo-issues", "weekly",
+        "pages", "charges", "graph", "crm", "tickets", "weather", "crm-deals", "crm-notes", "regions", "repo-issues", "weekly",
       ])
     #expect(m.allSteps.map(\.id).contains("sales-us"))
     #expect(m.steps[0].description == "Fetch the schemes of the two resources.")

@@ -2,7 +2,8 @@ import Foundation
 
 /// The OAuth 2.0 test server (`Emulator/oauth_server.py`): a token endpoint that rotates
 /// refresh tokens on every use and revokes a family when an old one comes back, and an API
-/// (`/items`) that needs a live access token. Stopped when the value is released.
+/// (`/items`) that needs a live access token, and a login endpoint (`/login`) that hands out
+/// session tokens for a user and password. Stopped when the value is released.
 public final class OAuthServer: Sendable {
   private let server: ServerProcess
   /// The server's address, ending with `/`.
@@ -10,7 +11,7 @@ public final class OAuthServer: Sendable {
 
   /// Starts the server with extra command-line `arguments` (`--client`, `--client-auth`,
   /// `--refresh-token`, `--lifetime`, `--pages`, `--per-page`, `--page-delay`, `--token-delay`,
-  /// `--api-key`).
+  /// `--api-key`, `--user`).
   public init(_ arguments: [String] = []) throws {
     server = try ServerProcess(script: "oauth_server.py", name: "OAuth server", arguments)
   }
@@ -28,6 +29,9 @@ public final class OAuthServer: Sendable {
     public var accessTokens: [String]
     /// The path and query of each API request, oldest first.
     public var apiPaths: [String]
+    /// Each `/login` request: its `content_type` and `outcome` (`ok`, `invalid_credentials`,
+    /// `bad_request`, `html`).
+    public var loginRequests: [[String: String]]
   }
 
   public func stats() throws -> Stats {
@@ -35,14 +39,16 @@ public final class OAuthServer: Sendable {
     let requests = (json["token_requests"] as? [[String: Any]] ?? []).map { entry in
       entry.compactMapValues { $0 as? String }
     }
+    let logins = (json["login_requests"] as? [[String: Any]] ?? []).map { entry in entry.compactMapValues { $0 as? String } }
     return Stats(
       tokenRequests: requests, apiRequests: json["api_requests"] as? Int ?? 0, api401: json["api_401"] as? Int ?? 0,
       revoked: json["revoked"] as? Bool ?? false, newestRefreshToken: json["newest_refresh_token"] as? String,
-      accessTokens: json["access_tokens"] as? [String] ?? [], apiPaths: json["api_paths"] as? [String] ?? [])
+      accessTokens: json["access_tokens"] as? [String] ?? [], apiPaths: json["api_paths"] as? [String] ?? [], loginRequests: logins)
   }
 
-  /// Sets the token endpoint's mode (`html`, `no_access_token`, `no_expires_in`,
-  /// `absurd_expires_in`, `invalid_client`, `normal`) and how many API requests to refuse.
+  /// Sets the token endpoint's and the login's mode (`html`, `no_access_token`,
+  /// `no_expires_in`, `absurd_expires_in`, `invalid_client`, `bad_request`, `normal`) and how
+  /// many API requests to refuse.
   public func setMode(_ mode: String, rejectNext: Int = 0) throws {
     _ = try Curl.send(
       "POST", url + "admin/mode", headers: ["Content-Type": "application/json"],

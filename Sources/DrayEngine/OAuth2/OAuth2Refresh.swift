@@ -19,9 +19,6 @@ struct OAuth2Refresh {
     var expiresIn: Double?
   }
 
-  /// Longest `expires_in` renewed by time: ten years. A longer one is renewed only by a 401.
-  static let longestLifetime: Double = 10 * 365 * 24 * 3600
-
   /// A refresh under the database's lock: the refresh token presented is the one kept
   /// there (unless the manifest's changed since, `OAuth2.refreshTokenHash`), read inside
   /// the lock; a rotated one is committed before this returns, so before the access token
@@ -170,7 +167,7 @@ struct OAuth2Refresh {
             "the token answer's expires_in is \(json["expires_in"]?.json ?? "?"): a token that lives less than a second cannot be used; "
             + "check the token endpoint's settings")
       }
-      if seconds > longestLifetime { expiresIn = nil }
+      if seconds > TokenSession.longestLifetime { expiresIn = nil }
     }
     let rotated = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
     return Answer(accessToken: token, refreshToken: rotated, expiresIn: expiresIn)

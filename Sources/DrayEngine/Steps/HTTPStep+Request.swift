@@ -39,13 +39,13 @@ extension StepRunner {
     for field in conditions { request.headers.set(field.name, field.value) }
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
     download.endsWhole = options.format == .json ? { JSONEvents.endsWhole(path: $0) } : { XMLRecordReader.endsWhole(path: $0) }
-    let oauth = options.auth?.oauth2.map { context.oauth2.session(for: $0) }
+    let signIn = context.signIn(options.auth)
     let tokenAttempts = Mutex<[Attempt]>([])
     defer { tokenAttempts.withLock { $0 }.forEach(record) }
-    let caller = oauthCaller(options) { attempt in tokenAttempts.withLock { $0.append(attempt) } }
+    let caller = tokenCaller(options) { attempt in tokenAttempts.withLock { $0.append(attempt) } }
     let response = try runner.run(
       { _ in
-        let response = try attemptSigned(request, oauth: oauth, caller: caller, url: url) { signed in
+        let response = try attemptSigned(request, signIn: signIn, caller: caller, url: url) { signed in
           try withinBudget(options, url: signed.url) { try download.attempt(signed, client: client, transactionID: nil) }
         }
         if (200..<300).contains(response.status) || options.outcome(for: response.status) == .empty
@@ -126,12 +126,12 @@ extension StepRunner {
     return response
   }
 
-  /// What `auth.oauth2`'s token requests need from this step: its TLS settings, time
-  /// limits and retry policy; their attempts go to `record` and the log.
-  func oauthCaller(_ options: HTTPStep, record: @escaping (Attempt) -> Void) -> OAuth2Session.Caller {
+  /// What the token requests of `auth.oauth2` and `auth.login` need from this step: its TLS
+  /// settings, time limits and retry policy; their attempts go to `record` and the log.
+  func tokenCaller(_ options: HTTPStep, record: @escaping (Attempt) -> Void) -> TokenSession.Caller {
     var tls = options.tls
     tls.caFile = tls.caFile.map { manifest.resolve($0) }
-    return OAuth2Session.Caller(
+    return TokenSession.Caller(
       tls: tls, timeouts: step.timeouts, retry: step.retry, cancellation: context.cancellation, budget: context.retryBudget,
       record: { [self] attempt in
         record(attempt)
@@ -140,35 +140,35 @@ extension StepRunner {
       log: { [self] line in console.info(line, step: step.id) })
   }
 
-  /// Sends `request` through `send` with the access token of `oauth` (none: as it is).
-  /// A 401 renews the token once (`OAuth2Session.renew(stale:)`) and sends the request
-  /// again; a second 401 fails with `OAuth2Error.refused`. A token that cannot be had fails
-  /// the attempt as unsent (its own attempts are recorded).
+  /// Sends `request` through `send` with the token of `signIn` (none: as it is) in its
+  /// header. A 401 renews the token once (`TokenSession.renew(stale:)`) and sends the
+  /// request again; a second 401 fails with `signIn.refused`. A token that cannot be had
+  /// fails the attempt as unsent (its own attempts are recorded).
   func attemptSigned(
-    _ request: HTTPRequest, oauth: OAuth2Session?, caller: OAuth2Session.Caller, url: String,
+    _ request: HTTPRequest, signIn: SignIn?, caller: TokenSession.Caller, url: String,
     _ send: (HTTPRequest) throws -> HTTPResponse
   ) throws -> HTTPResponse {
-    guard let oauth else { return try send(request) }
+    guard let signIn else { return try send(request) }
     var signed = request
     let token: String
     do {
-      token = try oauth.token(caller)
+      token = try signIn.session.token(caller)
     } catch {
       throw UnsentAttempt(error)
     }
-    signed.headers.set("Authorization", "Bearer " + token)
+    signed.headers.set(signIn.field(token))
     let response = try send(signed)
     guard response.status == 401 else { return response }
     let fresh: String
     do {
-      fresh = try oauth.renew(stale: token, because: "the server answered 401 to \(HTTPClient.displayURL(url))", caller)
+      fresh = try signIn.session.renew(stale: token, because: "the server answered 401 to \(HTTPClient.displayURL(url))", caller)
     } catch {
       throw UnsentAttempt(error)
     }
-    signed.headers.set("Authorization", "Bearer " + fresh)
+    signed.headers.set(signIn.field(fresh))
     let again = try send(signed)
     guard again.status == 401 else { return again }
-    throw OAuth2Error.refused(StepRunner.statusError(again, url: url))
+    throw signIn.refused(StepRunner.statusError(again, url: url))
   }
 
   /// The request for `url`: method, headers (Accept by format, Content-Type by body, the
@@ -196,7 +196,8 @@ extension StepRunner {
     var url = url
     if case .apiKey(let key)? = options.auth {
       switch key.place {
-      case .header(let name): headers.set(name, key.value)
+      // Held back from other origins after a redirect, whatever its name.
+      case .header(let name): headers.set(HTTPHeader(name, key.value, secret: true))
       // Into every request, after the step's own parameters and those of pagination: a next
       // link the server gives does not carry it.
       case .query(let name): url += (url.contains("?") ? "&" : "?") + QueryItem.encode([QueryItem(name, key.value)])

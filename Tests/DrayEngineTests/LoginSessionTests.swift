@@ -1,0 +1,89 @@
+import DrayManifest
+import DrayModel
+import DrayTestSupport
+import DrayTransport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import DrayEngine
+
+/// `auth.login`'s session (`LoginRequest` in a `TokenSession`) against
+/// `Emulator/oauth_server.py`'s `/login`: renewed when due by an injected clock (no sleeps),
+/// every token learnt as a secret before it is used, and no secret in the fingerprint.
+@Suite struct LoginSessionTests {
+  static let password = "pw-Session-6262"
+
+  static func settings(_ server: OAuthServer, expiresIn: Bool = true) throws -> Login {
+    Login(
+      url: server.url + "login", body: .json(.object([("username", .string("ana")), ("password", .string(password))])),
+      token: try JSONPointer(parsing: "/data/session"), expiresIn: expiresIn ? try JSONPointer(parsing: "/data/expires") : nil)
+  }
+
+  static func session(_ settings: Login, clock: TestClock, onSecret: @escaping @Sendable (String) -> Void = { _ in }) -> TokenSession {
+    let request = LoginRequest(settings: settings, onSecret: onSecret)
+    return TokenSession(kind: "login", noun: "session token", source: settings.url, now: { clock.now }) { caller in
+      try request.fetch(caller)
+    }
+  }
+
+  @Test func theSessionTokenIsKeptUntilItIsDueThenRenewedOnceAndEachIsLearntAsASecret() throws {
+    // The server's tokens live an hour; only our clock, moved by hand, makes them due.
+    let server = try OAuthServer(["--user", "ana:" + Self.password, "--lifetime", "3600"])
+    let clock = TestClock()
+    let learnt = Mutex<[String]>([])
+    let session = Self.session(try Self.settings(server), clock: clock) { secret in learnt.withLock { $0.append(secret) } }
+    let first = try session.token(OAuth2SessionTests.caller())
+    #expect(learnt.withLock { $0 } == [first])
+    clock.advance(by: .seconds(3539))
+    #expect(try session.token(OAuth2SessionTests.caller()) == first)
+    #expect(try server.stats().loginRequests.count == 1)
+    clock.advance(by: .seconds(2))
+    let second = try session.token(OAuth2SessionTests.caller())
+    #expect(second != first)
+    #expect(learnt.withLock { $0 } == [first, second])
+    #expect(try server.stats().loginRequests.count == 2)
+    // Concurrent requests refused with the same stale token share one renewal.
+    let renewed = Mutex<[String]>([])
+    DispatchQueue.concurrentPerform(iterations: 6) { _ in
+      if let token = try? session.renew(stale: second, because: "401", OAuth2SessionTests.caller()) {
+        renewed.withLock { $0.append(token) }
+      }
+    }
+    #expect(Set(renewed.withLock { $0 }).count == 1)
+    #expect(renewed.withLock { $0 }.count == 6)
+    #expect(try server.stats().loginRequests.count == 3)
+  }
+
+  @Test func withoutExpiresInTheTokenIsKeptWhateverTheClockSays() throws {
+    let server = try OAuthServer(["--user", "ana:" + Self.password, "--lifetime", "1"])
+    let clock = TestClock()
+    let session = Self.session(try Self.settings(server, expiresIn: false), clock: clock)
+    let first = try session.token(OAuth2SessionTests.caller())
+    clock.advance(by: .seconds(86400))
+    #expect(try session.token(OAuth2SessionTests.caller()) == first)
+    #expect(try server.stats().loginRequests.count == 1)
+  }
+
+  /// Changing the password does not redo a finished step: it is not in the fingerprint; the
+  /// login's url, user, pointers and header are.
+  @Test func noSecretEntersTheFingerprint() throws {
+    func fingerprint(password: String, user: String = "ana", header: String = "Authorization") throws -> String {
+      let manifest = try ManifestText.load(
+        """
+        version: 1
+        job: j
+        steps:
+          - id: a
+            http:
+              base_url: https://a.example.com/
+              auth: { login: { url: "https://a.example.com/login", body: { form: { user: \(user), passwd: \(password) } }, token: /t, header: \(header) } }
+        """)
+      return manifest.steps[0].fingerprint(in: manifest)
+    }
+    let first = try fingerprint(password: "pw-1111")
+    #expect(try fingerprint(password: "pw-2222") == first)
+    #expect(try fingerprint(password: "pw-1111", user: "bo") != first)
+    #expect(try fingerprint(password: "pw-1111", header: "X-Session") != first)
+  }
+}
