@@ -156,4 +156,43 @@ import Testing
     #expect(try server.stats().apiRequests == 0)
     try Self.expectNoSecret(server, password: password, in: [result.output], folder: folder.path)
   }
+
+  /// The partitions of a step and a second step that name the same login url and user share
+  /// one login; a second user is a second session.
+  @Test func partitionsAndStepsNamingOneLoginAndUserShareOneSessionToken() throws {
+    let folder = TemporaryDirectory()
+    let server = try OAuthServer(["--user", "\(Self.user):\(Self.password)", "--lifetime", "60", "--token-delay", "0.2"])
+    let login = """
+      { url: "\(server.url)login", body: { json: { username: \(Self.user), password: "\(Self.password)" } }, token: /data/session }
+      """
+    let path = try Self.write(
+      """
+      version: 1
+      job: parts
+      database: { path: data/db.sqlite }
+      steps:
+        - id: pages
+          partitions: { list: [{ p: "1" }, { p: "2" }, { p: "3" }], concurrency: 3 }
+          http:
+            base_url: "\(server.url)"
+            path: items
+            query: { page: "{p}" }
+            auth: { login: \(login) }
+            load: { table: pages, records: /data, write: append }
+        - id: again
+          http:
+            base_url: "\(server.url)"
+            path: items
+            auth: { login: \(login) }
+            load: { table: again, records: /data }
+
+      """, in: folder)
+    let result = try Command.dray(["run", path])
+    #expect(result.status == 0, "\(result.output)")
+    let stats = try server.stats()
+    #expect(stats.loginRequests.count == 1, "\(stats.loginRequests)")
+    #expect(stats.apiRequests == 4)
+    #expect(stats.api401 == 0)
+    try Self.expectNoSecret(server, in: [result.output], folder: folder.path)
+  }
 }
