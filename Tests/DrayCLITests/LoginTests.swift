@@ -74,9 +74,15 @@ import Testing
     #expect(stats.apiRequests == 4)
     #expect(result.output.contains("login: session token from"), "\(result.output)")
     #expect(result.output.contains("login: new session token (it expires soon (expires_in)) for 2s"), "\(result.output)")
+    let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? []
+    // The report holds the login's attempts as sign-in calls, and passes its schema.
+    let reports = files.filter { $0.hasSuffix(".json") }.map { folder.path + "/" + $0 }
+    #expect(reports.count == 1)
+    let report = try String(contentsOfFile: reports.first ?? "", encoding: .utf8)
+    #expect(report.contains(#""call":"sign-in""#), "\(report)")
+    #expect(try ReportCheck.problems(reports) == "")
     let page = try Command.dray(["report", path, "-o", folder.path + "/page.html"])
     #expect(page.status == 0, "\(page.output)")
-    let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? []
     #expect(files.contains { $0.hasSuffix(".html") } && files.contains { $0.hasSuffix(".json") } && files.contains { $0.hasSuffix(".xml") })
     try Self.expectNoSecret(server, in: [plan.output, result.output, page.output], folder: folder.path)
   }

@@ -96,6 +96,12 @@ import Testing
       #expect(try target.rows("SELECT refresh_token FROM _dray_oauth2_tokens") == [[stats.newestRefreshToken]])
       #expect(try target.rows("SELECT count(*) FROM items") == [["8"]])
     }
+    // The reports list the token requests as sign-in calls, as their schema says.
+    let reports = (FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? [])
+      .filter { $0.hasSuffix(".json") }.map { folder.path + "/" + $0 }
+    #expect(reports.count == 3)
+    #expect(try reports.allSatisfy { try String(contentsOfFile: $0, encoding: .utf8).contains(#""call":"sign-in""#) })
+    #expect(try ReportCheck.problems(reports) == "")
     // The job outlived its tokens: each run renewed before expiry, so no request met a 401.
     let stats = try server.stats()
     #expect(stats.tokenRequests.count >= 6, "\(stats.tokenRequests.count) token requests")

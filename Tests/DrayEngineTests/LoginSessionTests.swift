@@ -86,4 +86,37 @@ import Testing
     #expect(try fingerprint(password: "pw-1111", user: "bo") != first)
     #expect(try fingerprint(password: "pw-1111", header: "X-Session") != first)
   }
+
+  /// What a 2xx login answer gives: a token at the pointer (a number taken as its text), its
+  /// life, or one error saying what was found there, never the token itself.
+  @Test func aLoginAnswerIsReadOrRefusedWithWhatWasFound() throws {
+    func read(_ body: String, expiresIn: String? = "/expires") throws -> TokenSession.Fetched {
+      let settings = Login(
+        url: "https://a.example.com/login", body: .form([]), token: try JSONPointer(parsing: "/session"),
+        expiresIn: try expiresIn.map { try JSONPointer(parsing: $0) })
+      let response = HTTPResponse(status: 200, headers: HTTPHeaders([HTTPHeader("Content-Type", "application/json")]))
+      return try LoginRequest.read(response, Array(body.utf8), settings: settings, onSecret: { _ in }, log: { _ in })
+    }
+    func refusal(_ body: String) -> String {
+      do {
+        _ = try read(body)
+        return "read"
+      } catch {
+        return "\(error)"
+      }
+    }
+    #expect(try read(#"{"session": "st-1", "expires": 300}"#).token == "st-1")
+    #expect(try read(#"{"session": "st-1", "expires": "300"}"#).expiresIn == 300)
+    #expect(try read(#"{"session": 48213, "expires": 60}"#).token == "48213")
+    #expect(try read(#"{"session": "st-1"}"#).expiresIn == nil)
+    #expect(try read(#"{"session": "st-1", "expires": 1e12}"#).expiresIn == nil)
+    #expect(try read(#"{"session": "st-1", "expires": 5}"#, expiresIn: nil).expiresIn == nil)
+    #expect(refusal(#"{"session": {"id": "st-Sentinel-1"}}"#).contains("value at /session is an object, not a token's text"))
+    #expect(refusal(#"{"session": ""}"#).contains("value at /session is an empty text"))
+    #expect(refusal(#"{"data": {"session": "st-1"}}"#).contains("has nothing at /session (its keys: data)"))
+    #expect(refusal(#"{"session": "st-1", "expires": "soon"}"#).contains("expires_in at /expires is the text \"soon\", not a number"))
+    #expect(refusal(#"{"session": "st-1", "expires": 0}"#).contains("expires_in at /expires is 0: a token that lives less than a second"))
+    #expect(refusal("<html><body>Sign in</body></html>").contains("the login answer is an HTML page"))
+    #expect(refusal("plain words").contains("the login answer is not JSON"))
+  }
 }

@@ -33,7 +33,7 @@ struct LoginRequest {
     let sink = MemorySink(limit: 1 << 20)
     let url = HTTPClient.displayURL(settings.url)
     let response = try runner.run(
-      call: "login",
+      call: "sign-in",
       { _ in
         let response = try client.perform(request, sink: sink)
         guard (200..<300).contains(response.status) else {
@@ -75,7 +75,14 @@ struct LoginRequest {
         detail: "the login answer has nothing at \(settings.token.description)\(keys) \(place); check login.token: "
           + "a JSON Pointer (RFC 6901) to the session token in the answer")
     }
-    guard case .string(let token) = found, !token.isEmpty else {
+    // A number is taken as its text: some APIs hand out numeric session ids.
+    let text: String? =
+      switch found {
+      case .string(let s): s
+      case .integer, .number: found.json
+      default: nil
+      }
+    guard let token = text, !token.isEmpty else {
       throw LoginError.badAnswer(
         url: url,
         detail: "the login answer's value at \(settings.token.description) is \(describe(found)), not a token's text; "
@@ -114,7 +121,8 @@ struct LoginRequest {
   }
 
   /// A JSON value named by its kind, with a short scalar quoted (never a long text, which
-  /// may be the token itself).
+  /// may be the token itself; a number or a text at the token's place is taken as the token,
+  /// and never shown).
   static func describe(_ value: JSONValue) -> String {
     switch value {
     case .object: "an object"

@@ -90,7 +90,7 @@ struct OAuth2Refresh {
     let runner = RetryRunner(policy: caller.retry, cancellation: caller.cancellation, budget: caller.budget)
     let sink = MemorySink(limit: 1 << 20)
     let response = try runner.run(
-      call: "token",
+      call: "sign-in",
       { _ in
         let response = try client.perform(request, sink: sink)
         guard (200..<300).contains(response.status) else {

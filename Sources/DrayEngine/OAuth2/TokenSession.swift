@@ -51,7 +51,7 @@ final class TokenSession: Sendable {
     var retry: RetryPolicy
     var cancellation: Cancellation
     var budget: RetryBudget
-    /// Each attempt of a token request (call `token` or `login`), for the step's report.
+    /// Each attempt of a token request (call `sign-in`), for the step's report.
     var record: (Attempt) -> Void
     /// A line for the step's log.
     var log: (String) -> Void
