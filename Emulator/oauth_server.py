@@ -25,7 +25,8 @@ GET /items?page=N: with a live access token (Authorization: Bearer), page N of -
 POST /login (application/json or application/x-www-form-urlencoded, with --user NAME:PASSWORD):
     a login flow that hands out a session token for a user and password:
     {"data": {"session": "st-...", "expires": LIFETIME}}. A wrong user or password is a 401
-    {"error": "invalid_credentials", "message": ...}; a body without both fields a 400.
+    {"error": "invalid_credentials", "message": ...} whose message echoes the password sent;
+    a body without both fields a 400.
     Session tokens live --lifetime seconds too, and /items takes them as a bearer token or
     in the header X-Session (the bare token).
 
@@ -213,7 +214,9 @@ class Handler(BaseHTTPRequestHandler):
             name, _, password = (state.login_user or ":").partition(":")
             if fields.get("username") != name or fields.get("password") != password:
                 record["outcome"] = "invalid_credentials"
-                return self.send(401, {"error": "invalid_credentials", "message": "Wrong user name or password."})
+                # Echoes the password, as careless servers do: dray must mask it.
+                message = f"Wrong user name or password (you sent {fields.get('password')})."
+                return self.send(401, {"error": "invalid_credentials", "message": message})
             if state.mode == "html":
                 record["outcome"] = "html"
                 return self.send(200, b"<!DOCTYPE html><html><body>Sign in</body></html>", "text/html")

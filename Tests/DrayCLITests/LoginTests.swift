@@ -157,6 +157,8 @@ import Testing
     let lines = result.output.split(separator: "\n").filter { $0.contains(words) }
     #expect(lines.count >= 1, "\(result.output)")
     #expect(lines.allSatisfy { $0.contains("items") && $0.contains(advice) }, "\(lines)")
+    // The server echoed the wrong password: masked in the line.
+    if mode == "wrong_password" { #expect(lines.allSatisfy { $0.contains("(you sent ***)") }, "\(lines)") }
     // A refusal is not retried: one login request.
     #expect(try server.stats().loginRequests.count == 1)
     #expect(try server.stats().apiRequests == 0)
