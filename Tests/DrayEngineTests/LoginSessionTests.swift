@@ -119,4 +119,16 @@ import Testing
     #expect(refusal("<html><body>Sign in</body></html>").contains("the login answer is an HTML page"))
     #expect(refusal("plain words").contains("the login answer is not JSON"))
   }
+
+  /// The header that carries a sign-in's token holds a secret whatever its name, so that it
+  /// is never sent after a redirect to another origin (`Redirects`), like `Authorization`.
+  @Test func theTokensHeaderIsASecretWhateverItsName() {
+    let session = TokenSession(kind: "login", noun: "session token", source: "https://a.example.com/login") { _ in
+      TokenSession.Fetched(token: "st-1", expiresIn: nil)
+    }
+    let custom = SignIn(session: session, header: "X-Session", prefix: "", refused: { LoginError.freshRefused($0) }).field("st-1")
+    #expect(custom.name == "X-Session" && custom.value == "st-1" && custom.isSecret)
+    let bearer = SignIn(session: session, header: "Authorization", prefix: "Bearer ", refused: { LoginError.freshRefused($0) })
+    #expect(bearer.field("st-1").value == "Bearer st-1" && bearer.field("st-1").isSecret)
+  }
 }
