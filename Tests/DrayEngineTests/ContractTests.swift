@@ -1,0 +1,215 @@
+import DrayEngine
+import DrayManifest
+import DrayModel
+import DrayTarget
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// `load.contract` and `load.quarantine` (docs/http.md, "Contract"): a new field, a type
+/// change and a missing primary key under each rule, against the REST test server's
+/// `/orders`, with the quarantine's rows and the report's counts checked; on both targets.
+@Suite struct ContractTests {
+  let folder = TemporaryDirectory()
+
+  /// Runs a job whose one `http` step merges `/orders` (3 a page) into `orders`, with
+  /// `contract` and `quarantine` added to its `load`.
+  func run(_ server: RestServer, _ target: TargetDatabase, contract: String? = nil, quarantine: String? = nil) throws -> RunReport {
+    let extra = (contract.map { ", contract: \($0)" } ?? "") + (quarantine.map { ", quarantine: \($0)" } ?? "")
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      \(target.manifestBlock)retry: { count: 1, interval: 10ms }
+      steps:
+        - id: orders
+          http:
+            base_url: '\(server.url)'
+            path: orders
+            query: { per_page: 3 }
+            load: { table: orders, records: /data, write: merge, primary_key: [id]\(extra) }
+            paginate: { next: /links/next }
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    return Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+  }
+
+  /// A server with four orders holding `qty` (integers), loaded once: the table `orders`
+  /// has the columns id, customer, total, status, qty, updated_at.
+  func loaded(_ target: TargetDatabase) throws -> RestServer {
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": 1}, {"qty": 2}, {"qty": 3}, {"qty": 4}]}"#)
+    let first = try run(server, target)
+    try #require(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    return server
+  }
+
+  /// The quarantine's rows as `[step, partition, page_url has /orders, reason, kind, action]`.
+  func quarantine(_ target: TargetDatabase, _ name: String = "orders_rejected") throws -> [[String?]] {
+    try target.rows("SELECT step, partition, reason, kind, action, run_id FROM \(name) ORDER BY reason")
+  }
+
+  func hasTable(_ target: TargetDatabase, _ name: String) throws -> Bool {
+    try !target.columnNames(name).isEmpty
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases, ["evolve", "freeze", "discard_row", "discard_value"])
+  func aNewFieldFollowsNewColumns(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 5, "priority": "high"}]}"#)
+    let report = try run(server, target, contract: "{ new_columns: \(rule) }")
+    let step = try #require(report.steps.first)
+    let columns = try target.columnNames("orders")
+    switch rule {
+    case "evolve":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(columns.contains("priority"))
+      #expect(try target.rows("SELECT priority FROM orders WHERE id = 5") == [["high"]])
+      #expect(try !hasTable(target, "orders_rejected"))
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 0, trimmed: 0, byKind: [:]))
+    case "freeze":
+      #expect(report.status == .failed)
+      #expect(
+        step.errorMessage?.contains(
+          "record 2: new column 'priority' (load.contract.new_columns: freeze); nothing of this step was published") == true,
+        "\(step.errorMessage ?? "")")
+      #expect(!columns.contains("priority"))
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(try !hasTable(target, "orders_rejected"))
+    case "discard_row":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(!columns.contains("priority"))
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(try quarantine(target) == [["orders", nil, "new column 'priority'", "new_column", "set_aside", report.runID]])
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 4, setAside: 1, trimmed: 0, byKind: ["new_column": 1]))
+      let record = try #require(try target.rows("SELECT record, page_url FROM orders_rejected").first)
+      #expect(record[0]?.contains(#""priority":"high""#) == true, "\(record[0] ?? "")")
+      #expect(record[1]?.contains("/orders?page=2&per_page=3") == true, "\(record[1] ?? "")")
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(!columns.contains("priority"))
+      #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["5"]])
+      #expect(try quarantine(target) == [["orders", nil, "new column 'priority'", "new_column", "trimmed", report.runID]])
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 0, trimmed: 1, byKind: ["new_column": 1]))
+    }
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases, ["as_given", "evolve", "freeze", "discard_row", "discard_value"])
+  func aTypeChangeFollowsTypes(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": "12.50"}]}"#)
+    let report = try run(server, target, contract: "{ types: \(rule) }")
+    let step = try #require(report.steps.first)
+    let reason = #"'qty': "12.50" is text, the column is INTEGER"#
+    let qtyType = try target.columnTypes("orders").first { $0.first == "qty" }?.last ?? nil
+    switch rule {
+    case "as_given" where kind == .sqlite:
+      // SQLite stores the value as given (its INTEGER column turns "12.50" into 12.5).
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["12.5"]])
+      #expect(qtyType == "INTEGER")
+    case "as_given":
+      #expect(report.status == .failed)
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(qtyType == "bigint")
+    case "evolve":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(qtyType == (kind == .sqlite ? "TEXT" : "text"))
+      #expect(try target.rows("SELECT qty FROM orders WHERE id IN (1, 5) ORDER BY id") == [["1"], ["12.50"]])
+      #expect(try !hasTable(target, "orders_rejected"))
+    case "freeze":
+      #expect(report.status == .failed)
+      #expect(step.errorMessage?.contains("record 2: \(reason) (load.contract.types: freeze)") == true, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    case "discard_row":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(try quarantine(target) == [["orders", nil, reason, "type", "set_aside", report.runID]])
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 4, setAside: 1, trimmed: 0, byKind: ["type": 1]))
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [[nil]])
+      #expect(qtyType == (kind == .sqlite ? "INTEGER" : "bigint"))
+      #expect(try quarantine(target) == [["orders", nil, reason, "type", "trimmed", report.runID]])
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 0, trimmed: 1, byKind: ["type": 1]))
+    }
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases, ["as_given", "evolve", "freeze", "discard_row", "discard_value"])
+  func aMissingPrimaryKeyFollowsTypes(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 5, "id": null}]}"#)
+    let report = try run(server, target, contract: "{ types: \(rule) }")
+    let step = try #require(report.steps.first)
+    switch rule {
+    case "as_given", "evolve":
+      #expect(report.status == .failed)
+      #expect(step.errorMessage?.contains("record 2 has no value for the primary key 'id'") == true, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    case "freeze":
+      #expect(report.status == .failed)
+      #expect(
+        step.errorMessage?.contains("record 2: no value at the primary key /id (load.contract.types: freeze)") == true,
+        "\(step.errorMessage ?? "")")
+      #expect(try !hasTable(target, "orders_rejected"))
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(try quarantine(target) == [["orders", nil, "no value at the primary key /id", "primary_key", "set_aside", report.runID]])
+      #expect(
+        step.contract == ContractReport(quarantine: "orders_rejected", loaded: 4, setAside: 1, trimmed: 0, byKind: ["primary_key": 1]))
+    }
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func passingMaxRowsPublishesNothing(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": "x"}, {"qty": "y"}], "update": [1], "set": {"qty": 10}}"#)
+    let report = try run(server, target, contract: "{ types: discard_row }", quarantine: "{ table: rejects, max_rows: 1 }")
+    let step = try #require(report.steps.first)
+    #expect(report.status == .failed)
+    #expect(step.errorCode == "quarantine_full")
+    #expect(
+      step.errorMessage?.hasPrefix(
+        "2 of 6 records did not fit the table (2 set aside, 0 trimmed (type: 2)), more than load.quarantine.max_rows (1)")
+        == true, "\(step.errorMessage ?? "")")
+    // Nothing published: neither order 1's update, nor the quarantine.
+    #expect(try target.rows("SELECT qty FROM orders WHERE id = 1") == [["1"]])
+    #expect(try !hasTable(target, "rejects"))
+    let shared = try run(server, target, contract: "{ types: discard_row }", quarantine: "{ table: rejects, max_share: 0.25 }")
+    #expect(shared.status == .failed)
+    let passing = try run(server, target, contract: "{ types: discard_row }", quarantine: "{ table: rejects, max_share: 0.34 }")
+    #expect(passing.status == .succeeded, "\(passing.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT qty FROM orders WHERE id = 1") == [["10"]])
+    #expect(try target.rows("SELECT count(*) FROM rejects") == [["2"]])
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aTableOfTheQuarantinesNameIsRefusedAtRunStart(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "3"])
+    // An empty file is an empty SQLite database, which the test's connection opens.
+    try FileManager.default.createDirectory(atPath: folder.path + "/data", withIntermediateDirectories: true)
+    #expect(FileManager.default.createFile(atPath: folder.path + "/" + TargetDatabase.sqlitePath, contents: Data()))
+    try target.execute("CREATE TABLE orders_rejected (id integer, note text)")
+    let report = try run(server, target)
+    #expect(report.status == .failed)
+    #expect(
+      report.errorMessage?.hasPrefix(
+        "step orders: table orders_rejected exists and is not a quarantine (its columns are id, note; a quarantine's are run_id, step, partition"
+      )
+        == true, "\(report.errorMessage ?? "")")
+    #expect(report.steps.first?.status == .notRun)
+    #expect(try !hasTable(target, "orders"))
+    #expect(try server.requests().filter { $0.path.hasPrefix("/orders") }.isEmpty)
+    // A quarantine of an earlier run is a quarantine: the run goes on.
+    try target.execute("DROP TABLE orders_rejected")
+    let first = try run(server, target, contract: "{ types: discard_row }")
+    #expect(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+  }
+}
