@@ -156,7 +156,7 @@ public struct HTTPStep: Sendable, Hashable {
   /// `load.quarantine`: the table records set aside or trimmed are noted in, and the bounds
   /// past which the load fails.
   public struct Quarantine: Sendable, Hashable {
-    /// The table's name; nil: `<load.table>_rejected` (`tableName(for:)`).
+    /// The table's name; nil: `<load.table>_rejected` (`TableNaming.quarantine`).
     public var table: String?
     /// Most records a run may set aside or trim; past it the load fails, nothing published.
     public var maxRows: Int?
@@ -169,8 +169,6 @@ public struct HTTPStep: Sendable, Hashable {
       self.maxShare = maxShare
     }
 
-    /// The quarantine's logical name for a load into `table`.
-    public func tableName(for table: String) -> String { self.table ?? table + "_rejected" }
   }
 
   /// How a load's records meet the rows already in its table (`load.write`).

@@ -232,7 +232,7 @@ extension Quarantine {
     guard !loads.isEmpty else { return nil }
     let store = try store()
     for (id, load) in loads {
-      let name = load.quarantine.tableName(for: load.table)
+      let name = store.naming.quarantine(of: load.table, named: load.quarantine.table)
       let columns = try store.write { try $0.columnTypes(ofTable: name) }.map(\.name)
       guard !columns.isEmpty, columns.map(IdentifierKey.init) != Quarantine.columns.map(IdentifierKey.init) else { continue }
       return "step \(id): table \(name) exists and is not a quarantine (its columns are \(columns.joined(separator: ", ")); "

@@ -28,7 +28,10 @@ extension StepRunner {
             load, staged: staging.table(run.stagingTable), fresh: partition == nil && run.cursors?.entry.fresh == true, in: transaction)
           if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
           done.notes += published.notes
-          done.contract = try publishQuarantine(load, quarantined, counts, records: pages.progress.rows, &done.notes, in: transaction)
+          done.contract = try publishQuarantine(
+            load, quarantined, counts, records: pages.progress.rows,
+            name: target.naming.quarantine(of: load.table, named: load.quarantine.table),
+            &done.notes, in: transaction)
           try run.cursors?.publish(&done.notes, in: transaction)
           try run.validators?.save(AnswerValidators(pages.lastHeaders), url: pages.firstURL, table: load.table, in: transaction)
           if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
@@ -172,10 +175,9 @@ extension StepRunner {
   /// Appends the records the contract set aside or trimmed to the quarantine table (created
   /// when missing), in `transaction`, and says what the load came to.
   private func publishQuarantine(
-    _ load: HTTPStep.Load, _ staged: any StagedTable, _ counts: Quarantine.Counts, records: Int, _ notes: inout [String],
-    in transaction: any StoreTransaction
+    _ load: HTTPStep.Load, _ staged: any StagedTable, _ counts: Quarantine.Counts, records: Int, name: String,
+    _ notes: inout [String], in transaction: any StoreTransaction
   ) throws -> ContractReport {
-    let name = load.quarantine.tableName(for: load.table)
     let report = ContractReport(
       quarantine: name, loaded: records - counts.setAside, setAside: counts.setAside, trimmed: counts.trimmed, byKind: counts.byKind)
     guard counts.total > 0 else { return report }
