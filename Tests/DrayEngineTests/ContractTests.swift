@@ -14,7 +14,9 @@ import Testing
 
   /// Runs a job whose one `http` step merges `/orders` (3 a page) into `orders`, with
   /// `contract` and `quarantine` added to its `load`.
-  func run(_ server: RestServer, _ target: TargetDatabase, contract: String? = nil, quarantine: String? = nil) throws -> RunReport {
+  func run(_ server: RestServer, _ target: TargetDatabase, contract: String? = nil, quarantine: String? = nil, incremental: Bool = false)
+    throws -> RunReport
+  {
     let extra = (contract.map { ", contract: \($0)" } ?? "") + (quarantine.map { ", quarantine: \($0)" } ?? "")
     let path = try folder.write(
       "job.yaml",
@@ -30,6 +32,7 @@ import Testing
             query: { per_page: 3 }
             load: { table: orders, records: /data, write: merge, primary_key: [id]\(extra) }
             paginate: { next: /links/next }
+      \(incremental ? "      incremental: { cursor: /updated_at, param: updated_since, initial: '2024-01-01T00:00:00Z' }" : "")
       """)
     let manifest = try ManifestLoader().load(path: path)
     return Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
@@ -84,6 +87,7 @@ import Testing
       #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
       #expect(try quarantine(target) == [["orders", nil, "new column 'priority'", "new_column", "set_aside", report.runID]])
       #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 4, setAside: 1, trimmed: 0, byKind: ["new_column": 1]))
+      #expect(try ReportCheck.problems([try folder.write("report.json", report.json())]) == "")
       let record = try #require(try target.rows("SELECT record, page_url FROM orders_rejected").first)
       #expect(record[0]?.contains(#""priority":"high""#) == true, "\(record[0] ?? "")")
       #expect(record[1]?.contains("/orders?page=2&per_page=3") == true, "\(record[1] ?? "")")
@@ -101,6 +105,10 @@ import Testing
     let target = try TargetDatabase(kind, folder: folder.path)
     let server = try loaded(target)
     try server.changeOrders(#"{"insert": [{"qty": "12.50"}]}"#)
+    if kind == .sqlite {
+      try target.execute("CREATE TABLE seen (id integer)")
+      try target.execute("CREATE TRIGGER orders_seen AFTER INSERT ON orders BEGIN INSERT INTO seen VALUES (new.id); END")
+    }
     let report = try run(server, target, contract: "{ types: \(rule) }")
     let step = try #require(report.steps.first)
     let reason = #"'qty': "12.50" is text, the column is INTEGER"#
@@ -118,6 +126,11 @@ import Testing
     case "evolve":
       #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
       #expect(qtyType == (kind == .sqlite ? "TEXT" : "text"))
+      if kind == .sqlite {
+        // Made again, the table keeps its indexes (the merge key's) and triggers.
+        #expect(try target.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'orders'") == [["_dray_key__orders"]])
+        #expect(try target.rows("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'orders_seen'") == [["1"]])
+      }
       #expect(try target.rows("SELECT qty FROM orders WHERE id IN (1, 5) ORDER BY id") == [["1"], ["12.50"]])
       #expect(try !hasTable(target, "orders_rejected"))
     case "freeze":
@@ -211,5 +224,43 @@ import Testing
     try target.execute("DROP TABLE orders_rejected")
     let first = try run(server, target, contract: "{ types: discard_row }")
     #expect(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func evolveWidensAnIntegerColumnToRealForADecimal(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 2.5}]}"#)
+    let report = try run(server, target, contract: "{ types: evolve }")
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    let qtyType = try target.columnTypes("orders").first { $0.first == "qty" }?.last ?? nil
+    #expect(qtyType == (kind == .sqlite ? "REAL" : "double precision"))
+    #expect(try target.rows("SELECT qty FROM orders WHERE id IN (1, 5) ORDER BY id") == [["1.0"], ["2.5"]])
+  }
+
+  @Test func whatAColumnHoldsAndWhatItWidensTo() {
+    #expect(ColumnType.integer.holds(.integer) && !ColumnType.integer.holds(.real) && !ColumnType.integer.holds(.text))
+    #expect(ColumnType.real.holds(.integer) && ColumnType.numeric.holds(.real) && !ColumnType.numeric.holds(.text))
+    #expect(ColumnType.text.holds(.integer) && ColumnType.integer.holds(nil))
+    #expect(ColumnType.integer.widened(for: .real) == .real)
+    #expect(ColumnType.integer.widened(for: .text) == .text)
+    #expect(ColumnType.real.widened(for: .text) == .text)
+    #expect(ColumnType.numeric.widened(for: .integer) == .numeric)
+  }
+
+  /// A record set aside still moves an incremental step's cursor: it was seen whole, and the
+  /// next run does not fetch it (nor quarantine it) again.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aRecordSetAsideMovesTheCursor(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": "x"}]}"#)
+    let last = try #require(try server.orders().last?["updated_at"] as? String)
+    let first = try run(server, target, contract: "{ types: discard_row }", incremental: true)
+    #expect(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT value FROM _dray_http_cursors") == [[#""\#(last)""#]])
+    let second = try run(server, target, contract: "{ types: discard_row }", incremental: true)
+    #expect(second.status == .succeeded, "\(second.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT count(*) FROM orders_rejected") == [["1"]])
   }
 }

@@ -390,7 +390,7 @@ extension StepRunner {
             number += 1
             let verdict = try contract.apply($0, number: number)
             if !verdict.findings.isEmpty { try quarantine.add($0, verdict) }
-            guard let kept = verdict.record else { return }
+            guard let kept = verdict.record else { return checks.notice($0) }
             if !verdict.widened.isEmpty { try staging { try table.prepare(verdict.widened.map { ($0.name, $0.type) }, widen: true) } }
             let checked = try checks.check(kept)
             try staging { try table.insert(checked.map { ($0.name, $0.value.sqlValue) }) }
