@@ -108,6 +108,7 @@ import Testing
     if kind == .sqlite {
       try target.execute("CREATE TABLE seen (id integer)")
       try target.execute("CREATE TRIGGER orders_seen AFTER INSERT ON orders BEGIN INSERT INTO seen VALUES (new.id); END")
+      try target.execute("CREATE VIEW big_orders AS SELECT id, qty FROM orders WHERE id > 4")
     }
     let report = try run(server, target, contract: "{ types: \(rule) }")
     let step = try #require(report.steps.first)
@@ -130,6 +131,7 @@ import Testing
         // Made again, the table keeps its indexes (the merge key's) and triggers.
         #expect(try target.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'orders'") == [["_dray_key__orders"]])
         #expect(try target.rows("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'orders_seen'") == [["1"]])
+        #expect(try target.rows("SELECT id, qty FROM big_orders") == [["5", "12.50"]])
       }
       #expect(try target.rows("SELECT qty FROM orders WHERE id IN (1, 5) ORDER BY id") == [["1"], ["12.50"]])
       #expect(try !hasTable(target, "orders_rejected"))
