@@ -163,6 +163,10 @@ public struct HTTPStep: Sendable, Hashable {
     /// Most share (0...1) of a run's records that may be set aside or trimmed.
     public var maxShare: Double?
 
+    /// The quarantine's name for a load into `table` when `load.quarantine` names none,
+    /// before a database fits it (`TableNaming.quarantine`): `<table>_rejected`.
+    public static func defaultName(for table: String) -> String { table + "_rejected" }
+
     public init(table: String? = nil, maxRows: Int? = nil, maxShare: Double? = nil) {
       self.table = table
       self.maxRows = maxRows

@@ -30,7 +30,7 @@ public struct TableNaming: Sendable, Equatable {
   /// "Contract"): `named` (`load.quarantine.table`) or `<table>_rejected`, shortened past
   /// `maxIdentifierBytes` by `IdentifierLimit.fitted`, as every table name is.
   public func quarantine(of table: String, named: String?) -> String {
-    let name = named ?? table + "_rejected"
+    let name = named ?? HTTPStep.Quarantine.defaultName(for: table)
     guard let limit = maxIdentifierBytes else { return name }
     return IdentifierLimit.fitted(name, maxBytes: limit)
   }

@@ -265,4 +265,40 @@ import Testing
     #expect(second.status == .succeeded, "\(second.steps.first?.errorMessage ?? "")")
     #expect(try target.rows("SELECT count(*) FROM orders_rejected") == [["1"]])
   }
+
+  /// Each partition of a partitioned step quarantines its own records, naming the step and
+  /// the member (docs/partitions.md); a `replace` step's partitions quarantine into the
+  /// step's table's quarantine, not the gathering table's.
+  @Test(arguments: TargetDatabase.Kind.allCases, ["merge", "replace"])
+  func partitionsNameTheirMemberInTheQuarantine(kind: TargetDatabase.Kind, write: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": "x"}]}"#)
+    // Both partitions fetch every order: the replaced table holds each twice.
+    if write == "replace" { try target.execute("DROP INDEX _dray_key__orders") }
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      \(target.manifestBlock)retry: { count: 1, interval: 10ms }
+      steps:
+        - id: orders
+          partitions: { list: [{ s: a }, { s: b }] }
+          http:
+            base_url: '\(server.url)'
+            path: orders
+            query: { per_page: 3, tag: '{s}' }
+            load: { table: orders, records: /data, write: \(write)\(write == "merge" ? ", primary_key: [id]" : ""), contract: { types: discard_row } }
+            paginate: { next: /links/next }
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    let report = Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    #expect(report.status == .succeeded, "\(report.steps.first?.members.compactMap(\.errorMessage) ?? [])")
+    #expect(
+      try target.rows("SELECT step, partition, reason FROM orders_rejected ORDER BY partition") == [
+        ["orders", "orders[s=a]", #"'qty': "x" is text, the column is INTEGER"#],
+        ["orders", "orders[s=b]", #"'qty': "x" is text, the column is INTEGER"#],
+      ])
+  }
 }

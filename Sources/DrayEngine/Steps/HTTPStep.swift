@@ -123,11 +123,13 @@ extension StepRunner {
     }()
     let stagingTable = RecordTableNames.staging(job: manifest.job, step: step.id)
     let quarantineStaging = Quarantine.staging(job: manifest.job, step: step.id)
-    // The table as it stands when the step starts is what the contract checks records against.
+    // The table as it stands when the step starts is what the contract checks records against:
+    // for a partition, the partitioned step's table (not the table its records gather in).
     let contract = try target.flatMap { target in
       try options.load.map { load in
-        RecordContract(
-          load: load, table: try context.databaseWrites.withLock { _ in try target.write { try $0.columnTypes(ofTable: load.table) } })
+        let table = partitionedStepID.flatMap { id in manifest.steps.first { $0.id == id }?.kind.httpLoad?.table } ?? load.table
+        return RecordContract(
+          load: load, table: try context.databaseWrites.withLock { _ in try target.write { try $0.columnTypes(ofTable: table) } })
       }
     }
     let cursors = try staging.flatMap { staging in
@@ -378,7 +380,7 @@ extension StepRunner {
         var checks = RecordChecks(load: load, cursors: run.cursors)
         var number = 0
         let quarantine = Quarantined(
-          table: try ledger.staging.table(run.quarantineStaging), runID: context.runID, step: step.id,
+          table: try ledger.staging.table(run.quarantineStaging), runID: context.runID, step: partitionedStepID ?? step.id,
           partition: partition == nil ? nil : step.id, url: current.url)
         summary = try reader.load(
           file: file, growing: growing,
@@ -502,6 +504,11 @@ enum HTTPStepError: Error, CustomStringConvertible {
     case .paginationLoop(let message): "\(message); stopping so as not to fetch pages forever"
     }
   }
+}
+
+extension StepKind {
+  /// The `load` of an `http` step; nil for other kinds.
+  var httpLoad: HTTPStep.Load? { if case .http(let http) = self { http.load } else { nil } }
 }
 
 extension RecordValue {
