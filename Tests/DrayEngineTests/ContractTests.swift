@@ -14,10 +14,13 @@ import Testing
 
   /// Runs a job whose one `http` step merges `/orders` (3 a page) into `orders`, with
   /// `contract` and `quarantine` added to its `load`.
-  func run(_ server: RestServer, _ target: TargetDatabase, contract: String? = nil, quarantine: String? = nil, incremental: Bool = false)
-    throws -> RunReport
-  {
-    let extra = (contract.map { ", contract: \($0)" } ?? "") + (quarantine.map { ", quarantine: \($0)" } ?? "")
+  func run(
+    _ server: RestServer, _ target: TargetDatabase, contract: String? = nil, quarantine: String? = nil, incremental: Bool = false,
+    columns: String? = nil
+  ) throws -> RunReport {
+    let extra =
+      (contract.map { ", contract: \($0)" } ?? "") + (quarantine.map { ", quarantine: \($0)" } ?? "")
+      + (columns.map { ", columns: \($0)" } ?? "")
     let path = try folder.write(
       "job.yaml",
       """
@@ -300,5 +303,29 @@ import Testing
         ["orders", "orders[s=a]", #"'qty': "x" is text, the column is INTEGER"#],
         ["orders", "orders[s=b]", #"'qty': "x" is text, the column is INTEGER"#],
       ])
+  }
+
+  /// Declared columns are the contract's types before the table exists: a value they do not
+  /// hold is trimmed on the first run too, and a field they do not name is noted.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func declaredColumnsFixTypesBeforeTheTableExists(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": 1}, {"qty": "x"}, {"qty": 3}]}"#)
+    let report = try run(
+      server, target, contract: "{ new_columns: discard_value, types: discard_value }",
+      columns: "{ id: INTEGER, qty: INTEGER, status: TEXT }")
+    let step = try #require(report.steps.first)
+    #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+    #expect(try target.rows("SELECT id, qty FROM orders ORDER BY id") == [["1", "1"], ["2", nil], ["3", "3"]])
+    #expect(try target.columnNames("orders") == ["id", "qty", "status"])
+    let reasons = try target.rows("SELECT reason FROM orders_rejected ORDER BY page_url, record").map { $0.first ?? nil }
+    #expect(reasons.count == 3)
+    #expect(
+      reasons.contains(
+        #"'qty': "x" is text, the column is INTEGER; new column 'customer'; new column 'total'; new column 'updated_at'"#))
+    #expect(
+      step.contract
+        == ContractReport(quarantine: "orders_rejected", loaded: 3, setAside: 0, trimmed: 3, byKind: ["type": 1, "new_column": 2]))
   }
 }
