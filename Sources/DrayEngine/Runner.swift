@@ -119,7 +119,7 @@ public final class Runner {
     do {
       // A quarantine's name taken by a table of the user's is refused before anything runs.
       let opened = { [database, cancellation] in try database.openStore(fence: nil, cancellation: cancellation) }
-      if let clash = try Quarantine.clash(in: manifest, store: opened) {
+      if let clash = try connections.run({ _ in try Quarantine.clash(in: manifest, store: opened) }) {
         return fail(&report, clash, FailureCause(.permanent, "a quarantine table's name is taken (quarantine_clash)"))
       }
     } catch {
