@@ -99,6 +99,9 @@ public struct StepReport: Sendable {
   /// The records an `http` step loaded from its pages (those of a run it resumed
   /// included): a partition's own rows, where `rows` counts the table's.
   public var records: Int?
+  /// What an `http` load's contract did with its records (`load.contract`); nil for other
+  /// steps.
+  public var contract: ContractReport?
   /// The step's checkpoint when the run started (nil: none recorded).
   public var checkpointBefore: CheckpointState?
   /// The step's checkpoint when the run ended (nil: none recorded).
@@ -235,6 +238,17 @@ public struct RunReport: Sendable {
       o.insert(("partition", .object(partition.values.map { ($0.name, .string($0.value)) })), at: 1)
     }
     if let pages = s.pages { o.append(("pages", .integer(Int64(pages)))) }
+    if let c = s.contract {
+      o.append(
+        (
+          "contract",
+          .object([
+            ("loaded", .integer(Int64(c.loaded))), ("set_aside", .integer(Int64(c.setAside))), ("trimmed", .integer(Int64(c.trimmed))),
+            ("by_reason", .object(c.byKind.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+            ("quarantine", .string(c.quarantine)),
+          ])
+        ))
+    }
     if s.partitioned {
       o.append(("partitions", .array(s.members.map(stepJSON))))
     } else if !s.members.isEmpty {
@@ -323,5 +337,29 @@ public struct RunReport: Sendable {
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     return formatter.string(from: date)
+  }
+}
+
+/// What an `http` load's contract did with the records of its pages (`load.contract`,
+/// docs/http.md "Contract"), those of a run it resumed included.
+public struct ContractReport: Sendable, Equatable {
+  /// The quarantine table's name (`load.quarantine`).
+  public var quarantine: String
+  /// Records loaded (trimmed ones included).
+  public var loaded: Int
+  /// Records set aside in the quarantine, not loaded.
+  public var setAside: Int
+  /// Records loaded without some of their fields, noted in the quarantine.
+  public var trimmed: Int
+  /// Records set aside or trimmed, by the kind of their first reason: `new_column`, `type`,
+  /// `primary_key`.
+  public var byKind: [String: Int]
+
+  public init(quarantine: String, loaded: Int, setAside: Int, trimmed: Int, byKind: [String: Int]) {
+    self.quarantine = quarantine
+    self.loaded = loaded
+    self.setAside = setAside
+    self.trimmed = trimmed
+    self.byKind = byKind
   }
 }

@@ -116,6 +116,15 @@ public final class Runner {
       return fail(
         &report, "cannot read the run journal at \(journal.location): \(error)", FailureCause.of(error, in: database).at("the run journal"))
     }
+    do {
+      // A quarantine's name taken by a table of the user's is refused before anything runs.
+      let opened = { [database, cancellation] in try database.openStore(fence: nil, cancellation: cancellation) }
+      if let clash = try connections.run({ _ in try Quarantine.clash(in: manifest, store: opened) }) {
+        return fail(&report, clash, FailureCause(.permanent, "a quarantine table's name is taken (quarantine_clash)"))
+      }
+    } catch {
+      return fail(&report, database.failure(error)?.message ?? "\(error)", FailureCause.of(error, in: database).at("the database"))
+    }
     let lineage = plan.lineage ?? runID
     report.resumes = plan.resumes?.id
     do {

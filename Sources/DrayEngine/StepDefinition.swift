@@ -210,7 +210,27 @@ extension HTTPStep {
         ("write", load.write == .replace ? nil : .string(load.write.rawValue)),
         ("primary_key", load.primaryKey.isEmpty ? nil : .array(load.primaryKey.map { .string($0) })),
         ("deleted", load.deleted.map { .string($0.description) }),
-        ("extra", load.extra == .ignore ? nil : .string(load.extra.rawValue)),
+        // Left out at their defaults; `extra: refuse`, the old spelling, keeps its definition.
+        ("extra", load.columns != nil && load.contract == HTTPStep.Contract(newColumns: .freeze) ? .string("refuse") : nil),
+        (
+          "contract",
+          load.contract == HTTPStep.Contract() || (load.columns != nil && load.contract == HTTPStep.Contract(newColumns: .freeze))
+            ? nil
+            : object([
+              ("new_columns", load.contract.newColumns.map { .string($0.rawValue) }),
+              ("types", load.contract.types == .asGiven ? nil : .string(load.contract.types.rawValue)),
+            ])
+        ),
+        (
+          "quarantine",
+          load.quarantine == HTTPStep.Quarantine()
+            ? nil
+            : object([
+              ("table", load.quarantine.table.map { .string($0) }),
+              ("max_rows", load.quarantine.maxRows.map { .integer(Int64($0)) }),
+              ("max_share", load.quarantine.maxShare.map { .number("\($0)") }),
+            ])
+        ),
       ])
     }
     let incremental: JSONValue? = self.incremental.map { i in

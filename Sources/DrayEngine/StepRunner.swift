@@ -17,6 +17,9 @@ struct StepRunner {
   /// after `--fresh` (the partitioned step decides both for the whole table), it sends no
   /// conditional request, and its checkpoint's rows are the partition's records.
   var partition: Partition?
+  /// The partitioned step's id, for a member (`partition`): its quarantined records name it
+  /// as their step, and the member's id as their partition (docs/http.md, "Contract").
+  var partitionedStepID: String?
   /// How long the step's requests waited for their host's budget (`rate_limit`).
   let budgetWaits = BudgetWaits()
 

@@ -476,11 +476,37 @@ public enum ManifestSchema {
     Key("primary_key", .nonEmpty(.list(.string(nonEmpty: true))), "The record fields that identify a row; required by write: merge."),
     Key("deleted", .string(nonEmpty: true), "JSON Pointer to a boolean in each record; true deletes its row (write: merge)."),
     Key(
-      "extra", .choice(HTTPStep.ExtraFields.allCases.map(\.rawValue)), default: .string(HTTPStep.ExtraFields.ignore.rawValue),
-      "With columns: a field they do not name is not loaded (ignore), or refuses its record (refuse; JSON)."),
+      "contract", .mapping(httpContract),
+      "What records that do not fit the table do: new_columns (a field without a column) and types (a value its column does not hold)."
+    ),
+    Key(
+      "quarantine", .oneOf([.string(nonEmpty: true), .mapping(httpQuarantine)]),
+      "The table records set aside or trimmed by the contract are noted in (default <table>_rejected), or { table, max_rows, max_share }."
+    ),
+    Key(
+      "extra", .choice(["ignore", "refuse"]),
+      "Deprecated, the old spelling of contract.new_columns with columns: ignore (their default) or refuse (freeze)."),
     Key(
       "allow_empty", .boolean, default: .bool(false),
       "true: an answer without records may empty a table that holds rows; otherwise such a load fails and keeps the table."),
+  ]
+
+  public static let httpContract: [Key] = [
+    Key(
+      "new_columns", .choice(HTTPStep.Rule.allCases.map(\.rawValue)),
+      "A field the table has no column for: evolve (add the column; the default without columns), freeze, discard_row, discard_value."
+    ),
+    Key(
+      "types", .choice(HTTPStep.TypeRule.allCases.map(\.rawValue)), default: .string(HTTPStep.TypeRule.asGiven.rawValue),
+      "A value its column's type does not hold: as_given (SQLite stores it, PostgreSQL refuses it), evolve (widen), freeze, discard_row, discard_value."
+    ),
+  ]
+
+  public static let httpQuarantine: [Key] = [
+    Key("table", .string(nonEmpty: true), "The quarantine table's name; default <table>_rejected."),
+    Key(
+      "max_rows", .integer(0...Int(Int32.max)), "Most records a run may set aside or trim; past it the load fails and publishes nothing."),
+    Key("max_share", .number, "Most share (0 to 1) of a run's records that may be set aside or trimmed; past it the load fails."),
   ]
 
   public static let httpIncremental: [Key] = [

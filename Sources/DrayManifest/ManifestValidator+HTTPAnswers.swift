@@ -102,22 +102,15 @@ extension ManifestValidator {
         columnsOK = false
       }
     }
-    let chosenExtra = reader.choice(f, "extra", as: HTTPStep.ExtraFields.self)
-    if f["extra"] != nil && chosenExtra == nil { columnsOK = false }
-    let extra = chosenExtra ?? f.defaultValue("extra")
-    if let extraNode = f["extra"], chosenExtra != nil, f["columns"] == nil || format != .json {
-      reader.error(
-        extraNode.location,
-        f["columns"] == nil
-          ? "'\(f.path("extra"))' says what fields that 'columns' do not name do; without 'columns' every field is loaded"
-          : "'\(f.path("extra"))' reads JSON records; it needs format: json")
-      columnsOK = false
-    }
+    let contract = readContract(f, format: format, at: node.location)
+    if contract == nil { columnsOK = false }
+    let quarantine = f["quarantine"].map { readQuarantine($0, f.path("quarantine"), table: table) } ?? HTTPStep.Quarantine()
+    if quarantine == nil { columnsOK = false }
     let allowEmpty = reader.bool(f, "allow_empty") ?? f.defaultValue("allow_empty")
-    guard let table, let records, columnsOK else { return nil }
+    guard let table, let records, let contract, let quarantine, columnsOK else { return nil }
     return HTTPStep.Load(
       table: table, records: records, columns: columns, expect: expect, write: write, primaryKey: primaryKey, deleted: deleted,
-      extra: extra, allowEmpty: allowEmpty)
+      contract: contract, quarantine: quarantine, allowEmpty: allowEmpty)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {

@@ -439,7 +439,7 @@ extension DeclaredDefault where Self: RawRepresentable, RawValue == String {
 extension OutputFormat: DeclaredDefault {}
 extension AnswerFormat: DeclaredDefault {}
 extension HTTPStep.WriteMode: DeclaredDefault {}
-extension HTTPStep.ExtraFields: DeclaredDefault {}
+extension HTTPStep.TypeRule: DeclaredDefault {}
 extension ColumnType: DeclaredDefault {}
 extension HTTPStep.Method: DeclaredDefault {}
 extension OAuth2.ClientAuth: DeclaredDefault {}

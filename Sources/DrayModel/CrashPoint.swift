@@ -11,6 +11,8 @@ internal import Glibc
 /// - `token-kept`: a rotated OAuth 2.0 refresh token is committed to the job's database,
 ///   before the access token that came with it is used (docs/auth.md);
 /// - `downloaded:STEP`: a download is complete on disk, before its load begins;
+/// - `page-committed:STEP:N`: page `N` of an `http` step is committed to its staging
+///   database (its records and quarantined ones, with its ledger entry), before the next;
 /// - `before-commit:STEP`: the step's rows and checkpoint are written, before `COMMIT`;
 /// - `published:STEP`: an `http` step's records are committed to the target database,
 ///   before its staged pages are cleared (docs/http.md, "Checkpoints and resume");

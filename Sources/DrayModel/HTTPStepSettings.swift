@@ -80,8 +80,11 @@ public struct HTTPStep: Sendable, Hashable {
     /// A JSON Pointer to a boolean in each record: true deletes the row with that key
     /// (`merge` only).
     public var deleted: JSONPointer?
-    /// What a field that declared `columns` do not name does.
-    public var extra: ExtraFields
+    /// What a record that does not fit the table does: a field without a column, a value
+    /// its column's type does not hold (`load.contract`, docs/http.md "Contract").
+    public var contract: Contract
+    /// Where records the contract sets aside or trims are noted (`load.quarantine`).
+    public var quarantine: Quarantine
     /// Whether an answer without records is valid where it would empty a table holding rows
     /// (`replace` of a full answer, or an incremental step's `--fresh` start); otherwise such
     /// a load fails and keeps the table (docs/http.md, "No records never empties a table
@@ -90,7 +93,8 @@ public struct HTTPStep: Sendable, Hashable {
 
     public init(
       table: String, records: RecordSelector, columns: [Column]? = nil, expect: [Expectation] = [], write: WriteMode = .replace,
-      primaryKey: [String] = [], deleted: JSONPointer? = nil, extra: ExtraFields = .ignore, allowEmpty: Bool = false
+      primaryKey: [String] = [], deleted: JSONPointer? = nil, contract: Contract = Contract(), quarantine: Quarantine = Quarantine(),
+      allowEmpty: Bool = false
     ) {
       self.table = table
       self.records = records
@@ -99,17 +103,79 @@ public struct HTTPStep: Sendable, Hashable {
       self.write = write
       self.primaryKey = primaryKey
       self.deleted = deleted
-      self.extra = extra
+      self.contract = contract
+      self.quarantine = quarantine
       self.allowEmpty = allowEmpty
     }
   }
 
-  /// What a record's field that declared columns do not name does (`load.extra`).
-  public enum ExtraFields: String, Sendable, Hashable, CaseIterable {
-    /// It is not loaded.
-    case ignore
-    /// The record is refused, with its page and record.
-    case refuse
+  /// What a load does with records that do not fit its table (`load.contract`, docs/http.md
+  /// "Contract").
+  ///
+  /// A record's field is a new column when the table exists (or `load.columns` are declared)
+  /// and has no column of its name; a value does not fit its column when the column's type
+  /// (the table's, else the declared one) cannot hold it (`ColumnType.holds`). Columns first
+  /// seen in this run take the type that holds all their values, as they always have.
+  public struct Contract: Sendable, Hashable {
+    /// A field the table has no column for. Without declared columns the default is
+    /// `evolve`; with them, nil: fields the columns do not name are not read.
+    public var newColumns: Rule?
+    /// A value its column's type does not hold; also a record without its primary key.
+    public var types: TypeRule
+
+    public init(newColumns: Rule? = nil, types: TypeRule = .asGiven) {
+      self.newColumns = newColumns
+      self.types = types
+    }
+
+    /// `newColumns` as it applies to a load with or without declared columns: nil only
+    /// with declared columns and no rule given (their fields are not read).
+    public func newColumnsRule(declaredColumns: Bool) -> Rule? { newColumns ?? (declaredColumns ? nil : .evolve) }
+  }
+
+  /// One rule of `load.contract`.
+  public enum Rule: String, Sendable, Hashable, CaseIterable {
+    /// The table changes to take the record: a column is added, or widened.
+    case evolve
+    /// The step fails, naming the first offending record and field; nothing is published.
+    case freeze
+    /// The record is set aside in the quarantine, not loaded.
+    case discardRow = "discard_row"
+    /// The record is loaded without the field, and noted in the quarantine.
+    case discardValue = "discard_value"
+  }
+
+  /// `load.contract.types`: a `Rule`, or `as_given` (the default, today's behaviour): the
+  /// value goes to the database as it is, which stores it on SQLite (whose columns take any
+  /// value) and refuses it on PostgreSQL (`StagedValueError`).
+  public enum TypeRule: String, Sendable, Hashable, CaseIterable {
+    case asGiven = "as_given"
+    case evolve
+    case freeze
+    case discardRow = "discard_row"
+    case discardValue = "discard_value"
+  }
+
+  /// `load.quarantine`: the table records set aside or trimmed are noted in, and the bounds
+  /// past which the load fails.
+  public struct Quarantine: Sendable, Hashable {
+    /// The table's name; nil: `<load.table>_rejected` (`TableNaming.quarantine`).
+    public var table: String?
+    /// Most records a run may set aside or trim; past it the load fails, nothing published.
+    public var maxRows: Int?
+    /// Most share (0...1) of a run's records that may be set aside or trimmed.
+    public var maxShare: Double?
+
+    /// The quarantine's name for a load into `table` when `load.quarantine` names none,
+    /// before a database fits it (`TableNaming.quarantine`): `<table>_rejected`.
+    public static func defaultName(for table: String) -> String { table + "_rejected" }
+
+    public init(table: String? = nil, maxRows: Int? = nil, maxShare: Double? = nil) {
+      self.table = table
+      self.maxRows = maxRows
+      self.maxShare = maxShare
+    }
+
   }
 
   /// How a load's records meet the rows already in its table (`load.write`).

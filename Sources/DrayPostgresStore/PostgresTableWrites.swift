@@ -44,6 +44,41 @@ extension PostgresTransaction {
     return added
   }
 
+  /// From `pg_attribute` (`format_type`): bigint is INTEGER, double precision REAL,
+  /// numeric NUMERIC, text TEXT; any other type nil.
+  func columnTypes(ofTable name: String) throws -> [(name: String, type: ColumnType?)] {
+    try connection.execute(
+      """
+      SELECT a.attname::text, format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
+      """, [.text(store.schema), .text(PostgresIdentifier.fitted(name))]
+    ).rows.compactMap { row -> (name: String, type: ColumnType?)? in
+      guard row.count == 2, let name = row[0].text, let type = row[1].text else { return nil }
+      let columnType: ColumnType? =
+        switch type {
+        case "bigint", "integer", "smallint": .integer
+        case "double precision", "real": .real
+        case "numeric": .numeric
+        case "text", "character varying": .text
+        default: nil
+        }
+      return (name, columnType)
+    }
+  }
+
+  /// `ALTER TABLE ... ALTER COLUMN ... TYPE ... USING column::type`, in this transaction:
+  /// bigint → double precision → text, numeric → text (docs/http.md, "Contract").
+  func widenColumns(_ columns: [(name: String, type: ColumnType)], ofTable name: String) throws {
+    guard !columns.isEmpty else { return }
+    let changes = columns.map { column in
+      let type = PostgresTransaction.columnType(column.type).sqlName
+      let quoted = PostgresIdentifier.sql(column.name)
+      return "ALTER COLUMN \(quoted) TYPE \(type) USING \(quoted)::\(type)"
+    }
+    try connection.execute("ALTER TABLE \(store.qualified(name)) \(changes.joined(separator: ", "))")
+  }
+
   /// Values go in under `PostgresValueRule`, a staged column typed as `columnType` says; a
   /// refusal names the step's table, the record (in staging order) and the column.
   func stage(

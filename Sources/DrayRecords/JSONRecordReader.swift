@@ -18,16 +18,16 @@ public struct JSONRecordReader {
   public var records: JSONPointer?
   public var columns: [HTTPStep.Column]?
   public var probes: [JSONPointer]
-  /// With `columns`: refuse a record holding a member they do not name (`load.extra:
-  /// refuse`).
-  public var refusingExtra: Bool
+  /// With `columns`: a record's members they do not name follow the declared columns, as
+  /// their own columns (`load.contract.new_columns`); otherwise they are not read.
+  public var keepingExtra: Bool
 
   /// - Parameters:
   ///   - records: where the records are; nil to read only the probes.
   ///   - columns: declared columns, or nil to take every member.
   ///   - probes: single values to pick up.
-  public init(records: JSONPointer?, columns: [HTTPStep.Column]? = nil, probes: [JSONPointer] = [], refusingExtra: Bool = false) {
-    self.refusingExtra = refusingExtra
+  public init(records: JSONPointer?, columns: [HTTPStep.Column]? = nil, probes: [JSONPointer] = [], keepingExtra: Bool = false) {
+    self.keepingExtra = keepingExtra
     self.records = records
     self.columns = columns
     self.probes = probes
@@ -119,18 +119,7 @@ public struct JSONRecordReader {
   /// - Throws: `RecordError` when the record's keys would be one column (`RecordNames`).
   func record(_ value: JSONValue, number: Int, sightings: inout FromSightings) throws -> Record {
     if let columns {
-      if refusingExtra, case .object(let pairs) = value {
-        // A member is named by a column's name, or by the first token of its `from`.
-        let named = columns.map { column in
-          if case .json(let pointer)? = column.from { pointer.tokens.first ?? "" } else { column.name }
-        }
-        if let field = pairs.first(where: { pair in !named.contains { IdentifierKey.sameBytes($0, pair.key) } }) {
-          throw RecordError(
-            "record \(number) has the field '\(field.key)', which load.columns does not name (load.extra: refuse); "
-              + "nothing of this page was loaded. Declare a column for it, or set load.extra: ignore")
-        }
-      }
-      return columns.enumerated().map { i, column in
+      let declared: Record = columns.enumerated().map { i, column in
         let found: JSONValue?
         if case .json(let pointer)? = column.from {
           found = pointer.resolve(in: value)
@@ -146,6 +135,16 @@ public struct JSONRecordReader {
         }
         return (column.name, found.map { RecordValue(json: $0) } ?? .null)
       }
+      guard keepingExtra, case .object(let pairs) = value else { return declared }
+      // A member is named by a column's name, or by the first token of its `from`.
+      let named = columns.map { column in
+        if case .json(let pointer)? = column.from { pointer.tokens.first ?? "" } else { column.name }
+      }
+      let extra = pairs.filter { pair in
+        !named.contains { IdentifierKey.sameBytes($0, pair.key) } && !columns.contains { IdentifierKey($0.name) == IdentifierKey(pair.key) }
+      }
+      try RecordNames.check(extra.map { ($0.key, "key") }, record: number)
+      return declared + extra.map { ($0.key, RecordValue(json: $0.value)) }
     }
     if case .object(let pairs) = value {
       try RecordNames.check(pairs.map { ($0.key, "key") }, record: number)

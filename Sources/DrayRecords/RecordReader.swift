@@ -7,8 +7,9 @@ public struct RecordReader {
   public var records: RecordSelector?
   public var columns: [HTTPStep.Column]?
   public var probes: [RecordSelector]
-  /// With `columns`: refuse a JSON record holding a field they do not name.
-  public var refusingExtra: Bool
+  /// With `columns`: a JSON record's fields they do not name follow the declared columns, as
+  /// their own columns (for `load.contract.new_columns`); otherwise they are not read.
+  public var keepingExtra: Bool
 
   /// - Parameters:
   ///   - records: where the records are; nil to read only the probes.
@@ -16,9 +17,9 @@ public struct RecordReader {
   ///   - probes: selectors of single values; each must be in `format`'s syntax.
   public init(
     format: AnswerFormat, records: RecordSelector?, columns: [HTTPStep.Column]? = nil, probes: [RecordSelector] = [],
-    refusingExtra: Bool = false
+    keepingExtra: Bool = false
   ) {
-    self.refusingExtra = refusingExtra
+    self.keepingExtra = keepingExtra
     self.format = format
     self.records = records
     self.columns = columns
@@ -44,7 +45,7 @@ public struct RecordReader {
         default: nil
         }
       let probes = probes.compactMap { if case .json(let p) = $0 { p } else { nil } }
-      return try JSONRecordReader(records: pointer, columns: columns, probes: probes, refusingExtra: refusingExtra).read(
+      return try JSONRecordReader(records: pointer, columns: columns, probes: probes, keepingExtra: keepingExtra).read(
         file: file, growing: growing, each: each)
     case .xml:
       let path: XMLPath? =

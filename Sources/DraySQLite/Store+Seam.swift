@@ -110,6 +110,14 @@ final class SQLiteTransaction: StoreTransaction {
     try TableWrites.columnNames(of: name, in: store.database)
   }
 
+  func columnTypes(ofTable name: String) throws -> [(name: String, type: ColumnType?)] {
+    try TableWrites.columnTypes(of: name, in: store.database)
+  }
+
+  func widenColumns(_ columns: [(name: String, type: ColumnType)], ofTable name: String) throws {
+    try TableWrites.widen(columns, of: name, in: store.database)
+  }
+
   func aggregates(ofTable name: String, _ aggregates: [TableAggregate]) throws -> [SQLValue] {
     let list = aggregates.map { "\($0.function.rawValue)(\($0.column.map(Database.quote) ?? "*"))" }
     // Read by position: the aggregates are the statement's columns, in order.

@@ -57,6 +57,59 @@ enum TableWrites {
     }
   }
 
+  /// The columns of `table` and their declared types (nil: none, or one that is not a
+  /// `ColumnType`), in order; empty when it does not exist.
+  static func columnTypes(of table: String, in database: Database) throws -> [(name: String, type: ColumnType?)] {
+    try database.rows("SELECT name, type FROM pragma_table_info(?)", [.text(table)]).map { row throws(SQLiteError) in
+      let name = if case .text(let text) = try row["name"] { text } else { "" }
+      let declared = if case .text(let text) = try row["type"] { text.uppercased() } else { "" }
+      return (name, ColumnType(rawValue: declared))
+    }
+  }
+
+  /// Gives each of `columns` of `table` its new declared type (`load.contract.types:
+  /// evolve`). SQLite cannot change a column's type in place, so the table is made again
+  /// (https://sqlite.org/lang_altertable.html §7): a new table with the columns (their NOT
+  /// NULL, DEFAULT and PRIMARY KEY kept), the rows copied, the old table dropped, the new one
+  /// renamed, and the table's indexes and triggers created again from their SQL.
+  /// - Throws: `SQLiteError`.
+  static func widen(_ columns: [(name: String, type: ColumnType)], of table: String, in database: Database) throws {
+    let wanted = Dictionary(columns.map { (IdentifierKey($0.name), $0.type) }, uniquingKeysWith: { $1 })
+    let info = try database.rows("SELECT name, type, \"notnull\" AS nn, dflt_value, pk FROM pragma_table_info(?)", [.text(table)])
+    var definitions: [String] = []
+    var names: [String] = []
+    var keys: [(Int64, String)] = []
+    for row in info {
+      guard case .text(let name) = try row["name"] else { continue }
+      let declared = if case .text(let text) = try row["type"] { text } else { "" }
+      let type = wanted[IdentifierKey(name)]?.rawValue ?? declared
+      var definition = Database.quote(name) + (type.isEmpty ? "" : " " + type)
+      if case .integer(1) = try row["nn"] { definition += " NOT NULL" }
+      if case .text(let value) = try row["dflt_value"] { definition += " DEFAULT \(value)" }
+      if case .integer(let position) = try row["pk"], position > 0 { keys.append((position, Database.quote(name))) }
+      definitions.append(definition)
+      names.append(Database.quote(name))
+    }
+    if !keys.isEmpty { definitions.append("PRIMARY KEY (\(keys.sorted { $0.0 < $1.0 }.map(\.1).joined(separator: ", ")))") }
+    let others = try database.rows(
+      // The table guard's triggers stay dropped: the table changed (`TableGuard`).
+      "SELECT sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', 'trigger') AND sql IS NOT NULL AND substr(name, 1, ?) <> ?",
+      [.text(table), .integer(Int64(TableGuard.triggerPrefix.count)), .text(TableGuard.triggerPrefix)]
+    ).compactMap { row throws(SQLiteError) in if case .text(let sql) = try row["sql"] { sql } else { nil } }
+    let copy = Database.quote("_dray_widen__" + table)
+    let list = names.joined(separator: ", ")
+    _ = try database.execute(
+      """
+      CREATE TABLE main.\(copy) (\(definitions.joined(separator: ", ")));
+      INSERT INTO main.\(copy) (\(list)) SELECT \(list) FROM main.\(Database.quote(table));
+      DROP TABLE main.\(Database.quote(table));
+      PRAGMA legacy_alter_table = ON;
+      ALTER TABLE main.\(copy) RENAME TO \(Database.quote(table));
+      PRAGMA legacy_alter_table = OFF;
+      """)
+    for sql in others { _ = try database.execute(sql) }
+  }
+
   /// Adds every row of `staging` to `target`, in the order they were staged.
   /// - Parameter columns: the columns copied (they exist in both tables).
   /// - Returns: the rows added.

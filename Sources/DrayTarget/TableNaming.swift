@@ -25,4 +25,13 @@ public struct TableNaming: Sendable, Equatable {
     guard let limit = maxIdentifierBytes else { return name }
     return IdentifierLimit.fitted(name, maxBytes: limit)
   }
+
+  /// The physical name of the quarantine of an `http` load into `table` (docs/http.md,
+  /// "Contract"): `named` (`load.quarantine.table`) or `<table>_rejected`, shortened past
+  /// `maxIdentifierBytes` by `IdentifierLimit.fitted`, as every table name is.
+  public func quarantine(of table: String, named: String?) -> String {
+    let name = named ?? HTTPStep.Quarantine.defaultName(for: table)
+    guard let limit = maxIdentifierBytes else { return name }
+    return IdentifierLimit.fitted(name, maxBytes: limit)
+  }
 }

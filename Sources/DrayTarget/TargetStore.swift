@@ -151,6 +151,18 @@ public protocol StoreTransaction: AnyObject {
   /// - Returns: the names added to an existing table, in order.
   func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String]
 
+  /// The columns of table `name` and their types as `ColumnType`s, in order (nil: a type
+  /// that is none of them, or none: SQLite's untyped columns, PostgreSQL's boolean and
+  /// jsonb); empty when the table does not exist. What `load.contract` checks records
+  /// against (docs/http.md, "Contract").
+  func columnTypes(ofTable name: String) throws -> [(name: String, type: ColumnType?)]
+
+  /// Gives each of `columns` of table `name` its wider type (`load.contract.types: evolve`),
+  /// keeping the table's rows: SQLite makes the table again with its indexes and triggers
+  /// (`TableWrites.widen`); PostgreSQL alters the column's type
+  /// (`ALTER TABLE ... ALTER COLUMN ... TYPE ... USING`). Commits with this transaction.
+  func widenColumns(_ columns: [(name: String, type: ColumnType)], ofTable name: String) throws
+
   /// The staging of `http` records (`RecordStaging`) in this same transaction, when the
   /// records stage in this database (SQLite: the job's database file); nil when they stage
   /// elsewhere (beside a server database, a local file), the default. Forgetting the staged

@@ -222,8 +222,19 @@ import Testing
     #expect(refusing.status == .failed)
     #expect(
       refusing.steps.first?.errorMessage?.hasSuffix(
-        "record 1 has the field 'total', which load.columns does not name (load.extra: refuse); nothing of this page was loaded. Declare a column for it, or set load.extra: ignore"
+        "record 1: new column 'total' (load.contract.new_columns: freeze); nothing of this step was published. Change the table or the API to match, or choose evolve, discard_row or discard_value"
       ) == true, "\(refusing.steps.first?.errorMessage ?? "")")
+    // `extra: refuse` is the old spelling of new_columns: freeze; discard_value notes each
+    // record it trimmed in the quarantine.
+    let frozen = try run(server, target, load: "{ table: orders, records: /data, \(columns), contract: { new_columns: freeze } }")
+    #expect(frozen.steps.first?.errorMessage == refusing.steps.first?.errorMessage)
+    let trimming = try run(server, target, load: "{ table: orders, records: /data, \(columns), contract: { new_columns: discard_value } }")
+    #expect(trimming.status == .succeeded, "\(trimming.steps.first?.errorMessage ?? "")")
+    #expect(try target.columnNames("orders") == ["id", "customer", "changed"])
+    #expect(
+      try target.rows("SELECT reason, action FROM orders_rejected ORDER BY reason")
+        == Array(repeating: ["new column 'total'; new column 'status'", "trimmed"], count: 3))
+    #expect(trimming.steps.first?.contract?.trimmed == 3)
   }
 
   /// A server whose cursor goes backwards: the kept cursor stays at the highest value.

@@ -256,7 +256,12 @@ import Testing
   }
 
   @Test func thePrometheusTextfileHoldsEveryMetricWithTheJobLabel() {
-    let text = PrometheusReport(report: Self.report(), previousSuccess: 1_795_953_600.5).text
+    var report = Self.report()
+    report.steps[0].contract = ContractReport(quarantine: "q", loaded: 9, setAside: 2, trimmed: 1, byKind: ["type": 3])
+    var member = StepReport(id: "m[p=1]", kind: "http", status: .succeeded)
+    member.contract = ContractReport(quarantine: "q", loaded: 1, setAside: 4, trimmed: 0, byKind: ["type": 4])
+    report.steps[1].members = [member]
+    let text = PrometheusReport(report: report, previousSuccess: 1_795_953_600.5).text
     #expect(
       text == """
         # HELP dray_job_last_success_timestamp_seconds Unix time when the job last succeeded.
@@ -292,6 +297,10 @@ import Testing
         dray_job_steps{dray_job="iso \\"ref\\"",status="skipped"} 0
         dray_job_steps{dray_job="iso \\"ref\\"",status="interrupted"} 0
         dray_job_steps{dray_job="iso \\"ref\\"",status="not_run"} 1
+        # HELP dray_job_records_quarantined Records the job's latest run set aside or trimmed by a load's contract.
+        # TYPE dray_job_records_quarantined gauge
+        dray_job_records_quarantined{dray_job="iso \\"ref\\"",action="set_aside"} 6
+        dray_job_records_quarantined{dray_job="iso \\"ref\\"",action="trimmed"} 1
 
         """)
   }

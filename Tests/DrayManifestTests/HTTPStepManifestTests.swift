@@ -227,6 +227,48 @@ import Testing
     #expect(try #require(http(try load("  - http: { base_url: http://h/, load: { table: t } }"))).load?.write == .replace)
   }
 
+  @Test func contractAndQuarantineAreReadWithTheirDefaultsAndTheOldSpelling() throws {
+    let manifest = try load(
+      """
+        - http:
+            base_url: http://h/
+            load: { table: t, contract: { new_columns: discard_row, types: evolve }, quarantine: { max_rows: 5, max_share: 0.01 } }
+        - http: { base_url: http://h/, load: { table: t, quarantine: bad } }
+        - http: { base_url: http://h/, load: { table: t, columns: { id: INTEGER }, extra: refuse } }
+        - http: { base_url: http://h/, load: { table: t, columns: { id: INTEGER }, extra: ignore } }
+      """)
+    let first = try #require(http(manifest)?.load)
+    #expect(first.contract == HTTPStep.Contract(newColumns: .discardRow, types: .evolve))
+    #expect(first.quarantine == HTTPStep.Quarantine(table: nil, maxRows: 5, maxShare: 0.01))
+    #expect(http(manifest, 1)?.load?.contract == HTTPStep.Contract())
+    #expect(http(manifest, 1)?.load?.contract.newColumnsRule(declaredColumns: false) == .evolve)
+    #expect(http(manifest, 1)?.load?.quarantine.table == "bad")
+    #expect(http(manifest, 2)?.load?.contract == HTTPStep.Contract(newColumns: .freeze))
+    #expect(http(manifest, 3)?.load?.contract == HTTPStep.Contract())
+    #expect(http(manifest, 3)?.load?.contract.newColumnsRule(declaredColumns: true) == nil)
+  }
+
+  @Test func contractMistakesAreReportedWhereTheyAreWritten() {
+    let found = errors(
+      """
+        - http: { base_url: http://h/, load: { table: t, columns: { id: INTEGER }, extra: refuse, contract: { types: freeze } } }
+        - http: { base_url: http://h/, load: { table: t, columns: { id: INTEGER }, contract: { new_columns: evolve } } }
+        - http: { base_url: http://h/, load: { table: t, contract: { types: widen } } }
+        - http: { base_url: http://h/, load: { table: t, quarantine: { max_share: 2 } } }
+        - http: { base_url: http://h/, load: { table: t, quarantine: _dray_x } }
+        - http: { base_url: http://h/, load: { table: t, quarantine: T } }
+      """)
+    #expect(
+      found == [
+        "job.yaml:5:85: error: 'steps.http-1.http.load.extra' is the old spelling of 'steps.http-1.http.load.contract.new_columns'; give only contract (extra: refuse is new_columns: freeze; extra: ignore is the default with columns)",
+        "job.yaml:6:103: error: 'steps.http-2.http.load.contract.new_columns': evolve adds a column for each new field, but 'columns' fix the table's columns; declare a column for the field, or remove 'columns' to load every field",
+        "job.yaml:7:71: error: 'steps.http-3.http.load.contract.types' must be one of as_given, evolve, freeze, discard_row, discard_value, found 'widen'",
+        "job.yaml:8:77: error: 'steps.http-4.http.load.quarantine.max_share' is a share of the records: a number from 0 to 1, such as 0.01",
+        "job.yaml:9:64: error: 'steps.http-5.http.load.quarantine': names starting with _dray or sqlite_ are reserved; choose another",
+        "job.yaml:10:64: error: 'steps.http-6.http.load.quarantine' names the loaded table itself ('t'); choose another table for the quarantine",
+      ])
+  }
+
   @Test func writeModeAndCursorMistakesAreReportedWhereTheyAreWritten() {
     let found = errors(
       """

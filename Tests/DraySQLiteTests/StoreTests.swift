@@ -215,6 +215,15 @@ extension SQLValue {
     #expect(Store.naming.physicalName(resource: long, table: "t", params: .object([])) == long + "__t")
   }
 
+  @Test func aQuarantinesDerivedNameFollowsTheLongNameRule() {
+    #expect(postgres.quarantine(of: "orders", named: nil) == "orders_rejected")
+    #expect(postgres.quarantine(of: "orders", named: "rejects") == "rejects")
+    let table = String(repeating: "t", count: 60)
+    let name = postgres.quarantine(of: table, named: nil)
+    #expect(name == String(repeating: "t", count: 53) + "__" + SHA256.hex(table + "_rejected").prefix(8))
+    #expect(Store.naming.quarantine(of: table, named: nil) == table + "_rejected")
+  }
+
   @Test func aLongerNameIsCutAndEndsInTheWholeNamesHash() {
     let resource = String(repeating: "R", count: 70)
     let name = postgres.physicalName(resource: resource, table: "t", params: .object([]))

@@ -18,6 +18,7 @@ internal import Foundation
 /// | `dray_job_bytes` | body bytes received and sent by the latest run |
 /// | `dray_job_retries` | attempts that were retries in the latest run |
 /// | `dray_job_steps{status}` | the latest run's steps with each status (`not_run` included) |
+/// | `dray_job_records_quarantined{action}` | records the latest run's `http` loads set aside (`set_aside`) or trimmed (`trimmed`) by their contract, summed over steps, members and partitions (docs/http.md, "Contract") |
 ///
 /// The collector reads `*.prom` files whole at each scrape, so the file is written to a
 /// temporary name and renamed over the old one (`AtomicFile`).
@@ -58,6 +59,14 @@ struct PrometheusReport {
       RunStatus.allCases.map { status in
         ("\(job),status=\"\(status.rawValue)\"", String(report.steps.filter { $0.status == status }.count))
       })
+    func contracts(_ steps: [StepReport]) -> [ContractReport] { steps.flatMap { ($0.contract.map { [$0] } ?? []) + contracts($0.members) } }
+    let quarantined = contracts(report.steps)
+    metric(
+      "dray_job_records_quarantined", "Records the job's latest run set aside or trimmed by a load's contract.",
+      [
+        ("\(job),action=\"set_aside\"", String(quarantined.reduce(0) { $0 + $1.setAside })),
+        ("\(job),action=\"trimmed\"", String(quarantined.reduce(0) { $0 + $1.trimmed })),
+      ])
     return out
   }
 

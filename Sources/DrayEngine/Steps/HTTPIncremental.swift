@@ -142,6 +142,16 @@ struct RecordChecks {
     return record + [(RecordChecks.deletedColumn, .integer(mark))]
   }
 
+  /// Raises the highest cursor to that of `record`, a record the contract set aside
+  /// (docs/http.md, "Contract"): it was seen whole, so the next run need not ask for it
+  /// again. A record whose cursor is missing or does not compare is passed over here.
+  mutating func notice(_ record: Record) {
+    guard let cursors, let found = cursors.value(in: record), let value = IncrementalCursor.Value(json: found),
+      value.compare(cursors.sent) != nil
+    else { return }
+    if highest.map({ value.compare($0) == 1 }) ?? true { highest = value }
+  }
+
   /// Checks what the page's records said together, once all are checked: a `load.deleted`
   /// that selected nothing in any of them while one held a near spelling is taken as
   /// misspelt (docs/http.md, "A misspelt selector"), since read as absent it would load every

@@ -15,8 +15,11 @@ extension StepRunner {
     _ report: inout StepReport
   ) throws {
     var done = report
+    let quarantined = try staging.table(run.quarantineStaging)
+    let counts = try Quarantine.Counts(quarantined)
     let (published, cleared) = try context.databaseWrites.withLock { _ in
       do {
+        try checkBounds(load, counts, records: pages.progress.rows)
         return try target.write { transaction in
           try refuseEmptying(
             load, records: pages.progress.rows, cursors: run.cursors, url: pages.firstURL, status: pages.emptyStatus,
@@ -25,6 +28,10 @@ extension StepRunner {
             load, staged: staging.table(run.stagingTable), fresh: partition == nil && run.cursors?.entry.fresh == true, in: transaction)
           if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
           done.notes += published.notes
+          done.contract = try publishQuarantine(
+            load, quarantined, counts, records: pages.progress.rows,
+            name: target.naming.quarantine(of: load.table, named: load.quarantine.table),
+            &done.notes, in: transaction)
           try run.cursors?.publish(&done.notes, in: transaction)
           try run.validators?.save(AnswerValidators(pages.lastHeaders), url: pages.firstURL, table: load.table, in: transaction)
           if let failed = try Expectations.audit(load.expect, tables: [load.table], in: transaction) { throw failed }
@@ -49,6 +56,7 @@ extension StepRunner {
     report.rows = done.rows
     report.tables = published.created ? [load.table] : []
     report.notes = done.notes
+    report.contract = done.contract
   }
 
   /// Drops the staging table and forgets the staged pages, in one transaction.
@@ -59,6 +67,7 @@ extension StepRunner {
   /// Drops the staging table and forgets the staged pages in `transaction`.
   private func clearStaged(_ run: HTTPRun, in transaction: any StagingTransaction) throws {
     try transaction.dropTable(run.stagingTable)
+    try transaction.dropTable(run.quarantineStaging)
     try run.ledger?.clear(in: transaction)
   }
 
@@ -126,10 +135,58 @@ extension StepRunner {
       if fresh || load.write == .replace { _ = try transaction.deleteRows(ofTable: load.table) }
       return (try transaction.rowCount(ofTable: load.table), true, [])
     }
+    if load.contract.types == .evolve && existed { try widen(load, staged: columns, in: transaction) }
     // Every staged column goes across: `merge` reads the deleted mark there.
     try transaction.stage(staged.name, columns: staged.columns, for: load.table) { add in try staged.forEachRow(add) }
     let notes = try write(load, from: staged.name, columns: columns, existed: existed, fresh: fresh, in: transaction)
     return (try transaction.rowCount(ofTable: load.table), true, notes)
+  }
+
+  /// Widens the columns of `load.table` whose type does not hold their staged values
+  /// (`load.contract.types: evolve`), in `transaction`: the staged type says what the
+  /// records of the whole load held, those of a run this one resumed included.
+  private func widen(_ load: HTTPStep.Load, staged: [(name: String, type: ColumnType)], in transaction: any StoreTransaction) throws {
+    let types = Dictionary(
+      try transaction.columnTypes(ofTable: load.table).map { (IdentifierKey($0.name), $0.type) }, uniquingKeysWith: { a, _ in a })
+    let wider = staged.compactMap { column -> (name: String, type: ColumnType)? in
+      guard let known = types[IdentifierKey(column.name)], let type = known, !type.holds(column.type) else { return nil }
+      return (column.name, type.widened(for: column.type))
+    }
+    guard !wider.isEmpty else { return }
+    try transaction.widenColumns(wider, ofTable: load.table)
+  }
+
+  /// Fails the load when the records set aside or trimmed pass `load.quarantine`'s bounds.
+  /// - Throws: `HTTPStepError.quarantineFull`.
+  private func checkBounds(_ load: HTTPStep.Load, _ counts: Quarantine.Counts, records: Int) throws {
+    let total = counts.total
+    let limit = load.quarantine
+    var passed: String?
+    if let maxRows = limit.maxRows, total > maxRows { passed = "load.quarantine.max_rows (\(maxRows))" }
+    if passed == nil, let maxShare = limit.maxShare, records > 0, Double(total) / Double(records) > maxShare {
+      passed = "load.quarantine.max_share (\(maxShare) of \(records) records)"
+    }
+    guard let passed else { return }
+    throw HTTPStepError.quarantineFull(
+      "\(total) of \(HumanUnits.counted(records, "record")) did not fit the table (\(counts.summary)), more than \(passed); "
+        + "nothing was published, and the next run fetches the pages again. Fix the API or the table, or raise the bound")
+  }
+
+  /// Appends the records the contract set aside or trimmed to the quarantine table (created
+  /// when missing), in `transaction`, and says what the load came to.
+  private func publishQuarantine(
+    _ load: HTTPStep.Load, _ staged: any StagedTable, _ counts: Quarantine.Counts, records: Int, name: String,
+    _ notes: inout [String], in transaction: any StoreTransaction
+  ) throws -> ContractReport {
+    let report = ContractReport(
+      quarantine: name, loaded: records - counts.setAside, setAside: counts.setAside, trimmed: counts.trimmed, byKind: counts.byKind)
+    guard counts.total > 0 else { return report }
+    let columns = Quarantine.columns.map { (name: $0, type: ColumnType?.some(.text)) }
+    _ = try transaction.addMissingColumns(columns, toTable: name)
+    try transaction.stage(staged.name, columns: columns, for: name) { add in try staged.forEachRow(add) }
+    _ = try transaction.append(from: staged.name, into: name, columns: Quarantine.columns)
+    notes.append("\(counts.summary) into table \(name)")
+    return report
   }
 
   /// Writes the staged table `staging` into `load.table` by `load.write`, in `transaction`.

@@ -65,6 +65,10 @@ extension StepRunner {
     let validators: AnswerValidators.Ledger?
     /// Where the pages start: the progress a resumed run saved, or the first page.
     let start: PageLedger.Progress
+    /// The load's data contract, judging each record before it is staged (with `load`).
+    let contract: RecordContract?
+    /// The name of the step's staging table of quarantined records (`Quarantine.staging`).
+    let quarantineStaging: String
   }
 
   /// What the pages of a run came to (`fetchPages`).
@@ -118,6 +122,16 @@ extension StepRunner {
         fingerprint: step.fingerprint(in: manifest), redactor: secrets, query: options.query)
     }()
     let stagingTable = RecordTableNames.staging(job: manifest.job, step: step.id)
+    let quarantineStaging = Quarantine.staging(job: manifest.job, step: step.id)
+    // The table as it stands when the step starts is what the contract checks records against:
+    // for a partition, the partitioned step's table (not the table its records gather in).
+    let contract = try target.flatMap { target in
+      try options.load.map { load in
+        let table = partitionedStepID.flatMap { id in manifest.steps.first { $0.id == id }?.kind.httpLoad?.table } ?? load.table
+        return RecordContract(
+          load: load, table: try context.databaseWrites.withLock { _ in try target.write { try $0.columnTypes(ofTable: table) } })
+      }
+    }
     let cursors = try staging.flatMap { staging in
       try options.incremental.map { incremental in
         var kept = try staging.cursor(job: manifest.job, stepID: step.id)
@@ -134,7 +148,10 @@ extension StepRunner {
       console.info("resuming after page \(saved.pages)", step: step.id)
     } else if let ledger {
       try ledgerTransaction(ledger) { transaction in
-        if options.load != nil { try ledger.staging.table(stagingTable).drop() }
+        if options.load != nil {
+          try ledger.staging.table(stagingTable).drop()
+          try ledger.staging.table(quarantineStaging).drop()
+        }
         try ledger.clear(in: transaction)
         try cursors?.start(in: transaction)
       }
@@ -152,7 +169,7 @@ extension StepRunner {
     }
     return HTTPRun(
       folder: folder, staging: staging, target: target, ledger: ledger, stagingTable: stagingTable, cursors: cursors,
-      validators: validators, start: start)
+      validators: validators, start: start, contract: contract, quarantineStaging: quarantineStaging)
   }
 
   /// Fetches the step's pages from where `run` starts, committing each (`commitPage`), until
@@ -207,6 +224,7 @@ extension StepRunner {
       if page == 1 { pages.emptyStatus = fetched.status }
       pages.lastHeaders = fetched.headers
       let commit = try finishPage(options, run, page: page, next: next, pages, fetched, savedAt: pagePath, streamed: streamed)
+      CrashPoint.reach("page-committed:\(step.id):\(page)")
       pages.progress = commit.progress
       if let unmatched = commit.unmatched { pages.unmatchedColumns = unmatched }
       if options.paginate != nil {
@@ -230,7 +248,7 @@ extension StepRunner {
   ) throws -> (FetchedPage, Result<PageCommit, any Error>?) {
     let path = downloadPath("page-\(page)")
     let conditions = pages.sentValidators?.preconditions ?? []
-    guard options.load != nil && pageReader(options).readsInOnePass && options.output == nil && !inGroup else {
+    guard options.load != nil && pageReader(options, run).readsInOnePass && options.output == nil && !inGroup else {
       let fetched = try fetchPage(
         options, next: next, page: page, path: path, growing: nil, client: client, conditions: conditions, record: record)
       return (fetched, nil)
@@ -323,7 +341,7 @@ extension StepRunner {
 
   /// The reader of the step's answers: its records (with `load`) and the values pagination
   /// reads from the body.
-  private func pageReader(_ options: HTTPStep) -> RecordReader {
+  private func pageReader(_ options: HTTPStep, _ run: HTTPRun) -> RecordReader {
     var probes: [RecordSelector] = []
     switch options.paginate {
     case .next(let selector)?: probes.append(selector)
@@ -333,14 +351,14 @@ extension StepRunner {
     if let more = options.more { probes.append(more) }
     return RecordReader(
       format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes,
-      refusingExtra: options.load?.extra == .refuse)
+      keepingExtra: run.contract?.keepsExtraFields ?? false)
   }
 
   /// Reads page `page` and commits what it holds with the ledger's new entry: its records
   /// into the staging table (with `load`) and the cursor they raise, in one transaction.
   /// - Parameters:
   ///   - growing: the page's part as its download writes it, read as it arrives (with
-  ///     `load`, when `pageReader(options).readsInOnePass`); the transaction commits only
+  ///     `load`, when `pageReader(options, run).readsInOnePass`); the transaction commits only
   ///     after the download finished and was verified (`GrowingFile`).
   ///   - status: the status that made the page empty (no file), nil for a page with an answer.
   ///   - pages: the pages before this one.
@@ -352,20 +370,31 @@ extension StepRunner {
     _ options: HTTPStep, _ run: HTTPRun, file: String?, growing: GrowingFile?, status: Int?, page: Int, next current: PageLedger.Next,
     after pages: FetchedPages, fetched: () throws -> FetchedPage
   ) throws -> PageCommit {
-    let reader = pageReader(options)
+    let reader = pageReader(options, run)
 
     func readAndAdvance(_ table: (any StagedTable)?, _ transaction: (any StagingTransaction)?) throws -> PageCommit {
       var summary = AnswerSummary()
       var lastRecord: Record?
       var unmatched: [HTTPStep.Column]?
-      if let file, let table, let load = options.load {
+      if let file, let table, let load = options.load, let contract = run.contract, let ledger = run.ledger {
         var checks = RecordChecks(load: load, cursors: run.cursors)
+        var number = 0
+        let quarantine = Quarantined(
+          table: try ledger.staging.table(run.quarantineStaging), runID: context.runID, step: partitionedStepID ?? step.id,
+          partition: partition == nil ? nil : step.id, url: current.url)
         summary = try reader.load(
           file: file, growing: growing,
-          prepare: { columns in try staging { try table.prepare(columns + checks.extraColumns, widen: options.load?.columns == nil) } },
+          prepare: { columns in
+            try staging { try table.prepare(contract.staged(columns) + checks.extraColumns, widen: options.load?.columns == nil) }
+          },
           each: {
             lastRecord = $0
-            let checked = try checks.check($0)
+            number += 1
+            let verdict = try contract.apply($0, number: number)
+            if !verdict.findings.isEmpty { try quarantine.add($0, verdict) }
+            guard let kept = verdict.record else { return checks.notice($0) }
+            if !verdict.widened.isEmpty { try staging { try table.prepare(verdict.widened.map { ($0.name, $0.type) }, widen: true) } }
+            let checked = try checks.check(kept)
             try staging { try table.insert(checked.map { ($0.name, $0.value.sqlValue) }) }
           })
         try checks.finish()
@@ -454,6 +483,8 @@ enum HTTPStepError: Error, CustomStringConvertible {
   case paginationLoop(String)
   /// A load without records that would empty a table holding rows (`load.allow_empty`).
   case emptyAnswer(String)
+  /// More records set aside or trimmed than `load.quarantine` allows.
+  case quarantineFull(String)
 
   var code: String {
     switch self {
@@ -461,6 +492,7 @@ enum HTTPStepError: Error, CustomStringConvertible {
     case .badPagination: "bad_pagination"
     case .paginationLoop: "pagination_loop"
     case .emptyAnswer: "empty_answer"
+    case .quarantineFull: "quarantine_full"
     }
   }
 
@@ -468,10 +500,15 @@ enum HTTPStepError: Error, CustomStringConvertible {
     switch self {
     case .badAnswer(let page?, let url, let message): "page \(page) (\(url)): \(message)"
     case .badAnswer(nil, let url, let message): "the answer of \(url): \(message)"
-    case .badPagination(let message), .emptyAnswer(let message): message
+    case .badPagination(let message), .emptyAnswer(let message), .quarantineFull(let message): message
     case .paginationLoop(let message): "\(message); stopping so as not to fetch pages forever"
     }
   }
+}
+
+extension StepKind {
+  /// The `load` of an `http` step; nil for other kinds.
+  var httpLoad: HTTPStep.Load? { if case .http(let http) = self { http.load } else { nil } }
 }
 
 extension RecordValue {

@@ -125,7 +125,7 @@ extension StepRunner {
         break
       }
       done.enter()
-      let runner = StepRunner(context: context, step: member, inGroup: true, partition: list[index])
+      let runner = StepRunner(context: context, step: member, inGroup: true, partition: list[index], partitionedStepID: step.id)
       let thread = Thread {
         var memberReport = runner.run()
         memberReport.partition = list[index]
@@ -207,6 +207,8 @@ extension StepRunner {
         if var load = filled.load {
           load.expect = []
           if let gathering {
+            // The quarantine stays the step's table's, not the gathering table's.
+            load.quarantine.table = load.quarantine.table ?? HTTPStep.Quarantine.defaultName(for: load.table)
             load.table = gathering
             load.write = .append
           }

@@ -1,0 +1,255 @@
+internal import DrayJSON
+internal import DrayModel
+internal import DrayRecords
+internal import DrayTarget
+
+/// The data contract of an `http` load's run (`load.contract`, docs/http.md "Contract"):
+/// what each record that does not fit the table does before it is staged.
+///
+/// A field is a new column when the table exists (or `load.columns` are declared) and has
+/// no column of its name; a value does not fit when its column's type (the table's, else the
+/// declared one) does not hold it (`ColumnType.holds`); a `merge` record without a value at
+/// its primary key is judged by `types`, since no column can evolve to take it. Columns
+/// first seen in this run take the type that holds all their values, as they always have.
+final class RecordContract {
+  let load: HTTPStep.Load
+  let newColumns: HTTPStep.Rule?
+  let types: HTTPStep.TypeRule
+  /// The columns whose types are fixed, by name: the declared ones, then the table's.
+  private var fixed: [IdentifierKey: ColumnType?] = [:]
+  /// Whether a field without a column is a new column.
+  let checksNew: Bool
+  /// Fields that are not columns of the table (the deleted mark), never new.
+  private let marks: Set<IdentifierKey>
+
+  /// Why a record was set aside or trimmed.
+  enum Kind: String, CaseIterable {
+    case newColumn = "new_column"
+    case type
+    case primaryKey = "primary_key"
+  }
+
+  struct Finding {
+    var kind: Kind
+    /// `new column 'priority'`, `'amount': "12.50" is text, the column is INTEGER`.
+    var reason: String
+  }
+
+  /// What the contract made of a record.
+  struct Verdict {
+    /// The record as staged; nil when it is set aside.
+    var record: Record?
+    var findings: [Finding] = []
+    /// Columns `evolve` widens for this record.
+    var widened: [(name: String, type: ColumnType)] = []
+  }
+
+  /// - Parameter table: the columns of `load.table` and their types (empty when it does not
+  ///   exist), read when the step starts.
+  init(load: HTTPStep.Load, table: [(name: String, type: ColumnType?)]) {
+    self.load = load
+    newColumns = load.contract.newColumnsRule(declaredColumns: load.columns != nil)
+    types = load.contract.types
+    for column in load.columns ?? [] { fixed[IdentifierKey(column.name)] = column.type }
+    for column in table { fixed[IdentifierKey(column.name)] = column.type }
+    checksNew = !table.isEmpty || load.columns != nil
+    var marks: Set<IdentifierKey> = [IdentifierKey(RecordChecks.deletedColumn)]
+    if let deleted = load.deleted, deleted.tokens.count == 1 { marks.insert(IdentifierKey(deleted.tokens[0])) }
+    self.marks = marks
+  }
+
+  /// Whether the reader keeps the fields declared columns do not name (`RecordReader.keepingExtra`).
+  var keepsExtraFields: Bool { load.columns != nil && newColumns != nil }
+
+  /// The columns a page's records are staged with, from those inferred from them: a new
+  /// column that does not evolve is not staged (its values are trimmed or set aside), and a
+  /// column of fixed type keeps it unless `types` lets the values through (`as_given`) or
+  /// widens it (`evolve`).
+  func staged(_ inferred: [(name: String, type: ColumnType?)]) -> [(name: String, type: ColumnType?)] {
+    inferred.compactMap { column in
+      let key = IdentifierKey(column.name)
+      guard let known = fixed[key] else {
+        return checksNew && newColumns != .evolve && !marks.contains(key) ? nil : column
+      }
+      guard let type = known else { return column }
+      switch types {
+      case .asGiven: return column
+      case .evolve: return (column.name, type.widened(for: column.type))
+      case .freeze, .discardRow, .discardValue: return (column.name, type)
+      }
+    }
+  }
+
+  /// Judges record `number` (from 1, in its page).
+  /// - Throws: `RecordError` naming the record and field under `freeze`.
+  func apply(_ record: Record, number: Int) throws -> Verdict {
+    if load.write == .merge {
+      for name in load.primaryKey {
+        let value = record.first { IdentifierKey($0.name) == IdentifierKey(name) }?.value
+        guard value == nil || value == .null else { continue }
+        let reason = "no value at the primary key /\(name)"
+        switch types {
+        case .asGiven, .evolve: break  // `RecordChecks` refuses the page, as it always has.
+        case .freeze: throw RecordContract.frozen(number, reason, rule: "types")
+        case .discardRow, .discardValue: return Verdict(record: nil, findings: [Finding(kind: .primaryKey, reason: reason)])
+        }
+      }
+    }
+    var verdict = Verdict()
+    var kept: Record = []
+    var setAside = false
+    for field in record {
+      let key = IdentifierKey(field.name)
+      guard let known = fixed[key] else {
+        guard checksNew, !marks.contains(key), let rule = newColumns, rule != .evolve else {
+          kept.append(field)
+          continue
+        }
+        let reason = "new column '\(field.name)'"
+        if rule == .freeze { throw RecordContract.frozen(number, reason, rule: "new_columns") }
+        verdict.findings.append(Finding(kind: .newColumn, reason: reason))
+        if rule == .discardRow { setAside = true }
+        continue
+      }
+      let found = field.value.inferredType
+      guard let type = known, !type.holds(found), let found else {
+        kept.append(field)
+        continue
+      }
+      let reason =
+        "'\(field.name)': \(RecordContract.json(field.value).json) is \(found.rawValue.lowercased()), the column is \(type.rawValue)"
+      switch types {
+      case .asGiven: kept.append(field)
+      case .evolve:
+        kept.append(field)
+        let wider = type.widened(for: found)
+        fixed[key] = wider
+        verdict.widened.append((field.name, wider))
+      case .freeze: throw RecordContract.frozen(number, reason, rule: "types")
+      case .discardRow:
+        verdict.findings.append(Finding(kind: .type, reason: reason))
+        setAside = true
+      case .discardValue: verdict.findings.append(Finding(kind: .type, reason: reason))
+      }
+    }
+    verdict.record = setAside ? nil : kept
+    return verdict
+  }
+
+  private static func frozen(_ number: Int, _ reason: String, rule: String) -> RecordError {
+    RecordError(
+      "record \(number): \(reason) (load.contract.\(rule): freeze); nothing of this step was published. "
+        + "Change the table or the API to match, or choose evolve, discard_row or discard_value")
+  }
+
+  /// A record's value as JSON (nested arrays and objects were read as their JSON text).
+  static func json(_ value: RecordValue) -> JSONValue {
+    switch value {
+    case .null: .null
+    case .integer(let i): .integer(i)
+    case .real(let d): .number("\(d)")
+    case .text(let t): .string(t)
+    }
+  }
+
+  /// A record as a JSON object of its fields, for the quarantine.
+  static func json(_ record: Record) -> String { JSONValue.object(record.map { ($0.name, json($0.value)) }).json }
+}
+
+/// The quarantine of an `http` load (`load.quarantine`, docs/http.md "Contract"): records
+/// the contract set aside or trimmed, staged with the page they came from (in its
+/// transaction) and appended to the quarantine table with the load.
+enum Quarantine {
+  /// The quarantine table's columns, all text, in order: what makes a table a quarantine.
+  static let columns = ["run_id", "step", "partition", "page_url", "record", "reason", "kind", "action"]
+
+  /// `action`: the record was not loaded.
+  static let setAside = "set_aside"
+  /// `action`: the record was loaded without the fields named in `reason`.
+  static let trimmed = "trimmed"
+
+  /// The staging table of a step's quarantined records: `_dray_http_rejected__<job>__<step>`.
+  static func staging(job: String, step: String) -> String { "_dray_http_rejected__\(job)__\(step)" }
+
+  /// What a run's quarantine came to, for the report and the bounds.
+  struct Counts: Equatable {
+    var setAside = 0
+    var trimmed = 0
+    /// Records by the kind of their first reason (`RecordContract.Kind`).
+    var byKind: [String: Int] = [:]
+    var total: Int { setAside + trimmed }
+
+    /// Reads the staged quarantine `staged` (columns as `Quarantine.columns`).
+    init(_ staged: any StagedTable) throws {
+      let names = staged.columns.map { IdentifierKey($0.name) }
+      guard let kind = names.firstIndex(of: IdentifierKey("kind")), let action = names.firstIndex(of: IdentifierKey("action")) else {
+        return
+      }
+      try staged.forEachRow { row in
+        if case .text(let word) = row[action], word == Quarantine.trimmed { trimmed += 1 } else { setAside += 1 }
+        if case .text(let word) = row[kind] { byKind[word, default: 0] += 1 }
+      }
+    }
+
+    init() {}
+
+    /// `2 set aside, 1 trimmed (new_column: 2, type: 1)`.
+    var summary: String {
+      "\(setAside) set aside, \(trimmed) trimmed ("
+        + byKind.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+        + ")"
+    }
+  }
+}
+
+/// The quarantined records of one page, staged in its transaction (`Quarantine.staging`).
+struct Quarantined {
+  let table: any StagedTable
+  let runID: String
+  let step: String
+  /// The member's step id, for a partition of a partitioned step.
+  let partition: String?
+  let url: String
+
+  /// Stages `record` with what `verdict` found in it.
+  func add(_ record: Record, _ verdict: RecordContract.Verdict) throws {
+    if table.columns.isEmpty { try table.prepare(Quarantine.columns.map { ($0, .text) }, widen: false) }
+    let values: [SQLValue] = [
+      .text(runID), .text(step), partition.map { .text($0) } ?? .null, .text(url), .text(RecordContract.json(record)),
+      .text(verdict.findings.map(\.reason).joined(separator: "; ")), .text(verdict.findings.first?.kind.rawValue ?? ""),
+      .text(verdict.record == nil ? Quarantine.setAside : Quarantine.trimmed),
+    ]
+    try table.insert(Array(zip(Quarantine.columns, values)).map { (name: $0.0, value: $0.1) })
+  }
+}
+
+extension Quarantine {
+  /// The first `http` load of `manifest` whose quarantine is a table of `store` that is not
+  /// a quarantine (its columns are not `Quarantine.columns`), as a message naming the step
+  /// and what to do; nil when there is none. Checked when a run starts, before any step.
+  static func clash(in manifest: Manifest, store: () throws -> any TargetStore) throws -> String? {
+    let loads = Quarantine.loads(manifest.steps)
+    guard !loads.isEmpty else { return nil }
+    let store = try store()
+    for (id, load) in loads {
+      let name = store.naming.quarantine(of: load.table, named: load.quarantine.table)
+      let columns = try store.write { try $0.columnTypes(ofTable: name) }.map(\.name)
+      guard !columns.isEmpty, columns.map(IdentifierKey.init) != Quarantine.columns.map(IdentifierKey.init) else { continue }
+      return "step \(id): table \(name) exists and is not a quarantine (its columns are \(columns.joined(separator: ", ")); "
+        + "a quarantine's are \(Quarantine.columns.joined(separator: ", "))), so the records load.contract sets aside cannot go there; "
+        + "nothing was run. Name another table with load.quarantine: NAME, or rename yours"
+    }
+    return nil
+  }
+
+  /// The `http` loads of `steps`, those of parallel groups included, by step id.
+  static func loads(_ steps: [Step]) -> [(id: String, load: HTTPStep.Load)] {
+    steps.flatMap { step -> [(id: String, load: HTTPStep.Load)] in
+      switch step.kind {
+      case .http(let http): http.load.map { [(step.id, $0)] } ?? []
+      case .parallel(let group): loads(group.steps)
+      default: []
+      }
+    }
+  }
+}

@@ -1,0 +1,331 @@
+import DrayEngine
+import DrayManifest
+import DrayModel
+import DrayTarget
+import DrayTestSupport
+import Foundation
+import Testing
+
+/// `load.contract` and `load.quarantine` (docs/http.md, "Contract"): a new field, a type
+/// change and a missing primary key under each rule, against the REST test server's
+/// `/orders`, with the quarantine's rows and the report's counts checked; on both targets.
+@Suite struct ContractTests {
+  let folder = TemporaryDirectory()
+
+  /// Runs a job whose one `http` step merges `/orders` (3 a page) into `orders`, with
+  /// `contract` and `quarantine` added to its `load`.
+  func run(
+    _ server: RestServer, _ target: TargetDatabase, contract: String? = nil, quarantine: String? = nil, incremental: Bool = false,
+    columns: String? = nil
+  ) throws -> RunReport {
+    let extra =
+      (contract.map { ", contract: \($0)" } ?? "") + (quarantine.map { ", quarantine: \($0)" } ?? "")
+      + (columns.map { ", columns: \($0)" } ?? "")
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      \(target.manifestBlock)retry: { count: 1, interval: 10ms }
+      steps:
+        - id: orders
+          http:
+            base_url: '\(server.url)'
+            path: orders
+            query: { per_page: 3 }
+            load: { table: orders, records: /data, write: merge, primary_key: [id]\(extra) }
+            paginate: { next: /links/next }
+      \(incremental ? "      incremental: { cursor: /updated_at, param: updated_since, initial: '2024-01-01T00:00:00Z' }" : "")
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    return Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+  }
+
+  /// A server with four orders holding `qty` (integers), loaded once: the table `orders`
+  /// has the columns id, customer, total, status, qty, updated_at.
+  func loaded(_ target: TargetDatabase) throws -> RestServer {
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": 1}, {"qty": 2}, {"qty": 3}, {"qty": 4}]}"#)
+    let first = try run(server, target)
+    try #require(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    return server
+  }
+
+  /// The quarantine's rows as `[step, partition, page_url has /orders, reason, kind, action]`.
+  func quarantine(_ target: TargetDatabase, _ name: String = "orders_rejected") throws -> [[String?]] {
+    try target.rows("SELECT step, partition, reason, kind, action, run_id FROM \(name) ORDER BY reason")
+  }
+
+  func hasTable(_ target: TargetDatabase, _ name: String) throws -> Bool {
+    try !target.columnNames(name).isEmpty
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases, ["evolve", "freeze", "discard_row", "discard_value"])
+  func aNewFieldFollowsNewColumns(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 5, "priority": "high"}]}"#)
+    let report = try run(server, target, contract: "{ new_columns: \(rule) }")
+    let step = try #require(report.steps.first)
+    let columns = try target.columnNames("orders")
+    switch rule {
+    case "evolve":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(columns.contains("priority"))
+      #expect(try target.rows("SELECT priority FROM orders WHERE id = 5") == [["high"]])
+      #expect(try !hasTable(target, "orders_rejected"))
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 0, trimmed: 0, byKind: [:]))
+    case "freeze":
+      #expect(report.status == .failed)
+      #expect(
+        step.errorMessage?.contains(
+          "record 2: new column 'priority' (load.contract.new_columns: freeze); nothing of this step was published") == true,
+        "\(step.errorMessage ?? "")")
+      #expect(!columns.contains("priority"))
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(try !hasTable(target, "orders_rejected"))
+    case "discard_row":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(!columns.contains("priority"))
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(try quarantine(target) == [["orders", nil, "new column 'priority'", "new_column", "set_aside", report.runID]])
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 4, setAside: 1, trimmed: 0, byKind: ["new_column": 1]))
+      #expect(try ReportCheck.problems([try folder.write("report.json", report.json())]) == "")
+      let record = try #require(try target.rows("SELECT record, page_url FROM orders_rejected").first)
+      #expect(record[0]?.contains(#""priority":"high""#) == true, "\(record[0] ?? "")")
+      #expect(record[1]?.contains("/orders?page=2&per_page=3") == true, "\(record[1] ?? "")")
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(!columns.contains("priority"))
+      #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["5"]])
+      #expect(try quarantine(target) == [["orders", nil, "new column 'priority'", "new_column", "trimmed", report.runID]])
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 0, trimmed: 1, byKind: ["new_column": 1]))
+    }
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases, ["as_given", "evolve", "freeze", "discard_row", "discard_value"])
+  func aTypeChangeFollowsTypes(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": "12.50"}]}"#)
+    if kind == .sqlite {
+      try target.execute("CREATE TABLE seen (id integer)")
+      try target.execute("CREATE TRIGGER orders_seen AFTER INSERT ON orders BEGIN INSERT INTO seen VALUES (new.id); END")
+      try target.execute("CREATE VIEW big_orders AS SELECT id, qty FROM orders WHERE id > 4")
+    }
+    let report = try run(server, target, contract: "{ types: \(rule) }")
+    let step = try #require(report.steps.first)
+    let reason = #"'qty': "12.50" is text, the column is INTEGER"#
+    let qtyType = try target.columnTypes("orders").first { $0.first == "qty" }?.last ?? nil
+    switch rule {
+    case "as_given" where kind == .sqlite:
+      // SQLite stores the value as given (its INTEGER column turns "12.50" into 12.5).
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["12.5"]])
+      #expect(qtyType == "INTEGER")
+    case "as_given":
+      #expect(report.status == .failed)
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(qtyType == "bigint")
+    case "evolve":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(qtyType == (kind == .sqlite ? "TEXT" : "text"))
+      if kind == .sqlite {
+        // Made again, the table keeps its indexes (the merge key's) and triggers.
+        #expect(try target.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'orders'") == [["_dray_key__orders"]])
+        #expect(try target.rows("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'orders_seen'") == [["1"]])
+        #expect(try target.rows("SELECT id, qty FROM big_orders") == [["5", "12.50"]])
+      }
+      #expect(try target.rows("SELECT qty FROM orders WHERE id IN (1, 5) ORDER BY id") == [["1"], ["12.50"]])
+      #expect(try !hasTable(target, "orders_rejected"))
+    case "freeze":
+      #expect(report.status == .failed)
+      #expect(step.errorMessage?.contains("record 2: \(reason) (load.contract.types: freeze)") == true, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    case "discard_row":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(try quarantine(target) == [["orders", nil, reason, "type", "set_aside", report.runID]])
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 4, setAside: 1, trimmed: 0, byKind: ["type": 1]))
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [[nil]])
+      #expect(qtyType == (kind == .sqlite ? "INTEGER" : "bigint"))
+      #expect(try quarantine(target) == [["orders", nil, reason, "type", "trimmed", report.runID]])
+      #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 0, trimmed: 1, byKind: ["type": 1]))
+    }
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases, ["as_given", "evolve", "freeze", "discard_row", "discard_value"])
+  func aMissingPrimaryKeyFollowsTypes(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 5, "id": null}]}"#)
+    let report = try run(server, target, contract: "{ types: \(rule) }")
+    let step = try #require(report.steps.first)
+    switch rule {
+    case "as_given", "evolve":
+      #expect(report.status == .failed)
+      #expect(step.errorMessage?.contains("record 2 has no value for the primary key 'id'") == true, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    case "freeze":
+      #expect(report.status == .failed)
+      #expect(
+        step.errorMessage?.contains("record 2: no value at the primary key /id (load.contract.types: freeze)") == true,
+        "\(step.errorMessage ?? "")")
+      #expect(try !hasTable(target, "orders_rejected"))
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+      #expect(try quarantine(target) == [["orders", nil, "no value at the primary key /id", "primary_key", "set_aside", report.runID]])
+      #expect(
+        step.contract == ContractReport(quarantine: "orders_rejected", loaded: 4, setAside: 1, trimmed: 0, byKind: ["primary_key": 1]))
+    }
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func passingMaxRowsPublishesNothing(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": "x"}, {"qty": "y"}], "update": [1], "set": {"qty": 10}}"#)
+    let report = try run(server, target, contract: "{ types: discard_row }", quarantine: "{ table: rejects, max_rows: 1 }")
+    let step = try #require(report.steps.first)
+    #expect(report.status == .failed)
+    #expect(step.errorCode == "quarantine_full")
+    #expect(
+      step.errorMessage?.hasPrefix(
+        "2 of 6 records did not fit the table (2 set aside, 0 trimmed (type: 2)), more than load.quarantine.max_rows (1)")
+        == true, "\(step.errorMessage ?? "")")
+    // Nothing published: neither order 1's update, nor the quarantine.
+    #expect(try target.rows("SELECT qty FROM orders WHERE id = 1") == [["1"]])
+    #expect(try !hasTable(target, "rejects"))
+    let shared = try run(server, target, contract: "{ types: discard_row }", quarantine: "{ table: rejects, max_share: 0.25 }")
+    #expect(shared.status == .failed)
+    let passing = try run(server, target, contract: "{ types: discard_row }", quarantine: "{ table: rejects, max_share: 0.34 }")
+    #expect(passing.status == .succeeded, "\(passing.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT qty FROM orders WHERE id = 1") == [["10"]])
+    #expect(try target.rows("SELECT count(*) FROM rejects") == [["2"]])
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aTableOfTheQuarantinesNameIsRefusedAtRunStart(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "3"])
+    // An empty file is an empty SQLite database, which the test's connection opens.
+    try FileManager.default.createDirectory(atPath: folder.path + "/data", withIntermediateDirectories: true)
+    #expect(FileManager.default.createFile(atPath: folder.path + "/" + TargetDatabase.sqlitePath, contents: Data()))
+    try target.execute("CREATE TABLE orders_rejected (id integer, note text)")
+    let report = try run(server, target)
+    #expect(report.status == .failed)
+    #expect(
+      report.errorMessage?.hasPrefix(
+        "step orders: table orders_rejected exists and is not a quarantine (its columns are id, note; a quarantine's are run_id, step, partition"
+      )
+        == true, "\(report.errorMessage ?? "")")
+    #expect(report.steps.first?.status == .notRun)
+    #expect(try !hasTable(target, "orders"))
+    #expect(try server.requests().filter { $0.path.hasPrefix("/orders") }.isEmpty)
+    // A quarantine of an earlier run is a quarantine: the run goes on.
+    try target.execute("DROP TABLE orders_rejected")
+    let first = try run(server, target, contract: "{ types: discard_row }")
+    #expect(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+  }
+
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func evolveWidensAnIntegerColumnToRealForADecimal(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 2.5}]}"#)
+    let report = try run(server, target, contract: "{ types: evolve }")
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    let qtyType = try target.columnTypes("orders").first { $0.first == "qty" }?.last ?? nil
+    #expect(qtyType == (kind == .sqlite ? "REAL" : "double precision"))
+    #expect(try target.rows("SELECT qty FROM orders WHERE id IN (1, 5) ORDER BY id") == [["1.0"], ["2.5"]])
+  }
+
+  @Test func whatAColumnHoldsAndWhatItWidensTo() {
+    #expect(ColumnType.integer.holds(.integer) && !ColumnType.integer.holds(.real) && !ColumnType.integer.holds(.text))
+    #expect(ColumnType.real.holds(.integer) && ColumnType.numeric.holds(.real) && !ColumnType.numeric.holds(.text))
+    #expect(ColumnType.text.holds(.integer) && ColumnType.integer.holds(nil))
+    #expect(ColumnType.integer.widened(for: .real) == .real)
+    #expect(ColumnType.integer.widened(for: .text) == .text)
+    #expect(ColumnType.real.widened(for: .text) == .text)
+    #expect(ColumnType.numeric.widened(for: .integer) == .numeric)
+  }
+
+  /// A record set aside still moves an incremental step's cursor: it was seen whole, and the
+  /// next run does not fetch it (nor quarantine it) again.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aRecordSetAsideMovesTheCursor(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": "x"}]}"#)
+    let last = try #require(try server.orders().last?["updated_at"] as? String)
+    let first = try run(server, target, contract: "{ types: discard_row }", incremental: true)
+    #expect(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT value FROM _dray_http_cursors") == [[#""\#(last)""#]])
+    let second = try run(server, target, contract: "{ types: discard_row }", incremental: true)
+    #expect(second.status == .succeeded, "\(second.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT count(*) FROM orders_rejected") == [["1"]])
+  }
+
+  /// Each partition of a partitioned step quarantines its own records, naming the step and
+  /// the member (docs/partitions.md); a `replace` step's partitions quarantine into the
+  /// step's table's quarantine, not the gathering table's.
+  @Test(arguments: TargetDatabase.Kind.allCases, ["merge", "replace"])
+  func partitionsNameTheirMemberInTheQuarantine(kind: TargetDatabase.Kind, write: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": "x"}]}"#)
+    // Both partitions fetch every order: the replaced table holds each twice.
+    if write == "replace" { try target.execute("DROP INDEX _dray_key__orders") }
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      \(target.manifestBlock)retry: { count: 1, interval: 10ms }
+      steps:
+        - id: orders
+          partitions: { list: [{ s: a }, { s: b }] }
+          http:
+            base_url: '\(server.url)'
+            path: orders
+            query: { per_page: 3, tag: '{s}' }
+            load: { table: orders, records: /data, write: \(write)\(write == "merge" ? ", primary_key: [id]" : ""), contract: { types: discard_row } }
+            paginate: { next: /links/next }
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    let report = Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    #expect(report.status == .succeeded, "\(report.steps.first?.members.compactMap(\.errorMessage) ?? [])")
+    #expect(
+      try target.rows("SELECT step, partition, reason FROM orders_rejected ORDER BY partition") == [
+        ["orders", "orders[s=a]", #"'qty': "x" is text, the column is INTEGER"#],
+        ["orders", "orders[s=b]", #"'qty': "x" is text, the column is INTEGER"#],
+      ])
+  }
+
+  /// Declared columns are the contract's types before the table exists: a value they do not
+  /// hold is trimmed on the first run too, and a field they do not name is noted.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func declaredColumnsFixTypesBeforeTheTableExists(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": 1}, {"qty": "x"}, {"qty": 3}]}"#)
+    let report = try run(
+      server, target, contract: "{ new_columns: discard_value, types: discard_value }",
+      columns: "{ id: INTEGER, qty: INTEGER, status: TEXT }")
+    let step = try #require(report.steps.first)
+    #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+    #expect(try target.rows("SELECT id, qty FROM orders ORDER BY id") == [["1", "1"], ["2", nil], ["3", "3"]])
+    #expect(try target.columnNames("orders") == ["id", "qty", "status"])
+    let reasons = try target.rows("SELECT reason FROM orders_rejected ORDER BY page_url, record").map { $0.first ?? nil }
+    #expect(reasons.count == 3)
+    #expect(
+      reasons.contains(
+        #"'qty': "x" is text, the column is INTEGER; new column 'customer'; new column 'total'; new column 'updated_at'"#))
+    #expect(
+      step.contract
+        == ContractReport(quarantine: "orders_rejected", loaded: 3, setAside: 0, trimmed: 3, byKind: ["type": 1, "new_column": 2]))
+  }
+}
