@@ -215,6 +215,8 @@ import Testing
       commits.allSatisfy { span in
         stepIDs.values.contains(span["parentSpanId"] as? String ?? "") || span["parentSpanId"] as? String == root["spanId"] as? String
       })
+    // The load's commit, made on its own thread while FRUITS downloaded, is the step's.
+    #expect(commits.contains { $0["parentSpanId"] as? String == stepIDs["fruits"] })
     let fruits = try #require(steps.first { $0["name"] as? String == "step fruits" })
     #expect((fruits["attributes"] as? [String: Any])?["dray.rows"] as? Int == 5)
 
@@ -254,6 +256,61 @@ import Testing
     #expect(failedRequests.allSatisfy { $0["statusCode"] as? Int == 2 })
     #expect(failedRequests.contains { ($0["attributes"] as? [String: Any])?["http.request.resend_count"] as? Int == 1 })
     #expect(spans.first { $0["name"] as? String == "step fruits" }?["statusCode"] as? Int == 1)
+  }
+
+  @Test func partitionsAndGroupMembersAreSpansUnderTheirStep() throws {
+    let folder = TemporaryDirectory("dray-otlp-members")
+    let api = try OAuthServer(["--api-key", Self.apiKey, "--pages", "2"])
+    let receiver = try TelemetryReceiver()
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: members
+      database: { path: data/db.sqlite }
+      steps:
+        - id: items
+          partitions: { list: [{ part: a }, { part: b }] }
+          http:
+            base_url: "\(api.url)"
+            path: items
+            query: { part: "{part}" }
+            auth: { api_key: { query: api_key, value: "\(Self.apiKey)" } }
+            load: { table: items, records: /data }
+            paginate: { next: /next }
+        - id: group
+          parallel:
+            steps:
+              - { id: one, sql: "CREATE TABLE IF NOT EXISTS one(x)" }
+              - { id: two, sql: "CREATE TABLE IF NOT EXISTS two(x)" }
+      report:
+        otlp: { endpoint: "\(receiver.url)" }
+
+      """)
+    let result = try Command.dray(["run", manifest])
+    #expect(result.status == 0, "\(result.output)")
+    let otlp = try TelemetryCheck.check("otlp", try folder.write("received.json", try receiver.receivedText()))
+    #expect(otlp.problems == "")
+    let spans = try #require(otlp.json as? [[String: Any]])
+    func span(_ name: String) throws -> [String: Any] { try #require(spans.first { $0["name"] as? String == name }) }
+    let items = try span("step items")
+    let group = try span("step group")
+    let partitions = spans.filter {
+      $0["parentSpanId"] as? String == items["spanId"] as? String && ($0["name"] as? String)?.hasPrefix("step ") == true
+    }
+    #expect(partitions.map { $0["name"] as? String } == ["step items[part=a]", "step items[part=b]"])
+    #expect(partitions.map { ($0["attributes"] as? [String: Any])?["dray.partition.part"] as? String } == ["a", "b"])
+    #expect(try span("step one")["parentSpanId"] as? String == group["spanId"] as? String)
+    #expect(try span("step two")["parentSpanId"] as? String == group["spanId"] as? String)
+    // Each partition's two pages are its own requests.
+    for partition in partitions {
+      let requests = spans.filter {
+        $0["parentSpanId"] as? String == partition["spanId"] as? String
+          && ($0["attributes"] as? [String: Any])?["http.request.method"] != nil
+      }
+      #expect(requests.count == 2, "\(partition["name"] ?? "")")
+    }
+    #expect(try api.stats().apiPaths.count == 4)
   }
 
   @Test func receiversThatAreDownCostOneWarningEachAndNeverTheRun() throws {

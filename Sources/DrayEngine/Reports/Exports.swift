@@ -8,9 +8,10 @@ internal import Glibc
 /// OpenTelemetry trace (`report.otlp`), docs/report.md.
 ///
 /// Both are best effort: a receiver that is down, slow or refuses costs one warning line
-/// each, never the run's outcome or exit code. Each send has a 5 s connect and 10 s request
+/// each, never the run's outcome or exit code. Each send has a 2 s connect and 5 s request
 /// limit and is tried 3 times, 0.5 s then 1 s apart (connection failures, time limits,
-/// `408`, `429` and `5xx`). Nothing is done, and no span recorded, when neither is set.
+/// `408`, `429` and `5xx`): at most about 17 s per destination and run, since a destination
+/// that failed is sent nothing more. Nothing is done, and no span recorded, when neither is set.
 final class Exports {
   let manifest: Manifest
   let console: Console
@@ -22,7 +23,7 @@ final class Exports {
   /// Tries per send, and the waits between them.
   static let tries = 3
   static let waits: [Duration] = [.milliseconds(500), .seconds(1)]
-  static let timeouts = Timeouts(connect: .seconds(5), request: .seconds(10), idle: .seconds(10))
+  static let timeouts = Timeouts(connect: .seconds(2), request: .seconds(5), idle: .seconds(5))
 
   init(manifest: Manifest, console: Console, environment: [String: String] = ProcessInfo.processInfo.environment) {
     self.manifest = manifest

@@ -16,7 +16,8 @@ internal import Foundation
 ///   credentials left out and secret query values `REDACTED`, `server.address`,
 ///   `server.port`, `http.response.status_code`, `http.request.resend_count`,
 ///   `db.system`), plus dray's own (`dray.step.id`, `dray.rows`, `dray.bytes`,
-///   `dray.retries`). A span that failed has status code 2 (error) with the message; every
+///   `dray.retries`; on a request `dray.bytes` received on the wire and `dray.bytes_sent`,
+///   head and body). A span that failed has status code 2 (error) with the message; every
 ///   string is masked by the run's redactor.
 struct OTLPTrace {
   let report: RunReport
@@ -76,7 +77,7 @@ struct OTLPTrace {
         }
         if let status { attributes.append(("http.response.status_code", .integer(Int64(status)))) }
         if attempt > 1 { attributes.append(("http.request.resend_count", .integer(Int64(attempt - 1)))) }
-        attributes += [("dray.bytes", .integer(received)), ("http.request.body.size", .integer(sent))]
+        attributes += [("dray.bytes", .integer(received)), ("dray.bytes_sent", .integer(sent))]
       case .commit(let system):
         name = "COMMIT"
         attributes += [("db.system", .string(system)), ("db.operation.name", .string("COMMIT"))]

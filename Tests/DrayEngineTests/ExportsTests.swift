@@ -1,0 +1,59 @@
+import DrayModel
+import Foundation
+import Testing
+
+@testable import DrayEngine
+
+/// The pure parts of `report.openlineage` and `report.otlp`: the run's UUID, the environment
+/// filling in `report.otlp`, and `url.full` without secrets (the exports themselves are
+/// tested against real receivers in TelemetryExportTests).
+@Suite struct ExportsTests {
+  @Test func theRunUUIDIsVersion8FromSHA256AndStable() throws {
+    let id = LineageEvents.runUUID(job: "nightly", runID: "20261130T120311.201Z-78795a")
+    #expect(id == LineageEvents.runUUID(job: "nightly", runID: "20261130T120311.201Z-78795a"))
+    #expect(id != LineageEvents.runUUID(job: "nightly", runID: "20261130T120311.201Z-78795b"))
+    #expect(id != LineageEvents.runUUID(job: "other", runID: "20261130T120311.201Z-78795a"))
+    let uuid = try #require(UUID(uuidString: id))
+    #expect(uuid.uuidString.lowercased() == id)
+    let bytes = withUnsafeBytes(of: uuid.uuid) { Array($0) }
+    #expect(bytes[6] >> 4 == 8, "version 8")
+    #expect(bytes[8] >> 6 == 0b10, "RFC 9562 variant")
+    // The rest is SHA-256 of dray-run:<job>:<run id>.
+    let digest = SHA256.digest(Array("dray-run:nightly:20261130T120311.201Z-78795a".utf8))
+    #expect(bytes[0..<6] == digest[0..<6] && bytes[9..<16] == digest[9..<16])
+    #expect(bytes[6] & 0x0f == digest[6] & 0x0f && bytes[8] & 0x3f == digest[8] & 0x3f)
+  }
+
+  @Test func theEnvironmentFillsInWhatReportOTLPLeavesOut() {
+    let environment = [
+      "OTEL_EXPORTER_OTLP_ENDPOINT": "http://env-collector:4318/",
+      "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=a%20b, authorization=from-env ,broken,=x",
+    ]
+    let fromEnvironment = OTLPTarget.resolve(OTLPSettings(), environment: environment)
+    #expect(fromEnvironment.endpoint == "http://env-collector:4318")
+    #expect(fromEnvironment.tracesURL == "http://env-collector:4318/v1/traces")
+    #expect(fromEnvironment.headers.map { "\($0.name)=\($0.value)" } == ["x-tenant=a b", "authorization=from-env"])
+    #expect(fromEnvironment.headers.allSatisfy { $0.holdsSecret })
+
+    let given = OTLPTarget.resolve(
+      OTLPSettings(endpoint: "https://manifest:4318", headers: [HTTPHeader("Authorization", "Bearer m", secret: true)]),
+      environment: environment)
+    #expect(given.endpoint == "https://manifest:4318")
+    // The manifest's Authorization wins; the environment adds the field it does not name.
+    #expect(given.headers.map { "\($0.name)=\($0.value)" } == ["Authorization=Bearer m", "x-tenant=a b"])
+
+    #expect(OTLPTarget.resolve(OTLPSettings(), environment: [:]).endpoint == "")
+  }
+
+  @Test func urlFullKeepsNoCredentialQueryValue() {
+    #expect(
+      OTLPTrace.safeURL("http://h/items?page=2&api_key=ak-1&Token=t&x=1") == "http://h/items?page=2&api_key=REDACTED&Token=REDACTED&x=1")
+    #expect(OTLPTrace.safeURL("http://h/items") == "http://h/items")
+    #expect(OTLPTrace.safeURL("http://h/?access-token=z&flag") == "http://h/?access-token=REDACTED&flag")
+  }
+
+  @Test func originsLeaveCredentialsOut() {
+    #expect(LineageEvents.origin("HTTPS://user:pw@api.example.com:8443/v1/?a=1") == "https://api.example.com:8443")
+    #expect(LineageEvents.origin("http://127.0.0.1:8765/") == "http://127.0.0.1:8765")
+  }
+}
