@@ -313,6 +313,55 @@ import Testing
     #expect(try api.stats().apiPaths.count == 4)
   }
 
+  @Test func postgresOutputsAreNamedAsTheNamingSpecSays() throws {
+    let folder = TemporaryDirectory("dray-lineage-pg")
+    let emulator = try Emulator()
+    let server = try PostgresServer.shared()
+    let database = try server.createDatabase("lineage")
+    try server.connect(database: database).execute("CREATE SCHEMA lineage")
+    let receiver = try TelemetryReceiver()
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: pg-lineage
+      platform: { host: "\(emulator.url)", environment: DocumentationExampleEnv, project: DocumentationExampleProj }
+      auth: { username: \(DemoUser.name), password: \(DemoUser.password) }
+      database: { url: "\(server.urlText(database: database))", schema: lineage }
+      steps:
+        - schemes: { resources: [FRUITS] }
+        - id: fruits
+          table_stream: { resource: FRUITS }
+      report:
+        openlineage: { path: events.jsonl }
+        otlp: { endpoint: "\(receiver.url)" }
+
+      """)
+    let result = try Command.dray(["run", manifest])
+    #expect(result.status == 0, "\(result.output)")
+    let checked = try TelemetryCheck.check("openlineage", folder.path + "/events.jsonl")
+    #expect(checked.problems == "")
+    let events = Self.events(checked.json)
+    try #require(events.map { $0["eventType"] as? String } == ["START", "COMPLETE"])
+    let outputs = try #require(events[1]["outputs"] as? [[String: Any]])
+    let fruits = try #require(outputs.first { ($0["name"] as? String)?.hasSuffix(".FRUITS__output_table") == true })
+    #expect(fruits["namespace"] as? String == "postgres://127.0.0.1:\(server.port)")
+    #expect(fruits["name"] as? String == "\(database).lineage.FRUITS__output_table")
+    #expect(fruits["rowCount"] as? Int == 5)
+    #expect(fruits["fields"] as? [String] == ["hhive_id", "id", "name", "price", "in_season"])
+    let otlp = try TelemetryCheck.check("otlp", try folder.write("received.json", try receiver.receivedText()))
+    #expect(otlp.problems == "")
+    let spans = try #require(otlp.json as? [[String: Any]])
+    let fruitsStep = try #require(spans.first { $0["name"] as? String == "step fruits" })
+    #expect(
+      spans.contains {
+        ($0["attributes"] as? [String: Any])?["db.system"] as? String == "postgresql"
+          && $0["parentSpanId"] as? String == fruitsStep["spanId"] as? String
+      })
+    let everything = try String(contentsOfFile: folder.path + "/events.jsonl", encoding: .utf8) + (try receiver.receivedText())
+    #expect(!everything.contains(PostgresServer.password))
+  }
+
   @Test func receiversThatAreDownCostOneWarningEachAndNeverTheRun() throws {
     let folder = TemporaryDirectory("dray-otlp-down")
     let emulator = try Emulator()
