@@ -396,6 +396,16 @@ import Testing
     #expect(try receiver.received().isEmpty)
     let plan = try Command.dray(["plan", manifest], environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url])
     #expect(!plan.stdout.contains("\n  otlp ") && !plan.stdout.contains("\n  openlineage "), "\(plan.stdout)")
+
+    // report.otlp present but no endpoint anywhere: a warning, nothing sent, the run fine.
+    let empty = try folder.write("empty.yaml", Self.manifest(emulator, report: "  otlp: {}"))
+    let warned = try Command.dray(["run", empty])
+    #expect(warned.status == 0, "\(warned.output)")
+    #expect(
+      warned.stderr.contains(
+        "warning: report.otlp is set without an endpoint and OTEL_EXPORTER_OTLP_ENDPOINT is not set: no trace is sent; give report.otlp.endpoint"
+      ), "\(warned.stderr)")
+    #expect(try receiver.received().isEmpty)
   }
 
   @Test func thePlanShowsBothWithTheHeadersMasked() throws {
