@@ -386,6 +386,20 @@ import Testing
     #expect(try Self.report(result.stdout)["status"] as? String == "succeeded")
   }
 
+  @Test func anEventsFileNeverLandsOnAFileDrayKeeps() throws {
+    let folder = TemporaryDirectory("dray-lineage-kept")
+    let emulator = try Emulator()
+    let manifest = try folder.write("job.yaml", Self.manifest(emulator, report: "  openlineage: { path: data/db.sqlite }"))
+    let result = try Command.dray(["run", manifest])
+    #expect(result.status == 0, "\(result.output)")
+    let warnings = result.stderr.split(separator: "\n").filter { $0.contains("warning:") }
+    #expect(warnings.count == 1, "\(result.stderr)")
+    #expect(warnings.allSatisfy { $0.contains("the OpenLineage event was not written to") && $0.contains("job's database") }, "\(warnings)")
+    // The database is whole: the next run reads its journal and skips nothing it should not.
+    let again = try Command.dray(["run", manifest])
+    #expect(again.status == 0, "\(again.output)")
+  }
+
   @Test func theEnvironmentAloneTurnsNoExportOn() throws {
     let folder = TemporaryDirectory("dray-otlp-env")
     let emulator = try Emulator()

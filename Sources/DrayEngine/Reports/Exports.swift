@@ -73,11 +73,24 @@ final class Exports {
       post(text, to: url, headers: [HTTPHeader("Content-Type", "application/json")], what: "the OpenLineage event")
     case .path(let path)?:
       let file = manifest.resolve(path)
+      guard !down.contains(file) else { return }
       do {
+        // Never into a file dray keeps for the job (the database, the manifest, ...), by
+        // its name or, through a symbolic link, the file it leads to.
+        let kept = KeptPaths.forReports(of: manifest)
+        let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: file)).map {
+          $0.hasPrefix("/") ? $0 : (file as NSString).deletingLastPathComponent + "/" + $0
+        }
+        if let conflict = kept.conflictOnDisk(file) ?? target.flatMap(kept.conflictOnDisk) {
+          throw LocalFileError.refused("it \(conflict); name another file")
+        }
         try Folders.create(holding: file)
         try Exports.append(text + "\n", to: file)
       } catch {
-        console.warn("the OpenLineage event was not written to \(ReportFiles.display(file)): \(error); check report.openlineage.path")
+        down.insert(file)
+        console.warn(
+          "the OpenLineage event was not written to \(ReportFiles.display(file)): \(error); nothing more is written there by this run, whose outcome is not affected; check report.openlineage.path"
+        )
       }
     case nil: break
     }
