@@ -37,32 +37,40 @@ public enum Tracing {
   }
 
   private static let on = Atomic<Bool>(false)
-  private static let spans = Mutex<[Span]>([])
+  private static let spans = Mutex<(kept: [Span], dropped: Int)>(([], 0))
+
+  /// The most spans a run keeps (about 5 MB of OTLP JSON, some 600 bytes a span): the first ones; those after are
+  /// counted (`stop().dropped`), so that a run of millions of requests neither grows without
+  /// bound nor sends a trace a collector refuses.
+  public static let limit = 8000
 
   /// Whether spans are being recorded.
   public static var isOn: Bool { on.load(ordering: .relaxed) }
 
   /// Starts recording, dropping what an earlier start left.
   public static func start() {
-    spans.withLock { $0.removeAll() }
+    spans.withLock { $0 = ([], 0) }
     on.store(true, ordering: .relaxed)
   }
 
   /// Stops recording.
-  /// - Returns: the spans recorded since `start()`, in the order they ended.
-  public static func stop() -> [Span] {
+  /// - Returns: the spans recorded since `start()`, in the order they ended (at most
+  ///   `limit`), and how many more there were.
+  public static func stop() -> (spans: [Span], dropped: Int) {
     on.store(false, ordering: .relaxed)
     return spans.withLock {
       let all = $0
-      $0.removeAll()
-      return all
+      $0 = ([], 0)
+      return (all.kept, all.dropped)
     }
   }
 
-  /// Records `span` when recording is on.
+  /// Records `span` when recording is on (counts it when `limit` spans are kept already).
   public static func record(_ span: Span) {
     guard isOn else { return }
-    spans.withLock { $0.append(span) }
+    spans.withLock {
+      if $0.kept.count < limit { $0.kept.append(span) } else { $0.dropped += 1 }
+    }
   }
 
   private static let stepKey = "dray.tracing.step"

@@ -52,6 +52,27 @@ import Testing
     #expect(OTLPTrace.safeURL("http://h/?access-token=z&flag") == "http://h/?access-token=REDACTED&flag")
   }
 
+  @Test func aRunKeepsAtMostLimitSpansAndCountsTheRest() throws {
+    // Other tests of this process may record meanwhile: they only add to what is dropped.
+    Tracing.start()
+    let now = Date()
+    for _ in 0..<(Tracing.limit + 5) {
+      Tracing.record(Tracing.Span(kind: .commit(system: "sqlite"), step: "s", start: now, end: now, error: nil))
+    }
+    let recorded = Tracing.stop()
+    #expect(recorded.spans.count == Tracing.limit)
+    #expect(recorded.dropped >= 5)
+    #expect(!Tracing.isOn)
+    Tracing.record(Tracing.Span(kind: .commit(system: "sqlite"), step: "s", start: now, end: now, error: nil))
+    #expect(Tracing.stop().spans.isEmpty, "nothing is recorded while off")
+
+    let report = RunReport(
+      job: "j", runID: "20261130T120311.201Z-78795a", manifestPath: "j.yaml", manifestFingerprint: "f", host: "h", startedAt: now,
+      endedAt: now, status: .succeeded, exitCode: 0, steps: [])
+    let json = OTLPTrace(report: report, spans: [], dropped: 7, redactor: Redactor()).json
+    #expect(json.contains(#"{"key":"dray.spans_dropped","value":{"intValue":"7"}}"#), "\(json)")
+  }
+
   @Test func originsLeaveCredentialsOut() {
     #expect(LineageEvents.origin("HTTPS://user:pw@api.example.com:8443/v1/?a=1") == "https://api.example.com:8443")
     #expect(LineageEvents.origin("http://127.0.0.1:8765/") == "http://127.0.0.1:8765")

@@ -53,14 +53,14 @@ final class Exports {
   /// `START`, when the run ended before sending one) and the trace.
   /// - Parameter columns: the columns of a table written, for the schema facet.
   func finish(_ report: RunReport, columns: (String) -> [String]?) {
-    let spans = Tracing.isOn ? Tracing.stop() : []
+    let recorded = Tracing.isOn ? Tracing.stop() : (spans: [], dropped: 0)
     if let lineage {
       start(job: report.job, runID: report.runID, startedAt: report.startedAt, resumes: report.resumes)
       let events = LineageEvents(settings: lineage, manifest: manifest, job: report.job, runID: report.runID)
       send(lineage: events.end(report, columns: columns))
     }
     if let otlp, !otlp.endpoint.isEmpty {
-      let trace = OTLPTrace(report: report, spans: spans, redactor: console.redactor.current).json
+      let trace = OTLPTrace(report: report, spans: recorded.spans, dropped: recorded.dropped, redactor: console.redactor.current).json
       post(trace, to: otlp.tracesURL, headers: otlp.headers + [HTTPHeader("Content-Type", "application/json")], what: "the trace")
     }
   }

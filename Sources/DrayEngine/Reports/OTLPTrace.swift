@@ -22,6 +22,8 @@ internal import Foundation
 struct OTLPTrace {
   let report: RunReport
   let spans: [Tracing.Span]
+  /// Request and commit spans past `Tracing.limit`, not sent: the root's `dray.spans_dropped`.
+  var dropped = 0
   let redactor: Redactor
 
   var traceID: String { LineageEvents.runUUID(job: report.job, runID: report.runID).replacing("-", with: "") }
@@ -40,7 +42,7 @@ struct OTLPTrace {
           ("dray.job", .string(report.job)), ("dray.run_id", .string(report.runID)), ("dray.status", .string(report.status.rawValue)),
           ("dray.exit_code", .integer(Int64(report.exitCode))), ("dray.rows", .integer(Int64(report.totals.rows))),
           ("dray.bytes", .integer(report.totals.bytes)), ("dray.retries", .integer(Int64(report.totals.retries))),
-        ],
+        ] + (dropped > 0 ? [("dray.spans_dropped", .integer(Int64(dropped)))] : []),
         error: report.status == .failed ? (report.failure?.reason ?? report.errorMessage ?? "failed") : nil))
     var stepSpans: [String: String] = [:]
     func add(_ step: StepReport, parent: String) {
