@@ -1,3 +1,4 @@
+import DrayManifest
 import DrayModel
 import Foundation
 import Testing
@@ -71,6 +72,36 @@ import Testing
       endedAt: now, status: .succeeded, exitCode: 0, steps: [])
     let json = OTLPTrace(report: report, spans: [], dropped: 7, redactor: Redactor()).json
     #expect(json.contains(#"{"key":"dray.spans_dropped","value":{"intValue":"7"}}"#), "\(json)")
+  }
+
+  @Test func inputsAreEveryResourceFileAndAddressReadOnce() throws {
+    let manifest = try ManifestLoader(environment: [:]).load(
+      text: """
+        version: 1
+        job: reads
+        platform: { host: "http://fmp.example:8765/", environment: Env, project: Proj }
+        auth: { username: u, password: p }
+        database: { path: db.sqlite }
+        steps:
+          - schemes: { resources: [FRUITS] }
+          - table_stream: { resource: FRUITS }
+          - files: { action: get, connection: nfs4, path: docs/readme.txt, local: out/readme.txt }
+          - files: { action: put, connection: nfs4, path: docs/up.txt, local: out/readme.txt }
+          - id: api
+            http: { base_url: "https://api.example.com/v1/", path: "repos/{repo}/issues", query: { state: all }, load: { table: issues } }
+            partitions: { list: [{ repo: a }] }
+        """, path: "/jobs/reads.yaml", directory: "/jobs")
+    let events = LineageEvents(settings: LineageSettings(destination: .path("l.jsonl")), manifest: manifest, job: "reads", runID: "r")
+    let inputs = events.inputs.map { value -> String in
+      guard case .object(let fields) = value else { return "" }
+      return fields.compactMap { if case .string(let text) = $0.value { text } else { nil } }.joined(separator: " ")
+    }
+    #expect(
+      inputs == [
+        "http://fmp.example:8765 Env/Proj/FRUITS", "http://fmp.example:8765 Env/Proj/file/nfs4/docs/readme.txt",
+        "https://api.example.com /v1/repos/{repo}/issues",
+      ])
+    #expect(events.database?.namespace == "sqlite:///jobs/db.sqlite")
   }
 
   @Test func originsLeaveCredentialsOut() {

@@ -10,8 +10,9 @@ internal import Foundation
 /// - A resumed run names the run it resumes in the `dray_resumes` run facet (its run id and
 ///   UUID).
 /// - Inputs: each platform resource read (namespace the platform's origin, name
-///   `ENVIRONMENT/PROJECT/RESOURCE`) and each `http` step's address (namespace its origin,
-///   name the path, without the query).
+///   `ENVIRONMENT/PROJECT/RESOURCE`), each file a `files` step reads (`get`, `list`,
+///   `meta`: `ENVIRONMENT/PROJECT/file/CONNECTION/PATH`) and each `http` step's address
+///   (namespace its origin, name the path, without the query).
 /// - Outputs: each table written (OpenLineage "Naming": `postgres://host:port` and
 ///   `database.schema.table`; SQLite: `sqlite://` and the file's absolute path, and the
 ///   table), with the `schema` facet (column names) and the `outputStatistics` facet (the
@@ -106,6 +107,9 @@ struct LineageEvents {
         var path = String(base.dropFirst(origin.count)) + (s.path ?? "")
         if let query = path.firstIndex(of: "?") { path = String(path[..<query]) }
         add(origin, path.isEmpty ? "/" : path)
+      case .files(let s) where s.action == .get || s.action == .list || s.action == .meta:
+        // A file read from a file-server connection: `ENVIRONMENT/PROJECT/file/CONNECTION/PATH`.
+        if let platform { add(platform.0, platform.1 + "file/\(s.connection)/" + s.path) }
       case .files, .sql, .query, .parallel: break
       }
     }
