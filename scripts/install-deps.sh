@@ -32,7 +32,8 @@ tests=(
   python3-prometheus-client # tests: Prometheus textfiles through the exposition-format parser
   bsdutils             # tests: `script`, to run dray on a pseudo-terminal
   python3-yaml         # deploy tests: reading the Kubernetes manifests
-  python3-venv         # deploy tests: kubernetes-validate in a virtualenv under .build
+  python3-venv         # virtualenvs under .build: kubernetes-validate (deploy tests); opentelemetry-proto and
+                       # openlineage-python (TelemetryExportTests, scripts/telemetry-requirements.txt), from PyPI
   systemd              # deploy tests: systemd-analyze verify (no systemd running needed)
   gdb                  # deploy tests: the stripped release binary finds its .debug file
   util-linux           # deploy tests: unshare, setpriv, setsid

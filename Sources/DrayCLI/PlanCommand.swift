@@ -253,6 +253,24 @@ struct JobPlan {
       ("downloads", manifest.resolve(manifest.download.path) + (manifest.download.resume ? ", resumed when broken" : ", not resumed")))
     rows.append(("journal", database.journalLocation))
     rows.append(("report", reportPath + " (\(manifest.report.formats.map(\.rawValue).joined(separator: ", ")))"))
+    if let lineage = manifest.report.openLineage {
+      let place =
+        switch lineage.destination {
+        case .url(let url): "POST to \(url)"
+        case .path(let path): "appended to \(manifest.resolve(path))"
+        }
+      rows.append(("openlineage", "events \(place), job namespace \(lineage.namespace)"))
+    }
+    if let otlp = otlpTarget {
+      let headers = otlp.headers.map { "\($0.name): \(Redactor.mask)" }.joined(separator: ", ")
+      rows.append(
+        (
+          "otlp",
+          otlp.endpoint.isEmpty
+            ? "no endpoint: give report.otlp.endpoint or set OTEL_EXPORTER_OTLP_ENDPOINT; nothing is sent"
+            : "trace POSTed to \(otlp.tracesURL)" + (headers.isEmpty ? "" : " with \(headers)")
+        ))
+    }
     rows.append(("resume", resumeSummary))
     lines += Self.aligned(rows, indent: "  ")
     lines.append("")
@@ -268,6 +286,35 @@ struct JobPlan {
       lines.append("<table> stands for each output table of a resource whose scheme has not been fetched yet.")
     }
     return lines.joined(separator: "\n")
+  }
+
+  /// `report.otlp` with the environment filled in; nil when export is off.
+  private var otlpTarget: OTLPTarget? {
+    manifest.report.otlp.map { OTLPTarget.resolve($0, environment: ProcessInfo.processInfo.environment) }
+  }
+
+  /// `report.openlineage` and `report.otlp` for `--json`: absent when off.
+  private var exportsJSON: [(key: String, value: JSONValue)] {
+    var pairs: [(key: String, value: JSONValue)] = []
+    if let lineage = manifest.report.openLineage {
+      let destination: (key: String, value: JSONValue) =
+        switch lineage.destination {
+        case .url(let url): ("url", .string(url))
+        case .path(let path): ("path", .string(manifest.resolve(path)))
+        }
+      pairs.append(("openlineage", .object([destination, ("namespace", .string(lineage.namespace))])))
+    }
+    if let otlp = otlpTarget {
+      pairs.append(
+        (
+          "otlp",
+          .object([
+            ("endpoint", otlp.endpoint.isEmpty ? .null : .string(otlp.endpoint)),
+            ("headers", .object(otlp.headers.map { ($0.name, .string(Redactor.mask)) })),
+          ])
+        ))
+    }
+    return pairs
   }
 
   /// The report path with `{job}` filled in; `{run_id}` is known when the run starts.
@@ -478,10 +525,11 @@ struct JobPlan {
       ("journal", .string(database.journalLocation)),
       (
         "report",
-        .object([
-          ("path", .string(reportPath)),
-          ("formats", .array(manifest.report.formats.map { .string($0.rawValue) })),
-        ])
+        .object(
+          [
+            ("path", .string(reportPath)),
+            ("formats", .array(manifest.report.formats.map { .string($0.rawValue) })),
+          ] + exportsJSON)
       ),
       ("resumes", resume.resumes.map { .string($0.id) } ?? .null),
       ("steps", .array(manifest.steps.map { stepJSON($0, group: nil) })),

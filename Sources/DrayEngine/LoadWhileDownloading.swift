@@ -62,8 +62,10 @@ private final class LoadThread<Value>: @unchecked Sendable {
 
   init(_ work: @escaping () throws -> Value) {
     self.work = work
+    // The load's commits are spans of the step that started it (`Tracing`).
+    let step = Tracing.currentStep
     let thread = Thread { [self] in
-      result = Result { try self.work() }
+      result = Result { try step.map { step in try Tracing.withStep(step) { try self.work() } } ?? self.work() }
       done.signal()
     }
     thread.stackSize = 4 << 20

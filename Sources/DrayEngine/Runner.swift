@@ -31,6 +31,9 @@ public final class Runner {
   public let database: any JobDatabase
   /// What a start that finds another run holding the job's lock ends as (`--when-locked`).
   public var whenLocked: WhenLocked = .exit
+  /// The run's OpenLineage events and trace (`report.openlineage`, `report.otlp`), once the
+  /// lock is held.
+  private var exports: Exports?
 
   /// - Parameter database: the job's database, as `Databases.open(manifest)` chose it.
   public init(
@@ -81,6 +84,8 @@ public final class Runner {
       }
     }
     defer { withExtendedLifetime(lock) {} }
+    // OpenLineage and OTLP: only a run that holds the lock has events and a trace.
+    exports = Exports(manifest: manifest, console: console)
 
     if let platform = manifest.platform, !platform.tls.verify {
       console.warn(
@@ -145,6 +150,7 @@ public final class Runner {
       )
     }
     CrashPoint.reach("run-recorded")
+    exports?.start(job: manifest.job, runID: runID, startedAt: startedAt, resumes: report.resumes)
     // A fresh run starts over: no answer an earlier run downloaded, finished or partial, is
     // reused (docs/resume.md).
     if options.fresh { DownloadFolder(manifest).removeOwnFiles() }
@@ -287,6 +293,13 @@ public final class Runner {
   /// failure), and the report notes the files not written.
   private func write(_ report: inout RunReport) {
     report.unwrittenReports = ReportFiles.write(report, manifest: manifest, database: database, console: console)
+    if let exports, exports.isOn {
+      var store: (any TargetStore)?
+      exports.finish(report) { [database, cancellation] table in
+        if store == nil { store = try? database.openStore(fence: nil, cancellation: cancellation) }
+        return try? store?.write { try $0.columns(ofTable: table) }
+      }
+    }
     guard !report.unwrittenReports.isEmpty else { return }
     report.addFailure(FailureCause(.permanent, "a report file could not be written (report_file)"))
     let names = report.unwrittenReports.map(ReportFiles.display).joined(separator: ", ")

@@ -27,6 +27,10 @@ struct StepRunner {
   var console: Console { context.console }
 
   func run() -> StepReport {
+    Tracing.withStep(step.id) { runTraced() }
+  }
+
+  private func runTraced() -> StepReport {
     var report = StepReport(id: step.id, kind: step.kindName, status: .succeeded)
     report.startedAt = Date()
     report.checkpointBefore = currentCheckpoint()

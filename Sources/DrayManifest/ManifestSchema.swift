@@ -222,6 +222,32 @@ public enum ManifestSchema {
       "formats", .list(.choice(ReportSettings.Format.allCases.map(\.rawValue))),
       default: .array(ReportSettings().formats.map { .string($0.rawValue) }),
       "Report formats written; the JSON report is always written."),
+    Key(
+      "openlineage", .mapping(openLineage, rules: [.exactlyOne(["url", "path"])]),
+      "Send OpenLineage events of each run (START, then COMPLETE, FAIL or ABORT) to a lineage server or a file (docs/report.md)."),
+    Key(
+      "otlp", .optional(.mapping(otlp)),
+      "Send the run's trace over OTLP/HTTP JSON; OTEL_EXPORTER_OTLP_ENDPOINT and _HEADERS fill in what is left out (docs/report.md)."),
+  ]
+
+  /// `report.openlineage`: a lineage server's URL or a file, and the job's namespace.
+  public static let openLineage: [Key] = [
+    Key("url", .string(nonEmpty: true), "The lineage server's endpoint, such as http://marquez:5000/api/v1/lineage; each event is POSTed."),
+    Key("path", .string(nonEmpty: true), "A file the events are appended to, one per line. Relative to the job folder."),
+    Key(
+      "namespace", .string(nonEmpty: true), default: .string(LineageSettings.defaultNamespace),
+      "The job's namespace in the events."),
+  ]
+
+  /// `report.otlp`: an OpenTelemetry collector's OTLP/HTTP endpoint and header fields.
+  public static let otlp: [Key] = [
+    Key(
+      "endpoint", .string(nonEmpty: true),
+      "The collector's base URL, such as http://collector:4318; spans go to {endpoint}/v1/traces. Default: OTEL_EXPORTER_OTLP_ENDPOINT."
+    ),
+    Key(
+      "headers", .dictionary(.string(nonEmpty: false)),
+      "Header fields sent with each export, all masked as secrets; added to OTEL_EXPORTER_OTLP_HEADERS."),
   ]
 
   /// Keys every step may have besides its kind.

@@ -277,6 +277,8 @@ extension ManifestValidator {
         reader.error(node.location, "'report.formats' must be a list such as [json, junit], found \(node.kindDescription)")
       }
     }
+    if let node = f["openlineage"] { r.openLineage = readOpenLineage(node) }
+    if let node = f["otlp"] { r.otlp = readOTLP(node) }
     return r
   }
 

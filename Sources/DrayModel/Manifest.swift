@@ -292,8 +292,17 @@ public struct ReportSettings: Sendable, Hashable {
   public var path: String
   /// Formats written besides the JSON report (which is always written).
   public var formats: [Format]
-  public init(path: String = ".dray/reports/{job}-{run_id}.json", formats: [Format] = [.json]) {
+  /// OpenLineage events of each run (`report.openlineage`); nil: none are sent.
+  public var openLineage: LineageSettings?
+  /// The run's trace over OTLP/HTTP (`report.otlp`); nil: none is sent.
+  public var otlp: OTLPSettings?
+  public init(
+    path: String = ".dray/reports/{job}-{run_id}.json", formats: [Format] = [.json], openLineage: LineageSettings? = nil,
+    otlp: OTLPSettings? = nil
+  ) {
     self.path = path
     self.formats = formats
+    self.openLineage = openLineage
+    self.otlp = otlp
   }
 }

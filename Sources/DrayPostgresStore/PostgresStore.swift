@@ -286,10 +286,12 @@ extension PostgresStore: TargetStore {
   /// One transaction; just before COMMIT it checks the run lock's generation
   /// (`PostgresRunLock.checkFence`), so a runner that lost its lock commits nothing.
   public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-    try connection.transaction {
-      let value = try body(PostgresTransaction(store: self))
-      try fence?.checkFence(on: connection)
-      return value
+    try Tracing.commit(system: "postgresql") {
+      try connection.transaction {
+        let value = try body(PostgresTransaction(store: self))
+        try fence?.checkFence(on: connection)
+        return value
+      }
     }
   }
 }

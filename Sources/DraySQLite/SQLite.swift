@@ -343,6 +343,10 @@ public final class Database {
   /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`), committing when it returns and
   /// rolling back when it throws.
   public func transaction<T>(_ body: () throws -> T) throws -> T {
+    try Tracing.commit(system: "sqlite") { try transactionUntraced(body) }
+  }
+
+  private func transactionUntraced<T>(_ body: () throws -> T) throws -> T {
     try execute("BEGIN IMMEDIATE")
     do {
       let result = try body()

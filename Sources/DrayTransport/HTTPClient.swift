@@ -91,6 +91,31 @@ public final class HTTPClient {
   ///   truncated bodies, redirects, cancellation); errors thrown by the sink are rethrown as
   ///   they are.
   public func perform(_ request: HTTPRequest, sink: any ResponseSink) throws -> HTTPResponse {
+    guard traced, Tracing.isOn else { return try performUntraced(request, sink: sink) }
+    let start = Date()
+    func record(_ status: Int?, _ received: Int64, _ error: String?) {
+      Tracing.record(
+        Tracing.Span(
+          kind: .request(
+            method: request.method.rawValue, url: HTTPClient.displayURL(request.url), status: status, bytesReceived: received,
+            bytesSent: bytesSent, attempt: Tracing.currentAttempt),
+          step: Tracing.currentStep, start: start, end: Date(), error: error))
+    }
+    do {
+      let response = try performUntraced(request, sink: sink)
+      record(response.statusSent ?? response.status, response.wireBytes, nil)
+      return response
+    } catch {
+      record(lastStatus, lastWireBytes, "\(error)")
+      throw error
+    }
+  }
+
+  /// Whether this client's requests are spans of the run's trace (`Tracing`); false for the
+  /// clients that send the trace and the lineage events themselves.
+  public var traced = true
+
+  private func performUntraced(_ request: HTTPRequest, sink: any ResponseSink) throws -> HTTPResponse {
     bytesSent = 0
     lastStatus = nil
     lastWireBytes = 0

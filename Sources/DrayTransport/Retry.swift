@@ -159,7 +159,7 @@ public struct RetryRunner {
     while true {
       let attemptStart = ContinuousClock.now
       do {
-        let value = try attempt(number)
+        let value = try Tracing.withAttempt(number) { try attempt(number) }
         let response = value as? HTTPResponse
         record(
           Attempt(

@@ -46,7 +46,14 @@ import Testing
           count: 7, interval: .seconds(2), backoff: .fixed, maxInterval: .seconds(60), jitter: true, maxElapsed: .seconds(600),
           maxRetryAfter: .seconds(1200), waitBudget: .seconds(7200)))
     #expect(m.state == StateSettings(path: "state"))
-    #expect(m.report == ReportSettings(path: "out/{job}-{run_id}.json", formats: [.json, .junit, .prometheus]))
+    #expect(
+      m.report
+        == ReportSettings(
+          path: "out/{job}-{run_id}.json", formats: [.json, .junit, .prometheus],
+          openLineage: LineageSettings(destination: .url("http://marquez:5000/api/v1/lineage"), namespace: "etl"),
+          otlp: OTLPSettings(endpoint: "http://collector:4318", headers: [HTTPHeader("X-Tenant", "acme", secret: true)])))
+    // Every report.otlp header value is a secret.
+    #expect(m.redactor.redact("tenant acme") == "tenant ***")
     #expect(
       m.steps.map(\.id) == [
         "schemes", "fruits", "export", "ping", "upload", "all-sales", "clean", "check", "orders", "catalog", "partners", "ledger",

@@ -168,8 +168,9 @@ import Testing
     walk(root, "")
     // auth.password and auth.password_file exclude each other; the file is the one used.
     // database.path and database.url too: the PostgreSQL keys are read in DatabaseTargetTests.
+    // report.openlineage's url and path too: the path is read in TelemetryExportTests.
     let declared = Set(ManifestSchema.keyReference.map(\.path)).subtracting([
-      "auth.password", "database.url", "database.password", "database.schema", "database.timeouts",
+      "auth.password", "report.openlineage.path", "database.url", "database.password", "database.schema", "database.timeouts",
       "database.timeouts.connect", "database.timeouts.idle", "database.timeouts.statement",
     ])
     #expect(declared.subtracting(used).sorted() == [])
