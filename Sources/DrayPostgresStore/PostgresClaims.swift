@@ -15,6 +15,10 @@ public final class PostgresClaims {
   static let tables = [PostgresStore.createStatement(Bookkeeping.claims), PostgresStore.createStatement(Bookkeeping.joins)]
     .joined(separator: ";\n")
 
+  /// The transaction-level advisory lock that serialises the commits of a job's claimed
+  /// partitions over every runner of its run.
+  static func writeKey(job: String, schema: String) -> Int64 { PostgresRunLock.key(job: "\u{0}writes\u{0}" + job, schema: schema) }
+
   /// The database's clock, in microseconds since 1970.
   static let now = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 
