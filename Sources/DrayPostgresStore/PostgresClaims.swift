@@ -15,8 +15,8 @@ public final class PostgresClaims {
   static let tables = [PostgresStore.createStatement(Bookkeeping.claims), PostgresStore.createStatement(Bookkeeping.joins)]
     .joined(separator: ";\n")
 
-  /// The transaction-level advisory lock that serialises the commits of a job's claimed
-  /// partitions over every runner of its run.
+  /// The transaction-level advisory lock under which a claimed partition's commit creates or
+  /// widens a table (`PostgresStore.lockDefinitions`), over every runner of the run.
   static func writeKey(job: String, schema: String) -> Int64 { PostgresRunLock.key(job: "\u{0}writes\u{0}" + job, schema: schema) }
 
   /// The database's clock, in microseconds since 1970.

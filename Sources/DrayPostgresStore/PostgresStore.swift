@@ -291,18 +291,23 @@ extension PostgresStore: TargetStore {
 
   public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? { nil }
 
+  /// Before a claimed partition's transaction looks for a table to create or widen: the
+  /// job's definitions lock (`PostgresClaims.writeKey`), held to COMMIT, so that two
+  /// runners' first commits do not both create the step's table (CREATE TABLE races in the
+  /// catalog: SQLSTATE 23505); the second sees the first's table. Their rows go in side by
+  /// side. Nothing for a runner alone, whose threads commit one at a time
+  /// (`RunContext.databaseWrites`).
+  /// - Throws: `PostgresError`.
+  func lockDefinitions() throws {
+    guard let claim else { return }
+    try connection.execute("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresClaims.writeKey(job: claim.job, schema: schema))])
+  }
+
   /// One transaction; just before COMMIT it checks the run lock's generation
   /// (`PostgresRunLock.checkFence`) and the partition's claim (`PostgresClaims.check`), so a
-  /// runner that lost its lock or its claim commits nothing. A claimed partition's
-  /// transaction first takes the job's write lock (`PostgresClaims.writeKey`).
+  /// runner that lost its lock or its claim commits nothing.
   public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
     try connection.transaction {
-      if let claim {
-        // The runners sharing a run commit their partitions one at a time, as one runner's
-        // threads do (`RunContext.databaseWrites`): two first commits would both create
-        // the step's table (CREATE TABLE races in the catalog: SQLSTATE 23505).
-        try connection.execute("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresClaims.writeKey(job: claim.job, schema: schema))])
-      }
       let value = try body(PostgresTransaction(store: self))
       try fence?.checkFence(on: connection)
       if let claim { try PostgresClaims.check(claim, on: connection, schema: schema) }

@@ -69,8 +69,10 @@ extension StepRunner {
         other.notes = ["run by another runner of this run (\(states[member.id]?.owner ?? "unknown"))"]
       case .failed?:
         other.status = .failed
-        other.errorCode = "partition_failed"
-        other.errorMessage = states[member.id]?.message ?? "failed in another runner of this run"
+        let parts = (states[member.id]?.message ?? "").split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false)
+        other.errorCode = parts.count == 2 && !parts[0].isEmpty ? String(parts[0]) : nil
+        other.errorMessage =
+          "in another runner of this run (\(states[member.id]?.owner ?? "unknown")): " + (parts.last.map(String.init) ?? "")
       default:
         other.skipReason = stopped
       }
@@ -192,7 +194,8 @@ extension StepRunner {
           console.warn("dropped: \(PartitionClaimLost(memberID: claim.memberID))", step: claim.memberID)
           return nil
         }
-        try claims.settle(claim, as: .failed, message: report.errorMessage)
+        // Its code and message, for the holder's report (`runClaimed`).
+        try claims.settle(claim, as: .failed, message: (report.errorCode ?? "") + "\u{1F}" + (report.errorMessage ?? ""))
       default:
         try claims.settle(claim, as: .pending, message: nil)
       }
