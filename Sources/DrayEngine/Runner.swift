@@ -120,6 +120,10 @@ public final class Runner {
     let joining = join ? Joining(owner: Joining.newOwner()) : nil
     let follower = joining.map { JoinedRunner(runner: self, joining: $0) }
     while true {
+      // A joined runner interrupted while it waited takes nothing over.
+      if let follower, follower.following != nil, cancellation.isCancelled {
+        return joined(&report, RunEnded(runID: follower.following?.id ?? "", exitCode: ExitCode.interrupted), follower)
+      }
       do {
         plan = try ResumePlan(manifest: manifest, options: options, journal: journal)
       } catch let error as JournalError {

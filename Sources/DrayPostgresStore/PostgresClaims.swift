@@ -32,6 +32,7 @@ public final class PostgresClaims {
   }
 
   private var claims: String { PostgresIdentifier.quoted(schema) + "._dray_claims" }
+  private var runs: String { PostgresIdentifier.quoted(schema) + "._dray_runs" }
 
   /// The partition as stored: a JSON array of `[name, value]` pairs.
   static func encode(_ partition: Partition) -> String {
@@ -96,6 +97,7 @@ extension PostgresClaims: PartitionClaims {
         SELECT member_id FROM \(claims)
         WHERE job = $1 AND run_id = $2 AND step_id = $3 AND (state = 'pending' OR (state = 'claimed' AND expires_us <= \(now)))
           AND NOT EXISTS (SELECT 1 FROM \(claims) f WHERE f.job = $1 AND f.run_id = $2 AND f.step_id = $3 AND f.state = 'failed')
+          AND EXISTS (SELECT 1 FROM \(runs) r WHERE r.run_id = $2 AND r.status = 'running')
         ORDER BY ordinal LIMIT 1 FOR UPDATE SKIP LOCKED)
       RETURNING member_id, partition, generation
       """, [.text(job), .text(runID), .text(stepID), .text(owner), .integer(leaseMicroseconds)]
@@ -168,6 +170,7 @@ extension PostgresClaims: PartitionClaims {
       SELECT step_id FROM \(claims) c
       WHERE job = $1 AND run_id = $2 AND (state = 'pending' OR (state = 'claimed' AND expires_us <= \(now)))
         AND NOT EXISTS (SELECT 1 FROM \(claims) f WHERE f.job = $1 AND f.run_id = $2 AND f.step_id = c.step_id AND f.state = 'failed')
+        AND EXISTS (SELECT 1 FROM \(runs) r WHERE r.run_id = $2 AND r.status = 'running')
       ORDER BY ordinal LIMIT 1
       """, [.text(job), .text(runID)]
     ).rows.first?.first?.text

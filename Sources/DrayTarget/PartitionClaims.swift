@@ -74,7 +74,8 @@ public protocol PartitionClaims: AnyObject {
   /// (under an earlier run of the chain) commits nothing more.
   func publish(job: String, runID: String, stepID: String, members: [(id: String, partition: Partition)]) throws
   /// Claims the first partition of the step that is `pending`, or `claimed` with its claim
-  /// expired, unless one of its partitions failed: a new generation, `owner`, and an expiry
+  /// expired, unless one of its partitions failed or the run is no longer `running` in the
+  /// journal (it ended, or was marked abandoned): a new generation, `owner`, and an expiry
   /// `lease` from now by the database's clock. `FOR UPDATE SKIP LOCKED`: two runners never
   /// get one partition. Nil when none is left to claim.
   func claim(job: String, runID: String, stepID: String, owner: String, leaseMicroseconds: Int64) throws -> PartitionClaim?
@@ -89,7 +90,8 @@ public protocol PartitionClaims: AnyObject {
   func holds(_ claim: PartitionClaim) throws -> Bool
   /// Every partition of step `stepID` of run `runID`.
   func states(job: String, runID: String, stepID: String) throws -> [ClaimState]
-  /// The first step of run `runID` with a partition left to claim, or nil.
+  /// The first step of run `runID` with a partition left to claim (as `claim` takes them),
+  /// or nil.
   func openStep(job: String, runID: String) throws -> String?
   /// The run `key` names and its exit code once it ended (`_dray_joins`); nil when none.
   func run(job: String, key: String) throws -> (runID: String, exitCode: Int32?)?

@@ -157,6 +157,25 @@ import Testing
       }, holder: true)
   }
 
+  /// A partition that fails for good in any runner fails the run, and every runner exits
+  /// with the run's code (1); the holder's report names the partition.
+  @Test(.timeLimit(.minutes(5))) func aPartitionFailingForGoodEndsEveryRunnerWithTheRunsCode() throws {
+    let root = TemporaryDirectory("dray-join-fail")
+    let trial = try Trial(root.path + "/shared")
+    try trial.server.setRules(#"[{"path": "/repos/9/issues", "status": 404, "body": "no such repository"}]"#)
+    let runners = try (1...3).map { try trial.start($0) }
+    for (n, runner) in runners.enumerated() {
+      #expect(runner.wait() == .exited(1), "runner \(n + 1): \(runner.errors)")
+    }
+    #expect(try trial.target.rows("SELECT status FROM _dray_runs") == [["failed"]])
+    #expect(try trial.target.rows("SELECT member_id FROM _dray_claims WHERE state = 'failed'") == [["issues[repo=9]"]])
+    let holder = try #require(runners.first { !$0.errors.contains("joined run ") })
+    #expect(holder.errors.contains("of 12 partitions failed for good (the first, repo=9: "), "\(holder.errors)")
+    for runner in runners where runner.pid != holder.pid {
+      #expect(runner.errors.contains("ended with exit code 1; this runner joined it and ran "), "\(runner.errors)")
+    }
+  }
+
   @Test func aKeyWhoseRunEndedExitsWithItsCodeAndStartsNothing() throws {
     let root = TemporaryDirectory("dray-join-key")
     let trial = try Trial(root.path + "/job", delay: "0")

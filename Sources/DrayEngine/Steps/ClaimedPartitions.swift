@@ -141,7 +141,10 @@ extension StepRunner {
       guard let claims = try? context.database.openClaims(cancellation: context.cancellation) else { return }
       let every = max(0.05, Double(lease) / 3_000_000)
       while !stop.load(ordering: .relaxed) {
-        Thread.sleep(forTimeInterval: every)
+        // In short naps, so that the thread (and its connection) ends with the step.
+        let wake = ContinuousClock.now + .milliseconds(Int(every * 1000))
+        while !stop.load(ordering: .relaxed) && ContinuousClock.now < wake { Thread.sleep(forTimeInterval: 0.05) }
+        if stop.load(ordering: .relaxed) { return }
         let held = Array(live.withLock { $0.values })
         if let lost = try? claims.renew(held) {
           for member in lost { console.warn("the claim on \(member) ran out before this runner renewed it", step: stepID) }
