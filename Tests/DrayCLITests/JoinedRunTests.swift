@@ -10,7 +10,7 @@ import Testing
 /// or the lock holder itself) has its partitions finished by the others after the lease
 /// (`lease: 2s`), and the table equals a lone runner's, row for row.
 @Suite struct JoinedRunTests {
-  static func job(_ url: String, _ target: TargetDatabase) -> String {
+  static func job(_ url: String, _ target: TargetDatabase, write: String = "append") -> String {
     """
     version: 1
     job: fan
@@ -34,12 +34,13 @@ import Testing
     let server: RestServer
     let target: TargetDatabase
 
-    init(_ folder: String, delay: String = "0.04") throws {
+    init(_ folder: String, delay: String = "0.04", write: String = "append") throws {
       self.folder = folder
       try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
       server = try RestServer(["--repos", "12", "--issues", "5", "--answer-delay", delay])
       target = try TargetDatabase(.postgres, folder: folder)
-      try JoinedRunTests.job(server.url, target).write(toFile: folder + "/job.yaml", atomically: true, encoding: .utf8)
+      try JoinedRunTests.job(server.url, target, write: write).write(
+        toFile: folder + "/job.yaml", atomically: true, encoding: .utf8)
     }
 
     /// Runner `n`, with `--join --run-key KEY` (all share the job folder's state folder).
@@ -76,10 +77,13 @@ import Testing
     return rows
   }
 
-  @Test(.timeLimit(.minutes(5))) func threeJoinedRunnersFetchEachPageOnce() throws {
+  /// With `write: replace` the partitions gather in `_dray_parts__fan__issues`, a table
+  /// every runner's session sees, and the holder replaces the table from it once.
+  @Test(.timeLimit(.minutes(5)), arguments: ["append", "replace"])
+  func threeJoinedRunnersFetchEachPageOnce(write: String) throws {
     let root = TemporaryDirectory("dray-join")
     let expected = try JoinedRunTests.reference(root.path)
-    let trial = try Trial(root.path + "/shared")
+    let trial = try Trial(root.path + "/shared", write: write)
     let runners = try (1...3).map { try trial.start($0) }
     for (n, runner) in runners.enumerated() {
       #expect(runner.wait() == .exited(0), "runner \(n + 1): \(runner.errors)")
@@ -95,6 +99,7 @@ import Testing
     #expect(try trial.claims("done").count == 12)
     // One run; the joined runners say which and how it ended.
     #expect(try trial.target.rows("SELECT status FROM _dray_runs") == [["succeeded"]])
+    #expect(try trial.target.rows("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '\\_dray\\_parts%'") == [["0"]])
     let joined = runners.filter { $0.errors.contains("joined run ") }
     #expect(joined.count == 2, "\(runners.map(\.errors))")
     for runner in joined {
