@@ -162,6 +162,48 @@ import Testing
       }, holder: true)
   }
 
+  /// A joined runner stopped (SIGSTOP) past its lease while it holds claims: the others
+  /// take its partitions and finish them; continued (SIGCONT), it commits nothing for them
+  /// (each commit checks the claim's generation) and drops them, not failing, and the table
+  /// is exact.
+  @Test(.timeLimit(.minutes(5))) func aRunnerPausedPastItsLeaseCommitsNothingForItsPartitions() throws {
+    let root = TemporaryDirectory("dray-join-pause")
+    let expected = try JoinedRunTests.reference(root.path)
+    let trial = try Trial(root.path + "/shared", delay: "0.3")
+    let runners = try (1...3).map { try trial.start($0) }
+    var paused: (runner: ChildProcess, members: [String])?
+    _ = runners[0].waitUntil(timeout: 60) {
+      guard let holder = try? trial.holder() else { return false }
+      for runner in runners where runner.pid != holder {
+        let held =
+          (try? trial.target.rows("SELECT member_id FROM _dray_claims WHERE state = 'claimed' AND owner LIKE '%:\(runner.pid):%'"))?
+          .compactMap { $0.first ?? nil } ?? []
+        if !held.isEmpty {
+          runner.send(SIGSTOP)
+          paused = (runner, held)
+          return true
+        }
+      }
+      return false
+    }
+    let (stopped, members) = try #require(paused, "no joined runner was seen holding claims")
+    // Its partitions finished by the others while it is stopped (a condition, no sleep).
+    let list = members.map { "'\($0)'" }.joined(separator: ", ")
+    let takenOver = runners.first { $0.pid != stopped.pid }?.waitUntil(timeout: 60) {
+      (try? trial.target.rows("SELECT count(*) FROM _dray_claims WHERE state = 'done' AND member_id IN (\(list))"))
+        == [["\(members.count)"]]
+    }
+    #expect(takenOver == true)
+    stopped.send(SIGCONT)
+    for runner in runners {
+      #expect(runner.wait() == .exited(0), "\(runner.errors)")
+    }
+    #expect(try trial.issues() == expected)
+    #expect(
+      stopped.errors.contains("dropped: the claim on partition") || stopped.errors.contains("ran out before this runner renewed it"),
+      "\(stopped.errors)")
+  }
+
   /// A partition that fails for good in any runner fails the run, and every runner exits
   /// with the run's code (1); the holder's report names the partition.
   @Test(.timeLimit(.minutes(5))) func aPartitionFailingForGoodEndsEveryRunnerWithTheRunsCode() throws {
