@@ -102,6 +102,8 @@ import Testing
     #expect(try trial.target.rows("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '\\_dray\\_parts%'") == [["0"]])
     let joined = runners.filter { $0.errors.contains("joined run ") }
     #expect(joined.count == 2, "\(runners.map(\.errors))")
+    let holder = try #require(runners.first { !$0.errors.contains("joined run ") })
+    #expect(holder.errors.contains("step issues: partitions 12/12 done by the runners of this run ("), "\(holder.errors)")
     for runner in joined {
       #expect(runner.errors.contains("ended with exit code 0; this runner joined it and ran "), "\(runner.errors)")
     }

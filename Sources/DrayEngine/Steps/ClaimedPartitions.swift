@@ -53,6 +53,11 @@ extension StepRunner {
     let states = Dictionary(
       try claims.states(job: manifest.job, runID: context.runID, stepID: step.id).map { ($0.memberID, $0) }
     ) { first, _ in first }
+    let done = states.values.filter { $0.state == .done }.count
+    let own = states.values.filter { $0.state == .done && $0.owner == joining.owner }.count
+    console.info(
+      "partitions \(done)/\(open.count) done by the runners of this run (\(own) by this one)"
+        + (members.count > open.count ? "; \(members.count - open.count) finished before" : ""), step: step.id)
     let stopped = context.cancellation.isCancelled ? "the run was interrupted" : "a partition failed for good, so no more were started"
     return try members.enumerated().map { index, member in
       if var own = reports[member.id] {
