@@ -12,7 +12,7 @@ public enum DrayCommandLine {
 
     Usage:
       dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--quiet | --verbose] [--log-format text|json]
-                        [--when-locked exit|succeed]
+                        [--when-locked exit|succeed|join] [--join [--run-key KEY]]
       dray validate JOB.yaml... [--no-credentials]
       dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--json]
       dray status JOB.yaml [--runs N]
@@ -33,6 +33,11 @@ public enum DrayCommandLine {
       --log-format F    text (the default) or json (one object per line)
       --when-locked W   what run does when another run holds the job's lock: exit (75, the default)
                         or succeed (0, saying so; for a scheduled start the holder's run covers)
+                        or join (the same as --join)
+      --join            PostgreSQL: join the run in progress (claim partitions) instead of exiting 75;
+                        exits with the run's exit code once it ends
+      --run-key KEY     with --join: runners given one key share one run; a key whose run ended
+                        exits with that run's code and starts nothing (a Kubernetes Job's UID)
       --no-credentials  validate accepts unset credentials (auth, bearer, basic, secret headers)
       --json            plan and tables print JSON
       --runs N          status shows the N latest runs (default 10), report charts them (default 30)

@@ -12,8 +12,8 @@ private let runCancellation = Cancellation()
 enum RunCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(
-      arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v"],
-      options: ["--from", "--only", "--resend", "--log-format", "--when-locked"])
+      arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v", "--join"],
+      options: ["--from", "--only", "--resend", "--log-format", "--when-locked", "--run-key"])
     guard args.positional.count == 1 else { throw UsageError("run takes one manifest: dray run JOB.yaml") }
     if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
     let quiet = args.flags.contains("--quiet") || args.flags.contains("-q")
@@ -35,7 +35,24 @@ enum RunCommand {
         throw UsageError(error.message)
       }
     }
+    // `--when-locked join` is `--join`: one mechanism.
+    let join = args.flags.contains("--join") || whenLocked == .join
+    if join && whenLocked == .succeed { throw UsageError("--join and --when-locked succeed do not go together") }
+    let runKey = args.values["--run-key"]
+    if let runKey {
+      guard join else { throw UsageError("--run-key goes with --join: runners given one key share one run") }
+      guard !runKey.isEmpty, runKey.utf8.count <= 200, runKey.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+        throw UsageError("--run-key takes 1 to 200 bytes of printable text (a Kubernetes Job's UID, a CI pipeline's id)")
+      }
+    }
     guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
+    if join && manifest.database?.postgres == nil {
+      throw UsageError(
+        "--join needs a job whose database is PostgreSQL (database.url): runners share a run through it, and "
+          + (manifest.database?.path.map { "this job's database is the SQLite file \($0), which serves one machine" }
+            ?? "this job has no database")
+          + "; run it without --join")
+    }
     let options = try args.runFlags(steps: manifest.steps.map(\.id))
     let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
     let console = Console(level: level, format: format, redactor: SharedRedactor(manifest.redactor))
@@ -43,6 +60,8 @@ enum RunCommand {
     let runner = Runner(
       manifest: manifest, database: Databases.open(manifest), options: options, console: console, cancellation: runCancellation)
     runner.whenLocked = whenLocked
+    runner.join = join
+    runner.runKey = runKey
     let report = runner.run()
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
     if report.exitCode != ExitCode.locked && !report.lockedOut && (level > .quiet || report.exitCode != ExitCode.success) {

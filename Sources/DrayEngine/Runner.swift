@@ -34,6 +34,12 @@ public final class Runner {
   /// The run's OpenLineage events and trace (`report.openlineage`, `report.otlp`), once the
   /// lock is held.
   private var exports: Exports?
+  /// `--join` (or `--when-locked join`): a start that finds a run of the job in progress
+  /// joins it (`JoinedRun.swift`); PostgreSQL only.
+  public var join = false
+  /// `--run-key`: runners given one key share one run; a key whose run ended ends a start
+  /// with that run's exit code.
+  public var runKey: String?
 
   /// - Parameter database: the job's database, as `Databases.open(manifest)` chose it.
   public init(
@@ -63,9 +69,11 @@ public final class Runner {
       host: ProcessInfo.processInfo.hostName, startedAt: startedAt, endedAt: startedAt, status: .failed,
       exitCode: ExitCode.stepFailed, steps: manifest.steps.map { StepReport(id: $0.id, kind: $0.kindName, status: .notRun) })
 
-    let lock: JobLock
+    // Joined runners share the run through the database's lock and claims; the lock file
+    // would keep a second runner of one machine out.
+    var lock: JobLock?
     do {
-      lock = try JobLock(path: Runner.lockPath(for: manifest), startedAt: RunReport.rfc3339(startedAt))
+      if !join { lock = try JobLock(path: Runner.lockPath(for: manifest), startedAt: RunReport.rfc3339(startedAt)) }
     } catch {
       switch error {
       case .held(let holder):
@@ -112,15 +120,6 @@ public final class Runner {
       return fail(&report, database.failure(error)?.message ?? "\(error)", FailureCause.of(error, in: database).at("the database"))
     }
 
-    let plan: ResumePlan
-    do {
-      plan = try ResumePlan(manifest: manifest, options: options, journal: journal)
-    } catch let error as JournalError {
-      return fail(&report, "\(error)", FailureCause(.permanent, "the run journal: it cannot be trusted as it is (journal_error)"))
-    } catch {
-      return fail(
-        &report, "cannot read the run journal at \(journal.location): \(error)", FailureCause.of(error, in: database).at("the run journal"))
-    }
     do {
       // A quarantine's name taken by a table of the user's is refused before anything runs.
       let opened = { [database, cancellation] in try database.openStore(fence: nil, cancellation: cancellation) }
@@ -130,24 +129,56 @@ public final class Runner {
     } catch {
       return fail(&report, database.failure(error)?.message ?? "\(error)", FailureCause.of(error, in: database).at("the database"))
     }
-    let lineage = plan.lineage ?? runID
-    report.resumes = plan.resumes?.id
-    do {
-      let abandoned = try journal.begin(
-        RunRecord(
+    var plan: ResumePlan
+    var lineage: String
+    let joining = join ? Joining(owner: Joining.newOwner()) : nil
+    let follower = joining.map { JoinedRunner(runner: self, joining: $0) }
+    while true {
+      // A joined runner interrupted while it waited takes nothing over.
+      if let follower, follower.following != nil, cancellation.isCancelled {
+        return joined(&report, RunEnded(runID: follower.following?.id ?? "", exitCode: ExitCode.interrupted), follower)
+      }
+      do {
+        plan = try ResumePlan(manifest: manifest, options: options, journal: journal)
+      } catch let error as JournalError {
+        return fail(&report, "\(error)", FailureCause(.permanent, "the run journal: it cannot be trusted as it is (journal_error)"))
+      } catch {
+        return fail(
+          &report, "cannot read the run journal at \(journal.location): \(error)",
+          FailureCause.of(error, in: database).at("the run journal"))
+      }
+      lineage = plan.lineage ?? runID
+      report.resumes = plan.resumes?.id
+      do {
+        let record = RunRecord(
           id: runID, lineage: lineage, job: manifest.job, startedAt: RunReport.rfc3339(startedAt), endedAt: nil,
           status: .running, manifestFingerprint: report.manifestFingerprint, processID: Int(getpid()),
-          flags: options))
-      for run in abandoned {
-        console.info("run \(run.id) (process \(run.processID)) ended without recording an end; marked abandoned")
+          flags: options)
+        let abandoned =
+          if let follower {
+            try journal.begin(record, joining: JoinStart(key: runKey, follows: follower.following?.id))
+          } else {
+            try journal.begin(record)
+          }
+        for run in abandoned {
+          console.info("run \(run.id) (process \(run.processID)) ended without recording an end; marked abandoned")
+        }
+        if let following = follower?.following {
+          console.info("the runner holding run \(following.id) is gone: this runner took the run lock over and carries the run on")
+        }
+        break
+      } catch let running as RunInProgress {
+        // Like a held lock: nothing was touched, no report.
+        guard follower != nil else { return locked(&report, running.holding) }
+        if let ended = follower?.follow(running.run) { return joined(&report, ended, follower) }
+      } catch let ended as RunEnded {
+        return joined(&report, ended, follower)
+      } catch {
+        return fail(
+          &report, "cannot write the run journal at \(journal.location): \(error)",
+          FailureCause.of(error, in: database).at("the run journal")
+        )
       }
-    } catch let running as RunInProgress {
-      // Like a held lock: nothing was touched, no report.
-      return locked(&report, running.holding)
-    } catch {
-      return fail(
-        &report, "cannot write the run journal at \(journal.location): \(error)", FailureCause.of(error, in: database).at("the run journal")
-      )
     }
     CrashPoint.reach("run-recorded")
     exports?.start(job: manifest.job, runID: runID, startedAt: startedAt, resumes: report.resumes)
@@ -159,20 +190,12 @@ public final class Runner {
     if let missingFolder, let path = manifest.database?.path {
       console.info("database: created the folder \(missingFolder), which did not exist (database.path: \(path))")
     }
-    let session = manifest.platform.flatMap { written in
-      var platform = written
-      // A relative CA file is relative to the job folder, like every path of a manifest.
-      platform.tls.caFile = written.tls.caFile.map { manifest.resolve($0) }
-      return manifest.auth.map { [console] in
-        // Tokens are secrets too: mask them wherever the console and the report print.
-        PlatformSession(settings: platform, credentials: $0, onToken: { console.addSecret($0) })
-      }
-    }
+    let session = platformSession()
     let shared = RunContext(
       manifest: manifest, runID: runID, lineage: lineage, fresh: options.fresh, skipReasons: plan.skipReasons,
       unresolvedWrites: plan.unresolvedWrites, resumedPartitions: plan.resumedPartitions, console: console, cancellation: cancellation,
       session: session, database: database,
-      journal: journal, retryBudget: retryBudget)
+      journal: journal, retryBudget: retryBudget, joining: joining)
 
     var stopped: RunStatus?
     for (index, step) in manifest.steps.enumerated() {
@@ -217,6 +240,7 @@ public final class Runner {
       try connections.run(reconnect: shared.reconnectJournal) { _ in
         try shared.journal.withLock {
           try $0.finish(runID: runID, status: status.journalStatus, endedAt: RunReport.rfc3339(report.endedAt))
+          if join { try $0.recordExit(job: manifest.job, runID: runID, code: report.exitCode) }
         }
       }
     } catch {
@@ -238,6 +262,19 @@ public final class Runner {
     shared.journal.withLock { report.recordCheckpointsOfStepsNotRun($0) }
     write(&report)
     return report
+  }
+
+  /// The session with the platform of `table_stream` steps, nil for a job without one.
+  func platformSession() -> PlatformSession? {
+    manifest.platform.flatMap { written in
+      var platform = written
+      // A relative CA file is relative to the job folder, like every path of a manifest.
+      platform.tls.caFile = written.tls.caFile.map { manifest.resolve($0) }
+      return manifest.auth.map { [console] in
+        // Tokens are secrets too: mask them wherever the console and the report print.
+        PlatformSession(settings: platform, credentials: $0, onToken: { console.addSecret($0) })
+      }
+    }
   }
 
   /// After a whole run succeeded nothing is left to resume: removes the job's download
@@ -389,13 +426,17 @@ final class RunContext: Sendable {
   let sessions = TokenSessions()
   /// The request budgets of `http` steps, one per host (`rate_limit`).
   let budgets = RequestBudgets()
+  /// This runner shares the run with others (`dray run --join`): its partitioned steps hand
+  /// their partitions out through claims (`runClaimed`); nil for a runner alone.
+  let joining: Joining?
 
   init(
     manifest: Manifest, runID: String, lineage: String, fresh: Bool, skipReasons: [String: String],
     unresolvedWrites: [String: String], resumedPartitions: String? = nil, console: Console, cancellation: Cancellation,
     session: PlatformSession?,
-    database: any JobDatabase, journal: sending any RunJournal, retryBudget: RetryBudget
+    database: any JobDatabase, journal: sending any RunJournal, retryBudget: RetryBudget, joining: Joining? = nil
   ) {
+    self.joining = joining
     self.database = database
     self.retryBudget = retryBudget
     self.manifest = manifest

@@ -20,6 +20,9 @@ struct StepRunner {
   /// The partitioned step's id, for a member (`partition`): its quarantined records name it
   /// as their step, and the member's id as their partition (docs/http.md, "Contract").
   var partitionedStepID: String?
+  /// This runner's claim on `partition`, in a run several runners share (`runClaimed`):
+  /// every commit of the step's store checks it.
+  var claim: PartitionClaim?
   /// How long the step's requests waited for their host's budget (`rate_limit`).
   let budgetWaits = BudgetWaits()
 
@@ -233,7 +236,8 @@ struct StepRunner {
   /// - Throws: `StepError.settingMissing` for a job without a database; the database's errors.
   func openStore() throws -> any TargetStore {
     guard manifest.database != nil else { throw StepError.settingMissing("step '\(step.id)' needs a 'database'") }
-    let fence = context.journal.withLock { $0.fence }
+    let lock = context.journal.withLock { $0.fence }
+    let fence: (any RunFence)? = claim.map { claim in RunFences((lock.map { [$0] } ?? []) + [claim]) } ?? lock
     return try context.database.openStore(fence: fence, cancellation: context.cancellation)
   }
 
@@ -281,6 +285,9 @@ struct StepRunner {
   /// Records the step's checkpoint through the journal's own connection (for steps that do
   /// not write the target database).
   func recordCheckpoint(_ report: StepReport, status: CheckpointRecord.Status) throws {
+    // A claimed partition's failure is recorded with its claim (`_dray_claims`): a runner
+    // whose claim ran out must not overwrite the checkpoint of the runner that took it over.
+    if claim != nil && status == .failed { return }
     let checkpoint = checkpoint(report, status: status)
     try context.journal.withLock { try $0.record(checkpoint) }
   }

@@ -8,6 +8,8 @@ public enum Placeholders {
     public var description: String
     /// The byte offset (UTF-8, from 0) in the text where the problem starts.
     public var offset: Int
+    /// The description says what to do already (no advice on defining the value follows).
+    public var advised = false
   }
 
   /// One part of a text: literal text (braces unescaped) or a placeholder.
@@ -47,6 +49,23 @@ public enum Placeholders {
       }
     }
     return out
+  }
+
+  /// Refuses a value of `partition` that is empty, `.` or `..` where `path` uses it: the
+  /// path would gain an empty segment (`/repos//issues`) or name another resource
+  /// (`/repos/../issues`), not the partition's.
+  /// - Throws: `Problem`, at the placeholder, naming it, the path it would send, and what to do.
+  static func checkSegments(_ path: String, _ partition: Partition) throws(Problem) {
+    for part in try parts(of: path) {
+      guard case .name(let name, let offset) = part, let value = partition[name], ["", ".", ".."].contains(value) else { continue }
+      let sent = (try? fill(path, partition)) ?? path
+      let what = value.isEmpty ? "is empty" : "is '\(value)'"
+      throw Problem(
+        description: "path: placeholder {\(name)} \(what) in this partition, so the request would go to \(sent) "
+          + "(\(value.isEmpty ? "an empty path segment" : "a segment that names another path")), not to the partition's resource; "
+          + "leave such partitions out (in a rows query: WHERE \(name) <> ''; in a list: remove the entry)",
+        offset: offset, advised: true)
+    }
   }
 
   /// `value` as one URL path segment: every byte but RFC 3986's unreserved characters
@@ -160,6 +179,7 @@ extension HTTPStep {
       }
     }
     var step = self
+    if let path { try Placeholders.checkSegments(path, partition) }
     step.path = try path.map { try fill($0, "path", encode: Placeholders.pathSegment) }
     step.query = try query.map { item in
       item.isSecret ? item : QueryItem(item.name, try fill(item.value, "query.\(item.name)"))

@@ -36,9 +36,18 @@ public struct PostgresDatabase: JobDatabase {
     try PostgresJournal(target: target, cancellation: cancellation)
   }
 
-  /// `PostgresStore`, its commits fenced by `fence` (the `PostgresRunLock` the journal took).
+  /// `PostgresStore`, its commits fenced by `fence`: the `PostgresRunLock` the journal took,
+  /// and a partition's `PartitionClaim` (both in a `RunFences`).
   public func openStore(fence: (any RunFence)?, cancellation: Cancellation) throws -> any TargetStore {
-    try PostgresStore(target: target, fence: fence as? PostgresRunLock, cancellation: cancellation)
+    let fences = (fence as? RunFences)?.fences ?? (fence.map { [$0] } ?? [])
+    return try PostgresStore(
+      target: target, fence: fences.lazy.compactMap { $0 as? PostgresRunLock }.first,
+      claim: fences.lazy.compactMap { $0 as? PartitionClaim }.first, cancellation: cancellation)
+  }
+
+  /// `PostgresClaims` in the job's schema.
+  public func openClaims(cancellation: Cancellation) throws -> (any PartitionClaims)? {
+    try PostgresClaims(target: target, cancellation: cancellation)
   }
 
   /// The local staging database DrayDatabases gave (the step's records are copied into the
@@ -63,6 +72,8 @@ public struct PostgresDatabase: JobDatabase {
     switch error {
     case let error as StagedValueError:
       DatabaseFailure(code: "load_error", message: error.description)
+    case let error as PartitionClaimLost:
+      DatabaseFailure(code: "claim_lost", message: error.description)
     case let error as PostgresRunLockError:
       DatabaseFailure(code: "lock_lost", isLockLost: true, message: error.description)
     case let error as PostgresError:

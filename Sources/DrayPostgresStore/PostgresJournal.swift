@@ -23,6 +23,7 @@ public final class PostgresJournal {
   /// The journal's tables; `seq` orders runs that started in the same second.
   static let tables = [
     PostgresStore.createStatement(Bookkeeping.runs, extra: ["seq bigserial"]), PostgresStore.createStatement(Bookkeeping.checkpoints),
+    PostgresStore.createStatement(Bookkeeping.joins),
   ].joined(separator: ";\n")
 
   /// Ends the connection's waits soon after the run is interrupted; nil for a journal
@@ -208,7 +209,62 @@ extension PostgresJournal: RunJournal {
   }
 
   @discardableResult
-  public func begin(_ run: RunRecord) throws -> [RunRecord] {
+  public func begin(_ run: RunRecord) throws -> [RunRecord] { try begin(run, joining: nil) }
+
+  /// `begin` for a runner started with `--join` (`RunJournal.begin(_:joining:)`): within the
+  /// lock's first transaction, a key bound to a run that ended, or a followed run that
+  /// ended, throws `RunEnded` (the lock released, nothing written); otherwise the key (or
+  /// the run's own id) is bound to `run` in `_dray_joins`.
+  @discardableResult
+  public func begin(_ run: RunRecord, joining: JoinStart) throws -> [RunRecord] {
+    try begin(run, joining: Optional(joining))
+  }
+
+  /// The exit code of run `runID`, for its joined runners and the late ones of its key.
+  public func recordExit(job: String, runID: String, code: Int32) throws {
+    try connection.execute(
+      "UPDATE \(own("_dray_joins")) SET exit_code = $3 WHERE job = $1 AND run_id = $2", [.text(job), .text(runID), .integer(Int64(code))])
+  }
+
+  /// The exit code of a run that ended as `status` when none was recorded.
+  static func exitCode(_ status: RunRecord.Status) -> Int32? {
+    switch status {
+    case .succeeded: 0
+    case .failed: 1
+    case .interrupted: 130
+    default: nil
+    }
+  }
+
+  /// Throws `RunEnded` when `joining` names a run that ended; binds its key to `run`.
+  private func bind(_ run: RunRecord, joining: JoinStart) throws {
+    var follows = joining.follows
+    var recorded: Int32?
+    if let key = joining.key {
+      let row = try connection.execute(
+        "SELECT run_id, exit_code FROM \(own("_dray_joins")) WHERE job = $1 AND run_key = $2", [.text(run.job), .text(key)]
+      ).named.first
+      if let row, let id = try row["run_id"].text {
+        follows = id
+        recorded = try row["exit_code"].integer.map { Int32(truncatingIfNeeded: $0) }
+      }
+    }
+    if let follows {
+      if let recorded { throw RunEnded(runID: follows, exitCode: recorded) }
+      let status = try connection.execute("SELECT status FROM \(own("_dray_runs")) WHERE run_id = $1", [.text(follows)]).rows.first?
+        .first?.text
+      if let status, let ended = RunRecord.Status(rawValue: status).flatMap(PostgresJournal.exitCode) {
+        throw RunEnded(runID: follows, exitCode: ended)
+      }
+    }
+    try connection.execute(
+      """
+      INSERT INTO \(own("_dray_joins"))(job, run_key, run_id, exit_code) VALUES ($1, $2, $3, NULL)
+      ON CONFLICT (job, run_key) DO UPDATE SET run_id = excluded.run_id, exit_code = NULL
+      """, [.text(run.job), .text(joining.key ?? run.id), .text(run.id)])
+  }
+
+  private func begin(_ run: RunRecord, joining: JoinStart?) throws -> [RunRecord] {
     let running = RunRecord.Status.running.rawValue
     guard let lock = try PostgresRunLock.acquire(job: run.job, schema: schema, on: connection) else {
       let live = try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: 1).first
@@ -217,6 +273,15 @@ extension PostgresJournal: RunJournal {
       throw RunInProgress(journal: location, job: run.job, run: live, holder: holder)
     }
     runLock = lock
+    if let joining {
+      do {
+        try fenced { try bind(run, joining: joining) }
+      } catch {
+        try? lock.release(on: connection)
+        runLock = nil
+        throw error
+      }
+    }
     return try fenced {
       let stale = try select("job = $1 AND status = $2", [.text(run.job), .text(running)], limit: nil)
       try connection.execute(

@@ -24,6 +24,9 @@ public final class PostgresStore {
   /// The run lock this runner holds (`PostgresJournal.runLock`), whose generation every
   /// commit checks; nil for a store that only reads (the `dray` commands).
   let fence: PostgresRunLock?
+  /// The partition claim every commit checks and extends (`PostgresClaims.check`), for a
+  /// partition of a run several runners share; nil otherwise.
+  let claim: PartitionClaim?
 
   /// PostgreSQL keeps 63 bytes of an identifier (`PostgresIdentifier.maxBytes`).
   public static let naming = TableNaming(maxIdentifierBytes: PostgresIdentifier.maxBytes)
@@ -37,15 +40,19 @@ public final class PostgresStore {
   /// tables without the schema) and creates the bookkeeping tables when missing.
   /// - Parameters:
   ///   - fence: the run lock whose generation every `write` checks before COMMIT.
+  ///   - claim: the partition claim every `write` checks before COMMIT.
   ///   - cancellation: the run's interruption: it ends the connection attempt at once and
   ///     cancels the running statement (`stopWhen(_:)`); nil for none.
   /// - Throws: `PostgresError` (its `userMessage` says what to do: a wrong password, a
   ///   missing database or schema, no permission on the schema, an unreachable server).
-  public init(target: PostgresTarget, fence: PostgresRunLock? = nil, cancellation: Cancellation? = nil) throws {
+  public init(
+    target: PostgresTarget, fence: PostgresRunLock? = nil, claim: PartitionClaim? = nil, cancellation: Cancellation? = nil
+  ) throws {
     connection = try PostgresConnection(
       url: target.url, password: target.password, timeouts: target.timeouts, cancellation: cancellation)
     schema = target.schema
     self.fence = fence
+    self.claim = claim
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping) {
       try PostgresTableGuard.create(schema: target.schema, on: $0)
     }
@@ -59,6 +66,7 @@ public final class PostgresStore {
     connection = try PostgresStore.connectReadOnly(target)
     schema = target.schema
     fence = nil
+    claim = nil
   }
 
   /// A read-only session on `target`, its `search_path` set to the schema.
@@ -283,13 +291,27 @@ extension PostgresStore: TargetStore {
 
   public func observeInsertedRows(every interval: Int, _ body: @escaping (Int) -> Void) -> (any InsertedRowsObservation)? { nil }
 
+  /// Before a claimed partition's transaction looks for a table to create or widen: the
+  /// job's definitions lock (`PostgresClaims.writeKey`), held to COMMIT, so that two
+  /// runners' first commits do not both create the step's table (CREATE TABLE races in the
+  /// catalog: SQLSTATE 23505); the second sees the first's table. Their rows go in side by
+  /// side. Nothing for a runner alone, whose threads commit one at a time
+  /// (`RunContext.databaseWrites`).
+  /// - Throws: `PostgresError`.
+  func lockDefinitions() throws {
+    guard let claim else { return }
+    try connection.execute("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresClaims.writeKey(job: claim.job, schema: schema))])
+  }
+
   /// One transaction; just before COMMIT it checks the run lock's generation
-  /// (`PostgresRunLock.checkFence`), so a runner that lost its lock commits nothing.
+  /// (`PostgresRunLock.checkFence`) and the partition's claim (`PostgresClaims.check`), so a
+  /// runner that lost its lock or its claim commits nothing.
   public func write<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
     try Tracing.commit(system: "postgresql") {
       try connection.transaction {
         let value = try body(PostgresTransaction(store: self))
         try fence?.checkFence(on: connection)
+        if let claim { try PostgresClaims.check(claim, on: connection, schema: schema) }
         return value
       }
     }

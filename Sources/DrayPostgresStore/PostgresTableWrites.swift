@@ -31,6 +31,7 @@ extension PostgresTransaction {
   /// Names match exactly, as PostgreSQL matches quoted identifiers (after fitting to 63
   /// bytes).
   func addMissingColumns(_ columns: [(name: String, type: ColumnType?)], toTable name: String) throws -> [String] {
+    try store.lockDefinitions()
     let existing = Set(try store.columnNames(ofTable: PostgresIdentifier.fitted(name)))
     guard !existing.isEmpty else {
       try connection.execute("CREATE TABLE \(store.qualified(name)) (\(definitions(columns)))")
@@ -123,6 +124,7 @@ extension PostgresTransaction {
   /// `CREATE TABLE ... (LIKE source)`, a column `target` lacks is added with `source`'s type
   /// (`format_type`, from `pg_attribute`).
   func replaceRows(ofTable target: String, withTable source: String) throws -> [String] {
+    try store.lockDefinitions()
     let columns = try connection.execute(
       """
       SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a

@@ -14,6 +14,7 @@ final class PostgresTransaction: StoreTransaction {
   // MARK: Schemes and tables
 
   func createTables(for scheme: ResourceScheme, params: JSONValue) throws -> [String: String] {
+    try store.lockDefinitions()
     try PostgresStore.schemeLimits.check(scheme)
     try saveScheme(scheme)
     var names: [String: String] = [:]

@@ -109,6 +109,26 @@ public enum Bookkeeping {
       ("last_modified", .text, false), ("updated_at", .text, true),
     ])
 
+  /// `_dray_claims`: the partitions of a partitioned step open for claims by the runners of
+  /// one run (`dray run --join`, PostgreSQL; docs/partitions.md, "Many runners"): one row per
+  /// partition, keyed by its member id; `owner` and `generation` name the live claim and
+  /// `expires_us` ends it (microseconds since 1970 by the database's clock); `state` is
+  /// `pending`, `claimed`, `done` or `failed` (`message` says why).
+  public static let claims = Table(
+    "_dray_claims", key: ["job", "member_id"],
+    [
+      ("job", .text, true), ("member_id", .text, true), ("run_id", .text, true), ("step_id", .text, true), ("ordinal", .integer, true),
+      ("partition", .text, true), ("state", .text, true), ("owner", .text, false), ("generation", .integer, true),
+      ("expires_us", .integer, true), ("message", .text, false),
+    ], defaults: ["generation": 0, "expires_us": 0])
+
+  /// `_dray_joins`: the run each `--run-key` names (`dray run --join --run-key KEY`), and
+  /// its exit code once it ended (nil while it runs); a joined run without a key is recorded
+  /// under its own run id.
+  public static let joins = Table(
+    "_dray_joins", key: ["job", "run_key"],
+    [("job", .text, true), ("run_key", .text, true), ("run_id", .text, true), ("exit_code", .integer, false)])
+
   /// `_dray_http_pages`: the pages an `http` step staged (`StagedPages`, the page ledger, in
   /// the staging database).
   public static let pages = Table(

@@ -67,12 +67,20 @@ public protocol JobDatabase: Sendable {
   /// - Throws: the database's errors.
   func openTokenKeeper(cancellation: Cancellation) throws -> any TokenKeeper
 
+  /// The claims of partitions shared by the runners of one run (`dray run --join`), on a
+  /// connection of its own; nil where runners cannot share a run (SQLite: one file serves
+  /// one machine), the default.
+  /// - Throws: the database's errors.
+  func openClaims(cancellation: Cancellation) throws -> (any PartitionClaims)?
+
   /// This database's view of `error`: its code, whether trying again may succeed, one line
   /// for people; nil for an error that is not the database's.
   func failure(_ error: any Error) -> DatabaseFailure?
 }
 
 extension JobDatabase {
+  public func openClaims(cancellation: Cancellation) throws -> (any PartitionClaims)? { nil }
+
   /// Whether trying `error`'s work again after connecting anew may succeed
   /// (`DatabaseFailure.isTransient`): false for an error that is not the database's.
   public func isTransient(_ error: any Error) -> Bool { failure(error)?.isTransient == true }

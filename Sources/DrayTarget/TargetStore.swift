@@ -263,6 +263,15 @@ public protocol RunJournal: AnyObject {
   /// - Returns: the runs marked abandoned.
   @discardableResult
   func begin(_ run: RunRecord) throws -> [RunRecord]
+  /// `begin` for a runner started with `--join`: within the run lock, a `joining.key` that
+  /// names a run that ended, or a `joining.follows` run that ended, throws `RunEnded` (with
+  /// the lock released and nothing recorded); otherwise the key is bound to `run`. Defaults
+  /// to `begin(run)` where runs cannot be shared.
+  @discardableResult
+  func begin(_ run: RunRecord, joining: JoinStart) throws -> [RunRecord]
+  /// Records the exit code of run `runID` for the runners that joined it and the late ones
+  /// of its `--run-key` (a default that does nothing).
+  func recordExit(job: String, runID: String, code: Int32) throws
   /// Records the end of run `runID`.
   func finish(runID: String, status: RunRecord.Status, endedAt: String) throws
   /// Records `checkpoint` in its own transaction (steps that write no target database).

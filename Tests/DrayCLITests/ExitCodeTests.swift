@@ -181,7 +181,7 @@ import Testing
         "dray: unknown command 'rnu'; did you mean 'run'? Commands: run, validate, plan, status, report, tables, query, schema, version\n"))
     #expect(
       try Command.dray(["run", "--fersh", "job.yaml"]).stderr.hasPrefix(
-        "dray: unknown option '--fersh'; did you mean '--fresh'? Options: --fresh, --from, --log-format, --only"))
+        "dray: unknown option '--fersh'; did you mean '--fresh'? Options: --fresh, --from, --join, --log-format, --only"))
     #expect(try Command.dray(["frobnicate"]).stderr.hasPrefix("dray: unknown command 'frobnicate'; commands: run, validate"))
   }
 }

@@ -191,13 +191,17 @@ import Testing
     #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path + "/.dray/reports").count == 1)
   }
 
-  @Test func joinAndUnknownValuesAreUsageErrors() throws {
-    let join = try Command.dray(["run", "--when-locked", "join", "job.yaml"])
+  @Test func joinIsTakenAndUnknownValuesAreUsageErrors() throws {
+    // `join` is `--join`: it takes a --run-key, checked before the manifest is read.
+    let join = try Command.dray(["run", "--when-locked", "join", "--run-key", "", "job.yaml"])
     #expect(join.status == 2)
     #expect(
       join.stderr
-        == "dray: --when-locked join is not available yet: it arrives with 'dray run --join' (runners sharing one run, the fan-out issue); use --when-locked exit or succeed\nRun 'dray help' for usage.\n"
+        == "dray: --run-key takes 1 to 200 bytes of printable text (a Kubernetes Job's UID, a CI pipeline's id)\nRun 'dray help' for usage.\n"
     )
+    let both = try Command.dray(["run", "--when-locked", "succeed", "--join", "job.yaml"])
+    #expect(both.status == 2)
+    #expect(both.stderr.hasPrefix("dray: --join and --when-locked succeed do not go together\n"))
     let other = try Command.dray(["run", "--when-locked", "wait", "job.yaml"])
     #expect(other.status == 2)
     #expect(other.stderr.hasPrefix("dray: --when-locked wait: unknown value; values: exit, succeed, join\n"))

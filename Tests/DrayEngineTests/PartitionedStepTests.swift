@@ -312,6 +312,30 @@ import Testing
     #expect(none.members.isEmpty)
     #expect(try server.requests().map(\.path).filter { $0.contains("/issues") } == [])
   }
+
+  /// A value that is empty, `.` or `..` where `path` uses it would send the request to
+  /// another path (`repos//issues`, `repos/../issues`): the step fails before any request,
+  /// naming the partition, the placeholder and the path it would have sent.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anEmptyOrDotValueInThePathFailsTheStepBeforeAnyRequest(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--repos", "2"])
+    let steps = PartitionedStepTests.children.replacingOccurrences(of: "WRITE", with: "append")
+    for (value, what, segment) in [("", "is empty", "an empty path segment"), ("..", "is '..'", "a segment that names another path")] {
+      let sql = "SELECT CASE WHEN id = 2 THEN '\(value)' ELSE CAST(id AS TEXT) END AS repo FROM repos ORDER BY id"
+      let partitions = Partitions(source: .rows(sql), location: SourceLocation(file: "job.yaml", line: 1, column: 1))
+      let report = run(try manifest(steps, server: server, target: target, partitioned: "issues", partitions), RunFlags(fresh: true))
+      let step = report.steps[1]
+      #expect(report.exitCode == 1)
+      #expect(step.errorCode == "placeholder_undefined")
+      #expect(
+        step.errorMessage
+          == "partition repo=\(value): path: placeholder {repo} \(what) in this partition, so the request would go to "
+          + "repos/\(value)/issues (\(segment)), not to the partition's resource; leave such partitions out "
+          + "(in a rows query: WHERE repo <> ''; in a list: remove the entry)")
+      #expect(try server.requests().map(\.path).filter { $0.contains("/issues") } == [])
+    }
+  }
 }
 
 /// A partitioned `table_stream` step against the platform emulator: each partition is its

@@ -157,7 +157,7 @@ extension FolderDigest {
 extension DatabaseDigest {
   /// Tables that differ between any two runs of a PostgreSQL target by design: the run
   /// journal and the run lock's generations.
-  public static let postgresJournalTables: Set<String> = journalTables.union(["_dray_locks"])
+  public static let postgresJournalTables: Set<String> = journalTables.union(["_dray_locks", "_dray_joins", "_dray_claims"])
 
   /// Reads the tables of `schema` in a PostgreSQL database through `connection`, as
   /// `init(path:)` reads an SQLite file: each table's columns and types, row count, count of

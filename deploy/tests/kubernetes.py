@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import yaml
 
@@ -69,6 +70,11 @@ def load(name):
     return yaml.safe_load(open(os.path.join(MANIFESTS, name), encoding="utf-8"))
 
 
+def load_all(name):
+    """The documents of a file holding several (fanout-job.yaml: its ConfigMap and Job), by kind."""
+    return {d["kind"]: d for d in yaml.safe_load_all(open(os.path.join(MANIFESTS, name), encoding="utf-8"))}
+
+
 def policy_action(job_spec, container, exit_code):
     """The podFailurePolicy action for a pod whose container ended with `exit_code` (no pod
     conditions), as the Job controller picks it: the first matching rule, else Count; a pod
@@ -88,7 +94,7 @@ def policy_action(job_spec, container, exit_code):
 class Pod:
     """The CronJob's container as a process; `root` holds the files its volumes show."""
 
-    def __init__(self, name, work, job_spec, configmap, secret, state, binary, overrides):
+    def __init__(self, name, work, job_spec, configmap, secret, state, binary, overrides, fields=None):
         self.name = name
         pod = job_spec["template"]["spec"]
         container = pod["containers"][0]
@@ -112,6 +118,9 @@ class Pod:
                     os.chown(path, 0, pod["securityContext"]["fsGroup"])
             elif "persistentVolumeClaim" in volume:
                 folder = state
+            elif "emptyDir" in volume:
+                os.makedirs(folder)
+                os.chown(folder, pod["securityContext"]["runAsUser"], pod["securityContext"]["fsGroup"])
             else:
                 raise SystemExit(f"volume {volume['name']}: a kind this test does not lay out")
             sources[volume["name"]] = folder
@@ -120,6 +129,8 @@ class Pod:
         for variable in container["env"]:
             if "value" in variable:
                 environment[variable["name"]] = variable["value"]
+            elif "fieldRef" in variable["valueFrom"]:
+                environment[variable["name"]] = (fields or {})[variable["valueFrom"]["fieldRef"]["fieldPath"]]
             else:
                 reference = variable["valueFrom"]["secretKeyRef"]
                 assert reference["name"] == secret["metadata"]["name"], reference
@@ -149,7 +160,10 @@ class Pod:
                       "sh", "setsid", "setpriv", f"--reuid={uid}", f"--regid={gid}",
                       f"--groups={pod['securityContext']['fsGroup']}", "env", "-i"]
                      + [f"{k}={v}" for k, v in environment.items()]
-                     + container["command"] + container["args"])
+                     + container["command"]
+                     # $(NAME) in the arguments is the container's variable, as the kubelet expands it.
+                     + [re.sub(r"\$\((\w+)\)", lambda m: environment.get(m.group(1), m.group(0)), arg)
+                        for arg in container["args"]])
 
     def start(self):
         return start(self.argv)
@@ -171,6 +185,99 @@ def in_postgres(url, schema):
     result = subprocess.run(["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", url, "-c", query],
                             capture_output=True, text=True, env=environment)
     return result.stdout.strip() if result.returncode == 0 else f"no answer: {result.stderr.strip()}"
+
+
+def psql_rows(url, sql):
+    """One query's rows on the test server, as lists of text."""
+    environment = dict(os.environ, PGPASSWORD=os.environ.get("DRAY_TEST_POSTGRES_PASSWORD", ""),
+                       PGOPTIONS="-c client_min_messages=warning")
+    result = subprocess.run(["psql", "-X", "-At", "-F", "|", "-v", "ON_ERROR_STOP=1", url, "-c", sql],
+                            capture_output=True, text=True, env=environment)
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr.strip())
+    return [line.split("|") for line in result.stdout.splitlines()]
+
+
+def fanout(failures, work, binary, secret, postgres):
+    """fanout-job.yaml's pods as processes: three pods run `dray run --join --run-key UID`
+    against PostgreSQL and the REST test server (12 repositories of 5 issues, each answer 1 s
+    late); once a pod that does not hold the run lock holds claims it is killed with
+    SIGKILL (exit 137: Count, so the Job controller starts a replacement, which joins the
+    same run). The others finish its partitions after the lease (shortened to 3 s here, the
+    one deviation besides API_BASE_URL), every pod but the killed one exits 0, and the
+    issues table holds each issue once. Without PostgreSQL, a pod exits 2 (FailJob),
+    saying --join needs it."""
+    documents = load_all("fanout-job.yaml")
+    configmap, spec = documents["ConfigMap"], documents["Job"]["spec"]
+    container = spec["template"]["spec"]["containers"][0]
+    expect(failures, "--join" in container["args"] and "--run-key" in container["args"],
+           f"fanout-job.yaml: the pods do not run --join --run-key: {container['args']}")
+    expect(failures, spec.get("parallelism", 1) > 1, "fanout-job.yaml: parallelism is not above 1")
+    job = yaml.safe_load(configmap["data"]["job.yaml"])["job"]
+    configmap["data"]["job.yaml"] = configmap["data"]["job.yaml"].replace("lease: 30s", "lease: 3s")
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "Emulator", "rest_server.py"), "--port", "0",
+                               "--repos", "12", "--issues", "5", "--answer-delay", "1"], stdout=subprocess.PIPE, text=True)
+    url = server.stdout.readline().strip().rsplit(" ", 1)[1]
+    state = os.path.join(work, "fanout-state")
+    os.makedirs(state)
+    counter = iter(range(1, 100))
+    fields = {"metadata.labels['batch.kubernetes.io/controller-uid']": "6f1c2a4e-fanout-test"}
+
+    def pod(what):
+        return Pod(f"fanout-{next(counter)}-{what}", work, spec, configmap, secret, state, binary,
+                   {"API_BASE_URL": url}, fields)
+
+    def action(status):
+        return policy_action(spec, container["name"], status)
+
+    try:
+        if not postgres:
+            configmap["data"]["job.yaml"] = sqlite_manifest(configmap["data"]["job.yaml"], job)
+            status, output = finish(pod("sqlite").start())
+            expect(failures, status == 2 and action(2) == "FailJob" and "--join needs a job whose database is PostgreSQL"
+                   in output, f"a fan-out pod on SQLite: exit {status} ({action(status)}): {output}")
+            return "on SQLite a pod exits 2 (FailJob): --join needs PostgreSQL"
+        schema = "fanout"
+        psql_rows(postgres, f"DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}")
+        pods = [pod(f"pod{n}").start() for n in range(1, spec["parallelism"] + 1)]
+        victim = None
+        deadline = time.monotonic() + 120
+        while victim is None and time.monotonic() < deadline:
+            try:
+                holder = psql_rows(postgres, f"SELECT pid FROM {schema}._dray_runs WHERE status = 'running'")
+                owners = psql_rows(postgres, f"SELECT owner FROM {schema}._dray_claims WHERE state = 'claimed'")
+            except RuntimeError:
+                holder, owners = [], []  # the tables are not there yet
+            pids = {int(o[0].split(":")[-2]) for o in owners if o and o[0]}
+            held = {int(h[0]) for h in holder if h and h[0]}
+            victim = next((p for p in pods if p.pid in pids and p.pid not in held and held), None)
+            time.sleep(0.05)
+        if victim is None:
+            for p in pods:
+                p.kill()
+            outputs = [finish(p)[1] for p in pods]
+            failures.append(f"no fan-out pod other than the lock holder was seen holding claims: {outputs}")
+            return "not run"
+        os.kill(victim.pid, signal.SIGKILL)
+        status, _ = finish(victim)
+        code = 128 + signal.SIGKILL if status == -signal.SIGKILL else status
+        expect(failures, action(code) == "Count", f"the killed pod: exit {code}, policy {action(code)}, not Count")
+        # The Job controller replaces the killed pod; the replacement joins the same run.
+        pods = [p for p in pods if p is not victim] + [pod("replacement").start()]
+        for n, p in enumerate(pods):
+            status, output = finish(p)
+            expect(failures, status == 0, f"fan-out pod {n + 1}: exit {status}, not 0: {output}")
+            check_plain_lines(f"fan-out pod {n + 1}", output, failures)
+        rows = psql_rows(postgres, f"SELECT count(*), count(DISTINCT id) FROM {schema}.issues")
+        runs = psql_rows(postgres, f"SELECT string_agg(status, ',' ORDER BY seq) FROM {schema}._dray_runs")
+        left = psql_rows(postgres, f"SELECT count(*) FROM {schema}._dray_claims WHERE state <> 'done'")
+        expect(failures, rows == [["60", "60"]], f"the fan-out's issues table holds {rows}, not 60 distinct issues")
+        expect(failures, runs == [["succeeded"]], f"the fan-out's runs: {runs}, not one that succeeded")
+        expect(failures, left == [["0"]], f"partitions left unfinished: {left}")
+        return ("3 pods shared one run (--join --run-key), one killed -9 while holding claims (137: Count), "
+                "the others and its replacement finished the run (exit 0), 60 issues once each")
+    finally:
+        server.terminate()
 
 
 def main():
@@ -254,6 +361,7 @@ def main():
         for spec, name in ((job_spec, "CronJob"), (backfill_spec, "backfill Job")):
             action = policy_action(spec, container, 2)
             expect(failures, action == "FailJob", f"the {name}'s podFailurePolicy for exit 2: {action}, not FailJob")
+        fanned = fanout(failures, work, os.path.join(bin_dir, "dray"), secret, postgres)
         reports = glob.glob(os.path.join(state, "reports", f"{manifest['job']}-*.json"))
         expect(failures, len(reports) == 6,
                f"reports on the state volume: {reports} (pod A's, the backfill's, C's, D's, E's and F's)")
@@ -272,7 +380,8 @@ def main():
         print(f"kubernetes: manifests valid for {', '.join(KUBERNETES_VERSIONS)}; pods ({database}): "
               "a tick during a run succeeded (--when-locked succeed), the backfill and its replacement 75 (Ignore), "
               "SIGTERM 130 (Count), the backfill's and the CronJob's replacements succeeded; "
-              "503 gave 69 (Count) and its replacement succeeded; 401 gave 1 (FailJob)")
+              "503 gave 69 (Count) and its replacement succeeded; 401 gave 1 (FailJob); "
+              f"fan-out: {fanned}")
     return 1 if failures else 0
 
 

@@ -75,7 +75,12 @@ extension StepRunner {
       // Logged with the step's other notes, after its "ok" line.
       report.notes.append("no partitions: the rows query returned no rows, so nothing was fetched")
     }
-    report.members = runMembers(members, list, concurrency: partitions.concurrency, finished: finished)
+    if let joining = context.joining {
+      // Shared with the runners that joined the run: each partition is claimed by one.
+      report.members = try runClaimed(members, list, partitions: partitions, gathered: gathered, finished: finished, joining: joining)
+    } else {
+      report.members = runMembers(members, list, concurrency: partitions.concurrency, finished: finished)
+    }
     for index in report.members.indices {
       if let load, let records = report.members[index].records { report.members[index].rows = [load.table: records] }
       if gathered != nil { report.members[index].tables = [] }
@@ -221,7 +226,8 @@ extension StepRunner {
         throw PartitionError.kind(step: step.id, kind: step.kindName)
       }
     } catch let problem as Placeholders.Problem {
-      throw PartitionError.placeholder(step: step.id, partition: partition.label, problem: problem.description)
+      throw PartitionError.placeholder(
+        step: step.id, partition: partition.label, problem: problem.description, advised: problem.advised)
     }
     return Step(
       id: PartitionIDs.member(step.id, partition), kind: kind, retry: step.retry, timeouts: step.timeouts, location: step.location,
@@ -305,7 +311,7 @@ enum PartitionError: Error, CustomStringConvertible {
   /// A `rows` value that is NULL or a blob.
   case rowsValue(step: String, row: Int, column: String, value: String)
   /// A placeholder the partition does not define, or a brace that opens none.
-  case placeholder(step: String, partition: String, problem: String)
+  case placeholder(step: String, partition: String, problem: String, advised: Bool = false)
   /// Two partitions with the same values.
   case duplicate(step: String, first: String, second: String)
   /// A kind that has no partitions (validation refuses it first).
@@ -346,7 +352,9 @@ enum PartitionError: Error, CustomStringConvertible {
     case .rowsValue(_, let row, let column, let value):
       "row \(row) of the partitions' rows query holds \(value) in column \(column); a partition's values are text: "
         + "leave such rows out (WHERE \(column) IS NOT NULL) or convert the column"
-    case .placeholder(_, let partition, let problem):
+    case .placeholder(_, let partition, let problem, true):
+      "partition \(partition): \(problem)"
+    case .placeholder(_, let partition, let problem, false):
       "partition \(partition): \(problem); give the partitions that value (a column of the rows query, a key of "
         + "each list entry) or remove the placeholder"
     case .duplicate(_, let first, let second):

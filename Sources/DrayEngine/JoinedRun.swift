@@ -1,0 +1,111 @@
+internal import DrayModel
+internal import DrayTarget
+internal import DrayTransport
+internal import Foundation
+
+/// A runner started with `--join` while another holds the job's run lock (docs/partitions.md,
+/// "Many runners"): it follows the run in progress (the one its `--run-key` names, or the
+/// job's live run), claims and runs the partitions of each partitioned step the holder opens
+/// for claims, and ends with the run's exit code once the run ends. When the holder dies the
+/// runner's next start attempt takes the lock over (`Runner.run`) and carries the run on.
+final class JoinedRunner {
+  let runner: Runner
+  let joining: Joining
+  /// The run this runner follows, once it found one.
+  private(set) var following: RunRecord?
+  /// How many partitions this runner ran.
+  private(set) var ran = 0
+  private var context: RunContext?
+  private var claims: (any PartitionClaims)?
+  /// The journal this runner reads the followed run's record in.
+  private var journal: (any RunJournal)?
+
+  init(runner: Runner, joining: Joining) {
+    self.runner = runner
+    self.joining = joining
+  }
+
+  private var manifest: Manifest { runner.manifest }
+  private var console: Console { runner.console }
+
+  /// One round: finds the run to follow (`live`, the run holding the lock, or the run the
+  /// key names), runs the partitions open for claims, or waits a moment.
+  /// - Returns: the run's end once it ended (or this runner was interrupted), else nil: the
+  ///   caller tries to take the lock, then calls again.
+  func follow(_ live: RunRecord?) -> RunEnded? {
+    if runner.cancellation.isCancelled { return RunEnded(runID: following?.id ?? "", exitCode: ExitCode.interrupted) }
+    do {
+      if claims == nil { claims = try runner.database.openClaims(cancellation: runner.cancellation) }
+      guard let claims else { return RunEnded(runID: "", exitCode: ExitCode.usage) }
+      var target = live
+      if let key = runner.runKey {
+        guard let bound = try claims.run(job: manifest.job, key: key) else { return pause() }
+        if let code = bound.exitCode { return RunEnded(runID: bound.runID, exitCode: code) }
+        if journal == nil { journal = try runner.database.openJournal(fresh: false, cancellation: runner.cancellation) }
+        target = try journal?.runs(job: manifest.job, limit: 100).first { $0.id == bound.runID }
+      }
+      guard let run = target else { return pause() }
+      if run.status != .running && run.status != .abandoned {
+        let code = try claims.exitCode(job: manifest.job, runID: run.id) ?? JoinedRunner.exitCode(run.status)
+        return RunEnded(runID: run.id, exitCode: code)
+      }
+      if following?.id != run.id || context == nil {
+        following = run
+        context = RunContext(
+          manifest: manifest, runID: run.id, lineage: run.lineage, fresh: run.flags.fresh, skipReasons: [:], unresolvedWrites: [:],
+          console: console, cancellation: runner.cancellation, session: runner.platformSession(), database: runner.database,
+          journal: try runner.database.openJournal(fresh: false, cancellation: runner.cancellation), retryBudget: RetryBudget(),
+          joining: joining)
+        console.info("joined run \(run.id) of job \(manifest.job): this runner claims partitions of its partitioned steps")
+      }
+      guard let context, let stepID = try claims.openStep(job: manifest.job, runID: run.id),
+        let step = manifest.steps.first(where: { $0.id == stepID }), let partitions = step.partitions
+      else { return pause() }
+      ran += StepRunner(context: context, step: step).joinPartitions(partitions, joining: joining)
+    } catch {
+      console.warn("joining the run: \(runner.database.failure(error)?.message ?? "\(error)")")
+      return pause()
+    }
+    return nil
+  }
+
+  /// Waits `Joining.poll` before the next round.
+  private func pause() -> RunEnded? {
+    Thread.sleep(forTimeInterval: Joining.poll.seconds)
+    return nil
+  }
+
+  /// The exit code of a run that ended as `status`, when none was recorded.
+  static func exitCode(_ status: RunRecord.Status) -> Int32 {
+    switch status {
+    case .succeeded: ExitCode.success
+    case .interrupted: ExitCode.interrupted
+    default: ExitCode.stepFailed
+    }
+  }
+}
+
+extension Runner {
+  /// Ends a start with `--join` whose run ended (`ended`): the run's exit code, no report
+  /// file (the holder writes the run's), one info line.
+  func joined(_ report: inout RunReport, _ ended: RunEnded, _ follower: JoinedRunner?) -> RunReport {
+    let message: String
+    if ended.exitCode == ExitCode.interrupted && cancellation.isCancelled {
+      message = "interrupted by \(Runner.signalName(cancellation)) while joined to run \(ended.runID); the run goes on without this runner"
+    } else if follower?.following == nil {
+      message =
+        "run \(ended.runID) of job '\(manifest.job)'\(runKey.map { " (--run-key \($0))" } ?? "") already ended with exit code "
+        + "\(ended.exitCode): this start changed nothing and ends with that code"
+    } else {
+      message =
+        "run \(ended.runID) of job '\(manifest.job)' ended with exit code \(ended.exitCode); this runner joined it and ran "
+        + HumanUnits.counted(follower?.ran ?? 0, "partition")
+    }
+    report.errorMessage = message
+    report.exitCode = ended.exitCode
+    report.status = ended.exitCode == ExitCode.success ? .succeeded : ended.exitCode == ExitCode.interrupted ? .interrupted : .failed
+    report.lockedOut = true
+    console.info(message)
+    return report
+  }
+}

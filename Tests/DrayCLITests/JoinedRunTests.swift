@@ -1,0 +1,272 @@
+import DrayTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// Several `dray run --join` processes sharing one run of a fan-out on one PostgreSQL
+/// database (docs/partitions.md, "Many runners"), against the REST test server's
+/// `/repos/ID/issues` (12 repositories of 5 issues, 3 pages each; every answer 40 ms late):
+/// every page is fetched once in a clean run, a runner killed with `kill -9` (a joined one,
+/// or the lock holder itself) has its partitions finished by the others after the lease
+/// (`lease: 2s`), and the table equals a lone runner's, row for row.
+@Suite struct JoinedRunTests {
+  static func job(_ url: String, _ target: TargetDatabase, write: String = "append") -> String {
+    """
+    version: 1
+    job: fan
+    \(target.manifestBlock)retry: { count: 2, interval: 20ms }
+    steps:
+      - id: repos
+        http: { base_url: "\(url)", path: repos, query: { per_page: 12 }, load: { table: repos, records: /data }, paginate: { next: /links/next } }
+      - id: issues
+        partitions:
+          rows: "SELECT id AS repo FROM repos ORDER BY id"
+          concurrency: 2
+          lease: 2s
+        http: { base_url: "\(url)", path: "repos/{repo}/issues", query: { per_page: 2 }, load: { table: issues, records: /data, write: append }, paginate: { next: /links/next } }
+
+    """
+  }
+
+  /// A job folder with its own server and PostgreSQL database.
+  struct Trial {
+    let folder: String
+    let server: RestServer
+    let target: TargetDatabase
+
+    init(_ folder: String, delay: String = "0.04", write: String = "append") throws {
+      self.folder = folder
+      try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+      server = try RestServer(["--repos", "12", "--issues", "5", "--answer-delay", delay])
+      target = try TargetDatabase(.postgres, folder: folder)
+      try JoinedRunTests.job(server.url, target, write: write).write(
+        toFile: folder + "/job.yaml", atomically: true, encoding: .utf8)
+    }
+
+    /// Runner `n`, with `--join --run-key KEY` (all share the job folder's state folder).
+    func start(_ n: Int, key: String = "job-uid-1", extra: [String] = []) throws -> ChildProcess {
+      try ChildProcess.dray(
+        ["run", folder + "/job.yaml", "--join", "--run-key", key] + extra, logPrefix: folder + "/runner-\(n)")
+    }
+
+    func issues() throws -> [[String?]] { try target.rows("SELECT id, repo, title FROM issues ORDER BY id") }
+
+    /// The issues pages asked for, with their query, in order.
+    func issuePages() throws -> [String] {
+      try server.requests().map(\.path).filter { $0.hasPrefix("/repos/") && $0.contains("/issues") }
+    }
+
+    /// The owners (`host:pid:random`) of the partitions' claims, by state.
+    func claims(_ state: String) throws -> [String] {
+      try target.rows("SELECT owner FROM _dray_claims WHERE state = '\(state)' ORDER BY member_id").compactMap { $0.first ?? nil }
+    }
+
+    /// The process id of the run lock's holder: the pid of the run recorded `running`.
+    func holder() throws -> Int32? {
+      try target.rows("SELECT pid FROM _dray_runs WHERE status = 'running'").first?.first?.flatMap { Int32($0) }
+    }
+  }
+
+  /// A lone runner's table: the reference.
+  static func reference(_ root: String) throws -> [[String?]] {
+    let alone = try Trial(root + "/alone", delay: "0")
+    let run = try ChildProcess.dray(["run", alone.folder + "/job.yaml"], logPrefix: alone.folder + "/run")
+    try #require(run.wait() == .exited(0), "\(run.errors)")
+    let rows = try alone.issues()
+    #expect(rows.count == 60)
+    return rows
+  }
+
+  /// With `write: replace` the partitions gather in `_dray_parts__fan__issues`, a table
+  /// every runner's session sees, and the holder replaces the table from it once.
+  @Test(.timeLimit(.minutes(5)), arguments: ["append", "replace"])
+  func threeJoinedRunnersFetchEachPageOnce(write: String) throws {
+    let root = TemporaryDirectory("dray-join")
+    let expected = try JoinedRunTests.reference(root.path)
+    let trial = try Trial(root.path + "/shared", write: write)
+    let runners = try (1...3).map { try trial.start($0) }
+    for (n, runner) in runners.enumerated() {
+      #expect(runner.wait() == .exited(0), "runner \(n + 1): \(runner.errors)")
+    }
+    #expect(try trial.issues() == expected)
+    let pages = try trial.issuePages()
+    // 12 repositories x 3 pages, each asked for once.
+    #expect(pages.count == 36, "\(pages)")
+    #expect(Set(pages).count == pages.count, "a page was fetched twice: \(pages)")
+    // Partitions were claimed by more than one runner, and all of them are done.
+    let owners = try trial.claims("done")
+    #expect(Set(owners).count >= 2, "\(owners)")
+    #expect(try trial.claims("done").count == 12)
+    // One run; the joined runners say which and how it ended.
+    #expect(try trial.target.rows("SELECT status FROM _dray_runs") == [["succeeded"]])
+    #expect(try trial.target.rows("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '\\_dray\\_parts%'") == [["0"]])
+    let joined = runners.filter { $0.errors.contains("joined run ") }
+    #expect(joined.count == 2, "\(runners.map(\.errors))")
+    let holder = try #require(runners.first { !$0.errors.contains("joined run ") })
+    #expect(holder.errors.contains("step issues: partitions 12/12 done by the runners of this run ("), "\(holder.errors)")
+    for runner in joined {
+      #expect(runner.errors.contains("ended with exit code 0; this runner joined it and ran "), "\(runner.errors)")
+    }
+  }
+
+  /// Kills runner `victim` (chosen once partitions are out: `pick`) with SIGKILL while it
+  /// holds a claim, then checks that the others finish the run with the exact table.
+  func killOne(_ pick: (Trial, [ChildProcess]) throws -> ChildProcess?, holder: Bool) throws {
+    let root = TemporaryDirectory("dray-join-kill")
+    let expected = try JoinedRunTests.reference(root.path)
+    let trial = try Trial(root.path + "/shared", delay: "0.08")
+    let runners = try (1...3).map { try trial.start($0) }
+    var victim: ChildProcess?
+    // Polls until the chosen runner holds a live claim (no sleep: a condition).
+    let found = runners[0].waitUntil(timeout: 60) {
+      guard let chosen = try? pick(trial, runners) else { return false }
+      let owners = (try? trial.claims("claimed")) ?? []
+      guard owners.contains(where: { $0.contains(":\(chosen.pid):") }) else { return false }
+      victim = chosen
+      return true
+    }
+    let killed = try #require(victim, "no runner to kill was found claiming (\(found))")
+    killed.send(SIGKILL)
+    #expect(killed.wait() == .signaled(SIGKILL))
+    let others = runners.filter { $0.pid != killed.pid }
+    for runner in others {
+      #expect(runner.wait() == .exited(0), "\(runner.errors)")
+    }
+    #expect(try trial.issues() == expected)
+    // Every partition open for claims finished (after a takeover, the new run opens only
+    // those the abandoned one had not finished).
+    #expect(try trial.target.rows("SELECT count(*) FROM _dray_claims WHERE state <> 'done'") == [["0"]])
+    #expect(
+      try trial.target.rows("SELECT count(*) FROM _dray_checkpoints WHERE step_id LIKE 'issues[%' AND status = 'succeeded'") == [["12"]])
+    let runs = try trial.target.rows("SELECT status FROM _dray_runs ORDER BY seq")
+    if holder {
+      // The holder's run was abandoned; one of the others carried it on to success.
+      #expect(runs == [["abandoned"], ["succeeded"]], "\(runs)")
+      #expect(others.contains { $0.errors.contains("took the run lock over and carries the run on") })
+    } else {
+      #expect(runs == [["succeeded"]], "\(runs)")
+    }
+  }
+
+  @Test(.timeLimit(.minutes(5))) func aJoinedRunnerKilledHasItsPartitionsFinishedByTheOthers() throws {
+    try killOne(
+      { trial, runners in
+        let holder = try trial.holder()
+        return runners.first { $0.pid != holder && holder != nil }
+      }, holder: false)
+  }
+
+  @Test(.timeLimit(.minutes(5))) func theHolderKilledIsTakenOverByAJoinedRunner() throws {
+    try killOne(
+      { trial, runners in
+        let holder = try trial.holder()
+        return runners.first { $0.pid == holder }
+      }, holder: true)
+  }
+
+  /// A joined runner stopped (SIGSTOP) past its lease while it holds claims: the others
+  /// take its partitions and finish them; continued (SIGCONT), it commits nothing for them
+  /// (each commit checks the claim's generation) and drops them, not failing, and the table
+  /// is exact.
+  @Test(.timeLimit(.minutes(5))) func aRunnerPausedPastItsLeaseCommitsNothingForItsPartitions() throws {
+    let root = TemporaryDirectory("dray-join-pause")
+    let expected = try JoinedRunTests.reference(root.path)
+    let trial = try Trial(root.path + "/shared", delay: "0.3")
+    let runners = try (1...3).map { try trial.start($0) }
+    var paused: (runner: ChildProcess, members: [String])?
+    _ = runners[0].waitUntil(timeout: 60) {
+      guard let holder = try? trial.holder() else { return false }
+      for runner in runners where runner.pid != holder {
+        let held =
+          (try? trial.target.rows("SELECT member_id FROM _dray_claims WHERE state = 'claimed' AND owner LIKE '%:\(runner.pid):%'"))?
+          .compactMap { $0.first ?? nil } ?? []
+        if !held.isEmpty {
+          runner.send(SIGSTOP)
+          paused = (runner, held)
+          return true
+        }
+      }
+      return false
+    }
+    let (stopped, members) = try #require(paused, "no joined runner was seen holding claims")
+    // Its partitions finished by the others while it is stopped (a condition, no sleep).
+    let list = members.map { "'\($0)'" }.joined(separator: ", ")
+    let takenOver = runners.first { $0.pid != stopped.pid }?.waitUntil(timeout: 60) {
+      (try? trial.target.rows("SELECT count(*) FROM _dray_claims WHERE state = 'done' AND member_id IN (\(list))"))
+        == [["\(members.count)"]]
+    }
+    #expect(takenOver == true)
+    stopped.send(SIGCONT)
+    for runner in runners {
+      #expect(runner.wait() == .exited(0), "\(runner.errors)")
+    }
+    #expect(try trial.issues() == expected)
+    #expect(
+      stopped.errors.contains("dropped: the claim on partition") || stopped.errors.contains("ran out before this runner renewed it"),
+      "\(stopped.errors)")
+  }
+
+  /// A partition that fails for good in any runner fails the run, and every runner exits
+  /// with the run's code (1); the holder's report names the partition.
+  @Test(.timeLimit(.minutes(5))) func aPartitionFailingForGoodEndsEveryRunnerWithTheRunsCode() throws {
+    let root = TemporaryDirectory("dray-join-fail")
+    let trial = try Trial(root.path + "/shared")
+    try trial.server.setRules(#"[{"path": "/repos/9/issues", "status": 404, "body": "no such repository"}]"#)
+    let runners = try (1...3).map { try trial.start($0) }
+    for (n, runner) in runners.enumerated() {
+      #expect(runner.wait() == .exited(1), "runner \(n + 1): \(runner.errors)")
+    }
+    #expect(try trial.target.rows("SELECT status FROM _dray_runs") == [["failed"]])
+    #expect(try trial.target.rows("SELECT member_id FROM _dray_claims WHERE state = 'failed'") == [["issues[repo=9]"]])
+    let holder = try #require(runners.first { !$0.errors.contains("joined run ") })
+    #expect(holder.errors.contains("of 12 partitions failed for good (the first, repo=9: "), "\(holder.errors)")
+    for runner in runners where runner.pid != holder.pid {
+      #expect(runner.errors.contains("ended with exit code 1; this runner joined it and ran "), "\(runner.errors)")
+    }
+  }
+
+  @Test func aKeyWhoseRunEndedExitsWithItsCodeAndStartsNothing() throws {
+    let root = TemporaryDirectory("dray-join-key")
+    let trial = try Trial(root.path + "/job", delay: "0")
+    // A run that fails: its server is gone (connection refused), so exit 69.
+    let broken = try String(contentsOfFile: trial.folder + "/job.yaml", encoding: .utf8)
+    try broken.replacingOccurrences(of: trial.server.url, with: "http://127.0.0.1:9/").write(
+      toFile: trial.folder + "/broken.yaml", atomically: true, encoding: .utf8)
+    let failed = try ChildProcess.dray(
+      ["run", trial.folder + "/broken.yaml", "--join", "--run-key", "uid-7"], logPrefix: trial.folder + "/failed")
+    #expect(failed.wait() == .exited(69), "\(failed.errors)")
+    // The key's run ended with 69: a late runner ends so too, sending nothing.
+    let late = try ChildProcess.dray(
+      ["run", trial.folder + "/job.yaml", "--join", "--run-key", "uid-7"], logPrefix: trial.folder + "/late")
+    #expect(late.wait() == .exited(69), "\(late.errors)")
+    #expect(late.errors.contains("already ended with exit code 69: this start changed nothing and ends with that code"), "\(late.errors)")
+    #expect(try trial.server.requests().isEmpty)
+    #expect(try trial.target.rows("SELECT count(*) FROM _dray_runs") == [["1"]])
+    // Another key starts a run of its own, which succeeds; a late runner of it exits 0.
+    let next = try trial.start(1, key: "uid-8")
+    #expect(next.wait() == .exited(0), "\(next.errors)")
+    try trial.server.reset()
+    let again = try trial.start(2, key: "uid-8")
+    #expect(again.wait() == .exited(0), "\(again.errors)")
+    #expect(try trial.server.requests().isEmpty)
+    #expect(try trial.target.rows("SELECT count(*) FROM _dray_runs") == [["2"]])
+  }
+
+  @Test func joinOnSQLiteIsRefusedAtStart() throws {
+    let folder = TemporaryDirectory("dray-join-sqlite")
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let manifest = try folder.write("job.yaml", JoinedRunTests.job("http://127.0.0.1:9/", target))
+    for arguments in [["--join"], ["--when-locked", "join"], ["--join", "--run-key", "k"]] {
+      let result = try Command.dray(["run", manifest] + arguments)
+      #expect(result.status == 2, "\(result.output)")
+      #expect(
+        result.stderr.hasPrefix(
+          "dray: --join needs a job whose database is PostgreSQL (database.url): runners share a run through it, and this job's database is the SQLite file data/db.sqlite, which serves one machine; run it without --join\n"
+        ), "\(result.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: folder.path + "/data"))
+    }
+    let keyAlone = try Command.dray(["run", manifest, "--run-key", "k"])
+    #expect(keyAlone.status == 2)
+    #expect(keyAlone.stderr.hasPrefix("dray: --run-key goes with --join: runners given one key share one run\n"))
+  }
+}
