@@ -102,6 +102,10 @@ public struct StepReport: Sendable {
   /// What an `http` load's contract did with its records (`load.contract`); nil for other
   /// steps.
   public var contract: ContractReport?
+  /// The rows an `http` load with `load.delete_missing` deleted because its full pull did not
+  /// see their key (0 when it deleted none, or a partial pull deleted nothing); nil for other
+  /// steps.
+  public var rowsDeleted: Int?
   /// The step's checkpoint when the run started (nil: none recorded).
   public var checkpointBefore: CheckpointState?
   /// The step's checkpoint when the run ended (nil: none recorded).
@@ -238,6 +242,7 @@ public struct RunReport: Sendable {
       o.insert(("partition", .object(partition.values.map { ($0.name, .string($0.value)) })), at: 1)
     }
     if let pages = s.pages { o.append(("pages", .integer(Int64(pages)))) }
+    if let deleted = s.rowsDeleted { o.append(("rows_deleted", .integer(Int64(deleted)))) }
     if let c = s.contract {
       o.append(
         (

@@ -515,6 +515,10 @@ public enum ManifestSchema {
     Key(
       "allow_empty", .boolean, default: .bool(false),
       "true: an answer without records may empty a table that holds rows; otherwise such a load fails and keeps the table."),
+    Key(
+      "delete_missing", .boolean, default: .bool(false),
+      "true: a full merge pull deletes the rows whose primary_key none of its records held, once every page arrived (write: merge, no incremental)."
+    ),
   ]
 
   public static let httpContract: [Key] = [

@@ -107,10 +107,18 @@ extension ManifestValidator {
     let quarantine = f["quarantine"].map { readQuarantine($0, f.path("quarantine"), table: table) } ?? HTTPStep.Quarantine()
     if quarantine == nil { columnsOK = false }
     let allowEmpty = reader.bool(f, "allow_empty") ?? f.defaultValue("allow_empty")
+    let deleteMissing = reader.bool(f, "delete_missing") ?? f.defaultValue("delete_missing")
+    if deleteMissing, write != .merge, let missingNode = f["delete_missing"] {
+      reader.error(
+        missingNode.location,
+        "'\(f.path("delete_missing"))' deletes the rows a full merge pull did not see; it needs write: merge with primary_key "
+          + "(this load writes with \(write.rawValue)); set write: merge and primary_key, or remove delete_missing")
+      columnsOK = false
+    }
     guard let table, let records, let contract, let quarantine, columnsOK else { return nil }
     return HTTPStep.Load(
       table: table, records: records, columns: columns, expect: expect, write: write, primaryKey: primaryKey, deleted: deleted,
-      contract: contract, quarantine: quarantine, allowEmpty: allowEmpty)
+      contract: contract, quarantine: quarantine, allowEmpty: allowEmpty, deleteMissing: deleteMissing)
   }
 
   private mutating func readColumns(_ node: YAMLNode, _ path: String, format: AnswerFormat) -> [HTTPStep.Column]? {

@@ -36,6 +36,16 @@ extension ManifestValidator {
       ok = false
     }
 
+    if load?.deleteMissing == true, f["incremental"] != nil, case .mapping(let pairs)? = f["load"]?.content,
+      let missingNode = pairs.first(where: { $0.key.scalar?.text == "delete_missing" })?.value
+    {
+      reader.error(
+        missingNode.location,
+        "'\(f.path("load")).delete_missing' needs a full pull, and '\(f.path("incremental"))' fetches only the changed records, "
+          + "so every row would look missing; remove delete_missing, or incremental")
+      ok = false
+    }
+
     let rateLimit = need(f["rate_limit"].flatMap { readRateLimit($0, f.path("rate_limit")) }, present: f["rate_limit"] != nil)
 
     if !checkParameters(f, paginate: paginate, incremental: incremental) { ok = false }

@@ -33,6 +33,14 @@ extension ManifestValidator {
       )
       return nil
     }
+    if kind == .http, let node = child(child(kindNode, "load"), "delete_missing"), node.scalar?.text.lowercased() == "true" {
+      // Each partition publishes on its own, so none of them sees the step's whole pull.
+      reader.error(
+        node.location,
+        "'steps.\(id).http.load.delete_missing' cannot run over partitions: each partition publishes its own pages, "
+          + "so no single publish sees the whole pull; remove delete_missing, or partitions")
+      return nil
+    }
     guard let f = reader.fields(pair.value, path, keys: ManifestSchema.partitions) else { return nil }
     var ok = true
     let concurrency = reader.integer(f, "concurrency")

@@ -90,11 +90,16 @@ public struct HTTPStep: Sendable, Hashable {
     /// a load fails and keeps the table (docs/http.md, "No records never empties a table
     /// unasked").
     public var allowEmpty: Bool
+    /// Whether a full `merge` pull deletes the rows of the table whose primary key none of
+    /// its records held, in the transaction that publishes it, once every page arrived
+    /// (`load.delete_missing`, docs/http.md "Deleting what the API no longer lists"). Only
+    /// with `write: merge` and `primary_key`, without `incremental` or `partitions`.
+    public var deleteMissing: Bool
 
     public init(
       table: String, records: RecordSelector, columns: [Column]? = nil, expect: [Expectation] = [], write: WriteMode = .replace,
       primaryKey: [String] = [], deleted: JSONPointer? = nil, contract: Contract = Contract(), quarantine: Quarantine = Quarantine(),
-      allowEmpty: Bool = false
+      allowEmpty: Bool = false, deleteMissing: Bool = false
     ) {
       self.table = table
       self.records = records
@@ -106,6 +111,7 @@ public struct HTTPStep: Sendable, Hashable {
       self.contract = contract
       self.quarantine = quarantine
       self.allowEmpty = allowEmpty
+      self.deleteMissing = deleteMissing
     }
   }
 

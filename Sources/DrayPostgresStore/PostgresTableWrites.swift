@@ -219,6 +219,14 @@ extension PostgresTransaction {
     return (written, deleted)
   }
 
+  /// One `DELETE ... WHERE NOT EXISTS` against the staged records.
+  func deleteMissing(from staging: String, in target: String, key: [String]) throws -> Int {
+    let match = key.map { "s.\(PostgresIdentifier.sql($0)) = t.\(PostgresIdentifier.sql($0))" }.joined(separator: " AND ")
+    return try connection.execute(
+      "DELETE FROM \(store.qualified(target)) AS t WHERE NOT EXISTS (SELECT 1 FROM \(staged(staging)) AS s WHERE \(match))"
+    ).affectedRows
+  }
+
   func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws {
     try connection.execute(
       """

@@ -200,6 +200,11 @@ final class SQLiteTransaction: StoreTransaction {
     return try TableWrites.merge(from: staging, into: target, columns: columns, key: key, deletedColumn: deletedColumn, in: store.database)
   }
 
+  func deleteMissing(from staging: String, in target: String, key: [String]) throws -> Int {
+    try TableGuard.disarm(target, in: store.database)
+    return try TableWrites.deleteMissing(from: staging, in: target, key: key, in: store.database)
+  }
+
   func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws {
     let ledger = CursorLedger(database: store.database, job: job, stepID: stepID)
     try ledger.createTable()

@@ -173,6 +173,15 @@ enum TableWrites {
     return (written, deleted)
   }
 
+  /// Deletes the rows of `target` whose `key` no row of `staging` holds (`NOT EXISTS`, one
+  /// statement), for `load.delete_missing` after `merge`.
+  /// - Returns: the rows deleted.
+  static func deleteMissing(from staging: String, in target: String, key: [String], in database: Database) throws -> Int {
+    let match = key.map { "s.\(Database.quote($0)) = t.\(Database.quote($0))" }.joined(separator: " AND ")
+    return try database.execute(
+      "DELETE FROM \(Database.quote(target)) AS t WHERE NOT EXISTS (SELECT 1 FROM \(Database.quote(staging)) AS s WHERE \(match))")
+  }
+
 }
 
 /// The kept cursor of each `incremental` step, in the table `_dray_http_cursors` of the

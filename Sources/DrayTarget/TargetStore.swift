@@ -223,6 +223,12 @@ public protocol StoreTransaction: AnyObject {
   func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
     -> (written: Int, deleted: Int)
 
+  /// Deletes the rows of `target` whose `key` no row of table `staging` holds (the rows a
+  /// full `merge` pull did not see, `load.delete_missing`), after `merge` from the same
+  /// `staging`. A staged version marked deleted counts as seen (`merge` deleted its row).
+  /// - Returns: the rows deleted.
+  func deleteMissing(from staging: String, in target: String, key: [String]) throws -> Int
+
   /// Records the cursor of an `incremental` step, committing with this transaction.
   func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws
 

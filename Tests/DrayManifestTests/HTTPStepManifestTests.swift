@@ -296,6 +296,36 @@ import Testing
       ])
   }
 
+  /// `load.delete_missing` needs a full `merge` pull by `primary_key`: another write mode,
+  /// `incremental` and `partitions` are refused where `delete_missing` is written.
+  @Test func deleteMissingIsRefusedWithoutAFullMerge() throws {
+    let found = errors(
+      """
+        - http: { base_url: http://h/, load: { table: t, write: append, delete_missing: true } }
+        - http: { base_url: http://h/, load: { table: t, delete_missing: true } }
+        - http: { base_url: http://h/, load: { table: t, write: merge, delete_missing: true } }
+        - http:
+            base_url: http://h/
+            load: { table: t, write: merge, primary_key: [id], delete_missing: true }
+            incremental: { cursor: /u, param: since, initial: '2024-01-01T00:00:00Z' }
+        - id: parts
+          partitions: { list: [{ r: eu }] }
+          http: { base_url: 'http://h/{r}', load: { table: t, write: merge, primary_key: [id], delete_missing: true } }
+      """)
+    #expect(
+      found == [
+        "job.yaml:5:83: error: 'steps.http-1.http.load.delete_missing' deletes the rows a full merge pull did not see; it needs write: merge with primary_key (this load writes with append); set write: merge and primary_key, or remove delete_missing",
+        "job.yaml:6:68: error: 'steps.http-2.http.load.delete_missing' deletes the rows a full merge pull did not see; it needs write: merge with primary_key (this load writes with replace); set write: merge and primary_key, or remove delete_missing",
+        "job.yaml:7:59: error: 'steps.http-3.http.load.write': merge needs 'primary_key', the record fields that identify a row, such as primary_key: [id]",
+        "job.yaml:10:74: error: 'steps.http-4.http.load.delete_missing' needs a full pull, and 'steps.http-4.http.incremental' fetches only the changed records, so every row would look missing; remove delete_missing, or incremental",
+        "job.yaml:14:106: error: 'steps.parts.http.load.delete_missing' cannot run over partitions: each partition publishes its own pages, so no single publish sees the whole pull; remove delete_missing, or partitions",
+      ], "\(found)")
+    let manifest = try load(
+      "  - http: { base_url: http://h/, load: { table: t, write: merge, primary_key: [id], delete_missing: true } }\n")
+    #expect(http(manifest)?.load?.deleteMissing == true)
+    #expect(http(try load("  - http: { base_url: http://h/, load: { table: t } }\n"))?.load?.deleteMissing == false)
+  }
+
   /// A pagination parameter set on every page, the first included, and named like
   /// `incremental.param` would never send the cursor; `cursor.param` sets it from the second
   /// page on, in the cursor's place (Stripe's `starting_after`), and is valid.

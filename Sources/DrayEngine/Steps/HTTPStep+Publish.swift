@@ -17,15 +17,18 @@ extension StepRunner {
     var done = report
     let quarantined = try staging.table(run.quarantineStaging)
     let counts = try Quarantine.Counts(quarantined)
+    let deletes = deletesMissing(load, run, pages, counts, &done.notes)
     let (published, cleared) = try context.databaseWrites.withLock { _ in
       do {
         try checkBounds(load, counts, records: pages.progress.rows)
         return try target.write { transaction in
           try refuseEmptying(
-            load, records: pages.progress.rows, cursors: run.cursors, url: pages.firstURL, status: pages.emptyStatus,
-            pages: pages.progress.pages, in: transaction)
+            load, records: pages.progress.rows, cursors: run.cursors, deletesMissing: deletes, url: pages.firstURL,
+            status: pages.emptyStatus, pages: pages.progress.pages, in: transaction)
           let published = try publish(
-            load, staged: staging.table(run.stagingTable), fresh: partition == nil && run.cursors?.entry.fresh == true, in: transaction)
+            load, staged: staging.table(run.stagingTable), fresh: partition == nil && run.cursors?.entry.fresh == true,
+            deletesMissing: deletes, in: transaction)
+          done.rowsDeleted = load.deleteMissing ? published.deleted : nil
           if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
           done.notes += published.notes
           done.contract = try publishQuarantine(
@@ -57,6 +60,30 @@ extension StepRunner {
     report.tables = published.created ? [load.table] : []
     report.notes = done.notes
     report.contract = done.contract
+    report.rowsDeleted = done.rowsDeleted
+  }
+
+  /// Whether this load deletes the rows its pull did not see (`load.delete_missing`): only a
+  /// whole pull whose every record was loaded can say which keys the API no longer lists. A
+  /// pull `paginate.max_pages` stopped, or one whose contract set records aside (their keys
+  /// were not loaded), deletes nothing, and a note says why. A failed pull never publishes.
+  private func deletesMissing(
+    _ load: HTTPStep.Load, _ run: HTTPRun, _ pages: FetchedPages, _ counts: Quarantine.Counts, _ notes: inout [String]
+  ) -> Bool {
+    // Validation refuses delete_missing with incremental and partitions; checked again here.
+    guard load.deleteMissing, load.write == .merge, partition == nil, run.cursors == nil else { return false }
+    if pages.stoppedEarly {
+      notes.append(
+        "load.delete_missing deleted nothing: paginate.max_pages stopped the pull before its last page, so it did not see every record")
+      return false
+    }
+    if counts.setAside > 0 {
+      notes.append(
+        "load.delete_missing deleted nothing: the contract set \(HumanUnits.counted(counts.setAside, "record")) aside, "
+          + "whose keys the table did not get")
+      return false
+    }
+    return true
   }
 
   /// Drops the staging table and forgets the staged pages, in one transaction.
@@ -121,25 +148,37 @@ extension StepRunner {
   /// table's rows (`StoreTransaction.replaceRows`), and `append` and `merge` add the columns
   /// the table lacks and write them, after deleting its rows following a `--fresh` start.
   /// The deleted mark and `load.deleted` are not loaded by `append` and `merge`
-  /// (`publishedColumns`).
-  /// - Returns: the rows the table holds, whether it exists, and notes for the report
-  ///   (columns added, rows appended, merged and deleted).
-  func publish(_ load: HTTPStep.Load, staged: any StagedTable, fresh: Bool, in transaction: any StoreTransaction) throws -> (
-    rows: Int, created: Bool, notes: [String]
-  ) {
+  /// (`publishedColumns`). With `deletesMissing`, `merge` then deletes the rows whose key no
+  /// staged record holds (`StoreTransaction.deleteMissing`, `load.delete_missing`).
+  /// - Returns: the rows the table holds, whether it exists, notes for the report (columns
+  ///   added, rows appended, merged and deleted), and the rows `deletesMissing` deleted.
+  func publish(
+    _ load: HTTPStep.Load, staged: any StagedTable, fresh: Bool, deletesMissing: Bool = false, in transaction: any StoreTransaction
+  ) throws -> (rows: Int, created: Bool, notes: [String], deleted: Int) {
     let existed = try !transaction.columns(ofTable: load.table).isEmpty
     let columns = load.write == .replace ? staged.columns.map { (name: $0.name, type: $0.type ?? .text) } : publishedColumns(load, staged)
     guard !columns.isEmpty else {
       // No records (the staging table holds at most the deleted mark).
-      guard existed else { return (0, false, []) }
-      if fresh || load.write == .replace { _ = try transaction.deleteRows(ofTable: load.table) }
-      return (try transaction.rowCount(ofTable: load.table), true, [])
+      guard existed else { return (0, false, [], 0) }
+      var deleted = 0
+      if fresh || load.write == .replace || deletesMissing { deleted = try transaction.deleteRows(ofTable: load.table) }
+      let notes = deletesMissing ? [Self.deletedMissingNote(deleted)] : []
+      return (try transaction.rowCount(ofTable: load.table), true, notes, deletesMissing ? deleted : 0)
     }
     if load.contract.types == .evolve && existed { try widen(load, staged: columns, in: transaction) }
     // Every staged column goes across: `merge` reads the deleted mark there.
     try transaction.stage(staged.name, columns: staged.columns, for: load.table) { add in try staged.forEachRow(add) }
-    let notes = try write(load, from: staged.name, columns: columns, existed: existed, fresh: fresh, in: transaction)
-    return (try transaction.rowCount(ofTable: load.table), true, notes)
+    var notes = try write(load, from: staged.name, columns: columns, existed: existed, fresh: fresh, in: transaction)
+    var deleted = 0
+    if deletesMissing && load.write == .merge {
+      deleted = try transaction.deleteMissing(from: staged.name, in: load.table, key: load.primaryKey)
+      notes.append(Self.deletedMissingNote(deleted))
+    }
+    return (try transaction.rowCount(ofTable: load.table), true, notes, deleted)
+  }
+
+  static func deletedMissingNote(_ deleted: Int) -> String {
+    "deleted \(HumanUnits.counted(deleted, "row")) whose key the pull did not see (load.delete_missing)"
   }
 
   /// Widens the columns of `load.table` whose type does not hold their staged values
@@ -223,20 +262,22 @@ extension StepRunner {
   /// Refuses a load without records that would empty `load.table` while it holds rows
   /// (docs/http.md, "No records never empties a table unasked"), unless `load.allow_empty`.
   /// Only a load that replaces the table's rows with a full answer can empty it: `replace`,
-  /// or an incremental step's fresh start (`--fresh`) in any mode. `append` and `merge` add
+  /// a `merge` with `load.delete_missing`, or an incremental step's fresh start (`--fresh`)
+  /// in any mode. `append` and `merge` add
   /// and delete nothing for no records, and an incremental pull from a kept cursor that finds
   /// nothing changed gives no records as its normal answer.
   /// - Parameters:
   ///   - records: the records of every page the load staged.
   ///   - cursors: the incremental step's cursor, nil for a step that is not incremental.
+  ///   - deletesMissing: the load deletes the rows its records do not hold (`load.delete_missing`).
   ///   - status: the status that made the first page empty (204, or one `on_status` names
   ///     `empty`), for the message.
   /// - Throws: `HTTPStepError.emptyAnswer`.
   private func refuseEmptying(
-    _ load: HTTPStep.Load, records: Int, cursors: IncrementalRun?, url: String, status: Int?, pages: Int,
+    _ load: HTTPStep.Load, records: Int, cursors: IncrementalRun?, deletesMissing: Bool, url: String, status: Int?, pages: Int,
     in transaction: any StoreTransaction
   ) throws {
-    let replaces = cursors.map(\.entry.fresh) ?? (load.write == .replace)
+    let replaces = cursors.map(\.entry.fresh) ?? (load.write == .replace || deletesMissing)
     // A partition's load is one part of the table: the partitioned step judges the whole.
     guard partition == nil, records == 0, replaces, !load.allowEmpty, try !transaction.columns(ofTable: load.table).isEmpty else { return }
     let rows = try transaction.rowCount(ofTable: load.table)
@@ -249,7 +290,7 @@ extension StepRunner {
       }
     throw HTTPStepError.emptyAnswer(
       "table \(load.table) holds \(HumanUnits.counted(rows, "row")), and the answer of \(url) held no records\(why): "
-        + "\(load.write == .replace ? "a replace load" : "a load after --fresh") would leave the table empty, so nothing was loaded "
+        + "\(load.write == .replace ? "a replace load" : cursors == nil ? "a merge with load.delete_missing" : "a load after --fresh") would leave the table empty, so nothing was loaded "
         + "and the table keeps its rows; if no records is a valid answer of this API, set load.allow_empty: true")
   }
 
