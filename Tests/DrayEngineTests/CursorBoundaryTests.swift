@@ -109,4 +109,25 @@ import Testing
     _ = try run(server, target, loads: [Self.merge], boundary: "exclusive")
     #expect(try target.rows("SELECT count(*) FROM orders") == [["3"]])
   }
+
+  /// Order 1 changes after page 1 (orders 1-3) is answered: it moves to the end, and order 4
+  /// slides into page 1's place, so page 2 starts at order 5. The kept cursor stays at
+  /// order 1's first value, and the next run fetches order 4.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aRecordChangedWhileThePullIsBetweenPagesIsFetchedByTheNextRun(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "7"])
+    try server.setOrdersMode(#"{"before_page": {"page": 2, "change": {"update": [1], "set": {"status": "paid"}}}}"#)
+    let first = try run(server, target, loads: [Self.merge], boundary: nil)
+    #expect(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    #expect(try server.requests().flatMap(\.records) == [1, 2, 3, 5, 6, 7, 1])
+    #expect(try target.rows("SELECT value FROM _dray_http_cursors") == [[#""2024-01-01T00:00:01Z""#]])
+    #expect(first.steps.first?.notes.contains { $0.hasPrefix("the record id 1 changed while the pull was between pages") } == true)
+    try server.reset()
+    let second = try run(server, target, loads: [Self.merge], boundary: nil)
+    #expect(second.status == .succeeded, "\(second.steps.first?.errorMessage ?? "")")
+    #expect(try server.requests().flatMap(\.records).contains(4))
+    #expect(try target.rows("SELECT id, status FROM orders ORDER BY id") == (1...7).map { ["\($0)", $0 == 1 ? "paid" : "new"] })
+    #expect(try target.rows("SELECT value FROM _dray_http_cursors") == [[#""2024-01-01T00:00:08Z""#]])
+  }
 }

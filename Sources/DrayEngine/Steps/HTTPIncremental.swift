@@ -41,11 +41,43 @@ final class IncrementalRun {
 
   /// Raises the staged value to `highest` (the highest cursor of a page), in the page's
   /// transaction.
-  func stage(_ highest: IncrementalCursor.Value?, in transaction: any StagingTransaction) throws {
-    guard let highest else { return }
-    if let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:)), (staged.compare(highest) ?? 1) >= 0 { return }
-    entry.staged = highest.json
+  /// Lowered to `ceiling` once a record came twice (`see`, for each of `seen`: the page's
+  /// primary keys and cursors, `RecordChecks.keys`).
+  func stage(
+    _ highest: IncrementalCursor.Value?, seen: [(key: String, value: IncrementalCursor.Value)] = [],
+    in transaction: any StagingTransaction
+  ) throws {
+    for (key, value) in seen { see(key: key, value: value) }
+    let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:))
+    var next = staged
+    if let highest, next.map({ (highest.compare($0) ?? -1) > 0 }) ?? true { next = highest }
+    if let ceiling, let value = next, (value.compare(ceiling) ?? -1) > 0 { next = ceiling }
+    guard let next, next.json != staged?.json else { return }
+    entry.staged = next.json
     try transaction.saveCursor(entry, job: job, stepID: stepID)
+  }
+
+  /// The cursor each primary key had when the pull first saw it.
+  private var firstSeen: [String: IncrementalCursor.Value] = [:]
+  /// The lowest first-seen cursor of a record the pull saw twice, and that record's key.
+  private(set) var ceiling: IncrementalCursor.Value?
+  private var movedKey: String?
+
+  /// Notes that the pull saw the record of primary key `key` (its values' text) at
+  /// `value`. A record seen twice in one pull changed while the pull was between pages,
+  /// and on an API that pages by number or offset its move shifted the records after it:
+  /// one at or above its first value may have been passed over. The kept cursor then stays
+  /// at that first value (`ceiling`), and the next run reads again from there
+  /// (docs/http.md, "Cursor boundaries").
+  private func see(key: String, value: IncrementalCursor.Value) {
+    guard let earlier = firstSeen[key] else {
+      firstSeen[key] = value
+      return
+    }
+    if ceiling.map({ (earlier.compare($0) ?? 1) < 0 }) ?? true {
+      ceiling = earlier
+      movedKey = key
+    }
   }
 
   /// Keeps the highest of the kept and staged values (only the staged one after a fresh
@@ -58,6 +90,11 @@ final class IncrementalRun {
     entry = CursorEntry(value: next?.json)
     try transaction.saveCursor(entry, job: job, stepID: stepID)
     notes.append("kept cursor \(next?.text ?? "none (the next run sends initial)")")
+    if let ceiling, let movedKey {
+      notes.append(
+        "the record \(movedKey) changed while the pull was between pages, so records after its first cursor \(ceiling.text) "
+          + "may have moved past the pages read: the kept cursor goes no further than that, and the next run reads from there")
+    }
     if repeats > 0 {
       notes.append(
         "\(repeats) record\(repeats == 1 ? "" : "s") at the kept cursor \(kept?.text ?? "") already appended by an earlier run "
@@ -146,6 +183,8 @@ struct RecordChecks {
   let cursors: IncrementalRun?
   /// The highest cursor among the records checked.
   private(set) var highest: IncrementalCursor.Value?
+  /// For `merge`: each record's primary key (its values' text) and cursor, in order.
+  private(set) var keys: [(key: String, value: IncrementalCursor.Value)] = []
   private var number = 0
   /// Whether `load.deleted` selected a value in a record checked, and the near spelling a
   /// record held where it selected none (`finish`).
@@ -197,6 +236,12 @@ struct RecordChecks {
             + "Cursors compare as numbers, as RFC 3339 instants or as text; give incremental.initial in the API's form")
       }
       if highest.map({ value.compare($0) == 1 }) ?? true { highest = value }
+      if load.write == .merge {
+        let key = load.primaryKey.map { name in
+          record.first { IdentifierKey($0.name) == IdentifierKey(name) }.map { "\(name) \($0.value.sqlValue)" } ?? ""
+        }
+        keys.append((key.joined(separator: ", "), value))
+      }
     }
     guard let deleted = load.deleted else { return record }
     let mark: Int64

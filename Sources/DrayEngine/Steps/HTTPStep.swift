@@ -409,7 +409,7 @@ extension StepRunner {
           let names = Set(summary.unmatchedColumns.map(\.name))
           unmatched = pages.unmatchedColumns.map { $0.filter { names.contains($0.name) } } ?? summary.unmatchedColumns
         }
-        if let cursors = run.cursors, let transaction { try cursors.stage(checks.highest, in: transaction) }
+        if let cursors = run.cursors, let transaction { try cursors.stage(checks.highest, seen: checks.keys, in: transaction) }
       } else if let file, !reader.probes.isEmpty {
         summary = try reader.read(file: file) { _ in }
       } else if file == nil, let table, let load = options.load, let columns = load.columns {
