@@ -41,7 +41,15 @@ id). The live orders also page by the last id seen, as Stripe's lists do:
 
     POST /graphql  {"query": "...", "variables": {"first": M, "after": CURSOR | null}}
         {"data": {"orders": {"nodes": [...], "pageInfo": {"hasNextPage": true|false, "endCursor": "..." | null}}}}
- Deleted orders stay as {"id": ..., "deleted": true, "updated_at": ...}. Each logged
+ Deleted orders stay as {"id": ..., "deleted": true, "updated_at": ...}.
+updated_since compares as an instant (RFC 3339, at full precision); POST /admin/orders/mode
+{"boundary": "inclusive"} makes it >= (exclusive, >, by default), {"nanos": true} ticks the
+clock by one nanosecond and writes nine fraction digits, {"reset": true} empties the orders
+and restarts the clock, {"before_page": {"page": 2, "change": {...}}} applies a change once,
+just before the next request for that page is answered (a record changed while a pull is
+between its pages). A change with "burst": true gives all it inserts, updates and deletes
+one updated_at; an inserted order's own "updated_at" is kept (a record arriving late at a
+value already given). GET /admin/orders/all lists every order, deleted ones too. Each logged
 request of /orders also lists the ids it answered ("records"). --orders N starts with N.
 
 And a parent/child pair for fan-outs (docs/partitions.md): --repos N repositories (24 by
@@ -122,6 +130,7 @@ the body bytes sent ("response_bytes").
 import argparse
 import math
 import base64
+import datetime
 import email.utils
 import gzip
 import hashlib
@@ -171,6 +180,9 @@ class State:
 
         self.clock = 0
         self.orders = {}
+        # POST /admin/orders/mode: what updated_since means (exclusive: >, inclusive: >=),
+        # nanosecond timestamps, a change made before a page is answered; a burst's one value.
+        self.boundary, self.nanos, self.before_page, self.burst_value = "exclusive", False, None, None
         self.repos, self.issues, self.answer_delay = 24, 6, 0
         # --rate-limit: at most this many requests a second (None: no limit), and when
         # those let through came (time.monotonic()).
@@ -180,19 +192,53 @@ class State:
         self.items_modified = int(time.time()) - 60
 
     def tick(self):
+        if self.burst_value is not None:
+            return self.burst_value
         self.clock += 1
+        if self.nanos:
+            # Nanosecond ticks from 2024-01-01T00:00:00Z, always nine fraction digits.
+            seconds, nanos = divmod(self.clock, 1_000_000_000)
+            t = time.gmtime(1704067200 + seconds)
+            return time.strftime("%Y-%m-%dT%H:%M:%S", t) + f".{nanos:09d}Z"
         t = time.gmtime(1704067200 + self.clock)
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", t)
+
+    def change_orders(self, change):
+        """Applies one change of POST /admin/orders (the lock held)."""
+        self.burst_value = self.tick() if change.get("burst") else None
+        inserts = change.get("insert", 0)
+        for fields in ([{}] * inserts if isinstance(inserts, int) else inserts):
+            self.insert_order(fields)
+        for oid in change.get("update", []):
+            self.orders[oid].update(change.get("set", {}))
+            self.orders[oid]["updated_at"] = self.tick()
+        for oid in change.get("delete", []):
+            self.orders[oid] = {"id": oid, "deleted": True, "updated_at": self.tick()}
+        self.burst_value = None
 
     def insert_order(self, fields=None):
         oid = max(self.orders, default=0) + 1
         record = {"id": oid, "customer": f"customer-{oid}", "total": oid * 10 + 0.5, "status": "new"}
         record.update(fields or {})
-        record["updated_at"] = self.tick()
+        if "updated_at" not in (fields or {}):
+            record["updated_at"] = self.tick()
         self.orders[oid] = record
 
     def page(self, offset, limit):
         return [item(i) for i in range(offset + 1, min(offset + limit, self.items) + 1)]
+
+
+def instant(text):
+    """(seconds since the epoch, nanoseconds) of an RFC 3339 date-time in UTC or with an
+    offset; None for other text. Compares at full precision, never through a float."""
+    m = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?([Zz]|[+-]\d\d:\d\d)", text or "")
+    if not m:
+        return None
+    y, mo, d, h, mi, sec = (int(g) for g in m.groups()[:6])
+    fraction = (m.group(7) or "")[:9].ljust(9, "0")
+    offset = 0 if m.group(8) in ("Z", "z") else (int(m.group(8)[1:3]) * 60 + int(m.group(8)[4:6])) * 60 * (1 if m.group(8)[0] == "+" else -1)
+    days = (datetime.date(y, mo, d) - datetime.date(1970, 1, 1)).days
+    return (days * 86400 + h * 3600 + mi * 60 + sec - offset, int(fraction))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -470,14 +516,19 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/admin/orders" and self.command == "POST":
             change = json.loads(raw or b"{}")
             with st.lock:
-                inserts = change.get("insert", 0)
-                for fields in ([{}] * inserts if isinstance(inserts, int) else inserts):
-                    st.insert_order(fields)
-                for oid in change.get("update", []):
-                    st.orders[oid].update(change.get("set", {}))
-                    st.orders[oid]["updated_at"] = st.tick()
-                for oid in change.get("delete", []):
-                    st.orders[oid] = {"id": oid, "deleted": True, "updated_at": st.tick()}
+                st.change_orders(change)
+            return self.send(204)
+        if path == "/admin/orders/all" and self.command == "GET":
+            with st.lock:
+                return self.send(200, [o for _, o in sorted(st.orders.items())])
+        if path == "/admin/orders/mode" and self.command == "POST":
+            mode = json.loads(raw or b"{}")
+            with st.lock:
+                if mode.get("reset"):
+                    st.orders, st.clock = {}, 0
+                st.boundary = mode.get("boundary", st.boundary)
+                st.nanos = mode.get("nanos", st.nanos)
+                st.before_page = mode.get("before_page")
             return self.send(204)
         if path == "/admin/held" and self.command == "GET":
             query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
@@ -563,9 +614,20 @@ class Handler(BaseHTTPRequestHandler):
         page, per = max(1, self.ints(query, "page", 1)), max(1, self.ints(query, "per_page", 10))
         since = query.get("updated_since")
         with self.state.lock:
+            st = self.state
+            if st.before_page and st.before_page.get("page") == page:
+                st.change_orders(st.before_page.get("change", {}))
+                st.before_page = None
+            # Instants compare as instants; other text (a test's odd value) as text.
+            order = lambda text: instant(text) or (0, 0, text)
+            low = order(since) if since is not None else None
+            if st.boundary == "inclusive":
+                keep = lambda o: low is None or order(o["updated_at"]) >= low
+            else:
+                keep = lambda o: low is None or order(o["updated_at"]) > low
             changed = sorted(
-                (dict(o) for o in self.state.orders.values() if since is None or o["updated_at"] > since),
-                key=lambda o: (o["updated_at"], o["id"]))
+                (dict(o) for o in st.orders.values() if keep(o)),
+                key=lambda o: (order(o["updated_at"]), o["id"]))
             data = changed[(page - 1) * per:page * per]
             self.entry["records"] = [o["id"] for o in data]
         more = page * per < len(changed)

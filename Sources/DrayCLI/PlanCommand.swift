@@ -216,7 +216,8 @@ struct JobPlan {
       return (incremental.param, incremental.initial.text, source)
     }
     let lag = incremental.lag.map { kept.isInstant ? ", less lag \($0.formatted)" : "" } ?? ""
-    return (incremental.param, kept.moved(back: incremental.lag).text, "the kept cursor \(kept.text)\(lag)")
+    let below = incremental.boundary == .exclusive && kept.hasPredecessor ? ", just below it: boundary exclusive" : ""
+    return (incremental.param, incremental.sent(kept: kept).text, "the kept cursor \(kept.text)\(lag)\(below)")
   }
 
   /// Why a run would skip the step; nil when it runs. Members of a skipped group share the

@@ -238,6 +238,8 @@ extension HTTPStep {
         ("cursor", .string(i.cursor.description)), ("param", .string(i.param)), ("initial", i.initial.json),
         // In hours at most (`48h`), as before durations took days, so that fingerprints stay.
         ("lag", i.lag.map { .string($0.formatted(days: false)) }),
+        // Only when not the default, so that fingerprints of earlier steps stay.
+        ("boundary", i.boundary == .inclusive ? nil : .string(i.boundary.rawValue)),
       ])
     }
     return object([

@@ -544,6 +544,10 @@ public enum ManifestSchema {
     Key("param", .string(nonEmpty: true), required: true, "The query parameter that sends the kept value on the first page."),
     Key("initial", .json, required: true, "The value sent before any is kept: a string or a number."),
     Key("lag", .duration(minimum: .zero), "A window re-read before the kept value (RFC 3339 instants only)."),
+    Key(
+      "boundary", .choice(IncrementalCursor.Boundary.allCases.map(\.rawValue)),
+      default: .string(IncrementalCursor.Boundary.inclusive.rawValue),
+      "Whether the API answers the records at the value sent (inclusive, >=) or only after it (exclusive, >)."),
   ]
 
   public static let httpColumn: [Key] = [

@@ -228,8 +228,19 @@ extension ManifestValidator {
         lagNode.location, "'\(f.path("lag"))' moves back an RFC 3339 instant; 'initial' is not one, such as 2024-01-01T00:00:00Z")
       ok = false
     }
+    let boundary = reader.choice(f, "boundary", as: IncrementalCursor.Boundary.self)
+    if f["boundary"] != nil && boundary == nil {
+      ok = false
+    } else if boundary == .exclusive, let node = f["boundary"], let initial, !initial.hasPredecessor {
+      reader.error(
+        node.location,
+        "'\(f.path("boundary"))' exclusive asks from just below the kept value, and 'initial' (\(initial.text)) is \(initial.kind)"
+          + "\(initial.isText ? "" : " with a fraction"), which has no value just below it; use boundary: inclusive if the API answers "
+          + "the records at the value sent (>=), or a cursor that is an integer or an RFC 3339 instant")
+      ok = false
+    }
     guard ok, let cursor, let param, let initial else { return nil }
-    return HTTPStep.Incremental(cursor: cursor, param: param, initial: initial, lag: lag)
+    return HTTPStep.Incremental(cursor: cursor, param: param, initial: initial, lag: lag, boundary: boundary ?? .inclusive)
   }
 
   /// A JSON Pointer (RFC 6901), or nil with a diagnostic.

@@ -208,12 +208,28 @@ public struct HTTPStep: Sendable, Hashable {
     public var initial: IncrementalCursor.Value
     /// A window re-read before the kept value, for records that arrive late; instants only.
     public var lag: Duration?
+    /// Whether the API's parameter answers the records at the value sent (docs/http.md,
+    /// "Cursor boundaries").
+    public var boundary: IncrementalCursor.Boundary
 
-    public init(cursor: JSONPointer, param: String, initial: IncrementalCursor.Value, lag: Duration? = nil) {
+    public init(
+      cursor: JSONPointer, param: String, initial: IncrementalCursor.Value, lag: Duration? = nil,
+      boundary: IncrementalCursor.Boundary = .inclusive
+    ) {
       self.cursor = cursor
       self.param = param
       self.initial = initial
       self.lag = lag
+      self.boundary = boundary
+    }
+
+    /// The value a run sends when `kept` is kept (docs/http.md, "Cursor boundaries"): `kept`
+    /// less `lag` (instants only), and for an `exclusive` API the predecessor of that, so
+    /// that the records at the kept value come back; `kept` less `lag` when it has none.
+    public func sent(kept: IncrementalCursor.Value) -> IncrementalCursor.Value {
+      let moved = kept.moved(back: lag)
+      guard boundary == .exclusive else { return moved }
+      return moved.predecessor ?? moved
     }
   }
 

@@ -1,5 +1,14 @@
 /// The rules of an `incremental` step's cursor (docs/http.md, "Incremental loads").
 public enum IncrementalCursor {
+  /// What the API answers for the value sent (docs/http.md, "Cursor boundaries").
+  public enum Boundary: String, Sendable, Hashable, CaseIterable {
+    /// The records at the value sent and after it (`>=`): dray sends the kept value.
+    case inclusive
+    /// Only the records after the value sent (`>`): dray sends the kept value's
+    /// predecessor, so that records arriving later at the kept value are not lost.
+    case exclusive
+  }
+
   /// One cursor value, as the API gives it, and how it orders.
   ///
   /// Values compare as the API gives them: numbers as numbers (`ExactNumber`), RFC 3339
@@ -12,6 +21,9 @@ public enum IncrementalCursor {
 
     enum Order: Sendable, Hashable {
       case number(ExactNumber)
+      /// An integer beyond 64 bits, by its digits (no leading zero, as JSON writes them), so
+      /// that 10^30 and 10^30 + 1 differ; never through a double.
+      case longInteger(negative: Bool, digits: String)
       /// Seconds since 1970-01-01T00:00:00Z and nanoseconds.
       case instant(seconds: Int64, nanoseconds: Int64)
       case text(String)
@@ -20,6 +32,9 @@ public enum IncrementalCursor {
     /// A string or a number; nil for anything else (null, a boolean, a list, an object).
     public init?(json: JSONValue) {
       switch json {
+      case .number(let text) where IncrementalCursor.isLongInteger(text):
+        self.init(
+          json: json, order: .longInteger(negative: text.hasPrefix("-"), digits: text.hasPrefix("-") ? String(text.dropFirst()) : text))
       case .integer, .number:
         guard let number = ExactNumber(json) else { return nil }
         self.init(json: json, order: .number(number))
@@ -48,10 +63,14 @@ public enum IncrementalCursor {
       if case .instant = order { true } else { false }
     }
 
+    public var isText: Bool {
+      if case .text = order { true } else { false }
+    }
+
     /// What the kind of value is called in messages.
     public var kind: String {
       switch order {
-      case .number: "a number"
+      case .number, .longInteger: "a number"
       case .instant: "an RFC 3339 instant"
       case .text: "text"
       }
@@ -77,10 +96,39 @@ public enum IncrementalCursor {
         return ExactNumber.compare(a, b)
       case (.instant(let s1, let n1), .instant(let s2, let n2)):
         return s1 != s2 ? (s1 < s2 ? -1 : 1) : (n1 == n2 ? 0 : (n1 < n2 ? -1 : 1))
+      case (.longInteger(let n1, let d1), .longInteger(let n2, let d2)):
+        if n1 != n2 { return n1 ? -1 : 1 }
+        let magnitude = d1.count != d2.count ? (d1.count < d2.count ? -1 : 1) : (d1 == d2 ? 0 : (d1 < d2 ? -1 : 1))
+        return n1 ? -magnitude : magnitude
+      case (.longInteger(let negative, _), .number(let b)):
+        // Beyond 64 bits, so past every integer of 64 bits; a fraction compares as a double.
+        guard case .real(let d) = b else { return negative ? -1 : 1 }
+        return ExactNumber.compare(.real(Double(json.json) ?? 0), .real(d))
+      case (.number, .longInteger):
+        return other.compare(self).map { -$0 }
       case (.text(let a), .text(let b)):
         if a == b { return 0 }
         return Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) ? -1 : 1
       default:
+        return nil
+      }
+    }
+
+    /// Whether the value has a predecessor (`predecessor`): an integer or an instant.
+    public var hasPredecessor: Bool { predecessor != nil }
+
+    /// The greatest value below this one the API can tell apart from it: an integer less 1
+    /// (nil below the 64-bit range), an instant less 1 ns written in UTC with nine fraction
+    /// digits (`2024-01-01T00:00:59.999999999Z`); nil for text and numbers with a fraction.
+    public var predecessor: Value? {
+      switch order {
+      case .number:
+        guard case .integer(let i) = json, i > Int64.min else { return nil }
+        return Value(json: .integer(i - 1))
+      case .instant(let seconds, let nanoseconds):
+        let (s, n) = nanoseconds > 0 ? (seconds, nanoseconds - 1) : (seconds - 1, 999_999_999)
+        return Value(text: IncrementalCursor.formatInstant(seconds: s, nanoseconds: n, fractionDigits: 9))
+      case .text, .longInteger:
         return nil
       }
     }
@@ -98,6 +146,12 @@ public enum IncrementalCursor {
       }
       return Value(text: IncrementalCursor.formatInstant(seconds: s, nanoseconds: n))
     }
+  }
+
+  /// Whether `text` (a JSON number) is an integer beyond 64 bits.
+  static func isLongInteger(_ text: String) -> Bool {
+    let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+    return !digits.isEmpty && digits.utf8.allSatisfy { (48...57).contains($0) } && Int64(text) == nil
   }
 
   /// Seconds since the epoch and nanoseconds of an RFC 3339 date-time
@@ -146,8 +200,8 @@ public enum IncrementalCursor {
   }
 
   /// `seconds` since the epoch as an RFC 3339 date-time in UTC, with the fraction only when
-  /// there is one.
-  static func formatInstant(seconds: Int64, nanoseconds: Int64) -> String {
+  /// there is one, or at least `fractionDigits` digits of it.
+  static func formatInstant(seconds: Int64, nanoseconds: Int64, fractionDigits: Int = 0) -> String {
     let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
     let rest = seconds - days * 86400
     let (y, m, d) = civilFromDays(days)
@@ -157,8 +211,10 @@ public enum IncrementalCursor {
     if nanoseconds > 0 {
       var fraction = String(nanoseconds)
       fraction = String(repeating: "0", count: 9 - fraction.count) + fraction
-      while fraction.hasSuffix("0") { fraction.removeLast() }
+      while fraction.hasSuffix("0") && fraction.count > fractionDigits { fraction.removeLast() }
       text += "." + fraction
+    } else if fractionDigits > 0 {
+      text += "." + String(repeating: "0", count: fractionDigits)
     }
     return text + "Z"
   }

@@ -400,3 +400,36 @@ extension HTTPStepManifestTests {
       ])
   }
 }
+
+extension HTTPStepManifestTests {
+  @Test func boundaryIsInclusiveByDefaultAndExclusiveNeedsACursorWithAPredecessor() throws {
+    let manifest = try load(
+      """
+        - id: a
+          http:
+            base_url: http://h/
+            load: { table: a }
+            incremental: { cursor: /updated_at, param: since, initial: "2024-01-01T00:00:00Z" }
+        - id: b
+          http:
+            base_url: http://h/
+            load: { table: b }
+            incremental: { cursor: /id, param: since, initial: 0, boundary: exclusive }
+      """)
+    #expect(http(manifest, 0)?.incremental?.boundary == .inclusive)
+    #expect(http(manifest, 1)?.incremental?.boundary == .exclusive)
+    let found = errors(
+      """
+        - http: { base_url: http://h/, load: { table: t }, incremental: { cursor: /n, param: since, initial: abc, boundary: exclusive } }
+        - http: { base_url: http://h/, load: { table: u }, incremental: { cursor: /n, param: since, initial: 1.5, boundary: exclusive } }
+        - http: { base_url: http://h/, load: { table: v }, incremental: { cursor: /n, param: since, initial: 1, boundary: open } }
+      """)
+    #expect(found.count == 3, "\(found)")
+    #expect(found.last?.contains("'steps.http-3.http.incremental.boundary'") == true, "\(found)")
+    #expect(
+      Array(found.prefix(2)) == [
+        "job.yaml:5:119: error: 'steps.http-1.http.incremental.boundary' exclusive asks from just below the kept value, and 'initial' (abc) is text, which has no value just below it; use boundary: inclusive if the API answers the records at the value sent (>=), or a cursor that is an integer or an RFC 3339 instant",
+        "job.yaml:6:119: error: 'steps.http-2.http.incremental.boundary' exclusive asks from just below the kept value, and 'initial' (1.5) is a number with a fraction, which has no value just below it; use boundary: inclusive if the API answers the records at the value sent (>=), or a cursor that is an integer or an RFC 3339 instant",
+      ])
+  }
+}

@@ -67,6 +67,18 @@ public final class RestServer: Sendable {
     _ = try Curl.send("POST", url + "admin/orders", headers: ["Content-Type": "application/json"], body: json)
   }
 
+  /// Sets how `/orders` behaves: `{"boundary": "inclusive"}`, `{"nanos": true}`,
+  /// `{"reset": true}`, `{"before_page": {"page": 2, "change": {...}}}` (see the server's
+  /// docstring).
+  public func setOrdersMode(_ json: String) throws {
+    _ = try Curl.send("POST", url + "admin/orders/mode", headers: ["Content-Type": "application/json"], body: json)
+  }
+
+  /// Every order, deleted ones too (`{"id": ..., "deleted": true, "updated_at": ...}`), by id.
+  public func allOrders() throws -> [[String: Any]] {
+    (try JSONSerialization.jsonObject(with: Curl.send("GET", url + "admin/orders/all")) as? [[String: Any]]) ?? []
+  }
+
   /// Changes the number of items of the lists (`/items`...), and their Last-Modified.
   public func changeItems(count: Int) throws {
     _ = try Curl.send("POST", url + "admin/items", headers: ["Content-Type": "application/json"], body: #"{"count": \#(count)}"#)

@@ -28,7 +28,7 @@ final class IncrementalRun {
     self.fresh = fresh
     entry = kept
     let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
-    sent = kept?.moved(back: options.lag) ?? options.initial
+    sent = kept.map(options.sent(kept:)) ?? options.initial
   }
 
   /// Starts staging afresh (no page of an earlier run is resumed), in the caller's
@@ -41,11 +41,43 @@ final class IncrementalRun {
 
   /// Raises the staged value to `highest` (the highest cursor of a page), in the page's
   /// transaction.
-  func stage(_ highest: IncrementalCursor.Value?, in transaction: any StagingTransaction) throws {
-    guard let highest else { return }
-    if let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:)), (staged.compare(highest) ?? 1) >= 0 { return }
-    entry.staged = highest.json
+  /// Lowered to `ceiling` once a record came twice (`see`, for each of `seen`: the page's
+  /// primary keys and cursors, `RecordChecks.keys`).
+  func stage(
+    _ highest: IncrementalCursor.Value?, seen: [(key: String, value: IncrementalCursor.Value)] = [],
+    in transaction: any StagingTransaction
+  ) throws {
+    for (key, value) in seen { see(key: key, value: value) }
+    let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:))
+    var next = staged
+    if let highest, next.map({ (highest.compare($0) ?? -1) > 0 }) ?? true { next = highest }
+    if let ceiling, let value = next, (value.compare(ceiling) ?? -1) > 0 { next = ceiling }
+    guard let next, next.json != staged?.json else { return }
+    entry.staged = next.json
     try transaction.saveCursor(entry, job: job, stepID: stepID)
+  }
+
+  /// The cursor each primary key had when the pull first saw it.
+  private var firstSeen: [String: IncrementalCursor.Value] = [:]
+  /// The lowest first-seen cursor of a record the pull saw twice, and that record's key.
+  private(set) var ceiling: IncrementalCursor.Value?
+  private var movedKey: String?
+
+  /// Notes that the pull saw the record of primary key `key` (its values' text) at
+  /// `value`. A record seen twice in one pull changed while the pull was between pages,
+  /// and on an API that pages by number or offset its move shifted the records after it:
+  /// one at or above its first value may have been passed over. The kept cursor then stays
+  /// at that first value (`ceiling`), and the next run reads again from there
+  /// (docs/http.md, "Cursor boundaries").
+  private func see(key: String, value: IncrementalCursor.Value) {
+    guard let earlier = firstSeen[key] else {
+      firstSeen[key] = value
+      return
+    }
+    if ceiling.map({ (earlier.compare($0) ?? 1) < 0 }) ?? true {
+      ceiling = earlier
+      movedKey = key
+    }
   }
 
   /// Keeps the highest of the kept and staged values (only the staged one after a fresh
@@ -58,10 +90,89 @@ final class IncrementalRun {
     entry = CursorEntry(value: next?.json)
     try transaction.saveCursor(entry, job: job, stepID: stepID)
     notes.append("kept cursor \(next?.text ?? "none (the next run sends initial)")")
+    if let ceiling, let movedKey {
+      notes.append(
+        "the record \(movedKey) changed while the pull was between pages, so records after its first cursor \(ceiling.text) "
+          + "may have moved past the pages read: the kept cursor goes no further than that, and the next run reads from there")
+    }
+    if repeats > 0 {
+      notes.append(
+        "\(repeats) record\(repeats == 1 ? "" : "s") at the kept cursor \(kept?.text ?? "") already appended by an earlier run "
+          + "\(repeats == 1 ? "was" : "were") not appended again")
+    }
   }
 
   /// The value the cursor pointer selects in `record`, for checks.
   func value(in record: Record) -> JSONValue? { RecordChecks.resolve(options.cursor, in: record) }
+
+  /// For `append`: the rows `table` holds at the kept value, each as the text of its
+  /// values by column, with how many such rows there are. The records at the kept value
+  /// come back in each run (docs/http.md, "Cursor boundaries"), and one equal to such a row
+  /// is the version an earlier run appended (`isRepeat`).
+  private var keptRows: [[IdentifierKey: String]: Int] = [:]
+  private var keptColumns: Set<IdentifierKey> = []
+  /// How many records `isRepeat` found appended by an earlier run.
+  private(set) var repeats = 0
+
+  /// Reads `keptRows` from `table` of `target`: nothing without a kept value (or under
+  /// `--fresh`), when the table does not exist, lacks the cursor's column, or the cursor
+  /// points inside a column's JSON.
+  /// - Throws: the database's errors.
+  /// - Parameter columns: the table's columns (none when it does not exist).
+  func readKeptRows(from target: any TargetStore, table: String, columns names: [String]) throws {
+    guard !fresh, options.cursor.tokens.count == 1, let column = options.cursor.tokens.first,
+      let kept = entry.value.flatMap(IncrementalCursor.Value.init(json:))
+    else { return }
+    let columns = names.map(IdentifierKey.init)
+    guard columns.contains(IdentifierKey(column)) else { return }
+    func quoted(_ name: String) -> String { "\"" + name.replacing("\"", with: "\"\"") + "\"" }
+    let literal =
+      switch RecordValue(json: kept.json).sqlValue {
+      case .integer(let i): String(i)
+      case .real(let d): String(d)
+      case .text(let t): "'" + t.replacing("'", with: "''") + "'"
+      case .null, .blob: "NULL"
+      }
+    var names: [String] = []
+    try target.query(
+      "SELECT * FROM \(quoted(table)) WHERE \(quoted(column)) = \(literal)", columns: { names = $0 },
+      row: { row in
+        var key: [IdentifierKey: String] = [:]
+        for (name, value) in zip(names, row) where value != .null {
+          key[IdentifierKey(name)] = IncrementalRun.text(value)
+        }
+        keptRows[key, default: 0] += 1
+      })
+    keptColumns = Set(columns)
+  }
+
+  /// Whether `record` (as staged for `append`) equals a row `readKeptRows` found, one not
+  /// yet matched: the same non-null value in each column and null in the others.
+  func isRepeat(_ record: Record) -> Bool {
+    guard !keptRows.isEmpty else { return false }
+    var key: [IdentifierKey: String] = [:]
+    for field in record where field.name != RecordChecks.deletedColumn && field.value != .null {
+      let name = IdentifierKey(field.name)
+      guard keptColumns.contains(name) else { return false }
+      key[name] = IncrementalRun.text(field.value.sqlValue)
+    }
+    guard let count = keptRows[key] else { return false }
+    keptRows[key] = count > 1 ? count - 1 : nil
+    repeats += 1
+    return true
+  }
+
+  /// A value as text that tells its kind, numbers that are whole read as integers (a
+  /// database may give a REAL column's 2.0 back as 2).
+  private static func text(_ value: SQLValue) -> String {
+    switch value {
+    case .null: "n"
+    case .integer(let i): "i\(i)"
+    case .real(let d): d == d.rounded() && abs(d) < 9.0e15 ? "i\(Int64(d))" : "r\(d)"
+    case .text(let t): "t" + t
+    case .blob(let b): "b\(b)"
+    }
+  }
 }
 
 /// What a load checks in each record before it is staged: its primary key (`merge`), its
@@ -72,6 +183,8 @@ struct RecordChecks {
   let cursors: IncrementalRun?
   /// The highest cursor among the records checked.
   private(set) var highest: IncrementalCursor.Value?
+  /// For `merge`: each record's primary key (its values' text) and cursor, in order.
+  private(set) var keys: [(key: String, value: IncrementalCursor.Value)] = []
   private var number = 0
   /// Whether `load.deleted` selected a value in a record checked, and the near spelling a
   /// record held where it selected none (`finish`).
@@ -123,6 +236,12 @@ struct RecordChecks {
             + "Cursors compare as numbers, as RFC 3339 instants or as text; give incremental.initial in the API's form")
       }
       if highest.map({ value.compare($0) == 1 }) ?? true { highest = value }
+      if load.write == .merge {
+        let key = load.primaryKey.map { name in
+          record.first { IdentifierKey($0.name) == IdentifierKey(name) }.map { "\(name) \($0.value.sqlValue)" } ?? ""
+        }
+        keys.append((key.joined(separator: ", "), value))
+      }
     }
     guard let deleted = load.deleted else { return record }
     let mark: Int64

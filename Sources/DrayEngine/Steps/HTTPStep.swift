@@ -137,7 +137,12 @@ extension StepRunner {
         var kept = try staging.cursor(job: manifest.job, stepID: step.id)
         // The published value is the target's; what is staged stays with the staged pages.
         if let target { kept.value = try target.cursor(job: manifest.job, stepID: step.id).value }
-        return IncrementalRun(options: incremental, kept: kept, job: manifest.job, stepID: step.id, fresh: context.fresh)
+        let run = IncrementalRun(options: incremental, kept: kept, job: manifest.job, stepID: step.id, fresh: context.fresh)
+        if let target, let load = options.load, load.write == .append {
+          let columns = try context.databaseWrites.withLock { _ in try target.write { try $0.columnTypes(ofTable: load.table) } }
+          try run.readKeptRows(from: target, table: load.table, columns: columns.map(\.name))
+        }
+        return run
       }
     }
     let since = cursors?.sent.text
@@ -395,6 +400,7 @@ extension StepRunner {
             guard let kept = verdict.record else { return checks.notice($0) }
             if !verdict.widened.isEmpty { try staging { try table.prepare(verdict.widened.map { ($0.name, $0.type) }, widen: true) } }
             let checked = try checks.check(kept)
+            if options.load?.write == .append, run.cursors?.isRepeat(checked) == true { return }
             try staging { try table.insert(checked.map { ($0.name, $0.value.sqlValue) }) }
           })
         try checks.finish()
@@ -403,7 +409,7 @@ extension StepRunner {
           let names = Set(summary.unmatchedColumns.map(\.name))
           unmatched = pages.unmatchedColumns.map { $0.filter { names.contains($0.name) } } ?? summary.unmatchedColumns
         }
-        if let cursors = run.cursors, let transaction { try cursors.stage(checks.highest, in: transaction) }
+        if let cursors = run.cursors, let transaction { try cursors.stage(checks.highest, seen: checks.keys, in: transaction) }
       } else if let file, !reader.probes.isEmpty {
         summary = try reader.read(file: file) { _ in }
       } else if file == nil, let table, let load = options.load, let columns = load.columns {
