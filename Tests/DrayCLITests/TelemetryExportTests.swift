@@ -381,7 +381,7 @@ import Testing
     let warnings = result.stderr.split(separator: "\n").filter { $0.contains("warning:") }
     #expect(warnings.count == 2, "\(result.stderr)")
     #expect(warnings.contains { $0.contains("the OpenLineage event was not delivered to \(closed)api/v1/lineage after 3 tries") })
-    #expect(warnings.contains { $0.contains("the trace was not delivered to \(refusing.url)v1/traces after 3 tries: HTTP 503") })
+    #expect(warnings.contains { $0.contains("the trace was not delivered to \(refusing.url)v1/traces after 3 tries within 5s: HTTP 503") })
     #expect(try refusing.received().count == 3)
     #expect(try Self.report(result.stdout)["status"] as? String == "succeeded")
   }
