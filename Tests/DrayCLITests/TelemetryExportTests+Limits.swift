@@ -141,4 +141,32 @@ extension TelemetryExportTests {
     let second = try #require(try JSONSerialization.jsonObject(with: Data(lines[2].utf8)) as? [String: Any])
     #expect((second["run"] as? [String: Any])?["runId"] as? String != firstRun)
   }
+
+  /// An `OTEL_EXPORTER_OTLP_ENDPOINT` that is no address is one warning and no try; a
+  /// malformed entry of `OTEL_EXPORTER_OTLP_HEADERS` is one warning naming its place.
+  @Test func badOTLPVariablesAreWarnedOfWithoutTheirValues() throws {
+    let folder = TemporaryDirectory("dray-otlp-badenv")
+    let emulator = try Emulator()
+    let manifest = try folder.write("job.yaml", Self.manifest(emulator, report: "  otlp: {}"))
+    let result = try Command.dray(
+      ["run", manifest],
+      environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "not a url", "OTEL_EXPORTER_OTLP_HEADERS": "x-api=sekrit-77,bad"])
+    #expect(result.status == 0, "\(result.output)")
+    let warnings = Self.warnings(result.stderr)
+    #expect(warnings.count == 2, "\(result.stderr)")
+    #expect(warnings.contains { $0.contains("OTEL_EXPORTER_OTLP_ENDPOINT is not an http:// or https:// address") }, "\(warnings)")
+    #expect(warnings.contains { $0.contains("OTEL_EXPORTER_OTLP_HEADERS: entry 2 ") }, "\(warnings)")
+    #expect(!result.output.contains("sekrit-77") && !result.output.contains("not a url"))
+  }
+
+  /// A per-signal endpoint (ending in `/v1/traces`) is used as it is, in the plan too.
+  @Test func anEndpointEndingInTheTracesPathIsNotDoubled() throws {
+    let folder = TemporaryDirectory("dray-otlp-signal")
+    let emulator = try Emulator()
+    let manifest = try folder.write("job.yaml", Self.manifest(emulator, report: "  otlp: { endpoint: \"http://x:4318/v1/traces\" }"))
+    let plan = try Command.dray(["plan", manifest])
+    #expect(plan.status == 0, "\(plan.output)")
+    #expect(plan.stdout.contains("trace POSTed to http://x:4318/v1/traces"), "\(plan.stdout)")
+    #expect(!plan.stdout.contains("/v1/traces/v1/traces"), "\(plan.stdout)")
+  }
 }

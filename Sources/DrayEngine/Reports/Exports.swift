@@ -51,7 +51,8 @@ final class Exports: @unchecked Sendable {
     self.lineage = manifest.report.openLineage
     self.otlp = manifest.report.otlp.flatMap { OTLPTarget.resolve($0, environment: environment) }
     for header in otlp?.headers ?? [] { console.addSecret(header.value) }
-    if let otlp, otlp.endpoint.isEmpty {
+    for problem in otlp?.problems ?? [] { console.warn(problem) }
+    if let otlp, otlp.endpoint.isEmpty, !otlp.endpointRefused {
       console.warn(
         "report.otlp is set without an endpoint and OTEL_EXPORTER_OTLP_ENDPOINT is not set: no trace is sent; give report.otlp.endpoint")
     }
@@ -233,32 +234,68 @@ final class Exports: @unchecked Sendable {
 /// "OTLP Exporter Configuration").
 public struct OTLPTarget: Equatable, Sendable {
   /// The base URL, without a trailing `/`; empty when neither the manifest nor the
-  /// environment gives one.
+  /// environment gives one, or the environment's is not an http:// or https:// address.
   public var endpoint: String
   /// The manifest's fields, then the environment's that the manifest does not name; every
   /// value is a secret.
   public var headers: [HTTPHeader]
+  /// What was wrong in the environment, one warning each, naming the variable and never a
+  /// value: an `OTEL_EXPORTER_OTLP_ENDPOINT` that is not an address, entries of
+  /// `OTEL_EXPORTER_OTLP_HEADERS` that are not `name=value` (left out).
+  public var problems: [String] = []
+  /// Whether `OTEL_EXPORTER_OTLP_ENDPOINT` was refused (a problem says so): no trace is sent.
+  public var endpointRefused = false
 
-  /// Where spans are POSTed: `{endpoint}/v1/traces`.
-  public var tracesURL: String { endpoint + "/v1/traces" }
+  /// Where spans are POSTed: `{endpoint}/v1/traces`, or the endpoint as it is when it ends
+  /// with `/v1/traces` already (a per-signal address: dray's own decision, docs/report.md;
+  /// the specification appends the path to the variable's base in any case).
+  public var tracesURL: String { endpoint.hasSuffix("/v1/traces") ? endpoint : endpoint + "/v1/traces" }
 
   /// - Parameter environment: where `OTEL_EXPORTER_OTLP_ENDPOINT` and
   ///   `OTEL_EXPORTER_OTLP_HEADERS` (`name=value,...`, values percent-encoded) are read.
   public static func resolve(_ settings: OTLPSettings, environment: [String: String]) -> OTLPTarget {
+    var problems: [String] = []
+    var refused = false
     var endpoint = settings.endpoint ?? environment["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? ""
     endpoint = endpoint.trimmingCharacters(in: .whitespaces)
     while endpoint.hasSuffix("/") { endpoint.removeLast() }
+    if settings.endpoint == nil, !endpoint.isEmpty, !isAddress(endpoint) {
+      problems.append(
+        "OTEL_EXPORTER_OTLP_ENDPOINT is not an http:// or https:// address such as http://collector:4318: no trace is sent; fix the variable or give report.otlp.endpoint"
+      )
+      endpoint = ""
+      refused = true
+    }
     var headers = settings.headers
     let named = Set(headers.map { $0.name.lowercased() })
     // `key1=value1,key2=value2`, values percent-encoded (W3C Baggage's format).
-    for pair in (environment["OTEL_EXPORTER_OTLP_HEADERS"] ?? "").split(separator: ",") {
-      guard let equals = pair.firstIndex(of: "=") else { continue }
+    var malformed: [Int] = []
+    for (index, pair) in (environment["OTEL_EXPORTER_OTLP_HEADERS"] ?? "").split(separator: ",").enumerated() {
+      guard let equals = pair.firstIndex(of: "="), !pair[..<equals].trimmingCharacters(in: .whitespaces).isEmpty else {
+        if !pair.trimmingCharacters(in: .whitespaces).isEmpty { malformed.append(index + 1) }
+        continue
+      }
       let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
       let raw = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
       let value = raw.removingPercentEncoding ?? raw
-      guard !name.isEmpty, !named.contains(name.lowercased()) else { continue }
+      guard !named.contains(name.lowercased()) else { continue }
       headers.append(HTTPHeader(name, value, secret: true))
     }
-    return OTLPTarget(endpoint: endpoint, headers: headers)
+    if !malformed.isEmpty {
+      let which = (malformed.count == 1 ? "entry " : "entries ") + malformed.map(String.init).joined(separator: ", ")
+      let verb = malformed.count == 1 ? "is not name=value and is" : "are not name=value and are"
+      problems.append(
+        "OTEL_EXPORTER_OTLP_HEADERS: \(which) (counting from 1, comma-separated) \(verb) left out; write each as name=value (value percent-encoded)"
+      )
+    }
+    return OTLPTarget(endpoint: endpoint, headers: headers, problems: problems, endpointRefused: refused)
+  }
+
+  /// An http:// or https:// address with a host and no blank.
+  static func isAddress(_ url: String) -> Bool {
+    let lower = url.lowercased()
+    let scheme = lower.hasPrefix("https://") ? 8 : lower.hasPrefix("http://") ? 7 : 0
+    let authority = url.dropFirst(scheme).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+    return scheme > 0 && !authority.isEmpty && !url.contains { $0 == " " || $0 == "\t" || $0 == "\n" }
   }
 }
