@@ -3,7 +3,7 @@
 
 Python standard library only. It keeps every POST it receives (path, headers, body) and
 answers it 200 with `{}` (OTLP's empty ExportTraceServiceResponse; Marquez answers 201, any
-2xx will do), or with `--status N` every time. `GET /_received` answers the list of what it
+2xx will do), or with `--status N` every time; `--status 0` never answers. `GET /_received` answers the list of what it
 kept, oldest first, as JSON: `[{"path", "headers", "body"}]`.
 
 It checks nothing itself: scripts/check-telemetry.py decodes and validates what it kept
@@ -44,6 +44,9 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length).decode("utf-8", "replace")
         with LOCK:
             RECEIVED.append({"path": self.path, "headers": dict(self.headers.items()), "body": body})
+        if self.status == 0:
+            # --status 0: keeps the request and never answers (a receiver that hangs).
+            threading.Event().wait()
         self.answer(self.status, "{}" if self.status < 300 else '{"error": "injected"}')
 
     def do_GET(self):

@@ -93,7 +93,7 @@ public final class Runner {
     }
     defer { withExtendedLifetime(lock) {} }
     // OpenLineage and OTLP: only a run that holds the lock has events and a trace.
-    exports = Exports(manifest: manifest, console: console)
+    exports = Exports(manifest: manifest, console: console, cancellation: cancellation)
 
     if let platform = manifest.platform, !platform.tls.verify {
       console.warn(
@@ -131,6 +131,7 @@ public final class Runner {
     }
     var plan: ResumePlan
     var lineage: String
+    var abandonedRuns: [RunRecord] = []
     let joining = join ? Joining(owner: Joining.newOwner()) : nil
     let follower = joining.map { JoinedRunner(runner: self, joining: $0) }
     while true {
@@ -163,6 +164,7 @@ public final class Runner {
         for run in abandoned {
           console.info("run \(run.id) (process \(run.processID)) ended without recording an end; marked abandoned")
         }
+        abandonedRuns = abandoned
         if let following = follower?.following {
           console.info("the runner holding run \(following.id) is gone: this runner took the run lock over and carries the run on")
         }
@@ -181,7 +183,9 @@ public final class Runner {
       }
     }
     CrashPoint.reach("run-recorded")
-    exports?.start(job: manifest.job, runID: runID, startedAt: startedAt, resumes: report.resumes)
+    // The end the killed runs never sent, then this run's START, off the steps' way.
+    exports?.start(
+      job: manifest.job, runID: runID, startedAt: startedAt, resumes: report.resumes, abandoned: abandonedRuns, background: true)
     // A fresh run starts over: no answer an earlier run downloaded, finished or partial, is
     // reused (docs/resume.md).
     if options.fresh { DownloadFolder(manifest).removeOwnFiles() }

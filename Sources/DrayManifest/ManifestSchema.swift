@@ -243,7 +243,7 @@ public enum ManifestSchema {
   public static let otlp: [Key] = [
     Key(
       "endpoint", .string(nonEmpty: true),
-      "The collector's base URL, such as http://collector:4318; spans go to {endpoint}/v1/traces. Default: OTEL_EXPORTER_OTLP_ENDPOINT."
+      "The collector's base URL, such as http://collector:4318; spans go to {endpoint}/v1/traces, or to an endpoint ending in /v1/traces as it is. Default: OTEL_EXPORTER_OTLP_ENDPOINT."
     ),
     Key(
       "headers", .dictionary(.string(nonEmpty: false)),

@@ -99,8 +99,8 @@ extension ManifestValidator {
   ///   database (they may be anywhere else, an absolute path included);
   /// - the database is not the manifest;
   /// - no step output is a kept file or inside a kept folder;
-  /// - no report file is the manifest, a database file, the lock, the journal, or inside the
-  ///   download folder.
+  /// - no report file, nor `report.openlineage.path`, is the manifest, a database file, the
+  ///   lock, the journal, or inside the download folder.
   mutating func checkKeptPaths(_ manifest: Manifest, top: Fields) {
     let manifestFile = manifest.file
     let database = manifest.database?.path.map { JobPath.lexical(manifest.resolve($0)) }
@@ -138,6 +138,16 @@ extension ManifestValidator {
     }
 
     checkReportFilesApart(manifest, top: top)
+    // The OpenLineage events file, by its name (a symbolic link is the engine's to follow).
+    if case .path(let written)? = manifest.report.openLineage?.destination,
+      let conflict = keptFromReports.conflict(JobPath.lexical(manifest.resolve(written))),
+      let node = Self.child(Self.child(top["report"], "openlineage"), "path")
+    {
+      reader.error(
+        node.location,
+        "'report.openlineage.path': '\(written)' \(conflict); events may not be appended to the files dray keeps for the job: name another file, such as lineage.jsonl"
+      )
+    }
     checkFileKinds(manifest, top: top)
 
     for (format, path) in manifest.reportFiles(runID: KeptPaths.exampleRunID) {

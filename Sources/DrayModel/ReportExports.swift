@@ -30,7 +30,7 @@ public struct LineageSettings: Sendable, Hashable {
 /// on by themselves.
 public struct OTLPSettings: Sendable, Hashable {
   /// The collector's base URL (`http://collector:4318`); spans are POSTed to
-  /// `{endpoint}/v1/traces`. Nil: `OTEL_EXPORTER_OTLP_ENDPOINT` decides.
+  /// `{endpoint}/v1/traces` (the endpoint as it is when it ends with `/v1/traces`). Nil: `OTEL_EXPORTER_OTLP_ENDPOINT` decides.
   public var endpoint: String?
   /// Header fields sent with every export; every value is a secret (masked in every output).
   public var headers: [HTTPHeader]

@@ -381,7 +381,7 @@ import Testing
     let warnings = result.stderr.split(separator: "\n").filter { $0.contains("warning:") }
     #expect(warnings.count == 2, "\(result.stderr)")
     #expect(warnings.contains { $0.contains("the OpenLineage event was not delivered to \(closed)api/v1/lineage after 3 tries") })
-    #expect(warnings.contains { $0.contains("the trace was not delivered to \(refusing.url)v1/traces after 3 tries: HTTP 503") })
+    #expect(warnings.contains { $0.contains("the trace was not delivered to \(refusing.url)v1/traces after 3 tries within 5s: HTTP 503") })
     #expect(try refusing.received().count == 3)
     #expect(try Self.report(result.stdout)["status"] as? String == "succeeded")
   }
@@ -389,12 +389,24 @@ import Testing
   @Test func anEventsFileNeverLandsOnAFileDrayKeeps() throws {
     let folder = TemporaryDirectory("dray-lineage-kept")
     let emulator = try Emulator()
-    let manifest = try folder.write("job.yaml", Self.manifest(emulator, report: "  openlineage: { path: data/db.sqlite }"))
+    // By its name: refused by validation, with its place.
+    let named = try folder.write("named.yaml", Self.manifest(emulator, report: "  openlineage: { path: data/db.sqlite }"))
+    let refused = try Command.dray(["validate", named])
+    #expect(refused.status == 2, "\(refused.output)")
+    #expect(refused.stderr.contains("named.yaml:"), "\(refused.stderr)")
+    #expect(
+      refused.stderr.contains(
+        "'report.openlineage.path': 'data/db.sqlite' is the job's database"), "\(refused.stderr)")
+    // Through a symbolic link: one warning at run time.
+    let manifest = try folder.write("job.yaml", Self.manifest(emulator, report: "  openlineage: { path: events.jsonl }"))
+    try FileManager.default.createSymbolicLink(atPath: folder.path + "/events.jsonl", withDestinationPath: "data/db.sqlite")
     let result = try Command.dray(["run", manifest])
     #expect(result.status == 0, "\(result.output)")
     let warnings = result.stderr.split(separator: "\n").filter { $0.contains("warning:") }
     #expect(warnings.count == 1, "\(result.stderr)")
-    #expect(warnings.allSatisfy { $0.contains("the OpenLineage event was not written to") && $0.contains("job's database") }, "\(warnings)")
+    #expect(
+      warnings.allSatisfy { $0.contains("the OpenLineage event was not written to") && $0.contains("refused: it is the job's database") },
+      "\(warnings)")
     // The database is whole: the next run reads its journal and skips nothing it should not.
     let again = try Command.dray(["run", manifest])
     #expect(again.status == 0, "\(again.output)")

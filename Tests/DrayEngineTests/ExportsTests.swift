@@ -35,6 +35,11 @@ import Testing
     #expect(fromEnvironment.tracesURL == "http://env-collector:4318/v1/traces")
     #expect(fromEnvironment.headers.map { "\($0.name)=\($0.value)" } == ["x-tenant=a b", "authorization=from-env"])
     #expect(fromEnvironment.headers.allSatisfy { $0.holdsSecret })
+    // The malformed entries are named by their place, never by what they hold.
+    #expect(
+      fromEnvironment.problems == [
+        "OTEL_EXPORTER_OTLP_HEADERS: entries 3, 4 (counting from 1, comma-separated) are not name=value and are left out; write each as name=value (value percent-encoded)"
+      ])
 
     let given = OTLPTarget.resolve(
       OTLPSettings(endpoint: "https://manifest:4318", headers: [HTTPHeader("Authorization", "Bearer m", secret: true)]),
@@ -44,6 +49,30 @@ import Testing
     #expect(given.headers.map { "\($0.name)=\($0.value)" } == ["Authorization=Bearer m", "x-tenant=a b"])
 
     #expect(OTLPTarget.resolve(OTLPSettings(), environment: [:]).endpoint == "")
+    #expect(OTLPTarget.resolve(OTLPSettings(), environment: [:]).problems.isEmpty)
+  }
+
+  @Test func anEndpointEndingInTheTracesPathIsUsedAsItIs() {
+    for endpoint in ["http://x:4318/v1/traces", "http://x:4318/v1/traces/"] {
+      #expect(OTLPTarget.resolve(OTLPSettings(endpoint: endpoint), environment: [:]).tracesURL == "http://x:4318/v1/traces")
+      let fromEnvironment = OTLPTarget.resolve(OTLPSettings(), environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": endpoint])
+      #expect(fromEnvironment.tracesURL == "http://x:4318/v1/traces")
+    }
+    #expect(OTLPTarget.resolve(OTLPSettings(endpoint: "http://x:4318/otlp"), environment: [:]).tracesURL == "http://x:4318/otlp/v1/traces")
+  }
+
+  @Test func anEnvironmentEndpointThatIsNoAddressIsOneProblemAndNoEndpoint() {
+    let target = OTLPTarget.resolve(
+      OTLPSettings(), environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "not a url", "OTEL_EXPORTER_OTLP_HEADERS": "x-api=k-1,bad"])
+    #expect(target.endpoint == "")
+    #expect(target.endpointRefused)
+    #expect(target.problems.count == 2, "\(target.problems)")
+    #expect(target.problems[0].hasPrefix("OTEL_EXPORTER_OTLP_ENDPOINT is not an http:// or https:// address"))
+    #expect(target.problems[1].hasPrefix("OTEL_EXPORTER_OTLP_HEADERS: entry 2 "))
+    #expect(target.problems.allSatisfy { !$0.contains("not a url") && !$0.contains("k-1") && !$0.contains("bad") })
+    // The manifest's endpoint is not the variable's: the variable is not read.
+    let given = OTLPTarget.resolve(OTLPSettings(endpoint: "http://c:4318"), environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "not a url"])
+    #expect(given.problems.isEmpty && given.endpoint == "http://c:4318")
   }
 
   @Test func urlFullKeepsNoCredentialQueryValue() {

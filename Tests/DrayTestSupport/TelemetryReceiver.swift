@@ -7,7 +7,7 @@ public final class TelemetryReceiver: Sendable {
   /// The receiver's address, ending with `/`.
   public var url: String { server.url }
 
-  /// - Parameter status: what every POST is answered.
+  /// - Parameter status: what every POST is answered; 0: it is kept and never answered.
   /// - Throws: when python3 cannot start or the receiver prints no address within 10 s.
   public init(status: Int = 200) throws {
     server = try ServerProcess(script: "telemetry_receiver.py", name: "telemetry receiver", ["--status", String(status)])

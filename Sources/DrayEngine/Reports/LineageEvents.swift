@@ -59,8 +59,23 @@ struct LineageEvents {
     return event(type, eventTime: report.endedAt, resumes: report.resumes, inputs: inputs, outputs: outputs(report, columns: columns))
   }
 
-  private func event(_ type: String, eventTime: Date, resumes: String?, inputs: [JSONValue], outputs: [JSONValue]) -> JSONValue {
-    var runFacets: [(key: String, value: JSONValue)] = []
+  /// The `ABORT` event of a run found ended without recording an end (its process killed):
+  /// `eventTime` is when it was found, and the `dray_abandoned` run facet says so.
+  func abandoned(eventTime: Date, processID: Int) -> JSONValue {
+    let note = facet(
+      Self.resumesFacetURL,
+      [
+        ("foundAt", .string(RunReport.rfc3339(eventTime))), ("processId", .integer(Int64(processID))),
+        ("note", .string("the run ended without recording an end (its process was killed); a later run found it and marked it abandoned")),
+      ])
+    return event("ABORT", eventTime: eventTime, resumes: nil, inputs: inputs, outputs: [], extraFacets: [("dray_abandoned", note)])
+  }
+
+  private func event(
+    _ type: String, eventTime: Date, resumes: String?, inputs: [JSONValue], outputs: [JSONValue],
+    extraFacets: [(key: String, value: JSONValue)] = []
+  ) -> JSONValue {
+    var runFacets: [(key: String, value: JSONValue)] = extraFacets
     if let resumes {
       runFacets.append(
         (

@@ -1,0 +1,172 @@
+import DrayTestSupport
+import Foundation
+import Glibc
+import Testing
+
+/// The limits of the exports (docs/report.md, "OpenLineage" and "OpenTelemetry traces"):
+/// receivers that never answer or refuse, a signal during an export, and the end event of a
+/// run that was killed.
+extension TelemetryExportTests {
+  static func warnings(_ stderr: String) -> [Substring] {
+    stderr.split(separator: "\n").filter { $0.contains("warning:") }
+  }
+
+  /// A receiver that takes the requests and never answers holds up no step: `START` goes out
+  /// on its own thread, each send keeps to 5 s, and a destination that failed gets nothing more.
+  @Test(.timeLimit(.minutes(2)))
+  func aReceiverThatNeverAnswersHoldsUpNoStep() throws {
+    let folder = TemporaryDirectory("dray-export-hang")
+    let emulator = try Emulator()
+    let hanging = try TelemetryReceiver(status: 0)
+    let manifest = try folder.write(
+      "job.yaml",
+      Self.manifest(
+        emulator,
+        report: """
+            openlineage: { url: "\(hanging.url)api/v1/lineage" }
+            otlp: { endpoint: "\(hanging.url)" }
+          """))
+    let started = Date()
+    let result = try Command.dray(["run", manifest])
+    let took = Date().timeIntervalSince(started)
+    #expect(result.status == 0, "\(result.output)")
+    let report = try Self.report(result.stdout)
+    #expect(report["status"] as? String == "succeeded")
+    // The steps took what they take without the receiver: far less than one send's 5 s.
+    for step in report["steps"] as? [[String: Any]] ?? [] {
+      let duration = (step["duration_ms"] as? Int) ?? 0
+      #expect(duration < 4000, "\(step)")
+    }
+    let warnings = Self.warnings(result.stderr)
+    #expect(warnings.count == 2, "\(result.stderr)")
+    #expect(
+      warnings.contains {
+        $0.contains(
+          "the OpenLineage event was not delivered to \(hanging.url)api/v1/lineage after 1 try within 5s: no answer within the export's fixed limit (5s a send"
+        )
+      }, "\(warnings)")
+    #expect(
+      warnings.contains { $0.contains("the trace was not delivered to \(hanging.url)v1/traces after 1 try within 5s") }, "\(warnings)")
+    #expect(!result.stderr.contains("raise timeouts.request"))
+    // START, then the trace: the lineage destination that failed gets no end event.
+    #expect(try hanging.received().map { $0["path"] as? String } == ["/api/v1/lineage", "/v1/traces"])
+    #expect(took < 14, "took \(took)s")
+  }
+
+  /// A signal cuts a send that waits on a receiver short at once: the run ends within a
+  /// second or two, far inside Kubernetes' 30 s grace period.
+  @Test(.timeLimit(.minutes(2)))
+  func aSignalCutsAnExportShortAtOnce() throws {
+    let folder = TemporaryDirectory("dray-export-signal")
+    let emulator = try Emulator()
+    let hanging = try TelemetryReceiver(status: 0)
+    let manifest = try folder.write(
+      "job.yaml",
+      Self.manifest(
+        emulator,
+        report: """
+            openlineage: { url: "\(hanging.url)api/v1/lineage" }
+            otlp: { endpoint: "\(hanging.url)" }
+          """))
+    let run = try ChildProcess.dray(["run", manifest], logPrefix: folder.path + "/run")
+    #expect(run.waitUntil(timeout: 30) { ((try? hanging.received()) ?? []).count >= 1 }, "\(run.errors)")
+    let signalled = Date()
+    run.send(SIGTERM)
+    let ended = run.wait(timeout: 20)
+    let took = Date().timeIntervalSince(signalled)
+    #expect(ended == .exited(0) || ended == .exited(130), "\(String(describing: ended)) \(run.errors)")
+    #expect(took < 4, "took \(took)s: \(run.errors)")
+    #expect(run.errors.contains("cut short by signal \(SIGTERM)"), "\(run.errors)")
+  }
+
+  /// A `4xx` is not tried again: the warning counts the one try and gives the receiver's answer.
+  @Test func aRefusalIsOneTryAndItsAnswerIsShown() throws {
+    let folder = TemporaryDirectory("dray-export-400")
+    let emulator = try Emulator()
+    let refusing = try TelemetryReceiver(status: 400)
+    let manifest = try folder.write(
+      "job.yaml",
+      Self.manifest(
+        emulator,
+        report: """
+            openlineage: { url: "\(refusing.url)api/v1/lineage" }
+            otlp: { endpoint: "\(refusing.url)" }
+          """))
+    let result = try Command.dray(["run", manifest])
+    #expect(result.status == 0, "\(result.output)")
+    let warnings = Self.warnings(result.stderr)
+    #expect(warnings.count == 2, "\(result.stderr)")
+    #expect(
+      warnings.contains {
+        $0.contains(
+          #"the OpenLineage event was not delivered to \#(refusing.url)api/v1/lineage after 1 try within 5s: HTTP 400: {"error": "injected"}"#
+        )
+      }, "\(warnings)")
+    #expect(
+      warnings.contains {
+        $0.contains(#"the trace was not delivered to \#(refusing.url)v1/traces after 1 try within 5s: HTTP 400: {"error": "injected"}"#)
+      },
+      "\(warnings)")
+    #expect(try refusing.received().count == 2)
+  }
+
+  /// A run killed before its end gets its `ABORT` from the next run, which finds it
+  /// abandoned: `eventTime` is when it was found, and the `dray_abandoned` facet says so.
+  @Test func aKilledRunGetsItsAbortFromTheNextRun() throws {
+    let folder = TemporaryDirectory("dray-lineage-killed")
+    let emulator = try Emulator()
+    let manifest = try folder.write("job.yaml", Self.manifest(emulator, report: "  openlineage: { path: events.jsonl }"))
+    let events = folder.path + "/events.jsonl"
+    let killed = try Command.dray(["run", manifest], environment: ["DRAY_TEST_CRASH_AT": "before-commit:fruits"])
+    #expect(killed.status != 0, "\(killed.output)")
+    var lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n")
+    try #require(lines.count == 1, "\(lines)")
+    let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+    let firstRun = try #require((first["run"] as? [String: Any])?["runId"] as? String)
+
+    let next = try Command.dray(["run", manifest])
+    #expect(next.status == 0, "\(next.output)")
+    let checked = try TelemetryCheck.check("openlineage", events)
+    #expect(checked.problems == "")
+    let list = Self.events(checked.json)
+    #expect(list.map { $0["eventType"] as? String } == ["START", "ABORT", "START", "COMPLETE"])
+    lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n")
+    let abort = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+    let run = try #require(abort["run"] as? [String: Any])
+    #expect(run["runId"] as? String == firstRun)
+    let facet = try #require((run["facets"] as? [String: Any])?["dray_abandoned"] as? [String: Any])
+    #expect((facet["note"] as? String)?.contains("marked it abandoned") == true, "\(facet)")
+    #expect(abort["eventTime"] as? String == facet["foundAt"] as? String)
+    #expect((abort["eventTime"] as? String ?? "") > (first["eventTime"] as? String ?? ""))
+    let second = try #require(try JSONSerialization.jsonObject(with: Data(lines[2].utf8)) as? [String: Any])
+    #expect((second["run"] as? [String: Any])?["runId"] as? String != firstRun)
+  }
+
+  /// An `OTEL_EXPORTER_OTLP_ENDPOINT` that is no address is one warning and no try; a
+  /// malformed entry of `OTEL_EXPORTER_OTLP_HEADERS` is one warning naming its place.
+  @Test func badOTLPVariablesAreWarnedOfWithoutTheirValues() throws {
+    let folder = TemporaryDirectory("dray-otlp-badenv")
+    let emulator = try Emulator()
+    let manifest = try folder.write("job.yaml", Self.manifest(emulator, report: "  otlp: {}"))
+    let result = try Command.dray(
+      ["run", manifest],
+      environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "not a url", "OTEL_EXPORTER_OTLP_HEADERS": "x-api=sekrit-77,bad"])
+    #expect(result.status == 0, "\(result.output)")
+    let warnings = Self.warnings(result.stderr)
+    #expect(warnings.count == 2, "\(result.stderr)")
+    #expect(warnings.contains { $0.contains("OTEL_EXPORTER_OTLP_ENDPOINT is not an http:// or https:// address") }, "\(warnings)")
+    #expect(warnings.contains { $0.contains("OTEL_EXPORTER_OTLP_HEADERS: entry 2 ") }, "\(warnings)")
+    #expect(!result.output.contains("sekrit-77") && !result.output.contains("not a url"))
+  }
+
+  /// A per-signal endpoint (ending in `/v1/traces`) is used as it is, in the plan too.
+  @Test func anEndpointEndingInTheTracesPathIsNotDoubled() throws {
+    let folder = TemporaryDirectory("dray-otlp-signal")
+    let emulator = try Emulator()
+    let manifest = try folder.write("job.yaml", Self.manifest(emulator, report: "  otlp: { endpoint: \"http://x:4318/v1/traces\" }"))
+    let plan = try Command.dray(["plan", manifest])
+    #expect(plan.status == 0, "\(plan.output)")
+    #expect(plan.stdout.contains("trace POSTed to http://x:4318/v1/traces"), "\(plan.stdout)")
+    #expect(!plan.stdout.contains("/v1/traces/v1/traces"), "\(plan.stdout)")
+  }
+}
