@@ -217,6 +217,32 @@ import Testing
     #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["5"]])
   }
 
+  /// An SQLite STRICT table refuses a value of another type (SQLITE_CONSTRAINT_DATATYPE)
+  /// where an ordinary one stores it: the same class as PostgreSQL's refusal, so the staged
+  /// pages are dropped and the next run, the API fixed, fetches them again.
+  @Test func aStrictSQLiteTablesRefusalFetchesAgainOnTheNextRun() throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let server = try loaded(target)
+    let index = try #require(try target.rows("SELECT sql FROM sqlite_master WHERE name = '_dray_key__orders'").first?.first ?? nil)
+    try target.execute("ALTER TABLE orders RENAME TO old_orders")
+    try target.execute(
+      "CREATE TABLE orders (id ANY, customer ANY, total ANY, status ANY, qty INTEGER, updated_at ANY) STRICT")
+    try target.execute("INSERT INTO orders SELECT id, customer, total, status, qty, updated_at FROM old_orders")
+    try target.execute("DROP TABLE old_orders")
+    try target.execute(index)
+    try server.changeOrders(#"{"insert": [{"qty": "abc"}]}"#)
+    let refused = try run(server, target)
+    let message = refused.steps.first?.errorMessage ?? ""
+    #expect(refused.status == .failed)
+    #expect(message.contains("nothing was published, and the next run fetches the pages again"), "\(message)")
+    try server.changeOrders(#"{"update": [5], "set": {"qty": 5}}"#)
+    let before = try server.requests().count
+    let fixed = try run(server, target)
+    #expect(fixed.status == .succeeded, "\(fixed.steps.first?.errorMessage ?? "")")
+    #expect(try server.requests().dropFirst(before).contains { $0.records.contains(1) })
+    #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["5"]])
+  }
+
   @Test(arguments: TargetDatabase.Kind.allCases)
   func passingMaxRowsPublishesNothing(kind: TargetDatabase.Kind) throws {
     let target = try TargetDatabase(kind, folder: folder.path)
