@@ -193,7 +193,9 @@ enum ManifestInput {
     loader.secretsMayBeMissing = secretsMayBeMissing
     loader.recordsOnly = recordsOnly
     do {
-      return try loader.load(path: path)
+      let manifest = try loader.load(path: path)
+      for warning in manifest.warnings { DrayCommandLine.printError(warning) }
+      return manifest
     } catch {
       DrayCommandLine.printError(error.description)
       let count = error.diagnostics.count

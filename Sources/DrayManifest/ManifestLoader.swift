@@ -70,6 +70,11 @@ public struct ManifestLoader {
     validator.reader.diagnostics = problems + validator.reader.diagnostics
     if var manifest = validator.validate(), validator.reader.diagnostics.isEmpty {
       manifest.unresolvedSecrets = validator.reader.unresolvedSecrets
+      let redactor = validator.reader.redactor
+      manifest.warnings = validator.reader.warnings.sorted {
+        ($0.location.line, $0.location.column) < ($1.location.line, $1.location.column)
+      }
+      .map { "\($0.location): warning: \(redactor.redact($0.message))" }
       return manifest
     }
     // A secret must not be quoted back: not in a message (a wrong-typed value from a secret

@@ -52,6 +52,10 @@ extension ManifestValidator {
         return nil
       }
       if word == "refuse" { contract.newColumns = .freeze }
+      reader.warn(
+        extraNode.location,
+        "'\(f.path("extra"))' is deprecated: write '\(f.path("contract")): { new_columns: freeze }' for extra: refuse, "
+          + "and nothing for extra: ignore (the default with columns)")
     }
     if let newColumns = contract.newColumns, newColumns != .evolve, f["columns"] != nil, format != .json {
       reader.error(

@@ -187,4 +187,30 @@ extension ManifestValidator {
     }
     return node.location
   }
+
+  /// A quarantine must be a table of its own: its name (`load.quarantine`, or
+  /// `<table>_rejected`), compared case-insensitively after the naming rule (PostgreSQL's
+  /// 63 bytes, `IdentifierLimit`), may not be a table another `http` step loads, nor another
+  /// step's quarantine (said where that name is given), unless that step loads the same table
+  /// (their records share it). A
+  /// quarantine written into a loaded table would add its columns there, and the next run
+  /// would refuse it (`quarantine_clash`).
+  mutating func checkQuarantineNames(postgres: Bool) {
+    let key = { (name: String) in IdentifierKey(postgres ? IdentifierLimit.fitted(name, maxBytes: 63) : name) }
+    for (index, load) in quarantines.enumerated() {
+      let name = key(load.name)
+      let others = quarantines.enumerated().filter { $0.offset != index && key($0.element.table) != key(load.table) }.map(\.element)
+      if let other = others.first(where: { key($0.table) == name }) {
+        reader.error(
+          load.location,
+          "the quarantine of '\(load.path)' is table '\(load.name)', which '\(other.path)' loads; "
+            + "name another table with \(load.path).quarantine")
+      } else if load.given, let other = others.first(where: { key($0.name) == name }) {
+        reader.error(
+          load.location,
+          "the quarantine of '\(load.path)' is table '\(load.name)', the quarantine of '\(other.path)' too; "
+            + "name another table with \(load.path).quarantine")
+      }
+    }
+  }
 }

@@ -106,6 +106,16 @@ extension ManifestValidator {
     if contract == nil { columnsOK = false }
     let quarantine = f["quarantine"].map { readQuarantine($0, f.path("quarantine"), table: table) } ?? HTTPStep.Quarantine()
     if quarantine == nil { columnsOK = false }
+    if let table, let quarantine {
+      let name = quarantine.table ?? HTTPStep.Quarantine.defaultName(for: table)
+      quarantines.append((path, table, name, f["quarantine"] != nil, f["quarantine"]?.location ?? node.location))
+    }
+    if let contract, let node = f["quarantine"], !contract.setsAside {
+      reader.warn(
+        node.location,
+        "'\(f.path("quarantine"))' is unused: no rule of '\(f.path("contract"))' sets records aside or trims them "
+          + "(discard_row or discard_value in new_columns or types)")
+    }
     let allowEmpty = reader.bool(f, "allow_empty") ?? f.defaultValue("allow_empty")
     let deleteMissing = reader.bool(f, "delete_missing") ?? f.defaultValue("delete_missing")
     if deleteMissing, write != .merge, let missingNode = f["delete_missing"] {

@@ -31,6 +31,10 @@ struct ManifestValidator {
   /// A `table_stream` step that did not read: templates may name what it would load, so
   /// "no step loads" is not said (it would only repeat that step's own error).
   var hasBrokenLoader = false
+  /// Each `http` load's table and quarantine (`load.quarantine`, or its default), with where
+  /// the quarantine is written (the load's own position for the default), for
+  /// `checkQuarantineNames`.
+  var quarantines: [(path: String, table: String, name: String, given: Bool, location: SourceLocation)] = []
   /// Every step whose kind is known, read or not, in file order: what `checkRequirements`
   /// needs, so that a step with a problem of its own still says which blocks it needs.
   var stepKinds: [(id: String, kind: StepKind.Name, location: SourceLocation)] = []
@@ -105,6 +109,7 @@ struct ManifestValidator {
       state: state, report: report, steps: steps, redactor: reader.redactor)
     checkRequirements(top: top)
     checkTemplates(manifest)
+    checkQuarantineNames(postgres: database?.postgres != nil)
     checkKeptPaths(manifest, top: top)
     manifest.redactor = reader.redactor
     // The names dray writes (the job, step ids, resources, tables, file paths as written and

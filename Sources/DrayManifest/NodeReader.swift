@@ -25,6 +25,13 @@ struct NodeReader {
     diagnostics.append(Diagnostic(location, message))
   }
 
+  /// What is no error but deserves a line (`Manifest.warnings`).
+  var warnings: [Diagnostic] = []
+
+  mutating func warn(_ location: SourceLocation, _ message: String) {
+    warnings.append(Diagnostic(location, message))
+  }
+
   // MARK: Mappings
 
   /// The entries of a mapping node declared by `keys` (`ManifestSchema`), with any other key

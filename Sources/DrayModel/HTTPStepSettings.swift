@@ -137,6 +137,12 @@ public struct HTTPStep: Sendable, Hashable {
     /// `newColumns` as it applies to a load with or without declared columns: nil only
     /// with declared columns and no rule given (their fields are not read).
     public func newColumnsRule(declaredColumns: Bool) -> Rule? { newColumns ?? (declaredColumns ? nil : .evolve) }
+
+    /// Whether a rule can put a record in the quarantine: `discard_row` or `discard_value`
+    /// in `newColumns` or `types`.
+    public var setsAside: Bool {
+      [.discardRow, .discardValue].contains(newColumns) || [.discardRow, .discardValue].contains(types)
+    }
   }
 
   /// One rule of `load.contract`.

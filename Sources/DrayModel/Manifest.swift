@@ -29,6 +29,10 @@ public struct Manifest: Sendable {
   /// or whose file cannot be read, by key (`auth.password`), when the loader was told to
   /// allow that (`ManifestLoader.secretsMayBeMissing`); otherwise always empty.
   public var unresolvedSecrets: [String] = []
+  /// What validation found that is no error (a deprecated spelling, a setting with no
+  /// effect), each `file:line:column: warning: message`; `dray validate` and `dray run` print
+  /// them to standard error.
+  public var warnings: [String] = []
 
   public init(
     path: String, directory: String, version: Int = Manifest.supportedVersion, job: String,

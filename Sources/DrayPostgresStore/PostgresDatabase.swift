@@ -71,7 +71,7 @@ public struct PostgresDatabase: JobDatabase {
   public func failure(_ error: any Error) -> DatabaseFailure? {
     switch error {
     case let error as StagedValueError:
-      DatabaseFailure(code: "load_error", message: error.description)
+      DatabaseFailure(code: "load_error", refusesData: true, message: error.description)
     case let error as PartitionClaimLost:
       DatabaseFailure(code: "claim_lost", message: error.description)
     case let error as PostgresRunLockError:
@@ -79,7 +79,7 @@ public struct PostgresDatabase: JobDatabase {
     case let error as PostgresError:
       DatabaseFailure(
         code: error.timeout != nil ? "database_timeout" : nil, isTransient: error.isTransient, isTimeout: error.timeout != nil,
-        message: error.userMessage)
+        refusesData: error.sqlState.map { $0.hasPrefix("22") || $0 == "42804" } ?? false, message: error.userMessage)
     default: nil
     }
   }

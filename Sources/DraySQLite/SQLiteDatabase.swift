@@ -63,7 +63,8 @@ public struct SQLiteDatabase: JobDatabase {
 
   public func failure(_ error: any Error) -> DatabaseFailure? {
     guard let error = error as? SQLiteError else { return nil }
-    return DatabaseFailure(code: "sqlite_error", message: error.message)
+    // SQLITE_CONSTRAINT_DATATYPE (3091) and SQLITE_MISMATCH (20), https://sqlite.org/rescode.html.
+    return DatabaseFailure(code: "sqlite_error", refusesData: [3091, 20].contains(error.code), message: error.message)
   }
 }
 

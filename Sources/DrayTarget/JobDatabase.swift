@@ -115,11 +115,19 @@ public struct DatabaseFailure: Sendable, Equatable {
   /// statement at its `statement_timeout`): not retried within the run, but a later run may
   /// succeed (`FailureClass.unavailable`).
   public var isTimeout: Bool
+  /// The database refused a value for the data's sake: its column's type does not take it
+  /// (PostgreSQL: SQLSTATE class 22 and 42804; SQLite: a STRICT table's
+  /// `SQLITE_CONSTRAINT_DATATYPE`, `SQLITE_MISMATCH`). Publishing the same records again
+  /// fails the same way, so an `http` load drops its staged pages (docs/http.md, "Contract").
+  public var refusesData: Bool
   /// One line: what failed, where (the URL's password masked), what to do.
   public var message: String
 
-  public init(code: String?, isTransient: Bool = false, isLockLost: Bool = false, isTimeout: Bool = false, message: String) {
+  public init(
+    code: String?, isTransient: Bool = false, isLockLost: Bool = false, isTimeout: Bool = false, refusesData: Bool = false, message: String
+  ) {
     self.code = code
+    self.refusesData = refusesData
     self.isTransient = isTransient
     self.isTimeout = isTimeout
     self.isLockLost = isLockLost

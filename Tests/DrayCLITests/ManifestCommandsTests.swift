@@ -41,6 +41,28 @@ import Testing
         sql: SELECT 1
     """
 
+  /// A warning (here `load.extra`, the old spelling) is one line on standard error, with
+  /// where it is written; the manifest stays valid.
+  @Test func validatePrintsAWarningAndExitsZero() throws {
+    let folder = TemporaryDirectory()
+    let job = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: warned
+      database: { path: data/db.sqlite }
+      steps:
+        - http: { base_url: http://h/, load: { table: t, columns: { id: INTEGER }, extra: refuse } }
+      """)
+    let result = try Command.dray(["validate", job])
+    #expect(result.status == 0)
+    #expect(result.stdout == "\(job): ok (job warned, 1 step)\n")
+    #expect(
+      result.stderr
+        == "\(job):5:85: warning: 'steps.http-1.http.load.extra' is deprecated: write 'steps.http-1.http.load.contract: { new_columns: freeze }' "
+        + "for extra: refuse, and nothing for extra: ignore (the default with columns)\n")
+  }
+
   @Test func validateChecksEveryFileAndExitsTwoWhenAnyIsInvalid() throws {
     let folder = TemporaryDirectory()
     let good = try folder.write("good.yaml", Self.failingJob)

@@ -183,6 +183,66 @@ import Testing
     }
   }
 
+  /// A publish refused for the data's sake drops the staged pages, as `freeze` and
+  /// `quarantine_full` do: once the API is fixed, the next run fetches every page again and
+  /// succeeds (it does not resume the refused pages). PostgreSQL refuses a text value in a
+  /// bigint column under `as_given`; SQLite stores it, so `freeze` stands for the class there.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aPublishRefusedForTheDataFetchesAgainOnTheNextRun(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    // Order 5 is on page 2: page 1 is staged before the refusal.
+    try server.changeOrders(#"{"insert": [{"qty": "abc"}]}"#)
+    let contract = kind == .postgres ? nil : "{ types: freeze }"
+    let refused = try run(server, target, contract: contract)
+    let step = try #require(refused.steps.first)
+    #expect(refused.status == .failed)
+    if kind == .postgres {
+      #expect(step.errorCode == "load_error")
+      let message = step.errorMessage ?? ""
+      #expect(message.contains(#"column "qty" is of type bigint but expression is of type text"#), "\(message)")
+      #expect(
+        message.hasSuffix(
+          "nothing was published, and the next run fetches the pages again. Make the column's type hold the API's values, "
+            + "or set load.contract.types: evolve (widen the column) or discard_row (set such records aside)"), "\(message)")
+    }
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    try server.changeOrders(#"{"update": [5], "set": {"qty": 5}}"#)
+    let before = try server.requests().count
+    let fixed = try run(server, target, contract: contract)
+    #expect(fixed.status == .succeeded, "\(fixed.steps.first?.errorMessage ?? "")")
+    #expect(fixed.steps.first?.notes.contains { $0.hasPrefix("resuming") } == false, "\(fixed.steps.first?.notes ?? [])")
+    // Page 1 was fetched again: the refused run's staged pages were dropped.
+    #expect(try server.requests().dropFirst(before).contains { $0.records.contains(1) })
+    #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["5"]])
+  }
+
+  /// An SQLite STRICT table refuses a value of another type (SQLITE_CONSTRAINT_DATATYPE)
+  /// where an ordinary one stores it: the same class as PostgreSQL's refusal, so the staged
+  /// pages are dropped and the next run, the API fixed, fetches them again.
+  @Test func aStrictSQLiteTablesRefusalFetchesAgainOnTheNextRun() throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let server = try loaded(target)
+    let index = try #require(try target.rows("SELECT sql FROM sqlite_master WHERE name = '_dray_key__orders'").first?.first ?? nil)
+    try target.execute("ALTER TABLE orders RENAME TO old_orders")
+    try target.execute(
+      "CREATE TABLE orders (id ANY, customer ANY, total ANY, status ANY, qty INTEGER, updated_at ANY) STRICT")
+    try target.execute("INSERT INTO orders SELECT id, customer, total, status, qty, updated_at FROM old_orders")
+    try target.execute("DROP TABLE old_orders")
+    try target.execute(index)
+    try server.changeOrders(#"{"insert": [{"qty": "abc"}]}"#)
+    let refused = try run(server, target)
+    let message = refused.steps.first?.errorMessage ?? ""
+    #expect(refused.status == .failed)
+    #expect(message.contains("nothing was published, and the next run fetches the pages again"), "\(message)")
+    try server.changeOrders(#"{"update": [5], "set": {"qty": 5}}"#)
+    let before = try server.requests().count
+    let fixed = try run(server, target)
+    #expect(fixed.status == .succeeded, "\(fixed.steps.first?.errorMessage ?? "")")
+    #expect(try server.requests().dropFirst(before).contains { $0.records.contains(1) })
+    #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["5"]])
+  }
+
   @Test(arguments: TargetDatabase.Kind.allCases)
   func passingMaxRowsPublishesNothing(kind: TargetDatabase.Kind) throws {
     let target = try TargetDatabase(kind, folder: folder.path)
@@ -303,6 +363,33 @@ import Testing
         ["orders", "orders[s=a]", #"'qty': "x" is text, the column is INTEGER"#],
         ["orders", "orders[s=b]", #"'qty': "x" is text, the column is INTEGER"#],
       ])
+  }
+
+  /// With declared `columns`, `new_columns: evolve` is refused at validation: a `freeze` of
+  /// a new field (`extra: refuse`, its old spelling) advises only what may be chosen.
+  @Test(arguments: ["contract: { new_columns: freeze }", "extra: refuse"])
+  func aFrozenNewFieldWithDeclaredColumnsAdvisesWhatIsAllowed(spelling: String) throws {
+    let target = try TargetDatabase(.sqlite, folder: folder.path)
+    let server = try RestServer(["--orders", "2"])
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      \(target.manifestBlock)steps:
+        - id: orders
+          http:
+            base_url: '\(server.url)'
+            path: orders
+            load: { table: orders, records: /data, write: merge, primary_key: [id], columns: { id: INTEGER }, \(spelling) }
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    let report = Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    let message = report.steps.first?.errorMessage ?? ""
+    #expect(report.status == .failed)
+    #expect(message.contains("(load.contract.new_columns: freeze); nothing of this step was published"), "\(message)")
+    #expect(message.hasSuffix("Declare the column in load.columns, or choose discard_row or discard_value"), "\(message)")
+    #expect(!message.contains("evolve"), "\(message)")
   }
 
   /// Declared columns are the contract's types before the table exists: a value they do not

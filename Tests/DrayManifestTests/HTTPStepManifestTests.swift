@@ -269,6 +269,42 @@ import Testing
       ])
   }
 
+  /// A quarantine must be a table of its own: not a table another step loads, nor another
+  /// step's quarantine (case-insensitively), where it is written.
+  @Test func aQuarantineMayNotNameAnotherStepsTable() {
+    let found = errors(
+      """
+        - { id: a, http: { base_url: http://h/, load: { table: other } } }
+        - { id: recs, http: { base_url: http://h/, load: { table: recs, quarantine: OTHER } } }
+        - { id: b, http: { base_url: http://h/, load: { table: b, quarantine: { table: Other_Rejected } } } }
+        - { id: c, http: { base_url: http://h/, load: { table: c, quarantine: c_q } } }
+        - { id: d, http: { base_url: http://h/, load: { table: c, quarantine: c_q } } }
+      """)
+    #expect(
+      found == [
+        "job.yaml:6:79: error: the quarantine of 'steps.recs.http.load' is table 'OTHER', which 'steps.a.http.load' loads; name another table with steps.recs.http.load.quarantine",
+        "job.yaml:7:73: error: the quarantine of 'steps.b.http.load' is table 'Other_Rejected', the quarantine of 'steps.a.http.load' too; name another table with steps.b.http.load.quarantine",
+      ])
+  }
+
+  /// `load.extra` is deprecated, and a quarantine no rule can fill is unused: both are
+  /// warnings, with where they are written, and the manifest stays valid.
+  @Test func theOldSpellingAndAnUnusedQuarantineAreWarnedAbout() throws {
+    let manifest = try load(
+      """
+        - http: { base_url: http://h/, load: { table: t, columns: { id: INTEGER }, extra: refuse } }
+        - http: { base_url: http://h/, load: { table: u, quarantine: u_bad } }
+        - http: { base_url: http://h/, load: { table: v, contract: { types: freeze }, quarantine: { max_rows: 3 } } }
+        - http: { base_url: http://h/, load: { table: w, contract: { types: discard_value }, quarantine: w_bad } }
+      """)
+    #expect(
+      manifest.warnings == [
+        "job.yaml:5:85: warning: 'steps.http-1.http.load.extra' is deprecated: write 'steps.http-1.http.load.contract: { new_columns: freeze }' for extra: refuse, and nothing for extra: ignore (the default with columns)",
+        "job.yaml:6:64: warning: 'steps.http-2.http.load.quarantine' is unused: no rule of 'steps.http-2.http.load.contract' sets records aside or trims them (discard_row or discard_value in new_columns or types)",
+        "job.yaml:7:93: warning: 'steps.http-3.http.load.quarantine' is unused: no rule of 'steps.http-3.http.load.contract' sets records aside or trims them (discard_row or discard_value in new_columns or types)",
+      ])
+  }
+
   @Test func writeModeAndCursorMistakesAreReportedWhereTheyAreWritten() {
     let found = errors(
       """

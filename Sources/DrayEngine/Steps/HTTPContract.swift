@@ -21,6 +21,9 @@ final class RecordContract {
   let checksNew: Bool
   /// Fields that are not columns of the table (the deleted mark), never new.
   private let marks: Set<IdentifierKey>
+  /// Whether a `freeze` failed a record: the step's staged pages are dropped, so that the
+  /// next run fetches them again (`StepRunner.runHTTP`).
+  private(set) var froze = false
 
   /// Why a record was set aside or trimmed.
   enum Kind: String, CaseIterable {
@@ -90,7 +93,7 @@ final class RecordContract {
         let reason = "no value at the primary key /\(name)"
         switch types {
         case .asGiven, .evolve: break  // `RecordChecks` refuses the page, as it always has.
-        case .freeze: throw RecordContract.frozen(number, reason, rule: "types")
+        case .freeze: throw frozen(number, reason, rule: "types")
         case .discardRow, .discardValue: return Verdict(record: nil, findings: [Finding(kind: .primaryKey, reason: reason)])
         }
       }
@@ -106,7 +109,7 @@ final class RecordContract {
           continue
         }
         let reason = "new column '\(field.name)'"
-        if rule == .freeze { throw RecordContract.frozen(number, reason, rule: "new_columns") }
+        if rule == .freeze { throw frozen(number, reason, rule: "new_columns") }
         verdict.findings.append(Finding(kind: .newColumn, reason: reason))
         if rule == .discardRow { setAside = true }
         continue
@@ -125,7 +128,7 @@ final class RecordContract {
         let wider = type.widened(for: found)
         fixed[key] = wider
         verdict.widened.append((field.name, wider))
-      case .freeze: throw RecordContract.frozen(number, reason, rule: "types")
+      case .freeze: throw frozen(number, reason, rule: "types")
       case .discardRow:
         verdict.findings.append(Finding(kind: .type, reason: reason))
         setAside = true
@@ -136,10 +139,16 @@ final class RecordContract {
     return verdict
   }
 
-  private static func frozen(_ number: Int, _ reason: String, rule: String) -> RecordError {
-    RecordError(
-      "record \(number): \(reason) (load.contract.\(rule): freeze); nothing of this step was published. "
-        + "Change the table or the API to match, or choose evolve, discard_row or discard_value")
+  /// The `freeze` failure of record `number`, with the rules `rule` may choose instead: with
+  /// declared `columns`, `new_columns: evolve` is refused at validation, so the advice names
+  /// declaring the column instead.
+  private func frozen(_ number: Int, _ reason: String, rule: String) -> RecordError {
+    froze = true
+    let advice =
+      rule == "new_columns" && load.columns != nil
+      ? "Declare the column in load.columns, or choose discard_row or discard_value"
+      : "Change the table or the API to match, or choose evolve, discard_row or discard_value"
+    return RecordError("record \(number): \(reason) (load.contract.\(rule): freeze); nothing of this step was published. \(advice)")
   }
 
   /// A record's value as JSON (nested arrays and objects were read as their JSON text).

@@ -8,8 +8,10 @@ extension StepRunner {
   /// database, in one of its transactions (`publish`), with the kept cursor, the answer's
   /// validators, `load.expect`'s check and the step's checkpoint, and drops the staged pages
   /// in that transaction when they stage in the same database (SQLite), after it otherwise.
-  /// Pages that fail `expect`, or hold no records for a table that must keep its rows, are
-  /// never published: they are dropped, and the next run fetches them again.
+  /// Pages that fail `expect`, hold no records for a table that must keep its rows, or hold
+  /// a value the database's column type refuses (`DatabaseFailure.refusesData`, thrown as
+  /// `HTTPStepError.refusedData`), are never published: they are dropped, and the next run
+  /// fetches them again.
   func publishStaged(
     _ load: HTTPStep.Load, _ run: HTTPRun, staging: any RecordStaging, target: any TargetStore, _ pages: FetchedPages,
     _ report: inout StepReport
@@ -49,6 +51,13 @@ extension StepRunner {
       } catch let failed where failed is StepError || failed is HTTPStepError {
         try dropStaged(run, staging)
         throw failed
+      } catch let failed where context.database.failure(failed)?.refusesData == true {
+        // Published again, the same records are refused again: the next run fetches anew.
+        try dropStaged(run, staging)
+        throw HTTPStepError.refusedData(
+          "\(context.database.failure(failed)?.message ?? "\(failed)"); nothing was published, and the next run fetches the pages "
+            + "again. Make the column's type hold the API's values, or set load.contract.types: evolve (widen the column) "
+            + "or discard_row (set such records aside)")
       }
     }
     // Published: the staged pages are done with. Staged in another database, a kill before
@@ -87,7 +96,7 @@ extension StepRunner {
   }
 
   /// Drops the staging table and forgets the staged pages, in one transaction.
-  private func dropStaged(_ run: HTTPRun, _ staging: any RecordStaging) throws {
+  func dropStaged(_ run: HTTPRun, _ staging: any RecordStaging) throws {
     try staging.write { try clearStaged(run, in: $0) }
   }
 

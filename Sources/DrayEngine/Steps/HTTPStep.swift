@@ -30,7 +30,16 @@ extension StepRunner {
         step: step.id)
     }
     let run = try startHTTP(options, &report)
-    let pages = try fetchPages(options, run, &report)
+    let pages: FetchedPages
+    do {
+      pages = try fetchPages(options, run, &report)
+    } catch {
+      // A `freeze` fails the same records again: the next run fetches every page anew.
+      if run.contract?.froze == true, let staging = run.staging {
+        try context.databaseWrites.withLock { _ in try dropStaged(run, staging) }
+      }
+      throw error
+    }
     report.bytes = pages.progress.bytes
     report.pages = pages.progress.pages
     report.records = pages.progress.rows
@@ -491,6 +500,9 @@ enum HTTPStepError: Error, CustomStringConvertible {
   case emptyAnswer(String)
   /// More records set aside or trimmed than `load.quarantine` allows.
   case quarantineFull(String)
+  /// The database refused a staged value for the data's sake (`DatabaseFailure.refusesData`):
+  /// its column's type does not take it. The staged pages were dropped.
+  case refusedData(String)
 
   var code: String {
     switch self {
@@ -499,6 +511,7 @@ enum HTTPStepError: Error, CustomStringConvertible {
     case .paginationLoop: "pagination_loop"
     case .emptyAnswer: "empty_answer"
     case .quarantineFull: "quarantine_full"
+    case .refusedData: "load_error"
     }
   }
 
@@ -506,7 +519,7 @@ enum HTTPStepError: Error, CustomStringConvertible {
     switch self {
     case .badAnswer(let page?, let url, let message): "page \(page) (\(url)): \(message)"
     case .badAnswer(nil, let url, let message): "the answer of \(url): \(message)"
-    case .badPagination(let message), .emptyAnswer(let message), .quarantineFull(let message): message
+    case .badPagination(let message), .emptyAnswer(let message), .quarantineFull(let message), .refusedData(let message): message
     case .paginationLoop(let message): "\(message); stopping so as not to fetch pages forever"
     }
   }
