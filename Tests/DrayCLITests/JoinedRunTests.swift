@@ -293,7 +293,10 @@ import Testing
     }
   }
 
-  @Test func aKeyWhoseRunEndedExitsWithItsCodeAndStartsNothing() throws {
+  /// A key whose run ended with a code that says "try again" (69 here) is resumed by the
+  /// next start given it (a retry, as a Kubernetes Job's replacement pod is); a key whose
+  /// run ended 0 or 1 ends a late start with that code, starting nothing.
+  @Test func aKeyWhoseRunEndedRetriesOnlyTheCodesThatSayTryAgain() throws {
     let root = TemporaryDirectory("dray-join-key")
     let trial = try Trial(root.path + "/job", delay: "0")
     // A run that fails: its server is gone (connection refused), so exit 69.
@@ -303,21 +306,51 @@ import Testing
     let failed = try ChildProcess.dray(
       ["run", trial.folder + "/broken.yaml", "--join", "--run-key", "uid-7"], logPrefix: trial.folder + "/failed")
     #expect(failed.wait() == .exited(69), "\(failed.errors)")
-    // The key's run ended with 69: a late runner ends so too, sending nothing.
+    // The key's run ended 69: the next start of the key resumes the job, and succeeds.
+    let retry = try ChildProcess.dray(
+      ["run", trial.folder + "/job.yaml", "--join", "--run-key", "uid-7"], logPrefix: trial.folder + "/retry")
+    #expect(retry.wait() == .exited(0), "\(retry.errors)")
+    #expect(!retry.errors.contains("already ended"), "\(retry.errors)")
+    #expect(try !trial.server.requests().isEmpty)
+    #expect(try trial.target.rows("SELECT status FROM _dray_runs ORDER BY seq") == [["failed"], ["succeeded"]])
+    #expect(try trial.issues().count == 60)
+    // Now its run ended 0: a late start ends so too, sending nothing.
+    try trial.server.reset()
     let late = try ChildProcess.dray(
       ["run", trial.folder + "/job.yaml", "--join", "--run-key", "uid-7"], logPrefix: trial.folder + "/late")
-    #expect(late.wait() == .exited(69), "\(late.errors)")
-    #expect(late.errors.contains("already ended with exit code 69: this start changed nothing and ends with that code"), "\(late.errors)")
+    #expect(late.wait() == .exited(0), "\(late.errors)")
+    #expect(late.errors.contains("already ended with exit code 0: this start changed nothing and ends with that code"), "\(late.errors)")
     #expect(try trial.server.requests().isEmpty)
-    #expect(try trial.target.rows("SELECT count(*) FROM _dray_runs") == [["1"]])
-    // Another key starts a run of its own, which succeeds; a late runner of it exits 0.
-    let next = try trial.start(1, key: "uid-8")
-    #expect(next.wait() == .exited(0), "\(next.errors)")
+    // A run that fails for good (a partition answered 404) ends 1: final, not retried.
+    try trial.server.setRules(#"[{"path": "/repos/9/issues", "status": 404, "body": "no such repository"}]"#)
+    let fresh = try trial.start(1, key: "uid-8", extra: ["--fresh"])
+    #expect(fresh.wait() == .exited(1), "\(fresh.errors)")
     try trial.server.reset()
     let again = try trial.start(2, key: "uid-8")
-    #expect(again.wait() == .exited(0), "\(again.errors)")
+    #expect(again.wait() == .exited(1), "\(again.errors)")
+    #expect(again.errors.contains("already ended with exit code 1: this start changed nothing"), "\(again.errors)")
     #expect(try trial.server.requests().isEmpty)
-    #expect(try trial.target.rows("SELECT count(*) FROM _dray_runs") == [["2"]])
+    #expect(try trial.target.rows("SELECT count(*) FROM _dray_runs") == [["3"]])
+  }
+
+  /// A runner started with `--join` while a runner started without it holds the run: it
+  /// says at once that the holder does not share its partitions and that it waits for the
+  /// run to end (and that its `--only` applies only if it takes the lock), then ends with the
+  /// run's code, having run nothing.
+  @Test(.timeLimit(.minutes(5))) func aJoinerOfAHolderStartedWithoutJoinSaysItWaits() throws {
+    let root = TemporaryDirectory("dray-join-unshared")
+    let trial = try Trial(root.path + "/job", delay: "0.5")
+    let holder = try ChildProcess.dray(["run", trial.folder + "/job.yaml", "--fresh"], logPrefix: trial.folder + "/holder")
+    #expect(holder.waitUntil(timeout: 120) { (try? trial.holder()) != nil })
+    let joiner = try ChildProcess.dray(
+      ["run", trial.folder + "/job.yaml", "--join", "--only", "repos"], logPrefix: trial.folder + "/joiner")
+    #expect(holder.wait() == .exited(0), "\(holder.errors)")
+    #expect(joiner.wait() == .exited(0), "\(joiner.errors)")
+    #expect(
+      joiner.errors.contains("started without --join: it does not share its partitions, so this runner waits for that run to end"),
+      "\(joiner.errors)")
+    #expect(joiner.errors.contains("(--only repos applies only if this runner takes the run lock)"), "\(joiner.errors)")
+    #expect(joiner.errors.contains("this runner joined it and ran 0 partitions"), "\(joiner.errors)")
   }
 
   @Test func joinOnSQLiteIsRefusedAtStart() throws {
