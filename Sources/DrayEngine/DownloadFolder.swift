@@ -66,6 +66,11 @@ struct DownloadFolder {
     if body == "answer" { return true }
     if body.hasPrefix("page-") { return !body.dropFirst(5).isEmpty && body.dropFirst(5).allSatisfy(\.isASCIIDigit) }
     if let named = hexPrefix(body), named.dropFirst() == "answer", body.dropFirst(8).first == "." { return true }
+    // A runner's own page of a claimed partition (`Joining.tag`): `3f2a9c01.0a1b2c3d.page-2`.
+    if let named = hexPrefix(body), body.dropFirst(8).first == ".", named.dropFirst().hasPrefix("page-") {
+      let digits = named.dropFirst().dropFirst(5)
+      return !digits.isEmpty && digits.allSatisfy(\.isASCIIDigit)
+    }
     return false
   }
 

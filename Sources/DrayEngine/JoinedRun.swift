@@ -19,6 +19,8 @@ final class JoinedRunner {
   private var claims: (any PartitionClaims)?
   /// The journal this runner reads the followed run's record in.
   private var journal: (any RunJournal)?
+  /// The run whose holder was seen not sharing it (started without `--join`), once said.
+  private var unshared: String?
 
   init(runner: Runner, joining: Joining) {
     self.runner = runner
@@ -38,15 +40,28 @@ final class JoinedRunner {
       if claims == nil { claims = try runner.database.openClaims(cancellation: runner.cancellation) }
       guard let claims else { return RunEnded(runID: "", exitCode: ExitCode.usage) }
       var target = live
+      if let live, live.status == .running, unshared != live.id, try !claims.isShared(job: manifest.job, runID: live.id) {
+        unshared = live.id
+        console.info(
+          "run \(live.id) of job '\(manifest.job)' is held by process \(live.processID), started without --join: it does not "
+            + "share its partitions, so this runner waits for that run to end\(runner.runKey == nil ? "" : ", then starts the key's run")"
+            + (runner.options.text.isEmpty ? "" : " (\(runner.options.text) applies only if this runner takes the run lock)"))
+      }
       if let key = runner.runKey {
         guard let bound = try claims.run(job: manifest.job, key: key) else { return pause() }
-        if let code = bound.exitCode { return RunEnded(runID: bound.runID, exitCode: code) }
+        if let code = bound.exitCode {
+          // A run that ended with a code saying "try again", which this runner did not follow:
+          // it waits to take the lock and resume the job (`JoinStart.retries`).
+          if JoinStart.retries(code) && following?.id != bound.runID { return pause() }
+          return RunEnded(runID: bound.runID, exitCode: code)
+        }
         if journal == nil { journal = try runner.database.openJournal(fresh: false, cancellation: runner.cancellation) }
         target = try journal?.runs(job: manifest.job, limit: 100).first { $0.id == bound.runID }
       }
       guard let run = target else { return pause() }
       if run.status != .running && run.status != .abandoned {
         let code = try claims.exitCode(job: manifest.job, runID: run.id) ?? JoinedRunner.exitCode(run.status)
+        if runner.runKey != nil && JoinStart.retries(code) && following?.id != run.id { return pause() }
         return RunEnded(runID: run.id, exitCode: code)
       }
       if following?.id != run.id || context == nil {

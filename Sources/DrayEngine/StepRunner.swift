@@ -23,6 +23,11 @@ struct StepRunner {
   /// This runner's claim on `partition`, in a run several runners share (`runClaimed`):
   /// every commit of the step's store checks it.
   var claim: PartitionClaim?
+  /// The name of the step's local state (its staging tables, page ledger and page files):
+  /// the step's id, or for a claimed partition (`claim`) its id and this runner's tag
+  /// (`Joining.tag`), so that runners sharing a job folder never stage into, resume or
+  /// publish each other's pages (docs/partitions.md, "Many runners").
+  var stagingName: String { claim.map { "\(step.id)~\(Joining.tag($0.owner))" } ?? step.id }
   /// How long the step's requests waited for their host's budget (`rate_limit`).
   let budgetWaits = BudgetWaits()
 
@@ -102,6 +107,9 @@ struct StepRunner {
       }
     case .interrupted:
       console.warn("interrupted after \(took)", step: step.id)
+    case .failed where claim != nil && report.errorCode == "claim_lost":
+      // A claimed partition another runner took over: dropped by `runClaim`, not a failure.
+      console.warn("\(step.kindName) stopped after \(took): \(report.errorMessage ?? "")", step: step.id)
     default:
       console.error("\(step.kindName) failed after \(took): \(report.errorMessage ?? "")", step: step.id)
     }

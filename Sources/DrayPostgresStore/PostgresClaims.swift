@@ -185,6 +185,12 @@ extension PostgresClaims: PartitionClaims {
     return (runID, try row["exit_code"].integer.map { Int32(truncatingIfNeeded: $0) })
   }
 
+  public func isShared(job: String, runID: String) throws -> Bool {
+    try !connection.execute(
+      "SELECT 1 FROM \(PostgresIdentifier.quoted(schema))._dray_joins WHERE job = $1 AND run_id = $2", [.text(job), .text(runID)]
+    ).rows.isEmpty
+  }
+
   public func exitCode(job: String, runID: String) throws -> Int32? {
     try connection.execute(
       "SELECT exit_code FROM \(PostgresIdentifier.quoted(schema))._dray_joins WHERE job = $1 AND run_id = $2 AND exit_code IS NOT NULL",

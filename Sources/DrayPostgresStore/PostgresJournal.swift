@@ -250,11 +250,13 @@ extension PostgresJournal: RunJournal {
       }
     }
     if let follows {
-      if let recorded { throw RunEnded(runID: follows, exitCode: recorded) }
       let status = try connection.execute("SELECT status FROM \(own("_dray_runs")) WHERE run_id = $1", [.text(follows)]).rows.first?
         .first?.text
-      if let status, let ended = RunRecord.Status(rawValue: status).flatMap(PostgresJournal.exitCode) {
-        throw RunEnded(runID: follows, exitCode: ended)
+      if let ended = recorded ?? status.flatMap(RunRecord.Status.init(rawValue:)).flatMap(PostgresJournal.exitCode) {
+        // A key's run that ended with a code saying "try again" (69, 75, 130) is resumed by
+        // a start that did not follow it (a retry: the key is bound to this run below); the
+        // runners that followed it end with its code.
+        if !(JoinStart.retries(ended) && joining.follows != follows) { throw RunEnded(runID: follows, exitCode: ended) }
       }
     }
     try connection.execute(

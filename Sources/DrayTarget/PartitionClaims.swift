@@ -97,6 +97,10 @@ public protocol PartitionClaims: AnyObject {
   func run(job: String, key: String) throws -> (runID: String, exitCode: Int32?)?
   /// The exit code recorded for run `runID`, nil while it runs or when none was recorded.
   func exitCode(job: String, runID: String) throws -> Int32?
+  /// Whether run `runID` was started by a runner that shares it (`--join`: a row of
+  /// `_dray_joins` names it); false for a run started without `--join`, whose holder opens
+  /// no partitions for claims.
+  func isShared(job: String, runID: String) throws -> Bool
 }
 
 /// A commit found its partition's claim no longer its runner's: another runner claimed it
@@ -122,6 +126,12 @@ public struct JoinStart: Sendable, Equatable {
     self.key = key
     self.follows = follows
   }
+
+  /// Whether a run of a `--run-key` that ended with exit code `code` is tried again by the
+  /// next start given the key (docs/partitions.md, "Many runners"): 69 (a service
+  /// unavailable), 75 (locked) and 130 (interrupted) say "try again", so that start resumes
+  /// the job under the same key; 0, 1 and 2 are final, and that start ends with the code.
+  public static func retries(_ code: Int32) -> Bool { code == 69 || code == 75 || code == 130 }
 }
 
 extension RunJournal {

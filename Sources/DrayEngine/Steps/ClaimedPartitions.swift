@@ -11,6 +11,10 @@ struct Joining: Sendable {
   /// How long a runner with nothing to claim waits before it looks again.
   static let poll = Duration.milliseconds(200)
 
+  /// The first 8 hexadecimal digits of the SHA-256 of `owner`: what names a runner's own
+  /// staging of a claimed partition (`StepRunner.stagingName`) and its page files.
+  static func tag(_ owner: String) -> String { String(SHA256.hex(owner).prefix(8)) }
+
   static func newOwner() -> String {
     "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.lowercased().prefix(8))"
   }

@@ -127,11 +127,11 @@ extension StepRunner {
       var secrets = manifest.redactor
       secrets.add(contentsOf: console.redactor.current)
       return PageLedger(
-        staging: try staging ?? openStagingStore(records: false), job: manifest.job, stepID: step.id, lineage: context.lineage,
+        staging: try staging ?? openStagingStore(records: false), job: manifest.job, stepID: stagingName, lineage: context.lineage,
         fingerprint: step.fingerprint(in: manifest), redactor: secrets, query: options.query)
     }()
-    let stagingTable = RecordTableNames.staging(job: manifest.job, step: step.id)
-    let quarantineStaging = Quarantine.staging(job: manifest.job, step: step.id)
+    let stagingTable = RecordTableNames.staging(job: manifest.job, step: stagingName)
+    let quarantineStaging = Quarantine.staging(job: manifest.job, step: stagingName)
     // The table as it stands when the step starts is what the contract checks records against:
     // for a partition, the partitioned step's table (not the table its records gather in).
     let contract = try target.flatMap { target in
@@ -260,7 +260,7 @@ extension StepRunner {
     _ options: HTTPStep, _ run: HTTPRun, page: Int, next: PageLedger.Next, _ pages: FetchedPages, _ client: HTTPClient,
     _ report: inout StepReport, record: (Attempt) -> Void
   ) throws -> (FetchedPage, Result<PageCommit, any Error>?) {
-    let path = downloadPath("page-\(page)")
+    let path = downloadPath((claim.map { Joining.tag($0.owner) + "." } ?? "") + "page-\(page)")
     let conditions = pages.sentValidators?.preconditions ?? []
     guard options.load != nil && pageReader(options, run).readsInOnePass && options.output == nil && !inGroup else {
       let fetched = try fetchPage(
