@@ -205,9 +205,15 @@ extension StepRunner {
     }
     var tls = options.tls
     tls.caFile = tls.caFile.map { manifest.resolve($0) }
-    return HTTPRequest(
+    var request = HTTPRequest(
       method: HTTPMethod(rawValue: options.method.rawValue) ?? .get, url: url, headers: headers, body: body,
       timeouts: step.timeouts, tls: tls, acceptEncoding: headers["Accept-Encoding"] ?? StepRunner.defaultAcceptEncoding)
+    // A body that holds one of the job's secrets is never sent on to another origin.
+    if case .bytes(let bytes) = body {
+      let text = String(decoding: bytes, as: UTF8.self)
+      if manifest.redactor.redact(text) != text { request.secretBody = "base_url" }
+    }
+    return request
   }
 
   /// What an `http` step asks for without an `Accept-Encoding` of its own: `gzip`. A
