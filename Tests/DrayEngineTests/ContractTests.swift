@@ -328,4 +328,66 @@ import Testing
       step.contract
         == ContractReport(quarantine: "orders_rejected", loaded: 3, setAside: 0, trimmed: 3, byKind: ["type": 1, "new_column": 2]))
   }
+
+  /// A step whose path holds a secret (`secrets:`) and whose query sends a key under a
+  /// secret name: after a run that quarantines a record and a run that fails (`freeze`),
+  /// no file in the job folder (the database, the journal, `.dray/downloads`, the page
+  /// files' sidecars) and no quarantine row holds either secret; `page_url` is the masked URL.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func noStoredURLHoldsASecret(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let pin = "PinCode4242"
+    let key = "ApiKeyValue77"
+    _ = try folder.write("secrets/pin.txt", pin)
+    _ = try folder.write("secrets/key.txt", key)
+    let server = try RestServer()
+    func serve(_ value: String) throws {
+      let body = #"{\"data\": [{\"id\": 1, \"n\": 1}, {\"id\": 2, \"n\": \#(value)}]}"#
+      try server.setRules(#"[{"path": "/recs/\#(pin)", "status": 200, "body": "\#(body)"}]"#)
+    }
+    func run(_ types: String) throws -> RunReport {
+      let path = try folder.write(
+        "job.yaml",
+        """
+        version: 1
+        job: pins
+        secrets: ["${file:secrets/pin.txt}"]
+        \(target.manifestBlock)retry: { count: 0 }
+        steps:
+          - id: recs
+            http:
+              base_url: '\(server.url)'
+              path: "recs/${file:secrets/pin.txt}"
+              query: { token: "${file:secrets/key.txt}" }
+              load: { table: recs, records: /data, write: merge, primary_key: [id], contract: { types: \(types) } }
+        """)
+      let manifest = try ManifestLoader().load(path: path)
+      return Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    }
+    try serve("2")
+    let first = try run("discard_row")
+    try #require(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    try serve(#"\"two\""#)
+    let quarantined = try run("discard_row")
+    #expect(quarantined.status == .succeeded, "\(quarantined.steps.first?.errorMessage ?? "")")
+    let urls = try target.rows("SELECT page_url FROM recs_rejected")
+    #expect(urls.count == 1)
+    #expect(urls.first?.first??.contains("/recs/***?token=***") == true, "\(urls)")
+    let failed = try run("freeze")
+    #expect(failed.status == .failed)
+    var scanned: [String] = []
+    let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? []
+    for file in files where !file.hasSuffix(".yaml") && !file.hasPrefix("secrets") && !file.hasPrefix("out/") {
+      var isFolder: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: folder.path + "/" + file, isDirectory: &isFolder), !isFolder.boolValue else { continue }
+      let bytes = (try? Data(contentsOf: URL(fileURLWithPath: folder.path + "/" + file))) ?? Data()
+      scanned.append(file)
+      for secret in [pin, key] {
+        #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(secret) is written in \(file)")
+      }
+    }
+    // The failed run's page stayed in the downloads folder, with its sidecar.
+    #expect(scanned.contains { $0.contains("downloads/pins/recs-") && $0.hasSuffix(".json") }, "\(scanned)")
+    if kind == .sqlite { #expect(scanned.contains { $0.hasSuffix(".sqlite") }, "\(scanned)") }
+  }
 }

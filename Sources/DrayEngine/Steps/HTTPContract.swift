@@ -209,6 +209,7 @@ struct Quarantined {
   let step: String
   /// The member's step id, for a partition of a partitioned step.
   let partition: String?
+  /// The page's URL as stored (`StepRunner.storedURL`): every secret masked.
   let url: String
 
   /// Stages `record` with what `verdict` found in it.

@@ -35,6 +35,9 @@ extension StepRunner {
     let url = next.url
     let download = Download(path: path, style: .standard, resume: manifest.download.resume)
     download.growing = growing
+    // The sidecar names the page by its URL with every secret masked.
+    let redactor = urlRedactor
+    download.storedURL = { redactor.redact(Redactor.maskingURLPasswords($0)) }
     var request = makeRequest(options, url: url, cursor: next.cursor)
     for field in conditions { request.headers.set(field.name, field.value) }
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
