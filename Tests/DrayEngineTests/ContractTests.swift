@@ -390,4 +390,56 @@ import Testing
     #expect(scanned.contains { $0.contains("downloads/pins/recs-") && $0.hasSuffix(".json") }, "\(scanned)")
     if kind == .sqlite { #expect(scanned.contains { $0.hasSuffix(".sqlite") }, "\(scanned)") }
   }
+
+  /// A field named `""` is never a column: under `evolve` (the default) the step fails with
+  /// a line naming the record, "an empty field name" and what to do, and creates no column;
+  /// `discard_row` sets the record aside and `discard_value` loads it without the field.
+  @Test(arguments: TargetDatabase.Kind.allCases, ["evolve", "discard_row", "discard_value"])
+  func aFieldWithAnEmptyNameIsNeverAColumn(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer()
+    let body = #"{\"data\": [{\"id\": 1, \"n\": 1}, {\"id\": 2, \"n\": 2, \"\": \"x\"}]}"#
+    try server.setRules(#"[{"path": "/recs", "status": 200, "body": "\#(body)"}]"#)
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: blank
+      \(target.manifestBlock)steps:
+        - id: recs
+          http:
+            base_url: '\(server.url)'
+            path: recs
+            load: { table: recs, records: /data, write: merge, primary_key: [id], contract: { new_columns: \(rule) } }
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    let report = Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    let step = try #require(report.steps.first)
+    switch rule {
+    case "evolve":
+      #expect(report.status == .failed)
+      let message = step.errorMessage ?? ""
+      #expect(
+        message.contains("record 2: an empty field name") && message.contains("/recs")
+          && message.contains("load.contract.new_columns: discard_value") && message.contains("discard_row"), "\(message)")
+      #expect(!message.contains("CREATE") && !message.contains("zero-length"), "\(message)")
+      #expect(try !hasTable(target, "recs"))
+    case "discard_row":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.columnNames("recs").sorted() == ["id", "n"])
+      #expect(try target.rows("SELECT id FROM recs") == [["1"]])
+      #expect(
+        try quarantine(target, "recs_rejected").map { Array($0.prefix(5)) } == [
+          ["recs", nil, #"an empty field name ("")"#, "new_column", "set_aside"]
+        ])
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.columnNames("recs").sorted() == ["id", "n"])
+      #expect(try target.rows("SELECT id, n FROM recs ORDER BY id") == [["1", "1"], ["2", "2"]])
+      #expect(
+        try quarantine(target, "recs_rejected").map { Array($0.prefix(5)) } == [
+          ["recs", nil, #"an empty field name ("")"#, "new_column", "trimmed"]
+        ])
+    }
+  }
 }
