@@ -40,6 +40,11 @@ Test helpers under /admin/:
                          token), "no_expires_in", "absurd_expires_in", and "bad_request": a
                          400 to every login),
                          "reject_next": n (the next n API requests answer 401 whatever the token)}
+    POST /admin/mode    {"redirect": {"status": 307 | 308, "location": URL} | null}: /token and
+                         /login answer that redirect, without reading the request (a 307 or
+                         308 asks to send the same body to URL: another origin, such as a
+                         second instance of this server, must never receive credentials).
+                         Any other POST is recorded in "other_posts" ({"path", "body"}).
     POST /admin/family  {"refresh_token": "..."}: a person authorised again: a new family
                          whose newest token is this one.
 """
@@ -82,6 +87,8 @@ class State:
         self.api_paths = []
         self.login_user = args.user
         self.login_requests = []
+        self.redirect = None
+        self.other_posts = []
         if args.refresh_token:
             self.new_family(args.refresh_token)
 
@@ -116,6 +123,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         path = urllib.parse.urlsplit(self.path).path
         body = self.body()
+        if path in ("/token", "/login") and self.state.redirect:
+            with self.state.lock:
+                redirect = self.state.redirect
+            return self.send(redirect["status"], {"moved": redirect["location"]}, headers={"Location": redirect["location"]})
         if path == "/token":
             return self.token(body)
         if path == "/login":
@@ -125,12 +136,15 @@ class Handler(BaseHTTPRequestHandler):
             with self.state.lock:
                 self.state.mode = spec.get("mode", self.state.mode)
                 self.state.reject_next = spec.get("reject_next", self.state.reject_next)
+                self.state.redirect = spec.get("redirect", self.state.redirect)
             return self.send(200, {"ok": True})
         if path == "/admin/family":
             spec = json.loads(body)
             with self.state.lock:
                 self.state.new_family(spec["refresh_token"])
             return self.send(200, {"ok": True})
+        with self.state.lock:
+            self.state.other_posts.append({"path": path, "body": body.decode("utf-8", "replace")})
         self.send(404, {"error": "not found"})
 
     def error(self, status, code, description, record):
@@ -248,6 +262,7 @@ class Handler(BaseHTTPRequestHandler):
                     "access_tokens": state.issued_access,
                     "api_paths": state.api_paths,
                     "login_requests": state.login_requests,
+                    "other_posts": state.other_posts,
                 })
         if parts.path != "/items":
             return self.send(404, {"error": "not found"})

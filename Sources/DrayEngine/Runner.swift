@@ -61,6 +61,9 @@ public final class Runner {
   public func run() -> RunReport {
     let startedAt = Date()
     let runID = Runner.newRunID(startedAt)
+    // The manifest's secrets are masked in everything the run writes, whatever console the
+    // caller made (the command line makes it with them; a library caller may not).
+    console.setRedactor(manifest.redactor)
     // Names dray writes are never masked (the manifest's redactor keeps the job and step ids).
     console.redactor.keep(
       [runID] + ReportFiles.paths(manifest, runID: runID).flatMap { [$0.path, ReportFiles.display($0.path)] })

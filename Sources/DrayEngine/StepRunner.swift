@@ -259,6 +259,20 @@ struct StepRunner {
     return try context.database.openStaging(records: records, cancellation: context.cancellation)
   }
 
+  /// What masks a URL before dray stores it (docs/report.md, "Secrets"): the manifest's
+  /// secrets and those learnt since (tokens), as the console masks them. Every URL that goes
+  /// to disk or to a database (the page ledger, a quarantine's `page_url`, a download's
+  /// sidecar) is `storedURL`'s; the request itself keeps the real one, in memory only.
+  var urlRedactor: Redactor {
+    var secrets = manifest.redactor
+    secrets.add(contentsOf: console.redactor.current)
+    return secrets
+  }
+
+  /// `url` with its password and every secret (query values, path parts) masked
+  /// (`urlRedactor`): `http://h/recs/***?token=***`.
+  func storedURL(_ url: String) -> String { urlRedactor.redact(Redactor.maskingURLPasswords(url)) }
+
   /// The answer file of a download step: `<download.path>/<job>/<step>-<fingerprint>.answer`,
   /// so that a changed step never resumes another definition's part.
   func downloadPath(_ suffix: String = "answer") -> String {

@@ -102,6 +102,13 @@ public final class Download {
   /// (`GrowingFile`); its owner says how the download ended.
   public var growing: GrowingFile?
 
+  /// The form of a URL written to the sidecar, and compared with it: never a secret. By
+  /// default a URL's password is masked (`Redactor.maskingURLPasswords`); an engine that
+  /// knows the job's secrets masks them too (`Redactor.redact`), so that a URL's secret query
+  /// values and path parts are never on disk. Two URLs that differ only in a masked secret
+  /// resume one another's part: the same resource asked with another key.
+  public var storedURL: @Sendable (String) -> String = { Redactor.maskingURLPasswords($0) }
+
   public init(path: String, style: ResumeStyle, resume: Bool) {
     self.path = path
     self.style = style
@@ -113,7 +120,7 @@ public final class Download {
   public func existingSidecar(for url: String) -> Sidecar? {
     let path = FileManager.default.fileExists(atPath: sidecarPath) ? sidecarPath : finishedSidecarPath
     guard resume, let data = FileManager.default.contents(atPath: path),
-      let json = try? JSONValue(parsing: Array(data)), json["url"]?.stringValue == Redactor.maskingURLPasswords(url)
+      let json = try? JSONValue(parsing: Array(data)), json["url"]?.stringValue == storedURL(url)
     else { return nil }
     return Sidecar(url: url, etag: json["etag"]?.stringValue, transactionID: json["transaction_id"]?.stringValue)
   }
@@ -290,8 +297,8 @@ public final class Download {
   }
 
   fileprivate func writeSidecar(_ sidecar: Sidecar) throws {
-    // A URL's password is never written to disk.
-    var object: [(key: String, value: JSONValue)] = [("url", .string(Redactor.maskingURLPasswords(sidecar.url)))]
+    // A URL's password and secrets are never written to disk.
+    var object: [(key: String, value: JSONValue)] = [("url", .string(storedURL(sidecar.url)))]
     if let etag = sidecar.etag { object.append(("etag", .string(etag))) }
     if let id = sidecar.transactionID { object.append(("transaction_id", .string(id))) }
     let bytes = Array(JSONValue.object(object).json.utf8)

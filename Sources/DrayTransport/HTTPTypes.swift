@@ -78,6 +78,12 @@ public struct HTTPRequest: Sendable, Hashable {
   /// deflate, br, zstd), so that a sink always receives decoded bytes. An `Accept-Encoding`
   /// among `headers` is ignored: this is the one place it is set.
   public var acceptEncoding: String
+  /// When the body holds a secret (a login's password, a client secret, a value of the
+  /// job's `secrets`): the manifest setting that gives this request's address, such as
+  /// `login.url` or `oauth2.token_url`. A `307` or `308` that would send such a body to
+  /// another origin is refused (`TransportError.secretRedirect`) and names this setting;
+  /// `nil` for a body without secrets.
+  public var secretBody: String? = nil
 
   public init(
     method: HTTPMethod = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: HTTPBody = .none,

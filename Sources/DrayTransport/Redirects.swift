@@ -16,6 +16,9 @@ internal import Foundation
 ///   `HTTPHeader.secretNames` (`Authorization`, `Proxy-Authorization`, `Cookie`,
 ///   `X-Api-Key`, `X-Auth-Token`) or its value holds one of the job's secrets
 ///   (`HTTPHeader.holdsSecret`, set when the manifest is loaded);
+/// - a body that holds a secret (`HTTPRequest.secretBody`: a login, a token request, a
+///   body with one of the job's secrets) is never sent to another origin: a `307` or `308`
+///   there throws `TransportError.secretRedirect`;
 /// - a target visited before with the same method is a loop; a target that is not
 ///   `http` or `https` is refused.
 ///
@@ -54,6 +57,7 @@ public struct RedirectState: Sendable, Equatable {
   ///   - location: the `Location` field, absolute or relative to `request.url`.
   /// - Throws: `TransportError.redirect` with no `Location`, a target that is not http(s),
   ///   a loop, or more than `limit` redirects.
+  ///   `TransportError.secretRedirect` for a body with a secret sent on to another origin.
   public mutating func follow(_ request: HTTPRequest, status: Int, location: String?) throws(TransportError) -> HTTPRequest {
     let from = HTTPClient.displayURL(request.url)
     guard let location, !location.isEmpty,
@@ -75,6 +79,12 @@ public struct RedirectState: Sendable, Equatable {
       next.method = .get
       next.body = .none
       for name in ["Content-Type", "Content-Length", "Content-Disposition"] { next.headers.remove(name) }
+    }
+    // A body with credentials goes only to the origin it was written for (a 307 or 308
+    // repeats it): refused rather than sent, or sent without them.
+    if let setting = request.secretBody, next.body != .none, let origin, Origin(target) != origin {
+      throw .secretRedirect(
+        url: from, status: status, target: Origin(target)?.description ?? HTTPClient.displayURL(target), setting: setting)
     }
     let key = "\(next.method.rawValue) \(target)"
     guard !visited.contains(key) else {

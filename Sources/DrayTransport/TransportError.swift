@@ -56,6 +56,10 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   case resumeRestart(url: String, status: Int, detail: String)
   /// A redirect could not be followed: too many, a loop, or an unusable `Location`.
   case redirect(url: String, detail: String)
+  /// A `307` or `308` asked to send a body that holds a secret (`HTTPRequest.secretBody`)
+  /// to `target`, another origin than the one the secret was written for: not followed.
+  /// `setting` names the manifest setting that gives the address.
+  case secretRedirect(url: String, status: Int, target: String, setting: String)
   /// The run was cancelled (a signal, or the engine).
   case cancelled
   /// An answer kept in memory grew past `limit` bytes.
@@ -93,7 +97,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .truncated: "body_truncated"
     case .resumeMismatch: "resume_mismatch"
     case .resumeRestart: "resume_restart"
-    case .redirect: "redirect_failed"
+    case .redirect, .secretRedirect: "redirect_failed"
     case .cancelled: "cancelled"
     case .bodyTooLarge: "body_too_large"
     case .retryAfterTooLong: "retry_after_too_long"
@@ -160,6 +164,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
       "HTTP \(status) \(HTTPStatusError.reason(status)) from \(url): \(detail); the partial file was discarded and the answer asked again from byte 0"
     case .redirect(let url, let detail):
       "cannot follow the redirect from \(url): \(detail); check the address in the manifest (platform.host or base_url)"
+    case .secretRedirect(let url, let status, let target, let setting):
+      "refused to follow the \(status) redirect from \(url) to another origin, \(target): the request's body holds credentials, "
+        + "which a \(status) would send there again; point \(setting) at the final address (on \(target)) if that server is meant to have them"
     case .cancelled: "cancelled"
     case .bodyTooLarge(let limit): "the answer is larger than \(limit) bytes, the most kept in memory"
     case .retryAfterTooLong(let e, let seconds, let limit):

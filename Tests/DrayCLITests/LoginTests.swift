@@ -165,6 +165,29 @@ import Testing
     try Self.expectNoSecret(server, password: password, in: [result.output], folder: folder.path)
   }
 
+  /// A login answered with a 307 or 308 to another origin: the credentials are never sent
+  /// there; the step fails with one line naming login.url, the other origin and what to do.
+  @Test(arguments: [307, 308]) func aLoginRedirectedToAnotherOriginSendsItNothing(status: Int) throws {
+    let folder = TemporaryDirectory()
+    let server = try OAuthServer(["--user", "\(Self.user):\(Self.password)", "--lifetime", "60"])
+    let other = try OAuthServer()
+    let otherOrigin = String(other.url.dropLast())
+    try server.redirect(status, to: other.url + "steal")
+    let path = try Self.write(Self.manifest(server, body: "form"), in: folder)
+    let result = try Command.dray(["run", path])
+    #expect(result.status != 0)
+    let sent = try other.stats().otherPosts
+    #expect(sent.isEmpty, "\(sent)")
+    let lines = result.output.split(separator: "\n").filter { $0.contains("refused to follow the \(status) redirect") }
+    #expect(lines.count >= 1, "\(result.output)")
+    #expect(
+      lines.allSatisfy { $0.contains("items") && $0.contains(otherOrigin) && $0.contains("point login.url at the final address") },
+      "\(lines)")
+    #expect(!result.output.contains("has nothing at"), "\(result.output)")
+    #expect(try server.stats().apiRequests == 0)
+    try Self.expectNoSecret(server, in: [result.output], folder: folder.path)
+  }
+
   /// The partitions of a step and a second step that name the same login url and user share
   /// one login; a second user is a second session.
   @Test func partitionsAndStepsNamingOneLoginAndUserShareOneSessionToken() throws {

@@ -66,6 +66,31 @@ import Testing
     }
   }
 
+  /// A token request answered with a 307 or 308 to another origin: neither the client
+  /// secret (in the body or in Basic) nor the refresh token is sent there; the step fails
+  /// with one line naming oauth2.token_url, the other origin and what to do.
+  @Test(arguments: [("basic", 307), ("body", 307), ("basic", 308), ("body", 308)])
+  func aTokenRequestRedirectedToAnotherOriginSendsItNothing(clientAuth: String, status: Int) throws {
+    let folder = TemporaryDirectory()
+    let server = try OAuthServer(Self.client + ["--refresh-token", Self.firstRefreshToken])
+    let other = try OAuthServer()
+    let otherOrigin = String(other.url.dropLast())
+    try server.redirect(status, to: other.url + "steal")
+    let path = try Self.write(Self.manifest(server, database: "database: { path: data/db.sqlite }\n", clientAuth: clientAuth), in: folder)
+    let result = try Command.dray(["run", path])
+    #expect(result.status != 0)
+    let sent = try other.stats().otherPosts
+    #expect(sent.isEmpty, "\(sent)")
+    let lines = result.output.split(separator: "\n").filter { $0.contains("refused to follow the \(status) redirect") }
+    #expect(lines.count >= 1, "\(result.output)")
+    #expect(
+      lines.allSatisfy {
+        $0.contains("items") && $0.contains(otherOrigin) && $0.contains("point oauth2.token_url at the final address")
+      }, "\(lines)")
+    #expect(try server.stats().apiRequests == 0)
+    try Self.expectNoSecret(try Self.secrets(server), in: [result.output], folder: folder.path)
+  }
+
   @Test(arguments: TargetDatabase.Kind.allCases)
   func threeRunsLongerThanATokenEachRefreshWithTheTokenTheOneBeforeKept(kind: TargetDatabase.Kind) throws {
     let folder = TemporaryDirectory()

@@ -415,4 +415,118 @@ import Testing
       step.contract
         == ContractReport(quarantine: "orders_rejected", loaded: 3, setAside: 0, trimmed: 3, byKind: ["type": 1, "new_column": 2]))
   }
+
+  /// A step whose path holds a secret (`secrets:`) and whose query sends a key under a
+  /// secret name: after a run that quarantines a record and a run that fails (`freeze`),
+  /// no file in the job folder (the database, the journal, `.dray/downloads`, the page
+  /// files' sidecars) and no quarantine row holds either secret; `page_url` is the masked URL.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func noStoredURLHoldsASecret(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let pin = "PinCode4242"
+    let key = "ApiKeyValue77"
+    _ = try folder.write("secrets/pin.txt", pin)
+    _ = try folder.write("secrets/key.txt", key)
+    let server = try RestServer()
+    func serve(_ value: String) throws {
+      let body = #"{\"data\": [{\"id\": 1, \"n\": 1}, {\"id\": 2, \"n\": \#(value)}]}"#
+      try server.setRules(#"[{"path": "/recs/\#(pin)", "status": 200, "body": "\#(body)"}]"#)
+    }
+    func run(_ types: String) throws -> RunReport {
+      let path = try folder.write(
+        "job.yaml",
+        """
+        version: 1
+        job: pins
+        secrets: ["${file:secrets/pin.txt}"]
+        \(target.manifestBlock)retry: { count: 0 }
+        steps:
+          - id: recs
+            http:
+              base_url: '\(server.url)'
+              path: "recs/${file:secrets/pin.txt}"
+              query: { token: "${file:secrets/key.txt}" }
+              load: { table: recs, records: /data, write: merge, primary_key: [id], contract: { types: \(types) } }
+        """)
+      let manifest = try ManifestLoader().load(path: path)
+      return Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    }
+    try serve("2")
+    let first = try run("discard_row")
+    try #require(first.status == .succeeded, "\(first.steps.first?.errorMessage ?? "")")
+    try serve(#"\"two\""#)
+    let quarantined = try run("discard_row")
+    #expect(quarantined.status == .succeeded, "\(quarantined.steps.first?.errorMessage ?? "")")
+    let urls = try target.rows("SELECT page_url FROM recs_rejected")
+    #expect(urls.count == 1)
+    #expect(urls.first?.first??.contains("/recs/***?token=***") == true, "\(urls)")
+    let failed = try run("freeze")
+    #expect(failed.status == .failed)
+    var scanned: [String] = []
+    let files = FileManager.default.enumerator(atPath: folder.path)?.compactMap { $0 as? String } ?? []
+    for file in files where !file.hasSuffix(".yaml") && !file.hasPrefix("secrets") && !file.hasPrefix("out/") {
+      var isFolder: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: folder.path + "/" + file, isDirectory: &isFolder), !isFolder.boolValue else { continue }
+      let bytes = (try? Data(contentsOf: URL(fileURLWithPath: folder.path + "/" + file))) ?? Data()
+      scanned.append(file)
+      for secret in [pin, key] {
+        #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(secret) is written in \(file)")
+      }
+    }
+    // The failed run's page stayed in the downloads folder, with its sidecar.
+    #expect(scanned.contains { $0.contains("downloads/pins/recs-") && $0.hasSuffix(".json") }, "\(scanned)")
+    if kind == .sqlite { #expect(scanned.contains { $0.hasSuffix(".sqlite") }, "\(scanned)") }
+  }
+
+  /// A field named `""` is never a column: under `evolve` (the default) the step fails with
+  /// a line naming the record, "an empty field name" and what to do, and creates no column;
+  /// `discard_row` sets the record aside and `discard_value` loads it without the field.
+  @Test(arguments: TargetDatabase.Kind.allCases, ["evolve", "discard_row", "discard_value"])
+  func aFieldWithAnEmptyNameIsNeverAColumn(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer()
+    let body = #"{\"data\": [{\"id\": 1, \"n\": 1}, {\"id\": 2, \"n\": 2, \"\": \"x\"}]}"#
+    try server.setRules(#"[{"path": "/recs", "status": 200, "body": "\#(body)"}]"#)
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: blank
+      \(target.manifestBlock)steps:
+        - id: recs
+          http:
+            base_url: '\(server.url)'
+            path: recs
+            load: { table: recs, records: /data, write: merge, primary_key: [id], contract: { new_columns: \(rule) } }
+      """)
+    let manifest = try ManifestLoader().load(path: path)
+    let report = Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    let step = try #require(report.steps.first)
+    switch rule {
+    case "evolve":
+      #expect(report.status == .failed)
+      let message = step.errorMessage ?? ""
+      #expect(
+        message.contains("record 2: an empty field name") && message.contains("/recs")
+          && message.contains("load.contract.new_columns: discard_value") && message.contains("discard_row"), "\(message)")
+      #expect(!message.contains("CREATE") && !message.contains("zero-length"), "\(message)")
+      #expect(try !hasTable(target, "recs"))
+    case "discard_row":
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.columnNames("recs").sorted() == ["id", "n"])
+      #expect(try target.rows("SELECT id FROM recs") == [["1"]])
+      #expect(
+        try quarantine(target, "recs_rejected").map { Array($0.prefix(5)) } == [
+          ["recs", nil, #"an empty field name ("")"#, "new_column", "set_aside"]
+        ])
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(try target.columnNames("recs").sorted() == ["id", "n"])
+      #expect(try target.rows("SELECT id, n FROM recs ORDER BY id") == [["1", "1"], ["2", "2"]])
+      #expect(
+        try quarantine(target, "recs_rejected").map { Array($0.prefix(5)) } == [
+          ["recs", nil, #"an empty field name ("")"#, "new_column", "trimmed"]
+        ])
+    }
+  }
 }

@@ -703,4 +703,33 @@ import Testing
     #expect(try target.rows("SELECT count(DISTINCT id), count(*) FROM orders") == [["7", "7"]])
   }
 
+  /// A POST step whose body holds one of the job's secrets, answered with a 307 to another
+  /// origin: the other origin receives nothing and the step fails naming base_url; the same
+  /// body without a secret follows the redirect (valid input still works).
+  @Test func aBodyWithASecretNeverFollowsARedirectToAnotherOrigin() throws {
+    let server = try RestServer()
+    let other = try RestServer()
+    try server.setRules(#"[{"path": "/send", "status": 307, "headers": {"Location": "\#(other.url)steal"}}]"#)
+    try other.setRules(#"[{"path": "/steal", "status": 200, "body": "{\"data\": []}"}]"#)
+    func step(_ value: String) -> String {
+      """
+        - id: send
+          http:
+            method: POST
+            base_url: "${API}"
+            path: send
+            body: { form: { pin: "\(value)" } }
+            load: { table: sent, records: /data }
+      """
+    }
+    let refused = try run(step("${PIN}"), server: server, environment: ["PIN": "Pin-Secret-5150"], secrets: ["\"${PIN}\""])
+    #expect(refused.status == .failed)
+    let stolen = try other.requests()
+    #expect(stolen.isEmpty, "\(stolen)")
+    let message = refused.steps.first?.errorMessage ?? ""
+    #expect(message.contains("refused to follow the 307 redirect") && message.contains("point base_url at the final address"), "\(message)")
+    let followed = try run(step("plain-value"), server: server)
+    #expect(followed.status == .succeeded, "\(followed.steps.first?.errorMessage ?? "")")
+    #expect(try other.requests().map(\.body) == ["pin=plain-value"])
+  }
 }

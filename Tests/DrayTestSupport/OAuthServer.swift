@@ -32,6 +32,8 @@ public final class OAuthServer: Sendable {
     /// Each `/login` request: its `content_type` and `outcome` (`ok`, `invalid_credentials`,
     /// `bad_request`, `html`).
     public var loginRequests: [[String: String]]
+    /// Each POST to a path the server does not serve (`path`, `body`): what a redirect sent on.
+    public var otherPosts: [[String: String]]
   }
 
   public func stats() throws -> Stats {
@@ -43,7 +45,8 @@ public final class OAuthServer: Sendable {
     return Stats(
       tokenRequests: requests, apiRequests: json["api_requests"] as? Int ?? 0, api401: json["api_401"] as? Int ?? 0,
       revoked: json["revoked"] as? Bool ?? false, newestRefreshToken: json["newest_refresh_token"] as? String,
-      accessTokens: json["access_tokens"] as? [String] ?? [], apiPaths: json["api_paths"] as? [String] ?? [], loginRequests: logins)
+      accessTokens: json["access_tokens"] as? [String] ?? [], apiPaths: json["api_paths"] as? [String] ?? [], loginRequests: logins,
+      otherPosts: (json["other_posts"] as? [[String: Any]] ?? []).map { $0.compactMapValues { $0 as? String } })
   }
 
   /// Sets the token endpoint's and the login's mode (`html`, `no_access_token`,
@@ -53,6 +56,13 @@ public final class OAuthServer: Sendable {
     _ = try Curl.send(
       "POST", url + "admin/mode", headers: ["Content-Type": "application/json"],
       body: #"{"mode": "\#(mode)", "reject_next": \#(rejectNext)}"#)
+  }
+
+  /// Makes `/token` and `/login` answer `status` (307, 308) with `Location: location`;
+  /// `nil` answers them again.
+  public func redirect(_ status: Int, to location: String?) throws {
+    let spec = location.map { #"{"status": \#(status), "location": "\#($0)"}"# } ?? "null"
+    _ = try Curl.send("POST", url + "admin/mode", headers: ["Content-Type": "application/json"], body: #"{"redirect": \#(spec)}"#)
   }
 
   /// A person authorised again: `token` starts a new family.

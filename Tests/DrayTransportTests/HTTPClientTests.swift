@@ -175,6 +175,30 @@ import Testing
     }
   }
 
+  /// A body that holds credentials follows a 307 or 308 on its own origin only; to another
+  /// origin it is refused, naming the setting to change; a 303 (which drops the body) and a
+  /// body without secrets still follow.
+  @Test(arguments: [307, 308]) func aBodyWithSecretsIsNeverSentToAnotherOrigin(status: Int) throws {
+    var login = HTTPRequest(method: .post, url: "http://127.0.0.1:18803/login", body: .bytes(Array("user=bob&password=pw".utf8)))
+    login.secretBody = "login.url"
+    var home = RedirectState(url: login.url, method: .post)
+    #expect(try home.follow(login, status: status, location: "/v2/login").body == login.body)
+    var away = RedirectState(url: login.url, method: .post)
+    let refused = TransportError.secretRedirect(
+      url: "http://127.0.0.1:18803/login", status: status, target: "http://localhost:18809", setting: "login.url")
+    #expect(throws: refused) { try away.follow(login, status: status, location: "http://localhost:18809/steal") }
+    #expect(refused.code == "redirect_failed")
+    #expect(
+      refused.description.contains("to another origin, http://localhost:18809")
+        && refused.description.contains("point login.url at the final address"), "\(refused.description)")
+    var seeOther = RedirectState(url: login.url, method: .post)
+    #expect(try seeOther.follow(login, status: 303, location: "http://localhost:18809/done").body == .none)
+    var plain = login
+    plain.secretBody = nil
+    var open = RedirectState(url: plain.url, method: .post)
+    #expect(try open.follow(plain, status: status, location: "http://localhost:18809/steal").body == plain.body)
+  }
+
   @Test func aRedirectToAnotherOriginDropsEverySecretHeader() throws {
     // Two origins on one server: 127.0.0.1:PORT and localhost:PORT.
     let server = try RestServer()

@@ -25,9 +25,11 @@ struct LoginRequest {
       body = Array(QueryItem.encode(fields).utf8)
     }
     // A login changes nothing on the server but its sessions: safe to send again.
-    let request = HTTPRequest(
+    var request = HTTPRequest(
       method: .post, url: settings.url, headers: headers, body: .bytes(body), timeouts: caller.timeouts, tls: caller.tls,
       repeatable: true)
+    // The body is the user's credentials: never sent on to another origin.
+    request.secretBody = "login.url"
     let client = HTTPClient(cancellation: caller.cancellation)
     let runner = RetryRunner(policy: caller.retry, cancellation: caller.cancellation, budget: caller.budget)
     let sink = MemorySink(limit: 1 << 20)

@@ -83,9 +83,11 @@ struct OAuth2Refresh {
       if let secret = settings.clientSecret { fields.append(QueryItem("client_secret", secret)) }
     }
     let rotating = refreshToken != nil
-    let request = HTTPRequest(
+    var request = HTTPRequest(
       method: .post, url: settings.tokenURL, headers: headers, body: .bytes(Array(QueryItem.encode(fields).utf8)),
       timeouts: caller.timeouts, tls: caller.tls, repeatable: !rotating)
+    // A refresh token or a client secret is in the body: never sent on to another origin.
+    request.secretBody = "oauth2.token_url"
     let client = HTTPClient(cancellation: caller.cancellation)
     let runner = RetryRunner(policy: caller.retry, cancellation: caller.cancellation, budget: caller.budget)
     let sink = MemorySink(limit: 1 << 20)

@@ -6,6 +6,9 @@ internal import DrayTarget
 /// The data contract of an `http` load's run (`load.contract`, docs/http.md "Contract"):
 /// what each record that does not fit the table does before it is staged.
 ///
+/// A field with an empty name (`""`) is never a column: `new_columns: evolve` (and the
+/// default) fails on it, naming the record; `freeze` fails; `discard_row` sets the record
+/// aside and `discard_value` loads it without the field.
 /// A field is a new column when the table exists (or `load.columns` are declared) and has
 /// no column of its name; a value does not fit when its column's type (the table's, else the
 /// declared one) does not hold it (`ColumnType.holds`); a `merge` record without a value at
@@ -70,6 +73,8 @@ final class RecordContract {
   /// widens it (`evolve`).
   func staged(_ inferred: [(name: String, type: ColumnType?)]) -> [(name: String, type: ColumnType?)] {
     inferred.compactMap { column in
+      // A field with an empty name is never a column (`apply`).
+      guard !column.name.isEmpty else { return nil }
       let key = IdentifierKey(column.name)
       guard let known = fixed[key] else {
         return checksNew && newColumns != .evolve && !marks.contains(key) ? nil : column
@@ -102,6 +107,24 @@ final class RecordContract {
     var kept: Record = []
     var setAside = false
     for field in record {
+      // No database column can be named "": such a field is never one, whatever the rules.
+      if field.name.isEmpty {
+        guard let rule = newColumns else { continue }  // declared columns: unnamed fields are not loaded
+        let reason = "an empty field name (\"\")"
+        switch rule {
+        case .evolve:
+          throw RecordError(
+            "record \(number): \(reason) cannot be a column (load.contract.new_columns: evolve); nothing of this step was "
+              + "published. Set load.contract.new_columns: discard_value to load the record without it, or discard_row "
+              + "to set the record aside in the quarantine")
+        case .freeze: throw frozen(number, reason, rule: "new_columns")
+        case .discardRow:
+          verdict.findings.append(Finding(kind: .newColumn, reason: reason))
+          setAside = true
+        case .discardValue: verdict.findings.append(Finding(kind: .newColumn, reason: reason))
+        }
+        continue
+      }
       let key = IdentifierKey(field.name)
       guard let known = fixed[key] else {
         guard checksNew, !marks.contains(key), let rule = newColumns, rule != .evolve else {
@@ -218,6 +241,7 @@ struct Quarantined {
   let step: String
   /// The member's step id, for a partition of a partitioned step.
   let partition: String?
+  /// The page's URL as stored (`StepRunner.storedURL`): every secret masked.
   let url: String
 
   /// Stages `record` with what `verdict` found in it.

@@ -35,6 +35,9 @@ extension StepRunner {
     let url = next.url
     let download = Download(path: path, style: .standard, resume: manifest.download.resume)
     download.growing = growing
+    // The sidecar names the page by its URL with every secret masked.
+    let redactor = urlRedactor
+    download.storedURL = { redactor.redact(Redactor.maskingURLPasswords($0)) }
     var request = makeRequest(options, url: url, cursor: next.cursor)
     for field in conditions { request.headers.set(field.name, field.value) }
     let runner = RetryRunner(policy: step.retry, cancellation: context.cancellation, budget: context.retryBudget)
@@ -205,9 +208,15 @@ extension StepRunner {
     }
     var tls = options.tls
     tls.caFile = tls.caFile.map { manifest.resolve($0) }
-    return HTTPRequest(
+    var request = HTTPRequest(
       method: HTTPMethod(rawValue: options.method.rawValue) ?? .get, url: url, headers: headers, body: body,
       timeouts: step.timeouts, tls: tls, acceptEncoding: headers["Accept-Encoding"] ?? StepRunner.defaultAcceptEncoding)
+    // A body that holds one of the job's secrets is never sent on to another origin.
+    if case .bytes(let bytes) = body {
+      let text = String(decoding: bytes, as: UTF8.self)
+      if manifest.redactor.redact(text) != text { request.secretBody = "base_url" }
+    }
+    return request
   }
 
   /// What an `http` step asks for without an `Accept-Encoding` of its own: `gzip`. A

@@ -124,11 +124,9 @@ extension StepRunner {
     let ledger: PageLedger? = try {
       guard options.load != nil || options.paginate != nil else { return nil }
       // The manifest's secrets and those learnt since (tokens): no stored link holds one.
-      var secrets = manifest.redactor
-      secrets.add(contentsOf: console.redactor.current)
       return PageLedger(
         staging: try staging ?? openStagingStore(records: false), job: manifest.job, stepID: stagingName, lineage: context.lineage,
-        fingerprint: step.fingerprint(in: manifest), redactor: secrets, query: options.query)
+        fingerprint: step.fingerprint(in: manifest), redactor: urlRedactor, query: options.query)
     }()
     let stagingTable = RecordTableNames.staging(job: manifest.job, step: stagingName)
     let quarantineStaging = Quarantine.staging(job: manifest.job, step: stagingName)
@@ -395,7 +393,7 @@ extension StepRunner {
         var number = 0
         let quarantine = Quarantined(
           table: try ledger.staging.table(run.quarantineStaging), runID: context.runID, step: partitionedStepID ?? step.id,
-          partition: partition == nil ? nil : step.id, url: current.url)
+          partition: partition == nil ? nil : step.id, url: storedURL(current.url))
         summary = try reader.load(
           file: file, growing: growing,
           prepare: { columns in
