@@ -222,7 +222,7 @@ import Testing
     #expect(refusing.status == .failed)
     #expect(
       refusing.steps.first?.errorMessage?.hasSuffix(
-        "record 1: new column 'total' (load.contract.new_columns: freeze); nothing of this step was published. Change the table or the API to match, or choose evolve, discard_row or discard_value"
+        "record 1: new column 'total' (load.contract.new_columns: freeze); nothing of this step was published. Declare the column in load.columns, or choose discard_row or discard_value"
       ) == true, "\(refusing.steps.first?.errorMessage ?? "")")
     // `extra: refuse` is the old spelling of new_columns: freeze; discard_value notes each
     // record it trimmed in the quarantine.
@@ -369,7 +369,7 @@ import Testing
     #expect(report.steps.first?.errorCode == "load_error")
     #expect(
       report.steps.first?.errorMessage
-        == #"table orders, record 1, column 2 'customer' (INTEGER, a bigint column): "customer-1" is a string; a bigint column takes integers within 64 bits and booleans (as 1 and 0); nothing of the step's records was written"#
+        == #"table orders, record 1, column 2 'customer' (INTEGER, a bigint column): "customer-1" is a string; a bigint column takes integers within 64 bits and booleans (as 1 and 0); nothing of the step's records was written; nothing was published, and the next run fetches the pages again. Make the column's type hold the API's values, or set load.contract.types: evolve (widen the column) or discard_row (set such records aside)"#
     )
     #expect(try target.columnNames("orders") == [])
     #expect(try keptCursor(target) == nil)
