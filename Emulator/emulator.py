@@ -25,6 +25,12 @@ Test helpers under /admin/ (no token):
     POST /admin/config     {"token_lifetime": seconds, "token_exp_claim": bool, "revoke_tokens": true}
                            changes settings while running (see faults.py)
     GET|POST /admin/versions/<NAME>, POST /admin/deltas   versions and deltas (versions.py)
+    POST /admin/schemes/<NAME>  {"table": "output_table", "columns": [["id", "BIGINT", "int8"], ...],
+                           "rows": [[1, ...], ...]} changes an output table's scheme and rows
+                           between runs (drift: a column gained, lost or retyped); "table"
+                           defaults to the first output table, "rows" to none. A cached
+                           resource's next version holds the new rows. 404 for an unknown
+                           resource, 400 for a body that is not such an object.
 
 A resource of a --resources file may hold "scheme_output": a JSON list served verbatim as
 its scheme's "output" (tests of malformed schemes: duplicate tables, columns that are not
@@ -490,10 +496,24 @@ class Handler(BaseHTTPRequestHandler):
 
     # Admin (tests only)
 
+    def change_scheme(self, name, body):
+        p = self.platform
+        resource = p.resources.get(name)
+        if resource is None:
+            return self.error(404, "Not Found", [f"resource {name} does not exist"])
+        try:
+            with p.lock:
+                changed_scheme(resource, json.loads(body or b"null"))
+        except ValueError as e:
+            return self.error(400, "Bad Request", [str(e)])
+        return self.send(204)
+
     def admin(self, method, path, body):
         p = self.platform
         if path.startswith("/admin/versions/") or path == "/admin/deltas":
             return p.versions.admin(self, p, method, path, body)
+        if path.startswith("/admin/schemes/") and method == "POST":
+            return self.change_scheme(path[len("/admin/schemes/"):], body)
         if path.startswith("/admin/files/"):
             return p.files.admin(self, method, path, body)
         if path == "/admin/requests" and method == "GET":
@@ -526,6 +546,27 @@ class Handler(BaseHTTPRequestHandler):
                 p.secret = os.urandom(32)
             return self.send(204)
         return self.error(404, "Not Found")
+
+
+def changed_scheme(resource, change):
+    """Applies a POST /admin/schemes/<NAME> body to `resource`: the output table named
+    (default: the first) takes the new columns and rows. Raises ValueError for a bad body."""
+    if not isinstance(change, dict) or not isinstance(change.get("columns"), list):
+        raise ValueError('the body must be {"table": NAME, "columns": [[name, type, source type], ...], "rows": [...]}')
+    name = change.get("table", resource["outputs"][0]["name"])
+    table = next((t for t in resource["outputs"] if t["name"] == name), None)
+    if table is None:
+        raise ValueError(f"no output table {name}")
+    columns = []
+    for column in change["columns"]:
+        if not isinstance(column, list) or len(column) != 3:
+            raise ValueError("each column is [name, type, source type]")
+        columns.append({"name": column[0], "type": column[1], "source": {"name": "PG", "type": column[2]}})
+    rows = change.get("rows", [])
+    if not isinstance(rows, list) or any(not isinstance(r, list) or len(r) != len(columns) for r in rows):
+        raise ValueError("each row is a list of one value per column")
+    table["columns"] = columns
+    table["rows"] = [list(r) for r in rows]
 
 
 def wants_gzip(accept_encoding):

@@ -247,11 +247,12 @@ public struct RunReport: Sendable {
       o.append(
         (
           "contract",
-          .object([
-            ("loaded", .integer(Int64(c.loaded))), ("set_aside", .integer(Int64(c.setAside))), ("trimmed", .integer(Int64(c.trimmed))),
-            ("by_reason", .object(c.byKind.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
-            ("quarantine", .string(c.quarantine)),
-          ])
+          .object(
+            [
+              ("loaded", .integer(Int64(c.loaded))), ("set_aside", .integer(Int64(c.setAside))), ("trimmed", .integer(Int64(c.trimmed))),
+              ("by_reason", .object(c.byKind.sorted { $0.key < $1.key }.map { ($0.key, .integer(Int64($0.value))) })),
+              ("quarantine", .string(c.quarantine)),
+            ] + (c.changes.isEmpty ? [] : [("changes", .array(c.changes.map { .string($0) }))]))
         ))
     }
     if s.partitioned {
@@ -359,12 +360,19 @@ public struct ContractReport: Sendable, Equatable {
   /// Records set aside or trimmed, by the kind of their first reason: `new_column`, `type`,
   /// `primary_key`.
   public var byKind: [String: Int]
+  /// The changes of a `table_stream` step's scheme since its tables were made, one line each
+  /// with what the contract did (`scheme 'ORDERS' table 'output_table': new column 'priority'
+  /// (DOUBLE) → evolve`; docs/steps.md "Scheme drift"); empty for `http` loads.
+  public var changes: [String]
 
-  public init(quarantine: String, loaded: Int, setAside: Int, trimmed: Int, byKind: [String: Int]) {
+  public init(
+    quarantine: String, loaded: Int, setAside: Int, trimmed: Int, byKind: [String: Int], changes: [String] = []
+  ) {
     self.quarantine = quarantine
     self.loaded = loaded
     self.setAside = setAside
     self.trimmed = trimmed
     self.byKind = byKind
+    self.changes = changes
   }
 }

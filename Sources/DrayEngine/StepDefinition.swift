@@ -46,6 +46,30 @@ extension Partitions {
 }
 
 extension StepKind {
+  /// A `table_stream` step's `load`: its contract and quarantine in manifest key names, each
+  /// rule and bound only when given.
+  static func contractDefinition(_ contract: HTTPStep.Contract, _ quarantine: HTTPStep.Quarantine) -> JSONValue {
+    func object(_ pairs: [(String, JSONValue?)]) -> JSONValue { .object(pairs.compactMap { p in p.1.map { (p.0, $0) } }) }
+    return object([
+      (
+        "contract",
+        object([
+          ("new_columns", contract.newColumns.map { .string($0.rawValue) }),
+          ("types", contract.types == .asGiven ? nil : .string(contract.types.rawValue)),
+        ])
+      ),
+      (
+        "quarantine",
+        quarantine == HTTPStep.Quarantine()
+          ? nil
+          : object([
+            ("table", quarantine.table.map { .string($0) }), ("max_rows", quarantine.maxRows.map { .integer(Int64($0)) }),
+            ("max_share", quarantine.maxShare.map { .number("\($0)") }),
+          ])
+      ),
+    ])
+  }
+
   /// The kind's options as JSON, in manifest key names.
   public var options: JSONValue {
     func opt(_ pairs: [(String, JSONValue?)]) -> JSONValue {
@@ -59,6 +83,7 @@ extension StepKind {
         ("resource", .string(t.resource)), ("params", t.params), ("delta", .bool(t.delta)), ("transaction", .bool(t.transaction)),
         // Only when set, so that the fingerprints of steps without them stay.
         ("writes", t.writes.map { .bool($0) }), ("expect", t.expect.isEmpty ? nil : Expectation.definition(t.expect)),
+        ("load", t.contract.map { Self.contractDefinition($0, t.quarantine) }),
       ])
     case .table(let t):
       return opt([
@@ -231,6 +256,9 @@ extension HTTPStep {
               ("max_share", load.quarantine.maxShare.map { .number("\($0)") }),
             ])
         ),
+        // Left out at their defaults (false), so that the definitions of earlier steps stay.
+        ("allow_empty", load.allowEmpty ? .bool(true) : nil),
+        ("delete_missing", load.deleteMissing ? .bool(true) : nil),
       ])
     }
     let incremental: JSONValue? = self.incremental.map { i in

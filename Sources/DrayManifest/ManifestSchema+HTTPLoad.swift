@@ -17,14 +17,8 @@ extension ManifestSchema {
       "How records meet the table's rows: replace them all, append, or merge by primary_key."),
     Key("primary_key", .nonEmpty(.list(.string(nonEmpty: true))), "The record fields that identify a row; required by write: merge."),
     Key("deleted", .string(nonEmpty: true), "JSON Pointer to a boolean in each record; true deletes its row (write: merge)."),
-    Key(
-      "contract", .mapping(httpContract),
-      "What records that do not fit the table do: new_columns (a field without a column) and types (a value its column does not hold)."
-    ),
-    Key(
-      "quarantine", .oneOf([.string(nonEmpty: true), .mapping(httpQuarantine)]),
-      "The table records set aside or trimmed by the contract are noted in (default <table>_rejected), or { table, max_rows, max_share }."
-    ),
+    contractKey,
+    quarantineKey,
     Key(
       "extra", .choice(["ignore", "refuse"]),
       "Deprecated, the old spelling of contract.new_columns with columns: ignore (their default) or refuse (freeze)."),
@@ -36,6 +30,22 @@ extension ManifestSchema {
       "true: a full merge pull deletes the rows whose primary_key none of its records held, once every page arrived (write: merge, no incremental)."
     ),
   ]
+
+  /// `load.contract` of an `http` step and of a `table_stream` step: one declaration.
+  static let contractKey = Key(
+    "contract", .mapping(httpContract),
+    "What records that do not fit the table do: new_columns (a field or scheme column without a column) and types (a value its column does not hold)."
+  )
+
+  /// `load.quarantine` of an `http` step and of a `table_stream` step: one declaration.
+  static let quarantineKey = Key(
+    "quarantine", .oneOf([.string(nonEmpty: true), .mapping(httpQuarantine)]),
+    "The table records set aside or trimmed by the contract are noted in (default <table>_rejected), or { table, max_rows, max_share }."
+  )
+
+  /// `table_stream.load`: the data contract of a scheme that changes between runs
+  /// (docs/steps.md, "Scheme drift").
+  public static let tableStreamLoad: [Key] = [contractKey, quarantineKey]
 
   public static let httpContract: [Key] = [
     Key(

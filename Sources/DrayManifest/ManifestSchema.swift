@@ -352,6 +352,10 @@ public enum ManifestSchema {
       transactionKey,
       writesKey,
       loadExpect,
+      Key(
+        "load", .mapping(tableStreamLoad),
+        "The data contract of a scheme that changes between runs: contract (new_columns, types) and quarantine (docs/steps.md, \"Scheme drift\")."
+      ),
     ]
 
   public static let table: [Key] =

@@ -188,9 +188,28 @@ extension ManifestValidator {
     let transaction = reader.bool(f, "transaction") ?? f.defaultValue("transaction")
     let writes = reader.bool(f, "writes")
     let expect = readExpect(f, names: "rows or column names", example: "rows: { min: 1 }", load: true)
+    var contract: HTTPStep.Contract?
+    var quarantine = HTTPStep.Quarantine()
+    if let node = f["load"] {
+      guard let l = reader.fields(node, f.path("load"), keys: ManifestSchema.tableStreamLoad) else { return nil }
+      guard let read = readContract(l, format: .json, at: node.location) else { return nil }
+      contract = read
+      if let q = l["quarantine"] {
+        guard let given = readQuarantine(q, l.path("quarantine"), table: nil) else { return nil }
+        quarantine = given
+        if !read.setsAside {
+          reader.warn(
+            q.location,
+            "'\(l.path("quarantine"))' is unused: no rule of '\(l.path("contract"))' sets rows aside or trims them "
+              + "(discard_row or discard_value in new_columns or types)")
+        }
+      }
+    }
     guard let (resource, params) = rp else { return nil }
     return .tableStream(
-      TableStreamStep(resource: resource, params: params, delta: delta, transaction: transaction, writes: writes, expect: expect))
+      TableStreamStep(
+        resource: resource, params: params, delta: delta, transaction: transaction, writes: writes, expect: expect, contract: contract,
+        quarantine: quarantine))
   }
 
   private mutating func readTable(_ node: YAMLNode, _ path: String) -> StepKind? {

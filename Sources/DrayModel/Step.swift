@@ -117,9 +117,15 @@ public struct TableStreamStep: Sendable, Hashable {
   /// Conditions each loaded table must meet before it replaces the old one (`rows`, or a
   /// column's values); see `Expectation`.
   public var expect: [Expectation]
+  /// `load.contract`: what a scheme that changed since the tables were made does (a column
+  /// gained, lost or retyped; docs/steps.md "Scheme drift"); nil without `load`, where the
+  /// tables follow the scheme as the server sends it, as they always have.
+  public var contract: HTTPStep.Contract?
+  /// `load.quarantine`: where rows the contract sets aside or trims are noted, and its bounds.
+  public var quarantine: HTTPStep.Quarantine
   public init(
     resource: String, params: JSONValue = .object([]), delta: Bool = false, transaction: Bool = true, writes: Bool? = nil,
-    expect: [Expectation] = []
+    expect: [Expectation] = [], contract: HTTPStep.Contract? = nil, quarantine: HTTPStep.Quarantine = HTTPStep.Quarantine()
   ) {
     self.resource = resource
     self.params = params
@@ -127,6 +133,8 @@ public struct TableStreamStep: Sendable, Hashable {
     self.transaction = transaction
     self.writes = writes
     self.expect = expect
+    self.contract = contract
+    self.quarantine = quarantine
   }
 }
 

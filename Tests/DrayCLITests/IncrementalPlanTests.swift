@@ -38,4 +38,29 @@ import Testing
     let json = try Command.dray(["plan", path, "--json"]).stdout
     #expect(json.contains(#""source": "the kept cursor 2024-01-01T00:00:03Z, less lag 1s""#), "\(json)")
   }
+
+  /// `dray plan` shows `load.delete_missing` and `load.allow_empty` with the load's other keys.
+  @Test func planShowsDeleteMissingAndAllowEmpty() throws {
+    let folder = TemporaryDirectory()
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: shop
+      database: { path: data.sqlite }
+      steps:
+        - id: orders
+          http:
+            base_url: "https://api.example.com"
+            path: orders
+            load: { table: orders, records: /data, write: merge, primary_key: [id], delete_missing: true, allow_empty: true }
+      """)
+    let result = try Command.dray(["plan", path])
+    #expect(result.status == 0, "\(result.stderr)")
+    let load = result.stdout.split(separator: "\n").first { $0.contains("load") && $0.contains("orders") } ?? ""
+    #expect(load.contains(#""delete_missing":true"#), "\(result.stdout)")
+    #expect(load.contains(#""allow_empty":true"#), "\(result.stdout)")
+    let json = try Command.dray(["plan", path, "--json"]).stdout
+    #expect(json.contains(#""delete_missing": true"#), "\(json)")
+  }
 }

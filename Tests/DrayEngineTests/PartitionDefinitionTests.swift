@@ -38,4 +38,33 @@ import Testing
     let window = try step("{ window: { start: 2024-01-01, end: 2024-02-01, every: 14d } }", path: "/sales/{window_start}")
     #expect(window.partitions?.definition.canonicalJSON == #"{"window":{"end":"2024-02-01","every":"2w","start":"2024-01-01"}}"#)
   }
+
+  /// `load.allow_empty` and `load.delete_missing` change what a load does, so each changes
+  /// the step's definition (and its fingerprint); left at their defaults they are not
+  /// written, so that the fingerprints of earlier steps stay.
+  @Test func allowEmptyAndDeleteMissingChangeTheFingerprint() throws {
+    func load(_ extra: String) throws -> Step { try job(extra).steps[0] }
+    func job(_ extra: String) throws -> Manifest {
+      try ManifestText.load(
+        """
+        version: 1
+        job: j
+        database: { path: db.sqlite }
+        steps:
+          - id: sales
+            http: { base_url: "https://api.example.com", path: "/sales", load: { table: sales, write: merge, primary_key: [id]\(extra) } }
+        """)
+    }
+    let base = try load("")
+    let explicitDefaults = try load(", allow_empty: false, delete_missing: false")
+    #expect(explicitDefaults.definition.canonicalJSON == base.definition.canonicalJSON)
+    #expect(!base.definition.canonicalJSON.contains("delete_missing"))
+    let manifest = try job("")
+    for changed in [", allow_empty: true", ", delete_missing: true"] {
+      let step = try load(changed)
+      #expect(step.definition.canonicalJSON != base.definition.canonicalJSON, "\(changed)")
+      #expect(step.fingerprint(in: manifest) != base.fingerprint(in: manifest), "\(changed)")
+    }
+    #expect(try load(", delete_missing: true").definition.canonicalJSON.contains(#""delete_missing":true"#))
+  }
 }

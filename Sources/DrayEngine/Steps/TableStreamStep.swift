@@ -28,14 +28,19 @@ extension StepRunner {
     }
     run.download.removeFinished()
     noteLoaded(result, head: loaded, deltaFrom: run.deltaFrom, &run.report)
+    if let drift = run.drift {
+      run.report.contract = drift.report
+      run.report.notes += drift.changes
+    }
   }
 
   /// The resource's scheme: the one the store keeps, else the platform's (`client.schemes`).
   /// - Throws: `StepError.resourceNotFound` for a resource the platform does not list.
   fileprivate func scheme(
-    of resource: String, in store: any TargetStore, client: PlatformClient, record: @escaping (Attempt) -> Void
+    of resource: String, in store: any TargetStore, client: PlatformClient, fresh: Bool = false,
+    record: @escaping (Attempt) -> Void
   ) throws -> ResourceScheme {
-    if let kept = try store.scheme(for: resource) { return kept }
+    if !fresh, let kept = try store.scheme(for: resource) { return kept }
     let schemes = try client.schemes(policy: step.retry, record: recording("schema", record))
     guard let found = schemes.first(where: { $0.name == resource }) else {
       throw StepError.resourceNotFound(resource: resource, available: schemes.map(\.name))
@@ -50,14 +55,22 @@ extension StepRunner {
   ///   the next run asks again), `GrowingFile.Stop`, the store's errors.
   fileprivate func loadAnswer(
     _ options: TableStreamStep, _ scheme: ResourceScheme, into store: any TargetStore, _ download: Download, delta: Bool,
-    growing: GrowingFile?, answer: () -> (head: PlatformClient.AnswerHead, report: StepReport)?
+    growing: GrowingFile?, drift: SchemeDrift?, answer: () -> (head: PlatformClient.AnswerHead, report: StepReport)?
   ) throws -> LoadResult {
     // A part that is still empty opens no transaction until its first bytes come.
     if let growing { _ = try growing.waitForBytes(after: 0) }
+    // A drifted scheme's rows are reshaped to the tables' columns first (never while the
+    // answer still grows: `fetchAnswer` loads such an answer after its download).
+    var file = download.path
+    if let drift, !drift.shapes.isEmpty, growing == nil {
+      file = download.path + ".reshaped"
+      try drift.reshape(file: download.path, into: file, resource: options.resource)
+    }
+    defer { if file != download.path { try? FileManager.default.removeItem(atPath: file) } }
     return try context.databaseWrites.withLock { _ in
       try store.write { transaction in
         let result = try transaction.load(
-          file: download.path, growing: growing, scheme: scheme, params: options.params, delta: delta,
+          file: file, growing: growing, scheme: scheme, params: options.params, delta: delta,
           cancellation: context.cancellation
         ) {
           let head = answer()?.head
@@ -72,6 +85,15 @@ extension StepRunner {
           done.rows[name] = try transaction.rowCount(ofTable: name)
           done.tables.append(name)
         }
+        if let drift {
+          do {
+            done.contract = try quarantine(drift, options, scheme, result, in: transaction, store: store)
+          } catch {
+            // Rolled back with the load; the answer is never reused: the next run asks again.
+            download.removeFinished()
+            throw error
+          }
+        }
         if let failed = try Expectations.audit(options.expect, tables: done.tables, in: transaction) {
           // Rolled back with the load; the answer is never reused: the next run asks again.
           download.removeFinished()
@@ -79,6 +101,7 @@ extension StepRunner {
         }
         try transaction.record(checkpoint(done, status: .succeeded))
         CrashPoint.reach("before-commit:\(step.id)")
+        drift?.report = done.contract
         return result
       }
     }
@@ -171,6 +194,8 @@ private final class TableStreamRun {
   let writesOnce: Bool
   let url: String
   let transactionID: String?
+  /// What `load.contract` made of the server's scheme; nil without a contract.
+  let drift: SchemeDrift?
   /// The version a delta starts from; nil once full data is asked for.
   var deltaFrom: String?
   var download: Download
@@ -187,18 +212,36 @@ private final class TableStreamRun {
     self.options = options
     self.report = report
     client = try runner.platformClient()
-    store = try runner.openStore()
-    scheme = try runner.scheme(of: options.resource, in: store, client: client) { [log] in
+    let store = try runner.openStore()
+    self.store = store
+    url = client.session.url("rpc/\(options.resource)/")
+    // With a contract the server's scheme is asked for each run, to be compared with the
+    // tables (`SchemeDrift`); without one the kept scheme serves.
+    let given = try runner.scheme(of: options.resource, in: store, client: client, fresh: options.contract != nil) { [log] in
       log.attempts.append($0)
       runner.logAttempt($0)
+    }
+    if let contract = options.contract {
+      let drift = try SchemeDrift(
+        server: given, kept: try store.scheme(for: options.resource), contract: contract, url: HTTPClient.displayURL(url)
+      ) { table in
+        let name = store.naming.physicalName(resource: given.name, table: table, params: options.params)
+        return try runner.context.databaseWrites.withLock { _ in try store.write { try $0.columnTypes(ofTable: name) } }.map(\.name)
+      }
+      self.drift = drift
+      scheme = drift.scheme
+    } else {
+      drift = nil
+      scheme = given
     }
     reads = !runner.mayChangeData(writes: options.writes, scheme: scheme)
     writesOnce = !options.transaction && !reads
     // A delta starts from the version the tables hold; without one (first load, a table
-    // recreated, versions that disagree) the server is asked for full data.
-    deltaFrom = options.delta && !writesOnce ? try store.deltaBase(scheme: scheme, params: options.params) : nil
+    // recreated, versions that disagree, tables whose columns the contract changes) the
+    // server is asked for full data.
+    deltaFrom =
+      options.delta && !writesOnce && drift?.reshapes != true ? try store.deltaBase(scheme: scheme, params: options.params) : nil
     download = Download(path: runner.downloadPath(), style: .platform, resume: runner.manifest.download.resume && !writesOnce)
-    url = client.session.url("rpc/\(options.resource)/")
     transactionID =
       options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
   }
@@ -224,7 +267,7 @@ private final class TableStreamRun {
   ///   outcome, nil when the answer loads after its download.
   func fetchAnswer() throws -> (PlatformClient.AnswerHead, unchanged: Bool, streamed: Result<LoadResult, any Error>?) {
     var outcome: (PlatformClient.AnswerHead, unchanged: Bool, streamed: Result<LoadResult, any Error>?)
-    if deltaFrom == nil && !runner.inGroup && store.loadsWhileDownloading {
+    if deltaFrom == nil && !runner.inGroup && store.loadsWhileDownloading && drift?.shapes.isEmpty != false {
       let growing = GrowingFile()
       download.growing = growing
       var answered: (head: PlatformClient.AnswerHead, unchanged: Bool)?
@@ -355,7 +398,9 @@ private final class TableStreamRun {
   /// part as it arrives with `growing`. The answer's head and the step's report so far are
   /// read from `answer` once the rows are read (the download has finished by then).
   private func load(_ download: Download, delta: Bool, growing: GrowingFile?) throws -> LoadResult {
-    try runner.loadAnswer(options, scheme, into: store, download, delta: delta, growing: growing) { answer.withLock { $0 } }
+    try runner.loadAnswer(options, scheme, into: store, download, delta: delta, growing: growing, drift: drift) {
+      answer.withLock { $0 }
+    }
   }
 
   /// Keeps the answer's head and the step's report for `load`, once the download is done.

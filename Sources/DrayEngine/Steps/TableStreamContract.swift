@@ -1,0 +1,70 @@
+internal import DrayModel
+internal import DrayTarget
+
+extension StepRunner {
+  /// The quarantine of a `table_stream` load under `load.contract` (docs/steps.md, "Scheme
+  /// drift"), in the load's transaction: checks `load.quarantine`'s bounds and appends the
+  /// rows `drift` set aside or trimmed to the quarantine table (`<first table>_rejected`
+  /// unless named; the columns of `Quarantine.columns`), so that they commit with the load.
+  /// - Returns: the report's `contract`.
+  /// - Throws: `HTTPStepError.quarantineFull` past a bound; `HTTPStepError.badAnswer` when a
+  ///   table of the quarantine's name is not a quarantine; the store's errors.
+  func quarantine(
+    _ drift: SchemeDrift, _ options: TableStreamStep, _ scheme: ResourceScheme, _ result: LoadResult,
+    in transaction: any StoreTransaction, store: any TargetStore
+  ) throws -> ContractReport {
+    let first = scheme.outputs.first.map { store.naming.physicalName(resource: scheme.name, table: $0.name, params: options.params) }
+    let name = store.naming.quarantine(of: first ?? scheme.name, named: options.quarantine.table)
+    let counts = drift.counts
+    let records = result.inserted.values.reduce(0, +) + counts.setAside
+    let report = ContractReport(
+      quarantine: name, loaded: records - counts.setAside, setAside: counts.setAside, trimmed: counts.trimmed, byKind: counts.byKind,
+      changes: drift.changes)
+    guard counts.total > 0 else { return report }
+    let limit = options.quarantine
+    var passed: String?
+    if let maxRows = limit.maxRows, counts.total > maxRows { passed = "load.quarantine.max_rows (\(maxRows))" }
+    if passed == nil, let maxShare = limit.maxShare, records > 0, Double(counts.total) / Double(records) > maxShare {
+      passed = "load.quarantine.max_share (\(maxShare) of \(records) rows)"
+    }
+    if let passed {
+      throw HTTPStepError.quarantineFull(
+        "\(counts.total) of \(HumanUnits.counted(records, "row")) did not fit the tables (\(counts.summary)), more than \(passed); "
+          + "nothing was published, and the next run asks for the answer again. Fix the scheme or the tables, or raise the bound")
+    }
+    let existing = try transaction.columnTypes(ofTable: name).map(\.name)
+    if !existing.isEmpty, existing.map(IdentifierKey.init) != Quarantine.columns.map(IdentifierKey.init) {
+      throw HTTPStepError.badAnswer(
+        page: nil, url: options.resource,
+        message: "table \(name) exists and is not a quarantine (its columns are \(existing.joined(separator: ", ")); "
+          + "a quarantine's are \(Quarantine.columns.joined(separator: ", "))), so the rows load.contract sets aside cannot go there; "
+          + "nothing was published. Name another table with load.quarantine: NAME, or rename yours")
+    }
+    let columns = Quarantine.columns.map { (name: $0, type: ColumnType?.some(.text)) }
+    _ = try transaction.addMissingColumns(columns, toTable: name)
+    let staging = "_dray_platform_rejected"
+    let url = storedURL(try platformClient().session.url("rpc/\(options.resource)/"))
+    try transaction.stage(staging, columns: columns, for: name) { add in
+      for row in drift.noted {
+        try add([
+          .text(context.runID), .text(partitionedStepID ?? step.id), partitionedStepID == nil ? .null : .text(step.id), .text(url),
+          .text(row.record), .text(row.reason), .text(row.kind), .text(row.action),
+        ])
+      }
+    }
+    _ = try transaction.append(from: staging, into: name, columns: Quarantine.columns)
+    return report
+  }
+}
+
+extension SchemeDrift {
+  /// What the last reshaping set aside and trimmed.
+  var counts: Quarantine.Counts {
+    var counts = Quarantine.Counts()
+    for row in noted {
+      if row.action == Quarantine.trimmed { counts.trimmed += 1 } else { counts.setAside += 1 }
+      counts.byKind[row.kind, default: 0] += 1
+    }
+    return counts
+  }
+}
