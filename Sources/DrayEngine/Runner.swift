@@ -433,6 +433,10 @@ final class RunContext: Sendable {
   let sessions = TokenSessions()
   /// The request budgets of `http` steps, one per host (`rate_limit`).
   let budgets = RequestBudgets()
+  /// What the partitions of each partitioned `http` step published in this run, by the
+  /// step's id: records set aside or trimmed, and records read. `load.quarantine`'s bounds
+  /// count over them (`StepRunner.checkBounds`); read and added under `databaseWrites`.
+  let quarantined = Mutex<[String: (total: Int, records: Int)]>([:])
   /// This runner shares the run with others (`dray run --join`): its partitioned steps hand
   /// their partitions out through claims (`runClaimed`); nil for a runner alone.
   let joining: Joining?

@@ -365,6 +365,49 @@ import Testing
       ])
   }
 
+  /// `max_rows` and `max_share` bound the step, not each partition: the partitions' records
+  /// set aside count together, so the partition that passes the bound publishes nothing.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func quarantineBoundsCountAcrossPartitions(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    // Each partition fetches every order: 5 records, one set aside.
+    try server.changeOrders(#"{"insert": [{"qty": "x"}]}"#)
+    func job(_ quarantine: String) throws -> RunReport {
+      let path = try folder.write(
+        "job.yaml",
+        """
+        version: 1
+        job: shop
+        \(target.manifestBlock)retry: { count: 1, interval: 10ms }
+        steps:
+          - id: orders
+            partitions: { list: [{ s: a }, { s: b }] }
+            http:
+              base_url: '\(server.url)'
+              path: orders
+              query: { per_page: 3, tag: '{s}' }
+              load: { table: orders, records: /data, write: merge, primary_key: [id], contract: { types: discard_row }, quarantine: \(quarantine) }
+              paginate: { next: /links/next }
+        """)
+      let manifest = try ManifestLoader().load(path: path)
+      return Runner(manifest: manifest, options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()).run()
+    }
+    let report = try job("{ max_rows: 1 }")
+    let members = try #require(report.steps.first?.members)
+    #expect(report.status == .failed)
+    #expect(members.map(\.status) == [.succeeded, .failed])
+    #expect(members[1].errorCode == "quarantine_full")
+    #expect(
+      members[1].errorMessage?.hasPrefix(
+        "2 of 10 records did not fit the table (1 set aside, 0 trimmed (type: 1)), more than load.quarantine.max_rows (1) across the partitions of step orders (1 of them from the 5 records of partitions published before this one)"
+      ) == true, "\(members[1].errorMessage ?? "")")
+    #expect(try target.rows("SELECT partition FROM orders_rejected") == [["orders[s=a]"]])
+    // Each partition alone would pass: 1 of max_rows 2 each, 2 together.
+    let wider = try job("{ max_rows: 2 }")
+    #expect(wider.status == .succeeded, "\(wider.steps.first?.members.compactMap(\.errorMessage) ?? [])")
+  }
+
   /// With declared `columns`, `new_columns: evolve` is refused at validation: a `freeze` of
   /// a new field (`extra: refuse`, its old spelling) advises only what may be chosen.
   @Test(arguments: ["contract: { new_columns: freeze }", "extra: refuse"])

@@ -22,8 +22,10 @@ extension StepRunner {
     let deletes = deletesMissing(load, run, pages, counts, &done.notes)
     let (published, cleared) = try context.databaseWrites.withLock { _ in
       do {
-        try checkBounds(load, counts, records: pages.progress.rows)
-        return try target.write { transaction in
+        // A partition counts with those of its step this run published before it.
+        let prior = partitionedStepID.flatMap { id in context.quarantined.withLock { $0[id] } } ?? (0, 0)
+        try checkBounds(load, counts, records: pages.progress.rows, prior: prior)
+        let written = try target.write { transaction in
           try refuseEmptying(
             load, records: pages.progress.rows, cursors: run.cursors, deletesMissing: deletes, url: pages.firstURL,
             status: pages.emptyStatus, pages: pages.progress.pages, in: transaction)
@@ -48,6 +50,10 @@ extension StepRunner {
           if let sameDatabase { try clearStaged(run, in: sameDatabase) }
           return (published, sameDatabase != nil)
         }
+        if let id = partitionedStepID {
+          context.quarantined.withLock { $0[id] = (prior.total + counts.total, prior.records + pages.progress.rows) }
+        }
+        return written
       } catch let failed where failed is StepError || failed is HTTPStepError {
         try dropStaged(run, staging)
         throw failed
@@ -204,10 +210,15 @@ extension StepRunner {
     try transaction.widenColumns(wider, ofTable: load.table)
   }
 
-  /// Fails the load when the records set aside or trimmed pass `load.quarantine`'s bounds.
+  /// Fails the load when the records set aside or trimmed pass `load.quarantine`'s bounds,
+  /// which count per step: for a partition, with `prior`, what the partitions of its step
+  /// published before it in this run (set aside or trimmed, and records read).
   /// - Throws: `HTTPStepError.quarantineFull`.
-  private func checkBounds(_ load: HTTPStep.Load, _ counts: Quarantine.Counts, records: Int) throws {
-    let total = counts.total
+  private func checkBounds(
+    _ load: HTTPStep.Load, _ counts: Quarantine.Counts, records: Int, prior: (total: Int, records: Int)
+  ) throws {
+    let total = counts.total + prior.total
+    let records = records + prior.records
     let limit = load.quarantine
     var passed: String?
     if let maxRows = limit.maxRows, total > maxRows { passed = "load.quarantine.max_rows (\(maxRows))" }
@@ -215,8 +226,13 @@ extension StepRunner {
       passed = "load.quarantine.max_share (\(maxShare) of \(records) records)"
     }
     guard let passed else { return }
+    let across =
+      partitionedStepID.map { id in
+        " across the partitions of step \(id) (\(prior.total) of them from the \(HumanUnits.counted(prior.records, "record")) "
+          + "of partitions published before this one)"
+      } ?? ""
     throw HTTPStepError.quarantineFull(
-      "\(total) of \(HumanUnits.counted(records, "record")) did not fit the table (\(counts.summary)), more than \(passed); "
+      "\(total) of \(HumanUnits.counted(records, "record")) did not fit the table (\(counts.summary)), more than \(passed)\(across); "
         + "nothing was published, and the next run fetches the pages again. Fix the API or the table, or raise the bound")
   }
 

@@ -16,20 +16,26 @@ extension StepRunner {
     let first = scheme.outputs.first.map { store.naming.physicalName(resource: scheme.name, table: $0.name, params: options.params) }
     let name = store.naming.quarantine(of: first ?? scheme.name, named: options.quarantine.table)
     let counts = drift.counts
-    let records = result.inserted.values.reduce(0, +) + counts.setAside
+    let read = result.inserted.values.reduce(0, +) + counts.setAside
     let report = ContractReport(
-      quarantine: name, loaded: records - counts.setAside, setAside: counts.setAside, trimmed: counts.trimmed, byKind: counts.byKind,
+      quarantine: name, loaded: read - counts.setAside, setAside: counts.setAside, trimmed: counts.trimmed, byKind: counts.byKind,
       changes: drift.changes)
     guard counts.total > 0 else { return report }
+    // The bounds count per step: a partition with what its step's partitions published
+    // before it in this run (under `databaseWrites`, as the load is).
+    let prior = partitionedStepID.flatMap { id in context.quarantined.withLock { $0[id] } } ?? (0, 0)
+    let total = counts.total + prior.total
+    let records = read + prior.records
     let limit = options.quarantine
     var passed: String?
-    if let maxRows = limit.maxRows, counts.total > maxRows { passed = "load.quarantine.max_rows (\(maxRows))" }
-    if passed == nil, let maxShare = limit.maxShare, records > 0, Double(counts.total) / Double(records) > maxShare {
+    if let maxRows = limit.maxRows, total > maxRows { passed = "load.quarantine.max_rows (\(maxRows))" }
+    if passed == nil, let maxShare = limit.maxShare, records > 0, Double(total) / Double(records) > maxShare {
       passed = "load.quarantine.max_share (\(maxShare) of \(records) rows)"
     }
     if let passed {
+      let across = partitionedStepID.map { " across the partitions of step \($0)" } ?? ""
       throw HTTPStepError.quarantineFull(
-        "\(counts.total) of \(HumanUnits.counted(records, "row")) did not fit the tables (\(counts.summary)), more than \(passed); "
+        "\(total) of \(HumanUnits.counted(records, "row")) did not fit the tables (\(counts.summary)), more than \(passed)\(across); "
           + "nothing was published, and the next run asks for the answer again. Fix the scheme or the tables, or raise the bound")
     }
     let existing = try transaction.columnTypes(ofTable: name).map(\.name)

@@ -68,7 +68,7 @@ extension StepRunner {
     }
     defer { if file != download.path { try? FileManager.default.removeItem(atPath: file) } }
     return try context.databaseWrites.withLock { _ in
-      try store.write { transaction in
+      let result = try store.write { transaction in
         let result = try transaction.load(
           file: file, growing: growing, scheme: scheme, params: options.params, delta: delta,
           cancellation: context.cancellation
@@ -104,6 +104,14 @@ extension StepRunner {
         drift?.report = done.contract
         return result
       }
+      // Committed: a partition's quarantine counts toward its step's bounds.
+      if let id = partitionedStepID, let contract = drift?.report {
+        context.quarantined.withLock { tally in
+          let prior = tally[id] ?? (0, 0)
+          tally[id] = (prior.total + contract.setAside + contract.trimmed, prior.records + contract.loaded + contract.setAside)
+        }
+      }
+      return result
     }
   }
 
