@@ -86,8 +86,9 @@ public final class TemporaryDirectory: @unchecked Sendable {
   // @unchecked: `path` is immutable; removal happens once in deinit.
   public let path: String
 
-  public init(_ prefix: String = "dray-test") {
-    let base = FileManager.default.temporaryDirectory.path
+  /// - Parameter base: the folder to make it in; the system's temporary folder by default.
+  public init(_ prefix: String = "dray-test", base: String? = nil) {
+    let base = base ?? FileManager.default.temporaryDirectory.path
     path = base + "/\(prefix)-\(UUID().uuidString.prefix(8))"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
   }
