@@ -104,13 +104,15 @@ public protocol PartitionClaims: AnyObject {
 }
 
 /// A commit found its partition's claim no longer its runner's: another runner claimed it
-/// after its lease ran out, or the run opened it anew. Nothing was committed; the partition
-/// is the other runner's (not a step failure).
+/// after its lease ran out, the run opened it anew, or the claim's run is no longer
+/// `running` (its holder died and another runner took the run over, or it ended). Nothing
+/// was committed; the partition is another runner's (not a step failure).
 public struct PartitionClaimLost: Error, Sendable, CustomStringConvertible {
   public var memberID: String
   public init(memberID: String) { self.memberID = memberID }
   public var description: String {
-    "the claim on partition \(memberID) ran out (its lease passed without a renewal) or another runner took it: "
+    "the claim on partition \(memberID) ran out (its lease passed without a renewal), another runner took it, "
+      + "or its run is no longer running (another runner took the run over): "
       + "this runner committed nothing for it and dropped it"
   }
 }
