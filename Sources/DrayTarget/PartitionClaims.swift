@@ -55,6 +55,26 @@ public struct ClaimState: Sendable, Equatable {
   }
 }
 
+/// One partition's claim as `dray status` shows it (`DatabaseReader.claims`).
+public struct ClaimView: Sendable, Equatable {
+  public var stepID: String
+  public var memberID: String
+  /// As stored: a `claimed` partition whose claim expired is still `claimed` here.
+  public var state: ClaimState.State
+  /// The runner that holds or held it (`host:pid:random`); nil for one never claimed.
+  public var owner: String?
+  /// Seconds from now, by the database's clock, until a `claimed` partition's claim
+  /// expires (zero or less: expired, anyone's to take); nil for the other states.
+  public var expiresIn: Double?
+  public init(stepID: String, memberID: String, state: ClaimState.State, owner: String?, expiresIn: Double?) {
+    self.stepID = stepID
+    self.memberID = memberID
+    self.state = state
+    self.owner = owner
+    self.expiresIn = expiresIn
+  }
+}
+
 /// A run a `--run-key` or a joined runner follows ended: `exitCode` is its exit code.
 public struct RunEnded: Error, Sendable, CustomStringConvertible {
   public var runID: String

@@ -396,6 +396,32 @@ import Testing
     #expect(joiner.errors.contains("this runner joined it and ran 0 partitions"), "\(joiner.errors)")
   }
 
+  /// `dray status` on a run in progress that runners share tells its claims: per partitioned
+  /// step, how many partitions are open for claims, done, waiting and claimed, by which
+  /// runner and until when (by the database's clock).
+  @Test(.timeLimit(.minutes(5))) func statusTellsTheClaimsOfARunInProgress() throws {
+    let root = TemporaryDirectory("dray-join-status")
+    let trial = try Trial(root.path + "/job", delay: "0.3")
+    let runner = try trial.start(1)
+    var line: String?
+    _ = runner.waitUntil(timeout: 120) {
+      guard (try? trial.claims("claimed"))?.isEmpty == false,
+        let status = try? Command.dray(["status", trial.folder + "/job.yaml"])
+      else { return false }
+      line = status.stdout.split(separator: "\n").first { $0.hasPrefix("    claims of step issues: ") }.map(String.init)
+      return line?.contains(" claimed (") == true
+    }
+    #expect(runner.wait() == .exited(0), "\(runner.errors)")
+    let text = try #require(line, "no claims line seen while the run was in progress")
+    #expect(text.hasPrefix("    claims of step issues: 12 partitions, "), "\(text)")
+    #expect(text.contains(" waiting, "), "\(text)")
+    #expect(text.contains(":\(runner.pid):"), "\(text)")
+    #expect(text.contains(", expiring in "), "\(text)")
+    // Once the run ended, its claims are no longer told.
+    let after = try Command.dray(["status", trial.folder + "/job.yaml"])
+    #expect(!after.stdout.contains("claims of step"), "\(after.stdout)")
+  }
+
   @Test func joinOnSQLiteIsRefusedAtStart() throws {
     let folder = TemporaryDirectory("dray-join-sqlite")
     let target = try TargetDatabase(.sqlite, folder: folder.path)
