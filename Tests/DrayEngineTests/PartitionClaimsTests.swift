@@ -134,7 +134,7 @@ import Testing
     let committing = Thread {
       do {
         let store = try PostgresStore(target: PostgresTarget(url: url), claim: live)
-        try store.write { _ in try store.connection.execute("INSERT INTO parts VALUES (1)") }
+        _ = try store.write { _ in try store.connection.execute("INSERT INTO parts VALUES (1)") }
       } catch {
         outcome.error = error
       }
