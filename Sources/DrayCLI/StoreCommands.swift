@@ -30,7 +30,10 @@ enum StatusCommand {
         print("job \(manifest.job): no runs yet (no journal \(database.journalPlace))")
         return ExitCode.success
       }
-      print(try text(manifest, steps: steps, journal: journal, limit: limit ?? 10, running: reader.runner))
+      print(
+        try text(
+          manifest, steps: steps, journal: journal, limit: limit ?? 10, running: reader.runner,
+          claims: { try reader.claims(job: $0.job, runID: $0.id) }))
     } catch {
       DrayCommandLine.printError("dray: \(database.failure(error)?.message ?? "\(error)")")
       return ExitCode.stepFailed
@@ -62,8 +65,11 @@ enum StatusCommand {
   ///   - running: what is known of a `running` run's runner: its process on this machine (a
   ///     journal on this machine's disk), or the session holding the job's run lock (a shared
   ///     database's journal).
+  ///   - claims: the claims of a `running` run's partitions (`dray run --join`), told under
+  ///     its line (`claimLines`).
   static func text(
-    _ manifest: Manifest, steps whole: Manifest?, journal: any RunJournal, limit: Int, running: (RunRecord) throws -> String
+    _ manifest: Manifest, steps whole: Manifest?, journal: any RunJournal, limit: Int, running: (RunRecord) throws -> String,
+    claims: (RunRecord) throws -> [ClaimView] = { _ in [] }
   ) throws -> String {
     let runs = try journal.runs(job: manifest.job, limit: limit)
     var lines = ["job \(manifest.job): \(runs.count) recent run\(runs.count == 1 ? "" : "s") (journal \(journal.location))"]
@@ -80,6 +86,7 @@ enum StatusCommand {
       }
       if !notes.isEmpty { line += "; " + notes.joined(separator: "; ") }
       lines.append(line)
+      if run.status == .running { lines += claimLines(try claims(run)) }
     }
     let checkpoints = try journal.checkpoints(job: manifest.job)
     lines.append("checkpoints:")
@@ -111,6 +118,39 @@ enum StatusCommand {
       )
     }
     return lines.joined(separator: "\n")
+  }
+}
+
+extension StatusCommand {
+  /// One line per partitioned step of a run in progress whose partitions runners claim
+  /// (`dray run --join`; docs/partitions.md, "Many runners"): how many are open for claims,
+  /// done, failed, waiting for a runner and claimed, and by whom, each runner with the
+  /// soonest expiry of its claims by the database's clock:
+  /// `    claims of step issues: 12 partitions, 5 done, 3 waiting, 4 claimed (host:41:3f2a9c01: 2, expiring in 1.4s; ...)`.
+  static func claimLines(_ claims: [ClaimView]) -> [String] {
+    var steps: [String] = []
+    for claim in claims where !steps.contains(claim.stepID) { steps.append(claim.stepID) }
+    return steps.map { id in
+      let step = claims.filter { $0.stepID == id }
+      func count(_ state: ClaimState.State) -> Int { step.filter { $0.state == state }.count }
+      var parts = [HumanUnits.counted(step.count, "partition"), "\(count(.done)) done"]
+      if count(.failed) > 0 { parts.append("\(count(.failed)) failed") }
+      parts.append("\(count(.pending)) waiting")
+      var owners: [String] = []
+      for claim in step where claim.state == .claimed {
+        if let owner = claim.owner, !owners.contains(owner) { owners.append(owner) }
+      }
+      let held = owners.map { owner in
+        let own = step.filter { $0.state == .claimed && $0.owner == owner }
+        let soonest = own.compactMap(\.expiresIn).min() ?? 0
+        let expiry =
+          soonest > 0
+          ? String(format: "expiring in %.1fs", soonest) : String(format: "expired %.1fs ago, anyone's to take", -soonest)
+        return "\(owner): \(own.count), \(expiry)"
+      }
+      parts.append("\(count(.claimed)) claimed" + (held.isEmpty ? "" : " (\(held.joined(separator: "; ")))"))
+      return "    claims of step \(id): " + parts.joined(separator: ", ")
+    }
   }
 }
 

@@ -24,10 +24,11 @@ struct StepRunner {
   /// every commit of the step's store checks it.
   var claim: PartitionClaim?
   /// The name of the step's local state (its staging tables, page ledger and page files):
-  /// the step's id, or for a claimed partition (`claim`) its id and this runner's tag
-  /// (`Joining.tag`), so that runners sharing a job folder never stage into, resume or
-  /// publish each other's pages (docs/partitions.md, "Many runners").
-  var stagingName: String { claim.map { "\(step.id)~\(Joining.tag($0.owner))" } ?? step.id }
+  /// the step's id, or for a claimed partition (`claim`) its id and the claim's tag
+  /// (`Joining.tag`: its runner and generation), so that runners sharing a job folder, and
+  /// two claims of one runner on a partition, never stage into, resume or publish each
+  /// other's pages (docs/partitions.md, "Many runners").
+  var stagingName: String { claim.map { "\(step.id)~\(Joining.tag($0))" } ?? step.id }
   /// How long the step's requests waited for their host's budget (`rate_limit`).
   let budgetWaits = BudgetWaits()
 
@@ -311,6 +312,13 @@ struct StepRunner {
     // whose claim ran out must not overwrite the checkpoint of the runner that took it over.
     if claim != nil && status == .failed { return }
     let checkpoint = checkpoint(report, status: status)
+    if claim != nil && manifest.database != nil {
+      // A claimed partition's checkpoint (an `http` step without `load`) commits where its
+      // claim is checked, as its rows would: a runner whose claim was lost records nothing.
+      let store = try openStore()
+      try context.databaseWrites.withLock { _ in try store.write { try $0.record(checkpoint) } }
+      return
+    }
     try context.journal.withLock { try $0.record(checkpoint) }
   }
 

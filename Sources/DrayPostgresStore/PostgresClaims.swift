@@ -47,10 +47,23 @@ public final class PostgresClaims {
   }
 
   /// Checks, inside a commit's transaction, that `claim` is still its owner's and unexpired,
-  /// and extends it by its lease. The row is locked until the commit, so no runner claims it
-  /// meanwhile.
+  /// and that its run is still `running`, and extends the claim by its lease.
+  ///
+  /// The run's row in `_dray_runs` is locked `FOR SHARE` and the claim's row by the update,
+  /// both until the commit: no runner claims the partition meanwhile, and a runner taking
+  /// the run lock over (`PostgresJournal.begin`, which marks the dead holder's run
+  /// `abandoned`) waits for the commits in flight, so that once it has marked the run, every
+  /// commit of that run's partitions either came before (and the new run, reading the
+  /// checkpoints afterwards, skips the partition) or commits nothing. Without it, a joined
+  /// runner could commit a partition between the new holder's reading of the checkpoints
+  /// and its opening of the partitions anew, and the partition would be loaded twice.
   /// - Throws: `PartitionClaimLost` when it is not; `PostgresError`.
   static func check(_ claim: PartitionClaim, on connection: PostgresConnection, schema: String) throws {
+    let running = try connection.execute(
+      "SELECT 1 FROM \(PostgresIdentifier.quoted(schema))._dray_runs WHERE run_id = $1 AND status = 'running' FOR SHARE",
+      [.text(claim.runID)]
+    ).rows
+    if running.isEmpty { throw PartitionClaimLost(memberID: claim.memberID) }
     let held = try connection.execute(
       """
       UPDATE \(PostgresIdentifier.quoted(schema))._dray_claims SET expires_us = \(now) + $5

@@ -109,6 +109,23 @@ final class PostgresReader: DatabaseReader {
   }
 
   func tables(resource: String?) throws -> [Bookkeeping.TableRecord] { try store.records(resource: resource) }
+
+  /// From `_dray_claims`, when the schema holds it; expiries by the server's clock.
+  func claims(job: String, runID: String) throws -> [ClaimView] {
+    guard try PostgresStore.hasOwnTables(["_dray_claims"], schema: store.schema, on: store.connection) else { return [] }
+    return try store.connection.execute(
+      """
+      SELECT step_id, member_id, state, owner,
+        CASE WHEN state = 'claimed' THEN ((expires_us - \(PostgresClaims.now)) / 1000000.0)::double precision END AS expires_in
+      FROM \(PostgresIdentifier.quoted(store.schema))._dray_claims WHERE job = $1 AND run_id = $2 ORDER BY step_id, ordinal
+      """, [.text(job), .text(runID)]
+    ).named.map { row in
+      ClaimView(
+        stepID: try row["step_id"].text ?? "", memberID: try row["member_id"].text ?? "",
+        state: ClaimState.State(rawValue: try row["state"].text ?? "") ?? .pending, owner: try row["owner"].text,
+        expiresIn: try row["expires_in"].real)
+    }
+  }
   func scheme(for resource: String) throws -> ResourceScheme? { try store.scheme(for: resource) }
   func cursor(job: String, stepID: String) throws -> CursorEntry { try store.cursor(job: job, stepID: stepID) }
   func keptToken(key: String) throws -> KeptToken? {

@@ -162,6 +162,14 @@ public protocol DatabaseReader: AnyObject {
   func query(_ sql: String, columns: ([String]) throws -> Void, row: ([SQLValue]) throws -> Void) throws
   /// `name` quoted as this database quotes identifiers.
   func quoted(_ name: String) -> String
+  /// The claims of run `runID`'s partitions (`dray run --join`; `dray status`), by step and
+  /// in order; empty where runners share no run (SQLite) or none was opened for claims.
+  func claims(job: String, runID: String) throws -> [ClaimView]
+}
+
+extension DatabaseReader {
+  /// No claims: a database whose runs runners do not share.
+  public func claims(job: String, runID: String) throws -> [ClaimView] { [] }
 }
 
 /// A statement `DatabaseReader.query` does not run, or that the database refused, because it

@@ -55,6 +55,26 @@ public struct ClaimState: Sendable, Equatable {
   }
 }
 
+/// One partition's claim as `dray status` shows it (`DatabaseReader.claims`).
+public struct ClaimView: Sendable, Equatable {
+  public var stepID: String
+  public var memberID: String
+  /// As stored: a `claimed` partition whose claim expired is still `claimed` here.
+  public var state: ClaimState.State
+  /// The runner that holds or held it (`host:pid:random`); nil for one never claimed.
+  public var owner: String?
+  /// Seconds from now, by the database's clock, until a `claimed` partition's claim
+  /// expires (zero or less: expired, anyone's to take); nil for the other states.
+  public var expiresIn: Double?
+  public init(stepID: String, memberID: String, state: ClaimState.State, owner: String?, expiresIn: Double?) {
+    self.stepID = stepID
+    self.memberID = memberID
+    self.state = state
+    self.owner = owner
+    self.expiresIn = expiresIn
+  }
+}
+
 /// A run a `--run-key` or a joined runner follows ended: `exitCode` is its exit code.
 public struct RunEnded: Error, Sendable, CustomStringConvertible {
   public var runID: String
@@ -104,13 +124,15 @@ public protocol PartitionClaims: AnyObject {
 }
 
 /// A commit found its partition's claim no longer its runner's: another runner claimed it
-/// after its lease ran out, or the run opened it anew. Nothing was committed; the partition
-/// is the other runner's (not a step failure).
+/// after its lease ran out, the run opened it anew, or the claim's run is no longer
+/// `running` (its holder died and another runner took the run over, or it ended). Nothing
+/// was committed; the partition is another runner's (not a step failure).
 public struct PartitionClaimLost: Error, Sendable, CustomStringConvertible {
   public var memberID: String
   public init(memberID: String) { self.memberID = memberID }
   public var description: String {
-    "the claim on partition \(memberID) ran out (its lease passed without a renewal) or another runner took it: "
+    "the claim on partition \(memberID) ran out (its lease passed without a renewal), another runner took it, "
+      + "or its run is no longer running (another runner took the run over): "
       + "this runner committed nothing for it and dropped it"
   }
 }

@@ -23,7 +23,7 @@ import Testing
           rows: "SELECT id AS repo FROM repos ORDER BY id"
           concurrency: 2
           lease: 2s
-        http: { base_url: "\(url)", path: "repos/{repo}/issues", query: { per_page: 2 }, load: { table: issues, records: /data, write: append }, paginate: { next: /links/next } }
+        http: { base_url: "\(url)", path: "repos/{repo}/issues", query: { per_page: 2 }, load: { table: issues, records: /data, write: \(write) }, paginate: { next: /links/next } }
 
     """
   }
@@ -59,6 +59,18 @@ import Testing
     /// The owners (`host:pid:random`) of the partitions' claims, by state.
     func claims(_ state: String) throws -> [String] {
       try target.rows("SELECT owner FROM _dray_claims WHERE state = '\(state)' ORDER BY member_id").compactMap { $0.first ?? nil }
+    }
+
+    /// The staging tables and page ledgers left in the job folder's staging file
+    /// (`.dray/fan.staging.sqlite`, shared by the runners): a claim that ends leaves none.
+    func staged() throws -> [String] {
+      let path = target.stagingPath(job: "fan")
+      guard FileManager.default.fileExists(atPath: path) else { return [] }
+      return try SQLiteFile.rows(
+        path,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND (name GLOB '_dray_http__fan__*' OR name GLOB '_dray_http_rejected__fan__*') "
+          + "UNION ALL SELECT 'ledger ' || step_id FROM _dray_http_pages"
+      ).compactMap { $0.first ?? nil }
     }
 
     /// The process id of the run lock's holder: the pid of the run recorded `running`.
@@ -100,6 +112,8 @@ import Testing
     // One run; the joined runners say which and how it ended.
     #expect(try trial.target.rows("SELECT status FROM _dray_runs") == [["succeeded"]])
     #expect(try trial.target.rows("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '\\_dray\\_parts%'") == [["0"]])
+    // Each claim's staging was published and dropped: nothing is left in the shared file.
+    #expect(try trial.staged() == [])
     let joined = runners.filter { $0.errors.contains("joined run ") }
     #expect(joined.count == 2, "\(runners.map(\.errors))")
     let holder = try #require(runners.first { !$0.errors.contains("joined run ") })
@@ -151,7 +165,26 @@ import Testing
     } else {
       #expect(runs == [["succeeded"]], "\(runs)")
     }
-    #expect(try trial.target.rows("SELECT count(*) - count(DISTINCT id) FROM issues") == [["0"]])
+    // A row loaded twice is told with what explains it: whose partition, which claims, runs
+    // and checkpoints, the pages asked for, and what each runner said.
+    let twice = try trial.target.rows("SELECT repo, id FROM issues GROUP BY repo, id HAVING count(*) > 1 ORDER BY id")
+    if !twice.isEmpty {
+      let claims = try trial.target.rows("SELECT member_id, run_id, owner, generation, state FROM _dray_claims ORDER BY ordinal")
+      let seqs = try trial.target.rows("SELECT run_id, pid FROM _dray_runs ORDER BY seq")
+      let checkpoints = try trial.target.rows(
+        "SELECT step_id, run_id, status FROM _dray_checkpoints WHERE step_id LIKE 'issues%' ORDER BY step_id")
+      let pages = try trial.issuePages()
+      Issue.record(
+        """
+        rows twice (repo, id): \(twice)
+        claims: \(claims)
+        runs: \(runs), \(seqs)
+        checkpoints: \(checkpoints)
+        pages: \(pages)
+        killed \(killed.pid): \(killed.errors)
+        \(others.map { "runner \($0.pid): \($0.errors)" }.joined(separator: "\n"))
+        """)
+    }
     return others
   }
 
@@ -172,24 +205,26 @@ import Testing
   }
 
   /// The runners share one job folder (one local staging file): the holder killed with
-  /// `kill -9` mid-partition, with `write: replace` and slow pages, leaves each row loaded
-  /// once. Each runner stages a claimed partition apart (`StepRunner.stagingName`), so the
-  /// runner that takes a partition over fetches it from its start and never resumes (nor
-  /// publishes) pages another runner staged, which may still be fetching it.
+  /// `kill -9` mid-partition, with slow pages, leaves each row loaded once, with `replace`
+  /// (the partitions gather in `_dray_parts__fan__issues`) as with `append`.
   ///
-  /// Known defect (docs/partitions.md, "Runners sharing one job folder"): on a loaded
-  /// machine this still leaves a few rows twice now and then, so it is recorded as an
-  /// intermittent known issue until the folder's staging is kept apart per runner.
-  @Test(.timeLimit(.minutes(5))) func theHolderKilledInASharedFolderLeavesEachRowOnce() throws {
-    try withKnownIssue("runners sharing one job folder: rows twice after the holder is killed", isIntermittent: true) {
-      let others = try killOne(
-        { trial, runners in
-          let holder = try trial.holder()
-          return runners.first { $0.pid == holder }
-        }, holder: true, write: "replace", delay: "0.4", afterPages: 8)
-      for runner in others {
-        #expect(!runner.errors.contains("resuming after page"), "\(runner.errors)")
-      }
+  /// The joined runners go on committing partitions of the dead holder's run while another
+  /// takes the run over; a commit checks in its transaction that its run is still `running`
+  /// (`PostgresClaims.check`, the run's row locked), so each partition is either committed
+  /// before the takeover marks the run abandoned (and the new run, reading the checkpoints
+  /// after, skips it) or not at all. Before, a partition committed between the new holder's
+  /// reading of the checkpoints and its opening of the partitions anew was loaded twice.
+  /// Each claim stages apart (`StepRunner.stagingName`), so a partition taken over is
+  /// fetched from its start, never resumed from pages another claim staged.
+  @Test(.timeLimit(.minutes(5)), arguments: ["replace", "append"])
+  func theHolderKilledInASharedFolderLeavesEachRowOnce(write: String) throws {
+    let others = try killOne(
+      { trial, runners in
+        let holder = try trial.holder()
+        return runners.first { $0.pid == holder }
+      }, holder: true, write: write, delay: "0.4", afterPages: 8)
+    for runner in others {
+      #expect(!runner.errors.contains("resuming after page"), "\(runner.errors)")
     }
   }
 
@@ -276,6 +311,8 @@ import Testing
     #expect(
       stopped.errors.contains("dropped: the claim on partition") || stopped.errors.contains("ran out before this runner renewed it"),
       "\(stopped.errors)")
+    // The stopped runner's claims staged pages it could not publish: dropped, not left behind.
+    #expect(try trial.staged() == [])
     // A claim lost is a warning, not an error, in a run that succeeds.
     #expect(!stopped.errors.split(separator: "\n").contains { $0.hasPrefix("error") && $0.contains("ran out") }, "\(stopped.errors)")
   }
@@ -357,6 +394,32 @@ import Testing
       "\(joiner.errors)")
     #expect(joiner.errors.contains("(--only repos applies only if this runner takes the run lock)"), "\(joiner.errors)")
     #expect(joiner.errors.contains("this runner joined it and ran 0 partitions"), "\(joiner.errors)")
+  }
+
+  /// `dray status` on a run in progress that runners share tells its claims: per partitioned
+  /// step, how many partitions are open for claims, done, waiting and claimed, by which
+  /// runner and until when (by the database's clock).
+  @Test(.timeLimit(.minutes(5))) func statusTellsTheClaimsOfARunInProgress() throws {
+    let root = TemporaryDirectory("dray-join-status")
+    let trial = try Trial(root.path + "/job", delay: "0.3")
+    let runner = try trial.start(1)
+    var line: String?
+    _ = runner.waitUntil(timeout: 120) {
+      guard (try? trial.claims("claimed"))?.isEmpty == false,
+        let status = try? Command.dray(["status", trial.folder + "/job.yaml"])
+      else { return false }
+      line = status.stdout.split(separator: "\n").first { $0.hasPrefix("    claims of step issues: ") }.map(String.init)
+      return line?.contains(" claimed (") == true
+    }
+    #expect(runner.wait() == .exited(0), "\(runner.errors)")
+    let text = try #require(line, "no claims line seen while the run was in progress")
+    #expect(text.hasPrefix("    claims of step issues: 12 partitions, "), "\(text)")
+    #expect(text.contains(" waiting, "), "\(text)")
+    #expect(text.contains(":\(runner.pid):"), "\(text)")
+    #expect(text.contains(", expiring in "), "\(text)")
+    // Once the run ended, its claims are no longer told.
+    let after = try Command.dray(["status", trial.folder + "/job.yaml"])
+    #expect(!after.stdout.contains("claims of step"), "\(after.stdout)")
   }
 
   @Test func joinOnSQLiteIsRefusedAtStart() throws {

@@ -10,7 +10,8 @@ import Testing
 /// docs/partitions.md, "Many runners"): two runners never get one partition, an expired
 /// claim is anyone's, a commit checks its claim's generation and expiry in its own
 /// transaction, a failure stops the claiming, and a run that is no longer `running` hands
-/// nothing out. Expiry is decided by the database's clock: a lease of 1 µs has passed by the
+/// nothing out and commits nothing, even a commit in flight when another runner takes the
+/// run over. Expiry is decided by the database's clock: a lease of 1 µs has passed by the
 /// next statement, a lease of an hour has not (no sleeping).
 @Suite struct PartitionClaimsTests {
   let folder = TemporaryDirectory()
@@ -98,5 +99,60 @@ import Testing
     try fixture.target.execute("UPDATE _dray_runs SET status = 'abandoned'")
     #expect(try fixture.claim(fixture.other, owner: "b") == nil)
     #expect(try fixture.claims.openStep(job: "fan", runID: "r1") == nil)
+  }
+
+  /// The holder died and another runner took the run over (`PostgresJournal.begin` marks
+  /// its run `abandoned`): a joined runner's claim of that run, still live by its lease and
+  /// generation, commits nothing. Otherwise it could commit a partition after the new holder
+  /// read the checkpoints and before it opened the partitions anew: loaded twice.
+  @Test func aClaimOfARunTakenOverCommitsNothing() throws {
+    let fixture = try Fixture(folder.path)
+    try fixture.target.execute("CREATE TABLE parts (v bigint)")
+    let live = try #require(try fixture.claim(fixture.claims, owner: "a"))
+    try fixture.target.execute("UPDATE _dray_runs SET status = 'abandoned' WHERE run_id = 'r1'")
+    #expect(throws: PartitionClaimLost.self) { try fixture.commit(live, value: 1) }
+    #expect(try fixture.target.rows("SELECT count(*) FROM parts") == [["0"]])
+  }
+
+  /// A commit that checks its claim while the takeover's transaction marks the run
+  /// `abandoned` waits for it (the run's row is locked `FOR SHARE`), reads the run anew and
+  /// commits nothing: the takeover and a commit of the old run never interleave.
+  @Test func aCommitRacingTheTakeoverWaitsForItAndCommitsNothing() throws {
+    let fixture = try Fixture(folder.path)
+    try fixture.target.execute("CREATE TABLE parts (v bigint)")
+    let live = try #require(try fixture.claim(fixture.claims, owner: "a"))
+    let target = PostgresTarget(url: fixture.url)
+    let takeover = try PostgresConnection(url: target.url, password: target.password, timeouts: target.timeouts)
+    try takeover.execute("BEGIN")
+    try takeover.execute("UPDATE _dray_runs SET status = 'abandoned' WHERE run_id = 'r1'")
+    final class Outcome: @unchecked Sendable {
+      var error: (any Error)?
+      let done = DispatchSemaphore(value: 0)
+    }
+    let outcome = Outcome()
+    let url = fixture.url
+    let committing = Thread {
+      do {
+        let store = try PostgresStore(target: PostgresTarget(url: url), claim: live)
+        _ = try store.write { _ in try store.connection.execute("INSERT INTO parts VALUES (1)") }
+      } catch {
+        outcome.error = error
+      }
+      outcome.done.signal()
+    }
+    committing.start()
+    // The commit waits on the run's row, held by the takeover (a condition, polled).
+    var waiting = false
+    for _ in 0..<4000 where !waiting {
+      waiting =
+        try fixture.target.rows(
+          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%'") == [["1"]]
+      if !waiting { usleep(5_000) }
+    }
+    #expect(waiting, "the commit did not wait for the takeover's transaction")
+    try takeover.execute("COMMIT")
+    outcome.done.wait()
+    #expect(outcome.error is PartitionClaimLost, "\(String(describing: outcome.error))")
+    #expect(try fixture.target.rows("SELECT count(*) FROM parts") == [["0"]])
   }
 }

@@ -11,9 +11,15 @@ struct Joining: Sendable {
   /// How long a runner with nothing to claim waits before it looks again.
   static let poll = Duration.milliseconds(200)
 
-  /// The first 8 hexadecimal digits of the SHA-256 of `owner`: what names a runner's own
-  /// staging of a claimed partition (`StepRunner.stagingName`) and its page files.
+  /// The first 8 hexadecimal digits of the SHA-256 of `owner`.
   static func tag(_ owner: String) -> String { String(SHA256.hex(owner).prefix(8)) }
+
+  /// What names one claim's own staging of its partition (`StepRunner.stagingName`) and its
+  /// page files: the tag of its owner and generation (`owner#generation`). Each claim stages
+  /// apart, so that neither another runner sharing the job folder nor this runner's own
+  /// earlier claim on the partition (lost, and perhaps still fetching on another thread)
+  /// ever stages into, resumes or publishes its pages.
+  static func tag(_ claim: PartitionClaim) -> String { tag(claim.owner + "#" + String(claim.generation)) }
 
   static func newOwner() -> String {
     "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UUID().uuidString.lowercased().prefix(8))"
@@ -54,6 +60,14 @@ extension StepRunner {
     console.info("\(HumanUnits.counted(open.count, "partition")) open for claims by the runners of this run", step: step.id)
     let progress = PartitionProgress(total: open.count, console: console, step: step.id)
     reports.merge(workClaims(partitions, gathered: gathered, joining: joining, untilSettled: true, progress: progress)) { $1 }
+    // After a failure this runner's threads stop at once; the claims the other runners hold
+    // end first (committed or given up: an expired one counts as ended), so that the run
+    // ends after them and what they commit is in the run.
+    while !context.cancellation.isCancelled,
+      try claims.states(job: manifest.job, runID: context.runID, stepID: step.id).contains(where: { $0.state == .claimed })
+    {
+      Thread.sleep(forTimeInterval: Joining.poll.seconds)
+    }
     let states = Dictionary(
       try claims.states(job: manifest.job, runID: context.runID, stepID: step.id).map { ($0.memberID, $0) }
     ) { first, _ in first }
@@ -186,23 +200,30 @@ extension StepRunner {
       return skipped
     }
     var report: StepReport
+    var member: StepRunner?
     do {
       var runner = StepRunner(
         context: context, step: try memberStep(for: claim.partition, gatheringInto: gathered), inGroup: true, partition: claim.partition)
       runner.claim = claim
+      member = runner
       report = runner.run()
     } catch {
       report = StepReport(id: claim.memberID, kind: step.kindName, status: .failed)
       report.errorCode = (error as? PartitionError)?.code
       report.errorMessage = "\(error)"
     }
+    // A claim that did not publish leaves nothing staged: no later claim resumes its pages
+    // (each stages under a name of its own), so they would only be left behind.
+    if report.status != .succeeded && report.status != .skipped { member?.dropClaimStaging() }
     report.partition = claim.partition
     do {
       switch report.status {
       case .succeeded, .skipped:
         try claims.settle(claim, as: .done, message: nil)
       case .failed:
-        guard try claims.holds(claim) else {
+        // Lost at its commit (taken over, or its run no longer running): another runner's, or
+        // the next run's, not a failure of the partition.
+        guard report.errorCode != "claim_lost", try claims.holds(claim) else {
           console.warn("dropped: \(PartitionClaimLost(memberID: claim.memberID))", step: claim.memberID)
           return nil
         }
@@ -215,6 +236,25 @@ extension StepRunner {
       console.warn("cannot settle the claim: \(context.database.failure(error)?.message ?? "\(error)")", step: claim.memberID)
     }
     return report
+  }
+
+  /// Drops what this claimed partition staged (`stagingName`: its staging tables and page
+  /// ledger) once its claim ended without publishing (lost, failed or interrupted): the next
+  /// claim of the partition, by whichever runner, stages under its own name and fetches the
+  /// partition from its start. Best effort, even after an interruption; what it cannot drop
+  /// stays behind unused.
+  func dropClaimStaging() {
+    guard claim != nil, case .http(let options) = step.kind, options.load != nil || options.paginate != nil,
+      let staging = try? context.database.openStaging(records: options.load != nil, cancellation: Cancellation())
+    else { return }
+    let (job, name) = (manifest.job, stagingName)
+    try? context.databaseWrites.withLock { _ in
+      try staging.write { transaction in
+        try transaction.dropTable(RecordTableNames.staging(job: job, step: name))
+        try transaction.dropTable(Quarantine.staging(job: job, step: name))
+        try transaction.clearPages(job: job, stepID: name)
+      }
+    }
   }
 
   /// A joined runner's part in this partitioned step of the run it follows: claims and runs

@@ -258,7 +258,7 @@ extension StepRunner {
     _ options: HTTPStep, _ run: HTTPRun, page: Int, next: PageLedger.Next, _ pages: FetchedPages, _ client: HTTPClient,
     _ report: inout StepReport, record: (Attempt) -> Void
   ) throws -> (FetchedPage, Result<PageCommit, any Error>?) {
-    let path = downloadPath((claim.map { Joining.tag($0.owner) + "." } ?? "") + "page-\(page)")
+    let path = downloadPath((claim.map { Joining.tag($0) + "." } ?? "") + "page-\(page)")
     let conditions = pages.sentValidators?.preconditions ?? []
     guard options.load != nil && pageReader(options, run).readsInOnePass && options.output == nil && !inGroup else {
       let fetched = try fetchPage(
