@@ -38,7 +38,8 @@ enum PlanCommand {
     }
     let plan = JobPlan(
       manifest: manifest, database: database, resume: resume, schemes: recordedSchemes(manifest, in: reader),
-      cursors: keptCursors(manifest, in: reader), fresh: options.fresh,
+      // A run continuing a `--fresh` run is fresh too (docs/resume.md).
+      cursors: keptCursors(manifest, in: reader), fresh: options.fresh || resume.resumes?.flags.fresh == true,
       refreshTokens: refreshTokenSources(manifest, database: database, in: reader))
     print(args.flags.contains("--json") ? manifest.redactor.redact(plan.json).indentedJSON : manifest.redactor.redact(plan.text))
     return ExitCode.success

@@ -94,14 +94,20 @@ enum StatusCommand {
       whole.map { whole in whole.allSteps.map { ($0.id, $0.fingerprint(in: whole)) } } ?? checkpoints.map { ($0.stepID, nil) }
     // A partitioned step that has not finished: how far its partitions got in the newest
     // run's chain (each partition has its own checkpoint, `STEP[...]`).
+    // A step whose checkpoint is not `succeeded` in a run still running is under way: its
+    // checkpoint is the one the step records as it starts, not an end.
+    let running = Set(runs.filter { $0.status == .running }.map(\.id))
     func partitions(of id: String) -> String {
-      guard let lineage = runs.first?.lineage else { return "" }
+      guard let newest = runs.first else { return "" }
+      let lineage = newest.lineage
       let members = checkpoints.filter { $0.stepID.hasPrefix(id + "[") && $0.lineage == lineage }
       let finished = members.filter { $0.status == .succeeded }
       guard !members.isEmpty else { return "" }
       let failed = members.count - finished.count
       return "; partitions: \(finished.count) finished (\(HumanUnits.counted(Int(finished.reduce(0) { $0 + $1.rows }), "row")))"
-        + (failed > 0 ? ", \(failed) failed" : "") + " in run \(lineage) and those continuing it; the next dray run resumes the others"
+        + (failed > 0 ? ", \(failed) failed" : "")
+        + (running.contains(newest.id)
+          ? " so far" : " in run \(lineage) and those continuing it; the next dray run resumes the others")
     }
     for step in listed {
       guard let c = checkpoints.first(where: { $0.stepID == step.id }) else {
@@ -109,6 +115,10 @@ enum StatusCommand {
         continue
       }
       let changed = step.fingerprint.map { c.fingerprint == $0 ? "" : " (definition changed since)" } ?? ""
+      if c.status != .succeeded && c.status != .sent && running.contains(c.runID) {
+        lines.append("  \(step.id): running in run \(c.runID)\(changed)" + partitions(of: step.id))
+        continue
+      }
       lines.append(
         "  \(step.id): \(c.status.rawValue) in run \(c.runID) at \(c.finishedAt)"
           + (c.attempts > 1 ? ", \(c.attempts) attempts" : "")

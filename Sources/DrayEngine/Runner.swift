@@ -134,6 +134,7 @@ public final class Runner {
     }
     var plan: ResumePlan
     var lineage: String
+    var flags = options
     var abandonedRuns: [RunRecord] = []
     let joining = join ? Joining(owner: Joining.newOwner()) : nil
     let follower = joining.map { JoinedRunner(runner: self, joining: $0) }
@@ -153,11 +154,15 @@ public final class Runner {
       }
       lineage = plan.lineage ?? runID
       report.resumes = plan.resumes?.id
+      // A run that continues a `--fresh` run carries the fresh load on (docs/resume.md): its
+      // journal row says fresh too, so a run continuing it in turn is fresh as well.
+      flags = options
+      flags.fresh = options.fresh || plan.resumes?.flags.fresh == true
       do {
         let record = RunRecord(
           id: runID, lineage: lineage, job: manifest.job, startedAt: RunReport.rfc3339(startedAt), endedAt: nil,
           status: .running, manifestFingerprint: report.manifestFingerprint, processID: Int(getpid()),
-          flags: options)
+          flags: flags)
         let abandoned =
           if let follower {
             try journal.begin(record, joining: JoinStart(key: runKey, follows: follower.following?.id))
@@ -193,13 +198,15 @@ public final class Runner {
     // reused (docs/resume.md).
     if options.fresh { DownloadFolder(manifest).removeOwnFiles() }
 
-    console.info("run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? ""))
+    console.info(
+      "run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? "")
+        + (flags.fresh && !options.fresh ? " (a --fresh run: the steps it had not finished load afresh)" : ""))
     if let missingFolder, let path = manifest.database?.path {
       console.info("database: created the folder \(missingFolder), which did not exist (database.path: \(path))")
     }
     let session = platformSession()
     let shared = RunContext(
-      manifest: manifest, runID: runID, lineage: lineage, fresh: options.fresh, skipReasons: plan.skipReasons,
+      manifest: manifest, runID: runID, lineage: lineage, fresh: flags.fresh, skipReasons: plan.skipReasons,
       unresolvedWrites: plan.unresolvedWrites, resumedPartitions: plan.resumedPartitions, console: console, cancellation: cancellation,
       session: session, database: database,
       journal: journal, retryBudget: retryBudget, joining: joining)

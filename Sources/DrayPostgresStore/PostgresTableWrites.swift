@@ -169,6 +169,8 @@ extension PostgresTransaction {
   /// The last staged version of each key (`DISTINCT ON (key) ... ORDER BY _dray_order
   /// DESC`) inserts or updates (`INSERT ... ON CONFLICT (key) DO UPDATE`, PostgreSQL 15
   /// documentation §INSERT), or deletes the row with its key when `deletedColumn` holds 1.
+  /// An updated row takes the record whole: a column of `target` that `columns` lacks is set
+  /// NULL (docs/http.md, "A field a record omits").
   func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
     -> (written: Int, deleted: Int)
   {
@@ -195,9 +197,17 @@ extension PostgresTransaction {
         SELECT DISTINCT ON (\(keys)) * FROM \(staged(staging)) ORDER BY \(keys), \(PostgresDelta.orderColumn) DESC)
       """
     let fitted = Set(key.map(PostgresIdentifier.fitted))
-    let updates = columns.filter { !fitted.contains(PostgresIdentifier.fitted($0)) }.map {
-      "\(PostgresIdentifier.sql($0)) = excluded.\(PostgresIdentifier.sql($0))"
+    // A merged row is the record whole (docs/http.md, "A field a record omits"): the table's
+    // columns no staged record fills are NULL in it, as the staged NULL of a field one record
+    // omits is.
+    let staged = Set(columns.map(PostgresIdentifier.fitted))
+    let unfilled = try store.columnNames(ofTable: PostgresIdentifier.fitted(target)).filter {
+      !staged.contains($0) && !fitted.contains($0)
     }
+    let updates =
+      columns.filter { !fitted.contains(PostgresIdentifier.fitted($0)) }.map {
+        "\(PostgresIdentifier.sql($0)) = excluded.\(PostgresIdentifier.sql($0))"
+      } + unfilled.map { "\(PostgresIdentifier.sql($0)) = NULL" }
     let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + updates.joined(separator: ", ")
     let live = deletedColumn.map { "WHERE \(PostgresIdentifier.sql($0)) IS DISTINCT FROM 1" } ?? ""
     let written = try connection.execute(

@@ -6,6 +6,9 @@ public enum RecordValue: Sendable, Equatable {
   case integer(Int64)
   case real(Double)
   case text(String)
+  /// A JSON integer beyond 64 bits, by its digits (`-` first when negative): bound and
+  /// typed as TEXT, and given back as the JSON number it was (the quarantine's record).
+  case bigInteger(String)
 
   /// The column type this value asks for; nil for null (nulls take no part in inference).
   public var inferredType: ColumnType? {
@@ -13,20 +16,23 @@ public enum RecordValue: Sendable, Equatable {
     case .null: nil
     case .integer: .integer
     case .real: .real
-    case .text: .text
+    case .text, .bigInteger: .text
     }
   }
 
   /// A JSON value as a record value: integers that fit Int64 as INTEGER; larger integers as
-  /// TEXT with their exact digits (never rounded through a Double); other numbers as REAL;
-  /// booleans as 0 and 1; strings as TEXT; arrays and objects as their JSON text.
+  /// `bigInteger`, TEXT with their exact digits (never rounded through a Double); other
+  /// numbers as REAL; booleans as 0 and 1; strings as TEXT; arrays and objects as their
+  /// JSON text.
   public init(json: JSONValue) {
     switch json {
     case .null: self = .null
     case .bool(let b): self = .integer(b ? 1 : 0)
     case .integer(let i): self = .integer(i)
     case .number(let text):
-      if text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let d = Double(text), d.isFinite {
+      if !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) {
+        self = .bigInteger(text)
+      } else if let d = Double(text), d.isFinite {
         self = .real(d)
       } else {
         self = .text(text)

@@ -123,7 +123,8 @@ enum TableWrites {
   /// record inserts a row or updates the row with that key
   /// (`INSERT ... ON CONFLICT(key) DO UPDATE`, https://sqlite.org/lang_upsert.html); when
   /// `deletedColumn` is given and that version holds 1 there, the row with that key is
-  /// deleted instead.
+  /// deleted instead. An updated row takes the record whole: a column of `target` that
+  /// `columns` lacks is set NULL (docs/http.md, "A field a record omits").
   ///
   /// `target` gets a unique index on `key` (`_dray_key__<table>`) when it has none, which
   /// the upsert needs.
@@ -154,7 +155,16 @@ enum TableWrites {
     let names = columns.map(Database.quote).joined(separator: ", ")
     let last = "rowid IN (SELECT max(rowid) FROM \(Database.quote(staging)) GROUP BY \(keyList))"
     let keys = Set(key.map(IdentifierKey.init))
-    let updates = columns.filter { !keys.contains(IdentifierKey($0)) }.map { "\(Database.quote($0)) = excluded.\(Database.quote($0))" }
+    // A merged row is the record whole (docs/http.md, "A field a record omits"): the table's
+    // columns no staged record fills are NULL in it, as the staged NULL of a field one record
+    // omits is.
+    let staged = Set(columns.map(IdentifierKey.init))
+    let unfilled = try columnNames(of: target, in: database).filter {
+      !staged.contains(IdentifierKey($0)) && !keys.contains(IdentifierKey($0))
+    }
+    let updates =
+      columns.filter { !keys.contains(IdentifierKey($0)) }.map { "\(Database.quote($0)) = excluded.\(Database.quote($0))" }
+      + unfilled.map { "\(Database.quote($0)) = NULL" }
     let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + updates.joined(separator: ", ")
     let live = deletedColumn.map { "AND \(Database.quote($0)) IS NOT 1" } ?? ""
     // `WHERE` before `ON CONFLICT` keeps SQLite from reading ON as a join's (lang_upsert.html §2.2).

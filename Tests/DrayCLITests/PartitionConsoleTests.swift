@@ -84,6 +84,39 @@ import Testing
     #expect(line.hasSuffix("the next dray run resumes the others"), "\(line)")
   }
 
+  /// While the run is under way, the step is `running`, not the `failed` its starting
+  /// checkpoint holds until it ends (`write: replace` records one; `append` none).
+  @Test(arguments: ["replace", "append"])
+  func statusDuringAPartitionedRunSaysRunning(write: String) throws {
+    let folder = TemporaryDirectory()
+    let server = try RestServer(["--repos", "3", "--issues", "4", "--rule", #"{"path": "/repos/2/issues", "hold": true, "times": 1}"#])
+    let path = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: part
+      database: { path: data.sqlite }
+      steps:
+        - id: issues
+          partitions: { list: [{ repo: "1" }, { repo: "2" }] }
+          http: { base_url: "\(server.url)", path: "repos/{repo}/issues", load: { table: issues, records: /data, write: \(write) } }
+
+      """)
+    let run = try ChildProcess.dray(["run", path], logPrefix: folder.path + "/run")
+    #expect(try server.waitForHeld() == 1)
+    let status = try Command.dray(["status", path])
+    try server.release()
+    #expect(run.wait() == .exited(0), "\(run.errors)")
+    #expect(status.status == 0, "\(status.output)")
+    let lines = status.stdout.split(separator: "\n").map(String.init)
+    let runLine = try #require(lines.dropFirst().first, "\(status.stdout)")
+    let runID = String(runLine.split(separator: " ").first ?? "")
+    #expect(runLine.contains("  running "), "\(runLine)")
+    let line = try #require(lines.first { $0.hasPrefix("  issues: ") }, "\(status.stdout)")
+    let head = write == "replace" ? "running in run \(runID)" : "none"
+    #expect(line == "  issues: \(head); partitions: 1 finished (4 rows) so far", "\(status.stdout)")
+  }
+
   @Test func planCountsThePartitionsARunWouldSkip() throws {
     let folder = TemporaryDirectory()
     let server = try RestServer(["--repos", "3", "--issues", "4"])

@@ -301,6 +301,39 @@ import Testing
     let qtyType = try target.columnTypes("orders").first { $0.first == "qty" }?.last ?? nil
     #expect(qtyType == (kind == .sqlite ? "REAL" : "double precision"))
     #expect(try target.rows("SELECT qty FROM orders WHERE id IN (1, 5) ORDER BY id") == [["1.0"], ["2.5"]])
+    // Said as an added column is (page 2 holds orders 4 and 5).
+    let notes = report.steps.first?.notes ?? []
+    #expect(
+      notes.contains("widened column qty of table orders from INTEGER to REAL (load.contract.types: evolve): record 2 holds 2.5"),
+      "\(notes)")
+    // Then to TEXT, and a run that widens nothing says nothing.
+    try server.changeOrders(#"{"insert": [{"qty": "many"}]}"#)
+    let text = try run(server, target, contract: "{ types: evolve }")
+    #expect(
+      text.steps.first?.notes.contains(
+        #"widened column qty of table orders from REAL to TEXT (load.contract.types: evolve): record 3 holds "many""#) == true,
+      "\(text.steps.first?.notes ?? [])")
+    let again = try run(server, target, contract: "{ types: evolve }")
+    #expect(again.steps.first?.notes.contains { $0.hasPrefix("widened") } == false, "\(again.steps.first?.notes ?? [])")
+  }
+
+  /// The quarantine keeps the record as read: a JSON integer beyond 64 bits stays a number
+  /// (its digits), and the reason says what it is, not "text".
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aBigIntegerSetAsideStaysANumberInTheQuarantine(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 12345678901234567890123}, {"qty": "12345678901234567890123"}]}"#)
+    let report = try run(server, target, contract: "{ types: discard_row }")
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    let rows = try target.rows("SELECT record, reason FROM orders_rejected").sorted { ($0[1] ?? "") < ($1[1] ?? "") }
+    #expect(
+      rows.map { $0[1] } == [
+        #"'qty': "12345678901234567890123" is text, the column is INTEGER"#,
+        "'qty': 12345678901234567890123 is an integer beyond 64 bits, the column is INTEGER",
+      ])
+    #expect(rows.first?[0]?.contains(#""qty":"12345678901234567890123""#) == true, "\(rows)")
+    #expect(rows.last?[0]?.contains(#""qty":12345678901234567890123"#) == true, "\(rows)")
   }
 
   @Test func whatAColumnHoldsAndWhatItWidensTo() {

@@ -24,6 +24,9 @@ final class RecordContract {
   let checksNew: Bool
   /// Fields that are not columns of the table (the deleted mark), never new.
   private let marks: Set<IdentifierKey>
+  /// For each column `evolve` widened in this run, the first value that made it widen:
+  /// `record 2 holds 5.25` (the record counted from 1 in its page), for the publish's note.
+  private(set) var widenings: [IdentifierKey: String] = [:]
   /// Whether a `freeze` failed a record: the step's staged pages are dropped, so that the
   /// next run fetches them again (`StepRunner.runHTTP`).
   private(set) var froze = false
@@ -142,8 +145,8 @@ final class RecordContract {
         kept.append(field)
         continue
       }
-      let reason =
-        "'\(field.name)': \(RecordContract.json(field.value).json) is \(found.rawValue.lowercased()), the column is \(type.rawValue)"
+      let kind = if case .bigInteger = field.value { "an integer beyond 64 bits" } else { found.rawValue.lowercased() }
+      let reason = "'\(field.name)': \(RecordContract.json(field.value).json) is \(kind), the column is \(type.rawValue)"
       switch types {
       case .asGiven: kept.append(field)
       case .evolve:
@@ -151,6 +154,7 @@ final class RecordContract {
         let wider = type.widened(for: found)
         fixed[key] = wider
         verdict.widened.append((field.name, wider))
+        if widenings[key] == nil { widenings[key] = "record \(number) holds \(RecordContract.json(field.value).json)" }
       case .freeze: throw frozen(number, reason, rule: "types")
       case .discardRow:
         verdict.findings.append(Finding(kind: .type, reason: reason))
@@ -181,6 +185,7 @@ final class RecordContract {
     case .integer(let i): .integer(i)
     case .real(let d): .number("\(d)")
     case .text(let t): .string(t)
+    case .bigInteger(let digits): .number(digits)
     }
   }
 

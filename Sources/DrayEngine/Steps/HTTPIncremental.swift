@@ -97,7 +97,7 @@ final class IncrementalRun {
     }
     if repeats > 0 {
       notes.append(
-        "\(repeats) record\(repeats == 1 ? "" : "s") at the kept cursor \(kept?.text ?? "") already appended by an earlier run "
+        "\(repeats) record\(repeats == 1 ? "" : "s") at the kept cursor \(keptRowsAt?.text ?? "") already appended by an earlier run "
           + "\(repeats == 1 ? "was" : "were") not appended again")
     }
   }
@@ -111,6 +111,8 @@ final class IncrementalRun {
   /// is the version an earlier run appended (`isRepeat`).
   private var keptRows: [[IdentifierKey: String]: Int] = [:]
   private var keptColumns: Set<IdentifierKey> = []
+  /// The kept value `keptRows` were read at.
+  private var keptRowsAt: IncrementalCursor.Value?
   /// How many records `isRepeat` found appended by an earlier run.
   private(set) var repeats = 0
 
@@ -144,6 +146,7 @@ final class IncrementalRun {
         keptRows[key, default: 0] += 1
       })
     keptColumns = Set(columns)
+    keptRowsAt = kept
   }
 
   /// Whether `record` (as staged for `append`) equals a row `readKeptRows` found, one not
@@ -305,7 +308,7 @@ struct RecordChecks {
       case .null: .null
       case .integer(let i): .integer(i)
       case .real(let d): .number(String(d))
-      case .text(let s): .string(s)
+      case .text(let s), .bigInteger(let s): .string(s)
       }
     let rest = Array(pointer.tokens.dropFirst())
     guard !rest.isEmpty else { return column }

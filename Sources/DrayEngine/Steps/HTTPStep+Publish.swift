@@ -31,7 +31,7 @@ extension StepRunner {
             status: pages.emptyStatus, pages: pages.progress.pages, in: transaction)
           let published = try publish(
             load, staged: staging.table(run.stagingTable), fresh: partition == nil && run.cursors?.entry.fresh == true,
-            deletesMissing: deletes, in: transaction)
+            deletesMissing: deletes, widenings: run.contract?.widenings ?? [:], in: transaction)
           done.rowsDeleted = load.deleteMissing ? published.deleted : nil
           if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
           done.notes += published.notes
@@ -168,7 +168,8 @@ extension StepRunner {
   /// - Returns: the rows the table holds, whether it exists, notes for the report (columns
   ///   added, rows appended, merged and deleted), and the rows `deletesMissing` deleted.
   func publish(
-    _ load: HTTPStep.Load, staged: any StagedTable, fresh: Bool, deletesMissing: Bool = false, in transaction: any StoreTransaction
+    _ load: HTTPStep.Load, staged: any StagedTable, fresh: Bool, deletesMissing: Bool = false,
+    widenings: [IdentifierKey: String] = [:], in transaction: any StoreTransaction
   ) throws -> (rows: Int, created: Bool, notes: [String], deleted: Int) {
     let existed = try !transaction.columns(ofTable: load.table).isEmpty
     let columns = load.write == .replace ? staged.columns.map { (name: $0.name, type: $0.type ?? .text) } : publishedColumns(load, staged)
@@ -180,10 +181,11 @@ extension StepRunner {
       let notes = deletesMissing ? [Self.deletedMissingNote(deleted)] : []
       return (try transaction.rowCount(ofTable: load.table), true, notes, deletesMissing ? deleted : 0)
     }
-    if load.contract.types == .evolve && existed { try widen(load, staged: columns, in: transaction) }
+    let widened =
+      load.contract.types == .evolve && existed ? try widen(load, staged: columns, widenings: widenings, in: transaction) : []
     // Every staged column goes across: `merge` reads the deleted mark there.
     try transaction.stage(staged.name, columns: staged.columns, for: load.table) { add in try staged.forEachRow(add) }
-    var notes = try write(load, from: staged.name, columns: columns, existed: existed, fresh: fresh, in: transaction)
+    var notes = try widened + write(load, from: staged.name, columns: columns, existed: existed, fresh: fresh, in: transaction)
     var deleted = 0
     if deletesMissing && load.write == .merge {
       deleted = try transaction.deleteMissing(from: staged.name, in: load.table, key: load.primaryKey)
@@ -199,15 +201,29 @@ extension StepRunner {
   /// Widens the columns of `load.table` whose type does not hold their staged values
   /// (`load.contract.types: evolve`), in `transaction`: the staged type says what the
   /// records of the whole load held, those of a run this one resumed included.
-  private func widen(_ load: HTTPStep.Load, staged: [(name: String, type: ColumnType)], in transaction: any StoreTransaction) throws {
+  /// - Parameter widenings: the value that widened each column, where this run saw it
+  ///   (`RecordContract.widenings`).
+  /// - Returns: a note for each column widened: `widened column qty of table t from INTEGER
+  ///   to REAL: record 2 holds 5.25`.
+  private func widen(
+    _ load: HTTPStep.Load, staged: [(name: String, type: ColumnType)], widenings: [IdentifierKey: String],
+    in transaction: any StoreTransaction
+  ) throws -> [String] {
     let types = Dictionary(
       try transaction.columnTypes(ofTable: load.table).map { (IdentifierKey($0.name), $0.type) }, uniquingKeysWith: { a, _ in a })
+    var notes: [String] = []
     let wider = staged.compactMap { column -> (name: String, type: ColumnType)? in
       guard let known = types[IdentifierKey(column.name)], let type = known, !type.holds(column.type) else { return nil }
-      return (column.name, type.widened(for: column.type))
+      let widened = type.widened(for: column.type)
+      notes.append(
+        "widened column \(column.name) of table \(load.table) from \(type.rawValue) to \(widened.rawValue) "
+          + "(load.contract.types: evolve): "
+          + (widenings[IdentifierKey(column.name)] ?? "the staged records hold values of type \(column.type.rawValue)"))
+      return (column.name, widened)
     }
-    guard !wider.isEmpty else { return }
+    guard !wider.isEmpty else { return [] }
     try transaction.widenColumns(wider, ofTable: load.table)
+    return notes
   }
 
   /// Fails the load when the records set aside or trimmed pass `load.quarantine`'s bounds,

@@ -535,7 +535,7 @@ extension RecordValue {
     case .null: .null
     case .integer(let value): .integer(value)
     case .real(let value): .real(value)
-    case .text(let value): .text(value)
+    case .text(let value), .bigInteger(let value): .text(value)
     }
   }
 }

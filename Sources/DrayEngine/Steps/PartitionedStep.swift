@@ -52,22 +52,27 @@ extension StepRunner {
         && ($0.runID == context.runID || resuming && $0.lineage == context.lineage)
     }
     let startsOver = !resuming && !finished.contains { $0.runID == context.runID }
-    if let store, startsOver {
-      // A step that starts over gathers from nothing; a `--fresh` incremental load into one
-      // table empties it once here, not once per partition.
-      let emptiesTable = context.fresh && load != nil && load?.write != .replace && isIncremental
-      if gathered != nil || emptiesTable {
-        try context.databaseWrites.withLock { _ in
-          try store.write { transaction in
-            if let gathered {
-              try transaction.dropTable(gathered)
-              // The definition the partitions gather under, for a run that resumes them.
-              try transaction.record(checkpoint(report, status: .failed))
-            }
-            if emptiesTable, let load, try !transaction.columns(ofTable: load.table).isEmpty {
-              _ = try transaction.deleteRows(ofTable: load.table)
-            }
+    // A `--fresh` incremental load into one table empties it once in its chain, here, not
+    // once per partition: a run continuing the fresh run (itself fresh) empties it only
+    // when the step never started in the chain (no checkpoint of it or its partitions).
+    let startedInChain = checkpoints.contains {
+      ($0.stepID == step.id || $0.stepID.hasPrefix(step.id + "[")) && $0.lineage == context.lineage
+    }
+    let emptiesTable =
+      context.fresh && load != nil && load?.write != .replace && isIncremental && (startsOver || !startedInChain)
+    if let store, (startsOver && gathered != nil) || emptiesTable {
+      // A step that starts over gathers from nothing.
+      try context.databaseWrites.withLock { _ in
+        try store.write { transaction in
+          if let gathered {
+            try transaction.dropTable(gathered)
           }
+          if emptiesTable, let load, try !transaction.columns(ofTable: load.table).isEmpty {
+            _ = try transaction.deleteRows(ofTable: load.table)
+          }
+          // The definition the partitions gather under, and the mark that the table was
+          // emptied, for a run that resumes them.
+          try transaction.record(checkpoint(report, status: .failed))
         }
       }
     }
