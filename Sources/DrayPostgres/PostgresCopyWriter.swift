@@ -25,41 +25,67 @@ public final class PostgresCopyWriter {
 
   /// The staged bytes. Only trivial fields, reached through a raw pointer: the per-value
   /// path does no reference counting, no exclusivity checks and no array bookkeeping.
-  private struct Staging {
+  struct Staging {
     var base: UnsafeMutablePointer<UInt8>
     var count = 0
     var capacity: Int
-    /// True when the next value is not the first of its row (a tab goes before it).
+    /// True when the next value is not the first of its row (a tab goes before it; in
+    /// binary, the row's field count is written).
     var inRow = false
+    /// The COPY is in binary format (`PostgresCopyWriter+Binary.swift`).
+    var binary = false
+    /// Binary: the values of a row.
+    var width = 0
+    /// Binary: where the current row starts, and the kind of each of its values so far.
+    var rowStart = 0
+    var fields = 0
+    var kinds: UnsafeMutablePointer<FieldKind>
+    /// Binary: where the binary rows end when the current row goes by text
+    /// (`PostgresCopyWriter+Binary.swift`, "switching to text"); the switch is made at its end.
+    var binaryEnd: Int?
   }
 
-  private let connection: PostgresConnection
-  private let statement: String
+  let connection: PostgresConnection
+  /// The statement that started the COPY (in binary, without its `(FORMAT binary)`).
+  var statement: String
   /// When the COPY was sent: its answer's limit counts from here.
-  private let started = ContinuousClock.now
-  private let staging: UnsafeMutablePointer<Staging>
-  private var done = false
+  var started = ContinuousClock.now
+  let staging: UnsafeMutablePointer<Staging>
+  var done = false
   /// Rows ended so far.
-  public private(set) var rowCount = 0
+  public internal(set) var rowCount = 0
+  /// Rows the server copied in COPYs ended before this one (a binary COPY switched to text).
+  var copiedBefore = 0
+  /// Why a binary COPY went on in text, once it did.
+  public internal(set) var textReason: String?
 
-  init(connection: PostgresConnection, statement: String) {
+  init(connection: PostgresConnection, statement: String, binaryWidth: Int? = nil) {
     self.connection = connection
     self.statement = statement
     let capacity = Self.chunkSize + 4096
     staging = UnsafeMutablePointer<Staging>.allocate(capacity: 1)
-    staging.initialize(to: Staging(base: UnsafeMutablePointer<UInt8>.allocate(capacity: capacity), capacity: capacity))
+    let width = binaryWidth ?? 0
+    staging.initialize(
+      to: Staging(
+        base: UnsafeMutablePointer<UInt8>.allocate(capacity: capacity), capacity: capacity, binary: binaryWidth != nil,
+        width: width, kinds: .allocate(capacity: max(1, width))))
+    if binaryWidth != nil { appendBinaryHeader() }
   }
 
   deinit {
     if !done { cancel("the COPY was abandoned") }
     staging.pointee.base.deallocate()
+    staging.pointee.kinds.deallocate()
     staging.deinitialize(count: 1)
     staging.deallocate()
   }
 
+  /// Whether values go in binary form now.
+  var isBinary: Bool { staging.pointee.binary }
+
   /// Makes room for `count` more bytes.
   @inline(__always)
-  private func reserve(_ count: Int) {
+  func reserve(_ count: Int) {
     if staging.pointee.count + count > staging.pointee.capacity { grow(count) }
   }
 
@@ -69,22 +95,27 @@ public final class PostgresCopyWriter {
   }
 
   @inline(__always)
-  private func append(byte: UInt8) {
+  func append(byte: UInt8) {
     reserve(1)
     staging.pointee.base[staging.pointee.count] = byte
     staging.pointee.count += 1
   }
 
   @inline(__always)
-  private func append(bytes: UnsafeBufferPointer<UInt8>) {
+  func append(bytes: UnsafeBufferPointer<UInt8>) {
     guard let source = bytes.baseAddress, bytes.count > 0 else { return }
     reserve(bytes.count)
     (staging.pointee.base + staging.pointee.count).update(from: source, count: bytes.count)
     staging.pointee.count += bytes.count
   }
 
-  /// Appends NULL (`\N`).
+  /// Appends NULL (`\N`; in binary, a length of -1).
   public func appendNull() {
+    if staging.pointee.binary {
+      binaryField(.null)
+      appendInt32(-1)
+      return
+    }
     separate()
     append(byte: UInt8(ascii: "\\"))
     append(byte: UInt8(ascii: "N"))
@@ -113,8 +144,7 @@ public final class PostgresCopyWriter {
     if let base = bytes.baseAddress, memchr(base, 0, bytes.count) != nil {
       throw PostgresValueRefusal(found: "a string with a NUL character (\\u0000)", value: nil)
     }
-    separate()
-    appendEscaped(bytes)
+    appendText(bytes)
   }
 
   /// Appends bytes that need no escaping (digits, `t`, `f`); checked by the caller.
@@ -189,13 +219,25 @@ public final class PostgresCopyWriter {
   ///
   /// - Throws: `PostgresError` when sending fails (the connection broke: transient).
   public func endRow() throws(PostgresError) {
+    if staging.pointee.binary {
+      if !staging.pointee.inRow { startBinaryRow() }
+      staging.pointee.inRow = false
+      rowCount += 1
+      if staging.pointee.count >= Self.chunkSize { try flush() }
+      return
+    }
     append(byte: UInt8(ascii: "\n"))
     staging.pointee.inRow = false
+    if let binaryEnd = staging.pointee.binaryEnd {
+      rowCount += 1
+      try switchToText(at: binaryEnd)
+      return
+    }
     rowCount += 1
     if staging.pointee.count >= Self.chunkSize { try flush() }
   }
 
-  private func flush() throws(PostgresError) {
+  func flush() throws(PostgresError) {
     let s = staging.pointee
     guard s.count > 0 else { return }
     do throws(PostgresError) {
@@ -214,7 +256,7 @@ public final class PostgresCopyWriter {
   /// Queues a message with `put` (`PQputCopyData`, `PQputCopyEnd`: 1 queued, 0 no room yet,
   /// -1 failed) and sends it (`PostgresConnection.flushOutput`), so that libpq holds at most
   /// one chunk and a server that takes nothing is given up after `database.timeouts.idle`.
-  private func send(_ put: (OpaquePointer) -> Int32) throws(PostgresError) {
+  func send(_ put: (OpaquePointer) -> Int32) throws(PostgresError) {
     let handle = try connection.open(statement)
     var queued = put(handle)
     if queued == 0 {
@@ -233,10 +275,11 @@ public final class PostgresCopyWriter {
   @discardableResult
   public func finish() throws(PostgresError) -> Int {
     precondition(!staging.pointee.inRow, "finish() in the middle of a row")
+    if staging.pointee.binary { appendInt16(-1) }
     try flush()
     done = true
     try send { PQputCopyEnd($0, nil) }
-    return try drain()
+    return try copiedBefore + drain()
   }
 
   /// Abandons the COPY: the server discards every row and the COPY fails with `message`.
@@ -249,7 +292,7 @@ public final class PostgresCopyWriter {
   }
 
   /// Reads the COPY's results up to the end; the count of the successful one.
-  private func drain() throws(PostgresError) -> Int {
+  func drain() throws(PostgresError) -> Int {
     let handle = try connection.open(statement)
     var failure: PostgresError?
     var count = 0
