@@ -372,6 +372,7 @@ extension PostgresCopyWriter {
     staging.pointee.binaryEnd = nil
     appendInt16(-1)
     try flush()
+    try waitForSender()
     done = true
     try send { PQputCopyEnd($0, nil) }
     copiedBefore += try drain()
