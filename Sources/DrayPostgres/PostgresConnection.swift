@@ -241,7 +241,7 @@ public final class PostgresConnection {
 
   /// Sends `sql` (`PQsendQueryParams`) and waits for its result as `PQexec` would (the
   /// last one, or the first error), bounded by `timeouts`.
-  private func run(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> OpaquePointer {
+  func run(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> OpaquePointer {
     let handle = try open(sql)
     let started = ContinuousClock.now
     let texts = parameters.map { $0.parameterText.map { strdup($0) } ?? nil }
@@ -354,21 +354,6 @@ public final class PostgresConnection {
       throw error
     }
     return value
-  }
-
-  /// Starts `COPY ... FROM STDIN` (text format) and returns the writer of its rows.
-  ///
-  /// - Parameter sql: a `COPY table (columns) FROM STDIN` statement (text format, the
-  ///   default).
-  /// - Throws: `PostgresError` when the server refuses the statement.
-  public func copyIn(_ sql: String) throws(PostgresError) -> PostgresCopyWriter {
-    let result = try run(sql)
-    let status = PQresultStatus(result)
-    PQclear(result)
-    guard status == PGRES_COPY_IN else {
-      throw PostgresError(sqlState: nil, message: "the statement did not start COPY FROM STDIN", statement: sql, url: url.redacted)
-    }
-    return PostgresCopyWriter(connection: self, statement: sql)
   }
 
   /// Something another thread may use to cancel the statement running on this connection.

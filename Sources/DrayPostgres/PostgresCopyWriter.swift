@@ -1,16 +1,23 @@
 internal import CLibPQ
 internal import DrayJSON
+internal import DrayModel
 internal import Foundation
 
 /// Sends the rows of a `COPY ... FROM STDIN` in text format (PostgreSQL 15 documentation,
-/// COPY, "Text Format"), value by value, with bounded memory.
+/// COPY, "Text Format"), value by value, with bounded memory; made by
+/// `copyInBinary(_:width:)`, in binary format (`PostgresCopyWriter+Binary.swift`).
 ///
 /// Made by `PostgresConnection.copyIn(_:)`. Values are appended to the current row
 /// (`appendNull()`, `append(_:)`, or `PostgresValueRule.append(_:as:to:)` for JSON values),
-/// and `endRow()` ends it. Rows are staged in one buffer and sent with `PQputCopyData` each
-/// time it reaches `chunkSize` bytes, so memory stays at one chunk plus the longest row
-/// whatever the row count. `finish()` ends the COPY (`PQputCopyEnd`) and checks the server's
-/// answer; `cancel(_:)` abandons it, and the server then discards every row sent.
+/// and `endRow()` ends it. Rows are staged in one buffer; each time it reaches `chunkSize`
+/// bytes it is handed to a sender thread (`HandoffThread`) that sends it with
+/// `PQputCopyData` while the next chunk fills, so that the answer's scanning and the sending
+/// (and the server's reading, which the sending waits on) overlap on two cores. At most
+/// `queueLimit` chunks wait, so memory stays at a few chunks plus the longest row whatever
+/// the row count. The connection is used by one thread at a time: the sender between
+/// chunks, the caller only once the chunks handed over are sent. `finish()` ends the COPY
+/// (`PQputCopyEnd`) and checks the server's answer; `cancel(_:)` abandons it, and the server
+/// then discards every row sent.
 ///
 /// Text is escaped as the text format requires: backslash as `\\`, tab as `\t`, newline as
 /// `\n`, carriage return as `\r`; NULL is `\N`, so NULL and `""` stay distinct. A NUL
@@ -22,44 +29,100 @@ internal import Foundation
 public final class PostgresCopyWriter {
   /// Bytes staged before they are sent: 64 KiB.
   public static let chunkSize = 64 * 1024
+  /// Chunks handed to the sender and not yet sent, at most.
+  static let queueLimit = 3
+
+  /// Staged bytes handed to the sender thread.
+  final class Chunk {
+    var base: UnsafeMutablePointer<UInt8>
+    var capacity: Int
+    var count = 0
+
+    init(capacity: Int) {
+      base = .allocate(capacity: capacity)
+      self.capacity = capacity
+    }
+
+    deinit { base.deallocate() }
+  }
+
+  /// Sends the chunks on a thread of its own.
+  private let sender: HandoffThread<Chunk>
 
   /// The staged bytes. Only trivial fields, reached through a raw pointer: the per-value
   /// path does no reference counting, no exclusivity checks and no array bookkeeping.
-  private struct Staging {
+  struct Staging {
     var base: UnsafeMutablePointer<UInt8>
     var count = 0
     var capacity: Int
-    /// True when the next value is not the first of its row (a tab goes before it).
+    /// True when the next value is not the first of its row (a tab goes before it; in
+    /// binary, the row's field count is written).
     var inRow = false
+    /// The COPY is in binary format (`PostgresCopyWriter+Binary.swift`).
+    var binary = false
+    /// Binary: the values of a row.
+    var width = 0
+    /// Binary: where the current row starts, and the kind of each of its values so far.
+    var rowStart = 0
+    var fields = 0
+    var kinds: UnsafeMutablePointer<FieldKind>
+    /// Binary: where the binary rows end when the current row goes by text
+    /// (`PostgresCopyWriter+Binary.swift`, "switching to text"); the switch is made at its end.
+    var binaryEnd: Int?
   }
 
-  private let connection: PostgresConnection
-  private let statement: String
+  let connection: PostgresConnection
+  /// The statement that started the COPY (in binary, without its `(FORMAT binary)`).
+  var statement: String
   /// When the COPY was sent: its answer's limit counts from here.
-  private let started = ContinuousClock.now
-  private let staging: UnsafeMutablePointer<Staging>
-  private var done = false
+  var started = ContinuousClock.now
+  let staging: UnsafeMutablePointer<Staging>
+  var done = false
   /// Rows ended so far.
-  public private(set) var rowCount = 0
+  public internal(set) var rowCount = 0
+  /// Rows the server copied in COPYs ended before this one (a binary COPY switched to text).
+  var copiedBefore = 0
+  /// Why a binary COPY went on in text, once it did.
+  public internal(set) var textReason: String?
 
-  init(connection: PostgresConnection, statement: String) {
+  init(connection: PostgresConnection, statement: String, binaryWidth: Int? = nil) {
     self.connection = connection
     self.statement = statement
+    sender = HandoffThread(limit: Self.queueLimit) { [connection, statement] chunk in
+      do throws(PostgresError) {
+        try Self.send(on: connection, statement) { handle in
+          UnsafeRawPointer(chunk.base).withMemoryRebound(to: CChar.self, capacity: chunk.count) {
+            PQputCopyData(handle, $0, Int32(chunk.count))
+          }
+        }
+        return nil
+      } catch { return error }
+    }
     let capacity = Self.chunkSize + 4096
     staging = UnsafeMutablePointer<Staging>.allocate(capacity: 1)
-    staging.initialize(to: Staging(base: UnsafeMutablePointer<UInt8>.allocate(capacity: capacity), capacity: capacity))
+    let width = binaryWidth ?? 0
+    staging.initialize(
+      to: Staging(
+        base: UnsafeMutablePointer<UInt8>.allocate(capacity: capacity), capacity: capacity, binary: binaryWidth != nil,
+        width: width, kinds: .allocate(capacity: max(1, width))))
+    if binaryWidth != nil { appendBinaryHeader() }
   }
 
   deinit {
     if !done { cancel("the COPY was abandoned") }
+    sender.stop()
     staging.pointee.base.deallocate()
+    staging.pointee.kinds.deallocate()
     staging.deinitialize(count: 1)
     staging.deallocate()
   }
 
+  /// Whether values go in binary form now.
+  var isBinary: Bool { staging.pointee.binary }
+
   /// Makes room for `count` more bytes.
   @inline(__always)
-  private func reserve(_ count: Int) {
+  func reserve(_ count: Int) {
     if staging.pointee.count + count > staging.pointee.capacity { grow(count) }
   }
 
@@ -69,22 +132,27 @@ public final class PostgresCopyWriter {
   }
 
   @inline(__always)
-  private func append(byte: UInt8) {
+  func append(byte: UInt8) {
     reserve(1)
     staging.pointee.base[staging.pointee.count] = byte
     staging.pointee.count += 1
   }
 
   @inline(__always)
-  private func append(bytes: UnsafeBufferPointer<UInt8>) {
+  func append(bytes: UnsafeBufferPointer<UInt8>) {
     guard let source = bytes.baseAddress, bytes.count > 0 else { return }
     reserve(bytes.count)
     (staging.pointee.base + staging.pointee.count).update(from: source, count: bytes.count)
     staging.pointee.count += bytes.count
   }
 
-  /// Appends NULL (`\N`).
+  /// Appends NULL (`\N`; in binary, a length of -1).
   public func appendNull() {
+    if staging.pointee.binary {
+      binaryField(.null)
+      appendInt32(-1)
+      return
+    }
     separate()
     append(byte: UInt8(ascii: "\\"))
     append(byte: UInt8(ascii: "N"))
@@ -113,8 +181,7 @@ public final class PostgresCopyWriter {
     if let base = bytes.baseAddress, memchr(base, 0, bytes.count) != nil {
       throw PostgresValueRefusal(found: "a string with a NUL character (\\u0000)", value: nil)
     }
-    separate()
-    appendEscaped(bytes)
+    appendText(bytes)
   }
 
   /// Appends bytes that need no escaping (digits, `t`, `f`); checked by the caller.
@@ -189,32 +256,67 @@ public final class PostgresCopyWriter {
   ///
   /// - Throws: `PostgresError` when sending fails (the connection broke: transient).
   public func endRow() throws(PostgresError) {
+    if staging.pointee.binary {
+      if !staging.pointee.inRow { startBinaryRow() }
+      staging.pointee.inRow = false
+      rowCount += 1
+      if staging.pointee.count >= Self.chunkSize { try flush() }
+      return
+    }
     append(byte: UInt8(ascii: "\n"))
     staging.pointee.inRow = false
+    if let binaryEnd = staging.pointee.binaryEnd {
+      rowCount += 1
+      try switchToText(at: binaryEnd)
+      return
+    }
     rowCount += 1
     if staging.pointee.count >= Self.chunkSize { try flush() }
   }
 
-  private func flush() throws(PostgresError) {
+  /// Hands the staged bytes to the sender and stages into a spare chunk.
+  func flush() throws(PostgresError) {
     let s = staging.pointee
     guard s.count > 0 else { return }
-    do throws(PostgresError) {
-      try send { handle in
-        UnsafeRawPointer(s.base).withMemoryRebound(to: CChar.self, capacity: s.count) {
-          PQputCopyData(handle, $0, Int32(s.count))
-        }
-      }
+    let chunk = sender.take() ?? Chunk(capacity: s.capacity)
+    let (base, capacity) = (chunk.base, chunk.capacity)
+    chunk.base = s.base
+    chunk.capacity = s.capacity
+    chunk.count = s.count
+    staging.pointee.base = base
+    staging.pointee.capacity = capacity
+    staging.pointee.count = 0
+    do {
+      try sender.submit(chunk)
     } catch {
       done = true
-      throw error
+      throw postgresError(error)
     }
-    staging.pointee.count = 0
+  }
+
+  /// Waits until the sender has sent every chunk handed over; the connection is then the
+  /// caller's.
+  /// - Throws: the sender's failure, if it had one.
+  func waitForSender() throws(PostgresError) {
+    if let failure = sender.drain() {
+      done = true
+      throw postgresError(failure)
+    }
+  }
+
+  /// The sender's failures are `PostgresError`s (`send(on:_:_:)`).
+  private func postgresError(_ error: any Error) -> PostgresError {
+    error as? PostgresError ?? PostgresError(sqlState: nil, message: "\(error)", statement: statement, url: connection.url.redacted)
   }
 
   /// Queues a message with `put` (`PQputCopyData`, `PQputCopyEnd`: 1 queued, 0 no room yet,
   /// -1 failed) and sends it (`PostgresConnection.flushOutput`), so that libpq holds at most
   /// one chunk and a server that takes nothing is given up after `database.timeouts.idle`.
-  private func send(_ put: (OpaquePointer) -> Int32) throws(PostgresError) {
+  func send(_ put: (OpaquePointer) -> Int32) throws(PostgresError) {
+    try Self.send(on: connection, statement, put)
+  }
+
+  static func send(on connection: PostgresConnection, _ statement: String, _ put: (OpaquePointer) -> Int32) throws(PostgresError) {
     let handle = try connection.open(statement)
     var queued = put(handle)
     if queued == 0 {
@@ -233,10 +335,12 @@ public final class PostgresCopyWriter {
   @discardableResult
   public func finish() throws(PostgresError) -> Int {
     precondition(!staging.pointee.inRow, "finish() in the middle of a row")
+    if staging.pointee.binary { appendInt16(-1) }
     try flush()
+    try waitForSender()
     done = true
     try send { PQputCopyEnd($0, nil) }
-    return try drain()
+    return try copiedBefore + drain()
   }
 
   /// Abandons the COPY: the server discards every row and the COPY fails with `message`.
@@ -244,12 +348,13 @@ public final class PostgresCopyWriter {
   public func cancel(_ message: String) {
     guard !done else { return }
     done = true
+    _ = sender.drain()
     guard (try? send { PQputCopyEnd($0, message) }) != nil else { return }
     _ = try? drain()
   }
 
   /// Reads the COPY's results up to the end; the count of the successful one.
-  private func drain() throws(PostgresError) -> Int {
+  func drain() throws(PostgresError) -> Int {
     let handle = try connection.open(statement)
     var failure: PostgresError?
     var count = 0

@@ -40,9 +40,9 @@ public enum PostgresValueRule {
       writer.appendNull()
     case .bool(let b):
       switch column {
-      case .bigint: writer.appendVerbatim(b ? "1" : "0")
-      case .boolean: writer.appendVerbatim(b ? "t" : "f")
-      case .jsonb: writer.appendVerbatim(b ? "true" : "false")
+      case .bigint: writer.appendBigint(b)
+      case .boolean: writer.appendBoolean(b)
+      case .jsonb: writer.appendJSON(b ? "true" : "false")
       case .doublePrecision, .numeric, .text: throw refusal("a boolean", b ? "true" : "false", column)
       }
     case .number(let text):
@@ -53,10 +53,8 @@ public enum PostgresValueRule {
       }
       switch column {
       case .text:
-        writer.separate()
-        writer.appendEscaped(bytes)
+        writer.appendText(bytes)
       case .jsonb:
-        writer.separate()
         appendJSONString(bytes, writer)
       case .bigint, .doublePrecision, .numeric, .boolean:
         throw refusal("a string", "\"" + String(decoding: bytes, as: UTF8.self) + "\"", column)
@@ -68,8 +66,7 @@ public enum PostgresValueRule {
       if containsEscapedNUL(json) {
         throw PostgresValueRefusal(found: "a nested string with a NUL character (\\u0000)", value: nil, column: column)
       }
-      writer.separate()
-      writer.appendEscaped(json)
+      if column == .text { writer.appendText(json) } else { writer.appendJSON(json) }
     }
   }
 
@@ -80,14 +77,15 @@ public enum PostgresValueRule {
       throw PostgresValueRefusal(found: "not a JSON number", value: String(decoding: text, as: UTF8.self), column: column)
     }
     switch (column, kind) {
-    case (.numeric, _), (.jsonb, _), (.bigint, .integer):
-      writer.appendVerbatim(text)
+    case (.numeric, _): writer.appendNumeric(text)
+    case (.jsonb, _): writer.appendJSON(text)
+    case (.bigint, .integer): writer.appendBigint(text)
     case (.doublePrecision, .integer), (.doublePrecision, .wideInteger):
       let string = String(decoding: text, as: UTF8.self)
       guard let d = Double(string), d.isFinite, String(format: "%.0f", d) == string else {
         throw refusal("an integer a double cannot hold exactly", string, column)
       }
-      writer.appendVerbatim(text)
+      writer.appendDouble(text)
     case (.doublePrecision, .real):
       // A decimal without an exponent shorter than 300 characters is finite, and normal
       // when not zero (its magnitude is between 1e-300 and 1e300): PostgreSQL reads it
@@ -95,7 +93,7 @@ public enum PostgresValueRule {
       if text.count < 300, !text.contains(where: { $0 | 0x20 == UInt8(ascii: "e") }),
         text.contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") })
       {
-        writer.appendVerbatim(text)
+        writer.appendDouble(text)
         return
       }
       let string = String(decoding: text, as: UTF8.self)
@@ -103,9 +101,9 @@ public enum PostgresValueRule {
       // PostgreSQL refuses text whose value underflows (strtod's ERANGE), e.g. 1e-400.
       if d == 0 || abs(d) < Double.leastNormalMagnitude {
         var shortest = "\(d)"
-        shortest.withUTF8 { writer.appendVerbatim($0) }
+        shortest.withUTF8 { writer.appendDouble($0) }
       } else {
-        writer.appendVerbatim(text)
+        writer.appendDouble(text)
       }
     case (.bigint, .wideInteger): throw refusal("an integer beyond 64 bits", String(decoding: text, as: UTF8.self), column)
     case (.bigint, .real): throw refusal("a number with a fraction or exponent", String(decoding: text, as: UTF8.self), column)
@@ -143,7 +141,7 @@ public enum PostgresValueRule {
   }
 
   /// Appends `bytes` as a JSON string (RFC 8259 §7: `"` and `\` escaped, control
-  /// characters as `\n`, `\t`, ... or `\u00XX`), COPY-escaped.
+  /// characters as `\n`, `\t`, ... or `\u00XX`) into a `jsonb` column.
   private static func appendJSONString(_ bytes: UnsafeBufferPointer<UInt8>, _ writer: PostgresCopyWriter) {
     var json: [UInt8] = [UInt8(ascii: "\"")]
     json.reserveCapacity(bytes.count + 2)
@@ -159,7 +157,7 @@ public enum PostgresValueRule {
       }
     }
     json.append(UInt8(ascii: "\""))
-    json.withUnsafeBufferPointer { writer.appendEscaped($0) }
+    json.withUnsafeBufferPointer { writer.appendJSON($0) }
   }
 
   /// True when JSON text holds the escape `\u0000`, which `jsonb` refuses.

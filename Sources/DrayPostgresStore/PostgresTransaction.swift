@@ -211,11 +211,25 @@ private final class PostgresLoad: NamedListSink {
       columns = [columns[0]]
     }
     let list = columns.map { PostgresIdentifier.sql($0.name) }.joined(separator: ", ")
-    let writer = try transaction.connection.copyIn("COPY \(destination) (\(list)) FROM STDIN")
+    let copy = "COPY \(destination) (\(list)) FROM STDIN"
+    let connection = transaction.connection
+    let writer =
+      try Self.binary(destination, columns, on: connection)
+      ? connection.copyInBinary(copy, width: columns.count) : connection.copyIn(copy)
     let sink = PostgresRowSink(
       writer: writer, resource: applier.scheme.name, table: source, columns: columns, rowIDFirst: target.cached)
     rows = sink
     return action == .ids ? .ids : .rows(sink)
+  }
+
+  /// Whether the list goes by binary COPY (`PostgresCopyWriter+Binary.swift`): when each
+  /// column's type in the catalog is the one `PostgresColumnType` gives its scheme type. A
+  /// column a user altered to another type makes it text, which the server casts as before;
+  /// `DRAY_TEST_POSTGRES_COPY=text` makes every list text (tests compare the two with it).
+  static func binary(_ table: String, _ columns: [(name: String, type: String)], on connection: PostgresConnection) throws -> Bool {
+    if ProcessInfo.processInfo.environment["DRAY_TEST_POSTGRES_COPY"] == "text" { return false }
+    let types = try connection.columnTypes(of: table, columns.map(\.name))
+    return types == columns.map { PostgresColumnType(schemeType: $0.type).sqlName }
   }
 
   func deleteID(_ token: JSONToken, item: Int) throws {

@@ -42,41 +42,32 @@ struct RowBatch {
   var isFull: Bool { rows == rowCapacity || arenaUsed >= RowBatch.arenaLimit }
 }
 
-/// The load's inserts on a thread of their own, so that parsing the answer (on the load's
-/// thread) and SQLite's inserts use two cores. The load's thread fills a `RowBatch` and
-/// hands it over with `submit(_:)`; at most `queueLimit` batches wait, so memory stays
-/// bounded whatever the answer's size.
+/// The load's inserts on a thread of their own (`HandoffThread`), so that parsing the answer
+/// (on the load's thread) and SQLite's inserts use two cores. The load's thread fills a
+/// `RowBatch` and hands it over with `submit(_:)`; at most `queueLimit` batches wait, so
+/// memory stays bounded whatever the answer's size.
 ///
 /// The connection is never used by both threads at once: the load's thread runs any other
 /// statement (replacing a table, preparing an INSERT, a delete by row id) only after
 /// `drain()`, which returns once the writer has inserted every batch handed over. The
-/// connection is opened `SQLITE_OPEN_NOMUTEX`; the condition's lock orders the two threads'
+/// connection is opened `SQLITE_OPEN_NOMUTEX`; the handoff's lock orders the two threads'
 /// uses of it.
 ///
 /// The first row SQLite refuses stops the writer: later batches are dropped, and the
 /// refusal, placed at its table and row, is thrown by the next `submit(_:)` or `drain()`.
 /// A failure of the database rather than of a row (a full disk, an I/O error, an interrupt)
 /// stops it the same way, thrown as SQLite's error (`SQLiteError`), with no row named.
-final class InsertWriter: @unchecked Sendable {
-  // @unchecked: every stored property below is read and written only while `condition`'s
-  // lock is held; each batch belongs to one thread at a time (the queue hands it over).
-
+final class InsertWriter {
   /// Batches handed over and not yet inserted, at most.
   static let queueLimit = 3
   /// Values a batch holds, at most (its rows are this divided by the row's width).
   static let batchValues = 8192
 
-  private let condition = NSCondition()
-  private var queue: [UnsafeMutablePointer<RowBatch>] = []
-  private var spare: [UnsafeMutablePointer<RowBatch>] = []
+  private let handoff = HandoffThread<UnsafeMutablePointer<RowBatch>>(limit: InsertWriter.queueLimit) { batch in
+    InsertWriter.insert(batch.pointee)
+  }
+  /// Every batch made, freed with the writer; used on the load's thread only.
   private var all: [UnsafeMutablePointer<RowBatch>] = []
-  /// The writer is inserting a batch it took from `queue`.
-  private var inserting = false
-  /// A row's refusal (`TableAnswerError`) or the database's failure (`SQLiteError`).
-  private var failure: (any Error)?
-  private var started = false
-  private var stopping = false
-  private let stopped = DispatchSemaphore(value: 0)
 
   deinit {
     for batch in all {
@@ -89,101 +80,39 @@ final class InsertWriter: @unchecked Sendable {
 
   /// An empty batch for rows of `width` values; waits while `queueLimit` batches are queued.
   func take(width: Int) -> UnsafeMutablePointer<RowBatch> {
-    condition.withLockAndBroadcast {
-      while queue.count >= Self.queueLimit && failure == nil { condition.wait() }
-      let batch = spare.popLast() ?? allocate()
-      let rows = max(1, Self.batchValues / max(1, width))
-      if batch.pointee.rowCapacity * batch.pointee.width < rows * width {
-        batch.pointee.values.deallocate()
-        batch.pointee.values = .allocate(capacity: rows * max(1, width))
-      }
-      batch.pointee.width = width
-      batch.pointee.rowCapacity = rows
-      batch.pointee.rows = 0
-      batch.pointee.rowValues = 0
-      batch.pointee.arenaUsed = 0
-      batch.pointee.binder = nil
-      return batch
+    let batch = handoff.take() ?? allocate()
+    let rows = max(1, Self.batchValues / max(1, width))
+    if batch.pointee.rowCapacity * batch.pointee.width < rows * width {
+      batch.pointee.values.deallocate()
+      batch.pointee.values = .allocate(capacity: rows * max(1, width))
     }
+    batch.pointee.width = width
+    batch.pointee.rowCapacity = rows
+    batch.pointee.rows = 0
+    batch.pointee.rowValues = 0
+    batch.pointee.arenaUsed = 0
+    batch.pointee.binder = nil
+    return batch
   }
 
   /// Gives back a batch taken and not handed over.
-  func giveBack(_ batch: UnsafeMutablePointer<RowBatch>) {
-    condition.withLockAndBroadcast { spare.append(batch) }
-  }
+  func giveBack(_ batch: UnsafeMutablePointer<RowBatch>) { handoff.giveBack(batch) }
 
   /// Hands `batch` (its rows complete, `binder` set) to the writer.
   /// - Throws: the refusal of an earlier row (`TableAnswerError`) or the database's failure
   ///   (`SQLiteError`), once the writer stopped on it.
-  func submit(_ batch: UnsafeMutablePointer<RowBatch>) throws {
-    try condition.withLockAndBroadcast { () throws in
-      if let failure {
-        spare.append(batch)
-        throw failure
-      }
-      queue.append(batch)
-      if !started {
-        started = true
-        let thread = Thread { [self] in run() }
-        thread.stackSize = 1 << 20
-        thread.start()
-      }
-    }
-  }
+  func submit(_ batch: UnsafeMutablePointer<RowBatch>) throws { try handoff.submit(batch) }
 
   /// Waits until every batch handed over is inserted (or dropped, after a failure); then the
   /// connection is the caller's until the next `submit(_:)`.
   /// - Returns: the refusal or failure that stopped the writer, if one did.
-  func drain() -> (any Error)? {
-    condition.withLockAndBroadcast {
-      while !queue.isEmpty || inserting { condition.wait() }
-      return failure
-    }
-  }
+  func drain() -> (any Error)? { handoff.drain() }
 
   /// Ends the writer's thread, once what was handed over is inserted (the load drains it
   /// first, on success and on failure alike).
-  func stop() {
-    let wait = condition.withLockAndBroadcast { () -> Bool in
-      stopping = true
-      return started
-    }
-    if wait { stopped.wait() }
-  }
+  func stop() { handoff.stop() }
 
   // MARK: The writer's thread
-
-  private func run() {
-    while let batch = next() {
-      let refusal = insert(batch.pointee)
-      condition.withLockAndBroadcast {
-        inserting = false
-        if let refusal, failure == nil { failure = refusal }
-        spare.append(batch)
-      }
-    }
-    stopped.signal()
-  }
-
-  /// The next batch to insert; nil once stopping.
-  private func next() -> UnsafeMutablePointer<RowBatch>? {
-    condition.withLockAndBroadcast {
-      while true {
-        if failure != nil && !queue.isEmpty {
-          spare += queue
-          queue.removeAll()
-          // `drain()` and `take(width:)` wait for this; `wait()` below would not tell them.
-          condition.broadcast()
-        }
-        if !queue.isEmpty {
-          inserting = true
-          return queue.removeFirst()
-        }
-        if stopping { return nil }
-        condition.wait()
-      }
-    }
-  }
 
   /// Inserts the rows of `batch`, `RowBinder.rowsPerInsert` rows a statement while that many
   /// are left, then one a statement; the refusal of the first row SQLite refuses, or the
@@ -195,7 +124,7 @@ final class InsertWriter: @unchecked Sendable {
   /// is not the row's (`RowBinder.refusesRow`: disk full, I/O error, interrupt), or that
   /// ended the transaction, stops there: each row would commit on its own, and no row is
   /// to blame.
-  private func insert(_ batch: RowBatch) -> (any Error)? {
+  private static func insert(_ batch: RowBatch) -> (any Error)? {
     guard let binder = batch.binder?.takeUnretainedValue() else { return nil }
     var row = 0
     if let multiple = binder.insertRows?.handle {
@@ -235,7 +164,7 @@ final class InsertWriter: @unchecked Sendable {
 
   /// Binds the values of `row` to `statement`'s parameters after the first `offset`.
   @inline(__always)
-  private func bind(_ batch: RowBatch, row: Int, to statement: OpaquePointer, from offset: Int32) -> Int32 {
+  private static func bind(_ batch: RowBatch, row: Int, to statement: OpaquePointer, from offset: Int32) -> Int32 {
     let values = batch.values + row * batch.width
     var rc = SQLITE_OK
     for column in 0..<batch.width where rc == SQLITE_OK {
