@@ -1,5 +1,4 @@
 internal import DrayModel
-internal import Foundation
 
 /// Reading `report.openlineage` and `report.otlp` (docs/report.md, "OpenLineage" and
 /// "OpenTelemetry traces").
@@ -73,7 +72,7 @@ extension ManifestValidator {
     if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
       reader.redactor.add(String(authority[authority.index(after: colon)..<at]))
     }
-    for value in Self.credentialQueryValues(url) { reader.redactor.add(value) }
+    for value in CredentialName.queryValues(in: url) { reader.redactor.add(value) }
     guard scheme > 0, !authority.isEmpty, !url.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" }) else {
       reader.error(node.location, "'\(path)' must be an http:// or https:// address such as \(example), found '\(url)'")
       return nil
@@ -83,22 +82,5 @@ extension ManifestValidator {
       return nil
     }
     return url
-  }
-
-  /// The values of the query parameters of `url` named as credentials (`CredentialName`),
-  /// as written and percent-decoded (RFC 3986 §2.1; `+` as a space, as forms write it).
-  static func credentialQueryValues(_ url: String) -> [String] {
-    guard let question = url.firstIndex(of: "?") else { return [] }
-    let query = url[url.index(after: question)...].prefix { $0 != "#" }
-    var values: [String] = []
-    for pair in query.split(separator: "&") {
-      guard let equals = pair.firstIndex(of: "=") else { continue }
-      let name = pair[..<equals].replacing("+", with: " ")
-      guard CredentialName.isCredential(name.removingPercentEncoding ?? String(name)) else { continue }
-      let raw = String(pair[pair.index(after: equals)...])
-      values.append(raw)
-      if let decoded = raw.replacing("+", with: " ").removingPercentEncoding, decoded != raw { values.append(decoded) }
-    }
-    return values
   }
 }

@@ -1,3 +1,5 @@
+internal import Foundation
+
 /// The one rule for names that hold a credential: query parameters and form fields of an
 /// `http` step, the fields of a JSON body (its own and `auth.login`'s) at any depth, and the
 /// query parameters of `report.openlineage.url` and `report.otlp.endpoint`.
@@ -69,5 +71,23 @@ public enum CredentialName {
     }
     if !current.isEmpty { words.append(current) }
     return words
+  }
+
+  /// The values of the query parameters of `url` named as credentials, as written and
+  /// percent-decoded (RFC 3986 §2.1; `+` as a space, as forms write it): what an export
+  /// URL, which takes no `auth`, carries as its key (`?api_key=...`), to be masked.
+  public static func queryValues(in url: String) -> [String] {
+    guard let question = url.firstIndex(of: "?") else { return [] }
+    let query = url[url.index(after: question)...].prefix { $0 != "#" }
+    var values: [String] = []
+    for pair in query.split(separator: "&") {
+      guard let equals = pair.firstIndex(of: "=") else { continue }
+      let name = pair[..<equals].replacing("+", with: " ")
+      guard isCredential(name.removingPercentEncoding ?? String(name)) else { continue }
+      let raw = String(pair[pair.index(after: equals)...])
+      values.append(raw)
+      if let decoded = raw.replacing("+", with: " ").removingPercentEncoding, decoded != raw { values.append(decoded) }
+    }
+    return values
   }
 }

@@ -143,6 +143,11 @@ extension TelemetryExportTests {
     // The wire has the keys as written, and the trace's path before the query.
     let paths = try refusing.received().compactMap { $0["path"] as? String }
     #expect(Set(paths) == ["/lineage?api_key=LineageKey77&plain=p1", "/e500/v1/traces?X-Amz-Signature=OtlpSig5&private_token=Otlp%2FTok6"])
+    // The same key in OTEL_EXPORTER_OTLP_ENDPOINT, which validation never sees.
+    let bare = try folder.write("bare.yaml", Self.manifest(emulator, report: "  otlp: {}"))
+    let environment = ["OTEL_EXPORTER_OTLP_ENDPOINT": "\(refusing.url)e?api_key=EnvKey-Sentinel-8"]
+    let envPlan = try Command.dray(["plan", bare], environment: environment)
+    #expect(envPlan.output.contains("e/v1/traces?api_key=***") && !envPlan.output.contains("Sentinel"), "\(envPlan.output)")
   }
 
   /// A run killed before its end gets its `ABORT` from the next run, which finds it

@@ -51,6 +51,8 @@ final class Exports: @unchecked Sendable {
     self.lineage = manifest.report.openLineage
     self.otlp = manifest.report.otlp.flatMap { OTLPTarget.resolve($0, environment: environment) }
     for header in otlp?.headers ?? [] { console.addSecret(header.value) }
+    // OTEL_EXPORTER_OTLP_ENDPOINT's key, which validation never saw.
+    for value in CredentialName.queryValues(in: otlp?.endpoint ?? "") { console.addSecret(value) }
     for problem in otlp?.problems ?? [] { console.warn(problem) }
     if let otlp, otlp.endpoint.isEmpty, !otlp.endpointRefused {
       console.warn(
