@@ -39,7 +39,9 @@ Test helpers under /admin/:
                          endpoint's and the login's: "html", "no_access_token" (no session
                          token), "no_expires_in", "absurd_expires_in", and "bad_request": a
                          400 to every login),
-                         "reject_next": n (the next n API requests answer 401 whatever the token)}
+                         "reject_next": n (the next n API requests answer 401 whatever the token);
+                         "header_injection": the access and session tokens handed out end in
+                         "\\r\\nX-Injected: 1", a tampered answer that must never reach the wire}
     POST /admin/mode    {"redirect": {"status": 307 | 308, "location": URL} | null}: /token and
                          /login answer that redirect, without reading the request (a 307 or
                          308 asks to send the same body to URL: another origin, such as a
@@ -198,7 +200,9 @@ class Handler(BaseHTTPRequestHandler):
             access = "at-" + secrets.token_hex(12)
             state.access[access] = time.monotonic() + state.lifetime
             state.issued_access.append(access)
-            if state.mode != "no_access_token":
+            if state.mode == "header_injection":
+                answer["access_token"] = access + "\r\nX-Injected: 1"
+            elif state.mode != "no_access_token":
                 answer["access_token"] = access
             if state.mode == "absurd_expires_in":
                 answer["expires_in"] = -5
@@ -238,7 +242,9 @@ class Handler(BaseHTTPRequestHandler):
             state.access[session] = time.monotonic() + state.lifetime
             state.issued_access.append(session)
             data = {"user": name}
-            if state.mode != "no_access_token":
+            if state.mode == "header_injection":
+                data["session"] = session + "\r\nX-Injected: 1"
+            elif state.mode != "no_access_token":
                 data["session"] = session
             if state.mode == "absurd_expires_in":
                 data["expires"] = -5

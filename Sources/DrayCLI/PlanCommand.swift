@@ -18,7 +18,9 @@ enum PlanCommand {
     guard args.positional.count == 1 else { throw UsageError("plan takes one manifest: dray plan JOB.yaml") }
     if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
     // A plan signs in nowhere: it can be read where the job's secrets are not set.
-    guard let manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true) else { return ExitCode.usage }
+    guard var manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: true) else { return ExitCode.usage }
+    let endpoint = manifest.report.otlp.map { OTLPTarget.resolve($0, environment: ProcessInfo.processInfo.environment).endpoint }
+    for value in CredentialName.queryValues(in: endpoint ?? "") { manifest.redactor.add(value) }  // the environment's key too
     for key in manifest.unresolvedSecrets {
       DrayCommandLine.printError("note: '\(key)' is not set here (its variable or file is missing); dray run will need it")
     }

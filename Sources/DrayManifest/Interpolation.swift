@@ -105,8 +105,15 @@ struct Interpolator {
     }
   }
 
+  /// Whether `text` is one whole reference, `${NAME}`, `${NAME:-default}` or `${file:PATH}`,
+  /// with nothing before or after it.
+  static func isOneReference(_ text: String) -> Bool {
+    guard text.hasPrefix("${"), let close = closingBrace(text.dropFirst(2)) else { return false }
+    return text.index(after: close) == text.endIndex
+  }
+
   /// The `}` closing a reference whose body starts at `text`, skipping nested `${...}`.
-  private static func closingBrace(_ text: Substring) -> Substring.Index? {
+  static func closingBrace(_ text: Substring) -> Substring.Index? {
     var depth = 0
     var index = text.startIndex
     while index < text.endIndex {

@@ -19,11 +19,13 @@ extension ManifestValidator {
     return "'\(shown)' is not an HTTP header name; a name holds ASCII letters, digits and !#$%&'*+-.^_`|~ only"
   }
 
-  /// The problem with a header's value, or nil: a line break would end the field and start
-  /// another one (header injection), so a value is one line.
+  /// The problem with a header's value, or nil (`HTTPHeader.unsafeCharacter(in:)`): a line
+  /// break would end the field and start another one (header injection), so a value is one
+  /// line without control characters. The message never shows the value.
   static func headerValueProblem(_ value: String, path: String) -> String? {
-    guard value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else { return nil }
-    return "'\(path)' must be one line; a header value cannot hold a line break"
+    guard let found = HTTPHeader.unsafeCharacter(in: value) else { return nil }
+    if found == "a line break" { return "'\(path)' must be one line; a header value cannot hold a line break" }
+    return "'\(path)' holds \(found), which a header value cannot carry (RFC 9110 §5.5); remove it"
   }
 
   /// Why the authority (`host[:port]`) of `url`, an `http://` or `https://` address, is not

@@ -61,7 +61,9 @@ extension ManifestValidator {
     return settings
   }
 
-  /// An http:// or https:// address for an export; a password in it is a secret.
+  /// An http:// or https:// address for an export; a password in it is a secret, and so is
+  /// the value of each query parameter named as a credential (`CredentialName`:
+  /// `?api_key=...`, `&token=...`), since an export takes no `auth`.
   private mutating func readExportURL(_ node: YAMLNode, _ path: String, example: String) -> String? {
     guard let url = reader.nonEmptyString(node, path) else { return nil }
     let lower = url.lowercased()
@@ -70,6 +72,7 @@ extension ManifestValidator {
     if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
       reader.redactor.add(String(authority[authority.index(after: colon)..<at]))
     }
+    for value in CredentialName.queryValues(in: url) { reader.redactor.add(value) }
     guard scheme > 0, !authority.isEmpty, !url.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" }) else {
       reader.error(node.location, "'\(path)' must be an http:// or https:// address such as \(example), found '\(url)'")
       return nil

@@ -387,6 +387,16 @@ extension ManifestValidator {
     return nil
   }
 
+  /// A bearer token, which goes into the `Authorization` header as it is: refused when it
+  /// holds a line break or another character a header cannot carry (`headerValueProblem`).
+  private mutating func bearer(_ token: String, _ node: YAMLNode, _ path: String) -> HTTPStep.Auth? {
+    if let problem = Self.headerValueProblem(token, path: path) {
+      reader.error(node.location, problem)
+      return nil
+    }
+    return .bearer(token: token)
+  }
+
   private mutating func readHTTPAuth(_ node: YAMLNode, _ path: String) -> HTTPStep.Auth? {
     guard let f = reader.fields(node, path, keys: ManifestSchema.httpAuth) else { return nil }
     let kinds = ManifestSchema.HTTPAuthKind.allCases.map(\.rawValue).joined(separator: ", ")
@@ -396,9 +406,9 @@ extension ManifestValidator {
     }
     switch kind {
     case .bearer:
-      return reader.string(f, "bearer", secret: true).map { .bearer(token: $0) }
+      return reader.string(f, "bearer", secret: true).flatMap { bearer($0, value, f.path("bearer")) }
     case .bearerFile:
-      return readSecretFile(value, f.path("bearer_file")).map { .bearer(token: $0) }
+      return readSecretFile(value, f.path("bearer_file")).flatMap { bearer($0, value, f.path("bearer_file")) }
     case .basic:
       guard let b = reader.fields(value, f.path("basic"), keys: ManifestSchema.httpBasic) else { return nil }
       let username = reader.string(b, "username", credential: true)

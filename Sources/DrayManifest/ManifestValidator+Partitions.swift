@@ -224,6 +224,7 @@ extension ManifestValidator {
         case .window: Partitions.Window.names
         case .rows: nil
         }
+      if case .http = step.kind { checkCredentialPlaceholders(nodes.kind, path, given: given) }
       for site in sites {
         let names: [String]
         do {

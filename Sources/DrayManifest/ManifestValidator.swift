@@ -111,6 +111,9 @@ struct ManifestValidator {
     checkTemplates(manifest)
     checkQuarantineNames(postgres: database?.postgres != nil)
     checkKeptPaths(manifest, top: top)
+    // Placeholders are dray's words, kept in its messages (the validation's too) whatever
+    // a secret's value is.
+    reader.redactor.keep(Self.placeholderWords(manifest.allSteps))
     manifest.redactor = reader.redactor
     // The names dray writes (the job, step ids, resources, tables, file paths as written and
     // as resolved, the job's own folders and database): never masked, even holding a secret.

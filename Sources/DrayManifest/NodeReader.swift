@@ -75,8 +75,10 @@ struct NodeReader {
   ///   - secret: the value is a secret, masked in every output (`Redactor`).
   ///   - credential: the value is part of a credential that may stay unresolved
   ///     (`secretsMayBeMissing`) although it is no secret itself, as a user name.
+  /// - Returns: the text, the scalar's style, and whether the text draws on a secret (a
+  ///   variable listed in `secrets`, a `${file:...}`).
   mutating func text(_ node: YAMLNode, _ path: String, secret: Bool = false, credential: Bool = false) -> (
-    text: String, style: YAMLNode.ScalarStyle
+    text: String, style: YAMLNode.ScalarStyle, fromSecret: Bool
   )? {
     guard let scalar = node.scalar else {
       error(node.location, "\(Self.label(path)) must be a string, found \(node.kindDescription)")
@@ -94,9 +96,9 @@ struct NodeReader {
         return nil
       }
       // An interpolated plain scalar resolves like one written out: `count: ${N:-3}` is 3.
-      return (result.value, scalar.style)
+      return (result.value, scalar.style, result.isSecret)
     } catch {
-      if secret || credential, unresolvable(path, error) { return (Self.unresolved, .doubleQuoted) }
+      if secret || credential, unresolvable(path, error) { return (Self.unresolved, .doubleQuoted, true) }
       var isSecret = secret
       if case .unset(let name) = error, interpolator.secretVariables.contains(name) { isSecret = true }
       // `auth` and an http step's `basic` take a `password_file`; `database` does not.
@@ -142,7 +144,7 @@ struct NodeReader {
   /// The core-schema value of a plain scalar, after interpolation; quoted scalars are strings.
   /// A value from `${...}` resolves like a plain scalar even when quoted: `count: "${N:-3}"` is 3.
   private mutating func resolved(_ node: YAMLNode, _ path: String, secret: Bool = false) -> (CoreSchema.Resolved, String)? {
-    guard let (value, style) = text(node, path, secret: secret) else { return nil }
+    guard let (value, style, _) = text(node, path, secret: secret) else { return nil }
     let interpolated = node.scalar?.text.contains("${") ?? false
     if (style != .plain && !interpolated) || node.scalar?.tag == "tag:yaml.org,2002:str" { return (.string, value) }
     return (CoreSchema.resolve(value), value)
@@ -289,13 +291,17 @@ struct NodeReader {
         if let value = json(item, "\(path)[\(i)]", secretKey: secretKey, secret: secret) { out.append(value) }
       }
       return .array(out)
-    case .scalar:
-      guard let (value, text) = resolved(node, path, secret: secret) else { return nil }
+    case .scalar(let scalar):
+      guard let (text, style, fromSecret) = self.text(node, path, secret: secret) else { return nil }
+      let value = Self.jsonType(of: scalar, text, style: style, secret: secret || fromSecret)
+      // A secret's text, or anything derived from it, is never printed (`written` is).
+      let shown = secret || fromSecret ? "the value" : text
       if let written = Self.leadingZerosDropped(value, text) {
-        error(
-          node.location,
-          "\(Self.label(path)): \(text) is a number with leading zeros, which would be sent as the number \(written); quote it to send the text \"\(text)\", or write \(written)"
-        )
+        let sent =
+          secret || fromSecret
+          ? "which JSON cannot keep; quote it to send it as text"
+          : "which would be sent as the number \(written); quote it to send the text \"\(text)\", or write \(written)"
+        error(node.location, "\(Self.label(path)): \(shown) is a number with leading zeros, \(sent)")
         return nil
       }
       switch value {
@@ -305,13 +311,28 @@ struct NodeReader {
       case .integer(nil): return .number(text.hasPrefix("+") ? String(text.dropFirst()) : text)
       case .float(let d):
         guard d.isFinite else {
-          error(node.location, "\(Self.label(path)): \(text) has no JSON form; quote it to send a string")
+          error(node.location, "\(Self.label(path)): \(shown) has no JSON form; quote it to send a string")
           return nil
         }
         return .number(Self.isJSONNumber(text) ? text : "\(d)")
       case .string: return .string(text)
       }
     }
+  }
+
+  /// The JSON type of a scalar of a JSON value (a body, `params`), by the YAML 1.2 core
+  /// schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution): a quoted scalar or one tagged
+  /// `!!str` is a string, whatever a `${...}` in it resolves to; a plain one is typed by its
+  /// text (`42`, `true`, `null`). A plain scalar that is one whole reference (`${N}`,
+  /// `${N:-3}`) is typed by the value it resolves to, unless that value is a secret (a
+  /// secret field's, a listed variable's, a file's): a credential is sent as the text it
+  /// is, never as a number its digits happen to make. Any other plain scalar holding a
+  /// reference (`id-${N}`) is a string.
+  static func jsonType(of scalar: YAMLNode.Scalar, _ text: String, style: YAMLNode.ScalarStyle, secret: Bool) -> CoreSchema.Resolved {
+    guard style == .plain, scalar.tag != "tag:yaml.org,2002:str" else { return .string }
+    guard scalar.text.contains("${") else { return CoreSchema.resolve(text) }
+    guard !secret, Interpolator.isOneReference(scalar.text) else { return .string }
+    return CoreSchema.resolve(text)
   }
 
   /// A JSON object from a mapping node.

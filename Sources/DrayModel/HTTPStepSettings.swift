@@ -456,14 +456,15 @@ public struct QueryItem: Sendable, Hashable {
     self.value = value
   }
 
-  /// Names (lower case, `-` read as `_`) of query parameters and form fields whose values
-  /// are credentials: masked like passwords, and left out of the step's fingerprint.
+  /// Some names of query parameters and form fields whose values are credentials
+  /// (`CredentialName` holds the rule, which names these and many more).
   public static let secretNames: Set<String> = [
     "api_key", "apikey", "access_token", "token", "key", "password", "secret", "client_secret", "signature", "sig",
   ]
 
-  /// Whether the value is a credential: the name is one of `secretNames`.
-  public var isSecret: Bool { QueryItem.secretNames.contains(name.lowercased().replacing("-", with: "_")) }
+  /// Whether the value is a credential, by its name (`CredentialName.isCredential`): masked
+  /// like a password, and left out of the step's fingerprint.
+  public var isSecret: Bool { CredentialName.isCredential(name) }
 
   /// `a=1&b=x%20y`: names and values percent-encoded as `application/x-www-form-urlencoded`
   /// writes them, with spaces as `%20`.

@@ -47,16 +47,11 @@ public struct Login: Sendable, Hashable {
     self.expiresIn = expiresIn
   }
 
-  /// Whether a body field's value is a secret, by its name (lower case, `-` read as `_`):
-  /// a credential name of `QueryItem.secretNames` (`password`, `secret`, `token`, `key`,
-  /// ...), or one holding `pass` (`passwd`, `passphrase`, `user_pass`), `pwd`, `secret` or
-  /// `token`. Such values are masked in every output and left out of the fingerprint and
-  /// of `key`.
-  public static func isSecretField(_ name: String) -> Bool {
-    let lower = name.lowercased().replacing("-", with: "_")
-    if QueryItem(lower, "").isSecret { return true }
-    return ["pass", "pwd", "secret", "token"].contains { lower.contains($0) }
-  }
+  /// Whether a body field's value is a secret, by its name: the rule every credential name
+  /// follows (`CredentialName.isCredential`: `password`, `passwd`, `passphrase`,
+  /// `user_pass`, `pwd`, `client_secret`, `api_token`, `access_key`, ...). Such values are
+  /// masked in every output and left out of the fingerprint and of `key`.
+  public static func isSecretField(_ name: String) -> Bool { CredentialName.isCredential(name) }
 
   /// The body as JSON with the values of secret fields (`isSecretField`, at any depth of a
   /// JSON body) as `***`: what identifies the user, for `key` and the step's fingerprint.

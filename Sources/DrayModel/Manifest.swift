@@ -135,6 +135,34 @@ public struct HTTPHeader: Sendable, Hashable {
   /// value holds a secret. Such a field is masked in every output and never follows a
   /// redirect to another origin.
   public var isSecret: Bool { holdsSecret || HTTPHeader.secretNames.contains(name.lowercased()) }
+
+  /// What in `value` a header field cannot carry, or nil when nothing: a line break (CR or
+  /// LF) would end the field and start another one (header injection, request smuggling),
+  /// NUL ends the text for libcurl, and RFC 9110 §5.5 allows no other control character
+  /// (a field value is visible characters, spaces and tabs). Named by kind ("a line
+  /// break"), never by the value, which may be a secret.
+  public static func unsafeCharacter(in value: String) -> String? {
+    for scalar in value.unicodeScalars {
+      switch scalar.value {
+      case 0x0A, 0x0D: return "a line break"
+      case 0x00: return "a NUL character"
+      case 0x09: continue
+      case 0x01...0x1F, 0x7F:
+        let hex = String(scalar.value, radix: 16, uppercase: true)
+        return "a control character (U+\(String(repeating: "0", count: 4 - hex.count) + hex))"
+      default: continue
+      }
+    }
+    return nil
+  }
+
+  /// Whether `token`, handed out by a login or token endpoint, can be sent in a header as it
+  /// is: one or more visible ASCII characters (`VCHAR`, RFC 5234 §B.1), the characters of
+  /// RFC 6750's `b64token` and of the session tokens APIs hand out (`1|abc`, `a:b`), with no
+  /// space, line break or other control character.
+  public static func isTokenText(_ token: String) -> Bool {
+    !token.isEmpty && token.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+  }
 }
 
 /// TLS settings: verification is on unless turned off explicitly.

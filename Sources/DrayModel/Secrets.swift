@@ -68,11 +68,15 @@ public struct Redactor: Sendable {
   /// - each of those with a control character as `PrintableText.oneLine` shows it (a line
   ///   break as ` ⏎ `, a tab as a space), since server text is made one printable line
   ///   where an error is built;
-  /// - base64 of the UTF-8 bytes of the value and of its first Latin-1 reading (RFC 4648 §4,
-  ///   and the URL-safe alphabet of §5), whole with its padding, and, unless the secret is
-  ///   short, the characters that encode only its bytes at each of the three alignments it
-  ///   can have inside a longer text (`base64Forms(of:)`): a password inside
-  ///   `Authorization: Basic base64(user:password)` (RFC 7617) is one such.
+  /// - base64 of the UTF-8 bytes of the value, of its first Latin-1 reading and of its
+  ///   percent-encoded forms on the wire (`percentForms(of:)`: `tok%2Fen%20x` inside a
+  ///   base64 echo of a request line) (RFC 4648 §4, and the URL-safe alphabet of §5), whole
+  ///   with its padding, and, unless the secret is short, the characters that encode only
+  ///   its bytes at each of the three alignments it can have inside a longer text
+  ///   (`base64Forms(of:)`): a password inside `Authorization: Basic base64(user:password)`
+  ///   (RFC 7617) is one such;
+  /// - unless the secret is short, its UTF-8 bytes in hexadecimal, lower case and capitals
+  ///   (`hexForms(of:)`).
   ///
   /// A secret shorter than `shortLength` characters is matched as a whole word only. An
   /// empty one is not registered.
@@ -83,11 +87,47 @@ public struct Redactor: Sendable {
     if secret.unicodeScalars.contains(where: { !$0.isASCII }) { readings.append(Redactor.latin1Reading(secret)) }
     // base64 of the value and of its Latin-1 reading; the second reading (UTF-8 encoded
     // twice: `Ã\u{83}Â¤` for `ä`) only as text.
-    let encoded = readings.flatMap { Redactor.base64Forms(of: Array($0.utf8), whole: short) }
+    // base64 of the forms percent-encoding gives it on the wire, too: escapes are undone
+    // in text, never inside base64 (a server that base64s its request line).
+    let encoded = (readings + Redactor.percentForms(of: secret)).flatMap { Redactor.base64Forms(of: Array($0.utf8), whole: short) }
     if readings.count > 1 { readings.append(Redactor.latin1Reading(readings[1])) }
     readings += readings.flatMap(Redactor.decodings)
     readings += readings.map(PrintableText.oneLine)
-    insert(readings + encoded, wholeWord: short)
+    insert(readings + encoded + (short ? [] : Redactor.hexForms(of: secret)), wholeWord: short)
+  }
+
+  /// `secret` percent-encoded as dray sends it in a query or form
+  /// (`application/x-www-form-urlencoded`, `percentEncoded(_:)`), with its escapes in
+  /// capitals and in lower case, and a space as `%20` and as `+`, and as dray writes it in
+  /// a path (`HTTPStep.encodePath`); only the forms that differ from `secret`.
+  static func percentForms(of secret: String) -> [String] {
+    var forms: [String] = []
+    let path = HTTPStep.encodePath(secret)
+    if path != secret { forms.append(path) }
+    for upper in [percentEncoded(secret)] {
+      var lower = ""
+      var rest = Substring(upper)
+      while let percent = rest.firstIndex(of: "%") {
+        let end = rest.index(percent, offsetBy: 3, limitedBy: rest.endIndex) ?? rest.endIndex
+        lower += rest[..<percent] + rest[percent..<end].lowercased()
+        rest = rest[end...]
+      }
+      lower += rest
+      for form in [upper, lower, upper.replacing("%20", with: "+"), lower.replacing("%20", with: "+")]
+      where form != secret && !forms.contains(form) {
+        forms.append(form)
+      }
+    }
+    return forms
+  }
+
+  /// The UTF-8 bytes of `secret` in hexadecimal, in lower case and in capitals: the form
+  /// debug dumps and hashes-as-text print. Not for a short secret, whose few digits would
+  /// stand as a word in ordinary numbers.
+  static func hexForms(of secret: String) -> [String] {
+    let digits = Array("0123456789abcdef".utf8)
+    let lower = String(decoding: secret.utf8.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
+    return [lower, lower.uppercased()]
   }
 
   /// `text` with its escapes undone once, twice, ... (`DecodedText`), as long as it holds

@@ -176,6 +176,12 @@ public final class PlatformSession: Sendable {
     guard let token = json["token"]?.stringValue, !token.isEmpty else {
       throw PlatformError.badAnswer(url: HTTPClient.displayURL(request.url), detail: "the token answer has no 'token'")
     }
+    // The token goes into the Authorization header as it is (header injection otherwise).
+    guard HTTPHeader.isTokenText(token) else {
+      throw PlatformError.badAnswer(
+        url: HTTPClient.displayURL(request.url),
+        detail: "the token answer's 'token' holds a space, a line break or another character a header cannot carry")
+    }
     return token
   }
 }

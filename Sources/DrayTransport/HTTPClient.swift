@@ -205,6 +205,12 @@ public final class HTTPClient {
       headers.set("Accept-Encoding", HTTPRequest.identity)
     }
     for field in headers.fields {
+      // The one place every header of every request passes: libcurl sends a value as it is,
+      // so a line break in one would add fields of its own (header injection).
+      let found = HTTPHeader.unsafeCharacter(in: field.name) ?? (field.name.contains(":") ? "a colon" : nil)
+      if let found = found ?? HTTPHeader.unsafeCharacter(in: field.value) {
+        throw TransportError.headerRefused(url: HTTPClient.displayURL(request.url), name: PrintableText.oneLine(field.name), found: found)
+      }
       headerList = curl_slist_append(headerList, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
     }
     try check(dray_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList), CURLOPT_HTTPHEADER, request)

@@ -82,6 +82,11 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// libcurl refused an option of the request before sending it (a feature it was built
   /// without). Not retried: the next attempt would be refused the same way.
   case setup(url: String, detail: String)
+  /// A header field of the request holds what a header cannot carry (`found`: "a line
+  /// break", "a NUL character", `HTTPHeader.unsafeCharacter(in:)`), so it was not sent:
+  /// the last line of defence against header injection, for a value validation could not
+  /// see (a token from an answer). Not retried: the value would be the same.
+  case headerRefused(url: String, name: String, found: String)
   /// Anything else libcurl reported.
   case other(url: String, detail: String)
 
@@ -105,6 +110,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .file: "file_error"
     case .badAnswer: "bad_answer"
     case .setup: "transport_setup"
+    case .headerRefused: "header_refused"
     case .other: "transport_error"
     }
   }
@@ -179,6 +185,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .badAnswer(let url, let detail):
       "the answer from \(url) is not one dray can read: \(detail); not retried, as the server would send the same again. Fix the server, or the proxy in between"
     case .setup(let url, let detail): "cannot send the request to \(url): \(detail); this libcurl lacks a feature dray needs"
+    case .headerRefused(let url, let name, let found):
+      "refused to send the request to \(url): the header field '\(name)' holds \(found), which would end the field and start "
+        + "another one (header injection); nothing was sent. Check where its value comes from (a token file, a sign-in's answer)"
     case .other(let url, let detail): "request to \(url) failed: \(detail)"
     }
   }

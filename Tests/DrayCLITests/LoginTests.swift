@@ -145,6 +145,8 @@ import Testing
     ("absurd_expires_in", "expires_in at /data/expires is -5", "check login.expires_in"),
     ("bad_request", "answered HTTP 400 (", "check the user and password in login.body"),
     ("wrong_password", "answered HTTP 401 (", "check the user and password in login.body"),
+    // D-inject-1: a session token holding CR LF would add header fields to every API request.
+    ("header_injection", "token at /data/session holds a space, a line break or another character", "check login.token"),
   ])
   func aBadLoginAnswerIsOneClearLine(mode: String, words: String, advice: String) throws {
     let folder = TemporaryDirectory()

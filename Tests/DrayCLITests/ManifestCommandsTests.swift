@@ -168,6 +168,39 @@ import Testing
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["job.yaml"])
   }
 
+  /// D-secret-5: one rule for credential names (`CredentialName`) in an `http` step's
+  /// query and body as in a login's body: every value below is masked in `plan` and
+  /// `plan --json`, though none comes from a listed secret; data names are shown.
+  @Test func planMasksEveryValueNamedAsACredential() throws {
+    let folder = TemporaryDirectory()
+    let names = [
+      "access_key", "api_token", "X-Amz-Signature", "pwd", "auth_token", "private_token", "passwd", "client_secret_v2", "pageToken",
+    ]
+    let query = names.enumerated().map { "\($1): Query-Value-\($0)" }.joined(separator: ", ")
+    let body = ["passwd", "passphrase", "user_pass", "api_token"].enumerated().map { "\($1): Body-Value-\($0)" }
+      .joined(separator: ", ")
+    let job = """
+      version: 1
+      job: names
+      database: { path: data/db.sqlite }
+      steps:
+        - id: a
+          http:
+            method: POST
+            base_url: "http://127.0.0.1:9/"
+            query: { \(query), sort_key: created_at, passenger_count: 3 }
+            body: { form: { user: bob, \(body), note: n } }
+            load: { table: t, records: /data }
+      """
+    let path = try folder.write("job.yaml", job)
+    for arguments in [["plan", path], ["plan", "--json", path]] {
+      let result = try Command.dray(arguments)
+      #expect(result.status == 0, "\(result.output)")
+      #expect(!result.output.contains("-Value-"), "\(result.output)")
+      for shown in ["bob", "created_at", "passenger_count", "note"] { #expect(result.output.contains(shown), "\(result.output)") }
+    }
+  }
+
   @Test func planAndStatusNeedNoSecretButRunDoes() throws {
     let folder = TemporaryDirectory()
     let path = try folder.write("job.yaml", Self.planJob)

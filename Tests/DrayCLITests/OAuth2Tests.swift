@@ -213,6 +213,8 @@ import Testing
   @Test(arguments: [
     ("html", "an HTML page"), ("no_access_token", "has no access_token"), ("absurd_expires_in", "expires_in is -5"),
     ("invalid_client", "invalid_client"),
+    // D-inject-1: an access token holding CR LF would add header fields to every API request.
+    ("header_injection", "access_token holds a space, a line break or another character a header cannot carry"),
   ])
   func aBadTokenAnswerIsOneClearLine(mode: String, words: String) throws {
     let folder = TemporaryDirectory()

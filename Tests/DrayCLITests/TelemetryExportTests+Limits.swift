@@ -109,6 +109,47 @@ extension TelemetryExportTests {
     #expect(try refusing.received().count == 2)
   }
 
+  /// D-secret-2 and D-otlp-url: an export takes no `auth`, so a key goes in its URL's query;
+  /// the values of parameters named as credentials (`CredentialName`) are masked in `plan`,
+  /// `plan --json` and the run's warnings, as the userinfo password is, and `/v1/traces` is
+  /// joined to the endpoint's path, before its query.
+  @Test func credentialsInAnExportURLsQueryAreMaskedAndTheTracesPathGoesBeforeIt() throws {
+    let folder = TemporaryDirectory("dray-export-query")
+    let emulator = try Emulator()
+    let refusing = try TelemetryReceiver(status: 400)
+    let lineage = refusing.url.replacing("http://", with: "http://user:LineagePw99@") + "lineage?api_key=LineageKey77&plain=p1"
+    let manifest = try folder.write(
+      "job.yaml",
+      Self.manifest(
+        emulator,
+        report: """
+            openlineage: { url: "\(lineage)" }
+            otlp: { endpoint: "\(refusing.url)e500?X-Amz-Signature=OtlpSig5&private_token=Otlp%2FTok6" }
+          """))
+    let plan = try Command.dray(["plan", manifest])
+    let json = try Command.dray(["plan", "--json", manifest])
+    let result = try Command.dray(["run", manifest])
+    #expect(result.status == 0, "\(result.output)")
+    for output in [plan.output, json.output, result.output] {
+      for secret in ["LineagePw99", "LineageKey77", "OtlpSig5", "Otlp%2FTok6", "Otlp/Tok6"] {
+        #expect(!output.contains(secret), "\(secret) in \(output)")
+      }
+    }
+    #expect(plan.output.contains("lineage?api_key=***&plain=p1"), "\(plan.output)")
+    #expect(plan.output.contains("e500/v1/traces?X-Amz-Signature=***&private_token=***"), "\(plan.output)")
+    let warnings = Self.warnings(result.stderr)
+    #expect(warnings.contains { $0.contains("lineage?api_key=***&plain=p1 after 1 try") }, "\(warnings)")
+    #expect(warnings.contains { $0.contains("e500/v1/traces?X-Amz-Signature=***&private_token=*** after 1 try") }, "\(warnings)")
+    // The wire has the keys as written, and the trace's path before the query.
+    let paths = try refusing.received().compactMap { $0["path"] as? String }
+    #expect(Set(paths) == ["/lineage?api_key=LineageKey77&plain=p1", "/e500/v1/traces?X-Amz-Signature=OtlpSig5&private_token=Otlp%2FTok6"])
+    // The same key in OTEL_EXPORTER_OTLP_ENDPOINT, which validation never sees.
+    let bare = try folder.write("bare.yaml", Self.manifest(emulator, report: "  otlp: {}"))
+    let environment = ["OTEL_EXPORTER_OTLP_ENDPOINT": "\(refusing.url)e?api_key=EnvKey-Sentinel-8"]
+    let envPlan = try Command.dray(["plan", bare], environment: environment)
+    #expect(envPlan.output.contains("e/v1/traces?api_key=***") && !envPlan.output.contains("Sentinel"), "\(envPlan.output)")
+  }
+
   /// A run killed before its end gets its `ABORT` from the next run, which finds it
   /// abandoned: `eventTime` is when it was found, and the `dray_abandoned` facet says so.
   @Test func aKilledRunGetsItsAbortFromTheNextRun() throws {

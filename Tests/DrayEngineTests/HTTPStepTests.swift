@@ -732,4 +732,29 @@ import Testing
     #expect(followed.status == .succeeded, "\(followed.steps.first?.errorMessage ?? "")")
     #expect(try other.requests().map(\.body) == ["pin=plain-value"])
   }
+
+  /// D-secret-5: a body field named as a credential by the one rule (`CredentialName`:
+  /// `passwd`, `passphrase`, `user_pass`, ...) is a secret as `password` is, though no
+  /// variable is listed: a 307 to another origin sends it nothing.
+  @Test(arguments: ["passwd", "passphrase", "user_pass", "api_token", "client_secret_v2"])
+  func aBodyFieldNamedAsACredentialNeverFollowsARedirectToAnotherOrigin(name: String) throws {
+    let server = try RestServer()
+    let other = try RestServer()
+    try server.setRules(#"[{"path": "/send", "status": 307, "headers": {"Location": "\#(other.url)steal"}}]"#)
+    let steps = """
+        - id: send
+          http:
+            method: POST
+            base_url: "${API}"
+            path: send
+            body: { form: { user: bob, \(name): "${PW}", note: n } }
+            load: { table: sent, records: /data }
+      """
+    let refused = try run(steps, server: server, environment: ["PW": "FormPassphrase9"])
+    #expect(refused.status == .failed)
+    #expect(try other.requests().isEmpty)
+    let message = refused.steps.first?.errorMessage ?? ""
+    #expect(message.contains("refused to follow the 307 redirect"), "\(message)")
+    #expect(!message.contains("FormPassphrase9"))
+  }
 }

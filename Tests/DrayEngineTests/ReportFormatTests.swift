@@ -44,9 +44,12 @@ import Testing
         "password=***", "password=***", "password=***", #"{"password": "***"}"#, "<b>***</b>",
       ])
     // Secrets are few and short: their forms stay few. An ASCII secret without special
-    // characters is itself and its base64 (whole, and its bits at each alignment).
+    // characters is itself, its base64 (whole, and its bits at each alignment) and its hex.
+    let forms = Redactor(["plain-ascii-token"]).secrets
+    #expect(forms.count == 7)
     #expect(
-      Redactor(["plain-ascii-token"]).secrets == [
+      Set(forms) == [
+        "706c61696e2d61736369692d746f6b656e", "706C61696E2D61736369692D746F6B656E",
         "cGxhaW4tYXNjaWktdG9rZW4=", "cGxhaW4tYXNjaWktdG9rZW", "BsYWluLWFzY2lpLXRva2Vu", "wbGFpbi1hc2NpaS10b2tlb", "plain-ascii-token",
       ])
     #expect(redactor.secrets.count < 120)
@@ -80,6 +83,44 @@ import Testing
       #expect(masked.contains("***"), "\(prefix)")
       #expect(masked.count <= "Basic ".count + encoded.count - 20, "\(prefix): \(masked)")
     }
+  }
+
+  /// D-secret-1: the query value as it went on the wire (percent-encoded, escapes in either
+  /// case, a space as `%20` or `+`) is a form of the secret under base64 too: a server that
+  /// echoes its request line base64-encoded, alone or inside a longer blob.
+  @Test func aSecretPercentEncodedInsideBase64IsMasked() {
+    let secret = "tok/en+Sec ret&=9Z"
+    let redactor = Redactor([secret, "pä55:w0rd/Xy"])
+    let lines = [
+      #"{"path": "/t4/a?token=tok%2Fen%2BSec%20ret%26%3D9Z&plain=x", "method": "GET"}"#,
+      #"{"path": "/t4/a?token=tok%2fen%2bSec%20ret%26%3d9Z&plain=x"}"#, "q=tok%2Fen%2BSec+ret%26%3D9Z&x=1",
+      "GET /t4/a?p=p%C3%A455%3Aw0rd%2FXy HTTP/1.1",
+    ]
+    for line in lines {
+      for encoded in [Data(line.utf8).base64EncodedString(), Data(("x" + line).utf8).base64EncodedString()] {
+        let masked = redactor.redact("B64:" + encoded + " end")
+        #expect(masked.contains("***") && masked.hasSuffix(" end"), "\(line)")
+        // What is left decodes to no part of the secret.
+        let left = masked.replacing("***", with: " ").split(separator: " ").map(String.init)
+        for part in left {
+          let decoded = Data(base64Encoded: part + String(repeating: "=", count: (4 - part.count % 4) % 4)).map {
+            String(decoding: $0, as: UTF8.self)
+          }
+          #expect(!(decoded ?? "").contains("9Z") && !(decoded ?? "").contains("w0rd"), "\(line): \(masked)")
+        }
+      }
+    }
+  }
+
+  /// D-secret-3: the hex of a secret's UTF-8 bytes, lower case or capitals, as a debug dump
+  /// writes it, is masked; a short secret's is not (its digits stand as words in numbers).
+  @Test func aSecretInHexIsMasked() {
+    let secret = "Xy9!pa ss/wörd+ToKen=="
+    let redactor = Redactor([secret, "7"])
+    let hex = Data(secret.utf8).map { String(format: "%02x", $0) }.joined()
+    #expect(redactor.redact("hex=\(hex) HEX=\(hex.uppercased()).") == "hex=*** HEX=***.")
+    #expect(redactor.redact("dump 00\(hex)ff") == "dump 00***ff")
+    #expect(redactor.redact("attempt 37 of 10") == "attempt 37 of 10")
   }
 
   /// A secret under `Redactor.shortLength` characters (the platform's sample passwords

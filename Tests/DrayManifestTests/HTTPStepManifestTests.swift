@@ -144,6 +144,39 @@ import Testing
     #expect(manifest.redactor.redact("file-token-Sentinel file-pw-Sentinel") == "*** ***")
   }
 
+  /// D-inject-1: a bearer token goes into the `Authorization` header as it is, so one that
+  /// holds a line break (from a variable, `${file:...}` or `bearer_file`) would add header
+  /// fields of its own: refused where it is written, like a `headers` value, without the
+  /// value. A file's one trailing line ending (LF or CR LF) is no part of the token.
+  @Test func aBearerTokenHoldingALineBreakIsRefused() throws {
+    let folder = TemporaryDirectory()
+    try folder.write("two.txt", "tok1\r\nX-From-File: injected\n")
+    try folder.write("crlf.txt", "tok-Crlf-Sentinel\r\n")
+    try folder.write("ctl.txt", "tok\u{1}x")
+    let steps = """
+        - http: { base_url: "http://h/", auth: { bearer: "${TOK}" } }
+        - http: { base_url: "http://h/", auth: { bearer: "${file:two.txt}" } }
+        - http: { base_url: "http://h/", auth: { bearer_file: two.txt } }
+        - http: { base_url: "http://h/", auth: { bearer_file: ctl.txt } }
+      """
+    let found = ManifestText.errors(Self.head + steps, environment: ["TOK": "abc\r\nX-Evil: 1"], directory: folder.path)
+    #expect(
+      found == [
+        "job.yaml:5:52: error: 'steps.http-1.http.auth.bearer' must be one line; a header value cannot hold a line break",
+        "job.yaml:6:52: error: 'steps.http-2.http.auth.bearer' must be one line; a header value cannot hold a line break",
+        "job.yaml:7:57: error: 'steps.http-3.http.auth.bearer_file' must be one line; a header value cannot hold a line break",
+        "job.yaml:8:57: error: 'steps.http-4.http.auth.bearer_file' holds a control character (U+0001), which a header value cannot carry (RFC 9110 §5.5); remove it",
+      ])
+    #expect(!found.joined().contains("Evil") && !found.joined().contains("injected"))
+    let manifest = try load(
+      """
+        - http: { base_url: "http://h/", auth: { bearer_file: crlf.txt } }
+        - http: { base_url: "http://h/", auth: { bearer: "${file:crlf.txt}" } }
+      """, directory: folder.path)
+    #expect(http(manifest, 0)?.auth == .bearer(token: "tok-Crlf-Sentinel"))
+    #expect(http(manifest, 1)?.auth == .bearer(token: "tok-Crlf-Sentinel"))
+  }
+
   @Test func everyMistakeIsReportedWhereItIsWritten() {
     let found = errors(
       """

@@ -190,6 +190,65 @@ import Testing
         ])
   }
 
+  /// D-mask-1: a placeholder written in a credential (a secret query parameter, a secret
+  /// header, a secret body field, `auth`) is refused where it is written: it would be sent
+  /// as the text `{region}`. The messages keep dray's words: the placeholder, masked before
+  /// as the credential's value, reads as written.
+  @Test func aPlaceholderInACredentialIsRefusedWhereItIsWritten() {
+    let found = errors(
+      """
+        - id: a
+          partitions:
+            list: [{region: eu}, {region: us}]
+          http:
+            base_url: "http://h/"
+            path: "echo/{region}"
+            query: { token: "{region}", page: "{region}" }
+            headers: { Cookie: "sid={region}" }
+            body: { json: { user: "u-{region}", password: "pw-{region}-${API_TOKEN}" } }
+            auth: { bearer: "{region}" }
+            load: { table: t, records: /data }
+        - id: w
+          partitions:
+            window: { start: 2024-01-01, end: 2024-01-03, every: 1d }
+          http:
+            base_url: "http://h/"
+            query: { api_key: "{window_start}", to: "{window_end}" }
+            load: { table: w, records: /data }
+      """)
+    let advice = "a credential is sent as written and takes no placeholder"
+    #expect(
+      found.contains {
+        $0.hasPrefix("job.yaml:11:23: error: 'steps.a.http.query.token': \(advice); {region} would be sent as the text {region}")
+      },
+      "\(found)")
+    #expect(found.contains { $0.contains("'steps.a.http.headers.Cookie': \(advice)") }, "\(found)")
+    #expect(found.contains { $0.contains("'steps.a.http.body.json.password': \(advice)") }, "\(found)")
+    #expect(found.contains { $0.contains("'steps.a.http.auth.bearer': \(advice)") }, "\(found)")
+    #expect(found.contains { $0.contains("'steps.w.http.query.api_key': \(advice); {window_start} would be sent") }, "\(found)")
+    // Neither the placeholders nor their names are masked, and no value is printed.
+    #expect(!found.joined().contains("***") && !found.joined().contains("Sentinel"), "\(found)")
+  }
+
+  /// A placeholder's braces that come from a variable (a password holding `{x}`) are the
+  /// credential's own text: no refusal, sent as it is.
+  @Test func bracesInACredentialsVariableAreNoPlaceholder() throws {
+    let manifest = try ManifestText.load(
+      Self.head
+        + """
+          - id: a
+            partitions:
+              list: [{region: eu}]
+            http:
+              base_url: "http://h/"
+              path: "echo/{region}"
+              query: { token: "${PW}" }
+              load: { table: t, records: /data }
+        """, environment: ["PW": "p{region}w-Sentinel"])
+    #expect(manifest.steps[0].kind.http?.query == [QueryItem("token", "p{region}w-Sentinel")])
+    #expect(manifest.redactor.redact("sent p{region}w-Sentinel to echo/{region}") == "sent *** to echo/{region}")
+  }
+
   @Test func partitionedOutputsNameOneFileEach() {
     #expect(
       errors(

@@ -231,6 +231,27 @@ import Testing
     #expect(home[1].headers["X-Signed"] == "sig=s-1" && home[1].headers["X-Auth-Token"] == "token-1")
   }
 
+  /// D-inject-1: the one place every request's header fields are handed to libcurl refuses
+  /// a field holding CR, LF, NUL or another control character, whatever built it (a token
+  /// from an answer), so nothing reaches the server; the message names the field, never
+  /// its value. A tab inside a value is allowed (RFC 9110 §5.5).
+  @Test func aHeaderHoldingALineBreakIsNeverSent() throws {
+    let server = try RestServer()
+    for value in ["Bearer abc\r\nX-Evil: 1", "abc\nX-Evil: 1", "abc\rX-Evil: 1", "abc\u{0}d", "abc\u{1B}[31m"] {
+      let headers = HTTPHeaders([HTTPHeader("X-Trace", "t-1"), HTTPHeader("Authorization", value)])
+      let result = perform(HTTPRequest(url: server.url + "items", headers: headers))
+      #expect((result.error as? TransportError)?.code == "header_refused", "\(result)")
+      let text = result.errorText ?? ""
+      #expect(text.contains("the header field 'Authorization' holds ") && text.contains("nothing was sent"), "\(text)")
+      #expect(!text.contains("abc") && !text.contains("Evil"))
+    }
+    #expect(try server.requests().isEmpty)
+    let tab = try HTTPClient().perform(
+      HTTPRequest(url: server.url + "items", headers: HTTPHeaders([HTTPHeader("X-Trace", "a\tb")])), sink: MemorySink())
+    #expect(tab.status == 200)
+    #expect(try server.requests().map { $0.headers["X-Trace"] } == ["a\tb"])
+  }
+
   // MARK: TLS
 
   @Test func tlsIsVerifiedAgainstTheCAFileOrFailsClearly() throws {

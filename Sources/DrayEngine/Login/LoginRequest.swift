@@ -91,6 +91,14 @@ struct LoginRequest {
           + "check login.token: a JSON Pointer to the session token in the answer")
     }
     onSecret(token)
+    // The token goes into a header as it is: a line break in it would add header fields
+    // to every request of the step (header injection).
+    guard HTTPHeader.isTokenText(token) else {
+      throw LoginError.badAnswer(
+        url: url,
+        detail: "the login answer's token at \(settings.token.description) holds a space, a line break or another character "
+          + "a header cannot carry as it is (a token is visible ASCII, RFC 6750 §2.1) \(place); check login.token and the login endpoint")
+    }
     guard let pointer = settings.expiresIn else { return TokenSession.Fetched(token: token, expiresIn: nil) }
     guard let value = pointer.resolve(in: json), value != .null else {
       log("login: the answer has no expires_in at \(pointer.description); the session token is used until the API answers 401")

@@ -142,6 +142,14 @@ struct OAuth2Refresh {
         url: url, detail: "the token answer has no access_token \(place); check token_url and grant, and the server's documentation")
     }
     onSecret(token)
+    // The token goes into the Authorization header as it is: a line break in it would add
+    // header fields to every request of the step (header injection).
+    guard HTTPHeader.isTokenText(token) else {
+      throw OAuth2Error.badAnswer(
+        url: url,
+        detail: "the token answer's access_token holds a space, a line break or another character a header cannot carry "
+          + "(a Bearer token is visible ASCII, RFC 6750 §2.1) \(place); check token_url and the server's documentation")
+    }
     if let type = json["token_type"]?.stringValue, type.lowercased() != "bearer" {
       throw OAuth2Error.badAnswer(
         url: url, detail: "the token answer's token_type is '\(type)'; dray sends only Bearer tokens (RFC 6750)")

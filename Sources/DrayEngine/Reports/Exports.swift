@@ -51,6 +51,8 @@ final class Exports: @unchecked Sendable {
     self.lineage = manifest.report.openLineage
     self.otlp = manifest.report.otlp.flatMap { OTLPTarget.resolve($0, environment: environment) }
     for header in otlp?.headers ?? [] { console.addSecret(header.value) }
+    // OTEL_EXPORTER_OTLP_ENDPOINT's key, which validation never saw.
+    for value in CredentialName.queryValues(in: otlp?.endpoint ?? "") { console.addSecret(value) }
     for problem in otlp?.problems ?? [] { console.warn(problem) }
     if let otlp, otlp.endpoint.isEmpty, !otlp.endpointRefused {
       console.warn(
@@ -249,7 +251,14 @@ public struct OTLPTarget: Equatable, Sendable {
   /// Where spans are POSTed: `{endpoint}/v1/traces`, or the endpoint as it is when it ends
   /// with `/v1/traces` already (a per-signal address: dray's own decision, docs/report.md;
   /// the specification appends the path to the variable's base in any case).
-  public var tracesURL: String { endpoint.hasSuffix("/v1/traces") ? endpoint : endpoint + "/v1/traces" }
+  /// The path is joined before the query and fragment (RFC 3986 §3): an endpoint
+  /// `http://c:4318/otlp?key=K` sends to `http://c:4318/otlp/v1/traces?key=K`.
+  public var tracesURL: String {
+    let end = endpoint.firstIndex { $0 == "?" || $0 == "#" } ?? endpoint.endIndex
+    var base = String(endpoint[..<end])
+    while base.hasSuffix("/") { base.removeLast() }
+    return (base.hasSuffix("/v1/traces") ? base : base + "/v1/traces") + endpoint[end...]
+  }
 
   /// - Parameter environment: where `OTEL_EXPORTER_OTLP_ENDPOINT` and
   ///   `OTEL_EXPORTER_OTLP_HEADERS` (`name=value,...`, values percent-encoded) are read.
@@ -258,7 +267,10 @@ public struct OTLPTarget: Equatable, Sendable {
     var refused = false
     var endpoint = settings.endpoint ?? environment["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? ""
     endpoint = endpoint.trimmingCharacters(in: .whitespaces)
-    while endpoint.hasSuffix("/") { endpoint.removeLast() }
+    // A trailing `/` of the path goes, never one of the query (`?token=a/`).
+    if !endpoint.contains("?") && !endpoint.contains("#") {
+      while endpoint.hasSuffix("/") { endpoint.removeLast() }
+    }
     if settings.endpoint == nil, !endpoint.isEmpty, !isAddress(endpoint) {
       problems.append(
         "OTEL_EXPORTER_OTLP_ENDPOINT is not an http:// or https:// address such as http://collector:4318: no trace is sent; fix the variable or give report.otlp.endpoint"
