@@ -183,6 +183,24 @@ import Testing
     }
   }
 
+  /// A primary key value that does not fit its column was once trimmed under
+  /// `discard_value`, and the page then failed with "no value for the primary key" on every
+  /// run. A key is never trimmed: the record is set aside, naming the type, and the others
+  /// are merged.
+  @Test(arguments: TargetDatabase.Kind.allCases, ["discard_row", "discard_value"])
+  func aPrimaryKeyOfTheWrongTypeIsSetAsideNeverTrimmed(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 5, "id": "9"}, {"qty": 6}]}"#)
+    let report = try run(server, target, contract: "{ types: \(rule) }")
+    let step = try #require(report.steps.first)
+    #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+    #expect(try target.rows("SELECT id, qty FROM orders WHERE id > 4 ORDER BY id") == [["6", "6"]])
+    #expect(
+      try quarantine(target) == [["orders", nil, #"'id': "9" is text, the column is INTEGER"#, "type", "set_aside", report.runID]])
+    #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 1, trimmed: 0, byKind: ["type": 1]))
+  }
+
   /// A publish refused for the data's sake drops the staged pages, as `freeze` and
   /// `quarantine_full` do: once the API is fixed, the next run fetches every page again and
   /// succeeds (it does not resume the refused pages). PostgreSQL refuses a text value in a

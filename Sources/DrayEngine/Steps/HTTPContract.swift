@@ -8,7 +8,8 @@ internal import DrayTarget
 ///
 /// A field with an empty name (`""`) is never a column: `new_columns: evolve` (and the
 /// default) fails on it, naming the record; `freeze` fails; `discard_row` sets the record
-/// aside and `discard_value` loads it without the field.
+/// aside and `discard_value` loads it without the field. A field of `load.primary_key` is
+/// never trimmed: under `discard_value` a record whose key does not fit is set aside.
 /// A field is a new column when the table exists (or `load.columns` are declared) and has
 /// no column of its name; a value does not fit when its column's type (the table's, else the
 /// declared one) does not hold it (`ColumnType.holds`); a `merge` record without a value at
@@ -134,7 +135,8 @@ final class RecordContract {
         let reason = "new column '\(field.name)'"
         if rule == .freeze { throw frozen(number, reason, rule: "new_columns") }
         verdict.findings.append(Finding(kind: .newColumn, reason: reason))
-        if rule == .discardRow { setAside = true }
+        // A record without its key cannot be loaded: a key is never trimmed.
+        if rule == .discardRow || isKey(key) { setAside = true }
         continue
       }
       let found = field.value.inferredType
@@ -155,11 +157,20 @@ final class RecordContract {
       case .discardRow:
         verdict.findings.append(Finding(kind: .type, reason: reason))
         setAside = true
-      case .discardValue: verdict.findings.append(Finding(kind: .type, reason: reason))
+      case .discardValue:
+        verdict.findings.append(Finding(kind: .type, reason: reason))
+        // A record without its key cannot be loaded: a key is never trimmed.
+        if isKey(key) { setAside = true }
       }
     }
     verdict.record = setAside ? nil : kept
     return verdict
+  }
+
+  /// Whether `key` names a field of `load.primary_key`: a value there that does not fit is
+  /// never trimmed (the record could not be merged without it), the record is set aside.
+  private func isKey(_ key: IdentifierKey) -> Bool {
+    load.primaryKey.contains { IdentifierKey($0) == key }
   }
 
   /// The `freeze` failure of record `number`, with the rules `rule` may choose instead: with
