@@ -103,7 +103,15 @@ final class IncrementalRun {
   }
 
   /// The value the cursor pointer selects in `record`, for checks.
-  func value(in record: Record) -> JSONValue? { RecordChecks.resolve(options.cursor, in: record) }
+  ///
+  /// An integer beyond 64 bits loads as TEXT holding its digits (`RecordValue(json:)`);
+  /// where the value sent is a number, such digits are read back as the number they were,
+  /// compared by their digits (docs/http.md, "Precision").
+  func value(in record: Record) -> JSONValue? {
+    let found = RecordChecks.resolve(options.cursor, in: record)
+    if case .string(let text)? = found, sent.isNumber, IncrementalCursor.isLongInteger(text) { return .number(text) }
+    return found
+  }
 
   /// For `append`: the rows `table` holds at the kept value, each as the text of its
   /// values by column, with how many such rows there are. The records at the kept value
