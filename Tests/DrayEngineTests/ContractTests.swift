@@ -201,6 +201,38 @@ import Testing
     #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 1, trimmed: 0, byKind: ["type": 1]))
   }
 
+  /// A boolean at the primary key was once stored as 1 and merged over the row of id 1,
+  /// wiping its other fields. It is no key value: set aside under `discard_row` and
+  /// `discard_value`, refused with its page under `as_given` and `evolve`; row 1 keeps its
+  /// values either way.
+  @Test(arguments: TargetDatabase.Kind.allCases, ["as_given", "evolve", "freeze", "discard_row", "discard_value"])
+  func aBooleanPrimaryKeyNeverMergesIntoTheRowOfOne(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    let before = try target.rows("SELECT id, customer, qty FROM orders WHERE id = 1")
+    try server.changeOrders(#"{"insert": [{"qty": 9, "id": true}]}"#)
+    let report = try run(server, target, contract: "{ types: \(rule) }")
+    let step = try #require(report.steps.first)
+    #expect(try target.rows("SELECT id, customer, qty FROM orders WHERE id = 1") == before)
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    switch rule {
+    case "as_given", "evolve":
+      #expect(report.status == .failed)
+      #expect(
+        step.errorMessage?.contains("record 2 has the boolean true at the primary key 'id' (load.primary_key), which is not a key value")
+          == true, "\(step.errorMessage ?? "")")
+    case "freeze":
+      #expect(report.status == .failed)
+      #expect(step.errorMessage?.contains("record 2: 'id': true is a boolean, which is not a primary key value") == true)
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(
+        try quarantine(target) == [
+          ["orders", nil, "'id': true is a boolean, which is not a primary key value", "type", "set_aside", report.runID]
+        ])
+    }
+  }
+
   /// A publish refused for the data's sake drops the staged pages, as `freeze` and
   /// `quarantine_full` do: once the API is fixed, the next run fetches every page again and
   /// succeeds (it does not resume the refused pages). PostgreSQL refuses a text value in a

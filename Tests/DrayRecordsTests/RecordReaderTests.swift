@@ -35,7 +35,10 @@ import Testing
     #expect(names(records) == [["id", "name", "price", "big", "ok", "tags", "none"], ["id", "name", "owner"]])
     #expect(
       values(records) == [
-        [.integer(1), .text("pear"), .real(0.5), .text("123456789012345678901234567890"), .integer(1), .text(#"["a",{"b":null}]"#), .null],
+        [
+          .integer(1), .text("pear"), .real(0.5), .text("123456789012345678901234567890"), .boolean(true), .text(#"["a",{"b":null}]"#),
+          .null,
+        ],
         [.integer(2), .text("fig é"), .text(#"{"name":"Ann"}"#)],
       ])
     #expect(summary.values[.json(try JSONPointer(parsing: "/links/next"))] == .text("/items?page=2"))

@@ -127,6 +127,18 @@ final class RecordContract {
         continue
       }
       let key = IdentifierKey(field.name)
+      // A boolean is stored as 1 or 0: at a key it would merge into the row of that key.
+      if case .boolean(let flag) = field.value, isKey(key) {
+        let reason = "'\(field.name)': \(flag) is a boolean, which is not a primary key value"
+        switch types {
+        case .asGiven, .evolve: kept.append(field)  // `RecordChecks` refuses the page.
+        case .freeze: throw frozen(number, reason, rule: "types")
+        case .discardRow, .discardValue:
+          verdict.findings.append(Finding(kind: .type, reason: reason))
+          setAside = true
+        }
+        continue
+      }
       guard let known = fixed[key] else {
         guard checksNew, !marks.contains(key), let rule = newColumns, rule != .evolve else {
           kept.append(field)
@@ -190,6 +202,7 @@ final class RecordContract {
     switch value {
     case .null: .null
     case .integer(let i): .integer(i)
+    case .boolean(let b): .bool(b)
     case .real(let d): .number("\(d)")
     case .text(let t): .string(t)
     }

@@ -225,6 +225,12 @@ struct RecordChecks {
           "record \(number) has no value for the primary key '\(name)' (load.primary_key), so it cannot be merged; "
             + "nothing of this page was loaded. Name fields every record holds in primary_key")
       }
+      if case .boolean(let flag)? = value {
+        throw RecordError(
+          "record \(number) has the boolean \(flag) at the primary key '\(name)' (load.primary_key), which is not a key value "
+            + "(stored as \(flag ? 1 : 0), it would merge into the row of that key); nothing of this page was loaded. "
+            + "Set load.contract.types: discard_row to set such records aside")
+      }
     }
     if let cursors {
       let pointer = cursors.options.cursor
@@ -312,6 +318,7 @@ struct RecordChecks {
       switch value {
       case .null: .null
       case .integer(let i): .integer(i)
+      case .boolean(let b): .bool(b)
       case .real(let d): .number(String(d))
       case .text(let s): .string(s)
       }

@@ -571,6 +571,7 @@ extension RecordValue {
     switch self {
     case .null: .null
     case .integer(let value): .integer(value)
+    case .boolean(let value): .integer(value ? 1 : 0)
     case .real(let value): .real(value)
     case .text(let value): .text(value)
     }
