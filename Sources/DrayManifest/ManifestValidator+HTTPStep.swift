@@ -231,7 +231,7 @@ extension ManifestValidator {
     let boundary = reader.choice(f, "boundary", as: IncrementalCursor.Boundary.self)
     if f["boundary"] != nil && boundary == nil {
       ok = false
-    } else if boundary == .exclusive, let node = f["boundary"], let initial, !initial.hasPredecessor {
+    } else if boundary == .exclusive, let node = f["boundary"], let initial, !initial.isInstant, !initial.hasPredecessor {
       reader.error(
         node.location,
         "'\(f.path("boundary"))' exclusive asks from just below the kept value, and 'initial' (\(initial.text)) is \(initial.kind)"

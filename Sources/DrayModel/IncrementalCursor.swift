@@ -67,6 +67,14 @@ public enum IncrementalCursor {
       if case .text = order { true } else { false }
     }
 
+    /// A number: an integer of any length, or one with a fraction.
+    public var isNumber: Bool {
+      switch order {
+      case .number, .longInteger: true
+      case .instant, .text: false
+      }
+    }
+
     /// What the kind of value is called in messages.
     public var kind: String {
       switch order {
@@ -114,21 +122,29 @@ public enum IncrementalCursor {
       }
     }
 
-    /// Whether the value has a predecessor (`predecessor`): an integer or an instant.
+    /// Whether the value has a predecessor (`predecessor`): an integer or an instant after
+    /// 0000-01-01T00:00:00Z.
     public var hasPredecessor: Bool { predecessor != nil }
 
-    /// The greatest value below this one the API can tell apart from it: an integer less 1
-    /// (nil below the 64-bit range), an instant less 1 ns written in UTC with nine fraction
-    /// digits (`2024-01-01T00:00:59.999999999Z`); nil for text and numbers with a fraction.
+    /// The greatest value below this one the API can tell apart from it: an integer less 1,
+    /// of any length, computed by its digits (`18446744073709551615` below
+    /// `18446744073709551616`, `-9223372036854775809` below the 64-bit range); an instant
+    /// less 1 ns written in UTC with nine fraction digits (`2024-01-01T00:00:59.999999999Z`).
+    /// Nil for text, numbers with a fraction, and an instant at or before
+    /// 0000-01-01T00:00:00Z, the first RFC 3339 can write (no year before 0000 has a form).
     public var predecessor: Value? {
       switch order {
       case .number:
-        guard case .integer(let i) = json, i > Int64.min else { return nil }
-        return Value(json: .integer(i - 1))
+        guard case .integer(let i) = json else { return nil }
+        return i > Int64.min ? Value(json: .integer(i - 1)) : IncrementalCursor.integer(negative: true, digits: "9223372036854775809")
+      case .longInteger(let negative, let digits):
+        return IncrementalCursor.integer(
+          negative: negative, digits: negative ? IncrementalCursor.incremented(digits) : IncrementalCursor.decremented(digits))
       case .instant(let seconds, let nanoseconds):
         let (s, n) = nanoseconds > 0 ? (seconds, nanoseconds - 1) : (seconds - 1, 999_999_999)
+        guard s >= IncrementalCursor.firstInstant else { return nil }
         return Value(text: IncrementalCursor.formatInstant(seconds: s, nanoseconds: n, fractionDigits: 9))
-      case .text, .longInteger:
+      case .text:
         return nil
       }
     }
@@ -144,14 +160,59 @@ public enum IncrementalCursor {
         n += 1_000_000_000
         s -= 1
       }
+      // RFC 3339 writes no year before 0000: a lag past it asks from its first instant.
+      if s < IncrementalCursor.firstInstant { (s, n) = (IncrementalCursor.firstInstant, 0) }
       return Value(text: IncrementalCursor.formatInstant(seconds: s, nanoseconds: n))
     }
   }
 
-  /// Whether `text` (a JSON number) is an integer beyond 64 bits.
-  static func isLongInteger(_ text: String) -> Bool {
+  /// 0000-01-01T00:00:00Z in seconds since the epoch: the first instant RFC 3339 writes.
+  static let firstInstant = daysFromCivil(0, 1, 1) * 86400
+
+  /// The integer `digits` (no leading zero) with its sign, as a cursor value: a JSON
+  /// integer when it fits 64 bits, else a JSON number of its digits.
+  static func integer(negative: Bool, digits: String) -> Value? {
+    let text = (negative && digits != "0" ? "-" : "") + digits
+    if let small = Int64(text) { return Value(json: .integer(small)) }
+    return Value(json: .number(text))
+  }
+
+  /// The decimal `digits` (no leading zero, at least 1) less one, by its digits.
+  static func decremented(_ digits: String) -> String {
+    var bytes = Array(digits.utf8)
+    var i = bytes.count - 1
+    while i >= 0 {
+      if bytes[i] > 48 {
+        bytes[i] -= 1
+        break
+      }
+      bytes[i] = 57
+      i -= 1
+    }
+    let trimmed = bytes.drop { $0 == 48 }
+    return trimmed.isEmpty ? "0" : String(decoding: trimmed, as: UTF8.self)
+  }
+
+  /// The decimal `digits` plus one, by its digits.
+  static func incremented(_ digits: String) -> String {
+    var bytes = Array(digits.utf8)
+    var i = bytes.count - 1
+    while i >= 0 {
+      if bytes[i] < 57 {
+        bytes[i] += 1
+        return String(decoding: bytes, as: UTF8.self)
+      }
+      bytes[i] = 48
+      i -= 1
+    }
+    return "1" + String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// Whether `text` (a JSON number) is an integer beyond 64 bits: `-?[1-9][0-9]*`, written
+  /// as JSON writes one (an integer loaded from a record keeps these digits as TEXT).
+  public static func isLongInteger(_ text: String) -> Bool {
     let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
-    return !digits.isEmpty && digits.utf8.allSatisfy { (48...57).contains($0) } && Int64(text) == nil
+    return !digits.isEmpty && digits.first != "0" && digits.utf8.allSatisfy { (48...57).contains($0) } && Int64(text) == nil
   }
 
   /// Seconds since the epoch and nanoseconds of an RFC 3339 date-time

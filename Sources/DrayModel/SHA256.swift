@@ -29,6 +29,36 @@ public enum SHA256 {
   /// The digest of `text`'s UTF-8 bytes, as 64 lower-case hex digits.
   public static func hex(_ text: String) -> String { hex(Array(text.utf8)) }
 
+  /// A SHA-256 digest fed piece by piece, for data too large, or too scattered, to hold
+  /// whole (the records of a page: `StepRunner`'s repeated page check).
+  public final class Hasher {
+    private let context: OpaquePointer?
+
+    public init() {
+      context = EVP_MD_CTX_new()
+      precondition(context != nil && EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "libcrypto failed to start SHA-256")
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    /// Adds `bytes` to the digest.
+    public func update(_ bytes: some Collection<UInt8>) {
+      let ok = Array(bytes).withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+      precondition(ok == 1, "libcrypto failed to compute SHA-256")
+    }
+
+    /// Adds `text`'s UTF-8 bytes to the digest.
+    public func update(_ text: String) { update(Array(text.utf8)) }
+
+    /// The digest of everything added: 32 bytes. The hasher takes nothing after it.
+    public func finish() -> [UInt8] {
+      var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+      var length: UInt32 = 0
+      precondition(EVP_DigestFinal_ex(context, &digest, &length) == 1, "libcrypto failed to compute SHA-256")
+      return Array(digest.prefix(Int(length)))
+    }
+  }
+
   /// The OpenSSL libcrypto loaded at run time (`OpenSSL_version(OPENSSL_VERSION_STRING)`).
   public static var libraryVersion: LibraryVersion {
     LibraryVersion(name: "OpenSSL", version: String(cString: OpenSSL_version(OPENSSL_VERSION_STRING)))

@@ -9,12 +9,15 @@ public enum RecordValue: Sendable, Equatable {
   /// A JSON integer beyond 64 bits, by its digits (`-` first when negative): bound and
   /// typed as TEXT, and given back as the JSON number it was (the quarantine's record).
   case bigInteger(String)
+  /// A JSON `true` or `false`: stored as 1 or 0 in an INTEGER column (`inferredType`), but
+  /// never taken for the integer at a primary key (`RecordContract`, `RecordChecks`).
+  case boolean(Bool)
 
   /// The column type this value asks for; nil for null (nulls take no part in inference).
   public var inferredType: ColumnType? {
     switch self {
     case .null: nil
-    case .integer: .integer
+    case .integer, .boolean: .integer
     case .real: .real
     case .text, .bigInteger: .text
     }
@@ -22,12 +25,12 @@ public enum RecordValue: Sendable, Equatable {
 
   /// A JSON value as a record value: integers that fit Int64 as INTEGER; larger integers as
   /// `bigInteger`, TEXT with their exact digits (never rounded through a Double); other
-  /// numbers as REAL; booleans as 0 and 1; strings as TEXT; arrays and objects as their
+  /// numbers as REAL; booleans as booleans (stored as 0 and 1); strings as TEXT; arrays and objects as their
   /// JSON text.
   public init(json: JSONValue) {
     switch json {
     case .null: self = .null
-    case .bool(let b): self = .integer(b ? 1 : 0)
+    case .bool(let b): self = .boolean(b)
     case .integer(let i): self = .integer(i)
     case .number(let text):
       if !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) {

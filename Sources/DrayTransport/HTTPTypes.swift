@@ -84,6 +84,10 @@ public struct HTTPRequest: Sendable, Hashable {
   /// another origin is refused (`TransportError.secretRedirect`) and names this setting;
   /// `nil` for a body without secrets.
   public var secretBody: String? = nil
+  /// The request must reach its address as it was sent (a login, a token request): a `301`,
+  /// `302` or `303`, which would send it again as a `GET` without its body, is refused
+  /// (`TransportError.secretRedirect`, naming `secretBody`'s setting and the target).
+  public var keepsMethod = false
 
   public init(
     method: HTTPMethod = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: HTTPBody = .none,

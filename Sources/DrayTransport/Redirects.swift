@@ -9,7 +9,8 @@ internal import Foundation
 ///
 /// - `301`, `302` and `303` turn a `POST` into a `GET` without a body (`303` turns every
 ///   method but `HEAD` into `GET`), as browsers and libcurl do; `307` and `308` repeat the
-///   method and the body;
+///   method and the body; a request that must keep its method (`HTTPRequest.keepsMethod`:
+///   a login, a token request) is not followed through a `301`, `302` or `303`;
 /// - header fields that carry a secret go only to the origin (`Origin`) of the
 ///   first request; they are held back from any other origin and sent again if a later
 ///   redirect comes back. A field carries a secret when its name is one of
@@ -74,6 +75,9 @@ public struct RedirectState: Sendable, Equatable {
     }
     var next = request
     next.url = target
+    if request.keepsMethod, [301, 302, 303].contains(status), request.method != .get && request.method != .head {
+      throw .secretRedirect(url: from, status: status, target: HTTPClient.displayURL(target), setting: request.secretBody ?? "the URL")
+    }
     let dropsBody = (status == 303 && request.method != .head) || ((status == 301 || status == 302) && request.method == .post)
     if dropsBody {
       next.method = .get

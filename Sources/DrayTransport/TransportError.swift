@@ -57,8 +57,11 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// A redirect could not be followed: too many, a loop, or an unusable `Location`.
   case redirect(url: String, detail: String)
   /// A `307` or `308` asked to send a body that holds a secret (`HTTPRequest.secretBody`)
-  /// to `target`, another origin than the one the secret was written for: not followed.
-  /// `setting` names the manifest setting that gives the address.
+  /// to `target`, another origin than the one the secret was written for; or a `301`,
+  /// `302` or `303` would turn a request that must keep its method
+  /// (`HTTPRequest.keepsMethod`: a login, a token request) into a `GET` to `target` (its
+  /// whole address): not followed. `setting` names the manifest setting that gives the
+  /// address.
   case secretRedirect(url: String, status: Int, target: String, setting: String)
   /// The run was cancelled (a signal, or the engine).
   case cancelled
@@ -170,6 +173,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
       "HTTP \(status) \(HTTPStatusError.reason(status)) from \(url): \(detail); the partial file was discarded and the answer asked again from byte 0"
     case .redirect(let url, let detail):
       "cannot follow the redirect from \(url): \(detail); check the address in the manifest (platform.host or base_url)"
+    case .secretRedirect(let url, let status, let target, let setting) where [301, 302, 303].contains(status):
+      "refused to follow the \(status) redirect from \(url) to \(target): a \(status) would send the request again as a GET, "
+        + "without its body and the credentials in it; point \(setting) at the final address, which takes the POST"
     case .secretRedirect(let url, let status, let target, let setting):
       "refused to follow the \(status) redirect from \(url) to another origin, \(target): the request's body holds credentials, "
         + "which a \(status) would send there again; point \(setting) at the final address (on \(target)) if that server is meant to have them"

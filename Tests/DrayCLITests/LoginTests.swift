@@ -190,6 +190,30 @@ import Testing
     try Self.expectNoSecret(server, in: [result.output], folder: folder.path)
   }
 
+  /// A login answered with a 301, 302 or 303 was once sent again as a GET (no body), and the
+  /// step failed naming login.url for the other server's 404. It is refused, on any origin,
+  /// naming the redirect's target: a login must not turn into a GET.
+  @Test(arguments: [301, 302, 303]) func aLoginRedirectedAsAGetIsRefusedNamingTheTarget(status: Int) throws {
+    let folder = TemporaryDirectory()
+    let server = try OAuthServer(["--user", "\(Self.user):\(Self.password)", "--lifetime", "60"])
+    let other = try OAuthServer()
+    try server.redirect(status, to: other.url + "items?x=1")
+    let path = try Self.write(Self.manifest(server, body: "form"), in: folder)
+    let result = try Command.dray(["run", path])
+    #expect(result.status != 0)
+    #expect(try other.stats().apiRequests == 0)
+    #expect(try other.stats().otherPosts.isEmpty)
+    let lines = result.output.split(separator: "\n").filter { $0.contains("refused to follow the \(status) redirect") }
+    #expect(lines.count >= 1, "\(result.output)")
+    #expect(
+      lines.allSatisfy {
+        $0.contains("to \(other.url)items?x=1: a \(status) would send the request again as a GET")
+          && $0.contains("point login.url at the final address")
+      }, "\(lines)")
+    #expect(try server.stats().apiRequests == 0)
+    try Self.expectNoSecret(server, in: [result.output], folder: folder.path)
+  }
+
   /// The partitions of a step and a second step that name the same login url and user share
   /// one login; a second user is a second session.
   @Test func partitionsAndStepsNamingOneLoginAndUserShareOneSessionToken() throws {

@@ -91,6 +91,28 @@ import Testing
     try Self.expectNoSecret(try Self.secrets(server), in: [result.output], folder: folder.path)
   }
 
+  /// A token request answered with a 301, 302 or 303 is refused, naming the target: sent
+  /// again as a GET it would lose its fields.
+  @Test(arguments: [301, 302, 303])
+  func aTokenRequestRedirectedAsAGetIsRefusedNamingTheTarget(status: Int) throws {
+    let folder = TemporaryDirectory()
+    let server = try OAuthServer(Self.client + ["--refresh-token", Self.firstRefreshToken])
+    let other = try OAuthServer()
+    try server.redirect(status, to: other.url + "items")
+    let path = try Self.write(Self.manifest(server, database: "database: { path: data/db.sqlite }\n", clientAuth: "body"), in: folder)
+    let result = try Command.dray(["run", path])
+    #expect(result.status != 0)
+    #expect(try other.stats().apiRequests == 0)
+    let lines = result.output.split(separator: "\n").filter { $0.contains("refused to follow the \(status) redirect") }
+    #expect(lines.count >= 1, "\(result.output)")
+    #expect(
+      lines.allSatisfy {
+        $0.contains("to \(other.url)items: a \(status) would send the request again as a GET") && $0.contains("oauth2.token_url")
+      },
+      "\(lines)")
+    try Self.expectNoSecret(try Self.secrets(server), in: [result.output], folder: folder.path)
+  }
+
   @Test(arguments: TargetDatabase.Kind.allCases)
   func threeRunsLongerThanATokenEachRefreshWithTheTokenTheOneBeforeKept(kind: TargetDatabase.Kind) throws {
     let folder = TemporaryDirectory()

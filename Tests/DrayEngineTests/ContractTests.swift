@@ -183,6 +183,56 @@ import Testing
     }
   }
 
+  /// A primary key value that does not fit its column was once trimmed under
+  /// `discard_value`, and the page then failed with "no value for the primary key" on every
+  /// run. A key is never trimmed: the record is set aside, naming the type, and the others
+  /// are merged.
+  @Test(arguments: TargetDatabase.Kind.allCases, ["discard_row", "discard_value"])
+  func aPrimaryKeyOfTheWrongTypeIsSetAsideNeverTrimmed(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 5, "id": "9"}, {"qty": 6}]}"#)
+    let report = try run(server, target, contract: "{ types: \(rule) }")
+    let step = try #require(report.steps.first)
+    #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+    #expect(try target.rows("SELECT id, qty FROM orders WHERE id > 4 ORDER BY id") == [["6", "6"]])
+    #expect(
+      try quarantine(target) == [["orders", nil, #"'id': "9" is text, the column is INTEGER"#, "type", "set_aside", report.runID]])
+    #expect(step.contract == ContractReport(quarantine: "orders_rejected", loaded: 5, setAside: 1, trimmed: 0, byKind: ["type": 1]))
+  }
+
+  /// A boolean at the primary key was once stored as 1 and merged over the row of id 1,
+  /// wiping its other fields. It is no key value: set aside under `discard_row` and
+  /// `discard_value`, refused with its page under `as_given` and `evolve`; row 1 keeps its
+  /// values either way.
+  @Test(arguments: TargetDatabase.Kind.allCases, ["as_given", "evolve", "freeze", "discard_row", "discard_value"])
+  func aBooleanPrimaryKeyNeverMergesIntoTheRowOfOne(kind: TargetDatabase.Kind, rule: String) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    let before = try target.rows("SELECT id, customer, qty FROM orders WHERE id = 1")
+    try server.changeOrders(#"{"insert": [{"qty": 9, "id": true}]}"#)
+    let report = try run(server, target, contract: "{ types: \(rule) }")
+    let step = try #require(report.steps.first)
+    #expect(try target.rows("SELECT id, customer, qty FROM orders WHERE id = 1") == before)
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["4"]])
+    switch rule {
+    case "as_given", "evolve":
+      #expect(report.status == .failed)
+      #expect(
+        step.errorMessage?.contains("record 2 has the boolean true at the primary key 'id' (load.primary_key), which is not a key value")
+          == true, "\(step.errorMessage ?? "")")
+    case "freeze":
+      #expect(report.status == .failed)
+      #expect(step.errorMessage?.contains("record 2: 'id': true is a boolean, which is not a primary key value") == true)
+    default:
+      #expect(report.status == .succeeded, "\(step.errorMessage ?? "")")
+      #expect(
+        try quarantine(target) == [
+          ["orders", nil, "'id': true is a boolean, which is not a primary key value", "type", "set_aside", report.runID]
+        ])
+    }
+  }
+
   /// A publish refused for the data's sake drops the staged pages, as `freeze` and
   /// `quarantine_full` do: once the API is fixed, the next run fetches every page again and
   /// succeeds (it does not resume the refused pages). PostgreSQL refuses a text value in a

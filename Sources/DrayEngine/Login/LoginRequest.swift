@@ -30,6 +30,8 @@ struct LoginRequest {
       repeatable: true)
     // The body is the user's credentials: never sent on to another origin.
     request.secretBody = "login.url"
+    // A login turned into a GET would reach another endpoint without the credentials.
+    request.keepsMethod = true
     let client = HTTPClient(cancellation: caller.cancellation)
     let runner = RetryRunner(policy: caller.retry, cancellation: caller.cancellation, budget: caller.budget)
     let sink = MemorySink(limit: 1 << 20)

@@ -88,6 +88,8 @@ struct OAuth2Refresh {
       timeouts: caller.timeouts, tls: caller.tls, repeatable: !rotating)
     // A refresh token or a client secret is in the body: never sent on to another origin.
     request.secretBody = "oauth2.token_url"
+    // A token request turned into a GET would reach another endpoint without its fields.
+    request.keepsMethod = true
     let client = HTTPClient(cancellation: caller.cancellation)
     let runner = RetryRunner(policy: caller.retry, cancellation: caller.cancellation, budget: caller.budget)
     let sink = MemorySink(limit: 1 << 20)

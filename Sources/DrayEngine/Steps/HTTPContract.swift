@@ -8,7 +8,8 @@ internal import DrayTarget
 ///
 /// A field with an empty name (`""`) is never a column: `new_columns: evolve` (and the
 /// default) fails on it, naming the record; `freeze` fails; `discard_row` sets the record
-/// aside and `discard_value` loads it without the field.
+/// aside and `discard_value` loads it without the field. A field of `load.primary_key` is
+/// never trimmed: under `discard_value` a record whose key does not fit is set aside.
 /// A field is a new column when the table exists (or `load.columns` are declared) and has
 /// no column of its name; a value does not fit when its column's type (the table's, else the
 /// declared one) does not hold it (`ColumnType.holds`); a `merge` record without a value at
@@ -129,6 +130,18 @@ final class RecordContract {
         continue
       }
       let key = IdentifierKey(field.name)
+      // A boolean is stored as 1 or 0: at a key it would merge into the row of that key.
+      if case .boolean(let flag) = field.value, isKey(key) {
+        let reason = "'\(field.name)': \(flag) is a boolean, which is not a primary key value"
+        switch types {
+        case .asGiven, .evolve: kept.append(field)  // `RecordChecks` refuses the page.
+        case .freeze: throw frozen(number, reason, rule: "types")
+        case .discardRow, .discardValue:
+          verdict.findings.append(Finding(kind: .type, reason: reason))
+          setAside = true
+        }
+        continue
+      }
       guard let known = fixed[key] else {
         guard checksNew, !marks.contains(key), let rule = newColumns, rule != .evolve else {
           kept.append(field)
@@ -137,7 +150,8 @@ final class RecordContract {
         let reason = "new column '\(field.name)'"
         if rule == .freeze { throw frozen(number, reason, rule: "new_columns") }
         verdict.findings.append(Finding(kind: .newColumn, reason: reason))
-        if rule == .discardRow { setAside = true }
+        // A record without its key cannot be loaded: a key is never trimmed.
+        if rule == .discardRow || isKey(key) { setAside = true }
         continue
       }
       let found = field.value.inferredType
@@ -159,11 +173,20 @@ final class RecordContract {
       case .discardRow:
         verdict.findings.append(Finding(kind: .type, reason: reason))
         setAside = true
-      case .discardValue: verdict.findings.append(Finding(kind: .type, reason: reason))
+      case .discardValue:
+        verdict.findings.append(Finding(kind: .type, reason: reason))
+        // A record without its key cannot be loaded: a key is never trimmed.
+        if isKey(key) { setAside = true }
       }
     }
     verdict.record = setAside ? nil : kept
     return verdict
+  }
+
+  /// Whether `key` names a field of `load.primary_key`: a value there that does not fit is
+  /// never trimmed (the record could not be merged without it), the record is set aside.
+  private func isKey(_ key: IdentifierKey) -> Bool {
+    load.primaryKey.contains { IdentifierKey($0) == key }
   }
 
   /// The `freeze` failure of record `number`, with the rules `rule` may choose instead: with
@@ -183,6 +206,7 @@ final class RecordContract {
     switch value {
     case .null: .null
     case .integer(let i): .integer(i)
+    case .boolean(let b): .bool(b)
     case .real(let d): .number("\(d)")
     case .text(let t): .string(t)
     case .bigInteger(let digits): .number(digits)

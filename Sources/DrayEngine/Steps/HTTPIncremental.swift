@@ -103,7 +103,15 @@ final class IncrementalRun {
   }
 
   /// The value the cursor pointer selects in `record`, for checks.
-  func value(in record: Record) -> JSONValue? { RecordChecks.resolve(options.cursor, in: record) }
+  ///
+  /// An integer beyond 64 bits loads as TEXT holding its digits (`RecordValue(json:)`);
+  /// where the value sent is a number, such digits are read back as the number they were,
+  /// compared by their digits (docs/http.md, "Precision").
+  func value(in record: Record) -> JSONValue? {
+    let found = RecordChecks.resolve(options.cursor, in: record)
+    if case .string(let text)? = found, sent.isNumber, IncrementalCursor.isLongInteger(text) { return .number(text) }
+    return found
+  }
 
   /// For `append`: the rows `table` holds at the kept value, each as the text of its
   /// values by column, with how many such rows there are. The records at the kept value
@@ -220,6 +228,12 @@ struct RecordChecks {
           "record \(number) has no value for the primary key '\(name)' (load.primary_key), so it cannot be merged; "
             + "nothing of this page was loaded. Name fields every record holds in primary_key")
       }
+      if case .boolean(let flag)? = value {
+        throw RecordError(
+          "record \(number) has the boolean \(flag) at the primary key '\(name)' (load.primary_key), which is not a key value "
+            + "(stored as \(flag ? 1 : 0), it would merge into the row of that key); nothing of this page was loaded. "
+            + "Set load.contract.types: discard_row to set such records aside")
+      }
     }
     if let cursors {
       let pointer = cursors.options.cursor
@@ -307,8 +321,10 @@ struct RecordChecks {
       switch value {
       case .null: .null
       case .integer(let i): .integer(i)
+      case .boolean(let b): .bool(b)
       case .real(let d): .number(String(d))
-      case .text(let s), .bigInteger(let s): .string(s)
+      case .text(let s): .string(s)
+      case .bigInteger(let digits): .number(digits)
       }
     let rest = Array(pointer.tokens.dropFirst())
     guard !rest.isEmpty else { return column }

@@ -335,8 +335,8 @@ extension StepRunner {
         + "and the table keeps its rows; if no records is a valid answer of this API, set load.allow_empty: true")
   }
 
-  /// What made page `page` promise the page after it, for a `204 No Content` that
-  /// contradicts it (docs/http.md, "A 204 on a later page"); nil where the pagination only
+  /// What made page `page` promise the page after it, for a `204 No Content` or a status
+  /// `on_status` names `empty` that contradicts it (docs/http.md, "A 204 on a later page"); nil where the pagination only
   /// guessed that the next page exists (`page`, `offset`, `cursor.from_last_record`, without
   /// `more`), where an empty page ends the pull.
   static func promise(_ options: HTTPStep, page: Int) -> String? {

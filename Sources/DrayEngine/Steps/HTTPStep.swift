@@ -102,6 +102,8 @@ extension StepRunner {
     var unmatchedColumns: [HTTPStep.Column]?
     /// The run resumed pages an earlier run committed (whose records it did not read).
     let resumed: Bool
+    /// The digest of the last page's records (`PageCommit.digest`).
+    var lastDigest: [UInt8]?
   }
 
   /// What one page's commit came to (`commitPage`).
@@ -112,6 +114,10 @@ extension StepRunner {
     /// The run's unmatched columns narrowed by this page's records; nil for a page without
     /// records, which says nothing.
     var unmatched: [HTTPStep.Column]?
+    /// The SHA-256 of the page's records as read, for `offset` and `page` pagination (nil for
+    /// other pagination and for a page without records): the same records on the next
+    /// page mean the server ignores the page's parameter.
+    var digest: [UInt8]?
   }
 
   /// Opens what the step's run works with, and resumes the pages an earlier run of the same
@@ -239,6 +245,7 @@ extension StepRunner {
       CrashPoint.reach("page-committed:\(step.id):\(page)")
       pages.progress = commit.progress
       if let unmatched = commit.unmatched { pages.unmatchedColumns = unmatched }
+      pages.lastDigest = commit.digest
       if options.paginate != nil {
         console.info(
           "page \(page): \(HumanUnits.counted(commit.records, "record"))\(fetched.status.map { " (HTTP \($0): empty)" } ?? "")",
@@ -298,18 +305,21 @@ extension StepRunner {
     return (arrived, loaded.result)
   }
 
-  /// Saves and commits page `page` once fetched (a `304` aside): refuses a `204` a page before
-  /// promised more, places the answer at `savedAt` (`output`), and commits its records unless
+  /// Saves and commits page `page` once fetched (a `304` aside): refuses a `204`, or a status
+  /// `on_status` names `empty`, on a page the page before promised (`StepRunner.promise`), places the answer at `savedAt` (`output`), and commits its records unless
   /// they were `streamed` while it downloaded.
   private func finishPage(
     _ options: HTTPStep, _ run: HTTPRun, page: Int, next: PageLedger.Next, _ pages: FetchedPages, _ fetched: FetchedPage,
     savedAt pagePath: String?, streamed: Result<PageCommit, any Error>?
   ) throws -> PageCommit {
-    if fetched.status == 204, page > 1, let promise = StepRunner.promise(options, page: page - 1) {
+    // An empty status (a 204, or one `on_status` names `empty`) on a promised page.
+    if let status = fetched.status, page > 1, let promise = StepRunner.promise(options, page: page - 1) {
+      let (said, what) =
+        status == 204 ? ("HTTP 204 No Content", "a 204") : ("HTTP \(status), which on_status names empty", "an empty status")
       throw HTTPStepError.badAnswer(
         page: page, url: next.url,
         message:
-          "HTTP 204 No Content, though \(promise); a 204 cannot say whether more pages follow, so nothing was published and the next run asks for this page again"
+          "\(said), though \(promise); \(what) cannot say whether more pages follow, so nothing was published and the next run asks for this page again"
       )
     }
     // Save the answer first: a kill before the page's commit fetches it again and
@@ -388,6 +398,7 @@ extension StepRunner {
       var summary = AnswerSummary()
       var lastRecord: Record?
       var unmatched: [HTTPStep.Column]?
+      let hasher = StepRunner.guessesPages(options) ? SHA256.Hasher() : nil
       if let file, let table, let load = options.load, let contract = run.contract, let ledger = run.ledger {
         var checks = RecordChecks(load: load, cursors: run.cursors)
         var number = 0
@@ -402,6 +413,7 @@ extension StepRunner {
           each: {
             lastRecord = $0
             number += 1
+            hasher?.update(RecordContract.json($0) + "\n")
             let verdict = try contract.apply($0, number: number)
             if !verdict.findings.isEmpty { try quarantine.add($0, verdict) }
             guard let kept = verdict.record else { return checks.notice($0) }
@@ -422,6 +434,12 @@ extension StepRunner {
       } else if file == nil, let table, let load = options.load, let columns = load.columns {
         try table.prepare(columns.map { ($0.name, $0.type) } + RecordChecks(load: load, cursors: nil).extraColumns, widen: false)
       }
+      let digest = summary.records > 0 ? hasher?.finish() : nil
+      if let digest, digest == pages.lastDigest {
+        throw HTTPStepError.paginationLoop(
+          "page \(page) (\(current.url)) holds the same \(HumanUnits.counted(summary.records, "record")) as page \(page - 1): "
+            + "the server ignores \(StepRunner.pageParameter(options)); check the parameter's name against the API's documentation")
+      }
       let next =
         status == nil
         ? try nextPage(options, current: current, summary: summary, lastRecord: lastRecord, headers: try fetched().headers) : nil
@@ -431,12 +449,31 @@ extension StepRunner {
       progress.rows += summary.records
       progress.next = next
       if let transaction { try run.ledger?.save(progress, in: transaction) }
-      return PageCommit(records: summary.records, progress: progress, unmatched: unmatched)
+      return PageCommit(records: summary.records, progress: progress, unmatched: unmatched, digest: digest)
     }
 
     guard let ledger = run.ledger else { return try readAndAdvance(nil, nil) }
     return try ledgerTransaction(ledger) { transaction in
       try readAndAdvance(options.load == nil ? nil : ledger.staging.table(run.stagingTable), transaction)
+    }
+  }
+
+  /// Whether the pagination guesses each next page by a parameter of its own (`offset`,
+  /// `page`), which a server that does not know the parameter ignores: every page then
+  /// holds the same records, though each URL differs (docs/http.md, "Pagination: `paginate`").
+  static func guessesPages(_ options: HTTPStep) -> Bool {
+    switch options.paginate {
+    case .offset?, .page?: true
+    default: false
+    }
+  }
+
+  /// The pagination's parameter, for the message of a page that repeats the one before.
+  static func pageParameter(_ options: HTTPStep) -> String {
+    switch options.paginate {
+    case .offset(let param, _, _, _)?: "paginate.offset.param '\(param)'"
+    case .page(let param, _)?: "paginate.page.param '\(param)'"
+    default: "the pagination's parameter"
     }
   }
 
@@ -534,6 +571,7 @@ extension RecordValue {
     switch self {
     case .null: .null
     case .integer(let value): .integer(value)
+    case .boolean(let value): .integer(value ? 1 : 0)
     case .real(let value): .real(value)
     case .text(let value), .bigInteger(let value): .text(value)
     }
