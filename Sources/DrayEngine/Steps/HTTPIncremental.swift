@@ -104,9 +104,8 @@ final class IncrementalRun {
 
   /// The value the cursor pointer selects in `record`, for checks.
   ///
-  /// An integer beyond 64 bits loads as TEXT holding its digits (`RecordValue(json:)`);
-  /// where the value sent is a number, such digits are read back as the number they were,
-  /// compared by their digits (docs/http.md, "Precision").
+  /// An integer beyond 64 bits is compared by its digits (docs/http.md, "Precision"); where
+  /// the value sent is a number, a string of such digits is read as that number too.
   func value(in record: Record) -> JSONValue? {
     let found = RecordChecks.resolve(options.cursor, in: record)
     if case .string(let text)? = found, sent.isNumber, IncrementalCursor.isLongInteger(text) { return .number(text) }
