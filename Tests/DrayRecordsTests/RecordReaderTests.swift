@@ -36,7 +36,8 @@ import Testing
     #expect(
       values(records) == [
         [
-          .integer(1), .text("pear"), .real(0.5), .bigInteger("123456789012345678901234567890"), .boolean(true), .text(#"["a",{"b":null}]"#),
+          .integer(1), .text("pear"), .real(0.5), .bigInteger("123456789012345678901234567890"), .boolean(true),
+          .text(#"["a",{"b":null}]"#),
           .null,
         ],
         [.integer(2), .text("fig é"), .text(#"{"name":"Ann"}"#)],
