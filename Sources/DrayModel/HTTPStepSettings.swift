@@ -188,6 +188,16 @@ public struct HTTPStep: Sendable, Hashable {
       self.maxShare = maxShare
     }
 
+    /// The bound `total` records set aside or trimmed of `records` read passes, as the
+    /// manifest names it (`load.quarantine.max_rows (100)`); nil when within both bounds.
+    /// `unit` names what was read ("row", "record").
+    public func passedBound(total: Int, of records: Int, unit: String) -> String? {
+      if let maxRows, total > maxRows { return "load.quarantine.max_rows (\(maxRows))" }
+      if let maxShare, records > 0, Double(total) / Double(records) > maxShare {
+        return "load.quarantine.max_share (\(maxShare) of \(records) \(unit)s)"
+      }
+      return nil
+    }
   }
 
   /// How a load's records meet the rows already in its table (`load.write`).

@@ -43,26 +43,23 @@ extension PostgresCopyWriter {
     appendInt32(0)
   }
 
+  /// Appends `value` in network byte order (big-endian), as binary COPY's fields are.
   @inline(__always)
-  func appendInt16(_ value: Int16) {
-    reserve(2)
-    UnsafeMutableRawPointer(staging.pointee.base + staging.pointee.count).storeBytes(of: value.bigEndian, as: Int16.self)
-    staging.pointee.count += 2
+  func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+    let size = MemoryLayout<T>.size
+    reserve(size)
+    UnsafeMutableRawPointer(staging.pointee.base + staging.pointee.count).storeBytes(of: value.bigEndian, as: T.self)
+    staging.pointee.count += size
   }
 
   @inline(__always)
-  func appendInt32(_ value: Int32) {
-    reserve(4)
-    UnsafeMutableRawPointer(staging.pointee.base + staging.pointee.count).storeBytes(of: value.bigEndian, as: Int32.self)
-    staging.pointee.count += 4
-  }
+  func appendInt16(_ value: Int16) { appendBigEndian(value) }
 
   @inline(__always)
-  func appendInt64(_ value: Int64) {
-    reserve(8)
-    UnsafeMutableRawPointer(staging.pointee.base + staging.pointee.count).storeBytes(of: value.bigEndian, as: Int64.self)
-    staging.pointee.count += 8
-  }
+  func appendInt32(_ value: Int32) { appendBigEndian(value) }
+
+  @inline(__always)
+  func appendInt64(_ value: Int64) { appendBigEndian(value) }
 
   /// Starts a binary row (its field count) unless one is started.
   @inline(__always)

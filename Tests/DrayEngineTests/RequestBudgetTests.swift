@@ -67,15 +67,15 @@ import Testing
   }
 
   /// A server that says its limit in X-RateLimit-* fields: without a rate_limit, its fields
-  /// pace the job; at most one request meets a 429 (the first second's, before any answer
-  /// said what is left, when both steps race).
+  /// pace the job; at most one request a step meets a 429 (in the first second, before any
+  /// answer said what is left, when both steps race; under load both may).
   @Test func theServersOwnFieldsPaceAJobWithoutABudget() throws {
     let server = try RestServer(["--items", "20", "--rate-limit", "5", "--rate-limit-headers"])
     // 2 steps of 20 pages: 40 requests.
     let (report, json) = try run("", perPage: 1, server: server, retries: 2)
     #expect(report.status == .succeeded, "\(report.steps.first?.members.map { $0.errorMessage ?? "" } ?? [])")
     let requests = try server.requests()
-    #expect(requests.filter { $0.status == 429 }.count <= 1)
+    #expect(requests.filter { $0.status == 429 }.count <= 2)
     #expect(requests.filter { $0.status == 200 }.count == 40)
     let members = try #require(report.steps.first?.members)
     #expect(members.map(\.budgetWait).reduce(0, +) > 1)

@@ -235,13 +235,7 @@ extension StepRunner {
   ) throws {
     let total = counts.total + prior.total
     let records = records + prior.records
-    let limit = load.quarantine
-    var passed: String?
-    if let maxRows = limit.maxRows, total > maxRows { passed = "load.quarantine.max_rows (\(maxRows))" }
-    if passed == nil, let maxShare = limit.maxShare, records > 0, Double(total) / Double(records) > maxShare {
-      passed = "load.quarantine.max_share (\(maxShare) of \(records) records)"
-    }
-    guard let passed else { return }
+    guard let passed = load.quarantine.passedBound(total: total, of: records, unit: "record") else { return }
     let across =
       partitionedStepID.map { id in
         " across the partitions of step \(id) (\(prior.total) of them from the \(HumanUnits.counted(prior.records, "record")) "

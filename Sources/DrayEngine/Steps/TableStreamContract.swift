@@ -26,13 +26,7 @@ extension StepRunner {
     let prior = partitionedStepID.flatMap { id in context.quarantined.withLock { $0[id] } } ?? (0, 0)
     let total = counts.total + prior.total
     let records = read + prior.records
-    let limit = options.quarantine
-    var passed: String?
-    if let maxRows = limit.maxRows, total > maxRows { passed = "load.quarantine.max_rows (\(maxRows))" }
-    if passed == nil, let maxShare = limit.maxShare, records > 0, Double(total) / Double(records) > maxShare {
-      passed = "load.quarantine.max_share (\(maxShare) of \(records) rows)"
-    }
-    if let passed {
+    if let passed = options.quarantine.passedBound(total: total, of: records, unit: "row") {
       let across = partitionedStepID.map { " across the partitions of step \($0)" } ?? ""
       throw HTTPStepError.quarantineFull(
         "\(total) of \(HumanUnits.counted(records, "row")) did not fit the tables (\(counts.summary)), more than \(passed)\(across); "
