@@ -84,6 +84,10 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   case setup(url: String, detail: String)
   /// Anything else libcurl reported.
   case other(url: String, detail: String)
+  /// A replay (`dray run --replay DIR`) met a request its recording does not hold:
+  /// `request` is its method and URL, `body` its body's start, `nearest` the recorded
+  /// request closest to it. Not retried: the recording answers the same way again.
+  case notRecorded(request: String, body: String?, nearest: String?, recording: String)
 
   /// A stable identifier for reports and scripts. `gaveUp` keeps its last error's code.
   public var code: String {
@@ -106,6 +110,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .badAnswer: "bad_answer"
     case .setup: "transport_setup"
     case .other: "transport_error"
+    case .notRecorded: "not_recorded"
     }
   }
 
@@ -180,6 +185,10 @@ public enum TransportError: ReportableError, Sendable, Equatable {
       "the answer from \(url) is not one dray can read: \(detail); not retried, as the server would send the same again. Fix the server, or the proxy in between"
     case .setup(let url, let detail): "cannot send the request to \(url): \(detail); this libcurl lacks a feature dray needs"
     case .other(let url, let detail): "request to \(url) failed: \(detail)"
+    case .notRecorded(let request, let body, let nearest, let recording):
+      "the recording \(recording) holds no answer to \(request)" + (body.map { " with body \(PrintableText.oneLine($0))" } ?? "")
+        + (nearest.map { "; the nearest recorded request is \($0)" } ?? "")
+        + "; the manifest changed since it was recorded: record it again (dray run JOB.yaml --record \(recording))"
     }
   }
 
