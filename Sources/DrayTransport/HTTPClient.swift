@@ -122,7 +122,15 @@ public final class HTTPClient {
     var redirects = RedirectState(url: request.url, method: request.method)
     var current = request
     while true {
-      let (response, location, figures) = try exchangeOnce(current, sink: sink) { try performOnce($0, sink: $1) }
+      let (response, location, figures): (HTTPResponse, String?, ExchangeFigures?)
+      do {
+        (response, location, figures) = try exchangeOnce(current, sink: sink) { try performOnce($0, sink: $1) }
+      } catch let replayed as ReplayedFault {
+        bytesSent += replayed.figures.bytesSent
+        lastStatus = replayed.figures.lastStatus
+        lastWireBytes = replayed.figures.wireBytes
+        throw replayed.error
+      }
       if let figures {
         // Answered from a recording: the figures the recorded request reported.
         bytesSent += figures.bytesSent

@@ -39,6 +39,13 @@ struct ExchangeFigures {
   var wireBytes: Int64
 }
 
+/// A recorded fault thrown again at replay, with what the recorded request reported
+/// (`HTTPClient` takes the figures and throws `error`).
+struct ReplayedFault: Error {
+  var figures: ExchangeFigures
+  var error: any Error
+}
+
 /// A sink that writes every byte it passes on into a recorder's tape first.
 final class TeeSink: ResponseSink {
   let inner: any ResponseSink

@@ -128,6 +128,17 @@ public final class TrafficReplayer: Sendable {
     if cancellation.isCancelled { throw TransportError.cancelled }
     let exchange = try exchange(for: request)
     let figures = ExchangeFigures(bytesSent: exchange.bytesSent, lastStatus: exchange.status, wireBytes: exchange.wireBytes)
+    do {
+      return try answer(exchange, request, sink: sink, cancellation: cancellation, progress: progress, figures: figures)
+    } catch let error as TransportError {
+      throw ReplayedFault(figures: figures, error: error)
+    }
+  }
+
+  private func answer(
+    _ exchange: RecordedExchange, _ request: HTTPRequest, sink: any ResponseSink, cancellation: Cancellation,
+    progress: ((Int64, Int64?) -> Void)?, figures: ExchangeFigures
+  ) throws -> Answer {
     guard let status = exchange.status else {
       throw exchange.fault?.error(for: request) ?? TransportError.other(url: HTTPClient.displayURL(request.url), detail: "no answer")
     }
