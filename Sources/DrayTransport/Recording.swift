@@ -1,4 +1,4 @@
-internal import DrayModel
+public import DrayModel
 internal import Foundation
 
 /// The index of a recording, `DIR/recording.json` (docs/recordings.md): its layout
@@ -105,12 +105,12 @@ extension RecordedFault {
 /// A recorded text with `{{secret:N}}` placeholders, matched against a text sent at replay:
 /// each placeholder stands for any text (the secret at its place, whatever value, or the
 /// `(not set)` of a replay without secrets); the rest must be equal.
-enum PlaceholderMatch {
+public enum PlaceholderMatch {
   /// The placeholder of the `n`th secret of an exchange.
-  static func placeholder(_ n: Int) -> String { "{{secret:\(n)}}" }
+  public static func placeholder(_ n: Int) -> String { "{{secret:\(n)}}" }
 
   /// `recorded` cut at its placeholders: the literal parts, one more than the placeholders.
-  static func literals(_ recorded: String) -> [Substring] {
+  public static func literals(_ recorded: String) -> [Substring] {
     var parts: [Substring] = []
     var rest = Substring(recorded)
     while let open = rest.range(of: "{{secret:") {
@@ -126,13 +126,13 @@ enum PlaceholderMatch {
   }
 
   /// Whether `sent` is `recorded` with any text at each placeholder.
-  static func matches(_ recorded: String, _ sent: String) -> Bool {
+  public static func matches(_ recorded: String, _ sent: String) -> Bool {
     matches(literals(recorded), Substring(sent))
   }
 
   /// Whether `text` is the literal `parts` (a recorded text cut by `literals(_:)`) with
   /// any text between each two.
-  static func matches(_ parts: [Substring], _ text: Substring) -> Bool {
+  public static func matches(_ parts: [Substring], _ text: Substring) -> Bool {
     guard let first = parts.first, let last = parts.last else { return text.isEmpty }
     guard parts.count > 1 else { return text == first }
     guard text.utf8.count >= first.utf8.count + last.utf8.count, text.hasPrefix(first) else { return false }
@@ -155,7 +155,7 @@ enum PlaceholderMatch {
   /// Whether `recorded` (cut by `literals(_:)`) and `sent` can be the same text when each
   /// placeholder of the one and each unresolved credential of the other
   /// (`unresolvedForms`) stand for any text: a replay without the job's secrets set.
-  static func matchesUnresolved(_ parts: [Substring], _ sent: String) -> Bool {
+  public static func matchesUnresolved(_ parts: [Substring], _ sent: String) -> Bool {
     var text = sent
     for form in unresolvedForms { text = text.replacing(form, with: "\u{0}") }
     // Tokens: a byte, or nil for "any text".
