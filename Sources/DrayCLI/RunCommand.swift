@@ -89,7 +89,10 @@ enum RunCommand {
     runner.join = join
     runner.runKey = runKey
     let report = runner.run()
-    if let recorder {
+    // A start refused by the job's lock sent nothing: an earlier recording in DIR stays.
+    if let recorder, report.lockedOut || report.exitCode == ExitCode.locked {
+      recorder.discard()
+    } else if let recorder {
       do {
         try recorder.finish()
       } catch {

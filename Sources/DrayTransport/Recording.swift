@@ -2,8 +2,8 @@ public import DrayModel
 internal import Foundation
 
 /// The index of a recording, `DIR/recording.json` (docs/recordings.md): its layout
-/// `version`, the job, the state the recorded run started from, and every exchange in the
-/// order it ended. Written with sorted keys, two-space indents and one header per line, so
+/// `version`, the job and every exchange in the
+/// order it started. Written with sorted keys and two-space indents, so
 /// that a refreshed recording diffs line by line.
 struct RecordingIndex: Codable {
   /// The newest layout this build reads and writes.
@@ -15,9 +15,6 @@ struct RecordingIndex: Codable {
 
   var version: Int
   var job: String
-  /// What the recorded run read from its job database at start (`RecordedState`), as the
-  /// engine wrote it; nil when it read nothing.
-  var state: [String: [String: String]]?
   var exchanges: [RecordedExchange]
 }
 

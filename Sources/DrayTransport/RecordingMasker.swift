@@ -81,12 +81,6 @@ struct RecordingMasker {
       elapsedMs: item.elapsedMs)
   }
 
-  /// The state the run started from, its values masked.
-  func state(_ kept: [String: [String: String]]) -> [String: [String: String]] {
-    let counter = Counter()
-    return kept.mapValues { $0.mapValues { mask($0, counter) } }
-  }
-
   /// Copies the body at `source` to `target` with its secrets masked; a body that is not
   /// UTF-8 text is copied as it is.
   func maskFile(_ source: String, to target: String, _ counter: Counter) throws {

@@ -80,7 +80,6 @@ public final class TrafficRecorder: Sendable {
   private struct State {
     var next = 1
     var ended: [Ended] = []
-    var state: [String: [String: String]] = [:]
   }
 
   /// The recording's folder.
@@ -108,11 +107,6 @@ public final class TrafficRecorder: Sendable {
     }
   }
 
-  /// Keeps a part of the state the run started from (`RecordedState`), under `kind`.
-  public func keepState(_ kind: String, _ values: [String: String]) {
-    state.withLock { $0.state[kind, default: [:]].merge(values) { _, new in new } }
-  }
-
   func start(_ request: HTTPRequest) throws -> Tape {
     let id = state.withLock { state -> Int in
       state.next += 1
@@ -132,11 +126,17 @@ public final class TrafficRecorder: Sendable {
     state.withLock { $0.ended.append(ended) }
   }
 
+  /// Writes nothing and removes the scratch folder: a run that sent nothing (a start the
+  /// job's lock refused) leaves an earlier recording in the folder as it was.
+  public func discard() {
+    try? FileManager.default.removeItem(atPath: scratch)
+  }
+
   /// Masks and writes the recording: `DIR/recording.json` and `DIR/bodies/`, replacing an
   /// earlier recording there.
   /// - Throws: `TransportError.file` when a file cannot be written.
   public func finish() throws {
-    let (ended, kept) = state.withLock { ($0.ended, $0.state) }
+    let ended = state.withLock { $0.ended }
     defer { try? FileManager.default.removeItem(atPath: scratch) }
     let masker = RecordingMasker(redactor: redactor.current)
     let bodies = directory + "/" + RecordingIndex.bodiesFolder
@@ -149,7 +149,7 @@ public final class TrafficRecorder: Sendable {
         exchanges.append(try masker.exchange(item, bodies: bodies))
       }
       let index = RecordingIndex(
-        version: RecordingIndex.currentVersion, job: job, state: kept.isEmpty ? nil : masker.state(kept), exchanges: exchanges)
+        version: RecordingIndex.currentVersion, job: job, exchanges: exchanges)
       let encoder = JSONEncoder()
       encoder.keyEncodingStrategy = .convertToSnakeCase
       encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

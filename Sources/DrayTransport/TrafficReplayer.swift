@@ -61,9 +61,6 @@ public final class TrafficReplayer: Sendable {
   /// The job the recording is of.
   public var job: String { index.job }
 
-  /// The state the recorded run started from, by kind (`TrafficRecorder.keepState`).
-  public var state: [String: [String: String]] { index.state ?? [:] }
-
   /// How many exchanges the recording holds.
   public var count: Int { index.exchanges.count }
 
