@@ -294,3 +294,34 @@ import Testing
     #expect(select.hasPrefix(#"{"status":"ok","result":{"database":{"records":[{"hhive_id":1,"id":1,"name":"apple""#))
   }
 }
+
+/// A replay keeps no credential: an OAuth 2.0 refresh token rotated in a recorded answer is
+/// never written to the job's database, and the recording holds none of the tokens.
+@Suite struct ReplayCredentialTests {
+  @Test func aReplayKeepsNoRotatedRefreshToken() throws {
+    let recordFolder = TemporaryDirectory()
+    let replayFolder = TemporaryDirectory()
+    let database = "database: { path: data/db.sqlite }\n"
+    var secrets: [String] = []
+    var manifest = ""
+    do {
+      let server = try OAuthServer(OAuth2Tests.client + ["--refresh-token", OAuth2Tests.firstRefreshToken])
+      manifest = OAuth2Tests.manifest(server, database: database)
+      let path = try OAuth2Tests.write(manifest, in: recordFolder)
+      let recorded = try Command.dray(["run", path, "--record", recordFolder.path + "/rec"])
+      #expect(recorded.status == 0, "\(recorded.output)")
+      secrets = try OAuth2Tests.secrets(server)
+      #expect(
+        try SQLiteFile.rows(recordFolder.path + "/data/db.sqlite", "SELECT count(*) FROM _dray_oauth2_tokens") == [["1"]])
+    }
+    let path = try OAuth2Tests.write(manifest, in: replayFolder)
+    let replayed = try Command.dray(["run", path, "--replay", recordFolder.path + "/rec"])
+    #expect(replayed.status == 0, "\(replayed.output)")
+    let kept = try SQLiteFile.rows(
+      replayFolder.path + "/data/db.sqlite", "SELECT count(*) FROM sqlite_schema WHERE name = '_dray_oauth2_tokens'")
+    if kept == [["1"]] {
+      #expect(try SQLiteFile.rows(replayFolder.path + "/data/db.sqlite", "SELECT count(*) FROM _dray_oauth2_tokens") == [["0"]])
+    }
+    try OAuth2Tests.expectNoSecret(secrets, in: [], folder: recordFolder.path + "/rec")
+  }
+}
