@@ -122,21 +122,18 @@ public final class HTTPClient {
     var redirects = RedirectState(url: request.url, method: request.method)
     var current = request
     while true {
-      let (response, location, figures): (HTTPResponse, String?, ExchangeFigures?)
-      do {
-        (response, location, figures) = try exchangeOnce(current, sink: sink) { try performOnce($0, sink: $1) }
-      } catch let replayed as ReplayedFault {
-        bytesSent += replayed.figures.bytesSent
-        lastStatus = replayed.figures.lastStatus
-        lastWireBytes = replayed.figures.wireBytes
-        throw replayed.error
-      }
-      if let figures {
+      let exchanged = try exchangeOnce(current, sink: sink) { try performOnce($0, sink: $1) }
+      if let figures = exchanged.figures {
         // Answered from a recording: the figures the recorded request reported.
         bytesSent += figures.bytesSent
         lastStatus = figures.lastStatus
         lastWireBytes = figures.wireBytes
       }
+      if let error = exchanged.error { throw error }
+      guard let response = exchanged.response else {
+        throw TransportError.other(url: HTTPClient.displayURL(current.url), detail: "no answer")
+      }
+      let location = exchanged.location
       guard RedirectState.isRedirect(response.status), let location else { return response }
       current = try redirects.follow(current, status: response.status, location: location)
     }

@@ -39,11 +39,13 @@ struct ExchangeFigures {
   var wireBytes: Int64
 }
 
-/// A recorded fault thrown again at replay, with what the recorded request reported
-/// (`HTTPClient` takes the figures and throws `error`).
-struct ReplayedFault: Error {
-  var figures: ExchangeFigures
-  var error: any Error
+/// What one hop came to: an answer and the address a redirect named, or (at replay) the
+/// recorded fault; with the figures of a replayed request.
+struct Exchanged {
+  var response: HTTPResponse?
+  var location: String?
+  var figures: ExchangeFigures?
+  var error: (any Error)?
 }
 
 /// A sink that writes every byte it passes on into a recorder's tape first.
@@ -74,16 +76,16 @@ extension HTTPClient {
   func exchangeOnce(
     _ request: HTTPRequest, sink: any ResponseSink, performOnce: (HTTPRequest, any ResponseSink) throws -> (HTTPResponse, String?)
   )
-    throws -> (HTTPResponse, String?, ExchangeFigures?)
+    throws -> Exchanged
   {
     guard traced else {
       let (response, location) = try performOnce(request, sink)
-      return (response, location, nil)
+      return Exchanged(response: response, location: location)
     }
     switch Traffic.mode {
     case .live:
       let (response, location) = try performOnce(request, sink)
-      return (response, location, nil)
+      return Exchanged(response: response, location: location)
     case .recording(let recorder):
       let tape = try recorder.start(request)
       let started = ContinuousClock.now
@@ -91,14 +93,13 @@ extension HTTPClient {
         let (response, location) = try performOnce(request, TeeSink(sink, tape: tape))
         if !(200..<300).contains(response.status) { try tape.replace(with: response.errorBody) }
         recorder.end(tape, response: response, location: location, fault: nil, elapsed: ContinuousClock.now - started, client: self)
-        return (response, location, nil)
+        return Exchanged(response: response, location: location)
       } catch {
         recorder.end(tape, response: nil, location: nil, fault: error, elapsed: ContinuousClock.now - started, client: self)
         throw error
       }
     case .replaying(let replayer):
-      let answer = try replayer.answer(request, sink: sink, cancellation: cancellation, progress: progress)
-      return (answer.response, answer.location, answer.figures)
+      return replayer.answer(request, sink: sink, cancellation: cancellation, progress: progress)
     }
   }
 }

@@ -13,13 +13,6 @@ internal import Synchronization
 /// matching exchange is used, the last one answers again. A request no exchange matches
 /// fails with `TransportError.notRecorded`, naming the nearest recorded request.
 public final class TrafficReplayer: Sendable {
-  /// What a replayed exchange gives `HTTPClient`.
-  struct Answer {
-    var response: HTTPResponse
-    var location: String?
-    var figures: ExchangeFigures
-  }
-
   /// The recording's folder.
   public let directory: String
   let index: RecordingIndex
@@ -118,24 +111,31 @@ public final class TrafficReplayer: Sendable {
   }
 
   /// Answers `request` from the recording: the body streamed to `sink` as the recorded run
-  /// received it, the recorded fault thrown where it happened.
+  /// received it, the recorded fault (or `TransportError.notRecorded`) returned as the
+  /// hop's error where it happened.
   func answer(
     _ request: HTTPRequest, sink: any ResponseSink, cancellation: Cancellation, progress: ((Int64, Int64?) -> Void)?
-  ) throws -> Answer {
-    if cancellation.isCancelled { throw TransportError.cancelled }
-    let exchange = try exchange(for: request)
+  ) -> Exchanged {
+    if cancellation.isCancelled { return Exchanged(error: TransportError.cancelled) }
+    let exchange: RecordedExchange
+    do {
+      exchange = try self.exchange(for: request)
+    } catch {
+      return Exchanged(error: error)
+    }
     let figures = ExchangeFigures(bytesSent: exchange.bytesSent, lastStatus: exchange.status, wireBytes: exchange.wireBytes)
     do {
-      return try answer(exchange, request, sink: sink, cancellation: cancellation, progress: progress, figures: figures)
-    } catch let error as TransportError {
-      throw ReplayedFault(figures: figures, error: error)
+      let (response, location) = try answer(exchange, request, sink: sink, cancellation: cancellation, progress: progress)
+      return Exchanged(response: response, location: location, figures: figures)
+    } catch {
+      return Exchanged(figures: figures, error: error)
     }
   }
 
   private func answer(
     _ exchange: RecordedExchange, _ request: HTTPRequest, sink: any ResponseSink, cancellation: Cancellation,
-    progress: ((Int64, Int64?) -> Void)?, figures: ExchangeFigures
-  ) throws -> Answer {
+    progress: ((Int64, Int64?) -> Void)?
+  ) throws -> (HTTPResponse, String?) {
     guard let status = exchange.status else {
       throw exchange.fault?.error(for: request) ?? TransportError.other(url: HTTPClient.displayURL(request.url), detail: "no answer")
     }
@@ -169,7 +169,7 @@ public final class TrafficReplayer: Sendable {
     if let fault = exchange.fault { throw fault.error(for: request) }
     response.bytesReceived = received
     if success, let progress { progress(received, received) }
-    return Answer(response: response, location: exchange.location, figures: figures)
+    return (response, exchange.location)
   }
 }
 
