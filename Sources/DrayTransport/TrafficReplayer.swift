@@ -86,18 +86,7 @@ public final class TrafficReplayer: Sendable {
   /// - Throws: `TransportError.notRecorded` when none matches.
   func exchange(for request: HTTPRequest) throws -> RecordedExchange {
     let method = request.method.rawValue
-    let number = used.withLock { used -> Int? in
-      var last: Int?
-      for number in index.exchanges.indices where matches(number, method: method, url: request.url, body: request.body) {
-        if !used[number] {
-          used[number] = true
-          return number
-        }
-        last = number
-      }
-      return last
-    }
-    if let number { return index.exchanges[number] }
+    if let number = claim(method: method, request: request) { return index.exchanges[number] }
     let asked = "\(method) \(HTTPClient.displayURL(request.url))"
     var nearest: (text: String, distance: Int)?
     for exchange in index.exchanges {
@@ -108,6 +97,29 @@ public final class TrafficReplayer: Sendable {
     var body: String?
     if case .bytes(let bytes) = request.body { body = String(decoding: bytes.prefix(200), as: UTF8.self) }
     throw TransportError.notRecorded(request: asked, body: body, nearest: nearest?.text, recording: directory)
+  }
+
+  /// The number of the exchange that answers `method` and `request`, marked used; nil when
+  /// none matches.
+  ///
+  /// Kept out of line, and out of any throwing function: with `Mutex.withLock` (generic
+  /// over a typed error, `throws(E)`, here `Never`) inlined into the untyped-throwing
+  /// `exchange(for:)`, a release build (Swift 6.3.1, -O) returned from it an error nothing
+  /// had thrown (no `swift_willThrow`; the error slot held stale stack bits), and the
+  /// replay crashed in `swift_dynamicCast` casting it. A debug build never did.
+  @inline(never)
+  private func claim(method: String, request: HTTPRequest) -> Int? {
+    used.withLock { used -> Int? in
+      var last: Int?
+      for number in index.exchanges.indices where matches(number, method: method, url: request.url, body: request.body) {
+        if !used[number] {
+          used[number] = true
+          return number
+        }
+        last = number
+      }
+      return last
+    }
   }
 
   /// Answers `request` from the recording: the body streamed to `sink` as the recorded run
