@@ -12,7 +12,7 @@ public enum DrayCommandLine {
 
     Usage:
       dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--quiet | --verbose] [--log-format text|json]
-                        [--when-locked exit|succeed|join] [--join [--run-key KEY]]
+                        [--when-locked exit|succeed|join] [--join [--run-key KEY]] [--record DIR | --replay DIR]
       dray validate JOB.yaml... [--no-credentials]
       dray plan JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--json]
       dray status JOB.yaml [--runs N]
@@ -38,6 +38,8 @@ public enum DrayCommandLine {
                         exits with the run's exit code once it ends
       --run-key KEY     with --join: runners given one key share one run; a key whose run ended
                         exits with that run's code and starts nothing (a Kubernetes Job's UID)
+      --record DIR      run also writes every HTTP exchange into DIR, secrets masked (docs/recordings.md)
+      --replay DIR      run answers every request from the recording in DIR: no network call, no credentials needed
       --no-credentials  validate accepts unset credentials (auth, bearer, basic, secret headers)
       --json            plan and tables print JSON
       --runs N          status shows the N latest runs (default 10), report charts them (default 30)

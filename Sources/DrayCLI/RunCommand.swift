@@ -2,6 +2,7 @@ internal import DrayDatabases
 internal import DrayEngine
 internal import DrayModel
 internal import DrayTarget
+internal import DrayTransport
 internal import Foundation
 internal import Glibc
 
@@ -13,7 +14,7 @@ enum RunCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(
       arguments, flags: ["--fresh", "--quiet", "--verbose", "-q", "-v", "--join"],
-      options: ["--from", "--only", "--resend", "--log-format", "--when-locked", "--run-key"])
+      options: ["--from", "--only", "--resend", "--log-format", "--when-locked", "--run-key", "--record", "--replay"])
     guard args.positional.count == 1 else { throw UsageError("run takes one manifest: dray run JOB.yaml") }
     if args.values["--from"] != nil && args.values["--only"] != nil { throw UsageError("--from and --only do not go together") }
     let quiet = args.flags.contains("--quiet") || args.flags.contains("-q")
@@ -45,7 +46,23 @@ enum RunCommand {
         throw UsageError("--run-key takes 1 to 200 bytes of printable text (a Kubernetes Job's UID, a CI pipeline's id)")
       }
     }
-    guard let manifest = ManifestInput.load(args.positional[0]) else { return ExitCode.usage }
+    let record = args.values["--record"]
+    let replay = args.values["--replay"]
+    if record != nil && replay != nil { throw UsageError("--record and --replay do not go together") }
+    if join && (record != nil || replay != nil) {
+      throw UsageError("--\(record != nil ? "record" : "replay") does not go with --join: a recording is of one runner's run")
+    }
+    for (flag, value) in [("--record", record), ("--replay", replay)] where value?.isEmpty == true {
+      throw UsageError("\(flag) takes the recording's folder: dray run JOB.yaml \(flag) DIR")
+    }
+    // A replay signs in with the recording's fake token: the job's secrets need not be set
+    // (as `validate --no-credentials`).
+    guard var manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: replay != nil) else { return ExitCode.usage }
+    if replay != nil {
+      // No HTTP traffic at all: the exports are off.
+      manifest.report.openLineage = nil
+      manifest.report.otlp = nil
+    }
     if join && manifest.database?.postgres == nil {
       throw UsageError(
         "--join needs a job whose database is PostgreSQL (database.url): runners share a run through it, and "
@@ -57,12 +74,32 @@ enum RunCommand {
     let level: Console.Level = quiet ? .quiet : verbose ? .verbose : .normal
     let console = Console(level: level, format: format, redactor: SharedRedactor(manifest.redactor))
     installSignalHandlers()
+    let recorder: TrafficRecorder?
+    do {
+      recorder = try record.map { try TrafficRecorder(directory: $0, job: manifest.job, redactor: console.redactor) }
+      if let recorder { Traffic.mode = .recording(recorder) }
+      if let replay { Traffic.mode = .replaying(try TrafficReplayer(directory: replay)) }
+    } catch {
+      console.error(console.redact("\(error)"))
+      return ExitCode.usage
+    }
     let runner = Runner(
       manifest: manifest, database: Databases.open(manifest), options: options, console: console, cancellation: runCancellation)
     runner.whenLocked = whenLocked
     runner.join = join
     runner.runKey = runKey
     let report = runner.run()
+    // A start refused by the job's lock sent nothing: an earlier recording in DIR stays.
+    if let recorder, report.lockedOut || report.exitCode == ExitCode.locked {
+      recorder.discard()
+    } else if let recorder {
+      do {
+        try recorder.finish()
+      } catch {
+        console.error(console.redact("\(error)"))
+        return report.exitCode == ExitCode.success ? ExitCode.stepFailed : report.exitCode
+      }
+    }
     // The lock-refused run touched nothing and said why; --quiet keeps a good run silent.
     if report.exitCode != ExitCode.locked && !report.lockedOut && (level > .quiet || report.exitCode != ExitCode.success) {
       // Masked before the summary escapes what servers said (`PrintableText`), so that the

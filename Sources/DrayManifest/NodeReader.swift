@@ -15,7 +15,7 @@ struct NodeReader {
   var secretsMayBeMissing = false
   var unresolvedSecrets: [String] = []
   /// What an unresolved credential reads as.
-  static let unresolved = "(not set)"
+  static let unresolved = Manifest.unresolvedCredential
 
   init(interpolator: Interpolator) {
     self.interpolator = interpolator

@@ -29,6 +29,9 @@ public struct Manifest: Sendable {
   /// or whose file cannot be read, by key (`auth.password`), when the loader was told to
   /// allow that (`ManifestLoader.secretsMayBeMissing`); otherwise always empty.
   public var unresolvedSecrets: [String] = []
+  /// What an unresolved credential reads as (`unresolvedSecrets`): a replay matches it, in
+  /// the forms a request carries it, with any recorded text (docs/recordings.md).
+  public static let unresolvedCredential = "(not set)"
   /// What validation found that is no error (a deprecated spelling, a setting with no
   /// effect), each `file:line:column: warning: message`; `dray validate` and `dray run` print
   /// them to standard error.

@@ -229,8 +229,13 @@ public struct Redactor: Sendable {
   ///
   /// Cost: one pass per layer that holds an escape, and one `memchr(3)` scan per form and
   /// layer; docs/report.md ("Secrets") gives figures.
-  public func redact(_ text: String) -> String {
-    guard !patterns.isEmpty else { return Redactor.maskingURLPasswords(text) }
+  public func redact(_ text: String) -> String { redact(text, mask: Redactor.mask) }
+
+  /// `text` as `redact(_:)` masks it, with each run of masked bytes (and each URL's
+  /// password) replaced by `mask` instead of `***`: a recording's placeholders
+  /// (docs/recordings.md).
+  public func redact(_ text: String, mask: String) -> String {
+    guard !patterns.isEmpty else { return Redactor.maskingURLPasswords(text, mask: mask) }
     let bytes = Array(text.utf8)
     var keptRanges: [Range<Int>] = []
     for name in kept {
@@ -260,17 +265,17 @@ public struct Redactor: Sendable {
       guard layers.count <= Redactor.decodingDepth, let next = layer.decodedOnce() else { break }
       layers.append(next)
     }
-    guard !covered.isEmpty else { return Redactor.maskingURLPasswords(text) }
+    guard !covered.isEmpty else { return Redactor.maskingURLPasswords(text, mask: mask) }
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count)
     for index in bytes.indices {
       if !covered[index] {
         out.append(bytes[index])
       } else if index == 0 || !covered[index - 1] {
-        out += Redactor.mask.utf8
+        out += mask.utf8
       }
     }
-    return Redactor.maskingURLPasswords(String(decoding: out, as: UTF8.self))
+    return Redactor.maskingURLPasswords(String(decoding: out, as: UTF8.self), mask: mask)
   }
 
   /// `value` with every string in it masked (`redact(_:)`), before it is encoded: the
@@ -308,7 +313,7 @@ public struct Redactor: Sendable {
 
   /// `text` with the password part of each URL's user information replaced by `***`:
   /// `http://user:pw@host/` becomes `http://user:***@host/`.
-  public static func maskingURLPasswords(_ text: String) -> String {
+  public static func maskingURLPasswords(_ text: String, mask: String = Redactor.mask) -> String {
     guard text.contains("://") else { return text }
     var out = ""
     var rest = Substring(text)

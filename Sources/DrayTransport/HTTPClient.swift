@@ -122,7 +122,18 @@ public final class HTTPClient {
     var redirects = RedirectState(url: request.url, method: request.method)
     var current = request
     while true {
-      let (response, location) = try performOnce(current, sink: sink)
+      let exchanged = try exchangeOnce(current, sink: sink) { try performOnce($0, sink: $1) }
+      if let figures = exchanged.figures {
+        // Answered from a recording: the figures the recorded request reported.
+        bytesSent += figures.bytesSent
+        lastStatus = figures.lastStatus
+        lastWireBytes = figures.wireBytes
+      }
+      if let error = exchanged.error { throw error }
+      guard let response = exchanged.response else {
+        throw TransportError.other(url: HTTPClient.displayURL(current.url), detail: "no answer")
+      }
+      let location = exchanged.location
       guard RedirectState.isRedirect(response.status), let location else { return response }
       current = try redirects.follow(current, status: response.status, location: location)
     }

@@ -92,6 +92,10 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   case headerRefused(url: String, name: String, found: String)
   /// Anything else libcurl reported.
   case other(url: String, detail: String)
+  /// A replay (`dray run --replay DIR`) met a request its recording does not hold:
+  /// `request` is its method and URL, `body` its body's start, `nearest` the recorded
+  /// request closest to it. Not retried: the recording answers the same way again.
+  case notRecorded(request: String, body: String?, nearest: String?, recording: String)
 
   /// A stable identifier for reports and scripts. `gaveUp` keeps its last error's code.
   public var code: String {
@@ -115,6 +119,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .setup: "transport_setup"
     case .headerRefused: "header_refused"
     case .other: "transport_error"
+    case .notRecorded: "not_recorded"
     }
   }
 
@@ -195,6 +200,10 @@ public enum TransportError: ReportableError, Sendable, Equatable {
       "refused to send the request to \(url): the header field '\(name)' holds \(found), which would end the field and start "
         + "another one (header injection); nothing was sent. Check where its value comes from (a token file, a sign-in's answer)"
     case .other(let url, let detail): "request to \(url) failed: \(detail)"
+    case .notRecorded(let request, let body, let nearest, let recording):
+      "the recording \(recording) holds no answer to \(request)" + (body.map { " with body \(PrintableText.oneLine($0))" } ?? "")
+        + (nearest.map { "; the nearest recorded request is \($0)" } ?? "")
+        + "; the manifest changed since it was recorded: record it again (dray run JOB.yaml --record \(recording))"
     }
   }
 

@@ -27,7 +27,10 @@ struct OAuth2Refresh {
   func refreshing(keeper: any TokenKeeper, _ caller: OAuth2Session.Caller) throws -> Answer {
     let manifestToken = settings.refreshToken ?? ""
     let manifestHash = settings.refreshTokenHash ?? ""
-    return try keeper.locked(key: settings.key) { kept, keep in
+    return try keeper.locked(key: settings.key) { kept, keepToken in
+      // A replay hands out the recording's fake tokens: it keeps none (docs/recordings.md).
+      let replaying = Traffic.isReplaying
+      func keep(_ token: KeptToken) throws { if !replaying { try keepToken(token) } }
       let usable = kept.flatMap { $0.manifestHash == manifestHash ? $0 : nil }
       if kept != nil && usable == nil {
         caller.log("oauth2: the manifest's refresh_token changed since one was kept; it replaces the kept one")

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Records one example against a fresh platform emulator on 127.0.0.1:8765 (the address the
+# examples default to), into examples/recordings/NAME/, replacing the recording there:
+#
+#   examples/record.sh NAME [EMULATOR OPTIONS...]
+#   examples/record.sh HHFWTableRetryDownload --fault '{"path": "/api/v1/rpc/FRUITS/", "times": 1, "close_after": 60}'
+#
+# The run is --fresh, so the recording holds a whole run and replays into a fresh folder
+# (examples/replay.sh NAME). Port 8765 must be free. Secrets are masked (docs/recordings.md).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=${DRAY_REPO:-$(dirname "$here")}
+if [ $# -lt 1 ] || [ ! -f "$here/$1.yaml" ]; then
+  echo "usage: examples/record.sh NAME [EMULATOR OPTIONS...] (NAME: a platform example in examples/)" >&2
+  exit 2
+fi
+name=$1
+shift
+dray=${DRAY_BINARY:-$repo/.build/debug/dray}
+if [ ! -x "$dray" ]; then
+  (cd "$repo" && swift build --product dray)
+fi
+# shellcheck source=../scripts/server.sh
+. "$repo/scripts/server.sh"
+start_server "platform emulator" emulator.py "$@" --port 8765
+
+export FMP_HOST=http://127.0.0.1:8765/ FMP_USER=demo FMP_PASSWORD=demo-password
+"$dray" run --fresh "$here/$name.yaml" --record "$here/recordings/$name"
