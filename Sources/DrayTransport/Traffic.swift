@@ -87,7 +87,7 @@ extension HTTPClient {
       let (response, location) = try performOnce(request, sink)
       return Exchanged(response: response, location: location)
     case .recording(let recorder):
-      let tape = try recorder.start(request)
+      let tape = recorder.start(request)
       let started = ContinuousClock.now
       do {
         let (response, location) = try performOnce(request, TeeSink(sink, tape: tape))

@@ -107,7 +107,7 @@ public final class TrafficRecorder: Sendable {
     }
   }
 
-  func start(_ request: HTTPRequest) throws -> Tape {
+  func start(_ request: HTTPRequest) -> Tape {
     let id = state.withLock { state -> Int in
       state.next += 1
       return state.next - 1

@@ -4,8 +4,8 @@
 #   1. scripts/release.sh builds and packs the release tarball, once;
 #   2. the tarball's checksum holds, and the packed binary, unpacked in a temporary folder,
 #      is stripped and finds its symbols in the .debug file beside the tarball (gdb), prints
-#      the commit, validates the example jobs and runs one against the emulator from
-#      another working folder;
+#      the commit, validates the example jobs, runs one against the emulator from another
+#      working folder, and replays each recorded example with no server;
 #   3. deploy/tests/containerfile.py: the Containerfile's runtime packages against `ldd`;
 #   4. deploy/tests/kubernetes.py: kubernetes-validate, and two pods contending for the lock,
 #      against a PostgreSQL 15 server of its own (deploy/tests/with-postgres.sh; a machine
@@ -68,7 +68,19 @@ start_server "platform emulator" emulator.py >/dev/null
   "$packed" run --quiet "$work/job/fruits-delta.yaml")
 stop_server
 trap 'rm -rf "$work"' EXIT
-echo "release: $tarball: checksum, stripped with $(basename "$debug"), version $("$packed" version | head -1), commit $commit; validate and a run from another folder"
+# The packed (optimised) binary replays every recorded example with no server running: a
+# release build once crashed at its first replayed request where the debug build did not.
+for recording in examples/recordings/*/; do
+  name=$(basename "$recording")
+  mkdir "$work/replay-$name"
+  cp "examples/$name.yaml" "$work/replay-$name/"
+  (cd "$work/elsewhere" && env -i PATH=/usr/bin:/bin FMP_HOST=http://127.0.0.1:8765/ \
+    "$packed" run --quiet --fresh "$work/replay-$name/$name.yaml" --replay "$repo/$recording") || {
+    echo "release: the packed dray did not replay examples/recordings/$name" >&2
+    exit 1
+  }
+done
+echo "release: $tarball: checksum, stripped with $(basename "$debug"), version $("$packed" version | head -1), commit $commit; validate, a run from another folder, and a replay of each recorded example"
 step "packed binary"
 
 deploy/tests/containerfile.py "$packed"
