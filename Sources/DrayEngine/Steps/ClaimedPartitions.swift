@@ -43,11 +43,7 @@ extension StepRunner {
     var reports: [String: StepReport] = [:]
     var open: [(id: String, partition: Partition)] = []
     for (index, member) in members.enumerated() {
-      if let finished = finishedByID[member.id], finished.fingerprint == member.fingerprint(in: manifest) {
-        var skipped = StepReport(id: member.id, kind: member.kindName, status: .skipped)
-        skipped.partition = list[index]
-        skipped.skipReason = "finished in run \(finished.runID), unchanged"
-        skipped.records = finished.rows
+      if let skipped = skippedReport(member, list[index], finished: finishedByID[member.id]) {
         reports[member.id] = skipped
       } else {
         open.append((member.id, list[index]))

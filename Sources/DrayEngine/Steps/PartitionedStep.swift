@@ -107,6 +107,26 @@ extension StepRunner {
     try finishPartitioned(load, gathered: gathered, partitions: list.count, store: store, &report)
   }
 
+  /// The report of `member` when it is not run again: its partition finished in the chain
+  /// (`finished`) with the definition it has now, or, for `append` and `merge`, with any
+  /// definition, since what it published is in the table already and fetching it again would
+  /// append its rows twice (docs/partitions.md, "How a partitioned step runs"). Nil when the
+  /// partition runs.
+  func skippedReport(_ member: Step, _ partition: Partition, finished: CheckpointRecord?) -> StepReport? {
+    guard let finished else { return nil }
+    var skipped = StepReport(id: member.id, kind: member.kindName, status: .skipped)
+    skipped.partition = partition
+    skipped.records = finished.rows
+    if finished.fingerprint == member.fingerprint(in: manifest) {
+      skipped.skipReason = "finished in run \(finished.runID), unchanged"
+      return skipped
+    }
+    guard case .http(let http) = step.kind, let write = http.load?.write, write == .append || write == .merge else { return nil }
+    skipped.skipReason =
+      "finished in run \(finished.runID) under the step's earlier definition; what it published stays in the table (write: \(write.rawValue)): run with --fresh to fetch every partition again"
+    return skipped
+  }
+
   /// Runs `members` (the partitions `list` gives, in order), at most `concurrency` at once,
   /// skipping those whose checkpoint is in `finished` with their definition unchanged.
   /// - Returns: one report per member, in order: a member never started is `not_run`.
@@ -120,11 +140,7 @@ extension StepRunner {
     let progress = PartitionProgress(total: members.count, console: console, step: step.id)
     let finishedByID = Dictionary(checkpoints.map { ($0.stepID, $0) }) { first, _ in first }
     for (index, member) in members.enumerated() {
-      if let finished = finishedByID[member.id], finished.fingerprint == member.fingerprint(in: manifest) {
-        var skipped = StepReport(id: member.id, kind: member.kindName, status: .skipped)
-        skipped.partition = list[index]
-        skipped.skipReason = "finished in run \(finished.runID), unchanged"
-        skipped.records = finished.rows
+      if let skipped = skippedReport(member, list[index], finished: finishedByID[member.id]) {
         results.withLock { $0[index] = skipped }
         progress.finished(skipped)
         continue
