@@ -21,6 +21,9 @@ final class JoinedRunner {
   private var journal: (any RunJournal)?
   /// The run whose holder was seen not sharing it (started without `--join`), once said.
   private var unshared: String?
+  /// Why this runner stopped following the run without running its partitions: its
+  /// manifest defines the step the run opened for claims otherwise.
+  private(set) var refusal: String?
 
   init(runner: Runner, joining: Joining) {
     self.runner = runner
@@ -73,9 +76,19 @@ final class JoinedRunner {
           joining: joining)
         console.info("joined run \(run.id) of job \(manifest.job): this runner claims partitions of its partitioned steps")
       }
-      guard let context, let stepID = try claims.openStep(job: manifest.job, runID: run.id),
-        let step = manifest.steps.first(where: { $0.id == stepID }), let partitions = step.partitions
-      else { return pause() }
+      guard let context, let open = try claims.openStep(job: manifest.job, runID: run.id) else { return pause() }
+      // A runner whose manifest differs from the holder's (a rolling update) would load its
+      // claims its own way: it claims nothing and ends.
+      guard let step = manifest.steps.first(where: { $0.id == open.stepID }), let partitions = step.partitions,
+        open.fingerprint.map({ $0 == step.fingerprint(in: manifest) }) ?? true
+      else {
+        refusal =
+          "step '\(open.stepID)' of run \(run.id) of job '\(manifest.job)' was opened for claims with another definition than "
+          + "this runner's manifest gives it (\(manifest.steps.contains { $0.id == open.stepID } ? "its settings differ" : "this manifest has no such partitioned step")): "
+          + "this runner claims none of its partitions, so that each loads as the run's holder defined it; start every runner "
+          + "of a run with the same manifest"
+        return RunEnded(runID: run.id, exitCode: ExitCode.locked)
+      }
       ran += StepRunner(context: context, step: step).joinPartitions(partitions, joining: joining)
     } catch {
       console.warn("joining the run: \(runner.database.failure(error)?.message ?? "\(error)")")
@@ -105,7 +118,9 @@ extension Runner {
   /// file (the holder writes the run's), one info line.
   func joined(_ report: inout RunReport, _ ended: RunEnded, _ follower: JoinedRunner?) -> RunReport {
     let message: String
-    if ended.exitCode == ExitCode.interrupted && cancellation.isCancelled {
+    if let refusal = follower?.refusal {
+      message = refusal
+    } else if ended.exitCode == ExitCode.interrupted && cancellation.isCancelled {
       message = "interrupted by \(Runner.signalName(cancellation)) while joined to run \(ended.runID); the run goes on without this runner"
     } else if follower?.following == nil {
       message =
@@ -120,7 +135,7 @@ extension Runner {
     report.exitCode = ended.exitCode
     report.status = ended.exitCode == ExitCode.success ? .succeeded : ended.exitCode == ExitCode.interrupted ? .interrupted : .failed
     report.lockedOut = true
-    console.info(message)
+    if follower?.refusal != nil { console.error(message) } else { console.info(message) }
     return report
   }
 }

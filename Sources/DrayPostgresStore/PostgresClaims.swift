@@ -11,9 +11,11 @@ public final class PostgresClaims {
   let connection: PostgresConnection
   let schema: String
 
-  /// The tables, created when missing.
-  static let tables = [PostgresStore.createStatement(Bookkeeping.claims), PostgresStore.createStatement(Bookkeeping.joins)]
-    .joined(separator: ";\n")
+  /// The tables, created when missing; `fingerprint` added to a `_dray_claims` made before it.
+  static let tables = [
+    PostgresStore.createStatement(Bookkeeping.claims), PostgresStore.createStatement(Bookkeeping.joins),
+    "ALTER TABLE IF EXISTS _dray_claims ADD COLUMN IF NOT EXISTS fingerprint text",
+  ].joined(separator: ";\n")
 
   /// The transaction-level advisory lock under which a claimed partition's commit creates or
   /// widens a table (`PostgresStore.lockDefinitions`), over every runner of the run.
@@ -79,20 +81,23 @@ public final class PostgresClaims {
 extension PostgresClaims: Sendable {}
 
 extension PostgresClaims: PartitionClaims {
-  public func publish(job: String, runID: String, stepID: String, members: [(id: String, partition: Partition)]) throws {
+  public func publish(
+    job: String, runID: String, stepID: String, fingerprint: String, members: [(id: String, partition: Partition)]
+  ) throws {
     try connection.transaction {
       for (ordinal, member) in members.enumerated() {
         try connection.execute(
           """
-          INSERT INTO \(claims) (job, member_id, run_id, step_id, ordinal, partition, state, owner, generation, expires_us, message)
-          VALUES ($1, $2, $3, $4, $5, $6, 'pending', NULL, 0, 0, NULL)
+          INSERT INTO \(claims)
+            (job, member_id, run_id, step_id, ordinal, partition, state, owner, generation, expires_us, message, fingerprint)
+          VALUES ($1, $2, $3, $4, $5, $6, 'pending', NULL, 0, 0, NULL, $7)
           ON CONFLICT (job, member_id) DO UPDATE SET run_id = excluded.run_id, step_id = excluded.step_id,
             ordinal = excluded.ordinal, partition = excluded.partition, state = 'pending', owner = NULL,
-            generation = _dray_claims.generation + 1, expires_us = 0, message = NULL
+            generation = _dray_claims.generation + 1, expires_us = 0, message = NULL, fingerprint = excluded.fingerprint
           """,
           [
             .text(job), .text(member.id), .text(runID), .text(stepID), .integer(Int64(ordinal)),
-            .text(PostgresClaims.encode(member.partition)),
+            .text(PostgresClaims.encode(member.partition)), .text(fingerprint),
           ])
       }
       // Partitions of the step that an earlier run listed and this one does not.
@@ -176,17 +181,19 @@ extension PostgresClaims: PartitionClaims {
     }
   }
 
-  public func openStep(job: String, runID: String) throws -> String? {
+  public func openStep(job: String, runID: String) throws -> (stepID: String, fingerprint: String?)? {
     let now = PostgresClaims.now
-    return try connection.execute(
+    let row = try connection.execute(
       """
-      SELECT step_id FROM \(claims) c
+      SELECT step_id, fingerprint FROM \(claims) c
       WHERE job = $1 AND run_id = $2 AND (state = 'pending' OR (state = 'claimed' AND expires_us <= \(now)))
         AND NOT EXISTS (SELECT 1 FROM \(claims) f WHERE f.job = $1 AND f.run_id = $2 AND f.step_id = c.step_id AND f.state = 'failed')
         AND EXISTS (SELECT 1 FROM \(runs) r WHERE r.run_id = $2 AND r.status = 'running')
       ORDER BY ordinal LIMIT 1
       """, [.text(job), .text(runID)]
-    ).rows.first?.first?.text
+    ).rows.first
+    guard let row, let stepID = try row[0].text else { return nil }
+    return (stepID, try row[1].text)
   }
 
   public func run(job: String, key: String) throws -> (runID: String, exitCode: Int32?)? {

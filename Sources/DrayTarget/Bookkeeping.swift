@@ -119,7 +119,7 @@ public enum Bookkeeping {
     [
       ("job", .text, true), ("member_id", .text, true), ("run_id", .text, true), ("step_id", .text, true), ("ordinal", .integer, true),
       ("partition", .text, true), ("state", .text, true), ("owner", .text, false), ("generation", .integer, true),
-      ("expires_us", .integer, true), ("message", .text, false),
+      ("expires_us", .integer, true), ("message", .text, false), ("fingerprint", .text, false),
     ], defaults: ["generation": 0, "expires_us": 0])
 
   /// `_dray_joins`: the run each `--run-key` names (`dray run --join --run-key KEY`), and

@@ -91,8 +91,10 @@ public struct RunEnded: Error, Sendable, CustomStringConvertible {
 public protocol PartitionClaims: AnyObject {
   /// Opens `members` (member id and partition, in order) of step `stepID` of run `runID`
   /// for claims: each becomes `pending` with a new generation, so that a claim taken before
-  /// (under an earlier run of the chain) commits nothing more.
-  func publish(job: String, runID: String, stepID: String, members: [(id: String, partition: Partition)]) throws
+  /// (under an earlier run of the chain) commits nothing more. `fingerprint` is the step's
+  /// (`Step.fingerprint(in:)`): a joined runner whose step has another claims nothing.
+  func publish(job: String, runID: String, stepID: String, fingerprint: String, members: [(id: String, partition: Partition)])
+    throws
   /// Claims the first partition of the step that is `pending`, or `claimed` with its claim
   /// expired, unless one of its partitions failed or the run is no longer `running` in the
   /// journal (it ended, or was marked abandoned): a new generation, `owner`, and an expiry
@@ -111,8 +113,9 @@ public protocol PartitionClaims: AnyObject {
   /// Every partition of step `stepID` of run `runID`.
   func states(job: String, runID: String, stepID: String) throws -> [ClaimState]
   /// The first step of run `runID` with a partition left to claim (as `claim` takes them),
-  /// or nil.
-  func openStep(job: String, runID: String) throws -> String?
+  /// and the fingerprint its partitions were opened under (nil when opened by a dray that
+  /// did not record it), or nil.
+  func openStep(job: String, runID: String) throws -> (stepID: String, fingerprint: String?)?
   /// The run `key` names and its exit code once it ended (`_dray_joins`); nil when none.
   func run(job: String, key: String) throws -> (runID: String, exitCode: Int32?)?
   /// The exit code recorded for run `runID`, nil while it runs or when none was recorded.

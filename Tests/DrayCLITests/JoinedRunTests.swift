@@ -396,6 +396,30 @@ import Testing
     #expect(joiner.errors.contains("this runner joined it and ran 0 partitions"), "\(joiner.errors)")
   }
 
+  /// A runner whose manifest defines the shared step otherwise (a rolling update: another
+  /// table here) claims none of its partitions and ends with 75, naming why; the holder
+  /// loads every partition as its own manifest says.
+  @Test(.timeLimit(.minutes(5))) func aJoinerWithAnotherDefinitionClaimsNothing() throws {
+    let root = TemporaryDirectory("dray-join-other")
+    let trial = try Trial(root.path + "/job", delay: "0.3")
+    let other = try JoinedRunTests.job(trial.server.url, trial.target).replacingOccurrences(
+      of: "load: { table: issues,", with: "load: { table: issues_other,")
+    try FileManager.default.createDirectory(atPath: trial.folder + "/other", withIntermediateDirectories: true)
+    try other.write(toFile: trial.folder + "/other/job.yaml", atomically: true, encoding: .utf8)
+    let holder = try trial.start(1)
+    // The holder has opened the partitions for claims, and most are still to claim.
+    let open = "SELECT count(*) FROM _dray_claims WHERE state = 'pending'"
+    #expect(holder.waitUntil(timeout: 120) { ((try? trial.target.rows(open).first?.first ?? nil).flatMap { Int($0) } ?? 0) > 4 })
+    let joiner = try ChildProcess.dray(
+      ["run", trial.folder + "/other/job.yaml", "--join", "--run-key", "job-uid-1"], logPrefix: trial.folder + "/joiner")
+    #expect(joiner.wait() == .exited(75), "\(joiner.errors)")
+    #expect(
+      joiner.errors.contains("was opened for claims with another definition than this runner's manifest gives it"), "\(joiner.errors)")
+    #expect(holder.wait() == .exited(0), "\(holder.errors)")
+    #expect(try trial.issues().count == 60)
+    #expect(try trial.target.columnNames("issues_other").isEmpty)
+  }
+
   /// `dray status` on a run in progress that runners share tells its claims: per partitioned
   /// step, how many partitions are open for claims, done, waiting and claimed, by which
   /// runner and until when (by the database's clock).

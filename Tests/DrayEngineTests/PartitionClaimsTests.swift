@@ -35,7 +35,7 @@ import Testing
         VALUES ('r1', 'r1', 'fan', '2026-12-03T00:00:00Z', 'running', 'f', 1, 0)
         """)
       try claims.publish(
-        job: "fan", runID: "r1", stepID: "issues",
+        job: "fan", runID: "r1", stepID: "issues", fingerprint: "f1",
         members: (1...3).map { (id: "issues[repo=\($0)]", partition: Partition([(name: "repo", value: "\($0)")])) })
     }
 
@@ -58,7 +58,7 @@ import Testing
     #expect([a.memberID, b.memberID, c.memberID] == ["issues[repo=1]", "issues[repo=2]", "issues[repo=3]"])
     #expect(b.partition == Partition([(name: "repo", value: "2")]))
     #expect(try fixture.claim(fixture.other, owner: "b") == nil)
-    #expect(try fixture.claims.openStep(job: "fan", runID: "r1") == nil)
+    #expect(try fixture.claims.openStep(job: "fan", runID: "r1")?.stepID == nil)
     #expect(try fixture.claims.settle(a, as: .done, message: nil))
     #expect(try fixture.claims.states(job: "fan", runID: "r1", stepID: "issues").map(\.state) == [.done, .claimed, .claimed])
   }
@@ -90,15 +90,17 @@ import Testing
     let first = try #require(try fixture.claim(fixture.claims, owner: "a"))
     #expect(try fixture.claims.settle(first, as: .failed, message: "http_404\u{1F}gone"))
     #expect(try fixture.claim(fixture.other, owner: "b") == nil)
-    #expect(try fixture.claims.openStep(job: "fan", runID: "r1") == nil)
+    #expect(try fixture.claims.openStep(job: "fan", runID: "r1")?.stepID == nil)
     #expect(try fixture.claims.states(job: "fan", runID: "r1", stepID: "issues").first?.message == "http_404\u{1F}gone")
     // Opened again (a run carrying the chain on): a new generation for every partition.
     try fixture.claims.publish(
-      job: "fan", runID: "r1", stepID: "issues", members: [(id: "issues[repo=1]", partition: Partition([(name: "repo", value: "1")]))])
-    #expect(try fixture.claims.openStep(job: "fan", runID: "r1") == "issues")
+      job: "fan", runID: "r1", stepID: "issues", fingerprint: "f2",
+      members: [(id: "issues[repo=1]", partition: Partition([(name: "repo", value: "1")]))])
+    let open = try fixture.claims.openStep(job: "fan", runID: "r1")
+    #expect(open?.stepID == "issues" && open?.fingerprint == "f2")
     try fixture.target.execute("UPDATE _dray_runs SET status = 'abandoned'")
     #expect(try fixture.claim(fixture.other, owner: "b") == nil)
-    #expect(try fixture.claims.openStep(job: "fan", runID: "r1") == nil)
+    #expect(try fixture.claims.openStep(job: "fan", runID: "r1")?.stepID == nil)
   }
 
   /// The holder died and another runner took the run over (`PostgresJournal.begin` marks
