@@ -45,6 +45,22 @@ public final class TrafficReplayer: Sendable {
     } catch {
       throw RecordingError(path: path, detail: "malformed: \(error)")
     }
+    // A body file is a plain name in the recording's `bodies/` folder, a regular file there:
+    // a recording travels with bug reports, and its replay reads nothing outside it.
+    for (number, exchange) in index.exchanges.enumerated() {
+      guard let file = exchange.bodyFile else { continue }
+      let name = file.hasPrefix(RecordingIndex.bodiesFolder + "/") ? file.dropFirst(RecordingIndex.bodiesFolder.count + 1) : ""
+      let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + file)
+      guard !name.isEmpty, !name.contains("/"), name != "..", name != ".",
+        attributes?[.type] as? FileAttributeType == .typeRegular
+      else {
+        throw RecordingError(
+          path: path,
+          detail: "exchange \(number + 1) names the body file \"\(file)\", which is not a file in the recording's "
+            + "\(RecordingIndex.bodiesFolder)/ folder (a body file is a plain name there, never a link or a path out of it): "
+            + "record the job again")
+      }
+    }
     keys = index.exchanges.map {
       ($0.method, PlaceholderMatch.literals($0.url), $0.requestBody.map(PlaceholderMatch.literals), $0.requestBodyBase64)
     }
@@ -153,6 +169,12 @@ public final class TrafficReplayer: Sendable {
     }
     var headers = HTTPHeaders()
     for pair in exchange.responseHeaders where pair.count == 2 { headers.add(pair[0], pair[1]) }
+    if exchange.fault == nil, headers["content-length"] != nil {
+      // An answer that came whole is as long as its body file: a value equal to a secret
+      // was masked there, so the file may be shorter or longer than the length received.
+      let size = exchange.bodyFile.flatMap { try? FileManager.default.attributesOfItem(atPath: directory + "/" + $0)[.size] as? Int }
+      headers.set("Content-Length", "\(size ?? 0)")
+    }
     var response = HTTPResponse(status: status, headers: headers)
     response.url = request.url
     response.wireBytes = exchange.wireBytes

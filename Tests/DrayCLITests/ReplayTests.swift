@@ -231,6 +231,61 @@ import Testing
     #expect(scan.hits == [])
   }
 
+  /// An answer holding a value equal to a secret (an API echoing who called it) is recorded
+  /// masked, so its body file is shorter than the length received: the replay answers with
+  /// the file's length and loads every record, the masked value as its placeholder.
+  @Test func anAnswerEchoingASecretReplays() throws {
+    let keep = TemporaryDirectory("dray-recording")
+    let recordFolder = TemporaryDirectory("dray-record")
+    let database = try TargetDatabase(.sqlite, folder: recordFolder.path)
+    _ = try recordFolder.write("job.yaml", ReplayTests.httpJob(database))
+    let addresses: [String: String]
+    do {
+      let (process, environment, urls) = try ReplayTests.rest()
+      let server = try #require(process as? RestServer)
+      try server.changeOrders(#"{"insert": [{"customer": "\#(ReplayTests.apiToken)"}]}"#)
+      let recorded = try ReplayTests.run(recordFolder, database, ["--record", keep.path + "/rec"], environment)
+      #expect(recorded.result.status == 0, "\(recorded.result.output)")
+      addresses = urls
+    }
+    let folder = TemporaryDirectory("dray-replay")
+    let replayDatabase = try TargetDatabase(.sqlite, folder: folder.path)
+    _ = try folder.write("job.yaml", ReplayTests.httpJob(replayDatabase))
+    let replayed = try ReplayTests.run(folder, replayDatabase, ["--replay", keep.path + "/rec"], addresses)
+    #expect(replayed.result.status == 0, "\(replayed.result.output)")
+    #expect(try replayDatabase.rows("SELECT count(*) FROM orders") == database.rows("SELECT count(*) FROM orders"))
+    let masked = try replayDatabase.rows("SELECT customer FROM orders WHERE customer LIKE '{{secret:%'")
+    #expect(masked.count == 1, "\(masked)")
+  }
+
+  /// A recording's index naming a body file outside its `bodies/` folder (a recording
+  /// travels with bug reports) is refused before any request, naming the exchange.
+  @Test(arguments: ["../../outside.json", "bodies/../../outside.json", "/etc/hostname", "bodies/link.json"])
+  func aBodyFileOutsideTheRecordingIsRefused(_ file: String) throws {
+    let keep = TemporaryDirectory("dray-recording")
+    _ = try ReplayTests.recordAndReplay(.sqlite, job: { ReplayTests.httpJob($0) }, keep: keep, server: ReplayTests.rest)
+    _ = try keep.write("outside.json", #"{"data": [{"id": 99, "customer": "outside"}]}"#)
+    try FileManager.default.createSymbolicLink(
+      atPath: keep.path + "/rec/bodies/link.json", withDestinationPath: keep.path + "/outside.json")
+    let indexPath = keep.path + "/rec/recording.json"
+    let index = try String(contentsOfFile: indexPath, encoding: .utf8)
+    let first = try #require(index.firstMatch(of: /"body_file" : "([^"]+)"/))
+    try index.replacingCharacters(in: first.range, with: #""body_file" : "\#(file)""#).write(
+      toFile: indexPath, atomically: true, encoding: .utf8)
+    let apiURL = try #require(index.firstMatch(of: /"url" : "(http:\/\/[^\/]+\/)/)).output.1
+    let folder = TemporaryDirectory("dray-replay")
+    let database = try TargetDatabase(.sqlite, folder: folder.path)
+    _ = try folder.write("job.yaml", ReplayTests.httpJob(database))
+    let result = try Command.run(
+      Repository.drayBinary, ["run", "job.yaml", "--replay", keep.path + "/rec"], environment: ["API_URL": String(apiURL)],
+      inherit: false, directory: folder.path)
+    #expect(result.status != 0, "\(result.output)")
+    #expect(
+      result.output.contains("names the body file \"\(file)\", which is not a file in the recording's bodies/ folder"), "\(result.output)")
+    // Refused before the run opened its database.
+    #expect(!FileManager.default.fileExists(atPath: folder.path + "/data/db.sqlite"))
+  }
+
   /// A manifest changed after its recording (a new query value, another resource): the
   /// replay fails naming the request and the nearest recorded one, exit 1, and that step
   /// loads nothing.
