@@ -148,6 +148,7 @@ extension PostgresTransaction {
         try connection.execute("ALTER TABLE \(store.qualified(target)) ADD COLUMN \(PostgresIdentifier.sql(column.name)) \(column.type)")
         added.append(column.name)
       }
+      try refuseRounding(from: store.qualified(source), order: nil, into: target, columns: columns.map(\.name))
       _ = try deleteRows(ofTable: target)
     }
     let names = list(columns.map(\.name))
@@ -161,7 +162,8 @@ extension PostgresTransaction {
   }
 
   func append(from staging: String, into target: String, columns: [String]) throws -> Int {
-    try connection.execute(
+    try refuseRounding(from: staged(staging), order: PostgresDelta.orderColumn, into: target, columns: columns)
+    return try connection.execute(
       "INSERT INTO \(store.qualified(target)) (\(list(columns))) SELECT \(list(columns)) FROM \(staged(staging)) ORDER BY \(PostgresDelta.orderColumn)"
     ).affectedRows
   }
@@ -174,6 +176,7 @@ extension PostgresTransaction {
   func merge(from staging: String, into target: String, columns: [String], key: [String], deletedColumn: String?) throws
     -> (written: Int, deleted: Int)
   {
+    try refuseRounding(from: staged(staging), order: PostgresDelta.orderColumn, into: target, columns: columns)
     let keys = list(key)
     if let row = try connection.execute(
       "SELECT \(keys) FROM \(store.qualified(target)) GROUP BY \(keys) HAVING count(*) > 1 LIMIT 1"
@@ -227,6 +230,50 @@ extension PostgresTransaction {
       """
     ).affectedRows
     return (written, deleted)
+  }
+
+  /// Refuses the write when a number with a fraction would go into an integer column of
+  /// `target`: PostgreSQL's assignment cast from double precision or numeric to bigint
+  /// rounds (2.5 → 2; PostgreSQL 15 documentation §10.4, "Value Storage"), where the value
+  /// rule refuses what a column cannot hold exactly (docs/postgres.md). A number without a
+  /// fraction (5.0, 1e2) is stored as its integer, as SQLite's INTEGER affinity stores it.
+  /// - Parameters:
+  ///   - source: the qualified table the rows come from; `order`, its column numbering
+  ///     the records in staging order (nil: the table's own order).
+  /// - Throws: `StagedValueError` naming the table, the first such record and its column.
+  func refuseRounding(from source: String, order: String?, into target: String, columns: [String]) throws {
+    let types = """
+      SELECT a.attname::text, format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a
+      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+      """
+    func typesOf(_ table: String) throws -> [String: String] {
+      Dictionary(
+        try connection.execute(types, [.text(table)]).rows.compactMap { row in
+          guard row.count == 2, let name = row[0].text, let type = row[1].text else { return nil }
+          return (name, type)
+        }, uniquingKeysWith: { a, _ in a })
+    }
+    let into = try typesOf(store.qualified(target))
+    let from = try typesOf(source)
+    for (index, column) in columns.enumerated() {
+      let name = PostgresIdentifier.fitted(column)
+      guard let type = into[name], ["bigint", "integer", "smallint"].contains(type),
+        let staged = from[name], ["double precision", "numeric", "real"].contains(staged)
+      else { continue }
+      let quoted = PostgresIdentifier.sql(column)
+      let numbered = "row_number() OVER (\(order.map { "ORDER BY \(PostgresIdentifier.sql($0))" } ?? ""))"
+      guard
+        let row = try connection.execute(
+          """
+          SELECT n, v::text FROM (SELECT \(numbered) AS n, \(quoted) AS v FROM \(source)) s
+          WHERE v IS NOT NULL AND v::numeric <> trunc(v::numeric) ORDER BY n LIMIT 1
+          """
+        ).rows.first, let record = try row[0].integer
+      else { continue }
+      throw StagedValueError(
+        table: target, record: Int(record), column: index + 1, columnName: column, declaredType: staged == "numeric" ? .numeric : .real,
+        refusal: PostgresValueRefusal(found: "a number with a fraction", value: try row[1].text, column: .bigint), tableColumn: type)
+    }
   }
 
   /// One `DELETE ... WHERE NOT EXISTS` against the staged records.
@@ -291,9 +338,29 @@ public struct StagedValueError: Error, Sendable, Equatable, CustomStringConverti
   /// The type the staged column has; nil for a column that has held only nulls.
   public var declaredType: ColumnType?
   public var refusal: PostgresValueRefusal
+  /// The type of the table's column when it is the table's, not the staged column's, that
+  /// cannot hold the value (a fraction for an integer column).
+  public var tableColumn: String?
+
+  public init(
+    table: String, record: Int, column: Int, columnName: String, declaredType: ColumnType?, refusal: PostgresValueRefusal,
+    tableColumn: String? = nil
+  ) {
+    self.table = table
+    self.record = record
+    self.column = column
+    self.columnName = columnName
+    self.declaredType = declaredType
+    self.refusal = refusal
+    self.tableColumn = tableColumn
+  }
 
   /// `table orders, record 3, column 2 'amount' (INTEGER, a bigint column): "ten" is a string; a bigint column takes ...`
   public var description: String {
+    if let tableColumn {
+      return "table \(table), record \(record), column '\(columnName)': \(refusal.value ?? "the value") is \(refusal.found), and the "
+        + "table's column is \(tableColumn), which would round it; nothing of the step's records was written"
+    }
     let type = PostgresTransaction.columnType(declaredType)
     var text =
       "table \(table), record \(record), column \(column) '\(columnName)' (\(declaredType?.rawValue ?? "no type"), a \(type.sqlName) column): "

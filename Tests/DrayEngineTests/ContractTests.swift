@@ -267,6 +267,45 @@ import Testing
     #expect(try target.rows("SELECT qty FROM orders WHERE id = 5") == [["5"]])
   }
 
+  /// A number with a fraction for an integer column under the default (`as_given`):
+  /// PostgreSQL's assignment cast would round it (2.5 → 2), so the write is refused naming
+  /// the record and column, nothing published, in each write mode; a number without a
+  /// fraction (5.0) is stored as its integer, as on SQLite. SQLite stores 2.5 as given.
+  @Test(arguments: ["merge, primary_key: [id]", "append", "replace"])
+  func aFractionForABigintColumnIsRefusedNeverRounded(write: String) throws {
+    let target = try TargetDatabase(.postgres, folder: folder.path)
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": 1}, {"qty": 2}, {"qty": 3}, {"qty": 4}]}"#)
+    func load() throws -> RunReport {
+      let path = try folder.write(
+        "fractions.yaml",
+        """
+        version: 1
+        job: shop
+        \(target.manifestBlock)retry: { count: 1, interval: 10ms }
+        steps:
+          - id: orders
+            http: { base_url: '\(server.url)', path: orders, query: { per_page: 3 }, load: { table: counts, records: /data, write: \(write) }, paginate: { next: /links/next } }
+        """)
+      return Runner(
+        manifest: try ManifestLoader().load(path: path), options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()
+      ).run()
+    }
+    try #require(try load().status == .succeeded)
+    try server.changeOrders(#"{"insert": [{"qty": 5.0}, {"qty": 2.5}]}"#)
+    let refused = try load()
+    let message = refused.steps.first?.errorMessage ?? ""
+    #expect(refused.status == .failed)
+    #expect(
+      message.contains("record 6, column 'qty': 2.5 is a number with a fraction, and the table's column is bigint, which would round it"),
+      "\(message)")
+    #expect(try target.rows("SELECT count(*), sum(qty) FROM counts") == [["4", "10"]])
+    try server.changeOrders(#"{"update": [6], "set": {"qty": 6}}"#)
+    let fixed = try load()
+    #expect(fixed.status == .succeeded, "\(fixed.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT qty FROM counts WHERE id IN (5, 6) ORDER BY id") == [["5"], ["6"]])
+  }
+
   /// An SQLite STRICT table refuses a value of another type (SQLITE_CONSTRAINT_DATATYPE)
   /// where an ordinary one stores it: the same class as PostgreSQL's refusal, so the staged
   /// pages are dropped and the next run, the API fixed, fetches them again.
