@@ -74,7 +74,8 @@ Test helpers under /admin/ (no credentials):
     POST /admin/orders     changes them, each change a tick of the clock, in this order:
                            {"insert": 3} or {"insert": [{"customer": "x", ...}]},
                            {"update": [2, 5], "set": {"status": "paid", "coupon": "X"}},
-                           {"delete": [1]}
+                           {"delete": [1]} (the order becomes a tombstone {"id", "deleted": true,
+                           "updated_at"}, plus the fields of "tombstone": {"deleted_at": "..."})
     GET  /admin/requests   the requests received (method, path with query, headers, body), oldest first
     POST /admin/reset      clears that log
     POST /admin/rules      replaces the rules with a JSON list; each rule matches a path and
@@ -213,7 +214,7 @@ class State:
             self.orders[oid].update(change.get("set", {}))
             self.orders[oid]["updated_at"] = self.tick()
         for oid in change.get("delete", []):
-            self.orders[oid] = {"id": oid, "deleted": True, "updated_at": self.tick()}
+            self.orders[oid] = {"id": oid, "deleted": True, "updated_at": self.tick()} | change.get("tombstone", {})
         self.burst_value = None
 
     def insert_order(self, fields=None):

@@ -306,6 +306,40 @@ import Testing
     #expect(try target.rows("SELECT qty FROM counts WHERE id IN (5, 6) ORDER BY id") == [["5"], ["6"]])
   }
 
+  /// A tombstone (its deleted mark true) deletes its row whatever else it carries: a field
+  /// the table lacks (`deleted_at`) or a value that does not fit is left out of it, not set
+  /// aside (which would keep the deleted row for good, the cursor moving past it).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aTombstoneDeletesWhateverFieldsItCarries(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "3"])
+    func load() throws -> RunReport {
+      let path = try folder.write(
+        "tombstones.yaml",
+        """
+        version: 1
+        job: shop
+        \(target.manifestBlock)steps:
+          - id: orders
+            http:
+              base_url: '\(server.url)'
+              path: orders
+              load: { table: orders, records: /data, write: merge, primary_key: [id], deleted: /deleted, contract: { new_columns: discard_row, types: discard_row } }
+              incremental: { cursor: /updated_at, param: updated_since, initial: '2024-01-01T00:00:00Z' }
+        """)
+      return Runner(
+        manifest: try ManifestLoader().load(path: path), options: RunFlags(), console: Console(level: .quiet), cancellation: Cancellation()
+      ).run()
+    }
+    try #require(try load().status == .succeeded)
+    try server.changeOrders(#"{"delete": [2], "tombstone": {"deleted_at": "2024-01-01", "total": "gone"}}"#)
+    let report = try load()
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT id FROM orders ORDER BY id") == [["1"], ["3"]])
+    #expect(try !hasTable(target, "orders_rejected"))
+    #expect(report.steps.first?.contract?.setAside ?? 0 == 0)
+  }
+
   /// An SQLite STRICT table refuses a value of another type (SQLITE_CONSTRAINT_DATATYPE)
   /// where an ordinary one stores it: the same class as PostgreSQL's refusal, so the staged
   /// pages are dropped and the next run, the API fixed, fetches them again.

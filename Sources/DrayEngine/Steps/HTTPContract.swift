@@ -110,7 +110,12 @@ final class RecordContract {
     var verdict = Verdict()
     var kept: Record = []
     var setAside = false
+    // A record whose deleted mark is true deletes its row and is never written as one: it
+    // needs only its key and the mark, so a field the table lacks or a value that does not
+    // fit is left out of it, not judged (a tombstone often carries `deleted_at`).
+    let tombstone = isTombstone(record)
     for field in record {
+      if tombstone && !isKey(IdentifierKey(field.name)) && field.name != load.deleted?.tokens.first && !fits(field) { continue }
       // No database column can be named "": such a field is never one, whatever the rules.
       if field.name.isEmpty {
         guard let rule = newColumns else { continue }  // declared columns: unnamed fields are not loaded
@@ -181,6 +186,25 @@ final class RecordContract {
     }
     verdict.record = setAside ? nil : kept
     return verdict
+  }
+
+  /// Whether `record`'s deleted mark (`load.deleted`) is true.
+  private func isTombstone(_ record: Record) -> Bool {
+    guard let deleted = load.deleted else { return false }
+    switch RecordChecks.resolve(deleted, in: record) {
+    case .bool(true)?, .integer(1)?: return true
+    default: return false
+    }
+  }
+
+  /// Whether `field` goes into the table as it is: a column of its name holds its value, or
+  /// it makes a new column the rules let in.
+  private func fits(_ field: (name: String, value: RecordValue)) -> Bool {
+    guard !field.name.isEmpty else { return false }
+    let key = IdentifierKey(field.name)
+    guard let known = fixed[key] else { return !checksNew || marks.contains(key) || newColumns == nil || newColumns == .evolve }
+    guard let type = known else { return true }
+    return type.holds(field.value.inferredType)
   }
 
   /// Whether `key` names a field of `load.primary_key`: a value there that does not fit is
