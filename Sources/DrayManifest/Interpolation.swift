@@ -31,6 +31,11 @@ struct Interpolator {
   /// The job folder, for `${file:...}`.
   let directory: String
 
+  /// This interpolator with variable `name` set to `value`.
+  func setting(_ name: String, to value: String) -> Interpolator {
+    Interpolator(environment: environment.merging([name: value]) { $1 }, secretVariables: secretVariables, directory: directory)
+  }
+
   /// - Throws: a message naming the variable or file at fault (never a value).
   func resolve(_ text: String) throws(InterpolationError) -> Result {
     guard Self.mayHoldReference(text) else { return Result(value: text, isSecret: false, secretParts: []) }

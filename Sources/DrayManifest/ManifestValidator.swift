@@ -75,7 +75,11 @@ struct ManifestValidator {
       if let name = item.name {
         if let value = reader.interpolator.environment[name] {
           reader.redactor.add(value)
-        } else if !reader.secretsMayBeMissing {
+        } else if reader.secretsMayBeMissing {
+          // Read where it is used (a path, a partition's value) as an unset credential is.
+          reader.interpolator = reader.interpolator.setting(name, to: NodeReader.unresolved)
+          reader.unresolvedSecrets.append("secrets: \(name)")
+        } else {
           // A misspelt name would otherwise mask nothing, silently.
           reader.error(
             item.node.location,

@@ -8,7 +8,7 @@ internal import DrayModel
 struct NodeReader {
   var diagnostics: [Diagnostic] = []
   var redactor = Redactor()
-  let interpolator: Interpolator
+  var interpolator: Interpolator
   /// When true, a credential (read with `secret: true`, or from a password or token file)
   /// whose variable is unset or whose file cannot be read is no error: it reads as
   /// `unresolved` and its key is added to `unresolvedSecrets`.
@@ -86,7 +86,7 @@ struct NodeReader {
     }
     do {
       let result = try interpolator.resolve(scalar.text)
-      for part in result.secretParts { redactor.add(part) }
+      for part in result.secretParts where part != Self.unresolved { redactor.add(part) }
       if secret { redactor.add(result.value) }
       // C libraries (SQLite, libcurl, the file system) read U+0000 as the end of the text:
       // `DELETE FROM t\0 WHERE ...` would run as `DELETE FROM t`. The value is never quoted.

@@ -19,6 +19,8 @@ public final class TrafficReplayer: Sendable {
   /// Each exchange's literal parts, cut once.
   private let keys: [(method: String, url: [Substring], body: [Substring]?, base64: String?)]
   private let used: Mutex<[Bool]>
+  /// Whether each exchange's request was conditional (`conditionalHeaders`).
+  private let isConditional: [Bool]
 
   /// Reads `DIR/recording.json`.
   /// - Throws: `RecordingError` when the folder holds no recording, or one this build
@@ -61,6 +63,9 @@ public final class TrafficReplayer: Sendable {
             + "record the job again")
       }
     }
+    isConditional = index.exchanges.map { exchange in
+      exchange.requestHeaders.contains { $0.count == 2 && TrafficReplayer.conditionalHeaders.contains($0[0].lowercased()) }
+    }
     keys = index.exchanges.map {
       ($0.method, PlaceholderMatch.literals($0.url), $0.requestBody.map(PlaceholderMatch.literals), $0.requestBodyBase64)
     }
@@ -73,9 +78,13 @@ public final class TrafficReplayer: Sendable {
   /// How many exchanges the recording holds.
   public var count: Int { index.exchanges.count }
 
-  func matches(_ number: Int, method: String, url: String, body: HTTPBody) -> Bool {
+  func matches(_ number: Int, _ request: HTTPRequest) -> Bool {
+    let (method, url, body) = (request.method.rawValue, request.url, request.body)
     let key = keys[number]
     guard key.method == method, TrafficReplayer.textMatches(key.url, url) else { return false }
+    // A conditional request (validators kept by an earlier run) and a plain one are
+    // different requests: a recorded 304 never answers a request that sent no validators.
+    guard isConditional[number] == TrafficReplayer.isConditional(request) else { return false }
     switch body {
     case .none: return key.body == nil && key.base64 == nil
     case .bytes(let bytes): return TrafficReplayer.bodyMatches(key.body, key.base64, Data(bytes))
@@ -102,7 +111,7 @@ public final class TrafficReplayer: Sendable {
   /// - Throws: `TransportError.notRecorded` when none matches.
   func exchange(for request: HTTPRequest) throws -> RecordedExchange {
     let method = request.method.rawValue
-    if let number = claim(method: method, request: request) { return index.exchanges[number] }
+    if let number = claim(request) { return index.exchanges[number] }
     let asked = "\(method) \(HTTPClient.displayURL(request.url))"
     var nearest: (text: String, distance: Int)?
     for exchange in index.exchanges {
@@ -115,8 +124,8 @@ public final class TrafficReplayer: Sendable {
     throw TransportError.notRecorded(request: asked, body: body, nearest: nearest?.text, recording: directory)
   }
 
-  /// The number of the exchange that answers `method` and `request`, marked used; nil when
-  /// none matches.
+  /// The number of the exchange that answers `request`, marked used: the first unused one of
+  /// the best `rank`, else the last used one of the best rank; nil when none matches.
   ///
   /// Kept out of line, and out of any throwing function: with `Mutex.withLock` (generic
   /// over a typed error, `throws(E)`, here `Never`) inlined into the untyped-throwing
@@ -124,18 +133,55 @@ public final class TrafficReplayer: Sendable {
   /// had thrown (no `swift_willThrow`; the error slot held stale stack bits), and the
   /// replay crashed in `swift_dynamicCast` casting it. A debug build never did.
   @inline(never)
-  private func claim(method: String, request: HTTPRequest) -> Int? {
+  private func claim(_ request: HTTPRequest) -> Int? {
     used.withLock { used -> Int? in
       var last: Int?
-      for number in index.exchanges.indices where matches(number, method: method, url: request.url, body: request.body) {
+      var best: (rank: Int, number: Int)?
+      for number in index.exchanges.indices where matches(number, request) {
+        let rank = rank(number, request)
         if !used[number] {
-          used[number] = true
-          return number
+          if rank < best?.rank ?? Int.max { best = (rank, number) }
+        } else if rank <= last.map({ self.rank($0, request) }) ?? Int.max {
+          last = number
         }
-        last = number
+      }
+      if let best {
+        used[best.number] = true
+        return best.number
       }
       return last
     }
+  }
+
+  /// Request headers whose values differ between runs of one job (a fresh token, an id drawn
+  /// per request, a trace): never compared.
+  static let volatileHeaders: Set<String> = [
+    "authorization", "cookie", "user-agent", "content-length", "date", "idempotency-key", "x-request-id", "traceparent",
+    "tracestate",
+  ]
+
+  /// The headers of a conditional request (RFC 9110 §13.1).
+  static let conditionalHeaders: Set<String> = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since"]
+
+  static func isConditional(_ request: HTTPRequest) -> Bool {
+    request.headers.contains { conditionalHeaders.contains($0.name.lowercased()) }
+  }
+
+  /// How well exchange `number` answers `request` among those that match it, lower better:
+  /// the step's own headers the same (a tenant, a version, a language chosen by header) count
+  /// most, then the URL and body the same to the letter over a match through a secret's
+  /// placeholder (which stands for any text, so it also matches a request another exchange
+  /// holds literally).
+  func rank(_ number: Int, _ request: HTTPRequest) -> Int {
+    let exchange = index.exchanges[number]
+    func stable(_ pairs: [(String, String)]) -> Set<[String]> {
+      Set(pairs.filter { !TrafficReplayer.volatileHeaders.contains($0.0) && !$0.1.contains("{{secret:") }.map { [$0.0, $0.1] })
+    }
+    let recorded = stable(exchange.requestHeaders.compactMap { $0.count == 2 ? ($0[0].lowercased(), $0[1]) : nil })
+    let sent = stable(request.headers.filter { !$0.isSecret }.map { ($0.name.lowercased(), $0.value) })
+    var literal = exchange.url == request.url
+    if case .bytes(let bytes) = request.body { literal = literal && exchange.requestBody == String(decoding: bytes, as: UTF8.self) }
+    return (recorded == sent ? 0 : 2) + (literal ? 0 : 1)
   }
 
   /// Answers `request` from the recording: the body streamed to `sink` as the recorded run

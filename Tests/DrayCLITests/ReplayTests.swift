@@ -286,6 +286,48 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: folder.path + "/data/db.sqlite"))
   }
 
+  /// Requests alike but for a header the step sets, or for a secret in the URL: each is
+  /// answered by its own exchange, whatever order they come in (a step run alone with
+  /// `--only`, or parallel steps racing), never by the other's.
+  @Test func eachRequestGetsItsOwnExchangeWhateverTheOrder() throws {
+    let job = """
+      version: 1
+      job: tenants
+      report: { path: "reports/{job}-{run_id}.json" }
+      secrets: [TENANT_KEY]
+      database: { path: db.sqlite }
+      steps:
+        - id: secret
+          http: { base_url: "${API_URL}", path: "echo/${TENANT_KEY}/items", load: { table: secret, records: /data } }
+        - id: public
+          http: { base_url: "${API_URL}", path: "echo/public/items", load: { table: public, records: /data } }
+        - id: ta
+          http: { base_url: "${API_URL}", path: echo/t, headers: { X-Tag: a }, load: { table: ta, records: /data } }
+        - id: tb
+          http: { base_url: "${API_URL}", path: echo/t, headers: { X-Tag: b }, load: { table: tb, records: /data } }
+
+      """
+    let keep = TemporaryDirectory("dray-recording")
+    let recordFolder = TemporaryDirectory("dray-record")
+    _ = try recordFolder.write("job.yaml", job)
+    let server = try RestServer()
+    let recorded = try Command.run(
+      Repository.drayBinary, ["run", "job.yaml", "--record", keep.path + "/rec"],
+      environment: ["API_URL": server.url, "TENANT_KEY": "tkSECRETtenant01"], inherit: false, directory: recordFolder.path)
+    #expect(recorded.status == 0, "\(recorded.output)")
+    for only in ["tb", "public"] {
+      let folder = TemporaryDirectory("dray-replay")
+      _ = try folder.write("job.yaml", job)
+      let replayed = try Command.run(
+        Repository.drayBinary, ["run", "job.yaml", "--replay", keep.path + "/rec", "--only", only],
+        environment: ["API_URL": server.url], inherit: false, directory: folder.path)
+      #expect(replayed.status == 0, "\(replayed.output)")
+      let column = only == "tb" ? "tag" : "path"
+      let rows = try SQLiteFile.rows(folder.path + "/db.sqlite", "SELECT \(column) FROM \(only)")
+      #expect(rows == [[only == "tb" ? "b" : "/echo/public/items"]], "\(only): \(rows)")
+    }
+  }
+
   /// A manifest changed after its recording (a new query value, another resource): the
   /// replay fails naming the request and the nearest recorded one, exit 1, and that step
   /// loads nothing.
