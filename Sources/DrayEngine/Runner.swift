@@ -135,6 +135,25 @@ public final class Runner {
     var plan: ResumePlan
     var lineage: String
     var flags = options
+    // `--fresh` with a `--run-key` starts the key's run afresh once: a later start given the
+    // key (a pod restarted with the same arguments after 69 or 130) continues that run's
+    // chain, fresh as it began, instead of loading again what it published.
+    var startOptions = options
+    if options.fresh, let runKey, join {
+      do {
+        if let bound = try connections.run({ _ in try database.openClaims(cancellation: cancellation)?.run(job: manifest.job, key: runKey) }
+        ) {
+          startOptions.fresh = false
+          if bound.exitCode.map(JoinStart.retries) == true {
+            console.info(
+              "--run-key \(runKey) already started run \(bound.runID) with --fresh: this start continues its chain, fresh as it began, "
+                + "and does not start over (--fresh applies to a key's first start)")
+          }
+        }
+      } catch {
+        return fail(&report, database.failure(error)?.message ?? "\(error)", FailureCause.of(error, in: database).at("the database"))
+      }
+    }
     var abandonedRuns: [RunRecord] = []
     let joining = join ? Joining(owner: Joining.newOwner()) : nil
     let follower = joining.map { JoinedRunner(runner: self, joining: $0) }
@@ -144,7 +163,7 @@ public final class Runner {
         return joined(&report, RunEnded(runID: follower.following?.id ?? "", exitCode: ExitCode.interrupted), follower)
       }
       do {
-        plan = try ResumePlan(manifest: manifest, options: options, journal: journal)
+        plan = try ResumePlan(manifest: manifest, options: startOptions, journal: journal)
       } catch let error as JournalError {
         return fail(&report, "\(error)", FailureCause(.permanent, "the run journal: it cannot be trusted as it is (journal_error)"))
       } catch {
@@ -157,7 +176,7 @@ public final class Runner {
       // A run that continues a `--fresh` run carries the fresh load on (docs/resume.md): its
       // journal row says fresh too, so a run continuing it in turn is fresh as well.
       flags = options
-      flags.fresh = options.fresh || plan.resumes?.flags.fresh == true
+      flags.fresh = startOptions.fresh || plan.resumes?.flags.fresh == true
       do {
         let record = RunRecord(
           id: runID, lineage: lineage, job: manifest.job, startedAt: RunReport.rfc3339(startedAt), endedAt: nil,
@@ -196,11 +215,11 @@ public final class Runner {
       job: manifest.job, runID: runID, startedAt: startedAt, resumes: report.resumes, abandoned: abandonedRuns, background: true)
     // A fresh run starts over: no answer an earlier run downloaded, finished or partial, is
     // reused (docs/resume.md).
-    if options.fresh { DownloadFolder(manifest).removeOwnFiles() }
+    if startOptions.fresh { DownloadFolder(manifest).removeOwnFiles() }
 
     console.info(
       "run \(runID) of job \(manifest.job)" + (report.resumes.map { ", resuming run \($0)" } ?? "")
-        + (flags.fresh && !options.fresh ? " (a --fresh run: the steps it had not finished load afresh)" : ""))
+        + (flags.fresh && !startOptions.fresh ? " (a --fresh run: the steps it had not finished load afresh)" : ""))
     if let missingFolder, let path = manifest.database?.path {
       console.info("database: created the folder \(missingFolder), which did not exist (database.path: \(path))")
     }

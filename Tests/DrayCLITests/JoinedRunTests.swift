@@ -420,6 +420,23 @@ import Testing
     #expect(try trial.target.columnNames("issues_other").isEmpty)
   }
 
+  /// A `--fresh` start of a key that ends with 69 is started again with the same arguments
+  /// (a pod's restart): the second start continues the key's run, fresh as it began, and
+  /// does not append again the partitions the first one published.
+  @Test(.timeLimit(.minutes(5))) func aRetriedFreshStartOfAKeyContinuesItsRun() throws {
+    let root = TemporaryDirectory("dray-join-fresh")
+    let trial = try Trial(root.path + "/job", delay: "0")
+    try trial.server.setRules(#"[{"path": "/repos/7/issues", "status": 503, "times": 1000}]"#)
+    let first = try trial.start(1, key: "backfill-1", extra: ["--fresh"])
+    #expect(first.wait() == .exited(69), "\(first.errors)")
+    #expect(try !trial.issues().isEmpty)
+    try trial.server.setRules("[]")
+    let second = try trial.start(2, key: "backfill-1", extra: ["--fresh"])
+    #expect(second.wait() == .exited(0), "\(second.errors)")
+    #expect(second.errors.contains("already started run"), "\(second.errors)")
+    #expect(try trial.issues() == JoinedRunTests.reference(root.path))
+  }
+
   /// `dray status` on a run in progress that runners share tells its claims: per partitioned
   /// step, how many partitions are open for claims, done, waiting and claimed, by which
   /// runner and until when (by the database's clock).
