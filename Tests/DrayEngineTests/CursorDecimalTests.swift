@@ -156,6 +156,24 @@ import Testing
     #expect(try target.rows("SELECT id, count(*) FROM t WHERE id >= 4 GROUP BY id ORDER BY id") == [["4", "1"], ["5", "1"]])
   }
 
+  /// A kept integer is sent less 1; a record the API holds with a fraction between the two
+  /// comes back and is not appended twice.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aFractionBelowAKeptIntegerIsNotAppendedTwice(kind: TargetDatabase.Kind) throws {
+    let server = try TicksServer()
+    let target = try TargetDatabase(kind, folder: folder.path)
+    try server.add([(1, "999.5"), (2, "1000")])
+    #expect(try run(server, target).exitCode == 0)
+    #expect(try keptCursor(target) == "1000")
+    try server.add([(3, "1000")])
+    try server.reset()
+    let second = try run(server, target)
+    #expect(second.exitCode == 0, "\(second.steps.compactMap(\.errorMessage))")
+    #expect(try server.requests() == ["/ticks?since=999"])
+    #expect(try target.rows("SELECT id, count(*) FROM t GROUP BY id ORDER BY id") == [["1", "1"], ["2", "1"], ["3", "1"]])
+    #expect(second.steps.first?.notes.contains { $0.hasPrefix("2 records at the kept cursor 1000 already appended") } == true)
+  }
+
   /// With merge the records between the value sent and the kept one are written again,
   /// unchanged; the late one is added.
   @Test(arguments: TargetDatabase.Kind.allCases)

@@ -126,8 +126,8 @@ final class IncrementalRun {
     return found
   }
 
-  /// For `append`: the rows `table` holds at the kept value (for a number with a fraction
-  /// or an exponent sent `exclusive`: above the value sent and at or below the kept one),
+  /// For `append`: the rows `table` holds at the kept value (for a number sent `exclusive`:
+  /// above the value sent and at or below the kept one),
   /// each as the text of its values by column, with how many such rows there are. The
   /// records at the kept value come back in each run (docs/http.md, "Cursor boundaries"),
   /// and one equal to such a row is the version an earlier run appended (`isRepeat`).
@@ -160,12 +160,13 @@ final class IncrementalRun {
       case .null, .blob: "NULL"
       }
     }
-    // A number with a fraction or an exponent, sent as one unit of its last written digit
-    // less: the API may hold values between the two (finer fractions), which come back too.
+    // A number sent as one unit of its last written digit less: the API may hold values
+    // between the two (finer fractions), which come back too. (An integer beyond 64 bits is
+    // TEXT in the table, where only equality compares as the number does.)
     var condition = "\(quoted(column)) = \(literal(kept))"
-    if let below, kept.isWrittenDecimal {
+    if let below, kept.isNumber, !literal(kept).hasPrefix("'"), !literal(below).hasPrefix("'") {
       condition = "\(quoted(column)) > \(literal(below)) AND \(quoted(column)) <= \(literal(kept))"
-      keptRowsAbove = below
+      if kept.isWrittenDecimal { keptRowsAbove = below }
     }
     var names: [String] = []
     try target.query(
