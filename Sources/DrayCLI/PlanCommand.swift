@@ -219,8 +219,11 @@ struct JobPlan {
       return (incremental.param, incremental.initial.text, source)
     }
     let lag = incremental.lag.map { kept.isInstant ? ", less lag \($0.formatted)" : "" } ?? ""
-    let below = incremental.boundary == .exclusive && kept.hasPredecessor ? ", just below it: boundary exclusive" : ""
-    return (incremental.param, incremental.sent(kept: kept).text, "the kept cursor \(kept.text)\(lag)\(below)")
+    guard let sent = incremental.sent(kept: kept) else {
+      return (incremental.param, "nothing", "the run fails: \(incremental.noValueBelow(kept: kept))")
+    }
+    let below = incremental.boundary == .exclusive ? ", just below it: boundary exclusive" : ""
+    return (incremental.param, sent.text, "the kept cursor \(kept.text)\(lag)\(below)")
   }
 
   /// Why a run would skip the step; nil when it runs. Members of a skipped group share the

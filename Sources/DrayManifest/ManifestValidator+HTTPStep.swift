@@ -235,8 +235,9 @@ extension ManifestValidator {
       reader.error(
         node.location,
         "'\(f.path("boundary"))' exclusive asks from just below the kept value, and 'initial' (\(initial.text)) is \(initial.kind)"
-          + "\(initial.isText ? "" : " with a fraction"), which has no value just below it; use boundary: inclusive if the API answers "
-          + "the records at the value sent (>=), or a cursor that is an integer or an RFC 3339 instant")
+          + "\(initial.isText ? ", which has no value just below it" : " a double cannot hold (beyond about 1.8e308, or below about 4.9e-324), so dray computes no value just below it")"
+          + "; use boundary: inclusive if the API answers the records at the value sent (>=), or a cursor that is a number or an RFC 3339 instant"
+      )
       ok = false
     }
     guard ok, let cursor, let param, let initial else { return nil }

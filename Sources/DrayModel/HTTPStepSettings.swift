@@ -241,11 +241,29 @@ public struct HTTPStep: Sendable, Hashable {
 
     /// The value a run sends when `kept` is kept (docs/http.md, "Cursor boundaries"): `kept`
     /// less `lag` (instants only), and for an `exclusive` API the predecessor of that, so
-    /// that the records at the kept value come back; `kept` less `lag` when it has none.
-    public func sent(kept: IncrementalCursor.Value) -> IncrementalCursor.Value {
+    /// that the records at the kept value come back (the lagged value itself when it has no
+    /// predecessor but is below the kept one). Nil for an `exclusive` API when the kept
+    /// value has no predecessor (`IncrementalCursor.Value.predecessor`): sending the value
+    /// itself would lose the records arriving later at it, so the run fails instead.
+    public func sent(kept: IncrementalCursor.Value) -> IncrementalCursor.Value? {
       let moved = kept.moved(back: lag)
       guard boundary == .exclusive else { return moved }
-      return moved.predecessor ?? moved
+      // A lag that reached 0000-01-01T00:00:00Z is below the kept value already.
+      return moved.predecessor ?? (moved.compare(kept) == -1 ? moved : nil)
+    }
+
+    /// Why a run cannot send anything for `kept` (`sent(kept:)` is nil), for messages:
+    /// what, where, and what to do.
+    public func noValueBelow(kept: IncrementalCursor.Value) -> String {
+      let what =
+        kept.isText
+        ? "text, which has no value just below it"
+        : kept.isNumber
+          ? "a number a double cannot hold (beyond about 1.8e308, or below about 4.9e-324), so dray computes no value just below it that an API could tell apart from it"
+          : "at or before 0000-01-01T00:00:00Z, the first instant RFC 3339 writes, so no value just below it has a form"
+      return "the kept cursor \(kept.text) (incremental.cursor '\(cursor)') is \(what); incremental.boundary exclusive sends the value "
+        + "just below the kept one, and sending the kept value itself would lose the records that arrive later at it, so nothing was "
+        + "sent. Use boundary: inclusive if the API answers the records at the value sent (>=), or run with --fresh to start again from 'initial'"
     }
   }
 

@@ -11,19 +11,19 @@ public enum IncrementalCursor {
 
   /// One cursor value, as the API gives it, and how it orders.
   ///
-  /// Values compare as the API gives them: numbers as numbers (`ExactNumber`), RFC 3339
-  /// date-times (RFC 3339 §5.6) as instants, any other text as text, byte for byte in
-  /// UTF-8 (as SQLite's BINARY collation does). Values of two of these kinds do not compare.
+  /// Values compare as the API gives them: numbers exactly by their decimal digits, at any
+  /// length and in any form (`1e3` equals `1000`), RFC 3339 date-times (RFC 3339 §5.6) as
+  /// instants, any other text as text, byte for byte in UTF-8 (as SQLite's BINARY collation
+  /// does). Values of two of these kinds do not compare. A value keeps the text the API
+  /// wrote (`json`).
   public struct Value: Sendable, Hashable, CustomStringConvertible {
     /// The value as the API gave it: a string or a number.
     public let json: JSONValue
     let order: Order
 
     enum Order: Sendable, Hashable {
-      case number(ExactNumber)
-      /// An integer beyond 64 bits, by its digits (no leading zero, as JSON writes them), so
-      /// that 10^30 and 10^30 + 1 differ; never through a double.
-      case longInteger(negative: Bool, digits: String)
+      /// A number by its digits, so that 10^30 and 10^30 + 1 differ; never through a double.
+      case number(CursorNumber)
       /// Seconds since 1970-01-01T00:00:00Z and nanoseconds.
       case instant(seconds: Int64, nanoseconds: Int64)
       case text(String)
@@ -32,11 +32,11 @@ public enum IncrementalCursor {
     /// A string or a number; nil for anything else (null, a boolean, a list, an object).
     public init?(json: JSONValue) {
       switch json {
-      case .number(let text) where IncrementalCursor.isLongInteger(text):
-        self.init(
-          json: json, order: .longInteger(negative: text.hasPrefix("-"), digits: text.hasPrefix("-") ? String(text.dropFirst()) : text))
-      case .integer, .number:
-        guard let number = ExactNumber(json) else { return nil }
+      case .integer(let i):
+        guard let number = CursorNumber(String(i)) else { return nil }
+        self.init(json: json, order: .number(number))
+      case .number(let text):
+        guard let number = CursorNumber(text) else { return nil }
         self.init(json: json, order: .number(number))
       case .string(let text):
         self.init(text: text)
@@ -70,15 +70,20 @@ public enum IncrementalCursor {
     /// A number: an integer of any length, or one with a fraction.
     public var isNumber: Bool {
       switch order {
-      case .number, .longInteger: true
+      case .number: true
       case .instant, .text: false
       }
+    }
+
+    /// A number written with a fraction or an exponent (`1701600000.25`, `1e3`).
+    public var isWrittenDecimal: Bool {
+      if case .number(let n) = order { n.hasFractionOrExponent } else { false }
     }
 
     /// What the kind of value is called in messages.
     public var kind: String {
       switch order {
-      case .number, .longInteger: "a number"
+      case .number: "a number"
       case .instant: "an RFC 3339 instant"
       case .text: "text"
       }
@@ -101,19 +106,9 @@ public enum IncrementalCursor {
     public func compare(_ other: Value) -> Int? {
       switch (order, other.order) {
       case (.number(let a), .number(let b)):
-        return ExactNumber.compare(a, b)
+        return CursorNumber.compare(a, b)
       case (.instant(let s1, let n1), .instant(let s2, let n2)):
         return s1 != s2 ? (s1 < s2 ? -1 : 1) : (n1 == n2 ? 0 : (n1 < n2 ? -1 : 1))
-      case (.longInteger(let n1, let d1), .longInteger(let n2, let d2)):
-        if n1 != n2 { return n1 ? -1 : 1 }
-        let magnitude = d1.count != d2.count ? (d1.count < d2.count ? -1 : 1) : (d1 == d2 ? 0 : (d1 < d2 ? -1 : 1))
-        return n1 ? -magnitude : magnitude
-      case (.longInteger(let negative, _), .number(let b)):
-        // Beyond 64 bits, so past every integer of 64 bits; a fraction compares as a double.
-        guard case .real(let d) = b else { return negative ? -1 : 1 }
-        return ExactNumber.compare(.real(Double(json.json) ?? 0), .real(d))
-      case (.number, .longInteger):
-        return other.compare(self).map { -$0 }
       case (.text(let a), .text(let b)):
         if a == b { return 0 }
         return Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) ? -1 : 1
@@ -122,24 +117,45 @@ public enum IncrementalCursor {
       }
     }
 
-    /// Whether the value has a predecessor (`predecessor`): an integer or an instant after
-    /// 0000-01-01T00:00:00Z.
+    /// Whether the value has a predecessor (`predecessor`).
     public var hasPredecessor: Bool { predecessor != nil }
 
-    /// The greatest value below this one the API can tell apart from it: an integer less 1,
-    /// of any length, computed by its digits (`18446744073709551615` below
-    /// `18446744073709551616`, `-9223372036854775809` below the 64-bit range); an instant
-    /// less 1 ns written in UTC with nine fraction digits (`2024-01-01T00:00:59.999999999Z`).
-    /// Nil for text, numbers with a fraction, and an instant at or before
-    /// 0000-01-01T00:00:00Z, the first RFC 3339 can write (no year before 0000 has a form).
+    /// The value an `exclusive` step sends for this kept value (docs/http.md, "Cursor
+    /// boundaries"): strictly below it, and above every value the API can hold below it
+    /// that it did not give already.
+    ///
+    /// - An integer as JSON writes one: less 1, of any length, computed by its digits
+    ///   (`18446744073709551615` below `18446744073709551616`, `-9223372036854775809` below
+    ///   the 64-bit range).
+    /// - A number with a fraction or an exponent: less one unit of its last written digit,
+    ///   computed by its digits (`1701600000.25` → `1701600000.24`, `1e3` → `999`), or of the
+    ///   first higher digit that makes it read as a lower double too
+    ///   (`100000000000000000000.0` → `99999999999999990000.0`), written in plain decimal
+    ///   form (`CursorNumber.predecessor`). The API may hold values between the two (finer
+    ///   fractions): they come back, and `append` recognises those it loaded already.
+    /// - An instant: less 1 ns, written in UTC with nine fraction digits
+    ///   (`2024-01-01T00:00:59.999999999Z`).
+    ///
+    /// Nil for text, a number a double cannot hold (beyond about 1.8e308, or non-zero below
+    /// about 4.9e-324), and an instant at or before 0000-01-01T00:00:00Z, the first RFC 3339
+    /// can write (no year before 0000 has a form).
     public var predecessor: Value? {
       switch order {
-      case .number:
-        guard case .integer(let i) = json else { return nil }
-        return i > Int64.min ? Value(json: .integer(i - 1)) : IncrementalCursor.integer(negative: true, digits: "9223372036854775809")
-      case .longInteger(let negative, let digits):
-        return IncrementalCursor.integer(
-          negative: negative, digits: negative ? IncrementalCursor.incremented(digits) : IncrementalCursor.decremented(digits))
+      case .number(let number):
+        if case .integer(let i) = json {
+          return i > Int64.min ? Value(json: .integer(i - 1)) : IncrementalCursor.integer(negative: true, digits: "9223372036854775809")
+        }
+        if case .number(let text) = json, IncrementalCursor.isLongInteger(text) {
+          let negative = text.hasPrefix("-")
+          let digits = negative ? String(text.dropFirst()) : text
+          return IncrementalCursor.integer(
+            negative: negative, digits: negative ? IncrementalCursor.incremented(digits) : IncrementalCursor.decremented(digits))
+        }
+        guard let below = number.predecessor else { return nil }
+        if number.writtenFraction == 0 {
+          return IncrementalCursor.integer(negative: below.negative, digits: below.negative ? String(below.text.dropFirst()) : below.text)
+        }
+        return Value(json: .number(below.text))
       case .instant(let seconds, let nanoseconds):
         let (s, n) = nanoseconds > 0 ? (seconds, nanoseconds - 1) : (seconds - 1, 999_999_999)
         guard s >= IncrementalCursor.firstInstant else { return nil }

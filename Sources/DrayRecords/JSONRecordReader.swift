@@ -21,6 +21,11 @@ public struct JSONRecordReader {
   /// With `columns`: a record's members they do not name follow the declared columns, as
   /// their own columns (`load.contract.new_columns`); otherwise they are not read.
   public var keepingExtra: Bool
+  /// The column of an incremental cursor (the first token of `incremental.cursor`): its
+  /// numbers with a fraction or an exponent keep the text the API wrote
+  /// (`RecordValue.decimal`), so that the kept cursor is the API's own (docs/http.md,
+  /// "Precision"); nil for none.
+  public var cursorColumn: String?
 
   /// - Parameters:
   ///   - records: where the records are; nil to read only the probes.
@@ -133,7 +138,7 @@ public struct JSONRecordReader {
         } else {
           found = nil
         }
-        return (column.name, found.map { RecordValue(json: $0) } ?? .null)
+        return (column.name, found.map { self.value(column.name, $0) } ?? .null)
       }
       guard keepingExtra, case .object(let pairs) = value else { return declared }
       // A member is named by a column's name, or by the first token of its `from`.
@@ -144,13 +149,19 @@ public struct JSONRecordReader {
         !named.contains { IdentifierKey.sameBytes($0, pair.key) } && !columns.contains { IdentifierKey($0.name) == IdentifierKey(pair.key) }
       }
       try RecordNames.check(extra.map { ($0.key, "key") }, record: number)
-      return declared + extra.map { ($0.key, RecordValue(json: $0.value)) }
+      return declared + extra.map { ($0.key, self.value($0.key, $0.value)) }
     }
     if case .object(let pairs) = value {
       try RecordNames.check(pairs.map { ($0.key, "key") }, record: number)
-      return pairs.map { ($0.key, RecordValue(json: $0.value)) }
+      return pairs.map { ($0.key, self.value($0.key, $0.value)) }
     }
-    return [("value", RecordValue(json: value))]
+    return [("value", self.value("value", value))]
+  }
+
+  /// The record value of `json` in the column `name`: as written at `cursorColumn`.
+  func value(_ name: String, _ json: JSONValue) -> RecordValue {
+    guard name == cursorColumn else { return RecordValue(json: json) }
+    return RecordValue(writtenJSON: json)
   }
 }
 

@@ -5,6 +5,11 @@ public enum RecordValue: Sendable, Equatable {
   case null
   case integer(Int64)
   case real(Double)
+  /// A JSON number with a fraction or an exponent, as the API wrote it (`1701600000.25`,
+  /// `1e3`), where that text matters: at an incremental cursor's column
+  /// (`JSONRecordReader.cursorColumn`), whose kept value is sent back as written. Typed and
+  /// stored as REAL, its nearest double (`real`); always finite.
+  case decimal(String)
   case text(String)
   /// A JSON integer beyond 64 bits, by its digits (`-` first when negative): bound and
   /// typed as TEXT, and given back as the JSON number it was (the quarantine's record).
@@ -18,7 +23,7 @@ public enum RecordValue: Sendable, Equatable {
     switch self {
     case .null: nil
     case .integer, .boolean: .integer
-    case .real: .real
+    case .real, .decimal: .real
     case .text, .bigInteger: .text
     }
   }
@@ -42,6 +47,25 @@ public enum RecordValue: Sendable, Equatable {
       }
     case .string(let s): self = .text(s)
     case .array, .object: self = .text(json.json)
+    }
+  }
+
+  /// `json` as a record value (`init(json:)`), but a number with a fraction or an exponent
+  /// keeps the text the API wrote (`decimal`) when it is finite as a double.
+  public init(writtenJSON json: JSONValue) {
+    if case .number(let text) = json, text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let d = Double(text), d.isFinite {
+      self = .decimal(text)
+    } else {
+      self.init(json: json)
+    }
+  }
+
+  /// The double of `real` and `decimal`; nil for other values.
+  public var real: Double? {
+    switch self {
+    case .real(let d): d
+    case .decimal(let text): Double(text)
+    default: nil
     }
   }
 

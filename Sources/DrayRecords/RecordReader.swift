@@ -10,6 +10,9 @@ public struct RecordReader {
   /// With `columns`: a JSON record's fields they do not name follow the declared columns, as
   /// their own columns (for `load.contract.new_columns`); otherwise they are not read.
   public var keepingExtra: Bool
+  /// The column of an incremental cursor, whose JSON numbers keep their written text
+  /// (`JSONRecordReader.cursorColumn`).
+  public var cursorColumn: String?
 
   /// - Parameters:
   ///   - records: where the records are; nil to read only the probes.
@@ -45,8 +48,9 @@ public struct RecordReader {
         default: nil
         }
       let probes = probes.compactMap { if case .json(let p) = $0 { p } else { nil } }
-      return try JSONRecordReader(records: pointer, columns: columns, probes: probes, keepingExtra: keepingExtra).read(
-        file: file, growing: growing, each: each)
+      var reader = JSONRecordReader(records: pointer, columns: columns, probes: probes, keepingExtra: keepingExtra)
+      reader.cursorColumn = cursorColumn
+      return try reader.read(file: file, growing: growing, each: each)
     case .xml:
       let path: XMLPath? =
         switch records {

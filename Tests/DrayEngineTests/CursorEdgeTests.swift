@@ -8,8 +8,8 @@ import Testing
 
 /// Cursor values at the edges (docs/http.md, "Precision" and "Cursor boundaries"): an
 /// integer beyond 64 bits compares by its digits, and its predecessor is computed by them;
-/// an instant with no predecessor RFC 3339 can write (0000-01-01T00:00:00Z) is sent as it
-/// is, never as a malformed date.
+/// an instant with no predecessor RFC 3339 can write (0000-01-01T00:00:00Z) is never sent
+/// as a malformed date, nor as itself under `exclusive` (the run fails, saying so).
 @Suite struct CursorEdgeTests {
   let folder = TemporaryDirectory()
 
@@ -30,10 +30,10 @@ import Testing
     #expect(try value(.string("2024-01-01T13:00:00+14:00")).predecessor?.text == "2023-12-31T22:59:59.999999999Z")
     let zero = try value(.string("0000-01-01T00:00:00Z"))
     let exclusive = HTTPStep.Incremental(cursor: JSONPointer(tokens: ["ts"]), param: "since", initial: zero, boundary: .exclusive)
-    #expect(exclusive.sent(kept: zero).text == "0000-01-01T00:00:00Z")
+    #expect(exclusive.sent(kept: zero) == nil)
     let lagged = HTTPStep.Incremental(
       cursor: JSONPointer(tokens: ["ts"]), param: "since", initial: zero, lag: .seconds(3600), boundary: .inclusive)
-    #expect(lagged.sent(kept: try value(.string("0000-01-01T00:10:00Z"))).text == "0000-01-01T00:00:00Z")
+    #expect(lagged.sent(kept: try value(.string("0000-01-01T00:10:00Z")))?.text == "0000-01-01T00:00:00Z")
   }
 
   func run(_ server: RestServer, _ target: TargetDatabase, path: String, incremental: String) throws -> RunReport {
@@ -80,18 +80,29 @@ import Testing
   }
 
   /// A kept instant at 0000-01-01T00:00:00Z (a "zero date" some APIs give) has no
-  /// predecessor: an exclusive step sends it as it is, and goes on working.
+  /// predecessor: the first run sends `initial`, the next one of an exclusive step fails
+  /// before any request (sending the kept value would lose the records arriving later at
+  /// it), and an inclusive step goes on working.
   @Test(arguments: TargetDatabase.Kind.allCases)
-  func anExclusiveCursorAtYearZeroSendsTheKeptValue(kind: TargetDatabase.Kind) throws {
+  func anExclusiveCursorAtYearZeroFailsTheNextRun(kind: TargetDatabase.Kind) throws {
     let server = try RestServer(["--rule", try HTTPBadAnswerTests.rule("/ts0", #"{"data": [{"ts": "0000-01-01T00:00:00Z", "v": 1}]}"#)])
     let target = try TargetDatabase(kind, folder: folder.path)
     let incremental = "{ cursor: /ts, param: since, initial: '0000-01-01T00:00:00Z', boundary: exclusive }"
-    for round in 1...2 {
-      try server.reset()
-      let report = try run(server, target, path: "ts0", incremental: incremental)
-      #expect(report.exitCode == 0, "run \(round): \(report.steps.compactMap(\.errorMessage))")
-      #expect(try server.requests().first?.path == "/ts0?since=0000-01-01T00%3A00%3A00Z", "run \(round)")
-    }
+    let first = try run(server, target, path: "ts0", incremental: incremental)
+    #expect(first.exitCode == 0, "\(first.steps.compactMap(\.errorMessage))")
+    #expect(try server.requests().first?.path == "/ts0?since=0000-01-01T00%3A00%3A00Z")
+    try server.reset()
+    let second = try run(server, target, path: "ts0", incremental: incremental)
+    #expect(second.exitCode != 0)
+    #expect(try server.requests().isEmpty)
+    #expect(second.steps.first?.errorCode == "cursor_boundary")
+    #expect(
+      second.steps.first?.errorMessage?.hasPrefix(
+        "the kept cursor 0000-01-01T00:00:00Z (incremental.cursor '/ts') is at or before 0000-01-01T00:00:00Z") == true,
+      "\(second.steps.compactMap(\.errorMessage))")
+    let inclusive = try run(server, target, path: "ts0", incremental: incremental.replacing("exclusive", with: "inclusive"))
+    #expect(inclusive.exitCode == 0, "\(inclusive.steps.compactMap(\.errorMessage))")
+    #expect(try server.requests().first?.path == "/ts0?since=0000-01-01T00%3A00%3A00Z")
     #expect(try target.rows("SELECT count(*) FROM t") == [["1"]])
   }
 }

@@ -490,15 +490,25 @@ extension HTTPStepManifestTests {
     let found = errors(
       """
         - http: { base_url: http://h/, load: { table: t }, incremental: { cursor: /n, param: since, initial: abc, boundary: exclusive } }
-        - http: { base_url: http://h/, load: { table: u }, incremental: { cursor: /n, param: since, initial: 1.5, boundary: exclusive } }
+        - http: { base_url: http://h/, load: { table: u }, incremental: { cursor: /n, param: since, initial: 1e-400, boundary: exclusive } }
         - http: { base_url: http://h/, load: { table: v }, incremental: { cursor: /n, param: since, initial: 1, boundary: open } }
+        - http: { base_url: http://h/, load: { table: w }, incremental: { cursor: /n, param: since, initial: 1.5, boundary: exclusive } }
+        - http: { base_url: http://h/, load: { table: x }, incremental: { cursor: /n, param: since, initial: 1e3, boundary: exclusive } }
       """)
     #expect(found.count == 3, "\(found)")
     #expect(found.last?.contains("'steps.http-3.http.incremental.boundary'") == true, "\(found)")
+    // Numbers with a fraction or an exponent have a value below them; `initial` is kept as written.
+    let numbers = try load(
+      """
+        - http: { base_url: http://h/, load: { table: w }, incremental: { cursor: /n, param: since, initial: 1.5, boundary: exclusive } }
+        - http: { base_url: http://h/, load: { table: x }, incremental: { cursor: /n, param: since, initial: 1e3, boundary: exclusive } }
+      """)
+    #expect(http(numbers, 0)?.incremental?.initial.text == "1.5")
+    #expect(http(numbers, 1)?.incremental?.initial.text == "1e3")
     #expect(
       Array(found.prefix(2)) == [
-        "job.yaml:5:119: error: 'steps.http-1.http.incremental.boundary' exclusive asks from just below the kept value, and 'initial' (abc) is text, which has no value just below it; use boundary: inclusive if the API answers the records at the value sent (>=), or a cursor that is an integer or an RFC 3339 instant",
-        "job.yaml:6:119: error: 'steps.http-2.http.incremental.boundary' exclusive asks from just below the kept value, and 'initial' (1.5) is a number with a fraction, which has no value just below it; use boundary: inclusive if the API answers the records at the value sent (>=), or a cursor that is an integer or an RFC 3339 instant",
+        "job.yaml:5:119: error: 'steps.http-1.http.incremental.boundary' exclusive asks from just below the kept value, and 'initial' (abc) is text, which has no value just below it; use boundary: inclusive if the API answers the records at the value sent (>=), or a cursor that is a number or an RFC 3339 instant",
+        "job.yaml:6:122: error: 'steps.http-2.http.incremental.boundary' exclusive asks from just below the kept value, and 'initial' (1e-400) is a number a double cannot hold (beyond about 1.8e308, or below about 4.9e-324), so dray computes no value just below it; use boundary: inclusive if the API answers the records at the value sent (>=), or a cursor that is a number or an RFC 3339 instant",
       ])
   }
 }

@@ -48,6 +48,26 @@ import Testing
     #expect(summary.values[.json(try JSONPointer(parsing: "/links/self"))] == .structure("an object"))
   }
 
+  /// An incremental cursor's column keeps each number with a fraction or an exponent as the
+  /// API wrote it (`decimal`, stored as REAL); other columns read it as a double; a number no
+  /// double holds stays text, as elsewhere.
+  @Test func theCursorColumnKeepsNumbersAsWritten() throws {
+    let file = try folder.write("answer", #"[{"c": 1e3, "d": 1e3}, {"c": 1701600000.25, "d": 7}, {"c": 5, "d": 1e400}, {"c": 1e400}]"#)
+    for columns in [nil, [HTTPStep.Column(name: "c", type: .real), HTTPStep.Column(name: "d", type: .real)]] {
+      var reader = RecordReader(format: .json, records: .json(try JSONPointer(parsing: "")), columns: columns)
+      reader.cursorColumn = "c"
+      var out: [Record] = []
+      _ = try reader.read(file: file) { out.append($0) }
+      let read = values(out).map { Array($0.prefix(2)) }
+      #expect(read[0] == [.decimal("1e3"), .real(1000)])
+      #expect(read[1] == [.decimal("1701600000.25"), .integer(7)])
+      #expect(read[2] == [.integer(5), .text("1e400")])
+      #expect(read[3].first == .text("1e400"))
+      #expect(RecordValue.decimal("1e3").inferredType == .real)
+      #expect(RecordValue.decimal("1e3").real == 1000)
+    }
+  }
+
   @Test func jsonRecordShapes() throws {
     // The whole document as the records; scalars become a `value` column.
     let (list, _) = try read(#"[1, "two", [3], null]"#, records: "")

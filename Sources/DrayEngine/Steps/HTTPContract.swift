@@ -232,6 +232,7 @@ final class RecordContract {
     case .integer(let i): .integer(i)
     case .boolean(let b): .bool(b)
     case .real(let d): .number("\(d)")
+    case .decimal(let text): .number(text)
     case .text(let t): .string(t)
     case .bigInteger(let digits): .number(digits)
     }

@@ -21,15 +21,28 @@ final class IncrementalRun {
   private let fresh: Bool
 
   /// - Parameter kept: what the store keeps for the step (`StoreTransaction.cursor`).
-  init(options: HTTPStep.Incremental, kept: CursorEntry, job: String, stepID: String, fresh: Bool) {
+  /// - Throws: `HTTPStepError.cursorBoundary` when the step is `exclusive` and the kept
+  ///   value has no predecessor to send (`HTTPStep.Incremental.sent(kept:)`).
+  init(options: HTTPStep.Incremental, kept: CursorEntry, job: String, stepID: String, fresh: Bool) throws {
     self.options = options
     self.job = job
     self.stepID = stepID
     self.fresh = fresh
     entry = kept
-    let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
-    sent = kept.map(options.sent(kept:)) ?? options.initial
+    if let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:)) {
+      guard let sent = options.sent(kept: kept) else { throw HTTPStepError.cursorBoundary(options.noValueBelow(kept: kept)) }
+      self.sent = sent
+      below = options.boundary == .exclusive && options.lag == nil ? sent : nil
+    } else {
+      sent = options.initial
+      below = nil
+    }
   }
+
+  /// For an `exclusive` step without `lag`: the value sent, below the kept one. The records
+  /// above it and at or below the kept value come back (docs/http.md, "Cursor boundaries"),
+  /// and `append` recognises those it loaded already (`readKeptRows`).
+  private let below: IncrementalCursor.Value?
 
   /// Starts staging afresh (no page of an earlier run is resumed), in the caller's
   /// transaction of the staging database.
@@ -97,7 +110,8 @@ final class IncrementalRun {
     }
     if repeats > 0 {
       notes.append(
-        "\(repeats) record\(repeats == 1 ? "" : "s") at the kept cursor \(keptRowsAt?.text ?? "") already appended by an earlier run "
+        "\(repeats) record\(repeats == 1 ? "" : "s") at the kept cursor \(keptRowsAt?.text ?? "")"
+          + "\(keptRowsAbove.map { " (or below it, above \($0.text), the value sent)" } ?? "") already appended by an earlier run "
           + "\(repeats == 1 ? "was" : "were") not appended again")
     }
   }
@@ -112,14 +126,16 @@ final class IncrementalRun {
     return found
   }
 
-  /// For `append`: the rows `table` holds at the kept value, each as the text of its
-  /// values by column, with how many such rows there are. The records at the kept value
-  /// come back in each run (docs/http.md, "Cursor boundaries"), and one equal to such a row
-  /// is the version an earlier run appended (`isRepeat`).
+  /// For `append`: the rows `table` holds at the kept value (for a number sent `exclusive`:
+  /// above the value sent and at or below the kept one),
+  /// each as the text of its values by column, with how many such rows there are. The
+  /// records at the kept value come back in each run (docs/http.md, "Cursor boundaries"),
+  /// and one equal to such a row is the version an earlier run appended (`isRepeat`).
   private var keptRows: [[IdentifierKey: String]: Int] = [:]
   private var keptColumns: Set<IdentifierKey> = []
-  /// The kept value `keptRows` were read at.
+  /// The kept value `keptRows` were read at, and the value sent when they were read above it.
   private var keptRowsAt: IncrementalCursor.Value?
+  private var keptRowsAbove: IncrementalCursor.Value?
   /// How many records `isRepeat` found appended by an earlier run.
   private(set) var repeats = 0
 
@@ -135,16 +151,26 @@ final class IncrementalRun {
     let columns = names.map(IdentifierKey.init)
     guard columns.contains(IdentifierKey(column)) else { return }
     func quoted(_ name: String) -> String { "\"" + name.replacing("\"", with: "\"\"") + "\"" }
-    let literal =
-      switch RecordValue(json: kept.json).sqlValue {
+    func literal(_ value: IncrementalCursor.Value) -> String {
+      switch RecordValue(writtenJSON: value.json).sqlValue {
       case .integer(let i): String(i)
+      // The double the table's REAL column holds for it (`RecordValue.decimal`).
       case .real(let d): String(d)
       case .text(let t): "'" + t.replacing("'", with: "''") + "'"
       case .null, .blob: "NULL"
       }
+    }
+    // A number sent as one unit of its last written digit less: the API may hold values
+    // between the two (finer fractions), which come back too. (An integer beyond 64 bits is
+    // TEXT in the table, where only equality compares as the number does.)
+    var condition = "\(quoted(column)) = \(literal(kept))"
+    if let below, kept.isNumber, !literal(kept).hasPrefix("'"), !literal(below).hasPrefix("'") {
+      condition = "\(quoted(column)) > \(literal(below)) AND \(quoted(column)) <= \(literal(kept))"
+      if kept.isWrittenDecimal { keptRowsAbove = below }
+    }
     var names: [String] = []
     try target.query(
-      "SELECT * FROM \(quoted(table)) WHERE \(quoted(column)) = \(literal)", columns: { names = $0 },
+      "SELECT * FROM \(quoted(table)) WHERE \(condition)", columns: { names = $0 },
       row: { row in
         var key: [IdentifierKey: String] = [:]
         for (name, value) in zip(names, row) where value != .null {
@@ -322,6 +348,7 @@ struct RecordChecks {
       case .integer(let i): .integer(i)
       case .boolean(let b): .bool(b)
       case .real(let d): .number(String(d))
+      case .decimal(let text): .number(text)
       case .text(let s): .string(s)
       case .bigInteger(let digits): .number(digits)
       }

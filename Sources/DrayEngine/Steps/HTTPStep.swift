@@ -150,7 +150,7 @@ extension StepRunner {
         var kept = try staging.cursor(job: manifest.job, stepID: step.id)
         // The published value is the target's; what is staged stays with the staged pages.
         if let target { kept.value = try target.cursor(job: manifest.job, stepID: step.id).value }
-        let run = IncrementalRun(options: incremental, kept: kept, job: manifest.job, stepID: step.id, fresh: context.fresh)
+        let run = try IncrementalRun(options: incremental, kept: kept, job: manifest.job, stepID: step.id, fresh: context.fresh)
         if let target, let load = options.load, load.write == .append {
           let columns = try context.databaseWrites.withLock { _ in try target.write { try $0.columnTypes(ofTable: load.table) } }
           try run.readKeptRows(from: target, table: load.table, columns: columns.map(\.name))
@@ -371,9 +371,11 @@ extension StepRunner {
     default: break
     }
     if let more = options.more { probes.append(more) }
-    return RecordReader(
+    var reader = RecordReader(
       format: options.format, records: options.load?.records, columns: options.load?.columns, probes: probes,
       keepingExtra: run.contract?.keepsExtraFields ?? false)
+    reader.cursorColumn = options.incremental?.cursor.tokens.first
+    return reader
   }
 
   /// Reads page `page` and commits what it holds with the ledger's new entry: its records
@@ -531,6 +533,9 @@ enum HTTPStepError: Error, CustomStringConvertible {
   case badPagination(String)
   /// The server sent the same page again.
   case paginationLoop(String)
+  /// An `exclusive` step whose kept cursor has no value just below it to send
+  /// (`HTTPStep.Incremental.sent(kept:)`); nothing was sent.
+  case cursorBoundary(String)
   /// A load without records that would empty a table holding rows (`load.allow_empty`).
   case emptyAnswer(String)
   /// More records set aside or trimmed than `load.quarantine` allows.
@@ -544,6 +549,7 @@ enum HTTPStepError: Error, CustomStringConvertible {
     case .badAnswer: "bad_answer"
     case .badPagination: "bad_pagination"
     case .paginationLoop: "pagination_loop"
+    case .cursorBoundary: "cursor_boundary"
     case .emptyAnswer: "empty_answer"
     case .quarantineFull: "quarantine_full"
     case .refusedData: "load_error"
@@ -554,7 +560,9 @@ enum HTTPStepError: Error, CustomStringConvertible {
     switch self {
     case .badAnswer(let page?, let url, let message): "page \(page) (\(url)): \(message)"
     case .badAnswer(nil, let url, let message): "the answer of \(url): \(message)"
-    case .badPagination(let message), .emptyAnswer(let message), .quarantineFull(let message), .refusedData(let message): message
+    case .badPagination(let message), .emptyAnswer(let message), .quarantineFull(let message), .refusedData(let message),
+      .cursorBoundary(let message):
+      message
     case .paginationLoop(let message): "\(message); stopping so as not to fetch pages forever"
     }
   }
@@ -573,6 +581,7 @@ extension RecordValue {
     case .integer(let value): .integer(value)
     case .boolean(let value): .integer(value ? 1 : 0)
     case .real(let value): .real(value)
+    case .decimal(let text): .real(Double(text) ?? 0)
     case .text(let value), .bigInteger(let value): .text(value)
     }
   }
