@@ -357,6 +357,52 @@ import Testing
     #expect(try quarantined(target).count == 2)
   }
 
+  /// A partitioned step's bounds count over its partitions (docs/http.md, "Contract"): the
+  /// partition whose rows pass the bound fails with `quarantine_full` and publishes nothing,
+  /// those published before it stay.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func quarantineBoundsCountAcrossPartitions(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let emulator = try Emulator()
+    func run() throws -> RunReport {
+      try runJob(
+        folder,
+        JobText.header(job: "drift", emulator: emulator) + target.manifestBlock + """
+          steps:
+            - id: items
+              partitions: { list: [{ v: one }, { v: two }, { v: three }] }
+              table_stream:
+                resource: test_resource
+                params: { value: "{v}" }
+                load: { contract: { types: discard_row }, quarantine: { table: rejects, max_rows: 1 } }
+
+          """
+      ).1
+    }
+    let first = try run()
+    try #require(first.exitCode == 0, "\(first.steps.first?.members.compactMap(\.errorMessage) ?? [])")
+    let tables = try #require(first.steps.first?.members.map { $0.tables.first ?? "" })
+    #expect(try tables.map { try target.rows("SELECT value FROM \"\($0)\"") } == [[["one"]], [["two"]], [["three"]]])
+    // Partition one keeps its row; two and three each set theirs aside: two passes max_rows.
+    try change(
+      emulator, columns: #"[["id", "DOUBLE", "numeric"], ["value", "TEXT", "text"]]"#,
+      rows: #"[[1, "one"], [2.5, "two"], [3.5, "three"]]"#)
+    let report = try run()
+    let members = try #require(report.steps.first?.members)
+    #expect(report.exitCode == 1)
+    #expect(members.map(\.status) == [.succeeded, .succeeded, .failed])
+    #expect(members[2].errorCode == "quarantine_full")
+    #expect(
+      members[2].errorMessage?.contains(
+        "2 of 3 rows did not fit the tables (1 set aside, 0 trimmed (type: 1)), more than load.quarantine.max_rows (1) across the partitions of step items; nothing was published"
+      ) == true, "\(members[2].errorMessage ?? "")")
+    #expect(
+      try target.rows("SELECT partition, reason FROM rejects") == [
+        ["items[v=two]", "table 'output_table': 'id': 2.5 is real, the column is BIGINT"]
+      ])
+    #expect(try tables.map { try target.rows("SELECT id, value FROM \"\($0)\"") } == [[["1", "one"]], [], [["3", "three"]]])
+  }
+
   /// A column the server no longer sends is kept, its rows NULL, whatever the rules; the
   /// report names the change on every run that still lacks it.
   @Test(arguments: TargetDatabase.Kind.allCases, ["evolve", "freeze", "discard_row", "discard_value"])
