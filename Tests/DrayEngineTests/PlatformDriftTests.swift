@@ -403,6 +403,42 @@ import Testing
     #expect(try tables.map { try target.rows("SELECT id, value FROM \"\($0)\"") } == [[["1", "one"]], [], [["3", "three"]]])
   }
 
+  /// A partition's derived quarantine is named by its own tables, not known at run start:
+  /// a table of that name that is not a quarantine is refused when the partition's load
+  /// would write to it, with the run-start check's message; nothing of it is published.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func aPartitionsQuarantineNameTakenIsRefusedWhenItLoads(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let emulator = try Emulator()
+    func run() throws -> RunReport {
+      try runJob(
+        folder,
+        JobText.header(job: "drift", emulator: emulator) + target.manifestBlock + """
+          steps:
+            - id: items
+              partitions: { list: [{ v: one }, { v: two }] }
+              table_stream: { resource: test_resource, params: { value: "{v}" }, load: { contract: { types: discard_row } } }
+
+          """
+      ).1
+    }
+    let first = try run()
+    try #require(first.exitCode == 0, "\(first.steps.first?.members.compactMap(\.errorMessage) ?? [])")
+    let tables = try #require(first.steps.first?.members.map { $0.tables.first ?? "" })
+    try target.execute("CREATE TABLE \"\(tables[1])_rejected\" (id integer)")
+    try change(emulator, columns: #"[["id", "DOUBLE", "numeric"], ["value", "TEXT", "text"]]"#, rows: #"[[1, "one"], [2.5, "two"]]"#)
+    let report = try run()
+    let members = try #require(report.steps.first?.members)
+    #expect(members.map(\.status) == [.succeeded, .failed])
+    #expect(
+      members[1].errorMessage?.contains(
+        "step items: table \(tables[1])_rejected exists and is not a quarantine (its columns are id; a quarantine's are run_id, step, partition"
+      ) == true, "\(members[1].errorMessage ?? "")")
+    #expect(members[1].errorMessage?.contains("nothing of this step was published. Name another table with load.quarantine: NAME") == true)
+    #expect(try target.rows("SELECT id, value FROM \"\(tables[1])\"") == [["2", "two"]])
+    #expect(try target.rows("SELECT count(*) FROM \"\(tables[1])_rejected\"") == [["0"]])
+  }
+
   /// A column the server no longer sends is kept, its rows NULL, whatever the rules; the
   /// report names the change on every run that still lacks it.
   @Test(arguments: TargetDatabase.Kind.allCases, ["evolve", "freeze", "discard_row", "discard_value"])
