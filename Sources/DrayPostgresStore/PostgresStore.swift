@@ -8,7 +8,7 @@ internal import Foundation
 ///
 /// Bookkeeping tables, created on open in `schema` (the same as SQLite's, docs/store.md):
 /// `_dray_resources(resource, scheme, fetched_at)`, `_dray_tables(name, resource, params,
-/// source_table, content_version, etag, cache_hash, row_count, loaded_at)` and
+/// source_table, content_version, etag, cache_hash, row_count, loaded_at, column_types)` and
 /// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at)` and
 /// `_dray_http_validators(job, step_id, fingerprint, request, etag, last_modified,
 /// updated_at)` (`KeptValidators`), with the table
@@ -55,6 +55,7 @@ public final class PostgresStore {
     self.claim = claim
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping) {
       try PostgresTableGuard.create(schema: target.schema, on: $0)
+      try PostgresStore.addTableColumn(schema: target.schema, on: $0)
     }
   }
 
@@ -149,6 +150,18 @@ public final class PostgresStore {
       try then?(connection)
     }
     func qualified(_ prefix: String) -> String { PostgresIdentifier.quoted(schema) + "." + prefix }
+  }
+
+  /// Adds `_dray_tables.column_types` to a schema an older dray made (asked first: an
+  /// `ALTER TABLE` on every open would lock the table each time).
+  static func addTableColumn(schema: String, on connection: PostgresConnection) throws {
+    let found = try connection.execute(
+      "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = '_dray_tables' AND column_name = $2",
+      [.text(schema), .text(Bookkeeping.addedTableColumn)]
+    ).rows
+    guard found.isEmpty else { return }
+    try connection.execute(
+      "ALTER TABLE \(PostgresIdentifier.quoted(schema))._dray_tables ADD COLUMN IF NOT EXISTS \(Bookkeeping.addedTableColumn) text")
   }
 
   /// `"schema"."name"`, the name fitted to 63 bytes.

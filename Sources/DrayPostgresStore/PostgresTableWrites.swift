@@ -68,6 +68,12 @@ extension PostgresTransaction {
     }
   }
 
+  /// The columns `_dray_tables` records for table `name` (`StoreTransaction.recordedColumns`).
+  func recordedColumns(ofTable name: String) throws -> [ResourceScheme.Column]? {
+    let rows = try connection.execute("SELECT column_types FROM \(store.own("_dray_tables")) WHERE name = $1", [.text(name)]).rows
+    return rows.first?.first?.text.flatMap(Bookkeeping.decodeColumns)
+  }
+
   /// `ALTER TABLE ... ALTER COLUMN ... TYPE ... USING column::type`, in this transaction:
   /// bigint → double precision → text, numeric → text (docs/http.md, "Contract").
   func widenColumns(_ columns: [(name: String, type: ColumnType)], ofTable name: String) throws {

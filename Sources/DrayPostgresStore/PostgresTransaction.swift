@@ -21,10 +21,19 @@ final class PostgresTransaction: StoreTransaction {
     for table in scheme.outputs {
       let name = store.naming.physicalName(resource: scheme.name, table: table.name, params: params)
       try claim(name, resource: scheme.name, table: table.name, params: params)
+      let made = try !store.tableExists(name)
       try connection.execute(createTableSQL(name: name, table: table, cached: scheme.isCached))
+      // A table made now records the columns it was made with; an existing one keeps those
+      // it was made or last loaded with (`recordedColumns`).
       try connection.execute(
-        "INSERT INTO \(store.own("_dray_tables"))(name, resource, params, source_table) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
-        [.text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name)])
+        """
+        INSERT INTO \(store.own("_dray_tables"))(name, resource, params, source_table, column_types) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (name) DO UPDATE SET column_types = excluded.column_types WHERE $6
+        """,
+        [
+          .text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name),
+          .text(Bookkeeping.encodeColumns(table.columns)), .bool(made),
+        ])
       names[table.name] = name
     }
     return names
@@ -271,12 +280,13 @@ extension PostgresTransaction: TableAnswerStore {
     for table in tables {
       try connection.execute(
         """
-        UPDATE \(store.own("_dray_tables")) SET content_version = $2, etag = $3, cache_hash = $4, row_count = $5, loaded_at = $6
-        WHERE name = $1
+        UPDATE \(store.own("_dray_tables")) SET content_version = $2, etag = $3, cache_hash = $4, row_count = $5, loaded_at = $6,
+        column_types = $7 WHERE name = $1
         """,
         [
           .text(table.name), table.answer.contentVersion.map { .text($0) } ?? .null, table.answer.etag.map { .text($0) } ?? .null,
           table.answer.cacheHash.map { .text($0) } ?? .null, .integer(Int64(table.rowCount)), .text(now),
+          .text(Bookkeeping.encodeColumns(table.columns)),
         ])
       try PostgresTableGuard.arm(table.name, in: store)
     }

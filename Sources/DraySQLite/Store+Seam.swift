@@ -118,6 +118,8 @@ final class SQLiteTransaction: StoreTransaction {
     try TableWrites.widen(columns, of: name, in: store.database)
   }
 
+  func recordedColumns(ofTable name: String) throws -> [ResourceScheme.Column]? { try store.recordedColumns(ofTable: name) }
+
   func aggregates(ofTable name: String, _ aggregates: [TableAggregate]) throws -> [SQLValue] {
     let list = aggregates.map { "\($0.function.rawValue)(\($0.column.map(Database.quote) ?? "*"))" }
     // Read by position: the aggregates are the statement's columns, in order.
@@ -241,12 +243,13 @@ extension SQLiteTransaction: TableAnswerStore {
     for table in tables {
       let record = try store.database.cached(
         """
-        UPDATE _dray_tables SET content_version = ?, etag = ?, cache_hash = ?, row_count = ?, loaded_at = ?
+        UPDATE _dray_tables SET content_version = ?, etag = ?, cache_hash = ?, row_count = ?, loaded_at = ?, column_types = ?
         WHERE name = ?
         """)
       try record.bind([
         table.answer.contentVersion.map { .text($0) } ?? .null, table.answer.etag.map { .text($0) } ?? .null,
-        table.answer.cacheHash.map { .text($0) } ?? .null, .integer(Int64(table.rowCount)), .text(now), .text(table.name),
+        table.answer.cacheHash.map { .text($0) } ?? .null, .integer(Int64(table.rowCount)), .text(now),
+        .text(Bookkeeping.encodeColumns(table.columns)), .text(table.name),
       ])
       _ = try record.step()
       try TableGuard.arm(table.name, in: store.database)

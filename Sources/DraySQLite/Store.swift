@@ -9,7 +9,7 @@ internal import Foundation
 /// Bookkeeping tables, created on open:
 /// - `_dray_resources(resource, scheme, fetched_at)`: each resource's scheme as last fetched;
 /// - `_dray_tables(name, resource, params, source_table, content_version, etag, cache_hash,
-///   row_count, loaded_at)`: one row per physical table.
+///   row_count, loaded_at, column_types)`: one row per physical table.
 public final class Store {
   public let database: Database
 
@@ -29,6 +29,10 @@ public final class Store {
     }
     database = try Database(path: path)
     for table in [Bookkeeping.resources, Bookkeeping.tables] { try database.execute(Store.createStatement(table)) }
+    // A database an older dray made lacks `_dray_tables.column_types`.
+    if try !TableWrites.columnNames(of: "_dray_tables", in: database).contains(Bookkeeping.addedTableColumn) {
+      try database.execute("ALTER TABLE _dray_tables ADD COLUMN \(Bookkeeping.addedTableColumn) TEXT")
+    }
   }
 
   /// `CREATE TABLE IF NOT EXISTS` for one of dray's own tables, in SQLite's types.
@@ -71,10 +75,19 @@ public final class Store {
     for table in scheme.outputs {
       let name = naming.physicalName(resource: scheme.name, table: table.name, params: params)
       try claim(name, resource: scheme.name, table: table.name, params: params)
+      let made = try !database.tableExists(name)
       try database.execute(Store.createTableSQL(name: name, table: table, cached: scheme.isCached))
+      // A table made now records the columns it was made with; an existing one keeps those
+      // it was made or last loaded with (`recordedColumns`).
       let record = try database.cached(
-        "INSERT INTO _dray_tables(name, resource, params, source_table) VALUES (?,?,?,?) ON CONFLICT(name) DO NOTHING")
-      try record.bind([.text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name)])
+        """
+        INSERT INTO _dray_tables(name, resource, params, source_table, column_types) VALUES (?,?,?,?,?)
+        ON CONFLICT(name) DO UPDATE SET column_types = excluded.column_types WHERE ?
+        """)
+      try record.bind([
+        .text(name), .text(scheme.name), .text(params.canonicalJSON), .text(table.name),
+        .text(Bookkeeping.encodeColumns(table.columns)), .integer(made ? 1 : 0),
+      ])
       _ = try record.step()
       names[table.name] = name
     }
@@ -95,6 +108,13 @@ public final class Store {
         otherTable: other.table.description, otherParams: other.params.description,
         reason: "SQLite table names ignore ASCII case, so the two cannot share the database")
     }
+  }
+
+  /// The columns `_dray_tables` records for physical table `name` (`StoreTransaction.recordedColumns`).
+  func recordedColumns(ofTable name: String) throws -> [ResourceScheme.Column]? {
+    let rows = try database.rows("SELECT column_types FROM _dray_tables WHERE name = ?", [.text(name)])
+    guard case .text(let json)? = try rows.first?["column_types"] else { return nil }
+    return Bookkeeping.decodeColumns(json)
   }
 
   /// The scheme last recorded for `resource`, or nil.

@@ -65,14 +65,21 @@ public enum Bookkeeping {
   public static let resources = Table(
     "_dray_resources", key: ["resource"], [("resource", .text, true), ("scheme", .text, true), ("fetched_at", .text, true)])
 
-  /// `_dray_tables`: one row per physical table (`TableRecord`).
+  /// `_dray_tables`: one row per physical table (`TableRecord`), with `column_types`: the
+  /// scheme's columns the table was last made or loaded with (`encodeColumns`), what a
+  /// `table_stream` contract compares the server's scheme with (docs/steps.md, "Scheme
+  /// drift"); NULL in a row an older dray wrote.
   public static let tables = Table(
     "_dray_tables", key: ["name"],
     [
       ("name", .text, true), ("resource", .text, true), ("params", .text, true), ("source_table", .text, true),
       ("content_version", .text, false), ("etag", .text, false), ("cache_hash", .text, false), ("row_count", .integer, true),
-      ("loaded_at", .text, false),
+      ("loaded_at", .text, false), ("column_types", .text, false),
     ], defaults: ["row_count": 0])
+
+  /// The column of `_dray_tables` that databases made by an older dray lack, added when a
+  /// store opens one (`ALTER TABLE ... ADD COLUMN`).
+  public static let addedTableColumn = "column_types"
 
   /// `_dray_runs`: the journal's runs (`RunRecord`; docs/resume.md).
   public static let runs = Table(
@@ -189,6 +196,23 @@ public enum Bookkeeping {
           })
       ))
     return JSONValue.object(object).json
+  }
+
+  /// A table's columns as `_dray_tables.column_types` keeps them: a JSON array of
+  /// `{"name": ..., "type": ...}` objects, in order, with the platform's type names.
+  public static func encodeColumns(_ columns: [ResourceScheme.Column]) -> String {
+    JSONValue.array(columns.map { .object([("name", .string($0.name)), ("type", .string($0.type))]) }).json
+  }
+
+  /// The columns `encodeColumns` kept; nil for text that is not such an array.
+  public static func decodeColumns(_ json: String) -> [ResourceScheme.Column]? {
+    guard let items = (try? JSONValue(parsing: json))?.arrayValue else { return nil }
+    var columns: [ResourceScheme.Column] = []
+    for item in items {
+      guard let name = item["name"]?.stringValue, let type = item["type"]?.stringValue else { return nil }
+      columns.append(ResourceScheme.Column(name: name, type: type))
+    }
+    return columns
   }
 
   /// The scheme `encodeScheme` kept.

@@ -179,7 +179,7 @@ public final class TableAnswerApplier {
       let hash = info.cacheHash.flatMap { Self.cacheHash(for: table.name, in: $0) }
       changed.append(
         LoadedTable(
-          name: target.physicalName, rowCount: rows,
+          name: target.physicalName, rowCount: rows, columns: table.columns,
           answer: AnswerInfo(contentVersion: info.contentVersion, etag: info.etag, cacheHash: hash)))
     }
     try store.recordLoads(changed)
@@ -207,6 +207,8 @@ public struct LoadedTable: Sendable, Equatable {
   public var name: String
   /// Rows in the table after the load.
   public var rowCount: Int
+  /// The scheme's columns the table was loaded with (`_dray_tables.column_types`).
+  public var columns: [ResourceScheme.Column]
   /// The answer's content version and `ETag`, and this table's own hash as `cacheHash`.
   public var answer: AnswerInfo
 }
@@ -228,7 +230,8 @@ public protocol TableAnswerStore: AnyObject {
   /// Rows in table `name`.
   func rowCount(ofTable name: String) throws -> Int
   /// Updates the bookkeeping row of each table (`_dray_tables`: content version, `ETag`,
-  /// hash, row count, time) and arms its guard on what the load left.
+  /// hash, row count, time, the columns loaded with) and arms its guard on what the load
+  /// left.
   func recordLoads(_ tables: [LoadedTable]) throws
   /// Table `name` as the store's SQL spells it, for a message: `"R__t"`.
   func quoted(_ name: String) -> String

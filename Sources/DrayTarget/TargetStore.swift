@@ -157,6 +157,13 @@ public protocol StoreTransaction: AnyObject {
   /// against (docs/http.md, "Contract").
   func columnTypes(ofTable name: String) throws -> [(name: String, type: ColumnType?)]
 
+  /// The scheme's columns, with the platform's type names, that the physical table `name`
+  /// of a resource was last made or loaded with (`_dray_tables.column_types`); nil when
+  /// none is recorded (no such table, or one an older dray loaded). What a `table_stream`
+  /// contract compares the server's scheme with (docs/steps.md, "Scheme drift"), whatever
+  /// scheme a `schemes` step kept since.
+  func recordedColumns(ofTable name: String) throws -> [ResourceScheme.Column]?
+
   /// Gives each of `columns` of table `name` its wider type (`load.contract.types: evolve`),
   /// keeping the table's rows: SQLite makes the table again with its indexes and triggers
   /// (`TableWrites.widen`); PostgreSQL alters the column's type

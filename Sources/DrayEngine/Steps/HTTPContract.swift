@@ -311,29 +311,61 @@ struct Quarantined {
 }
 
 extension Quarantine {
-  /// The first `http` load of `manifest` whose quarantine is a table of `store` that is not
-  /// a quarantine (its columns are not `Quarantine.columns`), as a message naming the step
-  /// and what to do; nil when there is none. Checked when a run starts, before any step.
+  /// A quarantine some step of a job writes to: an `http` load's, or a `table_stream`
+  /// load's under `load.contract` (docs/steps.md, "Scheme drift").
+  enum Load {
+    case http(HTTPStep.Load)
+    /// `partitioned`: each partition loads tables of its own parameters.
+    case tableStream(TableStreamStep, partitioned: Bool)
+
+    /// The quarantine's name in `store`; nil for a `table_stream` load whose derived name
+    /// (`<first output table>_rejected`) is not known yet: its resource has no scheme in the
+    /// store, or each partition names its own tables. The load checks such a name itself
+    /// (`StepRunner.quarantine`), with the same message (`refusal`).
+    func name(in store: any TargetStore) throws -> String? {
+      switch self {
+      case .http(let load): return store.naming.quarantine(of: load.table, named: load.quarantine.table)
+      case .tableStream(let options, let partitioned):
+        if let named = options.quarantine.table { return store.naming.quarantine(of: named, named: named) }
+        guard !partitioned, let scheme = try store.scheme(for: options.resource), let first = scheme.outputs.first else { return nil }
+        let table = store.naming.physicalName(resource: scheme.name, table: first.name, params: options.params)
+        return store.naming.quarantine(of: table, named: nil)
+      }
+    }
+  }
+
+  /// The first load of `manifest` (`loads`) whose quarantine is a table of `store` that is
+  /// not a quarantine (its columns are not `Quarantine.columns`), as a message naming the
+  /// step, the table and what to do; nil when there is none. Checked when a run starts,
+  /// before any step.
   static func clash(in manifest: Manifest, store: () throws -> any TargetStore) throws -> String? {
     let loads = Quarantine.loads(manifest.steps)
     guard !loads.isEmpty else { return nil }
     let store = try store()
     for (id, load) in loads {
-      let name = store.naming.quarantine(of: load.table, named: load.quarantine.table)
+      guard let name = try load.name(in: store) else { continue }
       let columns = try store.write { try $0.columnTypes(ofTable: name) }.map(\.name)
-      guard !columns.isEmpty, columns.map(IdentifierKey.init) != Quarantine.columns.map(IdentifierKey.init) else { continue }
-      return "step \(id): table \(name) exists and is not a quarantine (its columns are \(columns.joined(separator: ", ")); "
-        + "a quarantine's are \(Quarantine.columns.joined(separator: ", "))), so the records load.contract sets aside cannot go there; "
-        + "nothing was run. Name another table with load.quarantine: NAME, or rename yours"
+      if let refusal = refusal(step: id, table: name, columns: columns, outcome: "nothing was run") { return refusal }
     }
     return nil
   }
 
-  /// The `http` loads of `steps`, those of parallel groups included, by step id.
-  static func loads(_ steps: [Step]) -> [(id: String, load: HTTPStep.Load)] {
-    steps.flatMap { step -> [(id: String, load: HTTPStep.Load)] in
+  /// The refusal of table `table` as the quarantine of step `step`, with `columns`: nil
+  /// when it does not exist or is a quarantine. `outcome` says what was left undone.
+  static func refusal(step: String, table: String, columns: [String], outcome: String) -> String? {
+    guard !columns.isEmpty, columns.map(IdentifierKey.init) != Quarantine.columns.map(IdentifierKey.init) else { return nil }
+    return "step \(step): table \(table) exists and is not a quarantine (its columns are \(columns.joined(separator: ", ")); "
+      + "a quarantine's are \(Quarantine.columns.joined(separator: ", "))), so the records load.contract sets aside cannot go there; "
+      + "\(outcome). Name another table with load.quarantine: NAME, or rename yours"
+  }
+
+  /// The loads of `steps` that quarantine, those of parallel groups included, by step id.
+  static func loads(_ steps: [Step]) -> [(id: String, load: Load)] {
+    steps.flatMap { step -> [(id: String, load: Load)] in
       switch step.kind {
-      case .http(let http): http.load.map { [(step.id, $0)] } ?? []
+      case .http(let http): http.load.map { [(step.id, .http($0))] } ?? []
+      case .tableStream(let options) where options.contract != nil:
+        [(step.id, .tableStream(options, partitioned: step.partitions != nil))]
       case .parallel(let group): loads(group.steps)
       default: []
       }

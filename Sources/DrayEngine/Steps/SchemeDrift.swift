@@ -8,9 +8,11 @@ internal import Foundation
 /// the changes the report names, and how each row of the answer is reshaped to it.
 ///
 /// The server's scheme (`GET schema/`, fetched each run) is compared, per output table, with
-/// the table as it stands: its columns by name from the database, their types from the
-/// scheme dray keeps for the resource (`_dray_resources`, the one the tables were last made
-/// from). A table that does not exist yet takes the server's scheme: nothing drifted.
+/// the table as it stands: its columns by name from the database, their types those the
+/// table was last made or loaded with (`_dray_tables.column_types`), never a scheme a
+/// `schemes` step kept since (for a table an older dray loaded, which recorded none, the
+/// scheme dray keeps for the resource, `_dray_resources`). A table that does not exist yet
+/// takes the server's scheme: nothing drifted.
 ///
 /// - A column the server sends that the table lacks follows `new_columns`: `evolve` adds
 ///   it; `freeze` fails the step before any row loads; `discard_row` sets aside each row
@@ -68,11 +70,15 @@ final class SchemeDrift {
 
   /// Compares `server` with the tables as they stand.
   /// - Parameters:
-  ///   - kept: the scheme dray keeps for the resource; nil when none.
-  ///   - columns: the columns of an output table's physical table (empty: none), by source name.
+  ///   - kept: the scheme dray keeps for the resource; nil when none. Its types serve only
+  ///     a table without `recorded` columns.
+  ///   - columns: by source name, the columns of an output table's physical table (empty:
+  ///     none) and the columns with types it was last made or loaded with (nil: none
+  ///     recorded).
   /// - Throws: `HTTPStepError.badAnswer` for a change under `freeze`, naming table and column.
   init(
-    server: ResourceScheme, kept: ResourceScheme?, contract: HTTPStep.Contract, url: String, columns: (String) throws -> [String]
+    server: ResourceScheme, kept: ResourceScheme?, contract: HTTPStep.Contract, url: String,
+    columns: (String) throws -> (names: [String], recorded: [ResourceScheme.Column]?)
   ) throws {
     let newColumns = contract.newColumnsRule(declaredColumns: false) ?? .evolve
     var changes: [String] = []
@@ -80,14 +86,15 @@ final class SchemeDrift {
     var shapes: [String: Shape] = [:]
     var reshapes = false
     for table in server.outputs {
-      var existing = try columns(table.name)
+      let found = try columns(table.name)
+      var existing = found.names
       if server.isCached { existing.removeAll { IdentifierKey($0) == IdentifierKey(ResourceScheme.rowIDColumn) } }
       guard !existing.isEmpty else {
         outputs.append(table)
         continue
       }
       let keptTypes = Dictionary(
-        (kept?.outputs.first { $0.name == table.name }?.columns ?? []).map { (IdentifierKey($0.name), $0.type) },
+        (found.recorded ?? kept?.outputs.first { $0.name == table.name }?.columns ?? []).map { (IdentifierKey($0.name), $0.type) },
         uniquingKeysWith: { a, _ in a })
       let existingKeys = Set(existing.map(IdentifierKey.init))
       let prefix = "scheme '\(server.name)' table '\(table.name)'"

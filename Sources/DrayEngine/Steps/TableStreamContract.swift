@@ -13,8 +13,7 @@ extension StepRunner {
     _ drift: SchemeDrift, _ options: TableStreamStep, _ scheme: ResourceScheme, _ result: LoadResult,
     in transaction: any StoreTransaction, store: any TargetStore
   ) throws -> ContractReport {
-    let first = scheme.outputs.first.map { store.naming.physicalName(resource: scheme.name, table: $0.name, params: options.params) }
-    let name = store.naming.quarantine(of: first ?? scheme.name, named: options.quarantine.table)
+    let name = quarantineName(options, scheme, store: store)
     let counts = drift.counts
     let read = result.inserted.values.reduce(0, +) + counts.setAside
     let report = ContractReport(
@@ -32,13 +31,13 @@ extension StepRunner {
         "\(total) of \(HumanUnits.counted(records, "row")) did not fit the tables (\(counts.summary)), more than \(passed)\(across); "
           + "nothing was published, and the next run asks for the answer again. Fix the scheme or the tables, or raise the bound")
     }
+    // Checked at run start where the name was known then (`Quarantine.clash`); here for one
+    // derived from a scheme first fetched in this run, or a partition's own tables.
     let existing = try transaction.columnTypes(ofTable: name).map(\.name)
-    if !existing.isEmpty, existing.map(IdentifierKey.init) != Quarantine.columns.map(IdentifierKey.init) {
-      throw HTTPStepError.badAnswer(
-        page: nil, url: options.resource,
-        message: "table \(name) exists and is not a quarantine (its columns are \(existing.joined(separator: ", ")); "
-          + "a quarantine's are \(Quarantine.columns.joined(separator: ", "))), so the rows load.contract sets aside cannot go there; "
-          + "nothing was published. Name another table with load.quarantine: NAME, or rename yours")
+    if let refusal = Quarantine.refusal(
+      step: partitionedStepID ?? step.id, table: name, columns: existing, outcome: "nothing of this step was published")
+    {
+      throw HTTPStepError.badAnswer(page: nil, url: options.resource, message: refusal)
     }
     let columns = Quarantine.columns.map { (name: $0, type: ColumnType?.some(.text)) }
     _ = try transaction.addMissingColumns(columns, toTable: name)
@@ -54,6 +53,15 @@ extension StepRunner {
     }
     _ = try transaction.append(from: staging, into: name, columns: Quarantine.columns)
     return report
+  }
+}
+
+extension StepRunner {
+  /// The quarantine of a `table_stream` load: `load.quarantine`'s table, else
+  /// `<first output table>_rejected`, fitted to the store's names.
+  func quarantineName(_ options: TableStreamStep, _ scheme: ResourceScheme, store: any TargetStore) -> String {
+    let first = scheme.outputs.first.map { store.naming.physicalName(resource: scheme.name, table: $0.name, params: options.params) }
+    return store.naming.quarantine(of: first ?? scheme.name, named: options.quarantine.table)
   }
 }
 

@@ -20,6 +20,13 @@ extension StepRunner {
     // transaction that keeps them); otherwise the finished answer loads.
     if unchanged, try keepUnchanged(run.scheme, options, head, run.store, run.attempts, &run.report) {
       run.download.removeFinished()
+      // Nothing loaded, nothing set aside; a change the tables never took is named again.
+      if let drift = run.drift {
+        run.report.contract = ContractReport(
+          quarantine: quarantineName(options, run.scheme, store: run.store), loaded: 0, setAside: 0, trimmed: 0, byKind: [:],
+          changes: drift.changes)
+        run.report.notes += drift.changes
+      }
       return
     }
     let (result, loaded) = try run.loadFinished(head, streamed: streamed)
@@ -234,7 +241,9 @@ private final class TableStreamRun {
         server: given, kept: try store.scheme(for: options.resource), contract: contract, url: HTTPClient.displayURL(url)
       ) { table in
         let name = store.naming.physicalName(resource: given.name, table: table, params: options.params)
-        return try runner.context.databaseWrites.withLock { _ in try store.write { try $0.columnTypes(ofTable: name) } }.map(\.name)
+        return try runner.context.databaseWrites.withLock { _ in
+          try store.write { (try $0.columnTypes(ofTable: name).map(\.name), try $0.recordedColumns(ofTable: name)) }
+        }
       }
       self.drift = drift
       scheme = drift.scheme
