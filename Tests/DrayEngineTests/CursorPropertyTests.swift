@@ -209,14 +209,14 @@ import Testing
     let ran = Mutex(0)
     let started = Date()
     DispatchQueue.concurrentPerform(iterations: workers) { worker in
-      let admin = try? Admin(url: servers[worker].url)
-      let database = kind == .postgres ? try? Database() : nil
+      // What a worker needs, or why it could not have it (each history then fails with that).
+      let setup = Result { (try Admin(url: servers[worker].url), kind == .postgres ? try Database() : nil) }
       var index = worker
       while index < count && failures.withLock({ $0.isEmpty }) {
         let seed = fixed ?? first &+ UInt64(index)
         let failure: String?
         do {
-          guard let admin, kind == .sqlite || database != nil else { throw TestSupportError("worker \(worker) could not start") }
+          let (admin, database) = try setup.get()
           failure = try history(seed: seed, server: admin, kind: kind, database: database)
         } catch {
           failure = "\(error)"
