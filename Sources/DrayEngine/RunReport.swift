@@ -340,9 +340,7 @@ public struct RunReport: Sendable {
 
   /// RFC 3339 time in UTC with milliseconds.
   static func rfc3339(_ date: Date) -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter.string(from: date)
+    Bookkeeping.rfc3339(date, milliseconds: true)
   }
 }
 

@@ -399,11 +399,9 @@ public final class Runner {
   /// that runs started within one second sort in the order they started, then 6 random hex
   /// digits (docs/report.md).
   static func newRunID(_ date: Date) -> String {
-    let formatter = DateFormatter()
-    formatter.locale = Locale(identifier: "en_US_POSIX")
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    formatter.dateFormat = "yyyyMMdd'T'HHmmss.SSS'Z'"
-    return formatter.string(from: date) + "-" + UUID().uuidString.lowercased().prefix(6)
+    // `started_at` (RunReport.rfc3339) without its separators: the two agree to the millisecond.
+    let basic = RunReport.rfc3339(date).filter { $0 != "-" && $0 != ":" }
+    return basic + "-" + UUID().uuidString.lowercased().prefix(6)
   }
 
   /// An attempt of a run-level call (a PostgreSQL connection) as the log shows it.

@@ -179,12 +179,19 @@ public final class PostgresStore {
     ).rows.isEmpty
   }
 
-  /// The column names of table `name`, in order.
+  /// The column names of table `name`, in order: the rows `information_schema.columns`
+  /// gives (tables, views, foreign and partitioned tables; columns the role owns or may use),
+  /// read from the catalog itself, which a new session plans and runs in a fraction of the
+  /// view's time (a load asks three times a run: 5 to 7 ms each through the view).
   func columnNames(ofTable name: String) throws -> [String] {
     try connection.execute(
       """
-      SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2
-      ORDER BY ordinal_position
+      SELECT a.attname::text FROM pg_catalog.pg_attribute a
+      JOIN pg_catalog.pg_class c ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'v', 'f', 'p')
+        AND (pg_catalog.pg_has_role(c.relowner, 'USAGE')
+          OR pg_catalog.has_column_privilege(c.oid, a.attnum, 'SELECT, INSERT, UPDATE, REFERENCES'))
+      ORDER BY a.attnum
       """, [.text(schema), .text(name)]
     ).rows.compactMap { $0.first?.text }
   }

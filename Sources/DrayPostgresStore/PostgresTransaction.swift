@@ -177,9 +177,7 @@ final class PostgresTransaction: StoreTransaction {
 
   /// RFC 3339 UTC time, seconds precision.
   static func timestamp(_ date: Date = Date()) -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime]
-    return formatter.string(from: date)
+    Bookkeeping.timestamp(date)
   }
 }
 

@@ -75,9 +75,7 @@ final class SQLiteStagingTransaction: StagingTransaction {
 
   /// Now, as RFC 3339 with fractional seconds.
   private func updatedAt() -> String {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter.string(from: .now)
+    Bookkeeping.rfc3339(.now, milliseconds: true)
   }
 
   func clearPages(job: String, stepID: String) throws {

@@ -33,6 +33,15 @@ public struct TargetDatabase: Sendable, CustomStringConvertible {
     }
   }
 
+  /// The PostgreSQL database `database` of the shared `PostgresServer` as it is (made by
+  /// `createDatabase()`, emptied by the caller), for the job folder `folder`: a test that
+  /// runs thousands of jobs reuses one database instead of creating one each time.
+  public init(postgresDatabase database: String, folder: String) throws {
+    kind = .postgres
+    self.folder = folder
+    url = try PostgresServer.shared().urlText(database: database)
+  }
+
   public var description: String { kind.rawValue }
 
   /// The manifest's `database:` line.
