@@ -63,6 +63,11 @@ public final class TrafficReplayer: Sendable {
   /// - Throws: `RecordingError` for a missing or malformed rows file.
   public func rows(of table: RecordingStart.Table) throws -> [[StartValue]] {
     let path = directory + "/" + table.rowsFile
+    // A rows file is one of the recording's own: `start/NAME`, never a path out of it.
+    guard table.rowsFile.hasPrefix(RecordingStart.folder + "/"), !table.rowsFile.split(separator: "/").contains("..") else {
+      throw RecordingError(
+        path: directory + "/" + RecordingIndex.fileName, detail: "the rows file of table \(table.name) is not in start/: \(table.rowsFile)")
+    }
     guard let data = FileManager.default.contents(atPath: path) else {
       throw RecordingError(
         path: path, detail: "the rows of table \(table.name) the recorded run started from are missing; record the job again")

@@ -95,6 +95,13 @@ import Testing
     #expect(outcome.recordedSleeps.count == 1, "\(outcome.recordedSleeps)")
     #expect(outcome.replayedSleeps == [])
     #expect(outcome.replayed.result.stderr.contains("HTTP 503"), "\(outcome.replayed.result.stderr)")
+    // The API token, in every form dray masks: in no file of the recording, start rows included.
+    var scan = SecretScan()
+    scan.sentinels = SecretForms.every(ReplayTests.apiToken).map { ("api token", $0) }
+    let files = FileManager.default.enumerator(atPath: outcome.recording)?.allObjects as? [String] ?? []
+    #expect(files.contains { $0.hasPrefix("start/") }, "\(files)")
+    for file in files { scan.look(in: (try? Data(contentsOf: URL(fileURLWithPath: outcome.recording + "/" + file))) ?? Data(), file) }
+    #expect(scan.hits == [])
     // A second replay into the folder the first one filled is refused, naming what it holds.
     let again = try Command.run(
       Repository.drayBinary, ["run", "job.yaml", "--replay", outcome.recording],
@@ -203,6 +210,35 @@ import Testing
       replayFolder.path + "/data/db.sqlite", "SELECT count(*) FROM sqlite_schema WHERE name = '_dray_oauth2_tokens'")
     if kept == [["1"]] {
       #expect(try SQLiteFile.rows(replayFolder.path + "/data/db.sqlite", "SELECT count(*) FROM _dray_oauth2_tokens") == [["0"]])
+    }
+  }
+
+  /// A version 1 recording (no start section) still replays, as a run that started from
+  /// nothing; a layout this dray does not know is refused, naming the versions it reads.
+  @Test func aVersionOneRecordingReplaysAndAnUnknownVersionIsRefused() throws {
+    let keep = TemporaryDirectory("dray-recording")
+    _ = try ReplayTests.recordAndReplay(.sqlite, job: { ReplayTests.httpJob($0) }, keep: keep, server: ReplayTests.rest)
+    let path = keep.path + "/rec/recording.json"
+    var index = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+    #expect(index["start"] != nil)
+    index["start"] = nil
+    let recorded = try #require(URL(string: ((index["exchanges"] as? [[String: Any]])?.first?["url"] as? String) ?? ""))
+    let apiURL = "http://\(recorded.host ?? ""):\(recorded.port ?? 0)/"
+    for (version, status) in [(1, 0), (3, 2)] {
+      index["version"] = version
+      try JSONSerialization.data(withJSONObject: index, options: [.sortedKeys]).write(to: URL(fileURLWithPath: path))
+      let folder = TemporaryDirectory("dray-replay")
+      let database = try TargetDatabase(.sqlite, folder: folder.path)
+      _ = try folder.write("job.yaml", ReplayTests.httpJob(database))
+      let result = try Command.run(
+        Repository.drayBinary, ["run", "job.yaml", "--replay", keep.path + "/rec"], environment: ["API_URL": apiURL],
+        inherit: false, directory: folder.path)
+      #expect(result.status == Int32(status), "\(result.output)")
+      if version == 3 {
+        #expect(result.output.contains("layout version 3; this dray reads versions 1 to 2"), "\(result.output)")
+      } else {
+        #expect(result.stdout.contains("  orders  http  succeeded  10 rows"), "\(result.output)")
+      }
     }
   }
 }
