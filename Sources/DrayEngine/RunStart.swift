@@ -11,10 +11,12 @@ internal import Foundation
 /// What shapes a run's requests, and what it reports, from the database: an `incremental`
 /// step's kept cursor (the value it sends), a conditional step's validators (its
 /// preconditions) and its table (a `304` reports the rows kept), the table a `merge` or an
-/// `append` adds to (the rows it reports), a `table_stream` delta's tables and the version
-/// their bookkeeping records (the delta asked for). Kept credentials (OAuth 2.0 refresh
-/// tokens, login sessions) are never read. A `--fresh` run sends no kept cursor or
-/// validators and rewrites the tables it loads: only its delta tables are taken.
+/// `append` adds to (the rows it reports), a `table_stream` resource's kept scheme (not asked
+/// for again) and its tables with the answer their bookkeeping records (an unchanged answer
+/// is not loaded again; a delta starts from their version), and the journal's checkpoints
+/// (each step's checkpoint `before`). Kept credentials (OAuth 2.0 refresh tokens, login
+/// sessions) are never read. A `--fresh` run sends no kept cursor or validators: they are not
+/// taken.
 enum RunStart {
   /// A replay that cannot seed its folder: the message says why and what to do.
   struct Refusal: Error, CustomStringConvertible {
@@ -70,9 +72,9 @@ enum RunStart {
           wanted.append(Wanted(name: load.table))
         }
       case .tableStream(let options):
-        guard options.delta, let scheme = try store.scheme(for: options.resource),
-          try store.deltaBase(scheme: scheme, params: options.params) != nil
-        else { continue }
+        // A kept scheme is used without asking the platform for it; kept tables that are
+        // intact and record their answer may hold the answer (unchanged) or start a delta.
+        guard let scheme = try store.scheme(for: options.resource) else { continue }
         start.schemes[scheme.name] = Bookkeeping.encodeScheme(scheme)
         for table in scheme.outputs {
           wanted.append(
@@ -87,18 +89,24 @@ enum RunStart {
     var seen: Set<String> = []
     for table in wanted where seen.insert(table.name).inserted {
       let columns = try store.write { try $0.columnTypes(ofTable: table.name) }
-      guard !columns.isEmpty else { continue }
+      // A platform table that is missing is still listed: its scheme is kept all the same.
+      guard !columns.isEmpty || table.resource != nil else { continue }
+      let intact = try store.isIntact(table: table.name)
+      let answer = try table.resource == nil ? nil : (store as? any KeptTables)?.recordedAnswer(ofTable: table.name)
+      // A platform table's rows matter only while they may hold the answer or start a delta:
+      // otherwise the replay's load replaces them, as the recorded run's did.
+      let copied = table.resource == nil || (intact && answer != nil)
       var values: [[StartValue]] = []
-      try store.query("SELECT * FROM " + quoted(table.name), columns: { _ in }) { row in
-        values.append(row.map(startValue))
+      if copied {
+        try store.query("SELECT * FROM " + quoted(table.name), columns: { _ in }) { row in
+          values.append(row.map(startValue))
+        }
       }
-      let answer = try (store as? any KeptTables)?.recordedAnswer(ofTable: table.name)
       start.tables.append(
         RecordingStart.Table(
           name: table.name, columns: columns.map { [$0.name, $0.type?.rawValue ?? ""] }, rows: values.count, rowsFile: "",
-          intact: try store.isIntact(table: table.name), resource: table.resource, params: table.params?.json,
-          contentVersion: table.resource == nil ? nil : answer?.contentVersion, etag: table.resource == nil ? nil : answer?.etag,
-          cacheHash: table.resource == nil ? nil : answer?.cacheHash))
+          intact: intact && copied, resource: table.resource, params: table.params?.json, contentVersion: answer?.contentVersion,
+          etag: answer?.etag, cacheHash: answer?.cacheHash))
       rows.append(try JSONEncoder().encode(values))
     }
     return (start, rows)
@@ -139,18 +147,19 @@ enum RunStart {
       var loaded: [LoadedTable] = []
       for (number, table) in start.tables.enumerated() {
         let columns = table.columns.filter { $0.count == 2 }.map { (name: $0[0], type: ColumnType(rawValue: $0[1])) }
+        guard !columns.isEmpty else { continue }
         _ = try transaction.addMissingColumns(columns, toTable: table.name)
         let staging = "_dray_start_\(number + 1)"
         try transaction.stage(staging, columns: columns, for: table.name) { add in
           for row in rows[number] { try add(row.map(sqlValue)) }
         }
         _ = try transaction.append(from: staging, into: table.name, columns: columns.map(\.name))
-        if table.resource != nil {
+        if table.resource != nil, table.intact {
           loaded.append(
             LoadedTable(
               name: table.name, rowCount: rows[number].count,
               answer: AnswerInfo(contentVersion: table.contentVersion, etag: table.etag, cacheHash: table.cacheHash)))
-        } else if table.intact {
+        } else if table.resource == nil, table.intact {
           try transaction.armGuard(ofTable: table.name)
         }
       }

@@ -140,32 +140,34 @@ import Testing
     #expect(outcome.index.contains("\"etag\""))
   }
 
+  static func platformJob(_ database: TargetDatabase, delta: Bool) -> String {
+    """
+    version: 1
+    job: replayed-delta
+    platform:
+      host: ${FMP_HOST}
+      environment: DocumentationExampleEnv
+      project: DocumentationExampleProj
+      application: app
+    auth:
+      username: ${FMP_USER}
+      password: ${FMP_PASSWORD}
+    report: { path: "reports/{job}-{run_id}.json" }
+    \(database.manifestBlock)steps:
+      - id: fruits
+        table_stream: { resource: FRUITS, delta: \(delta) }
+
+    """
+  }
+
   /// A `table_stream` delta's second run asks for a delta from the version the first
-  /// loaded: the replay's seeded tables record that version and ask the same.
+  /// loaded, with the scheme it kept (no `schemes` step, no scheme asked): the replay's
+  /// seeded tables record that version and ask the same.
   @Test(arguments: TargetDatabase.Kind.allCases)
   func aKeptDeltaVersionReplaysIntoAFreshFolder(_ kind: TargetDatabase.Kind) throws {
     let keep = TemporaryDirectory("dray-recording")
-    let job = { (database: TargetDatabase) in
-      """
-      version: 1
-      job: replayed-delta
-      platform:
-        host: ${FMP_HOST}
-        environment: DocumentationExampleEnv
-        project: DocumentationExampleProj
-        application: app
-      auth:
-        username: ${FMP_USER}
-        password: ${FMP_PASSWORD}
-      report: { path: "reports/{job}-{run_id}.json" }
-      \(database.manifestBlock)steps:
-        - id: fruits
-          table_stream: { resource: FRUITS, delta: true }
-
-      """
-    }
     let outcome = try Self.recordSecondRun(
-      kind, job: job, tables: ["\"FRUITS__output_table\""], keep: keep, server: ReplayTests.platform(),
+      kind, job: { Self.platformJob($0, delta: true) }, tables: ["\"FRUITS__output_table\""], keep: keep, server: ReplayTests.platform(),
       between: { emulator in
         try (emulator as? Emulator)?.admin(
           "POST", "versions/FRUITS", json: #"{"insert": [[7, "fig", 3.5, 0]], "delete": [1]}"#)
@@ -173,6 +175,20 @@ import Testing
     #expect(outcome.index.contains("\"schemes\""))
     #expect(outcome.index.contains("\"content_version\""))
     #expect(outcome.index.contains("X-Delta") || outcome.index.contains("x-delta"), "\(outcome.index)")
+    #expect(!outcome.index.contains("/api/v1/schema/"), "the second run asked for the scheme it kept")
+  }
+
+  /// A `table_stream` whose tables already hold the server's answer reports it unchanged
+  /// on its second run: so does the replay, from the seeded tables and bookkeeping.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anUnchangedAnswerReplaysUnchangedIntoAFreshFolder(_ kind: TargetDatabase.Kind) throws {
+    let keep = TemporaryDirectory("dray-recording")
+    let outcome = try Self.recordSecondRun(
+      kind, job: { Self.platformJob($0, delta: false) }, tables: ["\"FRUITS__output_table\""], keep: keep,
+      server: ReplayTests.platform())
+    let notes = ((outcome.recorded.report["steps"] as? [[String: Any]])?.first?["notes"] as? [String]) ?? []
+    #expect(notes.contains { $0.contains("unchanged") }, "\(notes)")
+    #expect(outcome.index.contains("\"rows_file\" : \"start/0001.json\""), "\(outcome.index)")
   }
 
   /// A recording of an OAuth 2.0 job's second run, which sends the refresh token the first
