@@ -5,8 +5,10 @@
 #   examples/record.sh NAME [EMULATOR OPTIONS...]
 #   examples/record.sh HHFWTableRetryDownload --fault '{"path": "/api/v1/rpc/FRUITS/", "times": 1, "close_after": 60}'
 #
-# The run is --fresh, so the recording holds a whole run and replays into a fresh folder
-# (examples/replay.sh NAME). Port 8765 must be free. Secrets are masked (docs/recordings.md).
+# The run is --fresh and starts from an empty out/NAME (its database, journal and files are
+# removed first), so the recording holds a whole run, starts from no kept state (its start
+# section holds no data, docs/recordings.md) and replays into any folder (examples/replay.sh
+# NAME). Port 8765 must be free. Secrets are masked (docs/recordings.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=${DRAY_REPO:-$(dirname "$here")}
@@ -25,4 +27,5 @@ fi
 start_server "platform emulator" emulator.py "$@" --port 8765
 
 export FMP_HOST=http://127.0.0.1:8765/ FMP_USER=demo FMP_PASSWORD=demo-password
+rm -rf "${here:?}/out/$name"
 "$dray" run --fresh "$here/$name.yaml" --record "$here/recordings/$name"

@@ -34,7 +34,9 @@ struct ConnectionRetry {
   /// - Throws: the last attempt's error.
   func run<T>(reconnect: () throws -> Void = {}, _ body: (Int) throws -> T) throws -> T {
     guard database.capabilities.reconnects else { return try body(1) }
-    let runner = RetryRunner(policy: policy, cancellation: cancellation, budget: budget)
+    var runner = RetryRunner(policy: policy, cancellation: cancellation, budget: budget)
+    // The database is the job's own at a replay too: its waits are waited.
+    runner.sleeper = RetryRunner.sleep
     // Whether the last failure was the database's: a step's own failure (an HTTP status, a
     // refused value) ends the work without a database attempt to record.
     var lostConnection = false

@@ -132,6 +132,19 @@ public final class Runner {
     } catch {
       return fail(&report, database.failure(error)?.message ?? "\(error)", FailureCause.of(error, in: database).at("the database"))
     }
+    // A recording keeps the state the run starts from; a replay starts from it (RunStart).
+    do {
+      var recording = false
+      if case .recording = Traffic.mode { recording = true }
+      let seeded = try recordingStart(
+        earlierRun: Traffic.isReplaying ? journal.lastRun(job: manifest.job)?.id : nil,
+        checkpoints: recording ? journal.checkpoints(job: manifest.job) : [], connections: connections)
+      for checkpoint in seeded { try journal.record(checkpoint) }
+    } catch let refusal as RunStart.Refusal {
+      return fail(&report, refusal.description, FailureCause(.permanent, "the folder holds state of the job (replay_not_fresh)"))
+    } catch {
+      return fail(&report, database.failure(error)?.message ?? "\(error)", FailureCause.of(error, in: database).at("the database"))
+    }
     var plan: ResumePlan
     var lineage: String
     var flags = options

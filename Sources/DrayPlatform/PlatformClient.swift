@@ -19,8 +19,9 @@ public final class PlatformClient {
   public var timeouts: Timeouts
   /// The run's retry waits, shared by every client of the run (`retry.wait_budget`).
   public var retryBudget = RetryBudget()
-  /// Waits between attempts; `RetryRunner.sleep` unless a test injects another.
-  public var sleeper: @Sendable (Duration, Cancellation) throws -> Void = RetryRunner.sleep
+  /// Waits between attempts; `RetryRunner.serverWait` (none in a replay) unless a test
+  /// injects another.
+  public var sleeper: @Sendable (Duration, Cancellation) throws -> Void = RetryRunner.serverWait
 
   public init(session: PlatformSession, cancellation: Cancellation) {
     self.session = session

@@ -211,6 +211,12 @@ public struct LoadedTable: Sendable, Equatable {
   public var columns: [ResourceScheme.Column]
   /// The answer's content version and `ETag`, and this table's own hash as `cacheHash`.
   public var answer: AnswerInfo
+
+  public init(name: String, rowCount: Int, answer: AnswerInfo) {
+    self.name = name
+    self.rowCount = rowCount
+    self.answer = answer
+  }
 }
 
 /// What a store does for a `TableAnswerApplier`, inside the load's transaction, each with

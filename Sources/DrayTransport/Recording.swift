@@ -2,12 +2,15 @@ public import DrayModel
 internal import Foundation
 
 /// The index of a recording, `DIR/recording.json` (docs/recordings.md): its layout
-/// `version`, the job and every exchange in the
+/// `version`, the job, the state its run started from (`start`) and every exchange in the
 /// order it started. Written with sorted keys and two-space indents, so
 /// that a refreshed recording diffs line by line.
 struct RecordingIndex: Codable {
-  /// The newest layout this build reads and writes.
-  static let currentVersion = 1
+  /// The layout this build writes: 2, which added `start`.
+  static let currentVersion = 2
+  /// The layouts this build reads: 1 (no `start`: read as a run that started from nothing)
+  /// and 2.
+  static let readableVersions = 1...2
   /// The index's file name inside the recording's folder.
   static let fileName = "recording.json"
   /// The folder of body files inside the recording's folder.
@@ -15,6 +18,8 @@ struct RecordingIndex: Codable {
 
   var version: Int
   var job: String
+  /// The state the run started from; absent in a version 1 index.
+  var start: RecordingStart?
   var exchanges: [RecordedExchange]
 }
 

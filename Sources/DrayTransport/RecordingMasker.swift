@@ -36,11 +36,14 @@ struct RecordingMasker {
     return out
   }
 
+  /// `item`'s exchange with its request filled in from the tape and every text masked; its
+  /// body masked into `bodies`.
   func exchange(_ item: TrafficRecorder.Ended, bodies: String) throws -> RecordedExchange {
     let counter = Counter()
     let request = item.tape.request
-    let url = mask(request.url, counter)
-    var headers: [[String]] = []
+    var exchange = item.exchange
+    exchange.url = mask(request.url, counter)
+    exchange.requestHeaders = []
     for field in request.headers where field.name.lowercased() != "user-agent" {
       var value = mask(field.value, counter)
       if field.isSecret && !value.contains("{{secret:") {
@@ -48,37 +51,52 @@ struct RecordingMasker {
         let scheme = field.value.split(separator: " ", maxSplits: 1)
         value = (scheme.count == 2 ? scheme[0] + " " : "") + PlaceholderMatch.placeholder(counter.count)
       }
-      headers.append([field.name, value])
+      exchange.requestHeaders.append([field.name, value])
     }
-    var body: String?
-    var base64: String?
+    let bytes: Data?
     switch request.body {
-    case .none: break
-    case .bytes(let bytes):
+    case .none: bytes = nil
+    case .bytes(let sent): bytes = Data(sent)
+    case .file(let path): bytes = (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
+    }
+    if let bytes {
       if let text = String(validating: bytes, as: UTF8.self) {
-        body = mask(text, counter)
+        exchange.requestBody = mask(text, counter)
       } else {
-        base64 = Data(bytes).base64EncodedString()
+        exchange.requestBodyBase64 = bytes.base64EncodedString()
       }
-    case .file(let path):
-      let bytes = (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
-      if let text = String(validating: bytes, as: UTF8.self) { body = mask(text, counter) } else { base64 = bytes.base64EncodedString() }
     }
-    let responseHeaders = item.headers.fields.map { [$0.name, mask($0.value, counter)] }
-    var bodyFile: String?
+    exchange.responseHeaders = exchange.responseHeaders.map { $0.count == 2 ? [$0[0], mask($0[1], counter)] : $0 }
     if item.tape.hasBody {
-      let name = String(format: "%04d", item.tape.id) + "." + RecordingMasker.fileExtension(item.headers["Content-Type"])
+      let contentType = exchange.responseHeaders.first { $0.count == 2 && $0[0].lowercased() == "content-type" }?[1]
+      let name = String(format: "%04d", item.tape.id) + "." + RecordingMasker.fileExtension(contentType)
       try maskFile(item.tape.path, to: bodies + "/" + name, counter)
-      bodyFile = RecordingIndex.bodiesFolder + "/" + name
+      exchange.bodyFile = RecordingIndex.bodiesFolder + "/" + name
     }
-    var fault = item.fault
-    if let detail = item.fault?.detail { fault?.detail = mask(detail, counter) }
-    return RecordedExchange(
-      id: item.tape.id, step: item.tape.step, attempt: item.tape.attempt, method: request.method.rawValue, url: url,
-      requestHeaders: headers, acceptEncoding: request.acceptEncoding, requestBody: body, requestBodyBase64: base64,
-      status: item.status, responseHeaders: responseHeaders, bodyFile: bodyFile, bodyBytes: item.bodyBytes, wireBytes: item.wireBytes,
-      bytesSent: item.bytesSent, endShown: item.endShown, location: item.location.map { mask($0, counter) }, fault: fault,
-      elapsedMs: item.elapsedMs)
+    if let detail = exchange.fault?.detail { exchange.fault?.detail = mask(detail, counter) }
+    exchange.location = exchange.location.map { mask($0, counter) }
+    return exchange
+  }
+
+  /// `start` with every text a secret could be in masked (a cursor, an `ETag`, a scheme):
+  /// none should hold one, and a run's credentials are never read into it.
+  func start(_ start: RecordingStart) -> RecordingStart {
+    var masked = start
+    masked.cursors = start.cursors.mapValues { mask($0, Counter()) }
+    masked.validators = start.validators.mapValues {
+      var kept = $0
+      kept.etag = $0.etag.map { mask($0, Counter()) }
+      kept.lastModified = $0.lastModified.map { mask($0, Counter()) }
+      return kept
+    }
+    masked.schemes = start.schemes.mapValues { mask($0, Counter()) }
+    masked.checkpoints = start.checkpoints.mapValues {
+      var kept = $0
+      kept.run = mask($0.run, Counter())
+      kept.lineage = mask($0.lineage, Counter())
+      return kept
+    }
+    return masked
   }
 
   /// Copies the body at `source` to `target` with its secrets masked; a body that is not

@@ -117,10 +117,11 @@ public final class RequestBudgets: Sendable {
   /// - Parameters:
   ///   - now: the time since any fixed instant; by default the continuous clock's since
   ///     the budgets were made.
-  ///   - sleeper: waits; by default `RetryRunner.sleep` (wakes to honour cancellation).
+  ///   - sleeper: waits; by default `RetryRunner.serverWait` (wakes to honour cancellation;
+  ///     no wait in a replay, which asks no server).
   public init(
     now: (@Sendable () -> Duration)? = nil,
-    sleeper: @escaping @Sendable (Duration, Cancellation) throws -> Void = RetryRunner.sleep
+    sleeper: @escaping @Sendable (Duration, Cancellation) throws -> Void = RetryRunner.serverWait
   ) {
     let start = ContinuousClock.now
     self.now = now ?? { ContinuousClock.now - start }

@@ -125,8 +125,9 @@ public struct RetryRunner {
   public var budget: RetryBudget
   /// Uniform in [0, 1), for full jitter; injectable for tests.
   public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
-  /// Waits between attempts; injectable for tests. By default `RetryRunner.sleep`.
-  public var sleeper: (@Sendable (Duration, Cancellation) throws -> Void) = RetryRunner.sleep
+  /// Waits between attempts; injectable for tests. By default `RetryRunner.serverWait`
+  /// (no wait in a replay); a database's reconnection waits with `RetryRunner.sleep`.
+  public var sleeper: (@Sendable (Duration, Cancellation) throws -> Void) = RetryRunner.serverWait
 
   public init(policy: RetryPolicy, cancellation: Cancellation, budget: RetryBudget = RetryBudget()) {
     self.policy = policy
@@ -234,9 +235,35 @@ public struct RetryRunner {
     }
   }
 
+  /// Waits before asking a server again (a retry's wait, a request budget's pace): `sleep`,
+  /// except in a replay (`Traffic.isReplaying`), which asks no server and does not wait the
+  /// recorded run's waits again (docs/recordings.md): it returns at once, after a look at
+  /// `cancellation`. The attempts keep their recorded waits in the report.
+  /// - Throws: `TransportError.cancelled` when cancelled.
+  @Sendable public static func serverWait(_ duration: Duration, cancellation: Cancellation) throws {
+    guard Traffic.isReplaying else { return try sleep(duration, cancellation: cancellation) }
+    if cancellation.isCancelled { throw TransportError.cancelled }
+  }
+
+  /// Where each wait of `sleep` is noted, one line of seconds each, when the variable
+  /// `DRAY_TEST_SLEEP_LOG` names a file: how the tests see that a replay waits nothing
+  /// without timing it.
+  private static let sleepLog = ProcessInfo.processInfo.environment["DRAY_TEST_SLEEP_LOG"].flatMap { $0.isEmpty ? nil : $0 }
+
   /// Sleeps for `duration`, waking every 50 ms to honour cancellation.
   /// - Throws: `TransportError.cancelled` when cancelled during the wait.
   @Sendable public static func sleep(_ duration: Duration, cancellation: Cancellation) throws {
+    if let sleepLog,
+      let file = FileHandle(forWritingAtPath: sleepLog)
+        ?? {
+          FileManager.default.createFile(atPath: sleepLog, contents: nil)
+          return FileHandle(forWritingAtPath: sleepLog)
+        }()
+    {
+      _ = try? file.seekToEnd()
+      try? file.write(contentsOf: Data("\(duration.seconds)\n".utf8))
+      try? file.close()
+    }
     try sleep(duration, cancellation: cancellation, now: { ContinuousClock.now }, pause: { Thread.sleep(forTimeInterval: $0.seconds) })
   }
 

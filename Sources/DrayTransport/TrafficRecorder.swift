@@ -1,5 +1,5 @@
 public import DrayModel
-internal import Foundation
+public import Foundation
 internal import Synchronization
 
 /// Records every exchange of a run into a folder (`dray run --record DIR`,
@@ -63,23 +63,15 @@ public final class TrafficRecorder: Sendable {
     var hasBody: Bool { bytes > 0 }
   }
 
-  /// An exchange ended, with the secrets still in it (masked by `finish()`).
-  struct Ended {
-    var tape: Tape
-    var status: Int?
-    var headers: HTTPHeaders
-    var bodyBytes: Int64
-    var wireBytes: Int64
-    var bytesSent: Int64
-    var endShown: Bool
-    var location: String?
-    var fault: RecordedFault?
-    var elapsedMs: Int
-  }
+  /// An exchange ended: its tape (the request and the body's scratch file) and its index
+  /// entry with the answer's figures, its secrets still in it (`RecordingMasker` fills in
+  /// the request and masks every text when `finish()` writes it).
+  typealias Ended = (tape: Tape, exchange: RecordedExchange)
 
   private struct State {
     var next = 1
     var ended: [Ended] = []
+    var start = RecordingStart()
   }
 
   /// The recording's folder.
@@ -118,12 +110,35 @@ public final class TrafficRecorder: Sendable {
   func end(_ tape: Tape, response: HTTPResponse?, location: String?, fault: (any Error)?, elapsed: Duration, client: HTTPClient) {
     tape.close()
     let head = response ?? tape.head
-    let ended = Ended(
-      tape: tape, status: response?.status ?? client.lastStatus, headers: head?.headers ?? HTTPHeaders(),
-      bodyBytes: tape.bytes, wireBytes: client.lastWireBytes, bytesSent: client.bytesSent,
+    let exchange = RecordedExchange(
+      id: tape.id, step: tape.step, attempt: tape.attempt, method: tape.request.method.rawValue, url: tape.request.url,
+      requestHeaders: [], acceptEncoding: tape.request.acceptEncoding, requestBody: nil, requestBodyBase64: nil,
+      status: response?.status ?? client.lastStatus, responseHeaders: (head?.headers ?? HTTPHeaders()).fields.map { [$0.name, $0.value] },
+      bodyFile: nil, bodyBytes: tape.bytes, wireBytes: client.lastWireBytes, bytesSent: client.bytesSent,
       endShown: response?.endShown ?? false, location: location, fault: fault.map(RecordedFault.init),
       elapsedMs: Int((elapsed.seconds * 1000).rounded()))
+    let ended: Ended = (tape, exchange)
     state.withLock { $0.ended.append(ended) }
+  }
+
+  /// Keeps the state the run started from (`RecordingStart`), taken by the run once it
+  /// holds the job's lock, before its first request; `rows` holds each of `start.tables`'
+  /// rows as a JSON array (`StartValue`), in order. The rows wait in the scratch folder
+  /// and are masked as bodies are when `finish()` writes them.
+  /// - Throws: `TransportError.file` when the scratch folder cannot be written.
+  public func keepStart(_ start: RecordingStart, rows: [Data]) throws {
+    var start = start
+    for (number, data) in rows.enumerated() where number < start.tables.count {
+      let name = String(format: "%04d", number + 1) + ".json"
+      do {
+        try data.write(to: URL(fileURLWithPath: scratch + "/start-" + name))
+      } catch {
+        throw TransportError.file(
+          path: scratch, detail: "cannot keep the rows of table \(start.tables[number].name): \(error.localizedDescription)")
+      }
+      start.tables[number].rowsFile = RecordingStart.folder + "/" + name
+    }
+    state.withLock { $0.start = start }
   }
 
   /// Writes nothing and removes the scratch folder: a run that sent nothing (a start the
@@ -136,20 +151,27 @@ public final class TrafficRecorder: Sendable {
   /// earlier recording there.
   /// - Throws: `TransportError.file` when a file cannot be written.
   public func finish() throws {
-    let ended = state.withLock { $0.ended }
+    let (ended, start) = state.withLock { ($0.ended, $0.start) }
     defer { try? FileManager.default.removeItem(atPath: scratch) }
     let masker = RecordingMasker(redactor: redactor.current)
     let bodies = directory + "/" + RecordingIndex.bodiesFolder
+    let kept = directory + "/" + RecordingStart.folder
     let files = FileManager.default
     do {
       try? files.removeItem(atPath: bodies)
+      try? files.removeItem(atPath: kept)
       try files.createDirectory(atPath: bodies, withIntermediateDirectories: true)
+      if !start.tables.isEmpty { try files.createDirectory(atPath: kept, withIntermediateDirectories: true) }
+      for table in start.tables {
+        let name = String(table.rowsFile.dropFirst(RecordingStart.folder.count + 1))
+        try masker.maskFile(scratch + "/start-" + name, to: kept + "/" + name, RecordingMasker.Counter())
+      }
       var exchanges: [RecordedExchange] = []
       for item in ended.sorted(by: { $0.tape.id < $1.tape.id }) {
         exchanges.append(try masker.exchange(item, bodies: bodies))
       }
       let index = RecordingIndex(
-        version: RecordingIndex.currentVersion, job: job, exchanges: exchanges)
+        version: RecordingIndex.currentVersion, job: job, start: masker.start(start), exchanges: exchanges)
       let encoder = JSONEncoder()
       encoder.keyEncodingStrategy = .convertToSnakeCase
       encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

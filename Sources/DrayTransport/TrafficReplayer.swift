@@ -37,10 +37,12 @@ public final class TrafficReplayer: Sendable {
     guard let version = try? decoder.decode(Version.self, from: data) else {
       throw RecordingError(path: path, detail: "not a recording index (a JSON object with \"version\")")
     }
-    guard version.version == RecordingIndex.currentVersion else {
+    guard RecordingIndex.readableVersions.contains(version.version) else {
       throw RecordingError(
         path: path,
-        detail: "layout version \(version.version); this dray reads version \(RecordingIndex.currentVersion): record the job again")
+        detail:
+          "layout version \(version.version); this dray reads versions \(RecordingIndex.readableVersions.lowerBound) to \(RecordingIndex.readableVersions.upperBound): record the job again with this dray (dray run JOB.yaml --record \(directory))"
+      )
     }
     do {
       index = try decoder.decode(RecordingIndex.self, from: data)
@@ -74,6 +76,29 @@ public final class TrafficReplayer: Sendable {
 
   /// The job the recording is of.
   public var job: String { index.job }
+
+  /// The state the recorded run started from; empty for a version 1 recording.
+  public var start: RecordingStart { index.start ?? RecordingStart() }
+
+  /// The rows of `table`, a table of `start`, in column order.
+  /// - Throws: `RecordingError` for a missing or malformed rows file.
+  public func rows(of table: RecordingStart.Table) throws -> [[StartValue]] {
+    let path = directory + "/" + table.rowsFile
+    // A rows file is one of the recording's own: `start/NAME`, never a path out of it.
+    guard table.rowsFile.hasPrefix(RecordingStart.folder + "/"), !table.rowsFile.split(separator: "/").contains("..") else {
+      throw RecordingError(
+        path: directory + "/" + RecordingIndex.fileName, detail: "the rows file of table \(table.name) is not in start/: \(table.rowsFile)")
+    }
+    guard let data = FileManager.default.contents(atPath: path) else {
+      throw RecordingError(
+        path: path, detail: "the rows of table \(table.name) the recorded run started from are missing; record the job again")
+    }
+    do {
+      return try JSONDecoder().decode([[StartValue]].self, from: data)
+    } catch {
+      throw RecordingError(path: path, detail: "the rows of table \(table.name) are malformed: \(error)")
+    }
+  }
 
   /// How many exchanges the recording holds.
   public var count: Int { index.exchanges.count }
@@ -127,11 +152,16 @@ public final class TrafficReplayer: Sendable {
   /// The number of the exchange that answers `request`, marked used: the first unused one of
   /// the best `rank`, else the last used one of the best rank; nil when none matches.
   ///
-  /// Kept out of line, and out of any throwing function: with `Mutex.withLock` (generic
-  /// over a typed error, `throws(E)`, here `Never`) inlined into the untyped-throwing
-  /// `exchange(for:)`, a release build (Swift 6.3.1, -O) returned from it an error nothing
-  /// had thrown (no `swift_willThrow`; the error slot held stale stack bits), and the
-  /// replay crashed in `swift_dynamicCast` casting it. A debug build never did.
+  /// Not a throwing function, and not to be inlined into one: with `Mutex.withLock`
+  /// (generic over a typed error, `throws(E)`, here `Never`) inlined into the
+  /// untyped-throwing `exchange(for:)`, a release build (Swift 6.3.1, -O) returned from it
+  /// an error nothing had thrown (no `swift_willThrow`; the error slot held stale stack
+  /// bits), and the replay crashed in `swift_dynamicCast` casting it. A debug build never
+  /// did. `@inline(never)` only keeps this function's body out of its callers (the
+  /// optimizer may still inline `withLock` into it, which is harmless here, as it does not
+  /// throw); it is a workaround of that miscompile, not a guarantee against others: what
+  /// shows that a release build replays is deploy/tests/run.sh, which replays every recorded
+  /// example with the packed release binary.
   @inline(never)
   private func claim(_ request: HTTPRequest) -> Int? {
     used.withLock { used -> Int? in

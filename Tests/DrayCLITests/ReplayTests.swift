@@ -176,7 +176,7 @@ import Testing
     #expect(replayed.result.stderr.contains("HTTP 503"), "\(replayed.result.stderr)")
     #expect(replayed.result.stderr.contains("cut short"), "\(replayed.result.stderr)")
     let index = try String(contentsOfFile: keep.path + "/rec/recording.json", encoding: .utf8)
-    #expect(index.contains("\"version\" : 1"))
+    #expect(index.contains("\"version\" : 2"))
     #expect(index.contains("\"code\" : \"body_truncated\""))
     #expect(index.contains("\"status\" : 503"))
     #expect(index.contains("\"Range\"") || index.contains("\"X-Range\""))
