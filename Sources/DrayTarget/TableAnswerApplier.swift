@@ -212,9 +212,10 @@ public struct LoadedTable: Sendable, Equatable {
   /// The answer's content version and `ETag`, and this table's own hash as `cacheHash`.
   public var answer: AnswerInfo
 
-  public init(name: String, rowCount: Int, answer: AnswerInfo) {
+  public init(name: String, rowCount: Int, columns: [ResourceScheme.Column] = [], answer: AnswerInfo) {
     self.name = name
     self.rowCount = rowCount
+    self.columns = columns
     self.answer = answer
   }
 }
