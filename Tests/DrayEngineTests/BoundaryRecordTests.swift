@@ -161,11 +161,12 @@ import Testing
 
   /// A burst of records sharing one cursor value across many pages: the next run gets them
   /// all again and appends none of them, and the kept cursor remembers each.
+  /// Environment: `DRAY_BOUNDARY_BURST` (default 2,000 records) to measure a larger one.
   @Test(arguments: TargetDatabase.Kind.allCases)
   func aBurstSharingTheKeptValueAcrossPagesIsAppendedOnce(kind: TargetDatabase.Kind) throws {
     let target = try TargetDatabase(kind, folder: folder.path)
     let server = try server("inclusive", orders: 2)
-    let burst = 2_000
+    let burst = Int(ProcessInfo.processInfo.environment["DRAY_BOUNDARY_BURST"] ?? "") ?? 2_000
     try server.changeOrders(#"{"insert": \#(burst), "burst": true}"#)
     let load = "{ table: ev, records: /data, write: append }"
     var seconds: [Double] = []
