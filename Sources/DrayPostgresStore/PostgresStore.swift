@@ -9,7 +9,8 @@ internal import Foundation
 /// Bookkeeping tables, created on open in `schema` (the same as SQLite's, docs/store.md):
 /// `_dray_resources(resource, scheme, fetched_at)`, `_dray_tables(name, resource, params,
 /// source_table, content_version, etag, cache_hash, row_count, loaded_at, column_types)` and
-/// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at)` and
+/// `_dray_http_cursors(job, step_id, value, staged, fresh, updated_at, boundary,
+/// staged_boundary)` and
 /// `_dray_http_validators(job, step_id, fingerprint, request, etag, last_modified,
 /// updated_at)` (`KeptValidators`), with the table
 /// guard's `_dray_table_guard` and its trigger function (`PostgresTableGuard`). Physical table
@@ -54,6 +55,7 @@ public final class PostgresStore {
     self.fence = fence
     self.claim = claim
     try PostgresStore.prepare(connection, schema: schema, tables: PostgresStore.bookkeeping) {
+      try PostgresStore.addCursorColumns(schema: target.schema, on: $0)
       try PostgresTableGuard.create(schema: target.schema, on: $0)
       try PostgresStore.addTableColumn(schema: target.schema, on: $0)
     }
@@ -120,6 +122,21 @@ public final class PostgresStore {
 
   static let bookkeeping = [Bookkeeping.resources, Bookkeeping.tables, Bookkeeping.cursors, Bookkeeping.validators]
     .map { createStatement($0) }.joined(separator: ";\n")
+
+  /// Adds the columns of `_dray_http_cursors` a schema an older dray made lacks
+  /// (`Bookkeeping.cursorsAddedColumns`, nullable text), only when one is missing: an
+  /// `ALTER TABLE` takes the table's strongest lock, which a runner opening its store must
+  /// not wait for while another publishes.
+  static func addCursorColumns(schema: String, on connection: PostgresConnection) throws {
+    let present = try connection.execute(
+      "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = '_dray_http_cursors'",
+      [.text(schema)]
+    ).named.compactMap { try $0["column_name"].text }
+    for name in Bookkeeping.cursorsAddedColumns where !present.contains(name) {
+      try connection.execute(
+        "ALTER TABLE \(PostgresIdentifier.quoted(schema))._dray_http_cursors ADD COLUMN IF NOT EXISTS \(name) text")
+    }
+  }
 
   /// `CREATE TABLE IF NOT EXISTS` for one of dray's own tables, in PostgreSQL's types, with
   /// `extra` column definitions.
@@ -280,15 +297,17 @@ extension PostgresStore: TargetStore {
   }
 
   /// The kept cursor of an `incremental` step, from `_dray_http_cursors` (the columns of
-  /// SQLite's `CursorLedger`; `fresh` a boolean).
+  /// SQLite's `CursorLedger`; `fresh` a boolean). A schema an older dray made, read before
+  /// any run added the digests' columns, has none: they read as unknown.
   /// - Throws: `PostgresError`; `CursorLedgerError` for a kept value that is not JSON.
   public func cursor(job: String, stepID: String) throws -> CursorEntry {
     let rows = try connection.execute(
-      "SELECT value, staged, fresh FROM \(own("_dray_http_cursors")) WHERE job = $1 AND step_id = $2", [.text(job), .text(stepID)]
+      "SELECT * FROM \(own("_dray_http_cursors")) WHERE job = $1 AND step_id = $2", [.text(job), .text(stepID)]
     ).named
     guard let row = rows.first else { return CursorEntry() }
     return try CursorEntry(
-      storedValue: try row["value"].text, staged: try row["staged"].text, fresh: try row["fresh"].bool == true, stepID: stepID)
+      storedValue: try row["value"].text, staged: try row["staged"].text, fresh: try row["fresh"].bool == true, stepID: stepID,
+      boundary: (try? row["boundary"])?.text, stagedBoundary: (try? row["staged_boundary"])?.text)
   }
 
   /// From `_dray_http_validators`, the columns of SQLite's.

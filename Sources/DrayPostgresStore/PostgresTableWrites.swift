@@ -293,13 +293,15 @@ extension PostgresTransaction {
   func saveCursor(_ entry: CursorEntry, job: String, stepID: String) throws {
     try connection.execute(
       """
-      INSERT INTO \(store.own("_dray_http_cursors"))(job, step_id, value, staged, fresh, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+      INSERT INTO \(store.own("_dray_http_cursors"))(job, step_id, value, staged, fresh, updated_at, boundary, staged_boundary)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
       ON CONFLICT (job, step_id) DO UPDATE SET value = excluded.value, staged = excluded.staged, fresh = excluded.fresh,
-        updated_at = excluded.updated_at
+        updated_at = excluded.updated_at, boundary = excluded.boundary, staged_boundary = excluded.staged_boundary
       """,
       [
         .text(job), .text(stepID), entry.value.map { .text($0.json) } ?? .null, entry.staged.map { .text($0.json) } ?? .null,
-        .bool(entry.fresh), .text(PostgresTransaction.timestamp()),
+        .bool(entry.fresh), .text(PostgresTransaction.timestamp()), CursorEntry.storedDigests(entry.boundary).map { .text($0) } ?? .null,
+        CursorEntry.storedDigests(entry.stagedBoundary).map { .text($0) } ?? .null,
       ])
   }
 

@@ -197,13 +197,16 @@ enum TableWrites {
 /// The kept cursor of each `incremental` step, in the table `_dray_http_cursors` of the
 /// job's database:
 ///
-///     _dray_http_cursors(job, step_id, value, staged, fresh, updated_at)
+///     _dray_http_cursors(job, step_id, value, staged, fresh, updated_at, boundary, staged_boundary)
 ///
 /// `value` is the cursor the next run sends: the highest cursor among the records published
 /// (JSON text, as the API gave it). `staged` is the highest among the records of the pages
 /// staged so far, written in the transaction of each page; the transaction that publishes
 /// the pages moves it to `value`. `fresh` is 1 while the staged pages started again from
-/// `initial` (`--fresh`), so that they replace the table when published.
+/// `initial` (`--fresh`), so that they replace the table when published. `boundary` and
+/// `staged_boundary` hold the digests of the records at `value` and `staged`
+/// (`CursorEntry.storedDigests`), NULL when unknown; a table an older dray made gets them
+/// (`ALTER TABLE ... ADD COLUMN`) when the ledger first writes to it.
 struct CursorLedger {
   public let database: Database
   public let job: String
@@ -217,35 +220,44 @@ struct CursorLedger {
 
   public func createTable() throws {
     _ = try database.execute(Store.createStatement(Bookkeeping.cursors))
+    let columns = try database.rows("SELECT name FROM pragma_table_info('_dray_http_cursors')").compactMap { row in
+      if case .text(let name) = try row["name"] { name } else { nil }
+    }
+    for name in Bookkeeping.cursorsAddedColumns where !columns.contains(name) {
+      _ = try database.execute("ALTER TABLE _dray_http_cursors ADD COLUMN \(name) TEXT")
+    }
   }
 
-  /// The step's entry; an empty one when none is kept (or the table does not exist).
+  /// The step's entry; an empty one when none is kept (or the table does not exist). A
+  /// table an older dray made has no digests: they read as unknown.
   /// - Throws: `SQLiteError`; `CursorLedgerError` for a value that is not JSON.
   public func read() throws -> CursorEntry {
     let exists = try database.rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_dray_http_cursors'")
     guard !exists.isEmpty else { return CursorEntry() }
-    let rows = try database.rows(
-      "SELECT value, staged, fresh FROM _dray_http_cursors WHERE job = ? AND step_id = ?", [.text(job), .text(stepID)])
+    let rows = try database.rows("SELECT * FROM _dray_http_cursors WHERE job = ? AND step_id = ?", [.text(job), .text(stepID)])
     guard let row = rows.first else { return CursorEntry() }
-    func text(_ value: SQLValue) -> String? {
-      guard case .text(let text) = value else { return nil }
+    func text(_ value: SQLValue?) -> String? {
+      guard case .text(let text)? = value else { return nil }
       return text
     }
     return try CursorEntry(
-      storedValue: text(try row["value"]), staged: text(try row["staged"]), fresh: try row["fresh"] == .integer(1), stepID: stepID)
+      storedValue: text(try row["value"]), staged: text(try row["staged"]), fresh: try row["fresh"] == .integer(1), stepID: stepID,
+      boundary: text(try? row["boundary"]), stagedBoundary: text(try? row["staged_boundary"]))
   }
 
   /// Records `entry`, inside the caller's transaction when there is one.
   public func save(_ entry: CursorEntry, at time: String) throws {
     let statement = try database.cached(
       """
-      INSERT INTO _dray_http_cursors(job, step_id, value, staged, fresh, updated_at) VALUES (?,?,?,?,?,?)
+      INSERT INTO _dray_http_cursors(job, step_id, value, staged, fresh, updated_at, boundary, staged_boundary)
+      VALUES (?,?,?,?,?,?,?,?)
       ON CONFLICT(job, step_id) DO UPDATE SET value = excluded.value, staged = excluded.staged, fresh = excluded.fresh,
-        updated_at = excluded.updated_at
+        updated_at = excluded.updated_at, boundary = excluded.boundary, staged_boundary = excluded.staged_boundary
       """)
     try statement.bind([
       .text(job), .text(stepID), entry.value.map { .text($0.json) } ?? .null, entry.staged.map { .text($0.json) } ?? .null,
-      .integer(entry.fresh ? 1 : 0), .text(time),
+      .integer(entry.fresh ? 1 : 0), .text(time), CursorEntry.storedDigests(entry.boundary).map { .text($0) } ?? .null,
+      CursorEntry.storedDigests(entry.stagedBoundary).map { .text($0) } ?? .null,
     ])
     _ = try statement.step()
   }

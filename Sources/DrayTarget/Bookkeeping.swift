@@ -99,13 +99,19 @@ public enum Bookkeeping {
       ("outputs", .text, true), ("finished_at", .text, true),
     ])
 
-  /// `_dray_http_cursors`: the kept cursor of each `incremental` step (`CursorEntry`).
+  /// `_dray_http_cursors`: the kept cursor of each `incremental` step (`CursorEntry`), with
+  /// the digests of the records at the kept (`boundary`) and staged (`staged_boundary`)
+  /// values, the last two added after the others (`cursorsAddedColumns`).
   public static let cursors = Table(
     "_dray_http_cursors", key: ["job", "step_id"],
     [
       ("job", .text, true), ("step_id", .text, true), ("value", .text, false), ("staged", .text, false), ("fresh", .flag, true),
-      ("updated_at", .text, true),
+      ("updated_at", .text, true), ("boundary", .text, false), ("staged_boundary", .text, false),
     ])
+
+  /// The columns of `_dray_http_cursors` a database made by an older dray lacks: each store
+  /// adds them (`ALTER TABLE ... ADD COLUMN`, nullable text) when it opens the table.
+  public static let cursorsAddedColumns = ["boundary", "staged_boundary"]
 
   /// `_dray_http_validators`: the validators of each conditional `http` step
   /// (`KeptValidators`).

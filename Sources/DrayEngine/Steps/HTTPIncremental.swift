@@ -19,6 +19,19 @@ final class IncrementalRun {
   /// The value this run sends on its first page.
   let sent: IncrementalCursor.Value
   private let fresh: Bool
+  /// The kept value (nil before any, and under `--fresh`), and the digests of the records
+  /// at it that the runs which kept it handled (`CursorEntry.boundary`; nil when unknown).
+  private let keptValue: IncrementalCursor.Value?
+  private let remembered: Set<String>?
+  /// How many records at the kept value `isRemembered` found that the contract set aside or
+  /// trimmed, and that were not quarantined again.
+  private(set) var unquarantined = 0
+  /// The records at the kept value this run read and neither loaded nor set aside: those
+  /// `append` did not append again, those set aside and not quarantined again.
+  private(set) var passedOver = 0
+  /// Why the digests of the records at the cursor kept by `publish` are unknown, for its
+  /// note; nil when they are known.
+  private var boundaryDropped: String?
 
   /// - Parameter kept: what the store keeps for the step (`StoreTransaction.cursor`).
   /// - Throws: `HTTPStepError.cursorBoundary` when the step is `exclusive` and the kept
@@ -29,7 +42,8 @@ final class IncrementalRun {
     self.stepID = stepID
     self.fresh = fresh
     entry = kept
-    if let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:)) {
+    let kept = fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
+    if let kept {
       guard let sent = options.sent(kept: kept) else { throw HTTPStepError.cursorBoundary(options.noValueBelow(kept: kept)) }
       self.sent = sent
       below = options.boundary == .exclusive && options.lag == nil ? sent : nil
@@ -37,6 +51,42 @@ final class IncrementalRun {
       sent = options.initial
       below = nil
     }
+    keptValue = kept
+    remembered = kept == nil ? nil : entry.boundary
+  }
+
+  /// Whether `record` (as read, before the contract) is at the kept value and its digest
+  /// (`digest`) is among those the runs that kept it handled: the same version an earlier
+  /// run appended, merged, set aside or trimmed (docs/http.md, "Cursor boundaries").
+  func isRemembered(_ record: Record, digest: () -> String) -> Bool {
+    guard let keptValue, let remembered, !remembered.isEmpty, let found = value(in: record),
+      let value = IncrementalCursor.Value(json: found), value.compare(keptValue) == 0
+    else { return false }
+    return remembered.contains(digest())
+  }
+
+  /// Counts a record at the kept value `isRemembered` found, of which the contract said
+  /// `verdict`: one it set aside or trimmed is not quarantined again (`unquarantined`);
+  /// under `append` (`appending`) none is appended again (`repeats`, for those that fit).
+  /// - Returns: whether the record is still loaded: under `merge`, one not set aside is
+  ///   merged again, unchanged.
+  func passOver(_ verdict: RecordContract.Verdict, appending: Bool) -> Bool {
+    if !verdict.findings.isEmpty {
+      unquarantined += 1
+    } else if appending {
+      repeats += 1
+    }
+    guard appending || verdict.record == nil else { return true }
+    passedOver += 1
+    return false
+  }
+
+  /// The SHA-256 (lowercase hex) of `record` as read: its fields sorted by name (their
+  /// UTF-8 bytes), as the compact JSON object of `RecordContract.json`. The same record
+  /// sent again, in any member order, has the same digest; one changed in any value does not.
+  static func digest(of record: Record) -> String {
+    let sorted = record.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    return SHA256.hex(RecordContract.json(sorted))
   }
 
   /// For an `exclusive` step without `lag`: the value sent, below the kept one. The records
@@ -48,25 +98,40 @@ final class IncrementalRun {
   /// transaction of the staging database.
   func start(in transaction: any StagingTransaction) throws {
     entry.staged = nil
+    entry.stagedBoundary = nil
     entry.fresh = fresh
     try transaction.saveCursor(entry, job: job, stepID: stepID)
   }
 
   /// Raises the staged value to `highest` (the highest cursor of a page), in the page's
-  /// transaction.
+  /// transaction, with the digests of the records at it (`boundary`, the page's records at
+  /// its highest value, `RecordChecks.boundary`): they replace the staged digests when the
+  /// value rises and join them when it stays.
   /// Lowered to `ceiling` once a record came twice (`see`, for each of `seen`: the page's
-  /// primary keys and cursors, `RecordChecks.keys`).
+  /// primary keys and cursors, `RecordChecks.keys`); the digests are then unknown.
   func stage(
-    _ highest: IncrementalCursor.Value?, seen: [(key: String, value: IncrementalCursor.Value)] = [],
-    in transaction: any StagingTransaction
+    _ highest: IncrementalCursor.Value?, boundary: RecordChecks.Boundary? = nil,
+    seen: [(key: String, value: IncrementalCursor.Value)] = [], in transaction: any StagingTransaction
   ) throws {
     for (key, value) in seen { see(key: key, value: value) }
     let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:))
     var next = staged
-    if let highest, next.map({ (highest.compare($0) ?? -1) > 0 }) ?? true { next = highest }
-    if let ceiling, let value = next, (value.compare(ceiling) ?? -1) > 0 { next = ceiling }
-    guard let next, next.json != staged?.json else { return }
+    var digests = entry.stagedBoundary
+    let pageDigests = boundary.flatMap { boundary in highest.map { boundary.value.compare($0) == 0 } == true ? boundary.digests : nil }
+    if let highest, next.map({ (highest.compare($0) ?? -1) > 0 }) ?? true {
+      next = highest
+      digests = pageDigests
+    } else if let highest, let current = next, highest.compare(current) == 0 {
+      digests = digests.flatMap { kept in pageDigests.map { kept.union($0) } }
+    }
+    if let ceiling, let value = next, (value.compare(ceiling) ?? -1) > 0 {
+      next = ceiling
+      digests = nil
+    }
+    if let count = digests?.count, count > CursorEntry.limit { digests = nil }
+    guard let next, next.json != staged?.json || digests != entry.stagedBoundary else { return }
     entry.staged = next.json
+    entry.stagedBoundary = digests
     try transaction.saveCursor(entry, job: job, stepID: stepID)
   }
 
@@ -95,14 +160,38 @@ final class IncrementalRun {
 
   /// Keeps the highest of the kept and staged values (only the staged one after a fresh
   /// start), in the transaction that publishes the pages.
+  /// With it, the digests of the records at the value kept (`CursorEntry.boundary`): the
+  /// staged ones when the value rises, those joined with the kept ones when it stays, the
+  /// kept ones when no staged record reached it.
   func publish(_ notes: inout [String], in transaction: any StoreTransaction) throws {
     let kept = entry.fresh ? nil : entry.value.flatMap(IncrementalCursor.Value.init(json:))
     let staged = entry.staged.flatMap(IncrementalCursor.Value.init(json:))
     var next = kept ?? staged
-    if let kept, let staged, (staged.compare(kept) ?? -1) > 0 { next = staged }
-    entry = CursorEntry(value: next?.json)
+    var digests = kept == nil ? entry.stagedBoundary : entry.boundary
+    if let kept, let staged {
+      switch staged.compare(kept) {
+      case 1?:
+        next = staged
+        digests = entry.stagedBoundary
+      case 0?: digests = entry.stagedBoundary.map { $0.union(entry.boundary ?? []) }
+      default: break
+      }
+    }
+    if let count = digests?.count, count > CursorEntry.limit { digests = nil }
+    if next != nil, entry.staged != nil, digests == nil {
+      boundaryDropped =
+        ceiling != nil
+        ? "a record moved while the pull was between pages"
+        : "more than \(CursorEntry.limit) records share it, or the run resumed pages staged by a dray that kept none"
+    }
+    entry = CursorEntry(value: next?.json, boundary: next == nil ? nil : digests)
     try transaction.saveCursor(entry, job: job, stepID: stepID)
     notes.append("kept cursor \(next?.text ?? "none (the next run sends initial)")")
+    if let boundaryDropped, let next {
+      notes.append(
+        "the records at the kept cursor \(next.text) are not remembered (\(boundaryDropped)): the next run compares those it "
+          + "gets again with the table's rows (append) and quarantines again those the contract sets aside")
+    }
     if let ceiling, let movedKey {
       notes.append(
         "the record \(movedKey) changed while the pull was between pages, so records after its first cursor \(ceiling.text) "
@@ -110,9 +199,14 @@ final class IncrementalRun {
     }
     if repeats > 0 {
       notes.append(
-        "\(repeats) record\(repeats == 1 ? "" : "s") at the kept cursor \(keptRowsAt?.text ?? "")"
+        "\(repeats) record\(repeats == 1 ? "" : "s") at the kept cursor \((keptRowsAt ?? keptValue)?.text ?? "")"
           + "\(keptRowsAbove.map { " (or below it, above \($0.text), the value sent)" } ?? "") already appended by an earlier run "
           + "\(repeats == 1 ? "was" : "were") not appended again")
+    }
+    if unquarantined > 0 {
+      notes.append(
+        "\(unquarantined) record\(unquarantined == 1 ? "" : "s") at the kept cursor \(keptValue?.text ?? "") already set aside or "
+          + "trimmed by an earlier run \(unquarantined == 1 ? "was" : "were") not quarantined again")
     }
   }
 
@@ -145,7 +239,7 @@ final class IncrementalRun {
   /// - Throws: the database's errors.
   /// - Parameter columns: the table's columns (none when it does not exist).
   func readKeptRows(from target: any TargetStore, table: String, columns names: [String]) throws {
-    guard !fresh, options.cursor.tokens.count == 1, let column = options.cursor.tokens.first,
+    guard !fresh, remembered == nil, options.cursor.tokens.count == 1, let column = options.cursor.tokens.first,
       let kept = entry.value.flatMap(IncrementalCursor.Value.init(json:))
     else { return }
     let columns = names.map(IdentifierKey.init)
@@ -195,6 +289,7 @@ final class IncrementalRun {
     guard let count = keptRows[key] else { return false }
     keptRows[key] = count > 1 ? count - 1 : nil
     repeats += 1
+    passedOver += 1
     return true
   }
 
@@ -211,6 +306,21 @@ final class IncrementalRun {
   }
 }
 
+/// A record's digest (`IncrementalRun.digest`), computed when first asked and only once.
+final class RecordDigest {
+  private let record: Record
+  private var digest: String?
+
+  init(_ record: Record) { self.record = record }
+
+  func value() -> String {
+    if let digest { return digest }
+    let computed = IncrementalRun.digest(of: record)
+    digest = computed
+    return computed
+  }
+}
+
 /// What a load checks in each record before it is staged: its primary key (`merge`), its
 /// cursor (`incremental`), and whether the API marks it deleted (`load.deleted`, kept in
 /// the staging column `_dray_deleted`).
@@ -219,6 +329,13 @@ struct RecordChecks {
   let cursors: IncrementalRun?
   /// The highest cursor among the records checked.
   private(set) var highest: IncrementalCursor.Value?
+  /// The records at one cursor value: the value and their digests (`IncrementalRun.digest`).
+  struct Boundary {
+    var value: IncrementalCursor.Value
+    var digests: Set<String>
+  }
+  /// The page's records at the highest cursor among those `noteBoundary` saw.
+  private(set) var boundary: Boundary?
   /// For `merge`: each record's primary key (its values' text) and cursor, in order.
   private(set) var keys: [(key: String, value: IncrementalCursor.Value)] = []
   private var number = 0
@@ -301,6 +418,28 @@ struct RecordChecks {
         "record \(number) has \(other.json) at '\(deleted)' (load.deleted), which is not a boolean; nothing of this page was loaded")
     }
     return record + [(RecordChecks.deletedColumn, .integer(mark))]
+  }
+
+  /// Notes `record` (as read, before the contract) for `boundary`: its digest (`digest`,
+  /// asked only for a record at or above the highest value seen) joins the digests at its
+  /// value, or replaces them when its value is higher. A record whose cursor is missing or
+  /// does not compare is passed over here (`check` refuses it, if it is loaded).
+  mutating func noteBoundary(_ record: Record, digest: () -> String) {
+    guard let cursors, let found = cursors.value(in: record), let value = IncrementalCursor.Value(json: found),
+      value.compare(cursors.sent) != nil
+    else { return }
+    guard var boundary else {
+      self.boundary = Boundary(value: value, digests: [digest()])
+      return
+    }
+    switch value.compare(boundary.value) {
+    case 1?: self.boundary = Boundary(value: value, digests: [digest()])
+    case 0?:
+      self.boundary = nil
+      boundary.digests.insert(digest())
+      self.boundary = boundary
+    default: break
+    }
   }
 
   /// Raises the highest cursor to that of `record`, a record the contract set aside

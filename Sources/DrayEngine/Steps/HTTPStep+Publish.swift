@@ -35,8 +35,10 @@ extension StepRunner {
           done.rowsDeleted = load.deleteMissing ? published.deleted : nil
           if !published.created { done.notes.append(StepRunner.noTableNote(load.table)) }
           done.notes += published.notes
+          // Records at the kept cursor an earlier run appended or set aside are neither loaded nor
+          // set aside by this one.
           done.contract = try publishQuarantine(
-            load, quarantined, counts, records: pages.progress.rows,
+            load, quarantined, counts, records: pages.progress.rows - (run.cursors?.passedOver ?? 0),
             name: target.naming.quarantine(of: load.table, named: load.quarantine.table),
             &done.notes, in: transaction)
           try run.cursors?.publish(&done.notes, in: transaction)

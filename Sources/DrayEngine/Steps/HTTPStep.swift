@@ -148,8 +148,13 @@ extension StepRunner {
     let cursors = try staging.flatMap { staging in
       try options.incremental.map { incremental in
         var kept = try staging.cursor(job: manifest.job, stepID: step.id)
-        // The published value is the target's; what is staged stays with the staged pages.
-        if let target { kept.value = try target.cursor(job: manifest.job, stepID: step.id).value }
+        // The published value and its records' digests are the target's; what is staged stays
+        // with the staged pages.
+        if let target {
+          let published = try target.cursor(job: manifest.job, stepID: step.id)
+          kept.value = published.value
+          kept.boundary = published.boundary
+        }
         let run = try IncrementalRun(options: incremental, kept: kept, job: manifest.job, stepID: step.id, fresh: context.fresh)
         if let target, let load = options.load, load.write == .append {
           let columns = try context.databaseWrites.withLock { _ in try target.write { try $0.columnTypes(ofTable: load.table) } }
@@ -416,9 +421,18 @@ extension StepRunner {
             lastRecord = $0
             number += 1
             hasher?.update(RecordContract.json($0) + "\n")
-            let verdict = try contract.apply($0, number: number)
-            if !verdict.findings.isEmpty { try quarantine.add($0, verdict) }
-            guard let kept = verdict.record else { return checks.notice($0) }
+            let record = $0
+            let digest = RecordDigest(record)
+            checks.noteBoundary(record, digest: digest.value)
+            // A record at the kept cursor that an earlier run handled (docs/http.md, "Cursor
+            // boundaries"): not appended, nor quarantined, again.
+            let verdict = try contract.apply(record, number: number)
+            if let cursors = run.cursors, cursors.isRemembered(record, digest: digest.value) {
+              if !cursors.passOver(verdict, appending: load.write == .append) { return checks.notice(record) }
+            } else if !verdict.findings.isEmpty {
+              try quarantine.add(record, verdict)
+            }
+            guard let kept = verdict.record else { return checks.notice(record) }
             if !verdict.widened.isEmpty { try staging { try table.prepare(verdict.widened.map { ($0.name, $0.type) }, widen: true) } }
             let checked = try checks.check(kept)
             if options.load?.write == .append, run.cursors?.isRepeat(checked) == true { return }
@@ -430,7 +444,9 @@ extension StepRunner {
           let names = Set(summary.unmatchedColumns.map(\.name))
           unmatched = pages.unmatchedColumns.map { $0.filter { names.contains($0.name) } } ?? summary.unmatchedColumns
         }
-        if let cursors = run.cursors, let transaction { try cursors.stage(checks.highest, seen: checks.keys, in: transaction) }
+        if let cursors = run.cursors, let transaction {
+          try cursors.stage(checks.highest, boundary: checks.boundary, seen: checks.keys, in: transaction)
+        }
       } else if let file, !reader.probes.isEmpty {
         summary = try reader.read(file: file) { _ in }
       } else if file == nil, let table, let load = options.load, let columns = load.columns {
