@@ -42,8 +42,9 @@ build runs the same jobs in every round beside this one, in alternating order, a
 report adds the median of the rounds' ratios (this build ÷ the baseline): a change's cost
 measured in paired runs on the same machine state.
 
-The final run for issue 31, on a quiet machine (about 25 minutes there: rendering the 5M
-answer and CSV once, then 5 rounds of 5 runs at 1M and 5M rows; far longer under load):
+The final run for issue 31 (estimated from this session's runs: about 10 minutes on a quiet
+machine, of which about 3 for rendering the 5M answer and CSV once under --work; 2 rounds at
+100,000 rows took 37 s at load average 19, and a loaded machine stretches everything 5 to 10x):
 
     Benchmarks/load-floors.py --rows 1000000,5000000 --rounds 5
 """
