@@ -25,7 +25,12 @@ count the pairs run in turn, round after round (the order alternates):
     \\copy              `psql -c "\\copy t FROM FILE (FORMAT csv, HEADER)"` of the same rows
                         from a local CSV file into a table of the same column types
 
-Wall time and peak resident memory come from GNU time (`/usr/bin/time -v`). Targets (issue
+Wall time, peak resident memory and the tool's own CPU time (user + system) come from GNU
+time (`/usr/bin/time -v`); beside each run the script also reads, from /proc, the CPU the
+emulator spent meanwhile (serving dray's download: the floors pay none) and the CPU of the
+PostgreSQL server (the postmaster and its children, live and reaped: the backend doing the
+COPY, the checkpointer, the WAL writer). On a shared machine the CPU figures are the steadier
+ones: wall time there measures the other builders too. Targets (issue
 31): dray at most 1.0x `psql \\copy` on PostgreSQL, at most 1.2x the `INSERT ... SELECT` floor
 with dray's settings on SQLite, peak memory under 64 MB on both. Exit code 1 when a target
 is missed. DRAY_BINARY overrides the release build. The machine's 1-minute load average is
@@ -36,6 +41,12 @@ With `--baseline OTHER_DRAY` (another build of dray, e.g. the commit before a ch
 build runs the same jobs in every round beside this one, in alternating order, and the
 report adds the median of the rounds' ratios (this build ÷ the baseline): a change's cost
 measured in paired runs on the same machine state.
+
+The final run for issue 31 (estimated from this session's runs: about 10 minutes on a quiet
+machine, of which about 3 for rendering the 5M answer and CSV once under --work; 2 rounds at
+100,000 rows took 37 s at load average 19, and a loaded machine stretches everything 5 to 10x):
+
+    Benchmarks/load-floors.py --rows 1000000,5000000 --rounds 5
 """
 
 import argparse
@@ -67,6 +78,50 @@ PG_COLUMNS = ", ".join(f"{name} {'bigint' if kind == 'BIGINT' else 'double preci
                        for name, kind, _ in peers.generated.COLUMNS)
 
 
+def run_timed(command):
+    """Runs `command` under GNU time; returns (wall seconds, peak RSS in KiB, CPU seconds: user + system)."""
+    result = subprocess.run(["/usr/bin/time", "-v"] + command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"failed ({result.returncode}): {' '.join(command)}\n{result.stdout}\n{result.stderr[-3000:]}")
+    wall = rss = None
+    cpu = 0.0
+    for line in result.stderr.splitlines():
+        line = line.strip()
+        if line.startswith("Elapsed (wall clock) time"):
+            clock = line.rsplit(": ", 1)[1].split(":")
+            wall = sum(float(part) * 60 ** i for i, part in enumerate(reversed(clock)))
+        elif line.startswith("Maximum resident set size"):
+            rss = int(line.rsplit(": ", 1)[1])
+        elif line.startswith("User time (seconds)") or line.startswith("System time (seconds)"):
+            cpu += float(line.rsplit(": ", 1)[1])
+    return wall, rss, cpu
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pid, children=()):
+    """CPU seconds (user + system) of process `pid`, with those of its reaped children, plus
+    the CPU of the live processes whose parent it is when `children` is true."""
+    total = 0
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        total += sum(int(x) for x in fields[11:15])
+    except OSError:
+        return 0.0
+    if children:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
 def start_postgres(folder):
     os.chmod(folder, 0o755)
     if os.getuid() == 0:
@@ -80,7 +135,7 @@ def start_postgres(folder):
     return data, f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
 
-def measure(size, url, pg_url, work, binary, rounds, only, baseline=None):
+def measure(size, url, pg_url, work, binary, rounds, only, baseline=None, emulator=None, postmaster=None):
     resource = f"GEN{size}"
     folder = os.path.join(work, f"floors-{size}")
     os.makedirs(folder, exist_ok=True)
@@ -113,7 +168,7 @@ steps:
 
     def dray_sqlite(binary=binary):
         run = peers.fresh(os.path.join(folder, "run"))
-        result = peers.run_timed([binary, "run", jobs["sqlite"], "--quiet"])
+        result = run_timed([binary, "run", jobs["sqlite"], "--quiet"])
         assert peers.count_rows(os.path.join(run, "dray.sqlite"), table) == size
         return result
 
@@ -130,7 +185,7 @@ steps:
                              check=True, capture_output=True, text=True).stdout.strip()
         script = (f"{settings} ATTACH '{source}' AS src; {ddl}; "
                   f'BEGIN; INSERT INTO "{table}" SELECT * FROM src."{table}" WHERE 1; COMMIT;')
-        result = peers.run_timed(["sqlite3", database, script])
+        result = run_timed(["sqlite3", database, script])
         assert peers.count_rows(database, table) == size
         return result
 
@@ -142,14 +197,14 @@ steps:
 
     def dray_postgres(binary=binary):
         peers.fresh(os.path.join(folder, "run"))
-        result = peers.run_timed([binary, "run", jobs["postgres"], "--quiet", "--fresh"])
+        result = run_timed([binary, "run", jobs["postgres"], "--quiet", "--fresh"])
         assert pg_count(table) == size
         return result
 
     def copy():
         subprocess.run(psql + ["-c", f"DROP TABLE IF EXISTS floor; CREATE TABLE floor ({PG_COLUMNS}); CHECKPOINT"],
                        check=True)
-        result = peers.run_timed(psql + ["-c", f"\\copy floor FROM '{csv_path}' (FORMAT csv, HEADER)"])
+        result = run_timed(psql + ["-c", f"\\copy floor FROM '{csv_path}' (FORMAT csv, HEADER)"])
         assert pg_count("floor") == size
         return result
 
@@ -169,19 +224,34 @@ steps:
         runs = {name: [] for name, _ in tools}
         for r in range(rounds):
             for name, tool in (tools if r % 2 == 0 else tools[::-1]):
-                wall, rss = tool()
-                runs[name].append((wall, rss, os.getloadavg()[0]))
-                peers.log(f"  {database} round {r + 1}: {name:26} {wall:7.2f} s {rss / 1024:7.1f} MB"
-                          f"  load {os.getloadavg()[0]:.1f}")
+                served, server = process_cpu(emulator) if emulator else 0.0, process_cpu(postmaster, True) if postmaster else 0.0
+                wall, rss, cpu = tool()
+                served = (process_cpu(emulator) if emulator else 0.0) - served
+                server = (process_cpu(postmaster, True) if postmaster else 0.0) - server
+                runs[name].append(Run(wall, rss, os.getloadavg()[0], cpu, served, server))
+                peers.log(f"  {database} round {r + 1}: {name:26} {wall:7.2f} s {rss / 1024:7.1f} MB  CPU {cpu:5.2f} s"
+                          f"  emulator {served:4.2f} s  server {server:4.2f} s  load {os.getloadavg()[0]:.1f}")
         results.append((database, runs))
     return results
+
+
+class Run:
+    """One timed run: wall seconds, peak RSS (KiB), the load average after it, the tool's own
+    CPU seconds (user + system, GNU time), and the CPU seconds the emulator and the
+    PostgreSQL server spent meanwhile (/proc: the postmaster, its reaped and live children)."""
+
+    def __init__(self, wall, rss, load, cpu, emulator, server):
+        self.wall, self.rss, self.load, self.cpu, self.emulator, self.server = wall, rss, load, cpu, emulator, server
+
+    def __iter__(self):
+        return iter((self.wall, self.rss, self.load))
 
 
 def report(size, results):
     ok = True
     print(f"\n{size:,} rows x 8 columns")
-    print("| database | tool | wall, median | runs | peak RSS | ÷ floor | load average, median |")
-    print("|---|---|---|---|---|---|---|")
+    print("| database | tool | wall, median | runs | peak RSS | ÷ floor | CPU, median | emulator CPU | server CPU | load average, median |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for database, runs in results:
         # dray, its floor (the target), then any floor shown for comparison only.
         (dray_name, dray), (floor_name, floor) = list(runs.items())[:2]
@@ -191,7 +261,11 @@ def report(size, results):
             peak = max(m for _, m, _ in tool_runs) / 1024
             walls = ", ".join(f"{w:.2f}" for w, _, _ in tool_runs)
             load = statistics.median(a for _, _, a in tool_runs)
-            print(f"| {database} | {name} | {median:.2f} s | {walls} | {peak:.1f} MB | {median / floor_median:.2f} | {load:.1f} |")
+            cpu = statistics.median(run.cpu for run in tool_runs)
+            served = statistics.median(run.emulator for run in tool_runs)
+            server = statistics.median(run.server for run in tool_runs)
+            print(f"| {database} | {name} | {median:.2f} s | {walls} | {peak:.1f} MB | {median / floor_median:.2f} "
+                  f"| {cpu:.2f} s | {served:.2f} s | {server:.2f} s | {load:.1f} |")
         # Paired: each round's dray ÷ the same round's floor (the two ran back to back).
         paired = [w / f for (w, _, _), (f, _, _) in zip(dray, floor)]
         print(f"  dray ÷ floor, median of {len(paired)} paired rounds: {statistics.median(paired):.2f} "
@@ -230,7 +304,9 @@ def main():
     try:
         data, pg_url = start_postgres(server)
         for size in sizes:
-            ok = report(size, measure(size, url, pg_url, args.work, binary, args.rounds, args.only, args.baseline)) and ok
+            postmaster = int(open(os.path.join(data, "postmaster.pid")).readline())
+            ok = report(size, measure(size, url, pg_url, args.work, binary, args.rounds, args.only, args.baseline,
+                                      emulator.pid, postmaster)) and ok
     finally:
         emulator.stdin.close()
         emulator.wait(timeout=10)

@@ -1,4 +1,5 @@
 internal import CLibPQ
+internal import DrayJSON
 internal import Foundation
 
 /// The binary format of `COPY ... FROM STDIN (FORMAT binary)` (PostgreSQL 15 documentation,
@@ -103,6 +104,14 @@ extension PostgresCopyWriter {
     appendVerbatim(digits)
   }
 
+  /// Appends an integer into a `bigint` column of a binary COPY (`int8send`).
+  @inline(__always)
+  func appendBigint(_ value: Int64) {
+    binaryField(.bigint)
+    appendInt32(8)
+    appendInt64(value)
+  }
+
   /// Appends a boolean into a `bigint` column: 1 or 0.
   func appendBigint(_ flag: Bool) {
     if staging.pointee.binary {
@@ -125,18 +134,26 @@ extension PostgresCopyWriter {
   }
 
   /// Appends a `double precision` value: `text` is what the text format sends, which
-  /// PostgreSQL reads as the nearest double (`strtod`); the binary form is that double.
+  /// PostgreSQL reads as the nearest double (`strtod`); the binary form is that double, read
+  /// the same way (`NumberText.double`: correctly rounded, as `strtod`, with no copy of the
+  /// text on its common path).
   func appendDouble(_ text: UnsafeBufferPointer<UInt8>) {
     if staging.pointee.binary {
-      if let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite {
-        binaryField(.double)
-        appendInt32(8)
-        appendInt64(Int64(bitPattern: value.bitPattern))
+      if let base = text.baseAddress, case let value = NumberText.double(base, text.count), value.isFinite {
+        appendDouble(value)
         return
       }
       beginTextRow("a number the binary form does not read")
     }
     appendVerbatim(text)
+  }
+
+  /// Appends a finite double in binary form (`float8send`: its IEEE 754 bits, big-endian).
+  @inline(__always)
+  func appendDouble(_ value: Double) {
+    binaryField(.double)
+    appendInt32(8)
+    appendInt64(Int64(bitPattern: value.bitPattern))
   }
 
   /// Appends a JSON number into a `numeric` column, every digit.

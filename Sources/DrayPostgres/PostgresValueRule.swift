@@ -73,6 +73,12 @@ public enum PostgresValueRule {
   private static func appendNumber(
     _ text: UnsafeBufferPointer<UInt8>, _ column: PostgresColumnType, _ writer: PostgresCopyWriter
   ) throws(PostgresValueRefusal) {
+    // The common case in one pass: an integer of at most 18 digits (it always fits 64 bits)
+    // into a `bigint` column in binary, as `appendBigint(_:)` of its digits would write it.
+    if column == .bigint, writer.isBinary, let value = shortInteger(text) {
+      writer.appendBigint(value)
+      return
+    }
     guard let kind = NumberKind(text) else {
       throw PostgresValueRefusal(found: "not a JSON number", value: String(decoding: text, as: UTF8.self), column: column)
     }
@@ -86,6 +92,13 @@ public enum PostgresValueRule {
         throw refusal("an integer a double cannot hold exactly", string, column)
       }
       writer.appendDouble(text)
+    case (.doublePrecision, .real) where writer.isBinary:
+      // The double PostgreSQL's text input would read (correctly rounded, as `strtod`); an
+      // underflow reads as the zero or subnormal the text path sends in its shortest form.
+      guard let base = text.baseAddress, case let d = NumberText.double(base, text.count), d.isFinite else {
+        throw refusal("a number beyond a double's range", String(decoding: text, as: UTF8.self), column)
+      }
+      writer.appendDouble(d)
     case (.doublePrecision, .real):
       // A decimal without an exponent shorter than 300 characters is finite, and normal
       // when not zero (its magnitude is between 1e-300 and 1e300): PostgreSQL reads it
@@ -109,6 +122,23 @@ public enum PostgresValueRule {
     case (.bigint, .real): throw refusal("a number with a fraction or exponent", String(decoding: text, as: UTF8.self), column)
     case (.text, _), (.boolean, _): throw refusal("a number", String(decoding: text, as: UTF8.self), column)
     }
+  }
+
+  /// The value of `text` when it is `-?[0-9]{1,18}`, nil otherwise.
+  @inline(__always)
+  private static func shortInteger(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+    guard let p = text.baseAddress else { return nil }
+    let negative = text.count > 0 && p[0] == UInt8(ascii: "-")
+    var i = negative ? 1 : 0
+    guard text.count > i, text.count - i <= 18 else { return nil }
+    var value: Int64 = 0
+    while i < text.count {
+      let digit = p[i] &- 0x30
+      guard digit < 10 else { return nil }
+      value = value &* 10 &+ Int64(digit)
+      i += 1
+    }
+    return negative ? -value : value
   }
 
   /// What kind of JSON number a token is.

@@ -62,16 +62,31 @@ public struct RecordReader {
     }
   }
 
-  /// Reads `file` twice if needed: first to infer the columns (when none are declared), then
-  /// to hand each record to `each` after `prepare` receives the columns. With `growing` (only
+  /// The columns `load` takes from the records of the finished `file` when none are declared
+  /// (a first pass over the whole answer, which needs no database): nil when columns are
+  /// declared. A partitioned step reads it before it waits for the database, so that
+  /// partitions infer their pages' columns side by side (docs/partitions.md).
+  /// - Throws: `RecordError`.
+  public func inferredColumns(file: String) throws -> [(name: String, type: ColumnType?)]? {
+    guard columns == nil else { return nil }
+    var inference = ColumnInference()
+    _ = try read(file: file) { inference.add($0) }
+    return inference.columns
+  }
+
+  /// Reads `file` twice if needed: first to infer the columns (when none are declared and
+  /// `inferred` does not give them, from `inferredColumns(file:)` of the same file), then to
+  /// hand each record to `each` after `prepare` receives the columns. With `growing` (only
   /// when `readsInOnePass`), reads the part a download is still writing, as it arrives.
   /// - Throws: `RecordError`; `GrowingFile.Stop`; errors thrown by `prepare` or `each`.
   public func load(
-    file: String, growing: GrowingFile? = nil, prepare: ([(name: String, type: ColumnType?)]) throws -> Void,
-    each: (Record) throws -> Void
+    file: String, growing: GrowingFile? = nil, inferred: [(name: String, type: ColumnType?)]? = nil,
+    prepare: ([(name: String, type: ColumnType?)]) throws -> Void, each: (Record) throws -> Void
   ) throws -> AnswerSummary {
     if let columns {
       try prepare(columns.map { ($0.name, $0.type) })
+    } else if let inferred {
+      try prepare(inferred)
     } else {
       var inference = ColumnInference()
       _ = try read(file: file) { inference.add($0) }

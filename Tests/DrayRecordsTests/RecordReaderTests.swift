@@ -90,6 +90,29 @@ import Testing
     #expect(values(records) == [[.integer(1), .text("Ann"), .null], [.integer(2), .null, .null]])
   }
 
+  /// A partitioned step infers a page's columns before it waits for the database
+  /// (`inferredColumns`), then hands them to `load`: the same columns and records as `load`
+  /// inferring them itself, and nothing to infer when columns are declared.
+  @Test func columnsInferredAheadAreTheOnesLoadInfers() throws {
+    let file = try folder.write("page", #"[{"id": 1, "name": "pear"}, {"id": 2.5, "tags": ["a"]}, {"name": null}]"#)
+    let reader = RecordReader(format: .json, records: .json(try JSONPointer(parsing: "")))
+    let ahead = try #require(try reader.inferredColumns(file: file))
+    func load(_ inferred: [(name: String, type: ColumnType?)]?) throws -> ([String], [ColumnType?], [[RecordValue]]) {
+      var prepared: [(name: String, type: ColumnType?)] = []
+      var records: [[RecordValue]] = []
+      _ = try reader.load(file: file, inferred: inferred, prepare: { prepared = $0 }, each: { records.append($0.map(\.value)) })
+      return (prepared.map(\.name), prepared.map(\.type), records)
+    }
+    let own = try load(nil)
+    let given = try load(ahead)
+    #expect(ahead.map(\.name) == ["id", "name", "tags"])
+    #expect(given.0 == own.0 && given.1 == own.1 && given.2 == own.2)
+    #expect(own.2.count == 3)
+    let declared = RecordReader(
+      format: .json, records: .json(try JSONPointer(parsing: "")), columns: [HTTPStep.Column(name: "id", type: .integer)])
+    #expect(try declared.inferredColumns(file: file) == nil)
+  }
+
   @Test func jsonProblemsSayWhatIsWrong() throws {
     #expect(throws: RecordError("the records selector '/data' points at a string; it must point at a list or an object")) {
       try read(#"{"data": "nope"}"#, records: "/data")

@@ -1,3 +1,4 @@
+import DrayJSON
 import DrayModel
 import DrayTarget
 import DrayTestSupport

@@ -400,6 +400,11 @@ extension StepRunner {
     after pages: FetchedPages, fetched: () throws -> FetchedPage
   ) throws -> PageCommit {
     let reader = pageReader(options, run)
+    // The first pass over a finished page (its columns, when none are declared) needs no
+    // database: read before waiting for `databaseWrites`, so partitions do it side by side.
+    let inferred = try file.flatMap { file in
+      growing == nil && options.load != nil && run.contract != nil && run.ledger != nil ? try reader.inferredColumns(file: file) : nil
+    }
 
     func readAndAdvance(_ table: (any StagedTable)?, _ transaction: (any StagingTransaction)?) throws -> PageCommit {
       var summary = AnswerSummary()
@@ -413,7 +418,7 @@ extension StepRunner {
           table: try ledger.staging.table(run.quarantineStaging), runID: context.runID, step: partitionedStepID ?? step.id,
           partition: partition == nil ? nil : step.id, url: storedURL(current.url))
         summary = try reader.load(
-          file: file, growing: growing,
+          file: file, growing: growing, inferred: inferred,
           prepare: { columns in
             try staging { try table.prepare(contract.staged(columns) + checks.extraColumns, widen: options.load?.columns == nil) }
           },

@@ -258,9 +258,17 @@ private final class TableStreamRun {
     // server is asked for full data.
     deltaFrom =
       options.delta && !writesOnce && drift?.reshapes != true ? try store.deltaBase(scheme: scheme, params: options.params) : nil
-    download = Download(path: runner.downloadPath(), style: .platform, resume: runner.manifest.download.resume && !writesOnce)
+    download = Self.answerDownload(runner, resume: runner.manifest.download.resume && !writesOnce)
     transactionID =
       options.transaction ? (download.existingSidecar(for: url)?.transactionID ?? UUID().uuidString.lowercased()) : nil
+  }
+
+  /// The answer's download. A finished answer is not flushed to disk (`Download.flushesFinished`):
+  /// this step loads it right away, then removes it, as it does an answer loaded as it arrives.
+  static func answerDownload(_ runner: StepRunner, resume: Bool) -> Download {
+    let download = Download(path: runner.downloadPath(), style: .platform, resume: resume)
+    download.flushesFinished = false
+    return download
   }
 
   /// The step's report with its attempts.
@@ -343,7 +351,7 @@ private final class TableStreamRun {
       report.notes.append(
         "the answer an earlier run downloaded (\(download.bytesResumed) bytes) could not be loaded (\(error)); it was discarded and downloaded again"
       )
-      download = Download(path: runner.downloadPath(), style: .platform, resume: false)
+      download = Self.answerDownload(runner, resume: false)
       let again = try fetch()
       downloaded(again)
       report.notes += download.notes
@@ -395,7 +403,7 @@ private final class TableStreamRun {
       report.notes.append("asked for a delta from \(held); the server sent \(problem); asked for full data instead")
       report.count(download)
       download.removeFinished()
-      download = Download(path: runner.downloadPath(), style: .platform, resume: runner.manifest.download.resume)
+      download = Self.answerDownload(runner, resume: runner.manifest.download.resume)
       deltaFrom = nil
       head = try fullData()
     }
