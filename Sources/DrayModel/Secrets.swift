@@ -75,8 +75,14 @@ public struct Redactor: Sendable {
   ///   its bytes at each of the three alignments it can have inside a longer text
   ///   (`base64Forms(of:)`): a password inside `Authorization: Basic base64(user:password)`
   ///   (RFC 7617) is one such;
-  /// - unless the secret is short, its UTF-8 bytes in hexadecimal, lower case and capitals
-  ///   (`hexForms(of:)`).
+  /// - for the value and its first Latin-1 reading: unless the secret is short, the text in
+  ///   lower case and in capitals (a server that case-folds what it echoes, also
+  ///   percent-encoded: `xy9%21pa+ss%2fw%c3%b6rd`) and its UTF-8 bytes in hexadecimal, lower
+  ///   case and capitals (`hexForms(of:)`); base32 of its UTF-8 bytes (RFC 4648 §6),
+  ///   capitals or lower case, padded or not, and unless the secret is short at each of the
+  ///   five alignments it can have inside longer base32 (`base32Forms(of:whole:)`); its
+  ///   quoted-printable forms (RFC 2045 §6.7, `w=C3=B6rd=3D`, and RFC 2047's "Q" encoding,
+  ///   `_` for a space) (`quotedPrintableForms(of:)`).
   ///
   /// A secret shorter than `shortLength` characters is matched as a whole word only. An
   /// empty one is not registered.
@@ -90,10 +96,87 @@ public struct Redactor: Sendable {
     // base64 of the forms percent-encoding gives it on the wire, too: escapes are undone
     // in text, never inside base64 (a server that base64s its request line).
     let encoded = (readings + Redactor.percentForms(of: secret)).flatMap { Redactor.base64Forms(of: Array($0.utf8), whole: short) }
+    // base32, quoted-printable, and unless the secret is short hex and the case-folded text
+    // (a server that lower-cases what it echoes, or its percent-encoding), of the value and
+    // of its first Latin-1 reading (Python's http.server decodes a header so before it
+    // echoes it); a short secret's few letters in another case are ordinary words.
+    var other: [String] = []
+    for reading in readings {
+      let bytes = Array(reading.utf8)
+      other += Redactor.base32Forms(of: bytes, whole: short) + Redactor.quotedPrintableForms(of: bytes)
+      if !short { other += Redactor.hexForms(of: reading) + [reading.lowercased(), reading.uppercased()].filter { $0 != reading } }
+    }
     if readings.count > 1 { readings.append(Redactor.latin1Reading(readings[1])) }
     readings += readings.flatMap(Redactor.decodings)
     readings += readings.map(PrintableText.oneLine)
-    insert(readings + encoded + (short ? [] : Redactor.hexForms(of: secret)), wholeWord: short)
+    insert(readings + encoded + other, wholeWord: short)
+  }
+
+  /// `bytes` in base32 (RFC 4648 §6), without its `=` padding (so that the padded and the
+  /// unpadded text both hold it), in capitals as §6 writes it and in lower case; and unless
+  /// `whole` alone, for each of the 5 byte offsets modulo 5 it can have inside longer data,
+  /// the characters that encode only its own bits (as `base64Forms(of:whole:)` does).
+  static func base32Forms(of bytes: [UInt8], whole: Bool = false) -> [String] {
+    guard !bytes.isEmpty else { return [] }
+    var forms = [base32(bytes)]
+    for offset in 0..<5 where !whole {
+      let encoded = Array(base32([UInt8](repeating: 0, count: offset) + bytes).utf8)
+      // Character i holds bits 5i..<5i+5; the secret's bits are 8·offset..<8·(offset+count).
+      let first = (8 * offset + 4) / 5
+      let end = min(encoded.count, 8 * (offset + bytes.count) / 5)
+      if end > first { forms.append(String(decoding: encoded[first..<end], as: UTF8.self)) }
+    }
+    forms = forms.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+    return forms + forms.map { $0.lowercased() }
+  }
+
+  /// `bytes` in base32 (RFC 4648 §6), capitals, no padding.
+  static func base32(_ bytes: [UInt8]) -> String {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
+    var out: [UInt8] = []
+    var buffer: UInt32 = 0
+    var bits = 0
+    for byte in bytes {
+      buffer = buffer << 8 | UInt32(byte)
+      bits += 8
+      while bits >= 5 {
+        out.append(alphabet[Int(buffer >> UInt32(bits - 5) & 0x1F)])
+        bits -= 5
+      }
+      buffer &= (1 << UInt32(bits)) - 1
+    }
+    if bits > 0 { out.append(alphabet[Int(buffer << UInt32(5 - bits) & 0x1F)]) }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// `bytes` in quoted-printable (RFC 2045 §6.7): `=`, control characters and every byte
+  /// over 126 as `=XX` in capitals, a space as is (rule 3), as `=20` (an encoder quoting
+  /// every space, Python's `quotetabs`), and as `_` with `_`, `?` and `=` escaped (RFC 2047
+  /// §4.2's "Q" encoding of a header's encoded word); only the forms that differ from the
+  /// bytes. Lower-case escapes are not registered: §6.7 requires capitals. Soft line breaks
+  /// (`=` at the end of a line, a text over 76 characters) are not undone.
+  static func quotedPrintableForms(of bytes: [UInt8]) -> [String] {
+    let digits = Array("0123456789ABCDEF".utf8)
+    func encoded(space: [UInt8]?, escaping: Set<UInt8>) -> String {
+      var out: [UInt8] = []
+      for byte in bytes {
+        if byte == UInt8(ascii: " "), let space {
+          out += space
+        } else if byte < 33 || byte > 126 || escaping.contains(byte) {
+          out += [UInt8(ascii: "="), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+        } else {
+          out.append(byte)
+        }
+      }
+      return String(decoding: out, as: UTF8.self)
+    }
+    let equals = UInt8(ascii: "=")
+    let forms = [
+      encoded(space: [UInt8(ascii: " ")], escaping: [equals]), encoded(space: nil, escaping: [equals]),
+      encoded(space: [UInt8(ascii: "_")], escaping: [equals, UInt8(ascii: "_"), UInt8(ascii: "?")]),
+    ]
+    let plain = String(decoding: bytes, as: UTF8.self)
+    return forms.reduce(into: []) { if $1 != plain && !$0.contains($1) { $0.append($1) } }
   }
 
   /// `secret` percent-encoded as dray sends it in a query or form
