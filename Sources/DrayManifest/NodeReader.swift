@@ -256,7 +256,8 @@ struct NodeReader {
         ok = false
         continue
       }
-      if out.contains(s) {
+      // By bytes, as databases and servers compare names: `é` and `e\u{301}` are two.
+      if out.contains(where: { $0.utf8.elementsEqual(s.utf8) }) {
         error(item.location, "\(Self.label(path)) names '\(s)' twice; list each once")
         ok = false
         continue

@@ -77,4 +77,20 @@ import Testing
         "/echo/1?t=2024-01-01T08%3A00%3A00Z&l=2024-01-01T08%3A00%3A00.5&j=x%20y",
       ], "\(paths)")
   }
+
+  /// D-nfc: partitions whose values are canonically equivalent but not the same bytes
+  /// (`é`, U+00E9, and `e` + U+0301) are two partitions: each runs, sending its own bytes.
+  @Test func canonicallyEquivalentValuesAreTwoPartitions() throws {
+    let target = try TargetDatabase(.sqlite, folder: steps.folder.path)
+    let server = try RestServer()
+    let yaml = """
+        - id: echo
+          http: { base_url: '${API}', path: 'echo/{v}', load: { table: echoes, records: /data, write: append } }
+      """
+    let partitions = PartitionedStepTests.list([[("v", "\u{E9}")], [("v", "e\u{301}")]])
+    let report = steps.run(try steps.manifest(yaml, server: server, target: target, partitioned: "echo", partitions))
+    #expect(report.exitCode == 0, "\(report.steps.map { $0.errorMessage ?? "" })")
+    let paths = try server.requests().map(\.path).sorted()
+    #expect(paths == ["/echo/%C3%A9", "/echo/e%CC%81"], "\(paths)")
+  }
 }
