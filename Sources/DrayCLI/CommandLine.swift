@@ -208,6 +208,21 @@ extension Arguments {
   }
 }
 
+extension Arguments {
+  /// `text` as a count of at least 1 (`--runs 30`).
+  /// - Throws: `UsageError` for text that is no whole number, one below 1, or one past
+  ///   `Int.max` (saying it is too large, and the largest).
+  static func positiveCount(_ text: String, flag: String) throws(UsageError) -> Int {
+    if let n = Int(text), n > 0 { return n }
+    let shown = PrintableText.excerpt(text)
+    let digits = text.hasPrefix("+") ? text.dropFirst() : Substring(text)
+    if !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.contains(where: { $0 != "0" }) {
+      throw UsageError("\(flag) \(shown) is too large: the largest it takes is \(Int.max)")
+    }
+    throw UsageError("\(flag) takes a positive number, found '\(shown)'")
+  }
+}
+
 /// Loads a manifest or prints its diagnostics.
 enum ManifestInput {
   /// - Returns: the manifest, or nil after printing every problem to standard error.

@@ -33,10 +33,7 @@ enum ReportCommand {
         "-o takes the page's file, such as -o reports/page.html; '\(output)' \(output.isEmpty ? "is empty" : "names a folder")")
     }
     if let output = args.values["-o"] { try Arguments.checkParentFolder(of: output, flag: "-o") }
-    let limit = try args.values["--runs"].map { text in
-      guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
-      return n
-    }
+    let limit = try args.values["--runs"].map { try Arguments.positiveCount($0, flag: "--runs") }
     let page = HTMLReport.page(
       manifest, database: Databases.open(manifest), runID: args.values["--run"], runs: limit ?? HTMLReport.defaultRuns)
     // A run the journal's recent runs do not hold and no report names is most likely a typo.

@@ -191,9 +191,10 @@ struct NodeReader {
         return nil
       }
       guard d >= minimum else {
+        let rounded = Self.roundsToZero(text) ? " (durations are counted in whole milliseconds: \(text) rounds to 0ms)" : ""
         error(
           node.location,
-          "\(Self.label(path)) is too short: \(text); it must be between \(minimum.formatted) and \(Self.maxDuration.formatted)")
+          "\(Self.label(path)) is too short: \(text)\(rounded); it must be between \(minimum.formatted) and \(Self.maxDuration.formatted)")
         return nil
       }
       return d
@@ -205,6 +206,14 @@ struct NodeReader {
       error(node.location, "\(Self.label(path)) is not a duration: '\(text)'; write a number and a unit: 500ms, 30s, 5m, 1h, 7d")
     }
     return nil
+  }
+
+  /// Whether `text` writes a duration above zero that `parseDuration(_:)`, counting whole
+  /// milliseconds, rounds to zero (`0.0000000001s`, `0.4ms`).
+  static func roundsToZero(_ text: String) -> Bool {
+    guard parseDuration(text) == .zero else { return false }
+    let number = text.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+    return Double(number).map { $0 > 0 } ?? false
   }
 
   /// The duration `text` writes, or nil when it is not one. A duration too long for

@@ -279,6 +279,16 @@ import Testing
     let folder = try Command.dray(["report", job.manifest, "-o", job.folder.path])
     #expect(folder.status == 1)
     #expect(folder.stderr.contains("dray: the page was not written to \(job.folder.path): "))
+    // D-minor: a count past what the command takes is too large, not "not positive".
+    for command in ["report", "status"] {
+      let huge = try Command.dray([command, job.manifest, "--runs", "99999999999999999999"])
+      #expect(huge.status == 2)
+      #expect(
+        huge.stderr.hasPrefix("dray: --runs 99999999999999999999 is too large: the largest it takes is 9223372036854775807\n"),
+        "\(command): \(huge.stderr)")
+    }
+    let words = try Command.dray(["report", job.manifest, "--runs", "ten"])
+    #expect(words.stderr.hasPrefix("dray: --runs takes a positive number, found 'ten'\n"), "\(words.stderr)")
   }
 
   /// D-minor: a file-writing flag's folder must exist: `-o /nonexistent/x.html` (and
