@@ -235,6 +235,9 @@ import Testing
   @Test(arguments: [
     ("html", "an HTML page"), ("no_access_token", "has no access_token"), ("absurd_expires_in", "expires_in is -5"),
     ("invalid_client", "invalid_client"),
+    // A field of the wrong type is named by its type, never shown (D-minor).
+    ("numeric_access_token", "the token answer's access_token is a number; RFC 6749 §5.1 makes it a string"),
+    ("numeric_token_type", "the token answer's token_type is a number; RFC 6749 §5.1 makes it a string"),
     // D-inject-1: an access token holding CR LF would add header fields to every API request.
     ("header_injection", "access_token holds a space, a line break or another character a header cannot carry"),
   ])
@@ -248,6 +251,7 @@ import Testing
     let lines = result.output.split(separator: "\n").filter { $0.contains(words) }
     #expect(!lines.isEmpty, "\(result.output)")
     #expect(result.output.contains("token_url") || result.output.contains("client_id") || result.output.contains("check"))
+    #expect(!result.output.contains("987654321012"), "\(result.output)")
     // A refused answer that rotated the refresh token (no access_token, a bad expires_in)
     // left it kept: the next run, with the server mended, is not refused.
     try server.setMode("normal")

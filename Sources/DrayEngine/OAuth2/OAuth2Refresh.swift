@@ -121,6 +121,19 @@ struct OAuth2Refresh {
       rotated: rotated, answer: Result { try OAuth2Refresh.answer(response, bytes, url: settings.tokenURL, onSecret: onSecret) })
   }
 
+  /// A JSON value's kind, as a message names a field of the wrong type: never the value,
+  /// which may be the token.
+  static func kind(of value: JSONValue) -> String {
+    switch value {
+    case .integer, .number: "a number"
+    case .bool: "a boolean"
+    case .array: "a list"
+    case .object: "an object"
+    case .null: "null"
+    case .string: "a string"
+    }
+  }
+
   /// The non-empty `refresh_token` of a JSON object answer, or nil.
   static func rotated(in body: [UInt8]) -> String? {
     guard let json = try? JSONValue(parsing: body), let token = json["refresh_token"]?.stringValue, !token.isEmpty else { return nil }
@@ -129,8 +142,10 @@ struct OAuth2Refresh {
 
   /// Reads a 2xx token answer (RFC 6749 §5.1), passing each token to `onSecret` first.
   /// - Throws: `OAuth2Error.badAnswer` for a body that is not a JSON object, one without
-  ///   `access_token`, a `token_type` other than Bearer, or an `expires_in` that is not a
-  ///   number of seconds above 0.
+  ///   `access_token` or with an empty one, an `access_token`, `token_type` or
+  ///   `refresh_token` that is not a string (RFC 6749 §5.1; the message names its kind,
+  ///   never its value), a `token_type` other than Bearer, or an `expires_in` that is not a
+  ///   number of seconds of at least 1.
   static func answer(_ response: HTTPResponse, _ body: [UInt8], url: String, onSecret: (String) -> Void) throws -> Answer {
     let place = "(HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none"))"
     guard let json = try? JSONValue(parsing: body), case .object = json else {
@@ -140,11 +155,28 @@ struct OAuth2Refresh {
         detail: "the token answer is \(html ? "an HTML page" : "not a JSON object") \(place); "
           + "check token_url: it must be the token endpoint, not a sign-in page or another service")
     }
-    // Learnt before anything else, so that no message below can print them.
-    if let refresh = json["refresh_token"]?.stringValue { onSecret(refresh) }
+    // Learnt before anything else, so that no message below can print them: a token of the
+    // wrong type too (`123456789`), as the text it would show as.
+    for field in ["refresh_token", "access_token"] {
+      switch json[field] {
+      case .string(let text)?: onSecret(text)
+      case .integer?, .number?, .bool?: json[field].map { onSecret($0.json) }
+      default: break
+      }
+    }
+    for field in ["access_token", "token_type", "refresh_token"] {
+      guard let value = json[field], value != .null, value.stringValue == nil else { continue }
+      throw OAuth2Error.badAnswer(
+        url: url,
+        detail: "the token answer's \(field) is \(OAuth2Refresh.kind(of: value)); RFC 6749 §5.1 makes it a string \(place); "
+          + "check token_url and grant, and the server's documentation")
+    }
     guard let token = json["access_token"]?.stringValue, !token.isEmpty else {
       throw OAuth2Error.badAnswer(
-        url: url, detail: "the token answer has no access_token \(place); check token_url and grant, and the server's documentation")
+        url: url,
+        detail:
+          "the token answer \(json["access_token"] == nil || json["access_token"] == .null ? "has no access_token" : "has an empty access_token") "
+          + "\(place); check token_url and grant, and the server's documentation")
     }
     onSecret(token)
     // The token goes into the Authorization header as it is: a line break in it would add
