@@ -37,7 +37,8 @@ Test helpers under /admin/:
     POST /admin/mode    {"mode": "html" | "no_access_token" | "no_expires_in" |
                          "absurd_expires_in" | "invalid_client" | "normal" |
                          "numeric_access_token" | "numeric_token_type" (a number where
-                         RFC 6749 has a string) (the token
+                         RFC 6749 has a string) | "huge_expires_in" (1e100, the login's too) |
+                         "fractional_expires_in" (lifetime + 0.5) | "text_expires_in" (the token
                          endpoint's and the login's: "html", "no_access_token" (no session
                          token), "no_expires_in", "absurd_expires_in", and "bad_request": a
                          400 to every login),
@@ -212,6 +213,12 @@ class Handler(BaseHTTPRequestHandler):
                 answer["token_type"] = 1
             if state.mode == "absurd_expires_in":
                 answer["expires_in"] = -5
+            elif state.mode == "huge_expires_in":
+                answer["expires_in"] = 1e100
+            elif state.mode == "fractional_expires_in":
+                answer["expires_in"] = state.lifetime + 0.5
+            elif state.mode == "text_expires_in":
+                answer["expires_in"] = "soon"
             elif state.mode != "no_expires_in":
                 answer["expires_in"] = state.lifetime
             record["outcome"] = "ok"
@@ -254,6 +261,8 @@ class Handler(BaseHTTPRequestHandler):
                 data["session"] = session
             if state.mode == "absurd_expires_in":
                 data["expires"] = -5
+            elif state.mode == "huge_expires_in":
+                data["expires"] = 1e100
             elif state.mode != "no_expires_in":
                 data["expires"] = state.lifetime
             record["outcome"] = "ok"

@@ -15,8 +15,12 @@ struct OAuth2Refresh {
     var accessToken: String
     /// A rotated refresh token; nil when the server kept the one sent.
     var refreshToken: String?
-    /// Seconds the access token lives; nil when the answer did not say.
+    /// Seconds the access token lives; nil when the answer did not say, or said more than
+    /// `TokenSession.longestLifetime`.
     var expiresIn: Double?
+    /// `expires_in` as the answer wrote it when it was over `TokenSession.longestLifetime`
+    /// (taken as not expiring in practice); nil otherwise.
+    var statedLifetime: String? = nil
   }
 
   /// A refresh under the database's lock: the refresh token presented is the one kept
@@ -192,6 +196,7 @@ struct OAuth2Refresh {
         url: url, detail: "the token answer's token_type is '\(type)'; dray sends only Bearer tokens (RFC 6750)")
     }
     var expiresIn: Double?
+    var statedLifetime: String?
     if let value = json["expires_in"], value != .null {
       // Some servers send it as text ("3599").
       let seconds: Double? =
@@ -201,22 +206,29 @@ struct OAuth2Refresh {
         case .string(let s): Double(s)
         default: nil
         }
-      guard let seconds else {
-        throw OAuth2Error.badAnswer(url: url, detail: "the token answer's expires_in is \(value.json), not a number of seconds")
-      }
-      expiresIn = seconds
-    }
-    if let seconds = expiresIn {
-      guard seconds.isFinite, seconds >= 1 else {
+      let shown = PrintableText.excerpt(value.json)
+      guard let seconds, !seconds.isNaN else {
         throw OAuth2Error.badAnswer(
           url: url,
-          detail:
-            "the token answer's expires_in is \(json["expires_in"]?.json ?? "?"): a token that lives less than a second cannot be used; "
+          detail: "the token answer's expires_in is \(shown), not a number of seconds (RFC 6749 §5.1: the token's lifetime in "
+            + "seconds); check the token endpoint's settings")
+      }
+      guard seconds >= 0 else {
+        throw OAuth2Error.badAnswer(
+          url: url,
+          detail: "the token answer's expires_in is \(shown), a negative number of seconds: a token's lifetime cannot be below 0 "
+            + "(RFC 6749 §5.1); check the token endpoint's settings")
+      }
+      guard seconds >= 1 else {
+        throw OAuth2Error.badAnswer(
+          url: url,
+          detail: "the token answer's expires_in is \(shown): a token that lives less than a second cannot be used; "
             + "check the token endpoint's settings")
       }
-      if seconds > TokenSession.longestLifetime { expiresIn = nil }
+      // Over ten years (`1e100`, or past a Double: infinite) does not expire in practice.
+      if seconds > TokenSession.longestLifetime { statedLifetime = shown } else { expiresIn = seconds }
     }
     let rotated = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
-    return Answer(accessToken: token, refreshToken: rotated, expiresIn: expiresIn)
+    return Answer(accessToken: token, refreshToken: rotated, expiresIn: expiresIn, statedLifetime: statedLifetime)
   }
 }
