@@ -313,6 +313,28 @@ import Testing
     #expect(scan.hits == [])
   }
 
+  /// D-minor: a redirect to a target that cannot be reached names the redirect, from and to,
+  /// with a secret in the target's query masked.
+  @Test func aRedirectToAnUnreachableTargetIsNamedWithItsSecretMasked() throws {
+    let emulator = try Emulator()
+    let secret = "Redirect-Secret-\(UUID().uuidString.prefix(8))"
+    try emulator.admin(
+      "POST", "faults",
+      json: #"[{"path": "/api/v1/schema/", "redirect": "http://127.0.0.1:1/schema/?key=\#(secret)", "redirect_status": 302}]"#)
+    let folder = TemporaryDirectory("dray-redirect-down")
+    let manifest = try folder.write(
+      "job.yaml",
+      JobText.header(job: "redirected", emulator: emulator, database: "db.sqlite", retry: "{ count: 0, interval: 10ms }")
+        + "secrets: [KEY]\nsteps:\n  - id: s\n    schemes: { resources: [FRUITS] }\n")
+    let result = try Command.dray(["run", manifest], environment: ["KEY": secret])
+    #expect(result.status != 0)
+    #expect(
+      result.output.contains(
+        "after following the 302 redirect from \(emulator.url)api/v1/schema/ to http://127.0.0.1:1/schema/?key=***: cannot connect to 127.0.0.1:1"
+      ), "\(result.output)")
+    #expect(!result.output.contains(secret))
+  }
+
   @Test func secretsEchoedInOtherWireFormsAreMasked() throws {
     let tag = String(UUID().uuidString.prefix(8)).lowercased()
     let password = "Päss/wörd 1-\(tag)"
