@@ -45,6 +45,11 @@ public struct Redactor: Sendable {
   private var patterns: [Pattern] = []
   /// Names never altered (see `keep(_:)`), as UTF-8 bytes.
   private var kept: [[UInt8]] = []
+  /// `patterns` by their first byte (indices into `patterns`), for the one pass over a layer.
+  private var byFirstByte: [[Int32]] = Array(repeating: [], count: 256)
+  /// One bit per pair of first two bytes some pattern starts with (`b0 << 8 | b1`): a pass
+  /// over a layer skips, at one lookup, every position no pattern can start at.
+  private var pairBits: [UInt64] = Array(repeating: 0, count: 1024)
 
   public init(_ secrets: some Sequence<String> = []) {
     for s in secrets { add(s) }
@@ -263,6 +268,18 @@ public struct Redactor: Sendable {
     let order = secrets.indices.sorted { secrets[$0].utf8.count > secrets[$1].utf8.count }
     secrets = order.map { secrets[$0] }
     patterns = order.map { patterns[$0] }
+    byFirstByte = Array(repeating: [], count: 256)
+    pairBits = Array(repeating: 0, count: 1024)
+    for (index, pattern) in patterns.enumerated() {
+      guard let first = pattern.bytes.first else { continue }
+      byFirstByte[Int(first)].append(Int32(index))
+      // A one-byte pattern may start at any pair beginning with its byte.
+      let seconds = pattern.bytes.count > 1 ? [pattern.bytes[1]] : Array(0...255)
+      for second in seconds {
+        let pair = Int(first) << 8 | Int(second)
+        pairBits[pair >> 6] |= 1 << UInt64(pair & 63)
+      }
+    }
   }
 
   /// `bytes` in base64 (RFC 4648 §4) and its URL-safe alphabet (§5): whole, with padding,
@@ -310,8 +327,9 @@ public struct Redactor: Sendable {
   /// inside a name registered with `keep(_:)` is left, and so is a short secret's match
   /// inside a word (`shortLength`).
   ///
-  /// Cost: one pass per layer that holds an escape, and one `memchr(3)` scan per form and
-  /// layer; docs/report.md ("Secrets") gives figures.
+  /// Cost: one pass per layer that holds an escape, and one pass per layer over its bytes
+  /// that compares the forms starting at each position whose first two bytes some form
+  /// starts with (`matches(in:)`); docs/report.md ("Secrets") gives figures.
   public func redact(_ text: String) -> String { redact(text, mask: Redactor.mask) }
 
   /// `text` as `redact(_:)` masks it, with each run of masked bytes (and each URL's
@@ -333,17 +351,14 @@ public struct Redactor: Sendable {
     // layers[0] is the text (`+` read as a space), each next one the one before decoded once.
     var layers = [DecodedText(bytes)]
     while let layer = layers.last {
-      for pattern in patterns {
-        var start = 0
-        while let hit = Redactor.find(pattern.bytes, in: layer.bytes, from: start) {
-          start = hit + 1
-          let end = hit + pattern.bytes.count
-          if pattern.wholeWord && (layer.isWordCharacter(endingAt: hit) || layer.isWordCharacter(startingAt: end)) { continue }
-          let range = layers.reversed().reduce(hit..<end) { $1.source($0) }
-          if keptRanges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { continue }
-          if covered.isEmpty { covered = [Bool](repeating: false, count: bytes.count) }
-          for index in range { covered[index] = true }
-        }
+      for (hit, index) in matches(in: layer.bytes) {
+        let pattern = patterns[index]
+        let end = hit + pattern.bytes.count
+        if pattern.wholeWord && (layer.isWordCharacter(endingAt: hit) || layer.isWordCharacter(startingAt: end)) { continue }
+        let range = layers.reversed().reduce(hit..<end) { $1.source($0) }
+        if keptRanges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { continue }
+        if covered.isEmpty { covered = [Bool](repeating: false, count: bytes.count) }
+        for index in range { covered[index] = true }
       }
       guard layers.count <= Redactor.decodingDepth, let next = layer.decodedOnce() else { break }
       layers.append(next)
@@ -371,6 +386,30 @@ public struct Redactor: Sendable {
     case .object(let pairs): .object(pairs.map { ($0.key, redact($0.value)) })
     default: value
     }
+  }
+
+  /// Every place a pattern starts in `layer`, as (offset, index into `patterns`): one pass
+  /// over the bytes, each position checked against `pairBits` (most are no pattern's first
+  /// two bytes) and then `memcmp(3)` with the patterns starting with its byte.
+  private func matches(in layer: [UInt8]) -> [(offset: Int, pattern: Int)] {
+    var found: [(offset: Int, pattern: Int)] = []
+    layer.withUnsafeBufferPointer { buffer in
+      guard let base = buffer.baseAddress else { return }
+      let count = buffer.count
+      pairBits.withUnsafeBufferPointer { bits in
+        for offset in 0..<count {
+          let pair = Int(buffer[offset]) << 8 | (offset + 1 < count ? Int(buffer[offset + 1]) : 0)
+          guard bits[pair >> 6] & (1 << UInt64(pair & 63)) != 0 else { continue }
+          for index in byFirstByte[Int(buffer[offset])] {
+            let needle = patterns[Int(index)].bytes
+            guard needle.count <= count - offset else { continue }
+            let same = needle.withUnsafeBufferPointer { pin in pin.baseAddress.map { memcmp(base + offset, $0, pin.count) == 0 } ?? false }
+            if same { found.append((offset, Int(index))) }
+          }
+        }
+      }
+    }
+    return found
   }
 
   /// The offset of the first `needle` in `haystack` at or after `start`: `memchr(3)` finds
