@@ -109,6 +109,8 @@ let package = Package(
     /// Whole JSON documents into `JSONValue` and a table answer through the scanner, timed
     /// (Benchmarks/json-parse.py).
     .executableTarget(name: "dray-bench-json", dependencies: ["DrayModel", "DrayJSON"], path: "Benchmarks/JSONParse"),
+    /// `Redactor.redact(_:)` over 64 KiB excerpts, timed (docs/report.md, "Secrets").
+    .executableTarget(name: "dray-bench-redact", dependencies: ["DrayModel"], path: "Benchmarks/Redact"),
 
     // MARK: Tests
 

@@ -66,6 +66,7 @@ tokens carry no `exp`, so clients learn of the expiry from a 401) and `revoke_to
 """
 
 import base64
+import quopri
 import html.entities
 import json
 import re
@@ -297,6 +298,15 @@ ENCODINGS = {
     "quote_of_json": lambda s: urllib.parse.quote(json.dumps(s), safe=""),
     "json_of_quote_plus": lambda s: json.dumps(urllib.parse.quote_plus(s, safe="")),
     "html_of_json": lambda s: html.escape(json.dumps(s)),
+    # Debug dumps and mail encodings: hexadecimal of the UTF-8 bytes, base32 (RFC 4648 §6)
+    # with and without padding, quoted-printable (RFC 2045; Python's quopri), and the value
+    # lower-cased then percent-encoded with lower-case escapes (a server folding case).
+    "hex": lambda s: s.encode().hex(),
+    "hex_upper": lambda s: s.encode().hex().upper(),
+    "base32": lambda s: base64.b32encode(s.encode()).decode(),
+    "base32_unpadded": lambda s: base64.b32encode(s.encode()).decode().rstrip("="),
+    "quoted_printable": lambda s: quopri.encodestring(s.encode()).decode(),
+    "quote_folded": lambda s: re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote_plus(s.lower(), safe="")),
 }
 
 

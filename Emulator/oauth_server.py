@@ -35,7 +35,10 @@ Test helpers under /admin/:
                          "api_requests": n, "api_401": n, "revoked": bool,
                          "newest_refresh_token": "...", "access_tokens": [...]}
     POST /admin/mode    {"mode": "html" | "no_access_token" | "no_expires_in" |
-                         "absurd_expires_in" | "invalid_client" | "normal" (the token
+                         "absurd_expires_in" | "invalid_client" | "normal" |
+                         "numeric_access_token" | "numeric_token_type" (a number where
+                         RFC 6749 has a string) | "huge_expires_in" (1e100, the login's too) |
+                         "fractional_expires_in" (lifetime + 0.5) | "text_expires_in" (the token
                          endpoint's and the login's: "html", "no_access_token" (no session
                          token), "no_expires_in", "absurd_expires_in", and "bad_request": a
                          400 to every login),
@@ -202,10 +205,20 @@ class Handler(BaseHTTPRequestHandler):
             state.issued_access.append(access)
             if state.mode == "header_injection":
                 answer["access_token"] = access + "\r\nX-Injected: 1"
+            elif state.mode == "numeric_access_token":
+                answer["access_token"] = 987654321012
             elif state.mode != "no_access_token":
                 answer["access_token"] = access
+            if state.mode == "numeric_token_type":
+                answer["token_type"] = 1
             if state.mode == "absurd_expires_in":
                 answer["expires_in"] = -5
+            elif state.mode == "huge_expires_in":
+                answer["expires_in"] = 1e100
+            elif state.mode == "fractional_expires_in":
+                answer["expires_in"] = state.lifetime + 0.5
+            elif state.mode == "text_expires_in":
+                answer["expires_in"] = "soon"
             elif state.mode != "no_expires_in":
                 answer["expires_in"] = state.lifetime
             record["outcome"] = "ok"
@@ -248,6 +261,8 @@ class Handler(BaseHTTPRequestHandler):
                 data["session"] = session
             if state.mode == "absurd_expires_in":
                 data["expires"] = -5
+            elif state.mode == "huge_expires_in":
+                data["expires"] = 1e100
             elif state.mode != "no_expires_in":
                 data["expires"] = state.lifetime
             record["outcome"] = "ok"

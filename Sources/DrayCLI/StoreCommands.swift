@@ -20,10 +20,7 @@ enum StatusCommand {
       return ExitCode.usage
     }
     let steps = definedSteps(args.positional[0])
-    let limit = try args.values["--runs"].map { text in
-      guard let n = Int(text), n > 0 else { throw UsageError("--runs takes a positive number, found '\(text)'") }
-      return n
-    }
+    let limit = try args.values["--runs"].map { try Arguments.positiveCount($0, flag: "--runs") }
     let database = Databases.open(manifest)
     do {
       guard let reader = try database.openReadOnly(), let journal = try reader.journal() else {

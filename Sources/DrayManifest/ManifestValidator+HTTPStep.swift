@@ -134,7 +134,11 @@ extension ManifestValidator {
     if let node = f["per"], let text = node.scalar?.text,
       text.hasPrefix("-") || NodeReader.parseDuration(text) == .zero
     {
-      reader.error(node.location, "'\(f.path("per"))' must be longer than zero, found \(text); write the window, such as 1s or 1m")
+      reader.error(
+        node.location,
+        NodeReader.roundsToZero(text)
+          ? "'\(f.path("per"))' is \(text), which rounds to 0: durations are counted in whole milliseconds; write the window, at least 1ms, such as 1s or 1m"
+          : "'\(f.path("per"))' must be longer than zero, found \(text); write the window, such as 1s or 1m")
       return nil
     }
     let per = reader.duration(f, "per")

@@ -156,9 +156,11 @@ extension ManifestValidator {
     return ok ? partitions.map(\.partition) : nil
   }
 
-  /// Whether two partitions give the same value for each name, in any order.
+  /// Whether two partitions give the same value for each name, in any order, byte for
+  /// byte: dray sends the bytes, so `é` (U+00E9) and `e\u{301}` are two partitions (two
+  /// URLs), though Swift's `==` finds them canonically equivalent.
   private static func sameValues(_ a: Partition, _ b: Partition) -> Bool {
-    a.values.count == b.values.count && a.values.allSatisfy { b[$0.name] == $0.value }
+    a.values.count == b.values.count && a.values.allSatisfy { b[$0.name]?.utf8.elementsEqual($0.value.utf8) == true }
   }
 
   /// `window: { start, end, every }`, whose windows `Partitions.Window.bounds()` can cut.

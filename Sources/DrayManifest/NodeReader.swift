@@ -191,9 +191,10 @@ struct NodeReader {
         return nil
       }
       guard d >= minimum else {
+        let rounded = Self.roundsToZero(text) ? " (durations are counted in whole milliseconds: \(text) rounds to 0ms)" : ""
         error(
           node.location,
-          "\(Self.label(path)) is too short: \(text); it must be between \(minimum.formatted) and \(Self.maxDuration.formatted)")
+          "\(Self.label(path)) is too short: \(text)\(rounded); it must be between \(minimum.formatted) and \(Self.maxDuration.formatted)")
         return nil
       }
       return d
@@ -205,6 +206,14 @@ struct NodeReader {
       error(node.location, "\(Self.label(path)) is not a duration: '\(text)'; write a number and a unit: 500ms, 30s, 5m, 1h, 7d")
     }
     return nil
+  }
+
+  /// Whether `text` writes a duration above zero that `parseDuration(_:)`, counting whole
+  /// milliseconds, rounds to zero (`0.0000000001s`, `0.4ms`).
+  static func roundsToZero(_ text: String) -> Bool {
+    guard parseDuration(text) == .zero else { return false }
+    let number = text.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+    return Double(number).map { $0 > 0 } ?? false
   }
 
   /// The duration `text` writes, or nil when it is not one. A duration too long for
@@ -256,7 +265,8 @@ struct NodeReader {
         ok = false
         continue
       }
-      if out.contains(s) {
+      // By bytes, as databases and servers compare names: `é` and `e\u{301}` are two.
+      if out.contains(where: { $0.utf8.elementsEqual(s.utf8) }) {
         error(item.location, "\(Self.label(path)) names '\(s)' twice; list each once")
         ok = false
         continue

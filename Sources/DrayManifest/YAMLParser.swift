@@ -280,7 +280,9 @@ private struct Builder {
   private mutating func mappingPairs(_ items: [YAMLNode]) -> [YAMLNode.Pair] {
     var explicit: [YAMLNode.Pair] = []
     var merged: [YAMLNode.Pair] = []
-    var seen: [String: SourceLocation] = [:]
+    // By bytes: keys are equal only character by character (YAML 1.2 §3.2.1.3), never by
+    // Unicode canonical equivalence (`é` and `e\u{301}` are two query parameters).
+    var seen: [[UInt8]: SourceLocation] = [:]
     var mergeKey: SourceLocation?
     var index = 0
     while index + 1 < items.count {
@@ -309,17 +311,17 @@ private struct Builder {
           Diagnostic(key.location, "the key '\(shown)' holds a NUL character (U+0000, written \\0), which would cut it short; remove it"))
         continue
       }
-      if let first = seen[scalar.text] {
+      if let first = seen[Array(scalar.text.utf8)] {
         diagnostics.append(
           Diagnostic(key.location, "duplicate key '\(scalar.text)'; it is already set at line \(first.line)"))
         continue
       }
-      seen[scalar.text] = key.location
+      seen[Array(scalar.text.utf8)] = key.location
       explicit.append(YAMLNode.Pair(key: key, value: value))
     }
     for pair in merged {
-      guard let text = pair.key.scalar?.text, seen[text] == nil else { continue }
-      seen[text] = pair.key.location
+      guard let text = pair.key.scalar?.text, seen[Array(text.utf8)] == nil else { continue }
+      seen[Array(text.utf8)] = pair.key.location
       explicit.append(pair)
     }
     return explicit

@@ -45,6 +45,11 @@ public struct Redactor: Sendable {
   private var patterns: [Pattern] = []
   /// Names never altered (see `keep(_:)`), as UTF-8 bytes.
   private var kept: [[UInt8]] = []
+  /// `patterns` by their first byte (indices into `patterns`), for the one pass over a layer.
+  private var byFirstByte: [[Int32]] = Array(repeating: [], count: 256)
+  /// One bit per pair of first two bytes some pattern starts with (`b0 << 8 | b1`): a pass
+  /// over a layer skips, at one lookup, every position no pattern can start at.
+  private var pairBits: [UInt64] = Array(repeating: 0, count: 1024)
 
   public init(_ secrets: some Sequence<String> = []) {
     for s in secrets { add(s) }
@@ -75,8 +80,14 @@ public struct Redactor: Sendable {
   ///   its bytes at each of the three alignments it can have inside a longer text
   ///   (`base64Forms(of:)`): a password inside `Authorization: Basic base64(user:password)`
   ///   (RFC 7617) is one such;
-  /// - unless the secret is short, its UTF-8 bytes in hexadecimal, lower case and capitals
-  ///   (`hexForms(of:)`).
+  /// - for the value and its first Latin-1 reading: unless the secret is short, the text in
+  ///   lower case and in capitals (a server that case-folds what it echoes, also
+  ///   percent-encoded: `xy9%21pa+ss%2fw%c3%b6rd`) and its UTF-8 bytes in hexadecimal, lower
+  ///   case and capitals (`hexForms(of:)`); base32 of its UTF-8 bytes (RFC 4648 §6),
+  ///   capitals or lower case, padded or not, and unless the secret is short at each of the
+  ///   five alignments it can have inside longer base32 (`base32Forms(of:whole:)`); its
+  ///   quoted-printable forms (RFC 2045 §6.7, `w=C3=B6rd=3D`, and RFC 2047's "Q" encoding,
+  ///   `_` for a space) (`quotedPrintableForms(of:)`).
   ///
   /// A secret shorter than `shortLength` characters is matched as a whole word only. An
   /// empty one is not registered.
@@ -90,10 +101,87 @@ public struct Redactor: Sendable {
     // base64 of the forms percent-encoding gives it on the wire, too: escapes are undone
     // in text, never inside base64 (a server that base64s its request line).
     let encoded = (readings + Redactor.percentForms(of: secret)).flatMap { Redactor.base64Forms(of: Array($0.utf8), whole: short) }
+    // base32, quoted-printable, and unless the secret is short hex and the case-folded text
+    // (a server that lower-cases what it echoes, or its percent-encoding), of the value and
+    // of its first Latin-1 reading (Python's http.server decodes a header so before it
+    // echoes it); a short secret's few letters in another case are ordinary words.
+    var other: [String] = []
+    for reading in readings {
+      let bytes = Array(reading.utf8)
+      other += Redactor.base32Forms(of: bytes, whole: short) + Redactor.quotedPrintableForms(of: bytes)
+      if !short { other += Redactor.hexForms(of: reading) + [reading.lowercased(), reading.uppercased()].filter { $0 != reading } }
+    }
     if readings.count > 1 { readings.append(Redactor.latin1Reading(readings[1])) }
     readings += readings.flatMap(Redactor.decodings)
     readings += readings.map(PrintableText.oneLine)
-    insert(readings + encoded + (short ? [] : Redactor.hexForms(of: secret)), wholeWord: short)
+    insert(readings + encoded + other, wholeWord: short)
+  }
+
+  /// `bytes` in base32 (RFC 4648 §6), without its `=` padding (so that the padded and the
+  /// unpadded text both hold it), in capitals as §6 writes it and in lower case; and unless
+  /// `whole` alone, for each of the 5 byte offsets modulo 5 it can have inside longer data,
+  /// the characters that encode only its own bits (as `base64Forms(of:whole:)` does).
+  static func base32Forms(of bytes: [UInt8], whole: Bool = false) -> [String] {
+    guard !bytes.isEmpty else { return [] }
+    var forms = [base32(bytes)]
+    for offset in 0..<5 where !whole {
+      let encoded = Array(base32([UInt8](repeating: 0, count: offset) + bytes).utf8)
+      // Character i holds bits 5i..<5i+5; the secret's bits are 8·offset..<8·(offset+count).
+      let first = (8 * offset + 4) / 5
+      let end = min(encoded.count, 8 * (offset + bytes.count) / 5)
+      if end > first { forms.append(String(decoding: encoded[first..<end], as: UTF8.self)) }
+    }
+    forms = forms.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+    return forms + forms.map { $0.lowercased() }
+  }
+
+  /// `bytes` in base32 (RFC 4648 §6), capitals, no padding.
+  static func base32(_ bytes: [UInt8]) -> String {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
+    var out: [UInt8] = []
+    var buffer: UInt32 = 0
+    var bits = 0
+    for byte in bytes {
+      buffer = buffer << 8 | UInt32(byte)
+      bits += 8
+      while bits >= 5 {
+        out.append(alphabet[Int(buffer >> UInt32(bits - 5) & 0x1F)])
+        bits -= 5
+      }
+      buffer &= (1 << UInt32(bits)) - 1
+    }
+    if bits > 0 { out.append(alphabet[Int(buffer << UInt32(5 - bits) & 0x1F)]) }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// `bytes` in quoted-printable (RFC 2045 §6.7): `=`, control characters and every byte
+  /// over 126 as `=XX` in capitals, a space as is (rule 3), as `=20` (an encoder quoting
+  /// every space, Python's `quotetabs`), and as `_` with `_`, `?` and `=` escaped (RFC 2047
+  /// §4.2's "Q" encoding of a header's encoded word); only the forms that differ from the
+  /// bytes. Lower-case escapes are not registered: §6.7 requires capitals. Soft line breaks
+  /// (`=` at the end of a line, a text over 76 characters) are not undone.
+  static func quotedPrintableForms(of bytes: [UInt8]) -> [String] {
+    let digits = Array("0123456789ABCDEF".utf8)
+    func encoded(space: [UInt8]?, escaping: Set<UInt8>) -> String {
+      var out: [UInt8] = []
+      for byte in bytes {
+        if byte == UInt8(ascii: " "), let space {
+          out += space
+        } else if byte < 33 || byte > 126 || escaping.contains(byte) {
+          out += [UInt8(ascii: "="), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+        } else {
+          out.append(byte)
+        }
+      }
+      return String(decoding: out, as: UTF8.self)
+    }
+    let equals = UInt8(ascii: "=")
+    let forms = [
+      encoded(space: [UInt8(ascii: " ")], escaping: [equals]), encoded(space: nil, escaping: [equals]),
+      encoded(space: [UInt8(ascii: "_")], escaping: [equals, UInt8(ascii: "_"), UInt8(ascii: "?")]),
+    ]
+    let plain = String(decoding: bytes, as: UTF8.self)
+    return forms.reduce(into: []) { if $1 != plain && !$0.contains($1) { $0.append($1) } }
   }
 
   /// `secret` percent-encoded as dray sends it in a query or form
@@ -180,6 +268,18 @@ public struct Redactor: Sendable {
     let order = secrets.indices.sorted { secrets[$0].utf8.count > secrets[$1].utf8.count }
     secrets = order.map { secrets[$0] }
     patterns = order.map { patterns[$0] }
+    byFirstByte = Array(repeating: [], count: 256)
+    pairBits = Array(repeating: 0, count: 1024)
+    for (index, pattern) in patterns.enumerated() {
+      guard let first = pattern.bytes.first else { continue }
+      byFirstByte[Int(first)].append(Int32(index))
+      // A one-byte pattern may start at any pair beginning with its byte.
+      let seconds = pattern.bytes.count > 1 ? [pattern.bytes[1]] : Array(0...255)
+      for second in seconds {
+        let pair = Int(first) << 8 | Int(second)
+        pairBits[pair >> 6] |= 1 << UInt64(pair & 63)
+      }
+    }
   }
 
   /// `bytes` in base64 (RFC 4648 §4) and its URL-safe alphabet (§5): whole, with padding,
@@ -227,8 +327,9 @@ public struct Redactor: Sendable {
   /// inside a name registered with `keep(_:)` is left, and so is a short secret's match
   /// inside a word (`shortLength`).
   ///
-  /// Cost: one pass per layer that holds an escape, and one `memchr(3)` scan per form and
-  /// layer; docs/report.md ("Secrets") gives figures.
+  /// Cost: one pass per layer that holds an escape, and one pass per layer over its bytes
+  /// that compares the forms starting at each position whose first two bytes some form
+  /// starts with (`matches(in:)`); docs/report.md ("Secrets") gives figures.
   public func redact(_ text: String) -> String { redact(text, mask: Redactor.mask) }
 
   /// `text` as `redact(_:)` masks it, with each run of masked bytes (and each URL's
@@ -250,17 +351,14 @@ public struct Redactor: Sendable {
     // layers[0] is the text (`+` read as a space), each next one the one before decoded once.
     var layers = [DecodedText(bytes)]
     while let layer = layers.last {
-      for pattern in patterns {
-        var start = 0
-        while let hit = Redactor.find(pattern.bytes, in: layer.bytes, from: start) {
-          start = hit + 1
-          let end = hit + pattern.bytes.count
-          if pattern.wholeWord && (layer.isWordCharacter(endingAt: hit) || layer.isWordCharacter(startingAt: end)) { continue }
-          let range = layers.reversed().reduce(hit..<end) { $1.source($0) }
-          if keptRanges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { continue }
-          if covered.isEmpty { covered = [Bool](repeating: false, count: bytes.count) }
-          for index in range { covered[index] = true }
-        }
+      for (hit, index) in matches(in: layer.bytes) {
+        let pattern = patterns[index]
+        let end = hit + pattern.bytes.count
+        if pattern.wholeWord && (layer.isWordCharacter(endingAt: hit) || layer.isWordCharacter(startingAt: end)) { continue }
+        let range = layers.reversed().reduce(hit..<end) { $1.source($0) }
+        if keptRanges.contains(where: { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }) { continue }
+        if covered.isEmpty { covered = [Bool](repeating: false, count: bytes.count) }
+        for index in range { covered[index] = true }
       }
       guard layers.count <= Redactor.decodingDepth, let next = layer.decodedOnce() else { break }
       layers.append(next)
@@ -288,6 +386,30 @@ public struct Redactor: Sendable {
     case .object(let pairs): .object(pairs.map { ($0.key, redact($0.value)) })
     default: value
     }
+  }
+
+  /// Every place a pattern starts in `layer`, as (offset, index into `patterns`): one pass
+  /// over the bytes, each position checked against `pairBits` (most are no pattern's first
+  /// two bytes) and then `memcmp(3)` with the patterns starting with its byte.
+  private func matches(in layer: [UInt8]) -> [(offset: Int, pattern: Int)] {
+    var found: [(offset: Int, pattern: Int)] = []
+    layer.withUnsafeBufferPointer { buffer in
+      guard let base = buffer.baseAddress else { return }
+      let count = buffer.count
+      pairBits.withUnsafeBufferPointer { bits in
+        for offset in 0..<count {
+          let pair = Int(buffer[offset]) << 8 | (offset + 1 < count ? Int(buffer[offset + 1]) : 0)
+          guard bits[pair >> 6] & (1 << UInt64(pair & 63)) != 0 else { continue }
+          for index in byFirstByte[Int(buffer[offset])] {
+            let needle = patterns[Int(index)].bytes
+            guard needle.count <= count - offset else { continue }
+            let same = needle.withUnsafeBufferPointer { pin in pin.baseAddress.map { memcmp(base + offset, $0, pin.count) == 0 } ?? false }
+            if same { found.append((offset, Int(index))) }
+          }
+        }
+      }
+    }
+    return found
   }
 
   /// The offset of the first `needle` in `haystack` at or after `start`: `memchr(3)` finds

@@ -174,7 +174,20 @@ public final class PlatformSession: Sendable {
       )
     }
     guard let token = json["token"]?.stringValue, !token.isEmpty else {
-      throw PlatformError.badAnswer(url: HTTPClient.displayURL(request.url), detail: "the token answer has no 'token'")
+      // A token of the wrong type is named by its kind, never shown (it is the secret).
+      let kind: String? =
+        switch json["token"] {
+        case .integer?, .number?: "a number"
+        case .bool?: "a boolean"
+        case .array?: "a list"
+        case .object?: "an object"
+        case .string?: "an empty string"
+        default: nil
+        }
+      throw PlatformError.badAnswer(
+        url: HTTPClient.displayURL(request.url),
+        detail: kind.map { "the token answer's 'token' is \($0); the platform sends it as a string (a JWT, docs/platform-api.md §1)" }
+          ?? "the token answer has no 'token'")
     }
     // The token goes into the Authorization header as it is (header injection otherwise).
     guard HTTPHeader.isTokenText(token) else {

@@ -286,9 +286,13 @@ public final class PostgresConnection {
   /// - Parameters:
   ///   - columns: the result's column names, before its first row (also for no rows).
   ///   - row: each row's values, in column order.
+  ///   - portable: timestamps and JSON strings as a user's SQL sees them on SQLite too
+  ///     (`PostgresResult.portableText(_:type:)`).
   /// - Throws: `PostgresError` with the statement (rows before the failure were handed
   ///   over), or what `columns` or `row` threw.
-  public func stream(_ sql: String, columns: ([String]) throws -> Void, row: ([PostgresValue]) throws -> Void) throws {
+  public func stream(
+    _ sql: String, portable: Bool = false, columns: ([String]) throws -> Void, row: ([PostgresValue]) throws -> Void
+  ) throws {
     let handle = try open(sql)
     let started = ContinuousClock.now
     guard PQsendQuery(handle, sql) == 1 else { throw failure(nil, sql) }
@@ -317,7 +321,9 @@ public final class PostgresConnection {
           types = resultTypes
           try columns(PostgresResult.columns(of: result))
         }
-        for index in 0..<PQntuples(result) { try row(PostgresResult.values(of: result, row: index, types: resultTypes)) }
+        for index in 0..<PQntuples(result) {
+          try row(PostgresResult.values(of: result, row: index, types: resultTypes, portable: portable))
+        }
       } catch {
         stop = error
         // At once, before the rest is read: a request still on its way could cancel the

@@ -1,4 +1,6 @@
 internal import CLibPQ
+internal import DrayJSON
+internal import DrayModel
 
 /// A value bound to a statement parameter or read from a result row.
 ///
@@ -89,7 +91,10 @@ public struct PostgresResult: Sendable, Hashable {
   /// Row `row` of `result` as values, read by their columns' `types`: bigint, smallint,
   /// integer and oid as integers, real and double precision as reals, boolean as a boolean,
   /// the rest as text.
-  static func values(of result: OpaquePointer, row: Int32, types: [Oid]) -> [PostgresValue] {
+  ///
+  /// With `portable`, the text of a few types is the one a user's SQL sees on SQLite too
+  /// (`portableText(_:type:)`).
+  static func values(of result: OpaquePointer, row: Int32, types: [Oid], portable: Bool = false) -> [PostgresValue] {
     (0..<Int32(types.count)).map { column in
       if PQgetisnull(result, row, column) == 1 { return .null }
       let text = String(cString: PQgetvalue(result, row, column))
@@ -97,8 +102,48 @@ public struct PostgresResult: Sendable, Hashable {
       case 20, 21, 23, 26: return Int64(text).map(PostgresValue.integer) ?? .text(text)
       case 700, 701: return Double(text).map(PostgresValue.real) ?? .text(text)
       case 16: return .bool(text == "t")
+      case let type where portable: return .text(portableText(text, type: type))
       default: return .text(text)
       }
+    }
+  }
+
+  /// `text`, a value of type OID `type` as the server wrote it, in the form dray gives a
+  /// user's SQL on either database (docs/partitions.md, "Placeholders"; docs/postgres.md):
+  ///
+  /// - `timestamptz` (1184) in RFC 3339 (§5.6): `2024-01-01 08:00:00+00` (ISO DateStyle,
+  ///   the default) becomes `2024-01-01T08:00:00Z`, `...+05:30` keeps its offset
+  ///   (`2024-01-01T08:00:00+05:30`), `+05` becomes `+05:00`; the session's time zone
+  ///   decides the offset. An offset with seconds, a BC year, `infinity` and other
+  ///   DateStyles are left as the server wrote them;
+  /// - `timestamp` (1114): the date and time joined by `T` (RFC 3339 without an offset);
+  /// - `json` (114) and `jsonb` (3802) holding a string: the string itself, as SQLite's
+  ///   columns hold a loaded string (`"abc"` becomes `abc`); other JSON as written.
+  static func portableText(_ text: String, type: Oid) -> String {
+    switch type {
+    case 1114, 1184:
+      // YYYY-MM-DD HH:MM:SS[.ffffff][±HH[:MM]]
+      let bytes = Array(text.utf8)
+      guard bytes.count >= 19, bytes[10] == UInt8(ascii: " "), bytes[4] == UInt8(ascii: "-"), !text.hasSuffix(" BC") else {
+        return text
+      }
+      let joined = String(decoding: bytes[..<10], as: UTF8.self) + "T" + String(decoding: bytes[11...], as: UTF8.self)
+      guard type == 1184 else { return joined }
+      guard let sign = joined.lastIndex(where: { $0 == "+" || $0 == "-" }), sign >= joined.index(joined.startIndex, offsetBy: 19)
+      else { return text }
+      let offset = joined[joined.index(after: sign)...]
+      let local = joined[..<sign]
+      switch offset.count {
+      case 2 where offset == "00" && joined[sign] == "+": return local + "Z"
+      case 2: return local + String(joined[sign]) + offset + ":00"
+      case 5: return offset == "00:00" && joined[sign] == "+" ? local + "Z" : joined
+      default: return text
+      }
+    case 114, 3802:
+      guard text.hasPrefix("\""), case .string(let string)? = try? JSONValue(parsing: text) else { return text }
+      return string
+    default:
+      return text
     }
   }
 }

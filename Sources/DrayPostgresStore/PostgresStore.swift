@@ -283,6 +283,10 @@ extension PostgresStore: TargetStore {
   /// Runs the one statement in a `READ ONLY` transaction: a `query` step reads, so a write
   /// to any table, dray's own included, is refused by the server (SQLSTATE 25006). Rows are
   /// handed over as they arrive, so memory stays bounded whatever the result's size.
+  /// Values read as on SQLite (docs/partitions.md, "Placeholders"): a boolean as the integer
+  /// 1 or 0 (SQLite has no booleans: its `true` is 1, and a loaded JSON boolean is stored as
+  /// 1 or 0), a timestamp in RFC 3339 and a JSON string as the string
+  /// (`PostgresResult.portableText(_:type:)`).
   public func query(_ sql: String, columns: ([String]) throws -> Void, row: ([SQLValue]) throws -> Void) throws {
     let statements = PostgresSQLText.statements(sql)
     guard let first = statements.first, statements.count == 1 else {
@@ -292,7 +296,7 @@ extension PostgresStore: TargetStore {
     if let control = PostgresSQLText.transactionControl(first) { throw control }
     try connection.transaction {
       try connection.execute("SET TRANSACTION READ ONLY")
-      try connection.stream(first, columns: columns) { try row($0.map(\.sqlValue)) }
+      try connection.stream(first, portable: true, columns: columns) { try row($0.map(\.sqlValue)) }
     }
   }
 

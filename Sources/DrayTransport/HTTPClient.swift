@@ -121,20 +121,28 @@ public final class HTTPClient {
     lastWireBytes = 0
     var redirects = RedirectState(url: request.url, method: request.method)
     var current = request
+    // The redirect that led to `current`: its status and the URL that answered it.
+    var redirectedBy: (status: Int, from: String)?
     while true {
-      let exchanged = try exchangeOnce(current, sink: sink) { try performOnce($0, sink: $1) }
+      let exchanged: Exchanged
+      do {
+        exchanged = try exchangeOnce(current, sink: sink) { try performOnce($0, sink: $1) }
+      } catch let error as TransportError {
+        throw HTTPClient.afterRedirect(error, redirectedBy, to: current.url)
+      }
       if let figures = exchanged.figures {
         // Answered from a recording: the figures the recorded request reported.
         bytesSent += figures.bytesSent
         lastStatus = figures.lastStatus
         lastWireBytes = figures.wireBytes
       }
-      if let error = exchanged.error { throw error }
+      if let error = exchanged.error { throw HTTPClient.afterRedirect(error, redirectedBy, to: current.url) }
       guard let response = exchanged.response else {
         throw TransportError.other(url: HTTPClient.displayURL(current.url), detail: "no answer")
       }
       let location = exchanged.location
       guard RedirectState.isRedirect(response.status), let location else { return response }
+      redirectedBy = (response.status, HTTPClient.displayURL(current.url))
       current = try redirects.follow(current, status: response.status, location: location)
     }
   }

@@ -105,3 +105,20 @@ public struct RedirectState: Sendable, Equatable {
     return next
   }
 }
+
+extension HTTPClient {
+  /// `error`, met sending to `target`, as `TransportError.afterRedirect` when a redirect led
+  /// there and the error is about reaching it (DNS, connection, timeout, TLS, a cut answer,
+  /// libcurl's other errors): their messages name a host or a URL that the manifest does not
+  /// hold. Any other error (cancelled, a sink's, a refused header) as it is.
+  static func afterRedirect(_ error: any Error, _ redirectedBy: (status: Int, from: String)?, to target: String) -> any Error {
+    guard let redirectedBy, let transport = error as? TransportError else { return error }
+    switch transport {
+    case .dnsFailure, .proxyDNSFailure, .connectionRefused, .connectionReset, .timeout, .tlsFailure, .truncated, .other:
+      return TransportError.afterRedirect(
+        last: transport, status: redirectedBy.status, from: redirectedBy.from, to: HTTPClient.displayURL(target))
+    default:
+      return error
+    }
+  }
+}

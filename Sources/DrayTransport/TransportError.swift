@@ -63,6 +63,11 @@ public enum TransportError: ReportableError, Sendable, Equatable {
   /// whole address): not followed. `setting` names the manifest setting that gives the
   /// address.
   case secretRedirect(url: String, status: Int, target: String, setting: String)
+  /// `last` met the target of a redirect: the `status` answer of `from` named `to`, and
+  /// reaching `to` failed (a host that does not resolve, a refused connection, a timeout,
+  /// TLS, a cut answer), so that the message says the failing address is the redirect's,
+  /// not the manifest's. Keeps `last`'s code, status and retry class (`underlying`).
+  indirect case afterRedirect(last: TransportError, status: Int, from: String, to: String)
   /// The run was cancelled (a signal, or the engine).
   case cancelled
   /// An answer kept in memory grew past `limit` bytes.
@@ -113,7 +118,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     case .cancelled: "cancelled"
     case .bodyTooLarge: "body_too_large"
     case .retryAfterTooLong: "retry_after_too_long"
-    case .gaveUp(let last, _), .notRepeated(let last, _): last.code
+    case .gaveUp(let last, _), .notRepeated(let last, _), .afterRedirect(let last, _, _, _): last.code
     case .file: "file_error"
     case .badAnswer: "bad_answer"
     case .setup: "transport_setup"
@@ -127,15 +132,15 @@ public enum TransportError: ReportableError, Sendable, Equatable {
     switch self {
     case .httpStatus(let e), .retryAfterTooLong(let e, _, _): e.status
     case .resumeRestart(_, let status, _): status
-    case .gaveUp(let last, _), .notRepeated(let last, _): last.httpStatus
+    case .gaveUp(let last, _), .notRepeated(let last, _), .afterRedirect(let last, _, _, _): last.httpStatus
     default: nil
     }
   }
 
-  /// The error below any `gaveUp` or `notRepeated`.
+  /// The error below any `gaveUp`, `notRepeated` or `afterRedirect`.
   public var underlying: TransportError {
     switch self {
-    case .gaveUp(let last, _), .notRepeated(let last, _): last.underlying
+    case .gaveUp(let last, _), .notRepeated(let last, _), .afterRedirect(let last, _, _, _): last.underlying
     default: self
     }
   }
@@ -192,6 +197,9 @@ public enum TransportError: ReportableError, Sendable, Equatable {
       "\(e); the server asked to wait \(e.retryAfterDigits.map(Self.shortDigits) ?? String(Int(min(seconds, 9e18).rounded()))) s before retrying (Retry-After), "
         + "longer than retry.max_retry_after (\(limit.formatted)); giving up. Raise retry.max_retry_after to wait that long"
     case .gaveUp(let last, let reason), .notRepeated(let last, let reason): "\(last); \(reason)"
+    case .afterRedirect(let last, let status, let from, let to):
+      "after following the \(status) redirect from \(from) to \(to): \(last) (the address that failed is the redirect's target, "
+        + "not the one in the manifest; check the server that sent the redirect, or point the manifest at the final address)"
     case .file(let path, let detail): "cannot use file \(path): \(detail)"
     case .badAnswer(let url, let detail):
       "the answer from \(url) is not one dray can read: \(detail); not retried, as the server would send the same again. Fix the server, or the proxy in between"
@@ -216,6 +224,7 @@ public enum TransportError: ReportableError, Sendable, Equatable {
       .other:
       true
     case .httpStatus(let e): HTTPStatusError.transientStatuses.contains(e.status)
+    case .afterRedirect(let last, _, _, _): last.isTransient
     default: false
     }
   }

@@ -7,6 +7,29 @@ import Testing
 /// with what it is and where, the table keeps its previous rows, and nothing the answer holds
 /// reaches a message or the report unbounded.
 @Suite struct HostileAnswerTests {
+  /// D-minor: the platform's token answer with a `token` of the wrong type says which type
+  /// (never the value, which is the secret), not that there is none.
+  @Test func aPlatformTokenOfTheWrongTypeIsNamedByItsType() throws {
+    let emulator = try Emulator()
+    let folder = TemporaryDirectory("dray-hostile-token")
+    let manifest = try folder.write(
+      "job.yaml",
+      JobText.header(job: "token-type", emulator: emulator, database: "db.sqlite", retry: "{ count: 0, interval: 10ms }")
+        + "steps:\n  - id: fruits\n    table_stream: { resource: FRUITS }\n")
+    for (body, words) in [
+      (#"{"token": 987654321012}"#, "the token answer's 'token' is a number; the platform sends it as a string"),
+      (#"{"token": ["a"]}"#, "the token answer's 'token' is a list"), (#"{"token": ""}"#, "the token answer's 'token' is an empty string"),
+      (#"{"other": 1}"#, "the token answer has no 'token'"),
+    ] {
+      let rule: [[String: Any]] = [["path": "/api/v1/auth/", "body": body]]
+      try emulator.admin("POST", "faults", json: String(decoding: try JSONSerialization.data(withJSONObject: rule), as: UTF8.self))
+      let result = try Command.dray(["run", manifest], directory: folder.path)
+      #expect(result.status != 0)
+      #expect(result.output.contains(words), "\(body): \(result.output)")
+      #expect(!result.output.contains("987654321012"), "\(result.output)")
+    }
+  }
+
   /// A job loading FRUITS (`table_stream`) into a fresh target, after a clean first run: its
   /// table holds the emulator's 5 rows.
   struct Job {

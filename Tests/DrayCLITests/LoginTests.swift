@@ -142,7 +142,7 @@ import Testing
   @Test(arguments: [
     ("html", "the login answer is an HTML page", "check login.url"),
     ("no_access_token", "the login answer has nothing at /data/session (its keys: data)", "check login.token"),
-    ("absurd_expires_in", "expires_in at /data/expires is -5", "check login.expires_in"),
+    ("absurd_expires_in", "expires_in at /data/expires is the number -5, a negative number of seconds", "check login.expires_in"),
     ("bad_request", "answered HTTP 400 (", "check the user and password in login.body"),
     ("wrong_password", "answered HTTP 401 (", "check the user and password in login.body"),
     // D-inject-1: a session token holding CR LF would add header fields to every API request.

@@ -233,8 +233,12 @@ import Testing
   }
 
   @Test(arguments: [
-    ("html", "an HTML page"), ("no_access_token", "has no access_token"), ("absurd_expires_in", "expires_in is -5"),
-    ("invalid_client", "invalid_client"),
+    ("html", "an HTML page"), ("no_access_token", "has no access_token"),
+    ("absurd_expires_in", "expires_in is -5, a negative number of seconds"), ("invalid_client", "invalid_client"),
+    // A field of the wrong type is named by its type, never shown (D-minor).
+    ("numeric_access_token", "the token answer's access_token is a number; RFC 6749 §5.1 makes it a string"),
+    ("numeric_token_type", "the token answer's token_type is a number; RFC 6749 §5.1 makes it a string"),
+    ("text_expires_in", #"the token answer's expires_in is "soon", not a number of seconds"#),
     // D-inject-1: an access token holding CR LF would add header fields to every API request.
     ("header_injection", "access_token holds a space, a line break or another character a header cannot carry"),
   ])
@@ -248,6 +252,7 @@ import Testing
     let lines = result.output.split(separator: "\n").filter { $0.contains(words) }
     #expect(!lines.isEmpty, "\(result.output)")
     #expect(result.output.contains("token_url") || result.output.contains("client_id") || result.output.contains("check"))
+    #expect(!result.output.contains("987654321012"), "\(result.output)")
     // A refused answer that rotated the refresh token (no access_token, a bad expires_in)
     // left it kept: the next run, with the server mended, is not refused.
     try server.setMode("normal")
@@ -266,6 +271,24 @@ import Testing
     let result = try Command.dray(["run", path])
     #expect(result.status == 0, "\(result.output)")
     #expect(result.output.contains("without expires_in"))
+  }
+
+  /// `expires_in: 1e100` is no missing `expires_in`: the log says it was over ten years and
+  /// taken as not expiring (renewed after a 401); a fractional one is used with its fraction.
+  @Test(arguments: [
+    ("huge_expires_in", "expires_in 1e+100 is over ten years: taken as not expiring in practice, renewed only after a 401"),
+    ("fractional_expires_in", "for 60.5s"),
+  ])
+  func aHugeOrFractionalExpiresInIsSaidAsItIs(mode: String, words: String) throws {
+    let folder = TemporaryDirectory()
+    let server = try OAuthServer(Self.client + ["--lifetime", "60"])
+    try server.setMode(mode)
+    let path = try Self.write(
+      Self.manifest(server, database: "database: { path: data/db.sqlite }\n", grant: "client_credentials"), in: folder)
+    let result = try Command.dray(["run", path])
+    #expect(result.status == 0, "\(result.output)")
+    #expect(result.output.contains(words), "\(result.output)")
+    #expect(!result.output.contains("without expires_in"), "\(result.output)")
   }
 
   @Test func aReusedRefreshTokenIsNamedWithWhatToDoAndANewOneInTheManifestReplacesTheKeptOne() throws {

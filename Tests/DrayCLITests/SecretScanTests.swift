@@ -46,7 +46,8 @@ import Testing
       "json", "json_upper", "json_php", "json_utf8", "quote", "quote_lower", "quote_plus", "html", "html_named", "html_hex",
       "html_hex_upper", "base64", "base64_url", "html_all_decimal", "html_all_decimal_zeros", "html_all_hex", "html_all_hex_upper",
       "encode_uri", "json_twice", "json_utf8_twice", "quote_twice", "encode_uri_twice", "html_twice", "html_all_hex_twice",
-      "quote_of_json", "json_of_quote_plus", "html_of_json",
+      "quote_of_json", "json_of_quote_plus", "html_of_json", "hex", "hex_upper", "base32", "base32_unpadded", "quoted_printable",
+      "quote_folded",
     ]
     let echo = (encodings.map { "\"each_\($0)\"" } + [#""basic""#, #""authorization""#]).joined(separator: ", ")
     try rest.setRules(#"[{"path": "/login", "status": 422, "body": "refused", "echo": [\#(echo)]}]"#)
@@ -248,6 +249,90 @@ import Testing
       #expect(
         (decoded["steps"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["test-schemes", "latest-fruits", "perform-select"])
     }
+  }
+
+  /// D-secret-3: a bearer token (and the same value in a form field) echoed by a server's 403
+  /// (text/plain) in hexadecimal, base32 (padded and not), quoted-printable and lower-cased
+  /// then percent-encoded with lower-case escapes is masked in standard output and error and
+  /// in the JSON, JUnit and HTML reports; so are those forms of the header's Latin-1 reading
+  /// (the server decodes headers so).
+  @Test func aBearerTokenEchoedInBase32QuotedPrintableOrCaseFoldedIsMasked() throws {
+    let secret = "Xy9!pa ss/wörd+ToKen=="
+    let server = try RestServer()
+    let forms = ["hex", "hex_upper", "base32", "base32_unpadded", "quoted_printable", "quote_folded", "quote_lower"]
+    let echo = forms.map { "\"each_\($0)\"" }.joined(separator: ", ")
+    try server.setRules(#"[{"path": "/enc", "status": 403, "body": "forbidden", "echo": [\#(echo)]}]"#)
+    let folder = TemporaryDirectory("dray-secret-base32")
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: enc
+      database: { path: db.sqlite }
+      retry: { count: 0 }
+      report: { path: "reports/{job}-{run_id}.json", formats: [json, junit, html] }
+      steps:
+        - id: a
+          http:
+            base_url: "\(server.url)"
+            method: POST
+            path: enc
+            auth: { bearer: "${S}" }
+            body: { form: { p: "${S}" } }
+            load: { table: a, records: /data }
+
+      """)
+    var outputs: [(String, Command.Result)] = []
+    for (name, options) in [("text", ["--verbose"]), ("json", ["--verbose", "--log-format", "json"])] {
+      let result = try Command.dray(["run", manifest, "--fresh"] + options, environment: ["S": secret])
+      #expect(result.status == 1, "\(result.output)")
+      // The echo reached dray, masked: one `***` per form, of the form field (read as UTF-8)
+      // and of the header (which the server decodes as Latin-1).
+      let masks = Array(repeating: "***", count: 2 * forms.count).joined(separator: "; ")
+      // (base32's padding stays: `***===`)
+      #expect(result.output.replacing("***===", with: "***").contains("forbidden; " + masks + "\n"), "\(result.output)")
+      outputs.append((name, result))
+    }
+    var scan = SecretScan()
+    for form in SecretForms.every(secret) { scan.sentinels.append(("the bearer token", form)) }
+    for form in [
+      "5879392170612073732f77c3b672642b546f4b656e3d3d", "LB4TSILQMEQHG4ZPO7B3M4TEFNKG6S3FNY6T2", "w=C3=B6rd", "ToKen=3D=3D",
+      "xy9%21pa+ss%2fw%c3%b6rd%2btoken%3d%3d",
+    ] {
+      scan.sentinels.append(("the tester's form", form))
+    }
+    for (name, result) in outputs {
+      scan.look(in: Data(result.stdout.utf8), "the standard output of the \(name) run")
+      scan.look(in: Data(result.stderr.utf8), "the standard error of the \(name) run")
+    }
+    let reports = try FileManager.default.contentsOfDirectory(atPath: folder.path + "/reports")
+    #expect(reports.filter { $0.hasSuffix(".html") }.count == 2 && reports.filter { $0.hasSuffix(".junit.xml") }.count == 2, "\(reports)")
+    for report in reports {
+      scan.look(in: try Data(contentsOf: URL(fileURLWithPath: folder.path + "/reports/" + report)), report)
+    }
+    #expect(scan.hits == [])
+  }
+
+  /// D-minor: a redirect to a target that cannot be reached names the redirect, from and to,
+  /// with a secret in the target's query masked.
+  @Test func aRedirectToAnUnreachableTargetIsNamedWithItsSecretMasked() throws {
+    let emulator = try Emulator()
+    let secret = "Redirect-Secret-\(UUID().uuidString.prefix(8))"
+    try emulator.admin(
+      "POST", "faults",
+      json: #"[{"path": "/api/v1/schema/", "redirect": "http://127.0.0.1:1/schema/?key=\#(secret)", "redirect_status": 302}]"#)
+    let folder = TemporaryDirectory("dray-redirect-down")
+    let manifest = try folder.write(
+      "job.yaml",
+      JobText.header(job: "redirected", emulator: emulator, database: "db.sqlite", retry: "{ count: 0, interval: 10ms }")
+        + "secrets: [KEY]\nsteps:\n  - id: s\n    schemes: { resources: [FRUITS] }\n")
+    let result = try Command.dray(["run", manifest], environment: ["KEY": secret])
+    #expect(result.status != 0)
+    #expect(
+      result.output.contains(
+        "after following the 302 redirect from \(emulator.url)api/v1/schema/ to http://127.0.0.1:1/schema/?key=***: cannot connect to 127.0.0.1:1"
+      ), "\(result.output)")
+    #expect(!result.output.contains(secret))
   }
 
   @Test func secretsEchoedInOtherWireFormsAreMasked() throws {

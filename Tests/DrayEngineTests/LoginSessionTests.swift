@@ -110,12 +110,22 @@ import Testing
     #expect(try read(#"{"session": 48213, "expires": 60}"#).token == "48213")
     #expect(try read(#"{"session": "st-1"}"#).expiresIn == nil)
     #expect(try read(#"{"session": "st-1", "expires": 1e12}"#).expiresIn == nil)
+    #expect(try read(#"{"session": "st-1", "expires": 1e12}"#).statedLifetime != nil)
+    // Past a Double (infinite): over ten years too, not "less than a second".
+    #expect(try read(#"{"session": "st-1", "expires": 1e400}"#).statedLifetime != nil)
+    #expect(TokenSession.lifeWords(try read(#"{"session": "st-1", "expires": 1e12}"#)).contains("is over ten years: taken as not expiring"))
+    #expect(TokenSession.lifeWords(try read(#"{"session": "st-1", "expires": 90.5}"#)) == " for 90.5s")
+    #expect(TokenSession.lifeWords(try read(#"{"session": "st-1"}"#)) == ", without expires_in: renewed only after a 401")
     #expect(try read(#"{"session": "st-1", "expires": 5}"#, expiresIn: nil).expiresIn == nil)
     #expect(refusal(#"{"session": {"id": "st-Sentinel-1"}}"#).contains("value at /session is an object, not a token's text"))
     #expect(refusal(#"{"session": ""}"#).contains("value at /session is an empty text"))
     #expect(refusal(#"{"data": {"session": "st-1"}}"#).contains("has nothing at /session (its keys: data)"))
     #expect(refusal(#"{"session": "st-1", "expires": "soon"}"#).contains("expires_in at /expires is the text \"soon\", not a number"))
     #expect(refusal(#"{"session": "st-1", "expires": 0}"#).contains("expires_in at /expires is 0: a token that lives less than a second"))
+    // D-minor: a negative life is said as such, and a huge one is no missing one.
+    #expect(
+      refusal(#"{"session": "st-1", "expires": -5}"#).contains(
+        "expires_in at /expires is the number -5, a negative number of seconds: a token's life cannot be below 0"))
     #expect(refusal("<html><body>Sign in</body></html>").contains("the login answer is an HTML page"))
     #expect(refusal("plain words").contains("the login answer is not JSON"))
   }

@@ -60,6 +60,48 @@ import Testing
     #expect(second.output == "out/a b-x%2Fy-{page}.json")
   }
 
+  /// D-nfc: values, mapping keys and listed names are compared byte for byte, as dray sends
+  /// them: `é` (U+00E9) and `e` + U+0301 are two partitions (two URLs), two query
+  /// parameters, two resources; the same bytes twice are still refused.
+  @Test func valuesKeysAndNamesAreComparedByBytesNotByCanonicalEquivalence() throws {
+    let manifest = try load(
+      """
+        - id: accents
+          partitions: { list: [{ v: "\\u00e9" }, { v: "e\\u0301" }] }
+          http:
+            base_url: https://api.example.com
+            path: /words/{v}
+            query: { "\\u00e9": "1", "e\\u0301": "2" }
+      """)
+    guard case .list(let list) = manifest.steps[0].partitions?.source else {
+      Issue.record("no list")
+      return
+    }
+    #expect(list.map { Array($0["v"]?.unicodeScalars.map(\.value) ?? []) } == [[0xE9], [0x65, 0x301]])
+    guard case .http(let http) = manifest.steps[0].kind else {
+      Issue.record("not http")
+      return
+    }
+    #expect(http.query.map { Array($0.name.utf8) } == [[0xC3, 0xA9], [0x65, 0xCC, 0x81]])
+    for (yaml, expected) in [
+      (#"partitions: { list: [{ v: "\u00e9" }, { v: "é" }] }"#, "gives the same values as 'steps.twice.partitions.list[0]' (v=é)"),
+      (#"query: { "\u00e9": "1", "é": "2" }"#, "duplicate key 'é'"),
+      (#"query: { "e\u0301": "1", "e\u0301": "2" }"#, "duplicate key 'e\u{301}'"),
+    ] {
+      let errors = errors(
+        """
+          - id: twice
+            \(yaml.hasPrefix("partitions") ? yaml : "partitions: { list: [{ v: a }] }")
+            http: { base_url: https://api.example.com, path: '/w/{v}'\(yaml.hasPrefix("query") ? ", " + yaml : "") }
+        """)
+      #expect(errors.contains { $0.contains(expected) }, "\(yaml): \(errors)")
+    }
+    let two = errors("  - id: s\n    schemes: { resources: [\"CAF\\u00c9\", \"CAFE\\u0301\"] }\n", head: ManifestText.platformJob + "\n")
+    #expect(!two.contains { $0.contains("twice") }, "\(two)")
+    let twice = errors("  - id: s\n    schemes: { resources: [\"CAF\\u00c9\", \"CAFÉ\"] }\n", head: ManifestText.platformJob + "\n")
+    #expect(twice.contains { $0.contains("names 'CAFÉ' twice") }, "\(twice)")
+  }
+
   @Test func aTableStreamTakesPlaceholdersInItsParams() throws {
     let manifest = try load(
       """

@@ -27,6 +27,37 @@ import Testing
     #expect(result.rows == [[.integer(Int64.min), .real(0.1), .bool(true), .text(tricky), .null, .text("123456789012345678901234567890")]])
   }
 
+  /// D-pg-rows: `portable` values read as SQLite's would: a `timestamptz` in RFC 3339 with
+  /// the session's offset (`Z` for UTC), a `timestamp` joined by `T`, a JSON string as the
+  /// string; a BC year, `infinity` and JSON that is no string as the server wrote them.
+  @Test func portableValuesAreRFC3339TimestampsAndJSONStrings() throws {
+    let connection = try server.connect(database: database)
+    func row(_ zone: String) throws -> [PostgresValue] {
+      try connection.execute("SET TimeZone = '\(zone)'")
+      var rows: [[PostgresValue]] = []
+      try connection.stream(
+        """
+        SELECT '2024-01-01 08:00:00+00'::timestamptz, '2024-01-01 08:00:00.25+00'::timestamptz, 'infinity'::timestamptz,
+          '0044-03-15 12:00:00+00 BC'::timestamptz, '2024-02-29 23:59:59.999999'::timestamp, '"a \\"b\\" \\u00e9"'::jsonb,
+          '{"a": 1}'::jsonb, '"x"'::json, true
+        """, portable: true, columns: { _ in }
+      ) { rows.append($0) }
+      return try #require(rows.first)
+    }
+    #expect(
+      try row("UTC") == [
+        .text("2024-01-01T08:00:00Z"), .text("2024-01-01T08:00:00.25Z"), .text("infinity"), .text("0044-03-15 12:00:00+00 BC"),
+        .text("2024-02-29T23:59:59.999999"), .text("a \"b\" é"), .text(#"{"a": 1}"#), .text("x"), .bool(true),
+      ])
+    let kolkata = try row("Asia/Kolkata")
+    #expect(kolkata.prefix(2) == [.text("2024-01-01T13:30:00+05:30"), .text("2024-01-01T13:30:00.25+05:30")])
+    #expect(try row("Etc/GMT+3").first == .text("2024-01-01T05:00:00-03:00"))
+    // Without `portable`, as the server wrote it.
+    var plain: [PostgresValue] = []
+    try connection.stream("SELECT '2024-01-01 08:00:00+00'::timestamptz", columns: { _ in }) { plain = $0 }
+    #expect(plain == [.text("2024-01-01 05:00:00-03")])
+  }
+
   /// A streamed statement hands its rows over as they come: those before a failure arrive
   /// before its error, a result of no rows still names its columns, and a row refused by
   /// the caller stops the statement with the connection ready for the next.

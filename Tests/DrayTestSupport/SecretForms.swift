@@ -42,7 +42,7 @@ public enum SecretForms {
   /// already, or a mask applied after encoding).
   public static func every(_ value: String) -> [String] {
     let latin1 = String(value.utf8.map { Character(UnicodeScalar($0)) })
-    let forms = encodings(value) + (latin1 == value ? [] : encodings(latin1))
+    let forms = encodings(value) + (latin1 == value ? [] : encodings(latin1) + undecoded(latin1)) + undecoded(value)
     // As dray shows server text: control characters (C1 ones in a Latin-1 reading) escaped.
     let printable = forms.map { form in
       form.unicodeScalars.map { (0x80...0x9F).contains($0.value) ? "\\u{\(String($0.value, radix: 16, uppercase: true))}" : String($0) }
@@ -101,6 +101,54 @@ public enum SecretForms {
       ]
     }
     return (once + again).filter { $0.utf8.count >= 6 }
+  }
+}
+
+extension SecretForms {
+  /// The forms of `value` no escape produces beyond base64: base32 (RFC 4648 §6) whole and,
+  /// inside longer base32, the characters past the first and before the last 8 (5 bytes);
+  /// hex; quoted-printable; the value lower-cased and in capitals, as is and on the wire.
+  static func undecoded(_ value: String) -> [String] {
+    var base32: [String] = []
+    for filler in ["", "a", "ab", "abc", "abcd"] {
+      let encoded = Self.base32(Array((filler + value).utf8))
+      base32 += [encoded, encoded.lowercased(), String(encoded.dropFirst(8).dropLast(8))]
+    }
+    let hexDigits = value.utf8.map { String(format: "%02x", $0) }.joined()
+    var unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    unreserved.insert(charactersIn: "-._~")
+    // Case-folded, as is and percent-encoded (escapes in capitals or lower case, a space as +).
+    let folded: [String] = [value.lowercased(), value.uppercased()].flatMap { text in
+      let percent = text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+      return [text, percent, percent.replacing(/%[0-9A-F]{2}/) { $0.output.lowercased() }, percent.replacing("%20", with: "+")]
+    }
+    return (base32 + [hexDigits, hexDigits.uppercased()] + quotedPrintable(value) + folded).filter { $0.utf8.count >= 6 }
+  }
+
+  /// `bytes` in base32 (RFC 4648 §6), capitals, with `=` padding to a multiple of 8.
+  public static func base32(_ bytes: [UInt8]) -> String {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+    let bits = bytes.map { byte in (0..<8).map { byte >> (7 - $0) & 1 } }.joined()
+    var out = ""
+    var chunk = Array(bits)
+    while !chunk.isEmpty {
+      let five = Array(chunk.prefix(5)) + Array(repeating: 0, count: max(0, 5 - chunk.count))
+      out.append(alphabet[Int(five.reduce(0) { $0 << 1 | $1 })])
+      chunk = Array(chunk.dropFirst(5))
+    }
+    return out + String(repeating: "=", count: (8 - out.count % 8) % 8)
+  }
+
+  /// `value`'s UTF-8 bytes in quoted-printable (RFC 2045 §6.7: `=`, controls and bytes over
+  /// 126 as `=XX`), a space kept, as `=20`, and as `_` (RFC 2047's "Q").
+  public static func quotedPrintable(_ value: String) -> [String] {
+    func encoded(_ space: String?, _ escaped: String) -> String {
+      value.utf8.map { byte in
+        if byte == 32, let space { return space }
+        return byte < 33 || byte > 126 || escaped.utf8.contains(byte) ? String(format: "=%02X", byte) : String(UnicodeScalar(byte))
+      }.joined()
+    }
+    return [encoded(" ", "="), encoded(nil, "="), encoded("_", "=_?")]
   }
 }
 

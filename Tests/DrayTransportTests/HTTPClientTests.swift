@@ -129,6 +129,21 @@ import Testing
     #expect(requests[1]["Authorization"] == requests[0]["Authorization"])
   }
 
+  /// D-minor: a redirect whose target cannot be reached says it followed that redirect,
+  /// from where to where, before the refused connection; the code stays the connection's.
+  @Test func aRedirectTargetThatCannotBeReachedIsNamedAsTheRedirects() throws {
+    let net = try NetworkFixture()
+    try net.faults(#"[{"path": "/api/v1/schema/", "redirect": "http://127.0.0.1:1/elsewhere/?a=1", "redirect_status": 302}]"#)
+    let result = Result { try net.client.schemes(policy: NetworkFixture.policy(), record: { _ in }) }
+    let expected =
+      "after following the 302 redirect from \(net.emulator.url)api/v1/schema/ to http://127.0.0.1:1/elsewhere/?a=1: "
+      + "cannot connect to 127.0.0.1:1: connection refused; check that the server is running and the port is right "
+      + "(the address that failed is the redirect's target, not the one in the manifest"
+    #expect(result.errorText?.contains(expected) == true, "\(result.errorText ?? "")")
+    #expect((result.error as? TransportError)?.code == "connection_refused")
+    #expect((result.error as? TransportError)?.underlying == .connectionRefused(host: "127.0.0.1:1"))
+  }
+
   @Test func aRedirectLoopFailsAtOnce() throws {
     let net = try NetworkFixture()
     try net.faults(#"[{"path": "/api/v1/schema/", "redirect": "/api/v1/schema/"}]"#)

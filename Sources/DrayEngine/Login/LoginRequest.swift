@@ -119,15 +119,21 @@ struct LoginRequest {
         detail: "the login answer's expires_in at \(pointer.description) is \(describe(value)), not a number of seconds; "
           + "check login.expires_in: it points at the token's life in seconds (drop it to renew the token after a 401)")
     }
-    guard seconds.isFinite, seconds >= 1 else {
+    guard !seconds.isNaN, seconds >= 0 else {
+      throw LoginError.badAnswer(
+        url: url,
+        detail: "the login answer's expires_in at \(pointer.description) is \(describe(value)), "
+          + "\(seconds.isNaN ? "not a number of seconds" : "a negative number of seconds: a token's life cannot be below 0"); "
+          + "check login.expires_in: it points at the token's life in seconds")
+    }
+    guard seconds >= 1 else {
       throw LoginError.badAnswer(
         url: url,
         detail: "the login answer's expires_in at \(pointer.description) is \(PrintableText.oneLine(value.json)): a token that "
           + "lives less than a second cannot be used; check login.expires_in: it points at the token's life in seconds")
     }
     guard seconds <= TokenSession.longestLifetime else {
-      log("login: the answer's expires_in is over ten years; the session token is renewed only after a 401")
-      return TokenSession.Fetched(token: token, expiresIn: nil)
+      return TokenSession.Fetched(token: token, expiresIn: nil, statedLifetime: PrintableText.excerpt(value.json))
     }
     return TokenSession.Fetched(token: token, expiresIn: seconds)
   }

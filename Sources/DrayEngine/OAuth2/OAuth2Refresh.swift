@@ -15,8 +15,12 @@ struct OAuth2Refresh {
     var accessToken: String
     /// A rotated refresh token; nil when the server kept the one sent.
     var refreshToken: String?
-    /// Seconds the access token lives; nil when the answer did not say.
+    /// Seconds the access token lives; nil when the answer did not say, or said more than
+    /// `TokenSession.longestLifetime`.
     var expiresIn: Double?
+    /// `expires_in` as the answer wrote it when it was over `TokenSession.longestLifetime`
+    /// (taken as not expiring in practice); nil otherwise.
+    var statedLifetime: String? = nil
   }
 
   /// A refresh under the database's lock: the refresh token presented is the one kept
@@ -121,6 +125,19 @@ struct OAuth2Refresh {
       rotated: rotated, answer: Result { try OAuth2Refresh.answer(response, bytes, url: settings.tokenURL, onSecret: onSecret) })
   }
 
+  /// A JSON value's kind, as a message names a field of the wrong type: never the value,
+  /// which may be the token.
+  static func kind(of value: JSONValue) -> String {
+    switch value {
+    case .integer, .number: "a number"
+    case .bool: "a boolean"
+    case .array: "a list"
+    case .object: "an object"
+    case .null: "null"
+    case .string: "a string"
+    }
+  }
+
   /// The non-empty `refresh_token` of a JSON object answer, or nil.
   static func rotated(in body: [UInt8]) -> String? {
     guard let json = try? JSONValue(parsing: body), let token = json["refresh_token"]?.stringValue, !token.isEmpty else { return nil }
@@ -129,8 +146,10 @@ struct OAuth2Refresh {
 
   /// Reads a 2xx token answer (RFC 6749 §5.1), passing each token to `onSecret` first.
   /// - Throws: `OAuth2Error.badAnswer` for a body that is not a JSON object, one without
-  ///   `access_token`, a `token_type` other than Bearer, or an `expires_in` that is not a
-  ///   number of seconds above 0.
+  ///   `access_token` or with an empty one, an `access_token`, `token_type` or
+  ///   `refresh_token` that is not a string (RFC 6749 §5.1; the message names its kind,
+  ///   never its value), a `token_type` other than Bearer, or an `expires_in` that is not a
+  ///   number of seconds of at least 1.
   static func answer(_ response: HTTPResponse, _ body: [UInt8], url: String, onSecret: (String) -> Void) throws -> Answer {
     let place = "(HTTP \(response.status), Content-Type: \(response.headers["Content-Type"] ?? "none"))"
     guard let json = try? JSONValue(parsing: body), case .object = json else {
@@ -140,11 +159,28 @@ struct OAuth2Refresh {
         detail: "the token answer is \(html ? "an HTML page" : "not a JSON object") \(place); "
           + "check token_url: it must be the token endpoint, not a sign-in page or another service")
     }
-    // Learnt before anything else, so that no message below can print them.
-    if let refresh = json["refresh_token"]?.stringValue { onSecret(refresh) }
+    // Learnt before anything else, so that no message below can print them: a token of the
+    // wrong type too (`123456789`), as the text it would show as.
+    for field in ["refresh_token", "access_token"] {
+      switch json[field] {
+      case .string(let text)?: onSecret(text)
+      case .integer?, .number?, .bool?: json[field].map { onSecret($0.json) }
+      default: break
+      }
+    }
+    for field in ["access_token", "token_type", "refresh_token"] {
+      guard let value = json[field], value != .null, value.stringValue == nil else { continue }
+      throw OAuth2Error.badAnswer(
+        url: url,
+        detail: "the token answer's \(field) is \(OAuth2Refresh.kind(of: value)); RFC 6749 §5.1 makes it a string \(place); "
+          + "check token_url and grant, and the server's documentation")
+    }
     guard let token = json["access_token"]?.stringValue, !token.isEmpty else {
       throw OAuth2Error.badAnswer(
-        url: url, detail: "the token answer has no access_token \(place); check token_url and grant, and the server's documentation")
+        url: url,
+        detail:
+          "the token answer \(json["access_token"] == nil || json["access_token"] == .null ? "has no access_token" : "has an empty access_token") "
+          + "\(place); check token_url and grant, and the server's documentation")
     }
     onSecret(token)
     // The token goes into the Authorization header as it is: a line break in it would add
@@ -160,6 +196,7 @@ struct OAuth2Refresh {
         url: url, detail: "the token answer's token_type is '\(type)'; dray sends only Bearer tokens (RFC 6750)")
     }
     var expiresIn: Double?
+    var statedLifetime: String?
     if let value = json["expires_in"], value != .null {
       // Some servers send it as text ("3599").
       let seconds: Double? =
@@ -169,22 +206,29 @@ struct OAuth2Refresh {
         case .string(let s): Double(s)
         default: nil
         }
-      guard let seconds else {
-        throw OAuth2Error.badAnswer(url: url, detail: "the token answer's expires_in is \(value.json), not a number of seconds")
-      }
-      expiresIn = seconds
-    }
-    if let seconds = expiresIn {
-      guard seconds.isFinite, seconds >= 1 else {
+      let shown = PrintableText.excerpt(value.json)
+      guard let seconds, !seconds.isNaN else {
         throw OAuth2Error.badAnswer(
           url: url,
-          detail:
-            "the token answer's expires_in is \(json["expires_in"]?.json ?? "?"): a token that lives less than a second cannot be used; "
+          detail: "the token answer's expires_in is \(shown), not a number of seconds (RFC 6749 §5.1: the token's lifetime in "
+            + "seconds); check the token endpoint's settings")
+      }
+      guard seconds >= 0 else {
+        throw OAuth2Error.badAnswer(
+          url: url,
+          detail: "the token answer's expires_in is \(shown), a negative number of seconds: a token's lifetime cannot be below 0 "
+            + "(RFC 6749 §5.1); check the token endpoint's settings")
+      }
+      guard seconds >= 1 else {
+        throw OAuth2Error.badAnswer(
+          url: url,
+          detail: "the token answer's expires_in is \(shown): a token that lives less than a second cannot be used; "
             + "check the token endpoint's settings")
       }
-      if seconds > TokenSession.longestLifetime { expiresIn = nil }
+      // Over ten years (`1e100`, or past a Double: infinite) does not expire in practice.
+      if seconds > TokenSession.longestLifetime { statedLifetime = shown } else { expiresIn = seconds }
     }
     let rotated = json["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
-    return Answer(accessToken: token, refreshToken: rotated, expiresIn: expiresIn)
+    return Answer(accessToken: token, refreshToken: rotated, expiresIn: expiresIn, statedLifetime: statedLifetime)
   }
 }

@@ -41,7 +41,11 @@ final class TokenSession: Sendable {
   /// What one token request gave: the token, and its life in seconds when the answer said.
   struct Fetched {
     var token: String
+    /// Seconds the token lives; nil when the answer did not say or said more than
+    /// `longestLifetime`.
     var expiresIn: Double?
+    /// The answer's `expires_in` as written, when it said more than `longestLifetime`.
+    var statedLifetime: String? = nil
   }
 
   /// What a token request needs from the step that makes it.
@@ -117,7 +121,7 @@ final class TokenSession: Sendable {
         $0.renewAt = renewAt
         $0.tokens += 1
       }
-      let life = fetched.expiresIn.map { " for \(Int($0))s" } ?? ", without expires_in: renewed only after a 401"
+      let life = TokenSession.lifeWords(fetched)
       caller.log((stale == nil ? "\(kind): \(noun) from \(source)" : "\(kind): new \(noun) (\(because ?? "renewed"))") + life)
       return fetched.token
     }
@@ -128,6 +132,19 @@ final class TokenSession: Sendable {
   static func renewalTime(expiresIn: Double, receivedAt: ContinuousClock.Instant) -> ContinuousClock.Instant {
     let margin = min(expiresIn / 10, 60)
     return receivedAt + .milliseconds(Int64((expiresIn - margin) * 1000))
+  }
+
+  /// How the log line of a new token states its life: ` for 3600s` (`3599.5s` with its
+  /// fraction), `, expires_in 1e100 is over ten years: taken as not expiring, renewed only
+  /// after a 401`, or `, without expires_in: renewed only after a 401`.
+  static func lifeWords(_ fetched: Fetched) -> String {
+    if let seconds = fetched.expiresIn {
+      return " for " + (seconds == seconds.rounded() ? String(Int64(seconds)) : String(seconds)) + "s"
+    }
+    if let stated = fetched.statedLifetime {
+      return ", expires_in \(stated) is over ten years: taken as not expiring in practice, renewed only after a 401"
+    }
+    return ", without expires_in: renewed only after a 401"
   }
 
   /// Longest `expires_in` renewed by time: ten years. A longer one is renewed only by a 401.
@@ -161,7 +178,7 @@ extension TokenSession {
       } else {
         answer = try refresh.request(refreshToken: nil, caller).answer.get()
       }
-      return Fetched(token: answer.accessToken, expiresIn: answer.expiresIn)
+      return Fetched(token: answer.accessToken, expiresIn: answer.expiresIn, statedLifetime: answer.statedLifetime)
     }
   }
 }
