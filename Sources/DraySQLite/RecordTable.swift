@@ -161,6 +161,9 @@ public final class RecordTable: StagedTable {
       switch value {
       case .null: try statement.bindNull(at: index)
       case .integer(let v): try statement.bindInteger(v, at: index)
+      // Into TEXT, a real keeps its shortest digits that read back as the same double:
+      // SQLite's own conversion keeps 15 (0.30000000000000004 would become 0.3).
+      case .real(let v) where columns[i].type == .text: try statement.bind(.text("\(v)"), at: index)
       case .real(let v): try statement.bindReal(v, at: index)
       case .text, .blob: try statement.bind(value, at: index)
       }

@@ -517,6 +517,18 @@ import Testing
       ])
   }
 
+  /// A decimal staged into a TEXT column keeps its shortest digits that read back as the
+  /// same double, whatever else its page holds (SQLite's own conversion keeps 15).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func decimalsKeepTheirDigitsInATextColumn(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": "abc"}, {"qty": 12.345678901234567}, {"qty": 0.30000000000000004}]}"#)
+    let report = try run(server, target)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT qty FROM orders ORDER BY id") == [["abc"], ["12.345678901234567"], ["0.30000000000000004"]])
+  }
+
   /// The quarantine keeps the record as read: a JSON integer beyond 64 bits stays a number
   /// (its digits), and the reason says what it is, not "text".
   @Test(arguments: TargetDatabase.Kind.allCases)
