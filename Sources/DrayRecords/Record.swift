@@ -28,6 +28,13 @@ public enum RecordValue: Sendable, Equatable {
     }
   }
 
+  /// False for an integer a double cannot hold exactly (|n| > 2^53, `ColumnType.doubleHolds`),
+  /// which a REAL column would round; true for every other value.
+  public var fitsADouble: Bool {
+    if case .integer(let n) = self { return ColumnType.doubleHolds(n) }
+    return true
+  }
+
   /// A JSON value as a record value: integers that fit Int64 as INTEGER; larger integers as
   /// `bigInteger`, TEXT with their exact digits (never rounded through a Double); other
   /// numbers as REAL; booleans as booleans (stored as 0 and 1); strings as TEXT; arrays and objects as their
@@ -134,18 +141,25 @@ public typealias Record = [(name: String, value: RecordValue)]
 public struct ColumnInference: Sendable {
   public private(set) var columns: [(name: String, type: ColumnType?)] = []
   private var positions: [IdentifierKey: Int] = [:]
+  /// The columns holding an integer a double cannot hold exactly: with a real they are
+  /// NUMERIC, not REAL (`ColumnType.join`).
+  private var inexact: Set<Int> = []
 
   public init() {}
 
   public mutating func add(_ record: Record) {
     for (name, value) in record {
       let key = IdentifierKey(name)
-      if let i = positions[key] {
-        columns[i].type = ColumnType.join(columns[i].type, value.inferredType)
+      let i: Int
+      if let known = positions[key] {
+        i = known
       } else {
-        positions[key] = columns.count
-        columns.append((name, value.inferredType))
+        i = columns.count
+        positions[key] = i
+        columns.append((name, nil))
       }
+      if !value.fitsADouble { inexact.insert(i) }
+      columns[i].type = ColumnType.join(columns[i].type, value.inferredType, integersFitADouble: !inexact.contains(i))
     }
   }
 

@@ -9,8 +9,9 @@ public import DrayTarget
 /// byte for byte, without regard to ASCII case; `é` and `e` with a combining accent are two
 /// columns.
 ///
-/// Types only widen: a column created INTEGER that meets REAL values becomes REAL, and one
-/// that meets any other mix becomes TEXT (`ColumnType.join`). SQLite cannot change a column's
+/// Types only widen: a column created INTEGER that meets REAL values becomes REAL (NUMERIC
+/// when it holds an integer a double cannot hold exactly, and a REAL column becomes NUMERIC
+/// when such an integer arrives), and one that meets any other mix becomes TEXT (`ColumnType.join`). SQLite cannot change a column's
 /// declared type in place, so widening rebuilds the table (copy out, recreate, copy back). A
 /// column that has held only nulls is declared without a type until a value arrives.
 public final class RecordTable: StagedTable {
@@ -59,7 +60,9 @@ public final class RecordTable: StagedTable {
     for column in wanted {
       let key = IdentifierKey(column.name)
       if let i = positions[key] {
-        let joined = ColumnType.join(target[i].type, column.type)
+        var joined = ColumnType.join(target[i].type, column.type)
+        // Staged integers a double cannot hold exactly make it NUMERIC, never REAL (which rounds them).
+        if joined == .real && target[i].type == .integer, try holdsInexactIntegers(target[i].name) { joined = .numeric }
         if widen && joined != target[i].type {
           target[i].type = joined
           rebuild = true
@@ -108,6 +111,16 @@ public final class RecordTable: StagedTable {
       """)
   }
 
+  /// Whether column `column` holds an integer beyond ±2^53 (`ColumnType.doubleHolds`).
+  private func holdsInexactIntegers(_ column: String) throws -> Bool {
+    let quoted = Database.quote(column)
+    let bound = ColumnType.exactDoubleIntegers
+    let rows = try database.rows(
+      "SELECT 1 AS found FROM \(Database.quote(name)) WHERE typeof(\(quoted)) = 'integer' AND (\(quoted) > \(bound) OR \(quoted) < -\(bound)) LIMIT 1"
+    )
+    return !rows.isEmpty
+  }
+
   static func definition(_ column: (name: String, type: ColumnType?)) -> String {
     Database.quote(column.name) + (column.type.map { " " + $0.rawValue } ?? "")
   }
@@ -122,6 +135,13 @@ public final class RecordTable: StagedTable {
       throw StagingRefusal(
         "the records have no values (such as {} or an empty element), so there is no column to load them into; "
           + "declare 'columns' under 'load' to load such records as rows of NULLs")
+    }
+    // An integer a double cannot hold exactly widens a REAL column to NUMERIC: REAL would round it.
+    for (columnName, value) in record {
+      guard case .integer(let v) = value, !ColumnType.doubleHolds(v), let i = positions[IdentifierKey(columnName)],
+        columns[i].type == .real
+      else { continue }
+      try prepare([(columns[i].name, .numeric)], widen: true)
     }
     let statement: Statement
     if let insert {
@@ -141,6 +161,9 @@ public final class RecordTable: StagedTable {
       switch value {
       case .null: try statement.bindNull(at: index)
       case .integer(let v): try statement.bindInteger(v, at: index)
+      // Into TEXT, a real keeps its shortest digits that read back as the same double:
+      // SQLite's own conversion keeps 15 (0.30000000000000004 would become 0.3).
+      case .real(let v) where columns[i].type == .text: try statement.bind(.text("\(v)"), at: index)
       case .real(let v): try statement.bindReal(v, at: index)
       case .text, .blob: try statement.bind(value, at: index)
       }

@@ -78,6 +78,7 @@ enum TableWrites {
     let info = try database.rows("SELECT name, type, \"notnull\" AS nn, dflt_value, pk FROM pragma_table_info(?)", [.text(table)])
     var definitions: [String] = []
     var names: [String] = []
+    var values: [String] = []
     var keys: [(Int64, String)] = []
     for row in info {
       guard case .text(let name) = try row["name"] else { continue }
@@ -89,6 +90,7 @@ enum TableWrites {
       if case .integer(let position) = try row["pk"], position > 0 { keys.append((position, Database.quote(name))) }
       definitions.append(definition)
       names.append(Database.quote(name))
+      values.append(wanted[IdentifierKey(name)] == .text ? TableWrites.textOfReal(Database.quote(name)) : Database.quote(name))
     }
     if !keys.isEmpty { definitions.append("PRIMARY KEY (\(keys.sorted { $0.0 < $1.0 }.map(\.1).joined(separator: ", ")))") }
     let others = try database.rows(
@@ -101,13 +103,24 @@ enum TableWrites {
     _ = try database.execute(
       """
       CREATE TABLE main.\(copy) (\(definitions.joined(separator: ", ")));
-      INSERT INTO main.\(copy) (\(list)) SELECT \(list) FROM main.\(Database.quote(table));
+      INSERT INTO main.\(copy) (\(list)) SELECT \(values.joined(separator: ", ")) FROM main.\(Database.quote(table));
       DROP TABLE main.\(Database.quote(table));
       PRAGMA legacy_alter_table = ON;
       ALTER TABLE main.\(copy) RENAME TO \(Database.quote(table));
       PRAGMA legacy_alter_table = OFF;
       """)
     for sql in others { _ = try database.execute(sql) }
+  }
+
+  /// SQL giving the value of `column` (quoted) as a TEXT column keeps it: a real as its
+  /// shortest digits that read back as the same double (15, 16 or 17 significant digits,
+  /// as PostgreSQL writes a double), not SQLite's 15-digit conversion (which turns
+  /// 0.30000000000000004 into 0.3); any other value as it is.
+  static func textOfReal(_ column: String) -> String {
+    let digits = [15, 16].map { "printf('%!.\($0)g', \(column))" }
+    return "CASE WHEN typeof(\(column)) <> 'real' THEN \(column) "
+      + digits.map { "WHEN CAST(\($0) AS REAL) = \(column) THEN \($0) " }.joined()
+      + "ELSE printf('%!.17g', \(column)) END"
   }
 
   /// Adds every row of `staging` to `target`, in the order they were staged.

@@ -440,6 +440,95 @@ import Testing
     #expect(again.steps.first?.notes.contains { $0.hasPrefix("widened") } == false, "\(again.steps.first?.notes ?? [])")
   }
 
+  /// Integers beyond ±2^53 are never rounded through a double: a column holding them that
+  /// meets a decimal becomes NUMERIC (SQLite keeps each value as INTEGER or REAL in it,
+  /// PostgreSQL's numeric both), whether they arrive with the decimal or are already in the
+  /// table that `evolve` widens.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func integersADoubleCannotHoldMakeANumericColumnNeverReal(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": 9007199254740993}, {"qty": 9223372036854775807}]}"#)
+    try #require(try run(server, target, incremental: true).status == .succeeded)
+    // Order 3 alone is fetched: the widening reads the table's rows.
+    try server.changeOrders(#"{"insert": [{"qty": 2.5}]}"#)
+    let report = try run(server, target, contract: "{ types: evolve }", incremental: true)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    let numeric = kind == .sqlite ? "NUMERIC" : "numeric"
+    #expect(try target.columnTypes("orders").first { $0.first == "qty" }?.last == numeric)
+    #expect(
+      try target.rows("SELECT CAST(qty AS TEXT) FROM orders ORDER BY id") == [["9007199254740993"], ["9223372036854775807"], ["2.5"]])
+    #expect(
+      report.steps.first?.notes.contains(
+        "widened column qty of table orders from INTEGER to NUMERIC (load.contract.types: evolve): record 1 holds 2.5") == true,
+      "\(report.steps.first?.notes ?? [])")
+  }
+
+  /// With no contract, one answer holding an integer beyond ±2^53 and a decimal infers
+  /// NUMERIC for a new table, never REAL.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func inferenceMakesNumericForIntegersADoubleCannotHoldWithADecimal(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let numeric = kind == .sqlite ? "NUMERIC" : "numeric"
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": -9007199254740993}, {"qty": 0.5}]}"#)
+    let report = try run(server, target)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    #expect(try target.columnTypes("orders").first { $0.first == "qty" }?.last == numeric)
+    #expect(try target.rows("SELECT CAST(qty AS TEXT) FROM orders ORDER BY id") == [["-9007199254740993"], ["0.5"]])
+  }
+
+  /// A REAL column does not hold an integer beyond ±2^53: `freeze` refuses it and
+  /// `discard_row` sets it aside as a type mismatch; `evolve` widens the column to NUMERIC.
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func anIntegerADoubleCannotHoldDoesNotFitARealColumn(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try loaded(target)
+    try server.changeOrders(#"{"insert": [{"qty": 2.5}]}"#)
+    try #require(try run(server, target, contract: "{ types: evolve }").status == .succeeded)
+    try server.changeOrders(#"{"insert": [{"qty": 9007199254740995}]}"#)
+    let reason = "'qty': 9007199254740995 is an integer beyond ±2^53, which a double may not hold exactly, the column is REAL"
+    let frozen = try run(server, target, contract: "{ types: freeze }")
+    #expect(frozen.status == .failed)
+    #expect(frozen.steps.first?.errorMessage?.contains("record 3: " + reason) == true, "\(frozen.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT count(*) FROM orders") == [["5"]])
+    let discarded = try run(server, target, contract: "{ types: discard_row }")
+    #expect(discarded.status == .succeeded, "\(discarded.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT reason FROM orders_rejected") == [[reason]])
+    let evolved = try run(server, target, contract: "{ types: evolve }")
+    #expect(evolved.status == .succeeded, "\(evolved.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT CAST(qty AS TEXT) FROM orders WHERE id IN (5, 6) ORDER BY id") == [["2.5"], ["9007199254740995"]])
+  }
+
+  /// Widening REAL to TEXT keeps each real's shortest digits that read back as the same
+  /// double, on SQLite as on PostgreSQL (SQLite's own conversion keeps 15 digits).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func widenedRealsKeepTheirDigitsAsText(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": 0.30000000000000004}, {"qty": 1.0000000000000002}, {"qty": 123456789.12345679}]}"#)
+    try #require(try run(server, target, incremental: true).status == .succeeded)
+    try server.changeOrders(#"{"insert": [{"qty": "abc"}]}"#)
+    let report = try run(server, target, contract: "{ types: evolve }", incremental: true)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    #expect(
+      try target.rows("SELECT qty FROM orders ORDER BY id") == [
+        ["0.30000000000000004"], ["1.0000000000000002"], ["123456789.12345679"], ["abc"],
+      ])
+  }
+
+  /// A decimal staged into a TEXT column keeps its shortest digits that read back as the
+  /// same double, whatever else its page holds (SQLite's own conversion keeps 15).
+  @Test(arguments: TargetDatabase.Kind.allCases)
+  func decimalsKeepTheirDigitsInATextColumn(kind: TargetDatabase.Kind) throws {
+    let target = try TargetDatabase(kind, folder: folder.path)
+    let server = try RestServer(["--orders", "0"])
+    try server.changeOrders(#"{"insert": [{"qty": "abc"}, {"qty": 12.345678901234567}, {"qty": 0.30000000000000004}]}"#)
+    let report = try run(server, target)
+    #expect(report.status == .succeeded, "\(report.steps.first?.errorMessage ?? "")")
+    #expect(try target.rows("SELECT qty FROM orders ORDER BY id") == [["abc"], ["12.345678901234567"], ["0.30000000000000004"]])
+  }
+
   /// The quarantine keeps the record as read: a JSON integer beyond 64 bits stays a number
   /// (its digits), and the reason says what it is, not "text".
   @Test(arguments: TargetDatabase.Kind.allCases)
@@ -467,6 +556,11 @@ import Testing
     #expect(ColumnType.integer.widened(for: .text) == .text)
     #expect(ColumnType.real.widened(for: .text) == .text)
     #expect(ColumnType.numeric.widened(for: .integer) == .numeric)
+    #expect(!ColumnType.real.holds(.integer, integersFitADouble: false) && ColumnType.numeric.holds(.integer, integersFitADouble: false))
+    #expect(ColumnType.real.widened(for: .integer, integersFitADouble: false) == .numeric)
+    #expect(ColumnType.integer.widened(for: .real, integersFitADouble: false) == .numeric)
+    #expect(ColumnType.join(.integer, .real, integersFitADouble: false) == .numeric && ColumnType.join(.numeric, .real) == .numeric)
+    #expect(ColumnType.doubleHolds(1 << 53) && !ColumnType.doubleHolds((1 << 53) + 1) && !ColumnType.doubleHolds(Int64.min))
   }
 
   /// A record set aside still moves an incremental step's cursor: it was seen whole, and the

@@ -160,17 +160,25 @@ final class RecordContract {
         continue
       }
       let found = field.value.inferredType
-      guard let type = known, !type.holds(found), let found else {
+      let exact = field.value.fitsADouble
+      guard let type = known, !type.holds(found, integersFitADouble: exact), let found else {
         kept.append(field)
         continue
       }
-      let kind = if case .bigInteger = field.value { "an integer beyond 64 bits" } else { found.rawValue.lowercased() }
+      let kind =
+        if case .bigInteger = field.value {
+          "an integer beyond 64 bits"
+        } else if !exact {
+          "an integer beyond ±2^53, which a double may not hold exactly"
+        } else {
+          found.rawValue.lowercased()
+        }
       let reason = "'\(field.name)': \(RecordContract.json(field.value).json) is \(kind), the column is \(type.rawValue)"
       switch types {
       case .asGiven: kept.append(field)
       case .evolve:
         kept.append(field)
-        let wider = type.widened(for: found)
+        let wider = type.widened(for: found, integersFitADouble: exact)
         fixed[key] = wider
         verdict.widened.append((field.name, wider))
         if widenings[key] == nil { widenings[key] = "record \(number) holds \(RecordContract.json(field.value).json)" }
@@ -204,7 +212,7 @@ final class RecordContract {
     let key = IdentifierKey(field.name)
     guard let known = fixed[key] else { return !checksNew || marks.contains(key) || newColumns == nil || newColumns == .evolve }
     guard let type = known else { return true }
-    return type.holds(field.value.inferredType)
+    return type.holds(field.value.inferredType, integersFitADouble: field.value.fitsADouble)
   }
 
   /// Whether `key` names a field of `load.primary_key`: a value there that does not fit is

@@ -214,9 +214,13 @@ extension StepRunner {
     let types = Dictionary(
       try transaction.columnTypes(ofTable: load.table).map { (IdentifierKey($0.name), $0.type) }, uniquingKeysWith: { a, _ in a })
     var notes: [String] = []
-    let wider = staged.compactMap { column -> (name: String, type: ColumnType)? in
+    let wider = try staged.compactMap { column -> (name: String, type: ColumnType)? in
       guard let known = types[IdentifierKey(column.name)], let type = known, !type.holds(column.type) else { return nil }
-      let widened = type.widened(for: column.type)
+      var widened = type.widened(for: column.type)
+      // Rows holding integers beyond ±2^53 take NUMERIC, never REAL (which could round them).
+      if type == .integer && widened == .real, try holdsInexactIntegers(load.table, column.name, in: transaction) {
+        widened = type.widened(for: column.type, integersFitADouble: false)
+      }
       notes.append(
         "widened column \(column.name) of table \(load.table) from \(type.rawValue) to \(widened.rawValue) "
           + "(load.contract.types: evolve): "
@@ -226,6 +230,16 @@ extension StepRunner {
     guard !wider.isEmpty else { return [] }
     try transaction.widenColumns(wider, ofTable: load.table)
     return notes
+  }
+
+  /// Whether column `column` of table `table` holds an integer beyond ±2^53
+  /// (`ColumnType.doubleHolds`), from its smallest and largest value.
+  private func holdsInexactIntegers(_ table: String, _ column: String, in transaction: any StoreTransaction) throws -> Bool {
+    let bounds = try transaction.aggregates(ofTable: table, [TableAggregate(.min, of: column), TableAggregate(.max, of: column)])
+    return bounds.contains { value in
+      if case .integer(let n) = value { return !ColumnType.doubleHolds(n) }
+      return false
+    }
   }
 
   /// Fails the load when the records set aside or trimmed pass `load.quarantine`'s bounds,
