@@ -52,7 +52,10 @@ final class IncrementalRun {
       below = nil
     }
     keptValue = kept
-    remembered = kept == nil ? nil : entry.boundary
+    // An exclusive number cursor gets back the records between the value sent and the kept
+    // one, not only those at it (an API may hold finer values than it wrote): those are
+    // recognised by the table's rows (`readKeptRows`), as the digests cover the kept value alone.
+    remembered = kept == nil || (below != nil && kept?.isNumber == true) ? nil : entry.boundary
   }
 
   /// Whether `record` (as read, before the contract) is at the kept value and its digest

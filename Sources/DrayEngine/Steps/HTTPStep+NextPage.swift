@@ -160,3 +160,47 @@ extension StepRunner {
     Origin(url)?.description
   }
 }
+
+extension StepRunner {
+  /// The first page's URL: the step's URL, with the first offset or none.
+  func firstURL(_ options: HTTPStep, since: String?) -> String {
+    if case .offset(let param, let limitParam, let limit, let start)? = options.paginate {
+      return pageURL(options, since: since, [QueryItem(param, String(start)), QueryItem(limitParam, String(limit))])
+    }
+    if case .page(let param, let start)? = options.paginate { return pageURL(options, since: since, [QueryItem(param, String(start))]) }
+    return pageURL(options, since: since, [])
+  }
+
+  /// The step's URL with the incremental cursor (when sent) and `extra`, the pagination's
+  /// parameters of the page.
+  ///
+  /// One parameter is sent once, by the most specific key that sets it (docs/http.md,
+  /// "Which key sets a query parameter"): a pagination parameter over `incremental.param`
+  /// over `query`. So a Stripe-style pull whose page cursor and incremental cursor are both
+  /// `starting_after` sends the kept value on its first page and each page's cursor in its
+  /// place after it (`?starting_after=40`, never `?starting_after=0&starting_after=40`).
+  func pageURL(_ options: HTTPStep, since: String?, _ extra: [QueryItem]) -> String {
+    let paged = Set(extra.map(\.name))
+    let cursor = zip(options.incremental.map { [$0.param] } ?? [], since.map { [$0] } ?? []).map { QueryItem($0, $1) }
+    return options.url(adding: cursor.filter { !paged.contains($0.name) } + extra)
+  }
+
+  /// Whether the pagination guesses each next page by a parameter of its own (`offset`,
+  /// `page`), which a server that does not know the parameter ignores: every page then
+  /// holds the same records, though each URL differs (docs/http.md, "Pagination: `paginate`").
+  static func guessesPages(_ options: HTTPStep) -> Bool {
+    switch options.paginate {
+    case .offset?, .page?: true
+    default: false
+    }
+  }
+
+  /// The pagination's parameter, for the message of a page that repeats the one before.
+  static func pageParameter(_ options: HTTPStep) -> String {
+    switch options.paginate {
+    case .offset(let param, _, _, _)?: "paginate.offset.param '\(param)'"
+    case .page(let param, _)?: "paginate.page.param '\(param)'"
+    default: "the pagination's parameter"
+    }
+  }
+}
