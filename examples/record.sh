@@ -6,7 +6,8 @@
 #   examples/record.sh HHFWTableRetryDownload --fault '{"path": "/api/v1/rpc/FRUITS/", "times": 1, "close_after": 60}'
 #
 # The run is --fresh, so the recording holds a whole run and replays into a fresh folder
-# (examples/replay.sh NAME). Port 8765 must be free. Secrets are masked (docs/recordings.md).
+# (examples/replay.sh NAME). Port 8765 must be free: the script starts its own emulator there
+# and says so when the port is taken. Secrets are masked (docs/recordings.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=${DRAY_REPO:-$(dirname "$here")}
@@ -19,6 +20,11 @@ shift
 dray=${DRAY_BINARY:-$repo/.build/debug/dray}
 if [ ! -x "$dray" ]; then
   (cd "$repo" && swift build --product dray)
+fi
+# It starts its own emulator: one already listening on 8765 (the README's) has to stop first.
+if ! python3 -c 'import socket; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 8765))' 2>/dev/null; then
+  echo "examples/record.sh: port 8765 is in use (is an emulator already running? stop it: record.sh starts its own, with the options given, on 8765)" >&2
+  exit 1
 fi
 # shellcheck source=../scripts/server.sh
 . "$repo/scripts/server.sh"
