@@ -78,7 +78,8 @@ Test helpers under /admin/ (no credentials):
                            "updated_at"}, plus the fields of "tombstone": {"deleted_at": "..."})
     GET  /admin/requests   the requests received (method, path with query, headers, body), oldest first
     POST /admin/reset      clears that log
-    POST /admin/rules      replaces the rules with a JSON list; each rule matches a path and
+    POST /admin/rules      replaces the rules with a JSON list of rule objects ([{...}, ...];
+                           anything else is a 400 and leaves the rules as they were); each rule matches a path and
                            optionally query parameters, and either delays the answer or
                            answers a status a number of times:
                            {"path": "/items", "query": {"page": "3"}, "delay": 30}
@@ -543,8 +544,21 @@ class Handler(BaseHTTPRequestHandler):
                 st.hold.notify_all()
             return self.send(204)
         if path == "/admin/rules" and self.command == "POST":
+            # A list of rule objects, nothing else: a lone object would be iterated as its keys
+            # and break every later request.
+            try:
+                rules = json.loads(raw or b"[]")
+            except ValueError as error:
+                return self.send(400, {"error": f"/admin/rules takes a JSON list of rules: the body is not JSON ({error})"})
+            if not isinstance(rules, list) or not all(isinstance(rule, dict) for rule in rules):
+                kinds = {dict: "an object (put it in a list: [{...}])", list: "a list holding something other than objects",
+                         str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+                got = kinds.get(type(rules), type(rules).__name__)
+                return self.send(400, {
+                    "error": f"/admin/rules takes a JSON list of rule objects, e.g. [{{\"path\": \"/items\", \"delay\": 3}}]; "
+                    f"got {got}, so the rules are unchanged"})
             with st.lock:
-                st.rules = json.loads(raw or b"[]")
+                st.rules = rules
             return self.send(204)
         return self.send(404, {"error": "no such admin call"})
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs examples/rest-incremental.yaml against a fresh REST test server on a free port, changes
-# the server's orders (2 inserted, 2 updated, one with a new field, 1 deleted), runs it again,
+# the server's orders (2 inserted, 2 updated to paid with a new field, coupon, 1 deleted), runs it again,
 # shows the table, and stops the server:
 #
 #   examples/rest-incremental.sh [SERVER OPTIONS...]
@@ -25,7 +25,7 @@ start_server "REST test server" rest_server.py --orders 12 "$@"
 export API_URL=$server_url
 "$dray" run --fresh "$here/rest-incremental.yaml"
 echo
-echo "changing the orders on the server: 2 inserted, 2 updated (one gains a coupon), 1 deleted"
+echo "changing the orders on the server: 2 inserted, 2 updated (both paid, both gain a coupon), 1 deleted"
 curl -sS -X POST -H 'Content-Type: application/json' \
   --data '{"insert": 2, "update": [3, 7], "set": {"status": "paid", "coupon": "WINTER"}, "delete": [5]}' \
   "${server_url}admin/orders"

@@ -19,8 +19,16 @@ import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
-from jsonschema import Draft202012Validator
-from prometheus_client.parser import text_string_to_metric_families
+try:
+    from jsonschema import Draft202012Validator
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError as error:
+    print(
+        f"scripts/check-report.py: {error} under {sys.executable}; it needs Debian's python3-jsonschema and "
+        "python3-prometheus-client (sudo apt-get install python3-jsonschema python3-prometheus-client, or "
+        "scripts/install-deps.sh) and runs as /usr/bin/python3 (call the script itself, not another python3)",
+        file=sys.stderr)
+    sys.exit(2)
 
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "report.schema.json")
 

@@ -3,7 +3,9 @@
 #
 #   scripts/install-deps.sh         everything: building, the demo, every test and the
 #                                   deployment checks (make deps, make test, CI)
-#   scripts/install-deps.sh demo    only building dray and running the demo (make demo)
+#   scripts/install-deps.sh demo    only building dray and running the demo (make demo); not
+#                                   scripts/check-report.py's python3-jsonschema and
+#                                   python3-prometheus-client
 #
 # Needs root (or password-less sudo) only when something must be installed.
 set -euo pipefail
@@ -28,8 +30,8 @@ tests=(
   postgresql           # PostgreSQL 15 server; tests start their own on a free loopback port
   curl                 # used by tests and benchmarks
   openssl              # test certificates for the TLS tests
-  python3-jsonschema   # tests: reports against docs/report.schema.json (scripts/check-report.py)
-  python3-prometheus-client # tests: Prometheus textfiles through the exposition-format parser
+  python3-jsonschema   # tests and scripts/check-report.py: reports against docs/report.schema.json
+  python3-prometheus-client # tests and scripts/check-report.py: Prometheus textfiles through the exposition-format parser
   bsdutils             # tests: `script`, to run dray on a pseudo-terminal
   python3-yaml         # deploy tests: reading the Kubernetes manifests
   python3-venv         # virtualenvs under .build: kubernetes-validate (deploy tests); opentelemetry-proto and

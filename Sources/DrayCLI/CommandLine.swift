@@ -8,7 +8,7 @@ internal import Glibc
 /// The `dray` command line: parses arguments, runs a command, returns the exit code.
 public enum DrayCommandLine {
   static let usage = """
-    dray: a declarative job runner for mobile platform data
+    dray: a declarative job runner for mobile platform servers and REST APIs
 
     Usage:
       dray run JOB.yaml [--fresh] [--from STEP] [--only STEP] [--resend STEP] [--quiet | --verbose] [--log-format text|json]

@@ -365,6 +365,9 @@ struct JobPlan {
       if case .object(let pairs) = step.kind.options {
         for (key, value) in pairs {
           switch (key, value) {
+          // An option left empty (no headers, no on_status) says nothing: no line.
+          case (_, .array(let items)) where items.isEmpty: continue
+          case (_, .object(let members)) where members.isEmpty: continue
           case ("output", .string(let path)), ("local", .string(let path)): rows.append((key, manifest.resolve(path)))
           case (_, .string(let s)): rows.append((key, s))
           case (_, .array(let items)) where items.allSatisfy({ if case .string = $0 { true } else { false } }):

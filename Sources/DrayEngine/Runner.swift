@@ -245,6 +245,13 @@ public final class Runner {
 
     var stopped: RunStatus?
     for (index, step) in manifest.steps.enumerated() {
+      // A step `--only` left out was never going to run: it says so, whatever stopped the run.
+      if stopped != nil, options.only != nil, let reason = plan.skipReasons[step.id] {
+        report.steps[index].status = .skipped
+        report.steps[index].skipReason = reason
+        console.info("skipped (\(reason))", step: step.id)
+        continue
+      }
       if let stopped {
         report.steps[index].status = .notRun
         report.steps[index].skipReason = stopped == .interrupted ? "the run was interrupted" : "an earlier step failed"

@@ -1,4 +1,4 @@
-public import DrayModel
+internal import DrayModel
 
 // How an `http` step reaches an API: its sign-ins (`auth.oauth2`, `auth.api_key`,
 // `auth.login`) and its request budget (`rate_limit`).

@@ -1,4 +1,4 @@
-public import DrayModel
+internal import DrayModel
 
 // What an `http` step does with its records: the table, the write mode, the contract and its
 // quarantine (docs/http.md, "Contract"), the incremental cursor, declared columns.

@@ -1,4 +1,4 @@
-public import Foundation
+internal import Foundation
 
 /// A thread of its own that works through items one producer hands over, so that the
 /// producer (parsing an answer) and the work (SQLite's inserts, PostgreSQL's COPY sends) use

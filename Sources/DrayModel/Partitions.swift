@@ -1,4 +1,4 @@
-public import Foundation
+internal import Foundation
 
 /// `partitions:` of an `http` or `table_stream` step: the partitions the step runs over,
 /// each a set of placeholder values its settings take (`Placeholders`), each with its own

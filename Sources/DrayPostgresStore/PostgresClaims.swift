@@ -1,5 +1,5 @@
 public import DrayModel
-public import DrayPostgres
+internal import DrayPostgres
 public import DrayTarget
 internal import Foundation
 
@@ -192,8 +192,8 @@ extension PostgresClaims: PartitionClaims {
       ORDER BY ordinal LIMIT 1
       """, [.text(job), .text(runID)]
     ).rows.first
-    guard let row, let stepID = try row[0].text else { return nil }
-    return (stepID, try row[1].text)
+    guard let row, let stepID = row[0].text else { return nil }
+    return (stepID, row[1].text)
   }
 
   public func run(job: String, key: String) throws -> (runID: String, exitCode: Int32?)? {

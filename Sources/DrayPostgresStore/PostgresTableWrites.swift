@@ -274,11 +274,11 @@ extension PostgresTransaction {
           SELECT n, v::text FROM (SELECT \(numbered) AS n, \(quoted) AS v FROM \(source)) s
           WHERE v IS NOT NULL AND v::numeric <> trunc(v::numeric) ORDER BY n LIMIT 1
           """
-        ).rows.first, let record = try row[0].integer
+        ).rows.first, let record = row[0].integer
       else { continue }
       throw StagedValueError(
         table: target, record: Int(record), column: index + 1, columnName: column, declaredType: staged == "numeric" ? .numeric : .real,
-        refusal: PostgresValueRefusal(found: "a number with a fraction", value: try row[1].text, column: .bigint), tableColumn: type)
+        refusal: PostgresValueRefusal(found: "a number with a fraction", value: row[1].text, column: .bigint), tableColumn: type)
     }
   }
 

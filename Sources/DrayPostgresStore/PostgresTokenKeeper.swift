@@ -1,6 +1,6 @@
-public import DrayModel
+internal import DrayModel
 internal import DrayPostgres
-public import DrayTarget
+internal import DrayTarget
 
 /// The kept refresh tokens in the job's PostgreSQL schema, beside the run journal
 /// (`TokenKeeper`), on a connection of its own.

@@ -1,5 +1,5 @@
-public import DrayModel
-public import DrayTarget
+internal import DrayModel
+internal import DrayTarget
 
 /// The kept refresh tokens in the run journal's SQLite file (`TokenKeeper`), on a
 /// connection of its own whose commits reach the disk before they return

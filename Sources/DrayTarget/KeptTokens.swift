@@ -1,4 +1,4 @@
-public import DrayModel
+internal import DrayModel
 
 /// A refresh token an OAuth 2.0 token endpoint rotated to, kept in the run journal's
 /// database (`_dray_oauth2_tokens`) so that the next refresh, in this run or the next,

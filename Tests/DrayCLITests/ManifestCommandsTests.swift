@@ -201,6 +201,33 @@ import Testing
     }
   }
 
+  @Test func planPrintsNoLineForAnHTTPStepsOptionLeftEmpty() throws {
+    let folder = TemporaryDirectory()
+    func plan(_ extra: String) throws -> String {
+      let job = """
+        version: 1
+        job: empty-options
+        database: { path: data/db.sqlite }
+        steps:
+          - id: a
+            http:
+              base_url: "http://127.0.0.1:9/"
+              path: items
+        \(extra)
+              load: { table: t, records: /data }
+        """
+      let result = try Command.dray(["plan", try folder.write("job.yaml", job)])
+      #expect(result.status == 0, "\(result.output)")
+      return result.stdout
+    }
+    let bare = try plan("")
+    #expect(bare.contains("  1. a (http): run\n"), "\(bare)")
+    #expect(!bare.contains("headers"), "\(bare)")
+    #expect(!bare.contains("on_status"), "\(bare)")
+    let given = try plan("      headers: { X-Trace: \"on\" }")
+    #expect(given.contains("X-Trace"), "\(given)")
+  }
+
   @Test func planAndStatusNeedNoSecretButRunDoes() throws {
     let folder = TemporaryDirectory()
     let path = try folder.write("job.yaml", Self.planJob)

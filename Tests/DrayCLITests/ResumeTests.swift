@@ -175,6 +175,19 @@ struct Report {
     #expect(try job.rows("SELECT count(*) FROM FRUITS__output_table") == [["5"]])
   }
 
+  @Test func aStepAfterAFailedOnlyStepSaysItWasNotSelectedNotThatAnEarlierStepFailed() throws {
+    let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500}"#])
+    let only = try job.run(["--only", "countries"])
+    #expect(only.status == 69, "\(only.output)")
+    #expect(only.stdout.contains("  tally      sql           skipped    not selected by --only countries"), "\(only.stdout)")
+    #expect(!only.stdout.contains("an earlier step failed"), "\(only.stdout)")
+    #expect(
+      try Report(only.stdout).lines == [
+        "schemes skipped not selected by --only countries", "fruits skipped not selected by --only countries", "countries failed",
+        "tally skipped not selected by --only countries",
+      ])
+  }
+
   @Test func operatorFlagsOnlyFromAndFresh() throws {
     let job = try ResumeJob(["--fault", #"{"path": "/api/v1/rpc/COUNTRIES/", "status": 500, "times": 3}"#])
     let failed = try Report(try job.run().stdout)

@@ -38,6 +38,14 @@ extension StepRunner {
     if let drift = run.drift {
       run.report.contract = drift.report
       run.report.notes += drift.changes
+      // What the contract set aside or trimmed, as an `http` load says it.
+      if let contract = drift.report, contract.setAside + contract.trimmed > 0 {
+        var counts = Quarantine.Counts()
+        counts.setAside = contract.setAside
+        counts.trimmed = contract.trimmed
+        counts.byKind = contract.byKind
+        run.report.notes.append("\(counts.summary) into table \(contract.quarantine)")
+      }
     }
   }
 
