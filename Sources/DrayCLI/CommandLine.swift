@@ -182,33 +182,6 @@ extension Arguments {
 }
 
 extension Arguments {
-  /// Checks that the folder holding `path` (the value of `flag`, a file or folder dray is to
-  /// write) exists and is a folder: dray creates the file (or a recording's folder) itself,
-  /// never the folders on the way, so a typo in a flag makes no folders anywhere (`report.path`
-  /// and the job's own folders, which the manifest names, are created).
-  /// - Throws: `UsageError` naming the flag, the path and the missing folder.
-  static func checkParentFolder(of path: String, flag: String) throws(UsageError) {
-    let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-    let parent: String
-    if let slash = trimmed.lastIndex(of: "/") {
-      parent = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
-    } else {
-      parent = "."
-    }
-    var isFolder: ObjCBool = false
-    let exists = FileManager.default.fileExists(atPath: parent, isDirectory: &isFolder)
-    guard !exists || !isFolder.boolValue else { return }
-    let shown = PrintableText.excerpt(path)
-    let folder = PrintableText.excerpt(parent)
-    throw UsageError(
-      exists
-        ? "\(flag) \(shown): \(folder) is a file, not a folder; name a path in an existing folder"
-        : "\(flag) \(shown): the folder \(folder) does not exist, and dray does not create it; create it first (mkdir -p \(folder)) or name a path in an existing folder"
-    )
-  }
-}
-
-extension Arguments {
   /// `text` as a count of at least 1 (`--runs 30`).
   /// - Throws: `UsageError` for text that is no whole number, one below 1, or one past
   ///   `Int.max` (saying it is too large, and the largest).

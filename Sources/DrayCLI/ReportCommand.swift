@@ -15,8 +15,7 @@ internal import Foundation
 /// it is drawn from the JSON reports, whose free text each run masked before writing them
 /// (`RunReport.redacted(by:)`), and from the journal, which holds none. Exits 1 when the
 /// page cannot be written, 2 for a wrong command line (a `--run` the job has no run or
-/// report of included, an `-o` whose folder does not exist: dray creates no folder for it)
-/// or an invalid manifest.
+/// report of included) or an invalid manifest.
 enum ReportCommand {
   static func main(_ arguments: [String]) throws -> Int32 {
     let args = try Arguments(arguments, options: ["--run", "--runs", "-o"])
@@ -32,7 +31,6 @@ enum ReportCommand {
       throw UsageError(
         "-o takes the page's file, such as -o reports/page.html; '\(output)' \(output.isEmpty ? "is empty" : "names a folder")")
     }
-    if let output = args.values["-o"] { try Arguments.checkParentFolder(of: output, flag: "-o") }
     let limit = try args.values["--runs"].map { try Arguments.positiveCount($0, flag: "--runs") }
     let page = HTMLReport.page(
       manifest, database: Databases.open(manifest), runID: args.values["--run"], runs: limit ?? HTMLReport.defaultRuns)

@@ -55,8 +55,6 @@ enum RunCommand {
     for (flag, value) in [("--record", record), ("--replay", replay)] where value?.isEmpty == true {
       throw UsageError("\(flag) takes the recording's folder: dray run JOB.yaml \(flag) DIR")
     }
-    // The recording's folder is created, the folders on the way are not.
-    if let record { try Arguments.checkParentFolder(of: record, flag: "--record") }
     // A replay signs in with the recording's fake token: the job's secrets need not be set
     // (as `validate --no-credentials`).
     guard var manifest = ManifestInput.load(args.positional[0], secretsMayBeMissing: replay != nil) else { return ExitCode.usage }

@@ -290,31 +290,4 @@ import Testing
     let words = try Command.dray(["report", job.manifest, "--runs", "ten"])
     #expect(words.stderr.hasPrefix("dray: --runs takes a positive number, found 'ten'\n"), "\(words.stderr)")
   }
-
-  /// D-minor: a file-writing flag's folder must exist: `-o /nonexistent/x.html` (and
-  /// `run --record /nonexistent/rec`) is a usage error naming the folder, and makes none;
-  /// a file where its folder should be is named as such.
-  @Test func aFlagsFolderMustExistAndNoneIsMade() throws {
-    let job = try Job(steps: Self.steps)
-    let missing = "/nonexistent-\(UUID().uuidString.prefix(8).lowercased())"
-    let absolute = try Command.dray(["report", job.manifest, "-o", missing + "/x.html"])
-    #expect(absolute.status == 2)
-    #expect(
-      absolute.stderr.hasPrefix(
-        "dray: -o \(missing)/x.html: the folder \(missing) does not exist, and dray does not create it; create it first (mkdir -p \(missing)) or name a path in an existing folder\n"
-      ), "\(absolute.stderr)")
-    #expect(!FileManager.default.fileExists(atPath: missing))
-    let relative = try Command.dray(["report", job.manifest, "-o", "typo/pages/x.html"], directory: job.folder.path)
-    #expect(relative.status == 2)
-    #expect(relative.stderr.contains("the folder typo/pages does not exist"), "\(relative.stderr)")
-    #expect(!FileManager.default.fileExists(atPath: job.folder.path + "/typo"))
-    _ = try job.folder.write("plain.txt", "x")
-    let file = try Command.dray(["report", job.manifest, "-o", job.folder.path + "/plain.txt/x.html"])
-    #expect(file.status == 2)
-    #expect(file.stderr.contains("\(job.folder.path)/plain.txt is a file, not a folder"), "\(file.stderr)")
-    let record = try Command.dray(["run", job.manifest, "--record", missing + "/rec"])
-    #expect(record.status == 2)
-    #expect(record.stderr.hasPrefix("dray: --record \(missing)/rec: the folder \(missing) does not exist"), "\(record.stderr)")
-    #expect(!FileManager.default.fileExists(atPath: missing))
-  }
 }
