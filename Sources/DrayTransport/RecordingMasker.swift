@@ -7,8 +7,10 @@ internal import Foundation
 /// Every text of an exchange (its URL, header values, request body, response headers and
 /// body, a fault's detail) passes through the run's `Redactor` (every secret the run knew,
 /// in every form it masks), each masked run becoming `{{secret:N}}`, numbered from 1 in the
-/// order met within the exchange. A header that holds a credential (`HTTPHeader.isSecret`)
-/// keeps only its scheme word (`Bearer {{secret:1}}`) whatever the redactor found in it.
+/// order met within the exchange. A header that holds a credential (`HTTPHeader.isSecret`;
+/// in an answer, one named as a credential, `HTTPHeader.isSecretName`, such as `Set-Cookie`)
+/// keeps only its scheme word (`Bearer {{secret:1}}`) or cookie name whatever the redactor
+/// found in it (`credential`).
 struct RecordingMasker {
   let redactor: Redactor
   /// What the redactor writes for a secret before it is numbered: bytes no text of an
@@ -36,19 +38,29 @@ struct RecordingMasker {
     return out
   }
 
+  /// A header field's value masked: a field that holds a credential (`secret`) keeps only
+  /// its scheme word (`Bearer {{secret:1}}`), a `Set-Cookie` only its cookie's name and
+  /// attributes (`session={{secret:1}}; HttpOnly`), whatever the redactor found in it.
+  func credential(_ name: String, _ value: String, secret: Bool, _ counter: Counter) -> String {
+    let masked = mask(value, counter)
+    guard secret && !masked.contains("{{secret:") else { return masked }
+    counter.count += 1
+    let placeholder = PlaceholderMatch.placeholder(counter.count)
+    if name.lowercased() == "set-cookie", let equals = value.firstIndex(of: "=") {
+      let rest = value[equals...].firstIndex(of: ";").map { String(value[$0...]) } ?? ""
+      return value[...equals] + placeholder + rest
+    }
+    let scheme = value.split(separator: " ", maxSplits: 1)
+    return (scheme.count == 2 ? scheme[0] + " " : "") + placeholder
+  }
+
   func exchange(_ item: TrafficRecorder.Ended, bodies: String) throws -> RecordedExchange {
     let counter = Counter()
     let request = item.tape.request
     let url = mask(request.url, counter)
     var headers: [[String]] = []
     for field in request.headers where field.name.lowercased() != "user-agent" {
-      var value = mask(field.value, counter)
-      if field.isSecret && !value.contains("{{secret:") {
-        counter.count += 1
-        let scheme = field.value.split(separator: " ", maxSplits: 1)
-        value = (scheme.count == 2 ? scheme[0] + " " : "") + PlaceholderMatch.placeholder(counter.count)
-      }
-      headers.append([field.name, value])
+      headers.append([field.name, credential(field.name, field.value, secret: field.isSecret, counter)])
     }
     var body: String?
     var base64: String?
@@ -64,7 +76,9 @@ struct RecordingMasker {
       let bytes = (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
       if let text = String(validating: bytes, as: UTF8.self) { body = mask(text, counter) } else { base64 = bytes.base64EncodedString() }
     }
-    let responseHeaders = item.headers.fields.map { [$0.name, mask($0.value, counter)] }
+    let responseHeaders = item.headers.fields.map {
+      [$0.name, credential($0.name, $0.value, secret: HTTPHeader.isSecretName($0.name), counter)]
+    }
     var bodyFile: String?
     if item.tape.hasBody {
       let name = String(format: "%04d", item.tape.id) + "." + RecordingMasker.fileExtension(item.headers["Content-Type"])

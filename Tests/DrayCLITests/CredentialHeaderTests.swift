@@ -52,4 +52,27 @@ import Testing
     #expect(recording.contains("trace-1"))
     #expect(!recording.contains("Sentinel"), "\(recording)")
   }
+
+  /// A credential the server hands out in `Set-Cookie` is kept in a recording by its
+  /// cookie's name and attributes only.
+  @Test func aSetCookieAnswerIsMaskedInARecording() throws {
+    let server = try RestServer()
+    try server.setRules(
+      #"[{"path": "/items", "status": 200, "body": "[]", "headers": {"Set-Cookie": "session=COOKIE-Sentinel-6; HttpOnly"}}]"#)
+    let folder = TemporaryDirectory("dray-set-cookie")
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: cookies
+      steps:
+        - id: items
+          http: { base_url: "\(server.url)", path: items, output: out/items.json }
+      """)
+    let run = try Command.dray(["run", manifest, "--record", folder.path + "/rec"], directory: folder.path)
+    #expect(run.status == 0, "\(run.output)")
+    let recording = try String(contentsOfFile: folder.path + "/rec/recording.json", encoding: .utf8)
+    #expect(!recording.contains("Sentinel"), "\(recording)")
+    #expect(recording.contains("session={{secret:1}}; HttpOnly"), "\(recording)")
+  }
 }
