@@ -75,4 +75,36 @@ import Testing
     #expect(!recording.contains("Sentinel"), "\(recording)")
     #expect(recording.contains("session={{secret:1}}; HttpOnly"), "\(recording)")
   }
+
+  /// An OAuth 2.0 token answer's `id_token` (OpenID Connect) is a secret as its
+  /// `access_token` and `refresh_token` are: masked in a recording.
+  @Test func anIDTokenOfATokenAnswerIsMaskedInARecording() throws {
+    let server = try RestServer()
+    let answer =
+      #"{\"access_token\": \"AT-Sentinel-7\", \"id_token\": \"eyJ.eyJ.ID-Sentinel-8\", \"token_type\": \"Bearer\", \"expires_in\": 3600}"#
+    try server.setRules(#"[{"path": "/token", "status": 200, "body": "\#(answer)"}, {"path": "/items", "status": 200, "body": "[]"}]"#)
+    let folder = TemporaryDirectory("dray-id-token")
+    let manifest = try folder.write(
+      "job.yaml",
+      """
+      version: 1
+      job: idt
+      steps:
+        - id: items
+          http:
+            base_url: "\(server.url)"
+            path: items
+            auth: { oauth2: { token_url: "\(server.url)token", grant: client_credentials, client_id: app, client_secret: "${CS}" } }
+            output: out/items.json
+      """)
+    let run = try Command.dray(
+      ["run", manifest, "--record", folder.path + "/rec"], environment: ["CS": "client-secret-1"], directory: folder.path)
+    #expect(run.status == 0, "\(run.output)")
+    let bodies = folder.path + "/rec/bodies"
+    let texts = try FileManager.default.contentsOfDirectory(atPath: bodies).map {
+      try String(contentsOfFile: bodies + "/" + $0, encoding: .utf8)
+    }
+    #expect(texts.contains { $0.contains("id_token") }, "\(texts)")
+    #expect(!texts.contains { $0.contains("Sentinel") }, "\(texts)")
+  }
 }

@@ -142,6 +142,8 @@ struct OAuth2Refresh {
     }
     // Learnt before anything else, so that no message below can print them.
     if let refresh = json["refresh_token"]?.stringValue { onSecret(refresh) }
+    // An OpenID Connect ID token (a JWT many APIs take as a bearer credential).
+    if let id = json["id_token"]?.stringValue, !id.isEmpty { onSecret(id) }
     guard let token = json["access_token"]?.stringValue, !token.isEmpty else {
       throw OAuth2Error.badAnswer(
         url: url, detail: "the token answer has no access_token \(place); check token_url and grant, and the server's documentation")
