@@ -196,6 +196,7 @@ public struct RunReport: Sendable {
         attempt.message = attempt.message.map(redactor.redact)
         return attempt
       }
+      step.partition = step.partition.map { Partition($0.values.map { ($0.name, redactor.redact($0.value)) }) }
       step.members = step.members.map(redacted)
       return step
     }

@@ -146,7 +146,7 @@ extension ManifestValidator {
         ok = false
         continue
       }
-      let secret = HTTPHeader.secretNames.contains(name.lowercased())
+      let secret = HTTPHeader.isSecretName(name)
       guard let value = reader.string(pair.value, "\(path).\(name)", secret: secret) else {
         ok = false
         continue

@@ -24,7 +24,7 @@ extension ManifestValidator {
           let inAuth = at.hasPrefix("auth")
           let isCredential =
             credential || CredentialName.isCredential(key) || (inAuth && Self.credentialAuthKeys.contains(key))
-            || (at == "headers" && HTTPHeader.secretNames.contains(key.lowercased()))
+            || (at == "headers" && HTTPHeader.isSecretName(key))
           walk(pair.value, at.isEmpty ? key : "\(at).\(key)", credential: isCredential)
         }
       case .sequence(let items):

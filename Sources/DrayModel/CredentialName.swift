@@ -1,7 +1,7 @@
 internal import Foundation
 
-/// The one rule for names that hold a credential: query parameters and form fields of an
-/// `http` step, the fields of a JSON body (its own and `auth.login`'s) at any depth, and the
+/// The one rule for names that hold a credential: query parameters, form fields and header
+/// fields (`HTTPHeader.isSecretName`) of an `http` step, the fields of a JSON body (its own and `auth.login`'s) at any depth, and the
 /// query parameters of `report.openlineage.url` and `report.otlp.endpoint`.
 ///
 /// A value under such a name is a secret: masked in every output (`Redactor`), left out of

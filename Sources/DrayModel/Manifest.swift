@@ -119,25 +119,36 @@ public struct PlatformSettings: Sendable, Hashable {
 public struct HTTPHeader: Sendable, Hashable {
   public var name: String
   public var value: String
-  /// The value holds a secret although the name is not one of `secretNames`: a manifest's
-  /// `X-Signature: ${SIGNING_KEY}` with `SIGNING_KEY` listed under `secrets:`.
+  /// The value holds a secret although the name is not a credential's (`isSecretName`): a
+  /// manifest's `X-Signed: ${SIGNING_KEY}` with `SIGNING_KEY` listed under `secrets:`.
   public var holdsSecret: Bool
 
-  /// - Parameter secret: the value holds a secret (see `holdsSecret`); a header named in
-  ///   `secretNames` is one whatever this says.
+  /// - Parameter secret: the value holds a secret (see `holdsSecret`); a header whose name is
+  ///   a credential's (`isSecretName`) is one whatever this says.
   public init(_ name: String, _ value: String, secret: Bool = false) {
     self.name = name
     self.value = value
     self.holdsSecret = secret
   }
 
-  /// Header names (lower case) whose values are credentials, masked in every output.
-  public static let secretNames: Set<String> = ["authorization", "proxy-authorization", "cookie", "x-api-key", "x-auth-token"]
+  /// Header names (lower case) whose values are credentials although no word of theirs is a
+  /// credential's (`Cookie`), and some that are (`Authorization`, `X-Api-Key`).
+  public static let secretNames: Set<String> = [
+    "authorization", "proxy-authorization", "cookie", "cookie2", "set-cookie", "x-api-key", "x-auth-token",
+  ]
 
-  /// Whether this header's value is a credential: its name is one of `secretNames`, or its
-  /// value holds a secret. Such a field is masked in every output and never follows a
-  /// redirect to another origin.
-  public var isSecret: Bool { holdsSecret || HTTPHeader.secretNames.contains(name.lowercased()) }
+  /// Whether a header field named `name` (any case) holds a credential: `name` is one of
+  /// `secretNames`, or a credential's by the one rule for names (`CredentialName`, as for
+  /// query parameters and body fields: `PRIVATE-TOKEN`, `X-Goog-Api-Key`, `X-Password`,
+  /// `X-Hub-Signature-256`).
+  public static func isSecretName(_ name: String) -> Bool {
+    secretNames.contains(name.lowercased()) || CredentialName.isCredential(name)
+  }
+
+  /// Whether this header's value is a credential: its name is a credential's
+  /// (`isSecretName`), or its value holds a secret. Such a field is masked in every output
+  /// and never follows a redirect to another origin.
+  public var isSecret: Bool { holdsSecret || HTTPHeader.isSecretName(name) }
 
   /// What in `value` a header field cannot carry, or nil when nothing: a line break (CR or
   /// LF) would end the field and start another one (header injection, request smuggling),

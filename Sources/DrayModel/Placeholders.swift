@@ -185,7 +185,7 @@ extension HTTPStep {
       item.isSecret ? item : QueryItem(item.name, try fill(item.value, "query.\(item.name)"))
     }
     step.headers = try headers.map { header in
-      guard !header.holdsSecret && !HTTPHeader.secretNames.contains(header.name.lowercased()) else { return header }
+      guard !header.holdsSecret && !HTTPHeader.isSecretName(header.name) else { return header }
       var filled = header
       filled.value = try fill(header.value, "headers.\(header.name)")
       return filled

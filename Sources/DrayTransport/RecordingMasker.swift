@@ -7,8 +7,10 @@ internal import Foundation
 /// Every text of an exchange (its URL, header values, request body, response headers and
 /// body, a fault's detail) passes through the run's `Redactor` (every secret the run knew,
 /// in every form it masks), each masked run becoming `{{secret:N}}`, numbered from 1 in the
-/// order met within the exchange. A header that holds a credential (`HTTPHeader.isSecret`)
-/// keeps only its scheme word (`Bearer {{secret:1}}`) whatever the redactor found in it.
+/// order met within the exchange. A header that holds a credential (`HTTPHeader.isSecret`;
+/// in an answer, one named as a credential, `HTTPHeader.isSecretName`, such as `Set-Cookie`)
+/// keeps only its scheme word (`Bearer {{secret:1}}`) or cookie name whatever the redactor
+/// found in it (`credential`).
 struct RecordingMasker {
   let redactor: Redactor
   /// What the redactor writes for a secret before it is numbered: bytes no text of an
@@ -36,6 +38,22 @@ struct RecordingMasker {
     return out
   }
 
+  /// A header field's value masked: a field that holds a credential (`secret`) keeps only
+  /// its scheme word (`Bearer {{secret:1}}`), a `Set-Cookie` only its cookie's name and
+  /// attributes (`session={{secret:1}}; HttpOnly`), whatever the redactor found in it.
+  func credential(_ name: String, _ value: String, secret: Bool, _ counter: Counter) -> String {
+    let masked = mask(value, counter)
+    guard secret && !masked.contains("{{secret:") else { return masked }
+    counter.count += 1
+    let placeholder = PlaceholderMatch.placeholder(counter.count)
+    if name.lowercased() == "set-cookie", let equals = value.firstIndex(of: "=") {
+      let rest = value[equals...].firstIndex(of: ";").map { String(value[$0...]) } ?? ""
+      return value[...equals] + placeholder + rest
+    }
+    let scheme = value.split(separator: " ", maxSplits: 1)
+    return (scheme.count == 2 ? scheme[0] + " " : "") + placeholder
+  }
+
   /// `item`'s exchange with its request filled in from the tape and every text masked; its
   /// body masked into `bodies`.
   func exchange(_ item: TrafficRecorder.Ended, bodies: String) throws -> RecordedExchange {
@@ -45,13 +63,7 @@ struct RecordingMasker {
     exchange.url = mask(request.url, counter)
     exchange.requestHeaders = []
     for field in request.headers where field.name.lowercased() != "user-agent" {
-      var value = mask(field.value, counter)
-      if field.isSecret && !value.contains("{{secret:") {
-        counter.count += 1
-        let scheme = field.value.split(separator: " ", maxSplits: 1)
-        value = (scheme.count == 2 ? scheme[0] + " " : "") + PlaceholderMatch.placeholder(counter.count)
-      }
-      exchange.requestHeaders.append([field.name, value])
+      exchange.requestHeaders.append([field.name, credential(field.name, field.value, secret: field.isSecret, counter)])
     }
     let bytes: Data?
     switch request.body {
@@ -66,7 +78,9 @@ struct RecordingMasker {
         exchange.requestBodyBase64 = bytes.base64EncodedString()
       }
     }
-    exchange.responseHeaders = exchange.responseHeaders.map { $0.count == 2 ? [$0[0], mask($0[1], counter)] : $0 }
+    exchange.responseHeaders = exchange.responseHeaders.map {
+      $0.count == 2 ? [$0[0], credential($0[0], $0[1], secret: HTTPHeader.isSecretName($0[0]), counter)] : $0
+    }
     if item.tape.hasBody {
       let contentType = exchange.responseHeaders.first { $0.count == 2 && $0[0].lowercased() == "content-type" }?[1]
       let name = String(format: "%04d", item.tape.id) + "." + RecordingMasker.fileExtension(contentType)

@@ -13,9 +13,9 @@ internal import Foundation
 ///   a login, a token request) is not followed through a `301`, `302` or `303`;
 /// - header fields that carry a secret go only to the origin (`Origin`) of the
 ///   first request; they are held back from any other origin and sent again if a later
-///   redirect comes back. A field carries a secret when its name is one of
-///   `HTTPHeader.secretNames` (`Authorization`, `Proxy-Authorization`, `Cookie`,
-///   `X-Api-Key`, `X-Auth-Token`) or its value holds one of the job's secrets
+///   redirect comes back. A field carries a secret when its name is a credential's
+///   (`HTTPHeader.isSecretName`: `Authorization`, `Cookie`, `X-Api-Key`, `PRIVATE-TOKEN`,
+///   `X-Password`, ...) or its value holds one of the job's secrets
 ///   (`HTTPHeader.holdsSecret`, set when the manifest is loaded);
 /// - a body that holds a secret (`HTTPRequest.secretBody`: a login, a token request, a
 ///   body with one of the job's secrets) is never sent to another origin: a `307` or `308`

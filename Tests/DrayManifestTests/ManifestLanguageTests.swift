@@ -34,8 +34,10 @@ import Testing
     #expect(
       p.headers == [
         HTTPHeader("X-Trace", "on"), HTTPHeader("Authorization", "Bearer tok-everything-9"),
-        HTTPHeader("X-Client-Key", "tok-from-file-4711", secret: true),
+        HTTPHeader("X-Client-Key", "tok-from-file-4711"),
       ])
+    // A secret by its name (a `key` after `client`, `CredentialName`), as by its value.
+    #expect(p.headers.map(\.isSecret) == [false, true, true])
     #expect(!p.compression)
     #expect(m.auth == Credentials(username: "reader", password: "fmp-password-from-file"))
     #expect(m.database == DatabaseSettings(path: "data/everything.sqlite"))

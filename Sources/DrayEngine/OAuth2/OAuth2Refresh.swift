@@ -168,6 +168,8 @@ struct OAuth2Refresh {
       default: break
       }
     }
+    // An OpenID Connect ID token (a JWT many APIs take as a bearer credential).
+    if let id = json["id_token"]?.stringValue, !id.isEmpty { onSecret(id) }
     for field in ["access_token", "token_type", "refresh_token"] {
       guard let value = json[field], value != .null, value.stringValue == nil else { continue }
       throw OAuth2Error.badAnswer(

@@ -230,6 +230,9 @@ extension StepRunner {
       switch step.kind {
       case .http(let options):
         var filled = try options.filled(with: partition)
+        if options.output != nil, let named = PartitionIDs.withoutSecrets(partition, redactor: manifest.redactor) {
+          filled.output = try options.filled(with: named).output
+        }
         if var load = filled.load {
           load.expect = []
           if let gathering {
@@ -251,7 +254,8 @@ extension StepRunner {
         step: step.id, partition: partition.label, problem: problem.description, advised: problem.advised)
     }
     return Step(
-      id: PartitionIDs.member(step.id, partition), kind: kind, retry: step.retry, timeouts: step.timeouts, location: step.location,
+      id: PartitionIDs.member(step.id, partition, redactor: manifest.redactor), kind: kind, retry: step.retry, timeouts: step.timeouts,
+      location: step.location,
       description: step.description)
   }
 }
@@ -259,18 +263,33 @@ extension StepRunner {
 /// The ids and tables of a partitioned step's members.
 enum PartitionIDs {
   /// `STEP[name=value,...]` when every value is short and plain (letters, digits, `-`, `_`,
-  /// `.`, `:`, `+`, at most 40 bytes) and the id at most 120 bytes, so that the journal and
-  /// the log read well; otherwise `STEP[#` and the first 16 hex digits of the SHA-256 of the
-  /// values `]`, which a value's `/` or length cannot turn into a path or a name too long.
-  static func member(_ step: String, _ partition: Partition) -> String {
+  /// `.`, `:`, `+`, at most 40 bytes), draws on no secret (`redactor` leaves it as it is) and
+  /// the id is at most 120 bytes, so that the journal and the log read well; otherwise
+  /// `STEP[#` and the first 16 hex digits of the SHA-256 of the values `]`, which a value's
+  /// `/` or length cannot turn into a path or a name too long, and which shows no secret:
+  /// a member's id is a name dray writes, left unmasked in the log, reports and journal.
+  static func member(_ step: String, _ partition: Partition, redactor: Redactor) -> String {
     func plain(_ text: String) -> Bool {
       !text.isEmpty && text.utf8.count <= 40
         && text.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.:+".unicodeScalars.contains($0)) }
     }
     let id = step + "[" + partition.values.map { "\($0.name)=\($0.value)" }.joined(separator: ",") + "]"
-    if partition.values.allSatisfy({ plain($0.value) }) && id.utf8.count <= 120 { return id }
+    if partition.values.allSatisfy({ plain($0.value) && redactor.redact($0.value) == $0.value }) && id.utf8.count <= 120 {
+      return id
+    }
     let canonical = JSONValue.array(partition.values.map { .array([.string($0.name), .string($0.value)]) }).canonicalJSON
     return step + "[#" + SHA256.hex(canonical).prefix(16) + "]"
+  }
+
+  /// `partition` with each value that draws on a secret (`redactor` masks something in it)
+  /// replaced by `secret-` and the first 16 hex digits of its SHA-256, for the file names of
+  /// `output`; nil when no value does.
+  static func withoutSecrets(_ partition: Partition, redactor: Redactor) -> Partition? {
+    guard partition.values.contains(where: { redactor.redact($0.value) != $0.value }) else { return nil }
+    return Partition(
+      partition.values.map { value in
+        redactor.redact(value.value) == value.value ? value : (value.name, "secret-" + SHA256.hex(value.value).prefix(16))
+      })
   }
 
   /// The table of the job's database where a `write: replace` step's partitions gather
