@@ -80,7 +80,7 @@ final class JoinedRunner {
       // A runner whose manifest differs from the holder's (a rolling update) would load its
       // claims its own way: it claims nothing and ends.
       guard let step = manifest.steps.first(where: { $0.id == open.stepID }), let partitions = step.partitions,
-        open.fingerprint.map({ $0 == step.fingerprint(in: manifest) }) ?? true
+        open.fingerprint.map({ $0 == step.definitionDigest }) ?? true
       else {
         refusal =
           "step '\(open.stepID)' of run \(run.id) of job '\(manifest.job)' was opened for claims with another definition than "

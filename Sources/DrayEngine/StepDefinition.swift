@@ -11,6 +11,11 @@ extension Step {
     return .object(pairs)
   }
 
+  /// SHA-256 of the canonical JSON of `definition` alone: what the runners sharing a run
+  /// compare (`dray run --join`), whose database is one by construction though each may
+  /// reach it by another URL (another `application_name`, host name or port).
+  public var definitionDigest: String { SHA256.hex(definition.canonicalJSON) }
+
   /// SHA-256 of the canonical JSON of `definition` and the job's database: equal
   /// fingerprints mean a finished step need not run again.
   ///

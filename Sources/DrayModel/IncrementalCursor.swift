@@ -29,9 +29,6 @@ public enum IncrementalCursor {
       case text(String)
     }
 
-    /// Whether the value is a number (compared by its digits).
-    public var isNumber: Bool { if case .number = order { true } else { false } }
-
     /// A string or a number; nil for anything else (null, a boolean, a list, an object).
     public init?(json: JSONValue) {
       switch json {

@@ -91,8 +91,9 @@ public struct RunEnded: Error, Sendable, CustomStringConvertible {
 public protocol PartitionClaims: AnyObject {
   /// Opens `members` (member id and partition, in order) of step `stepID` of run `runID`
   /// for claims: each becomes `pending` with a new generation, so that a claim taken before
-  /// (under an earlier run of the chain) commits nothing more. `fingerprint` is the step's
-  /// (`Step.fingerprint(in:)`): a joined runner whose step has another claims nothing.
+  /// (under an earlier run of the chain) commits nothing more. `fingerprint` is the digest of
+  /// the step's definition (`Step.definitionDigest`): a joined runner whose step has another
+  /// claims nothing.
   func publish(job: String, runID: String, stepID: String, fingerprint: String, members: [(id: String, partition: Partition)])
     throws
   /// Claims the first partition of the step that is `pending`, or `claimed` with its claim

@@ -53,7 +53,7 @@ extension StepRunner {
       throw StepError.settingMissing("this database cannot share a run between runners (dray run --join needs PostgreSQL)")
     }
     try claims.publish(
-      job: manifest.job, runID: context.runID, stepID: step.id, fingerprint: step.fingerprint(in: manifest), members: open)
+      job: manifest.job, runID: context.runID, stepID: step.id, fingerprint: step.definitionDigest, members: open)
     console.info("\(HumanUnits.counted(open.count, "partition")) open for claims by the runners of this run", step: step.id)
     let progress = PartitionProgress(total: open.count, console: console, step: step.id)
     reports.merge(workClaims(partitions, gathered: gathered, joining: joining, untilSettled: true, progress: progress)) { $1 }
